@@ -1,0 +1,153 @@
+package splitstorage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sort"
+	"syscall"
+)
+
+// Backend is the small object-store interface every store implements. Keys are
+// '/'-separated; backends map them onto paths or object names under their root
+// or prefix. Behaviour (retries, stats) is added by wrapping, not by the backends.
+type Backend interface {
+	// Put stores size bytes read from r under key. r is read from its start; a
+	// retry seeks it back to 0. opts.CRC32C is sent to stores that verify it.
+	// With opts.IfNotExists the write fails with ErrExists when key exists.
+	Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts PutOptions) error
+	// Get opens key from offset; length < 0 reads to the end. A missing key gives ErrNotExist.
+	Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+	// Stat returns the size of key, or ErrNotExist.
+	Stat(ctx context.Context, key string) (ObjectInfo, error)
+	// List returns the objects under prefix (recursively), sorted by key. With
+	// dirs, it returns only the direct children: objects, and sub-prefixes as
+	// entries with Dir set and a Key ending in '/'.
+	List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error)
+	// Delete removes key; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+	// String describes the backend for logs and errors (never with secrets).
+	String() string
+	Close() error
+}
+
+// PutOptions are the per-object options of Backend.Put.
+type PutOptions struct {
+	IfNotExists bool
+	CRC32C      uint32
+}
+
+// ObjectInfo is one entry of Backend.List / Backend.Stat.
+type ObjectInfo struct {
+	Key  string
+	Size int64
+	Dir  bool
+}
+
+var (
+	// ErrNotExist is returned (wrapped) for a missing object.
+	ErrNotExist = errors.New("object does not exist")
+	// ErrExists is returned (wrapped) by Put with IfNotExists when the object exists.
+	ErrExists = errors.New("object already exists")
+	// ErrPermanent marks an error that no retry can fix.
+	ErrPermanent = errors.New("permanent error")
+)
+
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string        { return p.err.Error() }
+func (p permanentError) Unwrap() error        { return p.err }
+func (p permanentError) Is(target error) bool { return target == ErrPermanent }
+
+// permanent marks err as not retryable.
+func permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+type transientError struct{ err error }
+
+func (p transientError) Error() string { return p.err.Error() }
+func (p transientError) Unwrap() error { return p.err }
+
+// transient marks err as retryable whatever it wraps.
+func transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return transientError{err}
+}
+
+// httpStatusError is what the store SDKs' errors have in common.
+type httpStatusError interface{ HTTPStatusCode() int }
+
+// errorCoder matches smithy.APIError.
+type errorCoder interface{ ErrorCode() string }
+
+// IsTransient says whether a request that failed with err may succeed if tried
+// again: 5xx, throttling (429, SlowDown), request timeouts, connection resets,
+// cut bodies and network errors are; authentication, missing buckets or
+// objects, failed preconditions and other 4xx are not.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var te transientError
+	if errors.As(err, &te) {
+		return true
+	}
+	if errors.Is(err, ErrPermanent) || errors.Is(err, ErrNotExist) || errors.Is(err, ErrExists) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ec errorCoder
+	if errors.As(err, &ec) {
+		switch ec.ErrorCode() {
+		case "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed",
+			"InternalError", "ServiceUnavailable", "RequestLimitExceeded", "BadDigest", "XAmzContentSHA256Mismatch",
+			"IncompleteBody":
+			return true
+		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket", "AllAccessDisabled",
+			"InvalidBucketName", "PreconditionFailed":
+			return false
+		}
+	}
+	var hs httpStatusError
+	if errors.As(err, &hs) {
+		if code := hs.HTTPStatusCode(); code != 0 {
+			return retryableStatus(code)
+		}
+	}
+	if code := googleStatus(err); code != 0 {
+		return retryableStatus(code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return true
+	}
+	// Unknown errors from a network store: retry; the attempt limit bounds it.
+	return true
+}
+
+func retryableStatus(code int) bool {
+	switch {
+	case code == 408 || code == 429 || code >= 500:
+		return true
+	case code >= 400:
+		return false
+	}
+	return true
+}
+
+func sortInfos(o []ObjectInfo) { sort.Slice(o, func(i, j int) bool { return o[i].Key < o[j].Key }) }

@@ -1,0 +1,265 @@
+package splitstorage
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/servenv"
+	"vitess.io/vitess/go/vt/utils"
+)
+
+// Backend names accepted by --split-storage-backend.
+const (
+	BackendFile = "file"
+	BackendS3   = "s3"
+	BackendGCS  = "gcs"
+)
+
+// Limits enforced by ValidateFlags / Config.Validate.
+const (
+	MinPartSize = 1 << 20 // 1 MiB: smaller parts defeat the purpose (and S3 multipart has 5 MiB anyway)
+	MaxPartSize = 5 << 30 // 5 GiB: the largest single S3 PutObject
+	MaxParts    = 99999999
+)
+
+// Config is everything the split storage needs. The flags fill one package-level
+// Config; tests and tools can build their own with DefaultConfig and New.
+type Config struct {
+	Backend string // file | s3 | gcs
+	Root    string // file backend: local directory
+
+	PartSize          int64 // bytes per part object (the last part of a file may be shorter)
+	MemoryBudget      int64 // bytes of part buffers the process may hold, writes and reads together
+	UploadConcurrency int   // parts in flight per backup
+	ReadAhead         int   // parts fetched ahead per ReadFile
+
+	RetryMaxAttempts    int           // attempts per request, first one included
+	RetryInitialBackoff time.Duration // first backoff; doubles up to RetryMaxBackoff, full jitter
+	RetryMaxBackoff     time.Duration
+	RequestTimeout      time.Duration // a request that moves no byte for this long is cancelled and retried
+
+	S3Endpoint       string
+	S3Region         string
+	S3Bucket         string
+	S3Prefix         string
+	S3ForcePathStyle bool
+	S3SSE            string // "", AES256, aws:kms, aws:kms:dsse
+	S3SSEKMSKeyID    string
+	S3StorageClass   string
+
+	GCSBucket string
+	GCSPrefix string
+}
+
+// DefaultConfig returns the defaults of the flags.
+func DefaultConfig() Config {
+	return Config{
+		Backend:             BackendFile,
+		PartSize:            256 << 20,
+		MemoryBudget:        2 << 30,
+		UploadConcurrency:   4,
+		ReadAhead:           2,
+		RetryMaxAttempts:    10,
+		RetryInitialBackoff: 500 * time.Millisecond,
+		RetryMaxBackoff:     30 * time.Second,
+		RequestTimeout:      2 * time.Minute,
+		S3Region:            "us-east-1",
+	}
+}
+
+var (
+	flagMu     sync.Mutex
+	flagConfig = DefaultConfig()
+)
+
+// byteSizeValue is a pflag.Value accepting human units (256MiB, 1GiB, 1048576).
+type byteSizeValue struct{ p *int64 }
+
+func (b byteSizeValue) String() string {
+	if b.p == nil {
+		return ""
+	}
+	return humanize.IBytes(uint64(*b.p))
+}
+func (b byteSizeValue) Type() string { return "size" }
+func (b byteSizeValue) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*b.p = n
+	return nil
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("negative size %q", s)
+		}
+		return n, nil
+	}
+	u, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid size %q (use bytes or units like 256MiB, 1GiB)", s)
+	}
+	if u > 1<<62 {
+		return 0, fmt.Errorf("size %q too large", s)
+	}
+	return int64(u), nil
+}
+
+// RegisterFlags adds the --split-storage-* flags to fs. It is idempotent: flags
+// that fs already has are left alone, so it can be called from a servenv hook and
+// from a custom main on the same flag set.
+func RegisterFlags(fs *pflag.FlagSet) {
+	c := &flagConfig
+	d := DefaultConfig()
+	str := func(p *string, name, def, usage string) {
+		if fs.Lookup(name) == nil {
+			utils.SetFlagStringVar(fs, p, name, def, usage)
+		}
+	}
+	integer := func(p *int, name string, def int, usage string) {
+		if fs.Lookup(name) == nil {
+			utils.SetFlagIntVar(fs, p, name, def, usage)
+		}
+	}
+	dur := func(p *time.Duration, name string, def time.Duration, usage string) {
+		if fs.Lookup(name) == nil {
+			utils.SetFlagDurationVar(fs, p, name, def, usage)
+		}
+	}
+	size := func(p *int64, name string, def int64, usage string) {
+		if fs.Lookup(name) == nil {
+			*p = def
+			utils.SetFlagVar(fs, byteSizeValue{p}, name, usage)
+		}
+	}
+	str(&c.Backend, "split-storage-backend", d.Backend, "split backup storage: where part objects go: file, s3 or gcs.")
+	str(&c.Root, "split-storage-root", d.Root, "split backup storage: root directory of the file backend.")
+	size(&c.PartSize, "split-storage-part-size", d.PartSize, "split backup storage: size of every part object (the last part of a file may be shorter); human units accepted (e.g. 256MiB). No other setting changes it.")
+	size(&c.MemoryBudget, "split-storage-memory-budget", d.MemoryBudget, "split backup storage: bytes of part buffers the process may hold; must be >= part-size x (max(upload-concurrency, read-ahead) + 1).")
+	integer(&c.UploadConcurrency, "split-storage-upload-concurrency", d.UploadConcurrency, "split backup storage: part uploads in flight per backup.")
+	integer(&c.ReadAhead, "split-storage-read-ahead", d.ReadAhead, "split backup storage: parts downloaded ahead of the reader per file.")
+	integer(&c.RetryMaxAttempts, "split-storage-retry-max-attempts", d.RetryMaxAttempts, "split backup storage: attempts per request (first one included) on transient errors.")
+	dur(&c.RetryInitialBackoff, "split-storage-retry-initial-backoff", d.RetryInitialBackoff, "split backup storage: first retry backoff; doubles per attempt (full jitter).")
+	dur(&c.RetryMaxBackoff, "split-storage-retry-max-backoff", d.RetryMaxBackoff, "split backup storage: largest retry backoff.")
+	dur(&c.RequestTimeout, "split-storage-request-timeout", d.RequestTimeout, "split backup storage: a request that moves no byte for this long is cancelled and retried.")
+	str(&c.S3Endpoint, "split-storage-s3-endpoint", d.S3Endpoint, "split backup storage: S3 endpoint URL (empty: AWS).")
+	str(&c.S3Region, "split-storage-s3-region", d.S3Region, "split backup storage: S3 region.")
+	str(&c.S3Bucket, "split-storage-s3-bucket", d.S3Bucket, "split backup storage: S3 bucket.")
+	str(&c.S3Prefix, "split-storage-s3-prefix", d.S3Prefix, "split backup storage: key prefix inside the S3 bucket.")
+	if fs.Lookup("split-storage-s3-force-path-style") == nil {
+		utils.SetFlagBoolVar(fs, &c.S3ForcePathStyle, "split-storage-s3-force-path-style", d.S3ForcePathStyle, "split backup storage: use path-style S3 URLs (most S3-compatible servers).")
+	}
+	str(&c.S3SSE, "split-storage-s3-sse", d.S3SSE, "split backup storage: S3 server-side encryption: empty, AES256, aws:kms or aws:kms:dsse.")
+	str(&c.S3SSEKMSKeyID, "split-storage-s3-sse-kms-key-id", d.S3SSEKMSKeyID, "split backup storage: KMS key id for --split-storage-s3-sse=aws:kms.")
+	str(&c.S3StorageClass, "split-storage-s3-storage-class", d.S3StorageClass, "split backup storage: S3 storage class of the objects (e.g. STANDARD_IA); empty: bucket default.")
+	str(&c.GCSBucket, "split-storage-gcs-bucket", d.GCSBucket, "split backup storage: GCS bucket (STORAGE_EMULATOR_HOST is honoured).")
+	str(&c.GCSPrefix, "split-storage-gcs-prefix", d.GCSPrefix, "split backup storage: object name prefix inside the GCS bucket.")
+}
+
+func init() {
+	for _, cmd := range []string{"vttablet", "vtbackup", "vtctld", "vtctl"} {
+		servenv.OnParseFor(cmd, RegisterFlags)
+	}
+}
+
+// FlagConfig returns a copy of the configuration the flags hold now.
+func FlagConfig() Config {
+	flagMu.Lock()
+	defer flagMu.Unlock()
+	return flagConfig
+}
+
+// ValidateFlags checks the --split-storage-* flags; the error names the flag and
+// the allowed values. The custom mains call it at startup so a bad value stops
+// the process before any data moves. The storage also validates on first use.
+func ValidateFlags() error {
+	c := FlagConfig()
+	return c.Validate()
+}
+
+// Validate checks c; see ValidateFlags.
+func (c Config) Validate() error {
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	switch c.Backend {
+	case BackendFile:
+		if c.Root == "" {
+			bad("--split-storage-root must be set when --split-storage-backend=file")
+		}
+	case BackendS3:
+		if c.S3Bucket == "" {
+			bad("--split-storage-s3-bucket must be set when --split-storage-backend=s3")
+		}
+		if c.S3Region == "" {
+			bad("--split-storage-s3-region must be set when --split-storage-backend=s3")
+		}
+		switch c.S3SSE {
+		case "", "AES256", "aws:kms", "aws:kms:dsse":
+		default:
+			bad("--split-storage-s3-sse=%q: allowed values are empty, AES256, aws:kms, aws:kms:dsse", c.S3SSE)
+		}
+		if c.S3SSEKMSKeyID != "" && !strings.HasPrefix(c.S3SSE, "aws:kms") {
+			bad("--split-storage-s3-sse-kms-key-id needs --split-storage-s3-sse=aws:kms or aws:kms:dsse")
+		}
+	case BackendGCS:
+		if c.GCSBucket == "" {
+			bad("--split-storage-gcs-bucket must be set when --split-storage-backend=gcs")
+		}
+	default:
+		bad("--split-storage-backend=%q: allowed values are file, s3, gcs", c.Backend)
+	}
+	if c.PartSize < MinPartSize || c.PartSize > MaxPartSize {
+		bad("--split-storage-part-size=%s: must be between %s and %s", humanize.IBytes(uint64(c.PartSize)), humanize.IBytes(MinPartSize), humanize.IBytes(MaxPartSize))
+	}
+	if c.UploadConcurrency < 1 || c.UploadConcurrency > 256 {
+		bad("--split-storage-upload-concurrency=%d: must be between 1 and 256", c.UploadConcurrency)
+	}
+	if c.ReadAhead < 1 || c.ReadAhead > 256 {
+		bad("--split-storage-read-ahead=%d: must be between 1 and 256", c.ReadAhead)
+	}
+	if c.RetryMaxAttempts < 1 || c.RetryMaxAttempts > 100 {
+		bad("--split-storage-retry-max-attempts=%d: must be between 1 and 100", c.RetryMaxAttempts)
+	}
+	if c.RetryInitialBackoff <= 0 {
+		bad("--split-storage-retry-initial-backoff=%v: must be > 0", c.RetryInitialBackoff)
+	}
+	if c.RetryMaxBackoff < c.RetryInitialBackoff {
+		bad("--split-storage-retry-max-backoff=%v: must be >= --split-storage-retry-initial-backoff=%v", c.RetryMaxBackoff, c.RetryInitialBackoff)
+	}
+	if c.RequestTimeout <= 0 {
+		bad("--split-storage-request-timeout=%v: must be > 0", c.RequestTimeout)
+	}
+	if len(errs) == 0 {
+		// Memory: every writer path holds at most UploadConcurrency parts being
+		// uploaded plus the part being filled; every reader the same with ReadAhead.
+		for _, s := range []struct {
+			flag string
+			n    int
+		}{{"--split-storage-upload-concurrency", c.UploadConcurrency}, {"--split-storage-read-ahead", c.ReadAhead}} {
+			need := c.PartSize * int64(s.n+1)
+			if need > c.MemoryBudget {
+				bad("--split-storage-memory-budget=%s is too small: --split-storage-part-size=%s x (%s=%d + 1) = %s must fit in it",
+					humanize.IBytes(uint64(c.MemoryBudget)), humanize.IBytes(uint64(c.PartSize)), s.flag, s.n, humanize.IBytes(uint64(need)))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("split backup storage: invalid flags: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// ObjectsPerTiB is how many part objects one TiB of backup data makes.
+func (c Config) ObjectsPerTiB() int64 {
+	return (1<<40 + c.PartSize - 1) / c.PartSize
+}

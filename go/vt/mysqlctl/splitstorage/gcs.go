@@ -1,0 +1,137 @@
+package splitstorage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+)
+
+// gcsBackend stores objects in a Google Cloud Storage bucket. Credentials come
+// from Application Default Credentials; STORAGE_EMULATOR_HOST points the client
+// at an emulator. The library's retries are off (see s3Backend).
+type gcsBackend struct {
+	client *storage.Client
+	bucket *storage.BucketHandle
+	prefix string
+	desc   string
+}
+
+func newGCSBackend(ctx context.Context, c Config) (*gcsBackend, error) {
+	client, err := storage.NewClient(ctx)
+	if err != nil {
+		return nil, permanent(fmt.Errorf("creating GCS client: %w", err))
+	}
+	client.SetRetry(storage.WithPolicy(storage.RetryNever))
+	b := &gcsBackend{client: client, bucket: client.Bucket(c.GCSBucket), prefix: normPrefix(c.GCSPrefix)}
+	b.desc = fmt.Sprintf("gcs:%s/%s", c.GCSBucket, b.prefix)
+	return b, nil
+}
+
+func (b *gcsBackend) String() string { return b.desc }
+func (b *gcsBackend) Close() error   { return b.client.Close() }
+
+func googleStatus(err error) int {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code
+	}
+	return 0
+}
+
+func gcsErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, storage.ErrObjectNotExist) {
+		return fmt.Errorf("%w: %v", ErrNotExist, err)
+	}
+	if errors.Is(err, storage.ErrBucketNotExist) {
+		return permanent(err)
+	}
+	switch googleStatus(err) {
+	case 404:
+		return fmt.Errorf("%w: %v", ErrNotExist, err)
+	case 412:
+		return fmt.Errorf("%w: %v", ErrExists, err)
+	}
+	return err
+}
+
+func (b *gcsBackend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts PutOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	obj := b.bucket.Object(b.prefix + key)
+	if opts.IfNotExists {
+		obj = obj.If(storage.Conditions{DoesNotExist: true})
+	}
+	w := obj.NewWriter(ctx)
+	w.ChunkSize = 0 // one request, no library buffer: the part is already in memory
+	w.SendCRC32C = true
+	w.CRC32C = opts.CRC32C
+	w.ContentType = "application/octet-stream"
+	if _, err := io.Copy(w, struct{ io.Reader }{r}); err != nil {
+		cancel()
+		w.Close()
+		return gcsErr(err)
+	}
+	return gcsErr(w.Close())
+}
+
+func (b *gcsBackend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	if length == 0 {
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	r, err := b.bucket.Object(b.prefix+key).ReadCompressed(true).NewRangeReader(ctx, offset, length)
+	if err != nil {
+		return nil, gcsErr(err)
+	}
+	return r, nil
+}
+
+func (b *gcsBackend) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	a, err := b.bucket.Object(b.prefix + key).Attrs(ctx)
+	if err != nil {
+		return ObjectInfo{}, gcsErr(err)
+	}
+	return ObjectInfo{Key: key, Size: a.Size}, nil
+}
+
+func (b *gcsBackend) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
+	q := &storage.Query{Prefix: b.prefix + prefix}
+	if dirs {
+		q.Delimiter = "/"
+	}
+	_ = q.SetAttrSelection([]string{"Name", "Size", "Prefix"})
+	it := b.bucket.Objects(ctx, q)
+	var out []ObjectInfo
+	for {
+		a, err := it.Next()
+		if err == iterator.Done {
+			break
+		}
+		if err != nil {
+			return nil, gcsErr(err)
+		}
+		if a.Prefix != "" {
+			out = append(out, ObjectInfo{Key: strings.TrimPrefix(a.Prefix, b.prefix), Dir: true})
+			continue
+		}
+		out = append(out, ObjectInfo{Key: strings.TrimPrefix(a.Name, b.prefix), Size: a.Size})
+	}
+	sortInfos(out)
+	return out, nil
+}
+
+func (b *gcsBackend) Delete(ctx context.Context, key string) error {
+	err := gcsErr(b.bucket.Object(b.prefix + key).Delete(ctx))
+	if errors.Is(err, ErrNotExist) {
+		return nil
+	}
+	return err
+}

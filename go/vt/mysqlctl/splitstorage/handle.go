@@ -1,0 +1,518 @@
+package splitstorage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
+	mysqlctlerrors "vitess.io/vitess/go/vt/mysqlctl/errors"
+)
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// Index is the JSON document stored as <file>.index once all of a file's parts are stored.
+type Index struct {
+	Version  int         `json:"version"`
+	Backup   string      `json:"backup"`
+	File     string      `json:"file"`
+	PartSize int64       `json:"part_size"`
+	Size     int64       `json:"size"`
+	Parts    []PartEntry `json:"parts"`
+}
+
+// PartEntry describes one part object.
+type PartEntry struct {
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// Complete is the JSON document stored as .complete, last, by EndBackup.
+type Complete struct {
+	Version  int       `json:"version"`
+	Backup   string    `json:"backup"`
+	Finished time.Time `json:"finished"`
+	Files    []string  `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Parts    int       `json:"parts"`
+}
+
+// Handle is the split BackupHandle.
+type Handle struct {
+	s        *Storage
+	e        *env
+	dir      string
+	name     string
+	readOnly bool
+	mysqlctlerrors.PerFileErrorRecorder
+
+	// write side
+	ctx         context.Context
+	cancel      context.CancelFunc
+	uploadSlots chan struct{}
+	wg          sync.WaitGroup
+	mu          sync.Mutex
+	files       map[string]*fileState
+	ended       bool
+}
+
+type fileState struct {
+	open  bool
+	err   error
+	size  int64
+	parts int
+}
+
+// Directory is part of backupstorage.BackupHandle.
+func (h *Handle) Directory() string { return h.dir }
+
+// Name is part of backupstorage.BackupHandle.
+func (h *Handle) Name() string { return h.name }
+
+func (h *Handle) where(file string) string {
+	return fmt.Sprintf("backup %s/%s, file %s", h.dir, h.name, file)
+}
+
+// AddFile is part of backupstorage.BackupHandle. The stream is cut into parts
+// of exactly the configured part size; filesize is not used for that.
+func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (io.WriteCloser, error) {
+	if h.readOnly {
+		return nil, errors.New("split storage: AddFile cannot be called on a read-only backup")
+	}
+	if err := checkName("file name", filename, false); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended {
+		return nil, fmt.Errorf("split storage: %s: AddFile after EndBackup/AbortBackup", h.where(filename))
+	}
+	if _, dup := h.files[filename]; dup {
+		return nil, fmt.Errorf("split storage: %s: added twice", h.where(filename))
+	}
+	st := &fileState{open: true}
+	h.files[filename] = st
+	fctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(h.ctx, cancel)
+	return &fileWriter{h: h, st: st, file: filename, ctx: fctx, cancel: func() { stop(); cancel() }}, nil
+}
+
+// EndBackup is part of backupstorage.BackupHandle: after every file is closed
+// successfully it writes the completion marker, which makes the backup visible.
+func (h *Handle) EndBackup(ctx context.Context) error {
+	if h.readOnly {
+		return errors.New("split storage: EndBackup cannot be called on a read-only backup")
+	}
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return fmt.Errorf("split storage: backup %s/%s: EndBackup called twice or after AbortBackup", h.dir, h.name)
+	}
+	h.ended = true
+	var (
+		errs  []error
+		names []string
+		total int64
+		parts int
+	)
+	for name, st := range h.files {
+		names = append(names, name)
+		total += st.size
+		parts += st.parts
+		if st.open {
+			errs = append(errs, fmt.Errorf("%s: still open", h.where(name)))
+		} else if st.err != nil {
+			errs = append(errs, st.err)
+		}
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+	defer h.cancel()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
+	}
+	sort.Strings(names)
+	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts})
+	key := backupPrefix(h.dir, h.name) + completeMarker
+	start := time.Now()
+	if err := h.e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
+		return fmt.Errorf("split storage: completing backup %s/%s: %w", h.dir, h.name, err)
+	}
+	h.e.stats.Scope(stats.Operation("Backup:Complete")).TimedIncrement(time.Since(start))
+	h.e.logger.Infof("split storage: backup %s/%s complete: %d files, %d bytes in %d parts of up to %d bytes (%d retries)",
+		h.dir, h.name, len(names), total, parts, h.e.cfg.PartSize, h.s.Retries())
+	return nil
+}
+
+// AbortBackup is part of backupstorage.BackupHandle: it stops the uploads and
+// deletes every object of the backup.
+func (h *Handle) AbortBackup(ctx context.Context) error {
+	if h.readOnly {
+		return errors.New("split storage: AbortBackup cannot be called on a read-only backup")
+	}
+	h.mu.Lock()
+	h.ended = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+	return removeBackup(ctx, h.e, h.dir, h.name)
+}
+
+// fileWriter cuts one AddFile stream into parts.
+type fileWriter struct {
+	h      *Handle
+	st     *fileState
+	file   string
+	ctx    context.Context
+	cancel func()
+
+	cur    *partBuffer
+	nparts int
+	size   int64
+	closed bool
+
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	parts []PartEntry
+	err   error
+}
+
+func (w *fileWriter) fail(err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+		w.cancel() // stop this file's other uploads
+	}
+	return w.err
+}
+
+func (w *fileWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.closed {
+		return 0, fmt.Errorf("split storage: %s: write after close", w.h.where(w.file))
+	}
+	if err := w.failed(); err != nil {
+		return 0, err
+	}
+	ps := w.h.e.cfg.PartSize
+	written := 0
+	for len(p) > 0 {
+		if w.cur == nil {
+			b, err := newPartBuffer(w.ctx, w.h.e.pool, ps)
+			if err != nil {
+				if ferr := w.failed(); ferr != nil {
+					return written, ferr
+				}
+				return written, w.fail(fmt.Errorf("split storage: %s: waiting for memory: %w", w.h.where(w.file), err))
+			}
+			w.cur = b
+		}
+		n := int(min(int64(len(p)), ps-w.cur.size))
+		if err := w.cur.write(p[:n]); err != nil {
+			return written, w.fail(err)
+		}
+		p = p[n:]
+		written += n
+		w.size += int64(n)
+		if w.cur.size == ps {
+			w.submit()
+		}
+	}
+	return written, nil
+}
+
+func (w *fileWriter) submit() {
+	buf := w.cur
+	w.cur = nil
+	buf.shrink()
+	w.nparts++
+	n := w.nparts
+	w.mu.Lock()
+	w.parts = append(w.parts, PartEntry{})
+	w.mu.Unlock()
+	w.wg.Add(1)
+	w.h.wg.Add(1)
+	go func() {
+		defer w.h.wg.Done()
+		defer w.wg.Done()
+		defer buf.release()
+		if err := w.upload(n, buf); err != nil {
+			w.fail(err)
+		}
+	}()
+}
+
+func (w *fileWriter) upload(n int, buf *partBuffer) error {
+	select {
+	case w.h.uploadSlots <- struct{}{}:
+		defer func() { <-w.h.uploadSlots }()
+	case <-w.ctx.Done():
+		return fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), n, w.ctx.Err())
+	}
+	key := PartKey(w.h.dir, w.h.name, w.file, n)
+	start := time.Now()
+	err := w.h.e.be.Put(w.ctx, key, buf.reader(), buf.size, PutOptions{CRC32C: buf.crc})
+	if err != nil {
+		return fmt.Errorf("split storage: %s, part %d (%s): upload: %w", w.h.where(w.file), n, key, err)
+	}
+	w.h.e.stats.Scope(stats.Operation("Part:Upload")).TimedIncrementBytes(int(buf.size), time.Since(start))
+	w.mu.Lock()
+	w.parts[n-1] = PartEntry{Size: buf.size, CRC32C: buf.crc}
+	w.mu.Unlock()
+	return nil
+}
+
+// Close uploads the last part, waits for all parts, then writes the index.
+func (w *fileWriter) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	err := w.finish()
+	w.cancel()
+	w.h.mu.Lock()
+	w.st.open = false
+	w.st.err = err
+	w.st.size = w.size
+	w.st.parts = w.nparts
+	w.h.mu.Unlock()
+	if err != nil {
+		w.h.RecordError(w.file, err)
+	}
+	return err
+}
+
+func (w *fileWriter) finish() error {
+	if w.cur != nil {
+		if w.cur.size > 0 && w.failed() == nil {
+			w.submit()
+		} else {
+			w.cur.release()
+			w.cur = nil
+		}
+	}
+	w.wg.Wait()
+	if err := w.failed(); err != nil {
+		return err
+	}
+	idx := Index{Version: 1, Backup: w.h.dir + "/" + w.h.name, File: w.file, PartSize: w.h.e.cfg.PartSize, Size: w.size, Parts: w.parts}
+	doc, err := json.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	key := IndexKey(w.h.dir, w.h.name, w.file)
+	start := time.Now()
+	if err := w.h.e.be.Put(w.ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
+		return fmt.Errorf("split storage: %s: writing index: %w", w.h.where(w.file), err)
+	}
+	w.h.e.stats.Scope(stats.Operation("Index:Write")).TimedIncrementBytes(len(doc), time.Since(start))
+	return nil
+}
+
+// ReadFile is part of backupstorage.BackupHandle: it streams the parts in order,
+// fetching up to read-ahead parts in parallel and checking each part's size and
+// CRC32C against the index before handing out any of its bytes.
+func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, error) {
+	if !h.readOnly {
+		return nil, errors.New("split storage: ReadFile cannot be called on a read-write backup")
+	}
+	if err := checkName("file name", filename, false); err != nil {
+		return nil, err
+	}
+	key := IndexKey(h.dir, h.name, filename)
+	start := time.Now()
+	doc, err := readSmall(ctx, h.e.be, key)
+	if err != nil {
+		if errors.Is(err, ErrNotExist) {
+			return nil, fmt.Errorf("split storage: %s: no such file in the backup (index %s missing): %w", h.where(filename), key, err)
+		}
+		return nil, fmt.Errorf("split storage: %s: reading index: %w", h.where(filename), err)
+	}
+	h.e.stats.Scope(stats.Operation("Index:Read")).TimedIncrementBytes(len(doc), time.Since(start))
+	var idx Index
+	if err := json.Unmarshal(doc, &idx); err != nil {
+		return nil, fmt.Errorf("split storage: %s: corrupt index %s: %w", h.where(filename), key, err)
+	}
+	if idx.File != filename || idx.Backup != h.dir+"/"+h.name {
+		return nil, fmt.Errorf("split storage: %s: index %s is for %s, file %s", h.where(filename), key, idx.Backup, idx.File)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	r := &fileReader{h: h, idx: idx, ctx: rctx, cancel: cancel,
+		results: make([]chan fetchResult, len(idx.Parts)), slots: make(chan struct{}, h.e.cfg.ReadAhead+1)}
+	for i := range r.results {
+		r.results[i] = make(chan fetchResult, 1)
+	}
+	r.prodDone = make(chan struct{})
+	go r.produce()
+	return r, nil
+}
+
+type fetchResult struct {
+	buf *partBuffer
+	err error
+}
+
+type fileReader struct {
+	h        *Handle
+	idx      Index
+	ctx      context.Context
+	cancel   context.CancelFunc
+	results  []chan fetchResult
+	slots    chan struct{}
+	prodDone chan struct{}
+	started  int // parts whose fetch started (written by produce before prodDone closes)
+
+	next   int
+	cur    *partBuffer
+	curR   *partReader
+	err    error
+	closed bool
+}
+
+func (r *fileReader) produce() {
+	defer close(r.prodDone)
+	for i := range r.idx.Parts {
+		select {
+		case r.slots <- struct{}{}:
+		case <-r.ctx.Done():
+			return
+		}
+		r.started = i + 1
+		go func() {
+			buf, err := r.fetch(i + 1)
+			r.results[i] <- fetchResult{buf, err}
+		}()
+	}
+}
+
+func (r *fileReader) fetch(n int) (*partBuffer, error) {
+	want := r.idx.Parts[n-1]
+	key := PartKey(r.h.dir, r.h.name, r.idx.File, n)
+	where := fmt.Sprintf("split storage: %s, part %d (%s)", r.h.where(r.idx.File), n, key)
+	buf, err := newPartBuffer(r.ctx, r.h.e.pool, want.Size+1)
+	if err != nil {
+		return nil, fmt.Errorf("%s: waiting for memory: %w", where, err)
+	}
+	start := time.Now()
+	body, err := r.h.e.be.Get(r.ctx, key, 0, -1)
+	if err != nil {
+		buf.release()
+		if errors.Is(err, ErrNotExist) {
+			return nil, fmt.Errorf("%s: part missing: expected %d bytes, found no object: %w", where, want.Size, err)
+		}
+		return nil, fmt.Errorf("%s: download: %w", where, err)
+	}
+	err = buf.readFrom(body, want.Size+1)
+	body.Close()
+	if err != nil {
+		buf.release()
+		return nil, fmt.Errorf("%s: download: %w", where, err)
+	}
+	if buf.size != want.Size {
+		got := buf.size
+		buf.release()
+		more := ""
+		if got > want.Size {
+			more = " or more"
+		}
+		return nil, fmt.Errorf("%s: size mismatch: expected %d bytes, found %d%s", where, want.Size, got, more)
+	}
+	if buf.crc != want.CRC32C {
+		got := buf.crc
+		buf.release()
+		return nil, fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, got)
+	}
+	r.h.e.stats.Scope(stats.Operation("Part:Download")).TimedIncrementBytes(int(want.Size), time.Since(start))
+	return buf, nil
+}
+
+// advance drops the part read and waits for the next one; io.EOF at the end.
+func (r *fileReader) advance() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.cur != nil {
+		r.cur.release()
+		r.cur, r.curR = nil, nil
+		<-r.slots
+	}
+	if r.next >= len(r.results) {
+		return io.EOF
+	}
+	select {
+	case res := <-r.results[r.next]:
+		r.next++
+		if res.err != nil {
+			r.err = res.err
+			r.cancel()
+			return r.err
+		}
+		r.cur, r.curR = res.buf, res.buf.reader()
+		return nil
+	case <-r.ctx.Done():
+		r.err = fmt.Errorf("split storage: %s: %w", r.h.where(r.idx.File), r.ctx.Err())
+		return r.err
+	}
+}
+
+func (r *fileReader) Read(p []byte) (int, error) {
+	for r.curR == nil || r.curR.Len() == 0 {
+		if err := r.advance(); err != nil {
+			return 0, err
+		}
+	}
+	return r.curR.Read(p)
+}
+
+// WriteTo streams whole chunks to w (io.Copy uses it).
+func (r *fileReader) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for {
+		for r.curR == nil || r.curR.Len() == 0 {
+			if err := r.advance(); err != nil {
+				if err == io.EOF {
+					return total, nil
+				}
+				return total, err
+			}
+		}
+		n, err := r.curR.WriteTo(w)
+		total += n
+		if err != nil {
+			r.err = err
+			return total, err
+		}
+	}
+}
+
+func (r *fileReader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.cancel()
+	if r.cur != nil {
+		r.cur.release()
+		r.cur, r.curR = nil, nil
+	}
+	<-r.prodDone
+	for i := r.next; i < r.started; i++ {
+		if res := <-r.results[i]; res.buf != nil {
+			res.buf.release()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+package splitstorage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// localBackend stores objects as files under a root directory. A Put writes a
+// temporary file, fsyncs it, renames it into place and fsyncs the directory, so
+// an object is either absent or complete after a crash.
+type localBackend struct {
+	root string
+}
+
+const (
+	localFileMode = 0o640
+	localDirMode  = 0o750
+	localTmpMark  = ".tmp-"
+)
+
+func newLocalBackend(root string) (*localBackend, error) {
+	if root == "" {
+		return nil, permanent(errors.New("--split-storage-root is empty"))
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, permanent(err)
+	}
+	return &localBackend{root: abs}, nil
+}
+
+func (l *localBackend) String() string { return "file:" + l.root }
+func (l *localBackend) Close() error   { return nil }
+
+func (l *localBackend) path(key string) (string, error) {
+	clean := path.Clean("/" + key)
+	if clean == "/" || strings.Contains(key, "\\") || clean != "/"+strings.TrimSuffix(key, "/") {
+		return "", permanent(fmt.Errorf("invalid object key %q", key))
+	}
+	return filepath.Join(l.root, filepath.FromSlash(clean[1:])), nil
+}
+
+func localErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %v", ErrNotExist, err)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %v", ErrExists, err)
+	}
+	return permanent(err)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (l *localBackend) mkdirs(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, localDirMode); err != nil {
+		return err
+	}
+	// Make the new directory entries durable up to the root.
+	for d := dir; strings.HasPrefix(d, l.root) && d != filepath.Dir(d); d = filepath.Dir(d) {
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+		if d == l.root {
+			break
+		}
+	}
+	return nil
+}
+
+func (l *localBackend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts PutOptions) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(p)
+	if err := l.mkdirs(dir); err != nil {
+		return localErr(err)
+	}
+	var suffix [8]byte
+	_, _ = rand.Read(suffix[:])
+	tmp := p + localTmpMark + hex.EncodeToString(suffix[:])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, localFileMode)
+	if err != nil {
+		return localErr(err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	n, err := io.Copy(f, ctxReader{ctx, r})
+	if err != nil {
+		return localErr(err)
+	}
+	if n != size {
+		return permanent(fmt.Errorf("put %s: wrote %d bytes, expected %d", key, n, size))
+	}
+	if err := f.Sync(); err != nil {
+		return localErr(err)
+	}
+	if err := f.Close(); err != nil {
+		return localErr(err)
+	}
+	if opts.IfNotExists {
+		// link fails if the target exists: an atomic create-if-absent.
+		if err := os.Link(tmp, p); err != nil {
+			return localErr(err)
+		}
+		os.Remove(tmp)
+	} else if err := os.Rename(tmp, p); err != nil {
+		return localErr(err)
+	}
+	ok = true
+	return localErr(syncDir(dir))
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func (l *localBackend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, localErr(err)
+	}
+	if offset > 0 {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			f.Close()
+			return nil, localErr(err)
+		}
+	}
+	if length < 0 {
+		return f, nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(f, length), f}, nil
+}
+
+func (l *localBackend) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return ObjectInfo{}, localErr(err)
+	}
+	if fi.IsDir() {
+		return ObjectInfo{}, fmt.Errorf("%w: %s is a directory", ErrNotExist, key)
+	}
+	return ObjectInfo{Key: key, Size: fi.Size()}, nil
+}
+
+func (l *localBackend) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
+	// prefix is a "directory" (ends in '/') or a name prefix inside one.
+	dirKey, namePrefix := path.Split(prefix)
+	base := l.root
+	if dirKey != "" {
+		p, err := l.path(dirKey)
+		if err != nil {
+			return nil, err
+		}
+		base = p
+	}
+	var out []ObjectInfo
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, localErr(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, namePrefix) || strings.Contains(name, localTmpMark) {
+			continue
+		}
+		key := dirKey + name
+		if e.IsDir() {
+			if dirs {
+				out = append(out, ObjectInfo{Key: key + "/", Dir: true})
+				continue
+			}
+			err := filepath.WalkDir(filepath.Join(base, name), func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					if errors.Is(err, fs.ErrNotExist) {
+						return nil
+					}
+					return err
+				}
+				if d.IsDir() || strings.Contains(d.Name(), localTmpMark) {
+					return nil
+				}
+				info, err := d.Info()
+				if err != nil {
+					return nil
+				}
+				rel, _ := filepath.Rel(l.root, p)
+				out = append(out, ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size()})
+				return nil
+			})
+			if err != nil {
+				return nil, localErr(err)
+			}
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, ObjectInfo{Key: key, Size: info.Size()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+func (l *localBackend) Delete(ctx context.Context, key string) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return localErr(err)
+	}
+	// Remove directories left empty, up to (not including) the root.
+	for d := filepath.Dir(p); d != l.root && strings.HasPrefix(d, l.root); d = filepath.Dir(d) {
+		if os.Remove(d) != nil {
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,301 @@
+package splitstorage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vitess.io/vitess/go/vt/logutil"
+	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
+)
+
+// retryPolicy is the exponential backoff with full jitter of the retrying backend.
+type retryPolicy struct {
+	MaxAttempts    int
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	RequestTimeout time.Duration
+}
+
+func (p retryPolicy) backoff(attempt int) time.Duration {
+	d := p.InitialBackoff
+	for i := 1; i < attempt && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxBackoff)
+	// full jitter: uniform in [0, d], but never zero so a busy store gets some air.
+	return time.Duration(rand.Int64N(int64(d))+1) + time.Millisecond
+}
+
+// retrying wraps a Backend: every call is retried with backoff on transient
+// errors, each attempt is cancelled when it moves no byte for RequestTimeout,
+// and Get returns a reader that resumes a body cut mid-way at the offset
+// reached. Every retry is logged and counted (Retries and the stats scope).
+type retrying struct {
+	Backend
+	policy  retryPolicy
+	logger  logutil.Logger
+	stats   stats.Stats // scoped to Operation("Retry")
+	retries *atomic.Int64
+}
+
+func newRetrying(b Backend, policy retryPolicy, logger logutil.Logger, st stats.Stats, counter *atomic.Int64) *retrying {
+	if counter == nil {
+		counter = new(atomic.Int64)
+	}
+	return &retrying{Backend: b, policy: policy, logger: logger, stats: st.Scope(stats.Operation("Retry")), retries: counter}
+}
+
+// Retries returns how many retries this backend has made.
+func (r *retrying) Retries() int64 { return r.retries.Load() }
+
+// do runs fn until it succeeds, fails permanently or runs out of attempts.
+func (r *retrying) do(ctx context.Context, op, key string, fn func(ctx context.Context, kick func()) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			if err != nil {
+				return fmt.Errorf("%s %s: %w (after %v)", op, key, ctxErr, err)
+			}
+			return ctxErr
+		}
+		wd := newWatchdog(ctx, r.policy.RequestTimeout)
+		err = fn(wd.ctx, wd.kick)
+		stalled := wd.stop()
+		if err == nil {
+			return nil
+		}
+		if stalled && ctx.Err() == nil {
+			err = transient(fmt.Errorf("no progress for %v: %w", r.policy.RequestTimeout, err))
+		}
+		if ctx.Err() != nil || !IsTransient(err) {
+			return err
+		}
+		if attempt >= r.policy.MaxAttempts {
+			return fmt.Errorf("%s %s: giving up after %d attempts: %w", op, key, attempt, err)
+		}
+		if err := r.sleep(ctx, op, key, attempt, err); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *retrying) sleep(ctx context.Context, op, key string, attempt int, cause error) error {
+	d := r.policy.backoff(attempt)
+	n := r.retries.Add(1)
+	r.stats.TimedIncrement(d)
+	r.logger.Warningf("split storage: %s %s: attempt %d/%d failed: %v; retrying in %v (retry #%d)", op, key, attempt, r.policy.MaxAttempts, cause, d.Round(time.Millisecond), n)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("%s %s: %w (after %v)", op, key, ctx.Err(), cause)
+	case <-t.C:
+		return nil
+	}
+}
+
+func (r *retrying) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, opts PutOptions) error {
+	first := true
+	return r.do(ctx, "put", key, func(ctx context.Context, kick func()) error {
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return permanent(err)
+		}
+		err := r.Backend.Put(ctx, key, &kickReadSeeker{body, kick}, size, opts)
+		if errors.Is(err, ErrExists) && !first {
+			// An earlier attempt may have written it and lost the answer; the caller
+			// decides (see StartBackup's token check).
+			return fmt.Errorf("%w (on a retry)", err)
+		}
+		first = false
+		return err
+	})
+}
+
+func (r *retrying) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+	var oi ObjectInfo
+	err := r.do(ctx, "stat", key, func(ctx context.Context, kick func()) error {
+		var err error
+		oi, err = r.Backend.Stat(ctx, key)
+		return err
+	})
+	return oi, err
+}
+
+func (r *retrying) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
+	var out []ObjectInfo
+	err := r.do(ctx, "list", prefix, func(ctx context.Context, kick func()) error {
+		var err error
+		out, err = r.Backend.List(ctx, prefix, dirs)
+		return err
+	})
+	return out, err
+}
+
+func (r *retrying) Delete(ctx context.Context, key string) error {
+	return r.do(ctx, "delete", key, func(ctx context.Context, kick func()) error {
+		return r.Backend.Delete(ctx, key)
+	})
+}
+
+// Get opens key and returns a reader that, when the body breaks, reopens it at
+// the offset reached (with backoff), up to the attempt limit per break.
+func (r *retrying) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	rr := &resumingReader{r: r, ctx: ctx, key: key, offset: offset, remaining: length}
+	if err := rr.open(); err != nil {
+		return nil, err
+	}
+	return rr, nil
+}
+
+type resumingReader struct {
+	r         *retrying
+	ctx       context.Context
+	key       string
+	offset    int64
+	remaining int64 // < 0: to the end
+	body      io.ReadCloser
+	wd        *watchdog
+}
+
+func (rr *resumingReader) open() error {
+	return rr.r.do(rr.ctx, "get", rr.key, rr.openOnce)
+}
+
+func (rr *resumingReader) openOnce(_ context.Context, _ func()) error {
+	// The attempt context of do() ends when do returns; a body outlives it, so
+	// the body gets its own watchdog that lives until the body is closed.
+	wd := newWatchdog(rr.ctx, rr.r.policy.RequestTimeout)
+	body, err := rr.r.Backend.Get(wd.ctx, rr.key, rr.offset, rr.remaining)
+	if err != nil {
+		stalled := wd.stop()
+		if stalled && rr.ctx.Err() == nil {
+			err = transient(fmt.Errorf("no progress for %v: %w", rr.r.policy.RequestTimeout, err))
+		}
+		return err
+	}
+	rr.body, rr.wd = body, wd
+	return nil
+}
+
+func (rr *resumingReader) closeBody() bool {
+	stalled := false
+	if rr.body != nil {
+		rr.body.Close()
+		stalled = rr.wd.stop()
+		rr.body, rr.wd = nil, nil
+	}
+	return stalled
+}
+
+func (rr *resumingReader) Read(p []byte) (int, error) {
+	if rr.remaining == 0 {
+		return 0, io.EOF
+	}
+	if rr.remaining > 0 && int64(len(p)) > rr.remaining {
+		p = p[:rr.remaining]
+	}
+	for attempt := 1; ; attempt++ {
+		if rr.body == nil {
+			if err := rr.open(); err != nil {
+				return 0, err
+			}
+		}
+		n, err := rr.body.Read(p)
+		if n > 0 {
+			rr.wd.kick()
+			rr.offset += int64(n)
+			if rr.remaining > 0 {
+				rr.remaining -= int64(n)
+			}
+		}
+		if err == nil || (err == io.EOF && rr.remaining <= 0) {
+			if err == io.EOF {
+				rr.closeBody()
+			}
+			return n, err
+		}
+		if err == io.EOF {
+			// The body ended before the length asked for: cut short.
+			err = io.ErrUnexpectedEOF
+		}
+		stalled := rr.closeBody()
+		if stalled && rr.ctx.Err() == nil {
+			err = transient(fmt.Errorf("no progress for %v: %w", rr.r.policy.RequestTimeout, err))
+		}
+		if rr.ctx.Err() != nil || !IsTransient(err) {
+			return n, err
+		}
+		if attempt >= rr.r.policy.MaxAttempts {
+			return n, fmt.Errorf("get %s: body broken %d times, giving up at offset %d: %w", rr.key, attempt, rr.offset, err)
+		}
+		if err := rr.r.sleep(rr.ctx, "get (resume at offset "+fmt.Sprint(rr.offset)+")", rr.key, attempt, err); err != nil {
+			return n, err
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (rr *resumingReader) Close() error {
+	rr.closeBody()
+	return nil
+}
+
+// watchdog cancels its context when kick has not been called for d.
+type watchdog struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	timer   *time.Timer
+	d       time.Duration
+	mu      sync.Mutex
+	fired   bool
+	stopped bool
+}
+
+func newWatchdog(parent context.Context, d time.Duration) *watchdog {
+	ctx, cancel := context.WithCancel(parent)
+	w := &watchdog{ctx: ctx, cancel: cancel, d: d}
+	w.timer = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		if !w.stopped {
+			w.fired = true
+		}
+		w.mu.Unlock()
+		cancel()
+	})
+	return w
+}
+
+func (w *watchdog) kick() { w.timer.Reset(w.d) }
+
+// stop ends the watchdog and says whether it had fired.
+func (w *watchdog) stop() bool {
+	w.mu.Lock()
+	w.stopped = true
+	fired := w.fired
+	w.mu.Unlock()
+	w.timer.Stop()
+	w.cancel()
+	return fired
+}
+
+// kickReadSeeker calls kick on every read: the watchdog sees the body move.
+type kickReadSeeker struct {
+	io.ReadSeeker
+	kick func()
+}
+
+func (k *kickReadSeeker) Read(p []byte) (int, error) {
+	n, err := k.ReadSeeker.Read(p)
+	if n > 0 {
+		k.kick()
+	}
+	return n, err
+}

@@ -1,0 +1,343 @@
+// Package splitstorage implements the Vitess BackupStorage "split": every file of
+// a backup is stored as part objects of one configured size, uploaded in
+// parallel with per-part retries and CRC32C checksums inside a memory budget,
+// and read back in parallel with verification. Backends: a local directory, S3
+// and GCS. See docs/split-storage.md.
+package splitstorage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"vitess.io/vitess/go/vt/logutil"
+	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+)
+
+// Name is the key of this storage in backupstorage.BackupStorageMap.
+const Name = "split"
+
+const (
+	startedMarker  = ".started"
+	completeMarker = ".complete"
+	indexSuffix    = ".index"
+	partInfix      = ".part-"
+	maxIndexBytes  = 64 << 20
+	listWorkers    = 16
+)
+
+func init() {
+	backupstorage.BackupStorageMap[Name] = &Storage{params: backupstorage.NoParams(), retries: new(atomic.Int64)}
+}
+
+// Storage is the split BackupStorage. The registered instance reads the
+// --split-storage-* flags on first use; New builds one from a Config.
+type Storage struct {
+	fixed  *Config // nil: use the flags
+	params backupstorage.Params
+
+	mu      sync.Mutex
+	cfg     Config
+	base    Backend
+	pool    *memPool
+	retries *atomic.Int64
+}
+
+// New returns a Storage for c (validated). Tests and tools use it; the
+// registered "split" storage uses the flags.
+func New(c Config) (*Storage, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &Storage{fixed: &c, params: backupstorage.NoParams(), retries: new(atomic.Int64)}, nil
+}
+
+// WithParams is part of backupstorage.BackupStorage: a shared-nothing copy.
+func (s *Storage) WithParams(p backupstorage.Params) backupstorage.BackupStorage {
+	if p.Logger == nil {
+		p.Logger = backupstorage.NoParams().Logger
+	}
+	if p.Stats == nil {
+		p.Stats = stats.NoStats()
+	}
+	return &Storage{fixed: s.fixed, params: p, retries: new(atomic.Int64)}
+}
+
+// Retries returns the number of retried requests this storage has made.
+func (s *Storage) Retries() int64 { return s.retries.Load() }
+
+// Close is part of backupstorage.BackupStorage: it closes the backend client;
+// the storage can be used again afterwards.
+func (s *Storage) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.base == nil {
+		return nil
+	}
+	err := s.base.Close()
+	s.base = nil
+	return err
+}
+
+var (
+	poolsMu sync.Mutex
+	pools   = map[[2]int64]*memPool{}
+)
+
+// sharedPool returns the process-wide pool for a budget and part size: every
+// storage instance with the same settings shares one budget.
+func sharedPool(budget, partSize int64) *memPool {
+	poolsMu.Lock()
+	defer poolsMu.Unlock()
+	k := [2]int64{budget, partSize}
+	if p := pools[k]; p != nil {
+		return p
+	}
+	p := newMemPool(budget, partSize)
+	pools[k] = p
+	return p
+}
+
+type env struct {
+	cfg    Config
+	be     *retrying
+	pool   *memPool
+	logger logutil.Logger
+	stats  stats.Stats
+}
+
+func (s *Storage) env(ctx context.Context) (*env, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.base == nil {
+		c := FlagConfig()
+		if s.fixed != nil {
+			c = *s.fixed
+		}
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		var (
+			b   Backend
+			err error
+		)
+		switch c.Backend {
+		case BackendFile:
+			b, err = newLocalBackend(c.Root)
+		case BackendS3:
+			b, err = newS3Backend(ctx, c)
+		case BackendGCS:
+			b, err = newGCSBackend(ctx, c)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.cfg, s.base, s.pool = c, b, sharedPool(c.MemoryBudget, c.PartSize)
+	}
+	st := s.params.Stats.Scope(stats.Component(stats.BackupStorage), stats.Implementation(Name))
+	pol := retryPolicy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
+	return &env{
+		cfg:    s.cfg,
+		be:     newRetrying(s.base, pol, s.params.Logger, st, s.retries),
+		pool:   s.pool,
+		logger: s.params.Logger,
+		stats:  st,
+	}, nil
+}
+
+func checkName(kind, v string, slashOK bool) error {
+	if v == "" || strings.HasPrefix(v, ".") || strings.Contains(v, "..") || strings.ContainsAny(v, "\\\x00") ||
+		(!slashOK && strings.Contains(v, "/")) || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.Contains(v, "//") {
+		return fmt.Errorf("split storage: invalid %s %q", kind, v)
+	}
+	return nil
+}
+
+func backupPrefix(dir, name string) string { return dir + "/" + name + "/" }
+
+// PartKey is the object key of part n (1-based) of file in a backup; listing
+// order is part order.
+func PartKey(dir, name, file string, n int) string {
+	return fmt.Sprintf("%s%s%s%08d", backupPrefix(dir, name), file, partInfix, n)
+}
+
+// IndexKey is the object key of a file's part index.
+func IndexKey(dir, name, file string) string { return backupPrefix(dir, name) + file + indexSuffix }
+
+// ListBackups is part of backupstorage.BackupStorage: only completed backups, sorted by name.
+func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.BackupHandle, error) {
+	if err := checkName("directory", dir, true); err != nil {
+		return nil, err
+	}
+	e, err := s.env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := e.be.List(ctx, dir+"/", true)
+	if err != nil {
+		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+	}
+	var names []string
+	for _, en := range entries {
+		if en.Dir {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(en.Key, dir+"/"), "/"))
+		}
+	}
+	complete := make([]bool, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, listWorkers)
+	for i, n := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, err := e.be.Stat(ctx, backupPrefix(dir, n)+completeMarker)
+			switch {
+			case err == nil:
+				complete[i] = true
+			case !errors.Is(err, ErrNotExist):
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+	}
+	var out []backupstorage.BackupHandle
+	for i, n := range names {
+		if complete[i] {
+			out = append(out, &Handle{s: s, e: e, dir: dir, name: n, readOnly: true})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+type startedDoc struct {
+	Token    string    `json:"token"`
+	Host     string    `json:"host"`
+	Started  time.Time `json:"started"`
+	PartSize int64     `json:"part_size"`
+}
+
+// StartBackup is part of backupstorage.BackupStorage. It fails if the backup
+// exists: the start marker is written with create-if-absent semantics (O_EXCL /
+// link, S3 If-None-Match: *, GCS DoesNotExist).
+func (s *Storage) StartBackup(ctx context.Context, dir, name string) (backupstorage.BackupHandle, error) {
+	if err := checkName("directory", dir, true); err != nil {
+		return nil, err
+	}
+	if err := checkName("backup name", name, false); err != nil {
+		return nil, err
+	}
+	e, err := s.env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	host, _ := os.Hostname()
+	doc, _ := json.Marshal(startedDoc{Token: hex.EncodeToString(tok[:]), Host: host, Started: time.Now().UTC(), PartSize: e.cfg.PartSize})
+	key := backupPrefix(dir, name) + startedMarker
+	err = e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
+	if errors.Is(err, ErrExists) {
+		// Ours, from an attempt whose answer was lost?
+		if got, rerr := readSmall(ctx, e.be, key); rerr == nil && string(got) == string(doc) {
+			err = nil
+		} else {
+			return nil, fmt.Errorf("split storage: backup %s/%s already exists (%s): %w", dir, name, e.be, ErrExists)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("split storage: starting backup %s/%s: %w", dir, name, err)
+	}
+	// StartBackup's ctx is only valid for this call: the backup lives on its own.
+	bctx, cancel := context.WithCancel(context.Background())
+	return &Handle{s: s, e: e, dir: dir, name: name, ctx: bctx, cancel: cancel,
+		uploadSlots: make(chan struct{}, e.cfg.UploadConcurrency), files: map[string]*fileState{}}, nil
+}
+
+// RemoveBackup is part of backupstorage.BackupStorage: it deletes every object of
+// the backup, the completion marker first so that it leaves the listing at once.
+func (s *Storage) RemoveBackup(ctx context.Context, dir, name string) error {
+	if err := checkName("directory", dir, true); err != nil {
+		return err
+	}
+	if err := checkName("backup name", name, false); err != nil {
+		return err
+	}
+	e, err := s.env(ctx)
+	if err != nil {
+		return err
+	}
+	return removeBackup(ctx, e, dir, name)
+}
+
+func removeBackup(ctx context.Context, e *env, dir, name string) error {
+	prefix := backupPrefix(dir, name)
+	if err := e.be.Delete(ctx, prefix+completeMarker); err != nil {
+		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	}
+	objs, err := e.be.List(ctx, prefix, false)
+	if err != nil {
+		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, listWorkers)
+	)
+	for _, o := range objs {
+		if o.Dir || o.Key == prefix+startedMarker {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := e.be.Delete(ctx, o.Key); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	}
+	if err := e.be.Delete(ctx, prefix+startedMarker); err != nil {
+		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	}
+	return nil
+}
+
+func readSmall(ctx context.Context, be Backend, key string) ([]byte, error) {
+	r, err := be.Get(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, maxIndexBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxIndexBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", key, maxIndexBytes)
+	}
+	return b, nil
+}

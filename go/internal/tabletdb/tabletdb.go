@@ -1,0 +1,162 @@
+// Package tabletdb starts, for tests, the mysqld of a Vitess tablet the way
+// vttablet does it: Vitess's own mysqlctl code (Mycnf, Mysqld.Init, Start,
+// Shutdown) from the pinned module, on a real MariaDB. It works as root by
+// running mysqld as the mysql user.
+package tabletdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	vtconfig "vitess.io/vitess/config"
+	"vitess.io/vitess/go/mysql/collations"
+	"vitess.io/vitess/go/vt/dbconfigs"
+	"vitess.io/vitess/go/vt/mysqlctl"
+)
+
+// Tablet is a running tablet mysqld.
+type Tablet struct {
+	Mysqld *mysqlctl.Mysqld
+	Cnf    *mysqlctl.Mycnf
+	// Root is VTDATAROOT.
+	Root string
+	UID  uint32
+}
+
+// SetupHint says how to install what these tests need.
+const SetupHint = "run `make setup` (installs mariadb-server and mariadb-backup)"
+
+// Start initialises and starts a tablet mysqld under a fresh VTDATAROOT and
+// stops it and removes everything at the end of the test. It sets the
+// VTDATAROOT and EXTRA_MY_CNF environment variables for the test.
+func Start(t testing.TB) *Tablet {
+	t.Helper()
+	if _, err := os.Stat("/usr/sbin/mariadbd"); err != nil {
+		t.Fatalf("tabletdb: MariaDB is not installed: %s", SetupHint)
+	}
+	root, err := os.MkdirTemp("", "tabletdb-")
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(root, 0o755))
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	t.Setenv("VTDATAROOT", root)
+
+	uid, gid := -1, -1
+	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\n"
+	if os.Geteuid() == 0 {
+		// mysqld refuses to run as root.
+		u, err := user.Lookup("mysql")
+		require.NoError(t, err, "tabletdb: running as root needs the mysql user: %s", SetupHint)
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		extra += "user=mysql\n"
+	}
+	extraCnf := filepath.Join(root, "extra.cnf")
+	require.NoError(t, os.WriteFile(extraCnf, []byte(extra), 0o644))
+	t.Setenv("EXTRA_MY_CNF", extraCnf)
+
+	// Vitess's init_db.sql without super_read_only, which MariaDB lacks.
+	var initSQL strings.Builder
+	for _, line := range strings.SplitAfter(vtconfig.DefaultInitDB, "\n") {
+		if !strings.Contains(strings.ToLower(line), "super_read_only") {
+			initSQL.WriteString(line)
+		}
+	}
+	initFile := filepath.Join(root, "init_db.sql")
+	require.NoError(t, os.WriteFile(initFile, []byte(initSQL.String()), 0o644))
+
+	// Without flag parsing the users are empty: use Vitess's flag defaults.
+	for _, u := range []struct {
+		cfg  *dbconfigs.UserConfig
+		name string
+	}{
+		{&dbconfigs.GlobalDBConfigs.Dba, "vt_dba"},
+		{&dbconfigs.GlobalDBConfigs.App, "vt_app"},
+		{&dbconfigs.GlobalDBConfigs.Allprivs, "vt_allprivs"},
+		{&dbconfigs.GlobalDBConfigs.Repl, "vt_repl"},
+		{&dbconfigs.GlobalDBConfigs.Filtered, "vt_filtered"},
+	} {
+		if u.cfg.User == "" {
+			u.cfg.User = u.name
+		}
+	}
+	tabletUID := uint32(100 + rand.IntN(9000))
+	mysqld, cnf, err := mysqlctl.CreateMysqldAndMycnf(tabletUID, "", freePort(t), collations.MySQL8())
+	require.NoError(t, err)
+	tb := &Tablet{Mysqld: mysqld, Cnf: cnf, Root: root, UID: tabletUID}
+
+	// Lay out the directories and the cnf first, so they can be handed to
+	// the mysql user before mysqld starts.
+	require.NoError(t, mysqld.InitConfig(cnf))
+	if uid >= 0 {
+		require.NoError(t, chownTree(root, uid, gid))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = mysqld.Shutdown(ctx, cnf, true, 30*time.Second)
+		mysqld.Close()
+	})
+	require.NoError(t, mysqld.Init(ctx, cnf, initFile), "mysqlctl Init failed; mysqld log:\n%s", tb.ErrorLog())
+	return tb
+}
+
+// DB opens a connection pool as the DBA user over the socket; database may be "".
+func (tb *Tablet) DB(t testing.TB, database string) *sql.DB {
+	t.Helper()
+	c := mysql.NewConfig()
+	c.User = dbconfigs.GlobalDBConfigs.Dba.User
+	c.Passwd = dbconfigs.GlobalDBConfigs.Dba.Password
+	c.Net = "unix"
+	c.Addr = tb.Cnf.SocketFile
+	c.DBName = database
+	c.MultiStatements = true
+	c.InterpolateParams = true
+	db, err := sql.Open("mysql", c.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// ErrorLog returns the tail of mysqld's error log.
+func (tb *Tablet) ErrorLog() string {
+	b, err := os.ReadFile(tb.Cnf.ErrorLogPath)
+	if err != nil {
+		return fmt.Sprintf("(no error log: %v)", err)
+	}
+	if len(b) > 8<<10 {
+		b = b[len(b)-8<<10:]
+	}
+	return string(b)
+}
+
+func chownTree(root string, uid, gid int) error {
+	return filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}

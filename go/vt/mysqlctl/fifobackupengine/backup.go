@@ -1,0 +1,538 @@
+package fifobackupengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"vitess.io/vitess/go/ioutil"
+	"vitess.io/vitess/go/netutil"
+	"vitess.io/vitess/go/vt/dbconfigs"
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// ExecuteBackup runs the tool, carries its stream through the lanes and
+// writes the MANIFEST last. Any failure returns BackupUnusable, so Vitess
+// aborts the backup and it is never listed.
+func (e *Engine) ExecuteBackup(ctx context.Context, params mysqlctl.BackupParams, bh backupstorage.BackupHandle) (mysqlctl.BackupResult, error) {
+	if params.IncrementalFromPos != "" {
+		return mysqlctl.BackupUnusable, vterrors.New(vtrpcpb.Code_INVALID_ARGUMENT, "the fifo engine takes full backups only; incremental backups are not supported")
+	}
+	cfg := e.config()
+	if err := cfg.Validate(); err != nil {
+		return mysqlctl.BackupUnusable, err
+	}
+	run := &backupRun{cfg: cfg, params: params, bh: bh, stats: newPhaseStats(params.Stats), logger: params.Logger}
+	start := time.Now()
+	err := run.execute(ctx)
+	params.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo backup %s: per-phase stats", bh.Name()), time.Since(start)))
+	if err != nil {
+		return mysqlctl.BackupUnusable, vterrors.Wrapf(err, "fifo backup %s failed", bh.Name())
+	}
+	return mysqlctl.BackupUsable, nil
+}
+
+type backupRun struct {
+	cfg    Config
+	params mysqlctl.BackupParams
+	bh     backupstorage.BackupHandle
+	stats  *phaseStats
+	logger logutil.Logger
+
+	tool   *backupTool
+	source string
+	lanes  []*laneWriter
+}
+
+func (b *backupRun) execute(ctx context.Context) error {
+	var err error
+	if b.tool, err = detectTool(ctx, &b.cfg); err != nil {
+		return err
+	}
+	if b.source, err = b.tool.sourceFor(&b.cfg); err != nil {
+		return err
+	}
+	b.logger.Infof("fifo backup: %s (%s), source %s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, b.cfg.Lanes, compressionName(&b.cfg.Compression))
+
+	// The server's flavor parses the position the tool reports.
+	conn, err := b.params.Mysqld.GetDbaConnection(ctx)
+	if err != nil {
+		return vterrors.Wrap(err, "unable to obtain a connection to the database")
+	}
+	pos, err := conn.PrimaryPosition()
+	if err != nil {
+		conn.Close()
+		return vterrors.Wrap(err, "unable to obtain the server's position")
+	}
+	serverUUID, err := conn.GetServerUUID()
+	conn.Close()
+	if err != nil {
+		b.logger.Warningf("fifo backup: cannot read the server UUID (%v); the MANIFEST will not have one", err)
+	}
+	mysqlVersion, err := b.params.Mysqld.GetVersionString(ctx)
+	if err != nil {
+		return vterrors.Wrap(err, "can't get MySQL version")
+	}
+
+	workDir, err := os.MkdirTemp(b.params.Cnf.TmpDir, "fifo-backup-")
+	if err != nil {
+		return vterrors.Wrap(err, "cannot create the backup's work directory")
+	}
+	defer os.RemoveAll(workDir)
+
+	if err := b.openLanes(ctx); err != nil {
+		b.closeLanes()
+		return err
+	}
+	streamErr := b.stream(ctx, workDir)
+	closeErr := b.closeLanes()
+	if streamErr != nil {
+		return streamErr
+	}
+	if closeErr != nil {
+		return closeErr
+	}
+
+	position, err := positionFromInfo(workDir, pos.GTIDSet.Flavor())
+	if err != nil {
+		return err
+	}
+	hostname, _ := netutil.FullyQualifiedHostname()
+	m := &Manifest{
+		BackupManifest: mysqlctl.BackupManifest{
+			BackupName:     b.bh.Name(),
+			BackupMethod:   engineName,
+			Position:       position,
+			PurgedPosition: position,
+			ServerUUID:     serverUUID,
+			TabletAlias:    b.params.TabletAlias,
+			Hostname:       hostname,
+			Keyspace:       b.params.Keyspace,
+			Shard:          b.params.Shard,
+			BackupTime:     mysqlctl.FormatRFC3339(b.params.BackupTime.UTC()),
+			FinishedTime:   mysqlctl.FormatRFC3339(time.Now().UTC()),
+			MySQLVersion:   mysqlVersion,
+			// Physical backups restore into the same server version, which is
+			// safe for upgrades later, as with Vitess's xtrabackup engine.
+			UpgradeSafe: true,
+		},
+		Source:               b.source,
+		Compressed:           b.cfg.Compression.Enabled,
+		CompressionEngine:    b.cfg.Compression.Engine,
+		CompressionLevel:     b.cfg.Compression.Level,
+		CompressionExtension: b.cfg.Compression.Extension(),
+		ToolFlavor:           b.tool.Flavor,
+		ToolVersion:          b.tool.Version,
+		ToolParams:           b.cfg.BackupFlags,
+		LSN:                  lsnsFromCheckpoints(workDir),
+	}
+	if m.CompressionEngine == mysqlctl.ExternalCompressor {
+		m.ExternalDecompressor = b.cfg.Compression.ManifestDecompressor
+	}
+	for _, l := range b.lanes {
+		info := LaneInfo{File: l.name, RawBytes: l.raw.Load(), StoredBytes: l.stored.Load(), Chunks: l.chunks}
+		m.Lanes = append(m.Lanes, info)
+		m.RawBytes += info.RawBytes
+		m.StoredBytes += info.StoredBytes
+	}
+	return b.writeManifest(ctx, m)
+}
+
+// laneWriter is one lane: compressor, then the backup file in storage.
+type laneWriter struct {
+	index  int
+	name   string
+	file   io.WriteCloser // from BackupHandle.AddFile
+	comp   io.WriteCloser // compressor writing into file
+	in     io.Writer      // metered compressor input
+	raw    atomic.Int64
+	stored atomic.Int64
+	chunks int64
+	closed bool
+}
+
+func (l *laneWriter) Write(p []byte) (int, error) {
+	n, err := l.in.Write(p)
+	l.raw.Add(int64(n))
+	if err != nil {
+		return n, fmt.Errorf("lane %d (%s): %w", l.index, l.name, err)
+	}
+	return n, nil
+}
+
+func (b *backupRun) openLanes(ctx context.Context) error {
+	ext := b.cfg.Compression.Extension()
+	destWrite := b.stats.bytesFunc("Destination:Write")
+	compWrite := b.stats.bytesFunc("Compressor:Write")
+	for i := 0; i < b.cfg.Lanes; i++ {
+		l := &laneWriter{index: i, name: laneFileName(i, ext)}
+		start := time.Now()
+		f, err := b.bh.AddFile(ctx, l.name, backupstorage.FileSizeUnknown)
+		b.stats.since("Destination:Open", start)
+		if err != nil {
+			return vterrors.Wrapf(err, "cannot add lane file %s to the backup", l.name)
+		}
+		l.file = f
+		dest := ioutil.NewMeteredWriter(f, destWrite, func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
+		comp, err := b.cfg.Compression.newCompressor(ctx, dest, b.logger)
+		if err != nil {
+			b.lanes = append(b.lanes, l)
+			return vterrors.Wrapf(err, "lane %d: cannot start the compressor", i)
+		}
+		l.comp = comp
+		l.in = ioutil.NewMeteredWriter(comp, compWrite)
+		b.lanes = append(b.lanes, l)
+	}
+	return nil
+}
+
+// closeLanes flushes every compressor and closes every lane file; any
+// error fails the backup, since a lane that did not close is incomplete.
+func (b *backupRun) closeLanes() error {
+	var errs []error
+	for _, l := range b.lanes {
+		if l.closed {
+			continue
+		}
+		l.closed = true
+		if l.comp != nil {
+			start := time.Now()
+			if err := l.comp.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("lane %d (%s): closing the compressor: %w", l.index, l.name, err))
+			}
+			b.stats.since("Compressor:Close", start)
+		}
+		start := time.Now()
+		if err := l.file.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("lane %d (%s): closing the file in storage: %w", l.index, l.name, err))
+		}
+		b.stats.since("Destination:Close", start)
+	}
+	return errors.Join(errs...)
+}
+
+// stream runs the tool and carries its output into the lanes.
+func (b *backupRun) stream(ctx context.Context, workDir string) error {
+	user := b.cfg.User
+	dba := dbconfigs.GlobalDBConfigs.Dba
+	if user == "" {
+		user = dba.User
+	}
+	if user == "" {
+		return vterrors.New(vtrpcpb.Code_INVALID_ARGUMENT, "no MySQL user for the backup tool: set --fifo-backup-user or --db-dba-user")
+	}
+	fifoDir := ""
+	if b.source == SourceFIFO {
+		fifoDir = b.cfg.FIFODir
+		if fifoDir == "" {
+			fifoDir = filepath.Join(workDir, "fifo")
+		} else {
+			fifoDir = filepath.Join(fifoDir, filepath.Base(workDir))
+		}
+		// The tool creates the directory and its FIFOs (and fails if they
+		// exist), so only its parent must be there.
+		defer os.RemoveAll(fifoDir)
+	}
+	args, err := b.tool.backupArgs(&b.cfg, b.params.Cnf.Path, b.params.Cnf.SocketFile, user, workDir, b.source, fifoDir)
+	if err != nil {
+		return err
+	}
+
+	toolCtx, killTool := context.WithCancel(ctx)
+	defer killTool()
+	cmd := exec.CommandContext(toolCtx, b.tool.Path, args...)
+	cmd.Env = os.Environ()
+	if user == dba.User && dba.Password != "" {
+		// The password goes through the environment, never the argv, so
+		// it does not show in ps or in logs.
+		cmd.Env = append(cmd.Env, "MYSQL_PWD="+dba.Password)
+	}
+	var stdout io.ReadCloser
+	if b.source == SourceStdout {
+		if stdout, err = cmd.StdoutPipe(); err != nil {
+			return err
+		}
+	} else {
+		cmd.Stdout = &lineLogger{logger: b.logger, prefix: b.tool.Flavor + " stdout: "}
+	}
+	stderr := newTailLogger(b.logger, b.tool.Flavor+" stderr: ", 20)
+	cmd.Stderr = stderr
+	b.logger.Infof("fifo backup: running %s %s", b.tool.Path, strings.Join(redactArgs(args), " "))
+
+	toolStart := time.Now()
+	if err := cmd.Start(); err != nil {
+		return vterrors.Wrapf(err, "cannot start %s", b.tool.Path)
+	}
+	toolDone := make(chan struct{})
+	var toolErr error
+	go func() { toolErr = cmd.Wait(); close(toolDone) }()
+
+	stopProgress := b.progress(ctx)
+	var laneErr error
+	if b.source == SourceStdout {
+		laneErr = b.splitStdout(toolCtx, stdout)
+	} else {
+		laneErr = b.readFIFOs(toolCtx, fifoDir, toolDone)
+	}
+	stopProgress()
+
+	// A stream that ends early is usually the tool failing: give it a moment
+	// to exit so the error says why; if it does not, the lanes failed first
+	// and the tool is stopped.
+	killed := false
+	if laneErr != nil {
+		select {
+		case <-toolDone:
+		case <-time.After(5 * time.Second):
+			killed = true
+			killTool()
+			<-toolDone
+		}
+	} else {
+		<-toolDone
+	}
+	b.stats.since("Tool:Run", toolStart)
+	stderr.flush()
+	if toolErr != nil && !killed {
+		err := vterrors.Errorf(vtrpcpb.Code_INTERNAL, "%s exited with an error: %v; its last output:\n%s", b.tool.Flavor, toolErr, stderr.tail())
+		if laneErr != nil {
+			err = vterrors.Wrapf(err, "stream ended with: %v", laneErr)
+		}
+		return err
+	}
+	return laneErr
+}
+
+// splitStdout deals the tool's single stream into the lanes by bytes.
+func (b *backupRun) splitStdout(ctx context.Context, stdout io.Reader) error {
+	src := ioutil.NewMeteredReader(stdout, b.stats.bytesFunc("Source:Read"))
+	writers := make([]io.Writer, len(b.lanes))
+	for i, l := range b.lanes {
+		writers[i] = l
+	}
+	laneStats, err := xbstream.Split(ctx, src, writers, xbstream.SplitOptions{})
+	for i, s := range laneStats {
+		if i < len(b.lanes) {
+			b.lanes[i].chunks = s.Chunks
+		}
+	}
+	if err != nil {
+		// Drain nothing more: the caller stops the tool.
+		return vterrors.Wrap(err, "splitting the tool's stream into lanes")
+	}
+	return nil
+}
+
+// readFIFOs reads the tool's N FIFO streams, one per lane, concurrently.
+// The tool creates fifoDir/thread_<i> and waits (--fifo-timeout) for a
+// reader on each; the engine opens all of them.
+func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-chan struct{}) error {
+	readStats := b.stats.bytesFunc("Source:Read")
+	g, gctx := errgroup.WithContext(ctx)
+	for _, l := range b.lanes {
+		g.Go(func() error {
+			path := filepath.Join(fifoDir, fmt.Sprintf("thread_%d", l.index))
+			f, err := openFIFO(gctx, path, b.cfg.FIFOTimeout, toolDone)
+			if err != nil {
+				return fmt.Errorf("lane %d: %w", l.index, err)
+			}
+			defer f.Close()
+			buf := make([]byte, 1<<20)
+			if _, err := io.CopyBuffer(l, ioutil.NewMeteredReader(onlyReader{f}, readStats), buf); err != nil {
+				return fmt.Errorf("lane %d: copying FIFO %s: %w", l.index, path, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+type onlyReader struct{ io.Reader }
+
+// openFIFO waits for the tool to create the FIFO, then opens it for reading.
+// Opening blocks until the tool opens the write end; if that does not happen
+// within the timeout (or the backup is cancelled), the engine opens the
+// write end itself to unblock, and reports the FIFO as never opened.
+func openFIFO(ctx context.Context, path string, timeout time.Duration, toolDone <-chan struct{}) (*os.File, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := os.Lstat(path)
+		if err == nil {
+			if st.Mode()&fs.ModeNamedPipe == 0 {
+				return nil, fmt.Errorf("%s is not a FIFO", path)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the backup tool did not create FIFO %s within %v (--fifo-backup-fifo-timeout)", path, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-toolDone:
+			return nil, fmt.Errorf("the backup tool exited without creating FIFO %s", path)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
+	type result struct {
+		f   *os.File
+		err error
+	}
+	opened := make(chan result, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_RDONLY, 0)
+		opened <- result{f, err}
+	}()
+	why := ""
+	select {
+	case r := <-opened:
+		return r.f, r.err
+	case <-ctx.Done():
+	case <-toolDone:
+		why = "the backup tool exited without opening FIFO " + path
+	case <-time.After(time.Until(deadline)):
+		why = fmt.Sprintf("the backup tool never opened FIFO %s within %v (--fifo-backup-fifo-timeout)", path, timeout)
+	}
+	// Unblock our pending open by opening the write end ourselves.
+	if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+		w.Close()
+	}
+	if r := <-opened; r.f != nil {
+		r.f.Close()
+	}
+	if why != "" {
+		return nil, errors.New(why)
+	}
+	return nil, ctx.Err()
+}
+
+func (b *backupRun) writeManifest(ctx context.Context, m *Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return vterrors.Wrap(err, "cannot encode the MANIFEST")
+	}
+	w, err := b.bh.AddFile(ctx, manifestFileName, int64(len(data)))
+	if err != nil {
+		return vterrors.Wrap(err, "cannot add the MANIFEST to the backup")
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return vterrors.Wrap(err, "cannot write the MANIFEST")
+	}
+	if err := w.Close(); err != nil {
+		return vterrors.Wrap(err, "cannot close the MANIFEST")
+	}
+	b.logger.Infof("fifo backup %s: %d lanes, %d bytes from the tool, %d bytes stored, position %v", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes, m.Position)
+	return nil
+}
+
+// progress logs bytes done, rate and ETA every interval until stopped.
+func (b *backupRun) progress(ctx context.Context) (stop func()) {
+	if b.cfg.Progress <= 0 {
+		return func() {}
+	}
+	estimate := dataSize(b.params.Cnf)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		t := time.NewTicker(b.cfg.Progress)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				var raw, stored int64
+				for _, l := range b.lanes {
+					raw += l.raw.Load()
+					stored += l.stored.Load()
+				}
+				b.logger.Infof("fifo backup: %s", progressLine(raw, stored, estimate, time.Since(start)))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func progressLine(raw, stored, estimate int64, elapsed time.Duration) string {
+	rate := float64(raw) / elapsed.Seconds()
+	line := fmt.Sprintf("%.2f GiB read, %.2f GiB stored, %.1f MiB/s", float64(raw)/(1<<30), float64(stored)/(1<<30), rate/(1<<20))
+	if estimate > 0 && rate > 0 {
+		pct := 100 * float64(raw) / float64(estimate)
+		eta := time.Duration(float64(max(estimate-raw, 0))/rate) * time.Second
+		line += fmt.Sprintf(", %.0f%% of ~%.2f GiB, ETA %v", min(pct, 100), float64(estimate)/(1<<30), eta.Round(time.Second))
+	}
+	return line
+}
+
+// dataSize estimates the stream size from the server's data directories.
+func dataSize(cnf *mysqlctl.Mycnf) int64 {
+	var total int64
+	seen := map[string]bool{}
+	for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
+		if dir == "" || seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if info, err := d.Info(); err == nil {
+					total += info.Size()
+				}
+			}
+			return nil
+		})
+	}
+	return total
+}
+
+// redactArgs hides values of password-like flags before logging an argv.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if k, _, ok := strings.Cut(a, "="); ok && strings.Contains(strings.ToLower(k), "password") {
+			a = k + "=****"
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func compressionName(c *CompressionConfig) string {
+	if !c.Enabled {
+		return "none"
+	}
+	if c.Engine == mysqlctl.ExternalCompressor {
+		return "external (" + c.ExternalExtension + ")"
+	}
+	return fmt.Sprintf("%s level %d", c.Engine, c.Level)
+}

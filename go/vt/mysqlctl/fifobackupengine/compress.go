@@ -1,0 +1,267 @@
+package fifobackupengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+
+	"github.com/google/shlex"
+	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/pgzip"
+	"github.com/pierrec/lz4"
+	"github.com/planetscale/pargzip"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// CompressionConfig mirrors Vitess's compression flags
+// (--backup-storage-compress, --compression-engine-name, --compression-level,
+// --external-compressor[-extension], --external-decompressor[-use-manifest],
+// --manifest-external-decompressor, --backup-storage-block-size,
+// --backup-storage-number-blocks) so existing flag files keep working. Each lane
+// gets its own compressor built with the same libraries Vitess uses.
+type CompressionConfig struct {
+	Enabled bool
+	Engine  string // pgzip | pargzip | zstd | lz4 | external
+	Level   int
+
+	ExternalCompressor string
+	ExternalExtension  string
+	// ExternalDecompressor is the restore-time command (--external-decompressor).
+	ExternalDecompressor string
+	// ManifestDecompressor is stored in the MANIFEST
+	// (--manifest-external-decompressor); it is only run at restore when
+	// UseManifestDecompressor is set, as in Vitess.
+	ManifestDecompressor    string
+	UseManifestDecompressor bool
+
+	BlockSize int // pgzip/pargzip block size
+	Blocks    int // pgzip/pargzip/lz4 blocks in flight per lane
+}
+
+// compressionFromFlags reads Vitess's compression flags: the exported
+// variables where Vitess has them, the flag set for the unexported ones.
+func compressionFromFlags() CompressionConfig {
+	c := CompressionConfig{
+		Enabled:                 true,
+		Engine:                  mysqlctl.CompressionEngineName,
+		Level:                   1,
+		ExternalCompressor:      mysqlctl.ExternalCompressorCmd,
+		ExternalExtension:       mysqlctl.ExternalCompressorExt,
+		ExternalDecompressor:    mysqlctl.ExternalDecompressorCmd,
+		ManifestDecompressor:    mysqlctl.ManifestExternalDecompressorCmd,
+		UseManifestDecompressor: mysqlctl.ExternalDecompressorUseManifest,
+		BlockSize:               250000,
+		Blocks:                  2,
+	}
+	if f := lookupFlag("backup-storage-compress"); f != nil {
+		c.Enabled, _ = strconv.ParseBool(f.Value.String())
+	}
+	if f := lookupFlag("compression-level"); f != nil {
+		if v, err := strconv.Atoi(f.Value.String()); err == nil {
+			c.Level = v
+		}
+	}
+	if f := lookupFlag("backup-storage-block-size"); f != nil {
+		if v, err := strconv.Atoi(f.Value.String()); err == nil && v > 0 {
+			c.BlockSize = v
+		}
+	}
+	if f := lookupFlag("backup-storage-number-blocks"); f != nil {
+		if v, err := strconv.Atoi(f.Value.String()); err == nil && v > 0 {
+			c.Blocks = v
+		}
+	}
+	// Vitess selects the external compressor by setting its command; the
+	// engine name may still say the default.
+	if c.ExternalCompressor != "" {
+		c.Engine = mysqlctl.ExternalCompressor
+	}
+	return c
+}
+
+// Validate names the Vitess flag that is wrong.
+func (c *CompressionConfig) Validate() error {
+	if !c.Enabled {
+		return nil
+	}
+	switch c.Engine {
+	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor:
+	case mysqlctl.ExternalCompressor:
+		if c.ExternalCompressor == "" {
+			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--compression-engine-name=external needs --external-compressor")
+		}
+		if c.ExternalExtension == "" {
+			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor")
+		}
+		if _, err := shlex.Split(c.ExternalCompressor); err != nil {
+			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "cannot split --external-compressor: %v", err)
+		}
+	default:
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are pgzip, pargzip, zstd, lz4, external", c.Engine)
+	}
+	return nil
+}
+
+// Extension is the lane file suffix for this configuration.
+func (c *CompressionConfig) Extension() string {
+	if !c.Enabled {
+		return ""
+	}
+	switch c.Engine {
+	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor:
+		return ".gz"
+	case mysqlctl.ZstdCompressor:
+		return ".zst"
+	case mysqlctl.Lz4Compressor:
+		return ".lz4"
+	case mysqlctl.ExternalCompressor:
+		return c.ExternalExtension
+	}
+	return ""
+}
+
+// newCompressor wraps w in this configuration's compressor. Closing the
+// result flushes the compressor, not w.
+func (c *CompressionConfig) newCompressor(ctx context.Context, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
+	if !c.Enabled {
+		return nopWriteCloser{w}, nil
+	}
+	switch c.Engine {
+	case mysqlctl.PgzipCompressor:
+		gz, err := pgzip.NewWriterLevel(w, c.Level)
+		if err != nil {
+			return nil, vterrors.Wrap(err, "cannot create pgzip compressor")
+		}
+		if err := gz.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
+			return nil, vterrors.Wrap(err, "cannot configure pgzip compressor")
+		}
+		return gz, nil
+	case mysqlctl.PargzipCompressor:
+		gz := pargzip.NewWriter(w)
+		gz.ChunkSize = c.BlockSize
+		gz.Parallel = c.Blocks
+		gz.CompressionLevel = c.Level
+		return gz, nil
+	case mysqlctl.Lz4Compressor:
+		lw := lz4.NewWriter(w).WithConcurrency(c.Blocks)
+		lw.Header = lz4.Header{CompressionLevel: c.Level}
+		return lw, nil
+	case mysqlctl.ZstdCompressor:
+		zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(c.Level)))
+		if err != nil {
+			return nil, vterrors.Wrap(err, "cannot create zstd compressor")
+		}
+		return zw, nil
+	case mysqlctl.ExternalCompressor:
+		return startExternal(ctx, "compressor", c.ExternalCompressor, nil, w, logger)
+	}
+	return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q", c.Engine)
+}
+
+// newDecompressor wraps r in the decompressor for a backup written with m.
+func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, r io.Reader, logger logutil.Logger) (io.ReadCloser, error) {
+	if !m.Compressed {
+		return io.NopCloser(r), nil
+	}
+	switch m.CompressionEngine {
+	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor:
+		// pargzip only compresses; its output is plain gzip.
+		d, err := pgzip.NewReader(r)
+		if err != nil {
+			return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
+		}
+		return d, nil
+	case mysqlctl.Lz4Compressor:
+		return io.NopCloser(lz4.NewReader(r)), nil
+	case mysqlctl.ZstdCompressor:
+		d, err := zstd.NewReader(r)
+		if err != nil {
+			return nil, vterrors.Wrap(err, "cannot start zstd decompressor")
+		}
+		return d.IOReadCloser(), nil
+	case mysqlctl.ExternalCompressor:
+		// As in Vitess: the local flag wins; the MANIFEST's command only runs
+		// when the operator allows it.
+		cmd := local.ExternalDecompressor
+		if cmd == "" && local.UseManifestDecompressor {
+			cmd = m.ExternalDecompressor
+		}
+		if cmd == "" {
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs --external-decompressor (or --external-decompressor-use-manifest)")
+		}
+		return startExternal(ctx, "decompressor", cmd, r, nil, logger)
+	}
+	return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q in MANIFEST", m.CompressionEngine)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// external runs a compressor or decompressor command (split like a shell,
+// never through one) with its stderr sent to the logger.
+type external struct {
+	what   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	stderr *lineLogger
+}
+
+func startExternal(ctx context.Context, what, command string, in io.Reader, out io.Writer, logger logutil.Logger) (*external, error) {
+	args, err := shlex.Split(command)
+	if err != nil || len(args) == 0 {
+		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "cannot split external %s command %q", what, command)
+	}
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "external %s %q not found", what, args[0])
+	}
+	e := &external{what: what, cmd: exec.CommandContext(ctx, path, args[1:]...)}
+	if in != nil {
+		e.cmd.Stdin = in
+		if e.stdout, err = e.cmd.StdoutPipe(); err != nil {
+			return nil, err
+		}
+	} else {
+		e.cmd.Stdout = out
+		if e.stdin, err = e.cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+	}
+	e.stderr = &lineLogger{logger: logger, prefix: "external " + what + " stderr: "}
+	e.cmd.Stderr = e.stderr
+	if err := e.cmd.Start(); err != nil {
+		return nil, vterrors.Wrapf(err, "cannot start external %s", what)
+	}
+	return e, nil
+}
+
+func (e *external) Write(p []byte) (int, error) { return e.stdin.Write(p) }
+func (e *external) Read(p []byte) (int, error)  { return e.stdout.Read(p) }
+
+func (e *external) Close() error {
+	if e.stdin != nil {
+		if err := e.stdin.Close(); err != nil {
+			return err
+		}
+	}
+	err := e.cmd.Wait()
+	e.stderr.flush()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return fmt.Errorf("external %s %s failed: %v", e.what, e.cmd.Path, err)
+		}
+		return err
+	}
+	return nil
+}

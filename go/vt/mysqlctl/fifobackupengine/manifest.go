@@ -1,0 +1,177 @@
+package fifobackupengine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"vitess.io/vitess/go/mysql/replication"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// manifestFileName is the file Vitess reads to find the engine of a backup.
+const manifestFileName = "MANIFEST"
+
+// Manifest is Vitess's BackupManifest plus what this engine needs to restore
+// and what an operator wants to know about a backup.
+type Manifest struct {
+	mysqlctl.BackupManifest
+
+	// Source is where the stream came from: stdout (split into lanes by the
+	// engine) or fifo (the tool's own FIFO streams, one per lane).
+	Source string
+	Lanes  []LaneInfo
+	// RawBytes and StoredBytes are the sums over the lanes.
+	RawBytes    int64
+	StoredBytes int64
+
+	Compressed           bool
+	CompressionEngine    string
+	CompressionLevel     int
+	CompressionExtension string
+	ExternalDecompressor string `json:",omitempty"`
+
+	ToolFlavor  string
+	ToolVersion string
+	ToolParams  string `json:",omitempty"`
+	LSN         LSNs
+}
+
+// LaneInfo describes one lane file of the backup.
+type LaneInfo struct {
+	File        string
+	RawBytes    int64
+	StoredBytes int64
+	Chunks      int64 `json:",omitempty"`
+}
+
+// LSNs are the InnoDB log sequence numbers the tool recorded.
+type LSNs struct {
+	BackupType string `json:",omitempty"`
+	From       string `json:",omitempty"`
+	To         string `json:",omitempty"`
+	Last       string `json:",omitempty"`
+}
+
+func laneFileName(i int, ext string) string {
+	return fmt.Sprintf("lane-%03d.xbstream%s", i, ext)
+}
+
+// readManifest reads and checks the MANIFEST of a backup.
+func readManifest(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, error) {
+	r, err := bh.ReadFile(ctx, manifestFileName)
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
+	}
+	defer r.Close()
+	var m Manifest
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&m); err != nil {
+		return nil, vterrors.Wrapf(err, "backup %s: cannot decode MANIFEST", bh.Name())
+	}
+	if err := m.check(); err != nil {
+		return nil, vterrors.Wrapf(err, "backup %s: MANIFEST", bh.Name())
+	}
+	return &m, nil
+}
+
+// check rejects a MANIFEST that could not have been written by this engine,
+// so a hand-edited one fails before any data is touched.
+func (m *Manifest) check() error {
+	if m.BackupMethod != engineName {
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "BackupMethod is %q, not %q", m.BackupMethod, engineName)
+	}
+	if len(m.Lanes) < 1 || len(m.Lanes) > maxLanes {
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "has %d lanes, want 1..%d", len(m.Lanes), maxLanes)
+	}
+	seen := map[string]bool{}
+	for i, l := range m.Lanes {
+		if l.File != laneFileName(i, m.CompressionExtension) || seen[l.File] {
+			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "lane %d has file name %q, want %q", i, l.File, laneFileName(i, m.CompressionExtension))
+		}
+		seen[l.File] = true
+	}
+	switch m.Source {
+	case SourceStdout, SourceFIFO:
+	default:
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "unknown source %q", m.Source)
+	}
+	switch m.ToolFlavor {
+	case FlavorXtrabackup, FlavorMariabackup:
+	default:
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "unknown tool flavor %q", m.ToolFlavor)
+	}
+	return nil
+}
+
+var lastChangeRe = regexp.MustCompile(`GTID of the last change '([^']*)'`)
+
+// positionFromInfo reads the replication position from the tool's
+// xtrabackup_info ("GTID of the last change '...'"), parsed with the server's
+// flavor (a MySQL GTID set or a MariaDB GTID list).
+func positionFromInfo(dir, flavor string) (replication.Position, error) {
+	var data []byte
+	var err error
+	for _, name := range []string{"xtrabackup_info", "mariadb_backup_info"} {
+		if data, err = os.ReadFile(filepath.Join(dir, name)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return replication.Position{}, vterrors.Wrapf(err, "cannot read the tool's xtrabackup_info in %s", dir)
+	}
+	m := lastChangeRe.FindSubmatch(data)
+	if m == nil {
+		return replication.Position{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no \"GTID of the last change\" in the tool's xtrabackup_info")
+	}
+	pos := strings.Join(strings.Fields(string(m[1])), "")
+	if pos == "" {
+		return replication.Position{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "empty \"GTID of the last change\" in the tool's xtrabackup_info: is binary logging with GTIDs on?")
+	}
+	p, err := replication.ParsePosition(flavor, pos)
+	if err != nil {
+		return replication.Position{}, vterrors.Wrapf(err, "cannot parse position %q with flavor %s", pos, flavor)
+	}
+	return p, nil
+}
+
+// lsnsFromCheckpoints reads xtrabackup_checkpoints ("key = value" lines).
+func lsnsFromCheckpoints(dir string) LSNs {
+	var l LSNs
+	for _, name := range []string{"xtrabackup_checkpoints", "mariadb_backup_checkpoints"} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			continue
+		}
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			k, v, ok := strings.Cut(s.Text(), "=")
+			if !ok {
+				continue
+			}
+			v = strings.TrimSpace(v)
+			switch strings.TrimSpace(k) {
+			case "backup_type":
+				l.BackupType = v
+			case "from_lsn":
+				l.From = v
+			case "to_lsn":
+				l.To = v
+			case "last_lsn":
+				l.Last = v
+			}
+		}
+		f.Close()
+		break
+	}
+	return l
+}

@@ -1,0 +1,348 @@
+package fifobackupengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"vitess.io/vitess/go/ioutil"
+	"vitess.io/vitess/go/os2"
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// ExecuteRestore honours Vitess's restore contract: it creates
+// restore_in_progress before touching data, stops mysqld and clears the
+// tablet's directories; then it reads all lanes in parallel into a staging
+// directory beside the data directory, prepares the files and moves them into
+// place by rename. On any error the state file stays, mysqld is not started,
+// and the next restore starts over.
+func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestoreParams, bh backupstorage.BackupHandle) (*mysqlctl.BackupManifest, error) {
+	cfg := e.config()
+	m, err := readManifest(ctx, bh)
+	if err != nil {
+		return nil, err
+	}
+	run := &restoreRun{cfg: cfg, params: params, bh: bh, m: m, stats: newPhaseStats(params.Stats), logger: params.Logger}
+	start := time.Now()
+	err = run.execute(ctx)
+	params.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s: per-phase stats", bh.Name()), time.Since(start)))
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "fifo restore of backup %s failed", bh.Name())
+	}
+	params.Logger.Infof("fifo restore %s: done, position %v", bh.Name(), m.Position)
+	return &m.BackupManifest, nil
+}
+
+type restoreRun struct {
+	cfg    Config
+	params mysqlctl.RestoreParams
+	bh     backupstorage.BackupHandle
+	m      *Manifest
+	stats  *phaseStats
+	logger logutil.Logger
+}
+
+func (r *restoreRun) execute(ctx context.Context) error {
+	cnf := r.params.Cnf
+	// The tool is checked before anything is deleted.
+	tool, err := detectTool(ctx, &r.cfg)
+	if err != nil {
+		return err
+	}
+	if tool.Flavor != r.m.ToolFlavor {
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is %s (%s)", r.m.ToolFlavor, r.m.ToolVersion, tool.Flavor, tool.Version)
+	}
+
+	// Mark the restore as in progress before touching data (Vitess's
+	// mysqlctl.Restore removes the file when the restore succeeded).
+	if err := createStateFile(cnf); err != nil {
+		return err
+	}
+	r.logger.Infof("fifo restore: shutting down mysqld")
+	if err := r.params.Mysqld.Shutdown(ctx, cnf, true, r.params.MysqlShutdownTimeout); err != nil {
+		return vterrors.Wrap(err, "cannot shut down mysqld")
+	}
+	r.logger.Infof("fifo restore: deleting existing files")
+	if err := removeExistingFiles(cnf); err != nil {
+		return err
+	}
+	if err := r.params.Mysqld.ReinitConfig(ctx, cnf); err != nil {
+		return vterrors.Wrap(err, "cannot reinit the config file")
+	}
+
+	// Staging sits beside the data directory, on the same filesystem, so
+	// files move into place by rename.
+	staging := filepath.Join(filepath.Dir(filepath.Clean(cnf.DataDir)), "fifo-restore")
+	if err := os.RemoveAll(staging); err != nil {
+		return vterrors.Wrapf(err, "cannot clear the staging directory %s left by an earlier restore", staging)
+	}
+	if err := os.MkdirAll(staging, 0o750); err != nil {
+		return vterrors.Wrapf(err, "cannot create the staging directory %s", staging)
+	}
+	defer os.RemoveAll(staging)
+
+	if err := r.extract(ctx, staging); err != nil {
+		return err
+	}
+	if err := r.prepare(ctx, tool, staging); err != nil {
+		return err
+	}
+	return r.moveBack(staging)
+}
+
+// extract downloads, decompresses and extracts all lanes in parallel.
+func (r *restoreRun) extract(ctx context.Context, staging string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := len(r.m.Lanes)
+	sources := make([]io.ReadCloser, n)
+	decomps := make([]io.ReadCloser, n)
+	readers := make([]io.Reader, n)
+	closeAll := func() {
+		for i := range n {
+			if decomps[i] != nil {
+				start := time.Now()
+				if err := decomps[i].Close(); err != nil {
+					r.logger.Warningf("fifo restore: lane %d: closing the decompressor: %v", i, err)
+				}
+				r.stats.since("Decompressor:Close", start)
+			}
+			if sources[i] != nil {
+				start := time.Now()
+				sources[i].Close()
+				r.stats.since("Source:Close", start)
+			}
+		}
+	}
+	defer closeAll()
+
+	srcRead := r.stats.bytesFunc("Source:Read")
+	decRead := r.stats.bytesFunc("Decompressor:Read")
+	g, gctx := errgroup.WithContext(ctx)
+	for i, lane := range r.m.Lanes {
+		g.Go(func() error {
+			start := time.Now()
+			src, err := r.bh.ReadFile(gctx, lane.File)
+			r.stats.since("Source:Open", start)
+			if err != nil {
+				return vterrors.Wrapf(err, "lane %d (%s): cannot open", i, lane.File)
+			}
+			sources[i] = src
+			dec, err := newDecompressor(gctx, r.m, r.cfg.Compression, ioutil.NewMeteredReader(src, srcRead), r.logger)
+			if err != nil {
+				return vterrors.Wrapf(err, "lane %d (%s)", i, lane.File)
+			}
+			decomps[i] = dec
+			readers[i] = ioutil.NewMeteredReader(dec, decRead)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+
+	r.logger.Infof("fifo restore: extracting %d lanes (%d bytes) into %s", n, r.m.RawBytes, staging)
+	extractWrite := r.stats.bytesFunc("Extract:Write")
+	start := time.Now()
+	st, err := xbstream.Extract(ctx, staging, readers, xbstream.ExtractOptions{
+		OnWrite: func(_ int, n int, d time.Duration) { extractWrite(n, d) },
+	})
+	if err != nil {
+		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(r.m))
+	}
+	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
+	// Every lane must have been read to its end, as recorded at backup time.
+	for i, ls := range st.Lanes {
+		if i < n && r.m.Lanes[i].RawBytes > 0 && ls.Bytes != r.m.Lanes[i].RawBytes {
+			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, r.m.Lanes[i].File, ls.Bytes, r.m.Lanes[i].RawBytes)
+		}
+	}
+	return nil
+}
+
+func laneNames(m *Manifest) string {
+	names := make([]string, len(m.Lanes))
+	for i, l := range m.Lanes {
+		names[i] = fmt.Sprintf("lane %d = %s", i, l.File)
+	}
+	return strings.Join(names, ", ")
+}
+
+// prepare runs the tool's --prepare on the staging directory.
+func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, staging string) error {
+	args, err := tool.prepareArgs(&r.cfg, r.params.Cnf.Path, staging)
+	if err != nil {
+		return err
+	}
+	r.logger.Infof("fifo restore: running %s %s", tool.Path, strings.Join(redactArgs(args), " "))
+	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)
+	cmd := exec.CommandContext(ctx, tool.Path, args...)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	start := time.Now()
+	err = cmd.Run()
+	out.flush()
+	r.stats.since("Prepare", start)
+	if err != nil {
+		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s", tool.Flavor, err, out.tail())
+	}
+	return nil
+}
+
+// moveBack moves the prepared files into the tablet's directories by
+// rename, as the tool's --move-back would: InnoDB system tablespace files
+// to InnodbDataHomeDir, redo logs to InnodbLogGroupHomeDir, the rest to
+// DataDir; the tool's own metadata files stay behind.
+func (r *restoreRun) moveBack(staging string) error {
+	cnf := r.params.Cnf
+	start := time.Now()
+	entries, err := os.ReadDir(staging)
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return vterrors.Wrapf(err, "cannot create %s", dir)
+		}
+	}
+	var moved int64
+	for _, e := range entries {
+		name := e.Name()
+		if isToolMetadata(name) {
+			continue
+		}
+		dst := filepath.Join(destinationDir(cnf, name), name)
+		if err := moveByRename(filepath.Join(staging, name), dst); err != nil {
+			return err
+		}
+		moved++
+	}
+	if err := matchOwner(cnf); err != nil {
+		return err
+	}
+	r.stats.since("MoveBack", start)
+	r.logger.Infof("fifo restore: moved %d entries into place in %v", moved, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func isToolMetadata(name string) bool {
+	return strings.HasPrefix(name, "xtrabackup_") || strings.HasPrefix(name, "mariadb_backup_") ||
+		name == "backup-my.cnf"
+}
+
+func destinationDir(cnf *mysqlctl.Mycnf, name string) string {
+	switch {
+	case strings.HasPrefix(name, "ibdata"):
+		return cnf.InnodbDataHomeDir
+	case strings.HasPrefix(name, "ib_logfile"):
+		return cnf.InnodbLogGroupHomeDir
+	}
+	return cnf.DataDir
+}
+
+// moveByRename renames src to dst; across filesystems (a custom layout) it
+// falls back to a copy, and says so.
+func moveByRename(src, dst string) error {
+	err := os.Rename(src, dst)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, syscall.EXDEV) {
+		if cerr := os.CopyFS(dst, os.DirFS(src)); cerr == nil {
+			return os.RemoveAll(src)
+		}
+	}
+	return vterrors.Wrapf(err, "cannot move %s to %s", src, dst)
+}
+
+// matchOwner gives the restored files the owner of the tablet directory
+// when the restore runs as root, so a mysqld running as its own user can
+// open them.
+func matchOwner(cnf *mysqlctl.Mycnf) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	st, err := os.Stat(cnf.TabletDir())
+	if err != nil {
+		return nil
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Uid == 0 {
+		return nil
+	}
+	for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
+		err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, int(sys.Uid), int(sys.Gid))
+		})
+		if err != nil {
+			return vterrors.Wrapf(err, "cannot give %s to the tablet directory's owner", dir)
+		}
+	}
+	return nil
+}
+
+// createStateFile is Vitess's restore_in_progress marker (mysqlctl keeps
+// its helper unexported).
+func createStateFile(cnf *mysqlctl.Mycnf) error {
+	f, err := os2.Create(filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState))
+	if err != nil {
+		return vterrors.Wrap(err, "unable to create the restore_in_progress file")
+	}
+	return f.Close()
+}
+
+// removeExistingFiles clears what mysqlctl's unexported helper of the same
+// name clears: the data, InnoDB and log directories of the tablet's Mycnf.
+func removeExistingFiles(cnf *mysqlctl.Mycnf) error {
+	dirs := map[string]string{
+		"DataDir":               cnf.DataDir,
+		"InnodbDataHomeDir":     cnf.InnodbDataHomeDir,
+		"InnodbLogGroupHomeDir": cnf.InnodbLogGroupHomeDir,
+		"RelayLogIndexPath":     cnf.RelayLogIndexPath,
+		"RelayLogInfoPath":      cnf.RelayLogInfoPath,
+	}
+	prefixes := map[string]string{"BinLogPath": cnf.BinLogPath, "RelayLogPath": cnf.RelayLogPath}
+	for name, p := range dirs {
+		if p == "" {
+			return vterrors.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", name)
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return vterrors.Wrapf(err, "can't remove existing files in %v (%v)", name, p)
+		}
+	}
+	for name, p := range prefixes {
+		if p == "" {
+			return vterrors.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", name)
+		}
+		matches, err := filepath.Glob(p + ".*")
+		if err != nil {
+			return vterrors.Wrapf(err, "can't expand path glob %q", p+".*")
+		}
+		for _, m := range matches {
+			if err := os.Remove(m); err != nil {
+				return vterrors.Wrapf(err, "can't remove existing file from %v (%v)", name, m)
+			}
+		}
+	}
+	return nil
+}

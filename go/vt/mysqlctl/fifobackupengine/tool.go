@@ -1,0 +1,185 @@
+package fifobackupengine
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/shlex"
+
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// backupTool is the detected xtrabackup or mariabackup binary.
+type backupTool struct {
+	Path    string
+	Flavor  string // FlavorXtrabackup or FlavorMariabackup
+	Version string // the tool's own --version line
+	// major.minor.patch of Percona XtraBackup (0 for mariabackup).
+	Major, Minor, Patch int
+}
+
+// fifoStreamsSince is the first Percona XtraBackup with --fifo-streams.
+var fifoStreamsSince = [3]int{8, 0, 33}
+
+var (
+	xtrabackupVersionRe = regexp.MustCompile(`xtrabackup version (\d+)\.(\d+)\.(\d+)`)
+	mariabackupRe       = regexp.MustCompile(`(?i)maria(db)?-?backup|MariaDB`)
+)
+
+// detectTool finds the tool and reads its flavor and version from --version.
+// A flavor given by flag wins over detection, but the version still decides
+// whether FIFO streams can be used.
+func detectTool(ctx context.Context, cfg *Config) (*backupTool, error) {
+	path := cfg.ToolPath
+	if path == "" {
+		for _, name := range []string{"xtrabackup", "mariabackup"} {
+			if p, err := exec.LookPath(name); err == nil {
+				path = p
+				break
+			}
+		}
+		if path == "" {
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no backup tool found: neither xtrabackup nor mariabackup is in PATH; set --fifo-backup-tool-path")
+		}
+	} else if p, err := exec.LookPath(path); err == nil {
+		path = p
+	} else {
+		return nil, vterrors.Wrapf(err, "--fifo-backup-tool-path %q is not an executable", path)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "cannot run %s --version: %s", path, strings.TrimSpace(string(out)))
+	}
+	t, err := parseToolVersion(path, string(out))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ToolFlavor != "" && cfg.ToolFlavor != t.Flavor {
+		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-tool-flavor is %s but %s says it is %s (%s)", cfg.ToolFlavor, path, t.Flavor, t.Version)
+	}
+	return t, nil
+}
+
+// parseToolVersion understands both tools' --version output, for example
+// "xtrabackup version 8.0.35-30 based on MySQL server 8.0.35 Linux (x86_64)"
+// and "mariabackup based on MariaDB server 10.11.6-MariaDB debian-linux-gnu".
+func parseToolVersion(path, out string) (*backupTool, error) {
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "version") || strings.Contains(l, "based on") {
+			line = strings.TrimSpace(l)
+			break
+		}
+	}
+	t := &backupTool{Path: path, Version: line}
+	if m := xtrabackupVersionRe.FindStringSubmatch(out); m != nil {
+		t.Flavor = FlavorXtrabackup
+		t.Major, _ = strconv.Atoi(m[1])
+		t.Minor, _ = strconv.Atoi(m[2])
+		t.Patch, _ = strconv.Atoi(m[3])
+		return t, nil
+	}
+	if mariabackupRe.MatchString(out) {
+		t.Flavor = FlavorMariabackup
+		return t, nil
+	}
+	return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot tell the flavor of %s from its --version output %q; set --fifo-backup-tool-flavor", path, strings.TrimSpace(out))
+}
+
+// supportsFIFO reports whether the tool has --fifo-streams.
+func (t *backupTool) supportsFIFO() bool {
+	if t.Flavor != FlavorXtrabackup {
+		return false
+	}
+	v := [3]int{t.Major, t.Minor, t.Patch}
+	for i := range v {
+		if v[i] != fifoStreamsSince[i] {
+			return v[i] > fifoStreamsSince[i]
+		}
+	}
+	return true
+}
+
+// sourceFor resolves the configured source against what the tool can do.
+func (t *backupTool) sourceFor(cfg *Config) (string, error) {
+	if cfg.Lanes == 1 && cfg.Source != SourceFIFO {
+		// Percona's --fifo-streams=1 means stdout anyway.
+		return SourceStdout, nil
+	}
+	switch cfg.Source {
+	case SourceStdout:
+		return SourceStdout, nil
+	case SourceFIFO:
+		if !t.supportsFIFO() {
+			return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33, but %s is %q; use --fifo-backup-source=stdout or auto", t.Path, t.Version)
+		}
+		if cfg.Lanes == 1 {
+			// Percona's --fifo-streams=1 means stdout.
+			return SourceStdout, nil
+		}
+		return SourceFIFO, nil
+	default:
+		if t.supportsFIFO() {
+			return SourceFIFO, nil
+		}
+		return SourceStdout, nil
+	}
+}
+
+// backupArgs builds the tool's argv for a streaming backup. It never goes
+// through a shell; extra flags are split like a shell would.
+func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir, source, fifoDir string) ([]string, error) {
+	if cfg.ReadBufferSize > 0 && t.Flavor == FlavorMariabackup {
+		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-read-buffer-size is set but %s is mariabackup (%s), which has no chunk size setting; unset the flag", t.Path, t.Version)
+	}
+	args := []string{
+		// --defaults-file must come first for both tools.
+		"--defaults-file=" + defaultsFile,
+		"--backup",
+		"--socket=" + socket,
+		"--slave-info",
+		"--user=" + user,
+		"--target-dir=" + workDir,
+		"--extra-lsndir=" + workDir,
+		"--stream=xbstream",
+		fmt.Sprintf("--parallel=%d", cfg.Parallel),
+	}
+	if cfg.ReadBufferSize > 0 {
+		args = append(args, fmt.Sprintf("--read-buffer-size=%d", cfg.ReadBufferSize))
+	}
+	if source == SourceFIFO {
+		args = append(args,
+			fmt.Sprintf("--fifo-streams=%d", cfg.Lanes),
+			"--fifo-dir="+fifoDir,
+			fmt.Sprintf("--fifo-timeout=%d", int(cfg.FIFOTimeout.Seconds())),
+		)
+	}
+	extra, err := shlex.Split(cfg.BackupFlags)
+	if err != nil {
+		return nil, vterrors.Wrap(err, "cannot split --fifo-backup-backup-flags")
+	}
+	return append(args, extra...), nil
+}
+
+// prepareArgs builds the tool's argv for --prepare of an extracted backup.
+func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string) ([]string, error) {
+	args := []string{"--defaults-file=" + defaultsFile, "--prepare", "--target-dir=" + targetDir}
+	if cfg.UseMemory > 0 {
+		args = append(args, fmt.Sprintf("--use-memory=%d", cfg.UseMemory))
+	}
+	extra, err := shlex.Split(cfg.PrepareFlags)
+	if err != nil {
+		return nil, vterrors.Wrap(err, "cannot split --fifo-backup-prepare-flags")
+	}
+	return append(args, extra...), nil
+}

@@ -9,10 +9,15 @@ import (
 	"vitess.io/vitess/go/exit"
 	"vitess.io/vitess/go/vt/log"
 	"vitess.io/vitess/go/vt/utils"
+
+	"github.com/vtfifo/vtfifo/go/cmd/plugin"
+	"github.com/vtfifo/vtfifo/go/cmd/plugin/engines"
+	"github.com/vtfifo/vtfifo/go/cmd/plugin/storages"
 )
 
 func main() {
 	defer exit.Recover()
+	plugin.Install(cli.Main, append(append([]plugin.Plugin{}, engines.All...), storages.All...)...)
 	cli.Main.SetGlobalNormalizationFunc(utils.NormalizeUnderscoresToDashes)
 	if err := cli.Main.Execute(); err != nil {
 		log.Error(fmt.Sprint(err))

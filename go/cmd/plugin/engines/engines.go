@@ -1,0 +1,12 @@
+// Package engines lists the backup engines linked into vttablet and vtbackup. Importing it
+// registers them in mysqlctl.BackupRestoreEngineMap (through the engine packages' init).
+package engines
+
+import (
+	"github.com/vtfifo/vtfifo/go/cmd/plugin"
+)
+
+// All backup engine plugins. To link one in, import its package and add a line here.
+var All = []plugin.Plugin{
+	// {Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags},
+}

@@ -1,0 +1,68 @@
+// Package plugin links backup plugins into Vitess's stock cobra commands: their flags go
+// into the command's flag set (so they show in --help and are parsed with the others), and
+// their flag validation runs right after Vitess's own PreRunE, so a bad value stops the
+// process at startup instead of at the first backup.
+package plugin
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Plugin is what a plugin package exports for the mains.
+type Plugin struct {
+	Name          string                  // e.g. "fifo" (engine) or "split" (storage)
+	RegisterFlags func(fs *pflag.FlagSet) // adds the plugin's flags to fs
+	ValidateFlags func() error            // checks the parsed values; nil if none
+}
+
+// Install adds the plugins' flags to cmd.Flags() and wraps cmd.PreRunE to validate them.
+// A flag the command already has (for example because the plugin also registered it with
+// servenv.OnParseFor and the cli package copied it in) is left as it is.
+func Install(cmd *cobra.Command, plugins ...Plugin) {
+	for _, p := range plugins {
+		if p.RegisterFlags == nil {
+			continue
+		}
+		fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
+		p.RegisterFlags(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if cmd.Flags().Lookup(f.Name) == nil {
+				cmd.Flags().AddFlag(f)
+			}
+		})
+	}
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if prev != nil {
+			if err := prev(c, args); err != nil {
+				return err
+			}
+		}
+		for _, p := range plugins {
+			if p.ValidateFlags == nil {
+				continue
+			}
+			if err := p.ValidateFlags(); err != nil {
+				return fmt.Errorf("invalid %s plugin flags: %w", p.Name, err)
+			}
+		}
+		return nil
+	}
+}
+
+// FlagNames lists the flags the plugins register (without the leading dashes).
+func FlagNames(plugins ...Plugin) []string {
+	var names []string
+	for _, p := range plugins {
+		if p.RegisterFlags == nil {
+			continue
+		}
+		fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
+		p.RegisterFlags(fs)
+		fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	}
+	return names
+}

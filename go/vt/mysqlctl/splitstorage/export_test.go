@@ -1,0 +1,18 @@
+package splitstorage
+
+import "context"
+
+// RawBackendForTest returns the storage's backend without the retrying wrapper.
+func (s *Storage) RawBackendForTest(ctx context.Context) (Backend, error) {
+	e, err := s.env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.be.Backend, nil
+}
+
+// PoolForTest reports the budget and chunk size of the storage's memory pool.
+func (s *Storage) PoolForTest(ctx context.Context) (budget, chunk int64) {
+	e, _ := s.env(ctx)
+	return e.pool.budget, e.pool.chunkSize
+}

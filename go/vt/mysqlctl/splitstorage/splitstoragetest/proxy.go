@@ -1,0 +1,238 @@
+package splitstoragetest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Fault is what the proxy does to one request.
+type Fault int
+
+const (
+	// None forwards the request untouched.
+	None Fault = iota
+	// SlowDown answers 503 with an S3 SlowDown error (the body says SlowDown for GCS too).
+	SlowDown
+	// InternalError answers 500.
+	InternalError
+	// CutRequest reads half the request body (at most 64 KiB) and drops the connection.
+	CutRequest
+	// CutResponse forwards the request and drops the connection half-way through the response body.
+	CutResponse
+	// Stall holds the request without answering until the client gives up (or StallFor passes).
+	Stall
+	// Refuse drops the connection at once (the store is gone).
+	Refuse
+)
+
+func (f Fault) String() string {
+	return [...]string{"none", "503-slowdown", "500", "cut-request", "cut-response", "stall", "refuse"}[f]
+}
+
+// FaultProxy is an in-process HTTP reverse proxy in front of an S3 or GCS
+// server that injects faults into a chosen share of requests or chosen ones.
+type FaultProxy struct {
+	Addr string // host:port to point the client at
+	// StallFor bounds a Stall (default 1 minute).
+	StallFor time.Duration
+
+	target *url.URL
+	rp     *httputil.ReverseProxy
+	srv    *http.Server
+
+	mu     sync.Mutex
+	rate   float64
+	kinds  []Fault
+	rules  []*rule
+	down   bool
+	rng    *rand.Rand
+	counts map[Fault]int
+
+	requests atomic.Int64
+}
+
+type rule struct {
+	method, substr string
+	fault          Fault
+	times          int
+}
+
+// NewFaultProxy starts a proxy to target ("127.0.0.1:port"), closed at cleanup.
+func NewFaultProxy(t testing.TB, target string) *FaultProxy {
+	t.Helper()
+	u := &url.URL{Scheme: "http", Host: target}
+	p := &FaultProxy{target: u, StallFor: time.Minute, counts: map[Fault]int{}, rng: rand.New(rand.NewPCG(1, 2))}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			// The servers check the Host (fake-gcs-server against -public-host;
+			// S3 signatures cover it): make the upstream see its own address.
+			pr.Out.Host = target
+		},
+		Transport:     &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Addr = l.Addr().String()
+	p.srv = &http.Server{Handler: p}
+	go p.srv.Serve(l)
+	t.Cleanup(func() { p.srv.Close() })
+	return p
+}
+
+// SetFailRate makes a share (0..1) of all requests fail with one of kinds, chosen at random.
+func (p *FaultProxy) SetFailRate(rate float64, kinds ...Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rate, p.kinds = rate, kinds
+}
+
+// FailMatching makes the next times requests whose method matches (empty: any)
+// and whose URL contains substr fail with fault; e.g. ("PUT", ".part-00000002", CutRequest, 1).
+// The URL is the escaped request URI, so GCS object names appear with %2F for '/'.
+func (p *FaultProxy) FailMatching(method, substr string, fault Fault, times int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = append(p.rules, &rule{method: method, substr: substr, fault: fault, times: times})
+}
+
+// SetDown makes the store unreachable (every request refused) or reachable again.
+func (p *FaultProxy) SetDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+}
+
+// Injected returns how many faults of each kind were injected.
+func (p *FaultProxy) Injected() map[Fault]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[Fault]int{}
+	for k, v := range p.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Requests returns how many requests reached the proxy.
+func (p *FaultProxy) Requests() int64 { return p.requests.Load() }
+
+func (p *FaultProxy) pick(r *http.Request) Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := None
+	if p.down {
+		f = Refuse
+	} else {
+		for _, ru := range p.rules {
+			if ru.times > 0 && (ru.method == "" || ru.method == r.Method) && strings.Contains(r.URL.RequestURI(), ru.substr) {
+				ru.times--
+				f = ru.fault
+				break
+			}
+		}
+		if f == None && p.rate > 0 && len(p.kinds) > 0 && p.rng.Float64() < p.rate {
+			f = p.kinds[p.rng.IntN(len(p.kinds))]
+		}
+	}
+	if f != None {
+		p.counts[f]++
+	}
+	return f
+}
+
+func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.requests.Add(1)
+	switch f := p.pick(r); f {
+	case None:
+		p.rp.ServeHTTP(w, r)
+	case SlowDown, InternalError:
+		_, _ = io.Copy(io.Discard, r.Body)
+		code, status := "SlowDown", http.StatusServiceUnavailable
+		if f == InternalError {
+			code, status = "InternalError", http.StatusInternalServerError
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>injected by FaultProxy</Message></Error>`, code)
+	case CutRequest:
+		_, _ = io.CopyN(io.Discard, r.Body, min(r.ContentLength/2, 64<<10))
+		panic(http.ErrAbortHandler)
+	case CutResponse:
+		p.rp.ServeHTTP(&cuttingWriter{ResponseWriter: w}, r)
+	case Stall:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(p.StallFor):
+		}
+		panic(http.ErrAbortHandler)
+	case Refuse:
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// cuttingWriter lets the headers and half the declared body through, then fails
+// the copy, which makes the reverse proxy abort the connection.
+type cuttingWriter struct {
+	http.ResponseWriter
+	limit   int64
+	written int64
+	armed   bool
+}
+
+var errCut = errors.New("response cut by FaultProxy")
+
+func (c *cuttingWriter) WriteHeader(code int) {
+	if cl := c.Header().Get("Content-Length"); cl != "" && code/100 == 2 {
+		var n int64
+		fmt.Sscan(cl, &n)
+		if n > 1 {
+			c.limit, c.armed = n/2, true
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *cuttingWriter) Write(b []byte) (int, error) {
+	if !c.armed {
+		return c.ResponseWriter.Write(b)
+	}
+	room := c.limit - c.written
+	if room <= 0 {
+		return 0, errCut
+	}
+	if int64(len(b)) > room {
+		n, _ := c.ResponseWriter.Write(b[:room])
+		c.written += int64(n)
+		if f, ok := c.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		return n, errCut
+	}
+	n, err := c.ResponseWriter.Write(b)
+	c.written += int64(n)
+	return n, err
+}
+
+func (c *cuttingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

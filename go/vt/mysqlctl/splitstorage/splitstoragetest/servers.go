@@ -1,0 +1,329 @@
+// Package splitstoragetest starts the object stores the split storage is tested
+// against (versitygw for S3, fake-gcs-server for GCS, or a temp directory) and
+// puts a fault-injecting HTTP proxy in front of them. Engine and end-to-end
+// tests reuse it: every server comes with a splitstorage.Config, the
+// equivalent --split-storage-* flags, and the environment a client needs.
+//
+// The server binaries are not Go module dependencies (they would upgrade
+// modules Vitess uses); `make tools` installs them into <repo>/build/tools.
+// VERSITYGW_BIN and FAKE_GCS_BIN override the paths.
+package splitstoragetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// Test credentials of the S3 server (not secrets: a throwaway local server).
+const (
+	S3AccessKey = "splittest"
+	S3SecretKey = "splittest-secret"
+	Bucket      = "split-test"
+)
+
+// Server is one store to test against.
+type Server struct {
+	// Kind is splitstorage.BackendFile, BackendS3 or BackendGCS.
+	Kind string
+	// Addr is host:port of the server (empty for file).
+	Addr string
+	// Config is ready to use with splitstorage.New: backend fields set, small
+	// parts (4 MiB), a 64 MiB budget and quick retries. Change what you need.
+	Config splitstorage.Config
+	// Env is what a client process needs (AWS credentials / STORAGE_EMULATOR_HOST).
+	Env map[string]string
+	// Dir is the data directory of the server (or the file backend root).
+	Dir string
+}
+
+// TestConfig is the base of every Server's Config: small and quick.
+func TestConfig() splitstorage.Config {
+	c := splitstorage.DefaultConfig()
+	c.PartSize = 4 << 20
+	c.MemoryBudget = 64 << 20
+	c.UploadConcurrency = 4
+	c.ReadAhead = 2
+	c.RetryMaxAttempts = 6
+	c.RetryInitialBackoff = 10 * time.Millisecond
+	c.RetryMaxBackoff = 200 * time.Millisecond
+	c.RequestTimeout = 10 * time.Second
+	return c
+}
+
+// Flags returns c as --split-storage-* command-line flags (every flag, so a
+// process gets exactly c).
+func Flags(c splitstorage.Config) []string {
+	f := map[string]string{
+		"backend":               c.Backend,
+		"root":                  c.Root,
+		"part-size":             strconv.FormatInt(c.PartSize, 10),
+		"memory-budget":         strconv.FormatInt(c.MemoryBudget, 10),
+		"upload-concurrency":    strconv.Itoa(c.UploadConcurrency),
+		"read-ahead":            strconv.Itoa(c.ReadAhead),
+		"retry-max-attempts":    strconv.Itoa(c.RetryMaxAttempts),
+		"retry-initial-backoff": c.RetryInitialBackoff.String(),
+		"retry-max-backoff":     c.RetryMaxBackoff.String(),
+		"request-timeout":       c.RequestTimeout.String(),
+		"s3-endpoint":           c.S3Endpoint,
+		"s3-region":             c.S3Region,
+		"s3-bucket":             c.S3Bucket,
+		"s3-prefix":             c.S3Prefix,
+		"s3-force-path-style":   strconv.FormatBool(c.S3ForcePathStyle),
+		"s3-sse":                c.S3SSE,
+		"s3-sse-kms-key-id":     c.S3SSEKMSKeyID,
+		"s3-storage-class":      c.S3StorageClass,
+		"gcs-bucket":            c.GCSBucket,
+		"gcs-prefix":            c.GCSPrefix,
+	}
+	var out []string
+	for k, v := range f {
+		out = append(out, "--split-storage-"+k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Flags returns the server's Config as flags, plus --backup-storage-implementation=split.
+func (s *Server) Flags() []string {
+	return append([]string{"--backup-storage-implementation=split"}, Flags(s.Config)...)
+}
+
+// Environ returns Env as KEY=VALUE lines, for exec.Cmd.Env (append to os.Environ()).
+func (s *Server) Environ() []string {
+	var out []string
+	for k, v := range s.Env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Setenv sets Env in this process for the rest of the test (the S3 and GCS
+// clients read credentials and the emulator host from the environment).
+func (s *Server) Setenv(t testing.TB) {
+	t.Helper()
+	for k, v := range s.Env {
+		t.Setenv(k, v)
+	}
+}
+
+// Local returns a file-backend Server rooted in a fresh temp directory.
+func Local(t testing.TB) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	c := TestConfig()
+	c.Backend = splitstorage.BackendFile
+	c.Root = dir
+	return &Server{Kind: splitstorage.BackendFile, Config: c, Env: map[string]string{}, Dir: dir}
+}
+
+// RepoRoot is the directory holding the module's go.mod.
+func RepoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/vtfifo/vtfifo")) {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return dir
+		}
+	}
+}
+
+// Binary finds a server binary from env or <repo>/build/tools/<name>; it fails
+// the test (it does not skip) when the binary is missing.
+func Binary(t testing.TB, envVar, name string) string {
+	t.Helper()
+	p := os.Getenv(envVar)
+	if p == "" {
+		p = filepath.Join(RepoRoot(), "build", "tools", name)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not found at %s (%v): run `make tools` in the repository root to install it into build/tools, or set %s", name, p, err, envVar)
+	}
+	return p
+}
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startProcess runs bin with args and env, kills it by PID at cleanup, and waits
+// until addr accepts connections.
+func startProcess(t testing.TB, name, bin string, args, env []string, addr, logPath string) {
+	t.Helper()
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("%s exited before listening on %s: %v\n%s", name, addr, err, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("%s did not listen on %s within 30s\n%s", name, addr, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StartS3 starts versitygw (posix backend in a temp dir) on a free port,
+// creates the bucket Bucket, and returns the Server. Credentials are passed
+// through the standard AWS environment variables (see Env / Setenv).
+func StartS3(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary(t, "VERSITYGW_BIN", "versitygw")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	startProcess(t, "versitygw", bin, []string{"--quiet", "--port", addr, "posix", data},
+		[]string{"ROOT_ACCESS_KEY=" + S3AccessKey, "ROOT_SECRET_KEY=" + S3SecretKey}, addr, filepath.Join(dir, "versitygw.log"))
+	endpoint := "http://" + addr
+	client := s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(S3AccessKey, S3SecretKey, ""),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(Bucket)}); err != nil {
+		t.Fatalf("creating bucket %s on versitygw: %v", Bucket, err)
+	}
+	c := TestConfig()
+	c.Backend = splitstorage.BackendS3
+	c.S3Endpoint = endpoint
+	c.S3Region = "us-east-1"
+	c.S3Bucket = Bucket
+	c.S3Prefix = "backups"
+	c.S3ForcePathStyle = true
+	return &Server{Kind: splitstorage.BackendS3, Addr: addr, Config: c, Dir: data, Env: map[string]string{
+		"AWS_ACCESS_KEY_ID":     S3AccessKey,
+		"AWS_SECRET_ACCESS_KEY": S3SecretKey,
+		"AWS_REGION":            "us-east-1",
+		// Keep the shared config files of the machine out of the tests.
+		"AWS_CONFIG_FILE":             filepath.Join(dir, "no-aws-config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "no-aws-credentials"),
+		"AWS_EC2_METADATA_DISABLED":   "true",
+	}}
+}
+
+// StartGCS starts fake-gcs-server (filesystem backend in a temp dir) on a free
+// port, creates the bucket Bucket, and returns the Server. The client finds it
+// through STORAGE_EMULATOR_HOST (see Env / Setenv), which must equal the
+// server's -public-host exactly.
+func StartGCS(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary(t, "FAKE_GCS_BIN", "fake-gcs-server")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	port := FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	startProcess(t, "fake-gcs-server", bin, []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
+		"-backend", "filesystem", "-filesystem-root", data, "-public-host", addr, "-external-url", "http://" + addr, "-log-level", "error"},
+		nil, addr, filepath.Join(dir, "fake-gcs-server.log"))
+	body := strings.NewReader(`{"name":"` + Bucket + `"}`)
+	resp, err := http.Post("http://"+addr+"/storage/v1/b?project=test", "application/json", body)
+	if err != nil {
+		t.Fatalf("creating bucket %s on fake-gcs-server: %v", Bucket, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("creating bucket %s on fake-gcs-server: %s", Bucket, resp.Status)
+	}
+	c := TestConfig()
+	c.Backend = splitstorage.BackendGCS
+	c.GCSBucket = Bucket
+	c.GCSPrefix = "backups"
+	return &Server{Kind: splitstorage.BackendGCS, Addr: addr, Config: c, Dir: data, Env: map[string]string{
+		"STORAGE_EMULATOR_HOST": addr,
+	}}
+}
+
+// Start starts a Server of the given kind (file, s3 or gcs).
+func Start(t testing.TB, kind string) *Server {
+	t.Helper()
+	switch kind {
+	case splitstorage.BackendFile:
+		return Local(t)
+	case splitstorage.BackendS3:
+		return StartS3(t)
+	case splitstorage.BackendGCS:
+		return StartGCS(t)
+	}
+	t.Fatalf("unknown split storage backend %q", kind)
+	return nil
+}
+
+// WithProxy returns a copy of s that talks to the store through p (S3 and GCS only).
+func (s *Server) WithProxy(p *FaultProxy) *Server {
+	c := *s
+	c.Env = map[string]string{}
+	for k, v := range s.Env {
+		c.Env[k] = v
+	}
+	switch s.Kind {
+	case splitstorage.BackendS3:
+		c.Config.S3Endpoint = "http://" + p.Addr
+	case splitstorage.BackendGCS:
+		c.Env["STORAGE_EMULATOR_HOST"] = p.Addr
+	}
+	c.Addr = p.Addr
+	return &c
+}

@@ -135,17 +135,19 @@ func (r *restoreRun) extract(ctx context.Context, staging string) error {
 
 	srcRead := r.stats.bytesFunc("Source:Read")
 	decRead := r.stats.bytesFunc("Decompressor:Read")
-	g, gctx := errgroup.WithContext(ctx)
+	// Lanes open in parallel; their readers live on after the group, so
+	// they get ctx, not the group's context (cancelled when Wait returns).
+	var g errgroup.Group
 	for i, lane := range r.m.Lanes {
 		g.Go(func() error {
 			start := time.Now()
-			src, err := r.bh.ReadFile(gctx, lane.File)
+			src, err := r.bh.ReadFile(ctx, lane.File)
 			r.stats.since("Source:Open", start)
 			if err != nil {
 				return vterrors.Wrapf(err, "lane %d (%s): cannot open", i, lane.File)
 			}
 			sources[i] = src
-			dec, err := newDecompressor(gctx, r.m, r.cfg.Compression, ioutil.NewMeteredReader(src, srcRead), r.logger)
+			dec, err := newDecompressor(ctx, r.m, r.cfg.Compression, ioutil.NewMeteredReader(src, srcRead), r.logger)
 			if err != nil {
 				return vterrors.Wrapf(err, "lane %d (%s)", i, lane.File)
 			}

@@ -1,0 +1,178 @@
+package fifobackupengine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+
+	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
+)
+
+// sampleData is the data set: 200+ tables, one of 200 MB, Aria,
+// MyISAM and a partitioned table.
+var sampleData = mariadbtest.Options{Tables: 200, BigTableBytes: 200 << 20}
+
+// TestBackupRestoreRealMariaDB backs up a real MariaDB 10.11 with mariabackup
+// while a writer commits, restores it through Vitess's own mysqlctl.Restore
+// (restore_in_progress, mysqld start, mysql_upgrade) and checks every table
+// at the backup's GTID position, for each lane count, source and compressor.
+func TestBackupRestoreRealMariaDB(t *testing.T) {
+	f := newFixture(t, sampleData)
+	withTool := func(c Config, tool string) Config { c.ToolPath = tool; return c }
+	cases := []struct {
+		name string
+		cfg  Config
+	}{
+		{"stdout/1-lane/zstd", testConfig(1, SourceStdout, zstdConfig())},
+		{"stdout/3-lanes/zstd", testConfig(3, SourceStdout, zstdConfig())},
+		{"stdout/8-lanes/zstd", testConfig(8, SourceStdout, zstdConfig())},
+		{"fifo-stand-in/4-lanes/zstd", withTool(testConfig(4, SourceFIFO, zstdConfig()), standinPath)},
+		{"stdout/3-lanes/none", testConfig(3, SourceStdout, CompressionConfig{})},
+		{"stdout/3-lanes/pgzip", testConfig(3, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.PgzipCompressor, Level: 1, BlockSize: 250000, Blocks: 2})},
+		{"stdout/3-lanes/pargzip", testConfig(3, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.PargzipCompressor, Level: 1, BlockSize: 250000, Blocks: 2})},
+		{"stdout/3-lanes/lz4", testConfig(3, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.Lz4Compressor, Level: 1, BlockSize: 250000, Blocks: 2})},
+		{"stdout/3-lanes/external-zstd", testConfig(3, SourceStdout, CompressionConfig{
+			Enabled: true, Engine: mysqlctl.ExternalCompressor, ExternalCompressor: "zstd -1 -c", ExternalExtension: ".zst",
+			ExternalDecompressor: "zstd -d -c"})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := f.roundTrip(t, tc.cfg)
+			require.NotNil(t, m)
+		})
+	}
+}
+
+// TestBackupRecordsEveryPhase checks the per-phase stats: every operation is
+// reported through backupstats with bytes and durations, beside the
+// storage's own.
+func TestBackupRecordsEveryPhase(t *testing.T) {
+	f := newFixture(t, mariadbtest.Options{Tables: 200, RowsPerTable: 5, BigTableBytes: 16 << 20})
+	useEngine(t, testConfig(3, SourceStdout, zstdConfig()))
+
+	bstats := backupstats.NewFakeStats()
+	require.NoError(t, f.backup(t, bstats))
+	ops := engineOps(bstats)
+	for _, op := range []string{"Source:Read", "Compressor:Write", "Destination:Write"} {
+		assert.Greater(t, ops[op].bytes, int64(0), "%s bytes", op)
+		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
+	}
+	for _, op := range []string{"Destination:Open", "Destination:Close", "Compressor:Close", "Tool:Run"} {
+		assert.Greater(t, ops[op].calls, 0, "%s calls", op)
+		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
+	}
+
+	rstats := backupstats.NewFakeStats()
+	_, err := f.restore(t, rstats)
+	require.NoError(t, err)
+	ops = engineOps(rstats)
+	for _, op := range []string{"Source:Read", "Decompressor:Read", "Extract:Write"} {
+		assert.Greater(t, ops[op].bytes, int64(0), "%s bytes", op)
+		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
+	}
+	for _, op := range []string{"Source:Open", "Source:Close", "Decompressor:Close", "Prepare", "MoveBack"} {
+		assert.Greater(t, ops[op].calls, 0, "%s calls", op)
+		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
+	}
+}
+
+type opSum struct {
+	bytes, busy int64
+	calls       int
+}
+
+// engineOps sums what the engine reported per operation, walking the fake
+// stats' scopes.
+func engineOps(root *backupstats.FakeStats) map[string]opSum {
+	out := map[string]opSum{}
+	var walk func(fs *backupstats.FakeStats)
+	walk = func(fs *backupstats.FakeStats) {
+		if fs.ScopeV[backupstats.ScopeComponent] == backupstats.BackupEngine.String() {
+			if op, ok := fs.ScopeV[backupstats.ScopeOperation]; ok {
+				s := out[op]
+				for _, c := range fs.TimedIncrementBytesCalls {
+					s.bytes += int64(c.Bytes)
+					s.busy += int64(c.Duration)
+					s.calls++
+				}
+				for _, d := range fs.TimedIncrementCalls {
+					s.busy += int64(d)
+					s.calls++
+				}
+				out[op] = s
+			}
+		}
+		for _, child := range fs.ScopeReturns {
+			walk(child)
+		}
+	}
+	walk(root)
+	return out
+}
+
+// TestBackupFailures: a tool that dies mid-stream, a FIFO the tool never
+// opens (stand-in), and a corrupted lane each give a clear error, and no
+// backup is left that a restore could pick.
+func TestBackupFailures(t *testing.T) {
+	f := newFixture(t, mariadbtest.Options{Tables: 200, RowsPerTable: 5, BigTableBytes: 64 << 20})
+
+	t.Run("tool exits non-zero mid-stream", func(t *testing.T) {
+		t.Setenv("XTRABACKUP_STANDIN_FLAVOR", "mariabackup")
+		t.Setenv("XTRABACKUP_STANDIN_FAIL_AFTER", "20000000")
+		cfg := testConfig(3, SourceStdout, zstdConfig())
+		cfg.ToolPath = standinPath
+		useEngine(t, cfg)
+		err := f.backup(t, nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "exited with an error")
+		assert.Contains(t, err.Error(), "failing on purpose")
+		assert.Empty(t, f.listBackups(t))
+	})
+
+	t.Run("stand-in never opens a FIFO", func(t *testing.T) {
+		t.Setenv("XTRABACKUP_STANDIN_SKIP_FIFO", "1")
+		cfg := testConfig(3, SourceFIFO, zstdConfig())
+		cfg.ToolPath = standinPath
+		cfg.FIFOTimeout = 3 * time.Second
+		useEngine(t, cfg)
+		err := f.backup(t, nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "thread_1")
+		assert.Empty(t, f.listBackups(t))
+	})
+
+	t.Run("corrupted lane fails the restore naming backup and lane", func(t *testing.T) {
+		f.useFileStorage(t)
+		useEngine(t, testConfig(3, SourceStdout, CompressionConfig{}))
+		require.NoError(t, f.backup(t, nil))
+		names := f.listBackups(t)
+		require.Len(t, names, 1)
+		lane := filepath.Join(f.root, testKeyspace, testShard, names[0], "lane-001.xbstream")
+		data, err := os.ReadFile(lane)
+		require.NoError(t, err)
+		require.Greater(t, len(data), 1<<20)
+		data[len(data)/2] ^= 0x5a
+		require.NoError(t, os.WriteFile(lane, data, 0o640))
+
+		_, err = f.restore(t, nil)
+		require.Error(t, err)
+		msg := err.Error()
+		assert.Contains(t, msg, names[0], "the error names the backup")
+		assert.Contains(t, msg, "lane 1", "the error names the lane")
+		assert.True(t, strings.Contains(msg, "CRC") || strings.Contains(msg, "checksum") || strings.Contains(msg, "magic"), "the error says what is wrong: %s", msg)
+		// mysqld was not started on partial data, and the restore is
+		// marked as interrupted for the next attempt.
+		_, statErr := os.Stat(filepath.Join(f.tb.Cnf.TabletDir(), mysqlctl.RestoreState))
+		assert.NoError(t, statErr, "restore_in_progress must stay after a failed restore")
+		_, sockErr := os.Stat(f.tb.Cnf.SocketFile)
+		assert.True(t, os.IsNotExist(sockErr), "mysqld must not be running after a failed restore")
+	})
+}

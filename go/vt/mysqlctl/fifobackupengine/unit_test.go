@@ -1,0 +1,202 @@
+package fifobackupengine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+)
+
+func validConfig() Config {
+	return testConfig(4, SourceAuto, zstdConfig())
+}
+
+// Every invalid value fails validation naming the flag and what is allowed.
+func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Config)
+		want   []string
+	}{
+		{"lanes zero", func(c *Config) { c.Lanes = 0 }, []string{"--fifo-backup-lanes", "1..64"}},
+		{"lanes too many", func(c *Config) { c.Lanes = 65 }, []string{"--fifo-backup-lanes", "1..64"}},
+		{"source", func(c *Config) { c.Source = "pipe" }, []string{"--fifo-backup-source", "auto, fifo, stdout"}},
+		{"flavor", func(c *Config) { c.ToolFlavor = "mysqlbackup" }, []string{"--fifo-backup-tool-flavor", "xtrabackup, mariabackup"}},
+		{"parallel", func(c *Config) { c.Parallel = 0 }, []string{"--fifo-backup-parallel", "1..256"}},
+		{"read buffer on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.ReadBufferSize = 8 << 20 }, []string{"--fifo-backup-read-buffer-size", "mariabackup"}},
+		{"fifo on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.Source = SourceFIFO }, []string{"--fifo-backup-source=fifo", "8.0.33"}},
+		{"fifo timeout", func(c *Config) { c.FIFOTimeout = 0 }, []string{"--fifo-backup-fifo-timeout", "1s..1h"}},
+		{"progress", func(c *Config) { c.Progress = -time.Second }, []string{"--fifo-backup-progress-interval"}},
+		{"backup flags", func(c *Config) { c.BackupFlags = `--x="unterminated` }, []string{"--fifo-backup-backup-flags"}},
+		{"prepare flags", func(c *Config) { c.PrepareFlags = `'` }, []string{"--fifo-backup-prepare-flags"}},
+		{"compression engine", func(c *Config) { c.Compression.Engine = "brotli" }, []string{"--compression-engine-name", "pgzip, pargzip, zstd, lz4, external"}},
+		{"external without extension", func(c *Config) {
+			c.Compression.Engine = mysqlctl.ExternalCompressor
+			c.Compression.ExternalCompressor = "zstd -c"
+		}, []string{"--external-compressor-extension"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			require.NoError(t, c.Validate())
+			tc.mutate(&c)
+			err := c.Validate()
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+// Flags parse from a real flag set, sizes with units, and bad sizes fail
+// naming the flag.
+func TestFlagsParse(t *testing.T) {
+	saved := flagConfig
+	defer func() { flagConfig = saved }()
+	fs := pflag.NewFlagSet("vttablet", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	RegisterFlags(fs) // idempotent
+	require.NoError(t, fs.Parse([]string{"--fifo-backup-lanes=8", "--fifo-backup-source=stdout", "--fifo-backup-use-memory=1GiB", "--fifo-backup-read-buffer-size=8MiB"}))
+	assert.Equal(t, 8, flagConfig.Lanes)
+	assert.Equal(t, SourceStdout, flagConfig.Source)
+	assert.Equal(t, int64(1<<30), flagConfig.UseMemory)
+	assert.Equal(t, int64(8<<20), flagConfig.ReadBufferSize)
+
+	fs = pflag.NewFlagSet("vttablet", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	err := fs.Parse([]string{"--fifo-backup-use-memory=lots"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "fifo-backup-use-memory")
+}
+
+func TestParseToolVersion(t *testing.T) {
+	x, err := parseToolVersion("/usr/bin/xtrabackup", "xtrabackup version 8.0.35-30 based on MySQL server 8.0.35 Linux (x86_64) (revision id: 6beb4b49)\n")
+	require.NoError(t, err)
+	assert.Equal(t, FlavorXtrabackup, x.Flavor)
+	assert.True(t, x.supportsFIFO())
+
+	old, err := parseToolVersion("/usr/bin/xtrabackup", "xtrabackup version 8.0.32-26 based on MySQL server 8.0.32 Linux (x86_64)")
+	require.NoError(t, err)
+	assert.False(t, old.supportsFIFO())
+
+	m, err := parseToolVersion("/usr/bin/mariabackup", "mariabackup based on MariaDB server 10.11.6-MariaDB debian-linux-gnu (x86_64)")
+	require.NoError(t, err)
+	assert.Equal(t, FlavorMariabackup, m.Flavor)
+	assert.False(t, m.supportsFIFO())
+
+	_, err = parseToolVersion("/bin/true", "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--fifo-backup-tool-flavor")
+}
+
+func TestSourceFor(t *testing.T) {
+	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Minor: 0, Patch: 35}
+	maria := &backupTool{Flavor: FlavorMariabackup}
+	cfg := validConfig()
+	src, err := percona.sourceFor(&cfg)
+	require.NoError(t, err)
+	assert.Equal(t, SourceFIFO, src)
+	src, err = maria.sourceFor(&cfg)
+	require.NoError(t, err)
+	assert.Equal(t, SourceStdout, src)
+	cfg.Source = SourceFIFO
+	_, err = maria.sourceFor(&cfg)
+	require.Error(t, err)
+	cfg.Lanes = 1
+	src, err = percona.sourceFor(&cfg)
+	require.NoError(t, err)
+	assert.Equal(t, SourceStdout, src, "Percona's --fifo-streams=1 is stdout")
+}
+
+func TestBackupArgsNeverUseAShellAndRefuseChunkSizeOnMariabackup(t *testing.T) {
+	cfg := validConfig()
+	cfg.BackupFlags = `--tables-exclude='a b' --no-lock`
+	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Patch: 35}
+	args, err := percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo")
+	require.NoError(t, err)
+	assert.Equal(t, "--defaults-file=/my.cnf", args[0])
+	assert.Contains(t, args, "--fifo-streams=4")
+	assert.Contains(t, args, "--fifo-dir=/w/fifo")
+	assert.Contains(t, args, "--tables-exclude=a b")
+
+	cfg.ReadBufferSize = 8 << 20
+	args, err = percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "")
+	require.NoError(t, err)
+	assert.Contains(t, args, "--read-buffer-size=8388608")
+	_, err = (&backupTool{Flavor: FlavorMariabackup}).backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--fifo-backup-read-buffer-size")
+}
+
+func TestManifestCheckRejectsHandEdits(t *testing.T) {
+	good := func() *Manifest {
+		m := &Manifest{Source: SourceStdout, ToolFlavor: FlavorMariabackup, CompressionExtension: ".zst"}
+		m.BackupMethod = engineName
+		for i := range 3 {
+			m.Lanes = append(m.Lanes, LaneInfo{File: laneFileName(i, ".zst")})
+		}
+		return m
+	}
+	require.NoError(t, good().check())
+	for name, mutate := range map[string]func(*Manifest){
+		"method":     func(m *Manifest) { m.BackupMethod = "xtrabackup" },
+		"no lanes":   func(m *Manifest) { m.Lanes = nil },
+		"lane path":  func(m *Manifest) { m.Lanes[1].File = "../../etc/passwd" },
+		"lane twice": func(m *Manifest) { m.Lanes[2] = m.Lanes[1] },
+		"source":     func(m *Manifest) { m.Source = "tape" },
+		"flavor":     func(m *Manifest) { m.ToolFlavor = "" },
+	} {
+		m := good()
+		mutate(m)
+		assert.Error(t, m.check(), name)
+	}
+}
+
+func TestPositionFromInfo(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "xtrabackup_info", "binlog_pos = filename 'vt-bin.000001', position '1234', GTID of the last change '0-1-42'\n")
+	p, err := positionFromInfo(dir, "MariaDB")
+	require.NoError(t, err)
+	assert.Equal(t, "0-1-42", p.String())
+
+	writeFile(t, dir, "xtrabackup_info", "binlog_pos = filename 'vt-bin.000001', position '1234'\n")
+	_, err = positionFromInfo(dir, "MariaDB")
+	require.Error(t, err)
+}
+
+func TestStatsTable(t *testing.T) {
+	p := newPhaseStats(backupstats.NoStats())
+	f := p.bytesFunc("Compressor:Write")
+	f(1<<20, time.Second)
+	p.timed("Prepare", 2*time.Second)
+	tab := p.Table("t", 3*time.Second)
+	assert.Contains(t, tab, "Compressor")
+	assert.Contains(t, tab, "1.0")
+	assert.True(t, strings.Contains(tab, "Prepare"))
+}
+
+func TestLineLoggerSplitsLines(t *testing.T) {
+	logger := newMemoryLogger()
+	l := newTailLogger(logger, "x: ", 2)
+	_, _ = l.Write([]byte("one\ntw"))
+	_, _ = l.Write([]byte("o\nthree"))
+	l.flush()
+	assert.Equal(t, "two\nthree", l.tail())
+}
+
+func writeFile(t *testing.T, dir, name, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+}
+
+func newMemoryLogger() *logutil.MemoryLogger { return logutil.NewMemoryLogger() }

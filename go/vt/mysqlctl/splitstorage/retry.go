@@ -70,7 +70,8 @@ func (r *retrying) do(ctx context.Context, op, key string, fn func(ctx context.C
 		if err == nil {
 			return nil
 		}
-		if stalled && ctx.Err() == nil {
+		var te transientError
+		if stalled && ctx.Err() == nil && !errors.As(err, &te) {
 			err = transient(fmt.Errorf("no progress for %v: %w", r.policy.RequestTimeout, err))
 		}
 		if ctx.Err() != nil || !IsTransient(err) {

@@ -29,7 +29,8 @@ const (
 	InternalError
 	// CutRequest reads half the request body (at most 64 KiB) and drops the connection.
 	CutRequest
-	// CutResponse forwards the request and drops the connection half-way through the response body.
+	// CutResponse forwards the request and drops the connection half-way through
+	// the response body (with no body: drops the whole answer after the store served it).
 	CutResponse
 	// Stall holds the request without answering until the client gives up (or StallFor passes).
 	Stall
@@ -47,6 +48,10 @@ type FaultProxy struct {
 	Addr string // host:port to point the client at
 	// StallFor bounds a Stall (default 1 minute).
 	StallFor time.Duration
+	// PreserveHost forwards the client's Host header (needed for S3: the
+	// signature covers it). Otherwise the upstream sees its own address as Host
+	// (needed for fake-gcs-server, which checks it against -public-host).
+	PreserveHost bool
 
 	target *url.URL
 	rp     *httputil.ReverseProxy
@@ -77,9 +82,11 @@ func NewFaultProxy(t testing.TB, target string) *FaultProxy {
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
-			// The servers check the Host (fake-gcs-server against -public-host;
-			// S3 signatures cover it): make the upstream see its own address.
-			pr.Out.Host = target
+			if p.PreserveHost {
+				pr.Out.Host = pr.In.Host
+			} else {
+				pr.Out.Host = target
+			}
 		},
 		Transport:     &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
 		FlushInterval: -1,
@@ -176,7 +183,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.CopyN(io.Discard, r.Body, min(r.ContentLength/2, 64<<10))
 		panic(http.ErrAbortHandler)
 	case CutResponse:
-		p.rp.ServeHTTP(&cuttingWriter{ResponseWriter: w}, r)
+		cw := &cuttingWriter{ResponseWriter: w}
+		p.rp.ServeHTTP(cw, r)
+		if cw.lost {
+			panic(http.ErrAbortHandler)
+		}
 	case Stall:
 		select {
 		case <-r.Context().Done():
@@ -195,6 +206,7 @@ type cuttingWriter struct {
 	limit   int64
 	written int64
 	armed   bool
+	lost    bool // no body to cut: the whole answer is dropped
 }
 
 var errCut = errors.New("response cut by FaultProxy")
@@ -207,12 +219,17 @@ func (c *cuttingWriter) WriteHeader(code int) {
 			c.limit, c.armed = n/2, true
 		}
 	}
+	if !c.armed {
+		// Nothing to cut half-way: the request was served, the answer is lost.
+		c.lost = true
+		return
+	}
 	c.ResponseWriter.WriteHeader(code)
 }
 
 func (c *cuttingWriter) Write(b []byte) (int, error) {
-	if !c.armed {
-		return c.ResponseWriter.Write(b)
+	if c.lost {
+		return 0, errCut
 	}
 	room := c.limit - c.written
 	if room <= 0 {

@@ -311,8 +311,10 @@ func Start(t testing.TB, kind string) *Server {
 	return nil
 }
 
-// WithProxy returns a copy of s that talks to the store through p (S3 and GCS only).
+// WithProxy returns a copy of s that talks to the store through p (S3 and GCS
+// only); it sets p.PreserveHost as the store needs.
 func (s *Server) WithProxy(p *FaultProxy) *Server {
+	p.PreserveHost = s.Kind == splitstorage.BackendS3
 	c := *s
 	c.Env = map[string]string{}
 	for k, v := range s.Env {

@@ -1,0 +1,238 @@
+package xbstream
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// Reader parses chunks from a stream. It is not safe for concurrent use.
+type Reader struct {
+	br       *bufio.Reader
+	off      int64
+	maxChunk int64
+	bufSize  int
+
+	hdr      [24]byte
+	pathBuf  [MaxPathLen]byte
+	lastPath string
+	buf      []byte // payload buffer, reused
+	sparse   []SparseSegment
+	rawMap   []byte
+	chunk    Chunk
+	err      error // sticky
+}
+
+// ReaderOption configures a Reader.
+type ReaderOption func(*Reader)
+
+// WithMaxChunkSize sets the largest payload (plus sparse map) a chunk may
+// declare; larger chunks are an error before anything is allocated for them.
+// n <= 0 means DefaultMaxChunkSize.
+func WithMaxChunkSize(n int64) ReaderOption {
+	return func(r *Reader) {
+		if n > 0 {
+			r.maxChunk = n
+		}
+	}
+}
+
+// WithReadBufferSize sets the size of the reader's bufio buffer (default 256 KiB).
+func WithReadBufferSize(n int) ReaderOption {
+	return func(r *Reader) {
+		if n > 0 {
+			r.bufSize = n
+		}
+	}
+}
+
+// NewReader returns a Reader reading chunks from rd.
+func NewReader(rd io.Reader, opts ...ReaderOption) *Reader {
+	r := &Reader{maxChunk: DefaultMaxChunkSize, bufSize: 256 << 10}
+	for _, o := range opts {
+		o(r)
+	}
+	r.br = bufio.NewReaderSize(rd, r.bufSize)
+	return r
+}
+
+// Offset returns the number of stream bytes consumed so far.
+func (r *Reader) Offset() int64 { return r.off }
+
+// Next returns the next chunk. It returns io.EOF at a clean end of stream (at a
+// chunk boundary), and an error wrapping io.ErrUnexpectedEOF when the stream
+// ends inside a chunk. Every payload's CRC32 is verified. Chunks of an unknown
+// type with FlagIgnorable are returned too (Chunk.Ignorable reports them);
+// unknown types without the flag are an error, as in the stock tools. The
+// returned chunk and its Payload are valid until the next call. After an error
+// every further call returns the same error.
+func (r *Reader) Next() (*Chunk, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	c, err := r.read(&r.buf)
+	if err != nil {
+		r.err = err
+		return nil, err
+	}
+	return c, nil
+}
+
+func (r *Reader) fail(start int64, path, msg string, err error) error {
+	return &FormatError{Offset: start, Path: path, Msg: msg, Err: err}
+}
+
+func (r *Reader) failIO(start int64, path, what string, err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return r.fail(start, path, fmt.Sprintf("truncated %s at stream offset %d: %v", what, r.off, err), err)
+}
+
+// read parses one chunk, reading its payload into *buf (grown as needed, never
+// beyond the declared and checked length).
+func (r *Reader) read(buf *[]byte) (*Chunk, error) {
+	start := r.off
+	hdr := r.hdr[:14]
+	n, err := io.ReadFull(r.br, hdr)
+	r.off += int64(n)
+	if err != nil {
+		if n == 0 && errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		return nil, r.failIO(start, "", "chunk header", err)
+	}
+	if string(hdr[:8]) != Magic {
+		return nil, r.fail(start, "", fmt.Sprintf("wrong chunk magic %q", hdr[:8]), ErrBadMagic)
+	}
+	c := &r.chunk
+	*c = Chunk{Flags: hdr[8], Type: ChunkType(hdr[9])}
+	if !c.Type.Known() && c.Flags&FlagIgnorable == 0 {
+		return nil, r.fail(start, "", fmt.Sprintf("unknown chunk type %v (flags 0x%02x)", c.Type, c.Flags), ErrUnknownType)
+	}
+	pathLen := binary.LittleEndian.Uint32(hdr[10:14])
+	if pathLen > MaxPathLen {
+		return nil, r.fail(start, "", fmt.Sprintf("path length %d exceeds %d", pathLen, MaxPathLen), ErrPathTooLong)
+	}
+	p := r.pathBuf[:pathLen]
+	n, err = io.ReadFull(r.br, p)
+	r.off += int64(n)
+	if err != nil {
+		return nil, r.failIO(start, "", "path", err)
+	}
+	// Consecutive chunks usually share a path: reuse the string.
+	if string(p) != r.lastPath {
+		r.lastPath = string(p)
+	}
+	c.Path = r.lastPath
+	if c.Type == ChunkEOF {
+		return c, nil
+	}
+
+	var mapCount uint32
+	if c.Type == ChunkSparse {
+		n, err = io.ReadFull(r.br, r.hdr[:4])
+		r.off += int64(n)
+		if err != nil {
+			return nil, r.failIO(start, c.Path, "sparse map count", err)
+		}
+		mapCount = binary.LittleEndian.Uint32(r.hdr[:4])
+	}
+	h := r.hdr[:20]
+	n, err = io.ReadFull(r.br, h)
+	r.off += int64(n)
+	if err != nil {
+		return nil, r.failIO(start, c.Path, "payload header", err)
+	}
+	length := binary.LittleEndian.Uint64(h[0:8])
+	c.Offset = binary.LittleEndian.Uint64(h[8:16])
+	stored := binary.LittleEndian.Uint32(h[16:20])
+	mapBytes := uint64(mapCount) * 8
+	if length > uint64(r.maxChunk) || mapBytes > uint64(r.maxChunk) || length+mapBytes > uint64(r.maxChunk) {
+		return nil, r.fail(start, c.Path, fmt.Sprintf("chunk of %d payload bytes and %d sparse map entries exceeds the %d byte limit",
+			length, mapCount, r.maxChunk), ErrChunkTooLarge)
+	}
+	if c.Offset > 1<<62 {
+		return nil, r.fail(start, c.Path, fmt.Sprintf("payload offset %d out of range", c.Offset), ErrChunkTooLarge)
+	}
+
+	crc := uint32(0)
+	if mapCount > 0 {
+		r.rawMap, n, err = readFullGrow(r.br, r.rawMap, int(mapBytes))
+		r.off += int64(n)
+		if err != nil {
+			return nil, r.failIO(start, c.Path, "sparse map", err)
+		}
+		crc = crc32.Update(crc, crc32.IEEETable, r.rawMap)
+		if cap(r.sparse) < int(mapCount) {
+			r.sparse = make([]SparseSegment, 0, growCap(cap(r.sparse), int(mapCount)))
+		}
+		r.sparse = r.sparse[:mapCount]
+		var sum uint64
+		for i := range r.sparse {
+			s := SparseSegment{
+				Skip: binary.LittleEndian.Uint32(r.rawMap[8*i:]),
+				Len:  binary.LittleEndian.Uint32(r.rawMap[8*i+4:]),
+			}
+			r.sparse[i] = s
+			sum += uint64(s.Len)
+		}
+		if sum != length {
+			return nil, r.fail(start, c.Path, fmt.Sprintf("sparse map writes %d bytes but the payload has %d", sum, length), ErrBadSparseMap)
+		}
+		c.Sparse = r.sparse
+	} else if c.Type == ChunkSparse {
+		if length != 0 {
+			return nil, r.fail(start, c.Path, fmt.Sprintf("sparse chunk without a map carries %d payload bytes", length), ErrBadSparseMap)
+		}
+		c.Sparse = r.sparse[:0]
+	}
+
+	*buf, n, err = readFullGrow(r.br, *buf, int(length))
+	r.off += int64(n)
+	if err != nil {
+		return nil, r.failIO(start, c.Path, "payload", err)
+	}
+	c.Payload = *buf
+	crc = crc32.Update(crc, crc32.IEEETable, c.Payload)
+	if crc != stored {
+		return nil, r.fail(start, c.Path, fmt.Sprintf("payload CRC32 mismatch (stored 0x%08x, computed 0x%08x, %d bytes at file offset %d)",
+			stored, crc, length, c.Offset), ErrChecksum)
+	}
+	c.crc, c.hasCRC = crc, true
+	return c, nil
+}
+
+func growCap(have, need int) int {
+	c := max(2*have, 64<<10)
+	return min(c, need)
+}
+
+// readFullGrow reads exactly n bytes into buf (reusing its capacity). When buf
+// is too small it grows in steps as data actually arrives, so a hostile length
+// that passed the limit check costs memory only for bytes really present.
+func readFullGrow(r io.Reader, buf []byte, n int) ([]byte, int, error) {
+	if cap(buf) >= n {
+		buf = buf[:n]
+		k, err := io.ReadFull(r, buf)
+		return buf[:k], k, err
+	}
+	buf = buf[:0]
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), growCap(cap(buf), n))
+			copy(nb, buf)
+			buf = nb
+		}
+		m := min(cap(buf), n)
+		k, err := io.ReadFull(r, buf[len(buf):m])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return buf, len(buf), err
+		}
+	}
+	return buf, n, nil
+}

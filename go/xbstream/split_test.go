@@ -1,0 +1,164 @@
+package xbstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// skewedStream has one dominant file (most of the bytes, in 64 KiB chunks)
+// interleaved with many small ones, like a backup of one big table.
+func skewedStream(t testing.TB) []byte {
+	s := newSB(t)
+	big := patterned(6<<20, 9)
+	const cs = 64 << 10
+	small := 0
+	for off := 0; off < len(big); off += cs {
+		s.p("db/big.ibd", uint64(off), string(big[off:off+cs]))
+		if off%(4*cs) == 0 {
+			p := "db/t" + string(rune('a'+small%26)) + string(rune('a'+small/26)) + ".ibd"
+			s.file(p, patterned(3000+small*10, byte(small)), 1000)
+			small++
+		}
+	}
+	s.e("db/big.ibd")
+	return s.bytes()
+}
+
+func TestSplitBalanceAndMergeRoundTrip(t *testing.T) {
+	stream := skewedStream(t)
+	for _, n := range []int{1, 2, 3, 8} {
+		bufs := make([]bytes.Buffer, n)
+		ws := make([]io.Writer, n)
+		for i := range bufs {
+			ws[i] = &bufs[i]
+		}
+		stats, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{})
+		require.NoError(t, err)
+		require.Len(t, stats, n)
+
+		var total, chunks, maxB int64
+		for i, st := range stats {
+			assert.Equal(t, int64(bufs[i].Len()), st.Bytes, "lane %d", i)
+			total += st.Bytes
+			chunks += st.Chunks
+			maxB = max(maxB, st.Bytes)
+			// Every lane is a well-formed xbstream.
+			_, err := readAll(t, bufs[i].Bytes())
+			require.NoError(t, err)
+		}
+		orig, err := readAll(t, stream)
+		require.NoError(t, err)
+		assert.Equal(t, int64(len(orig)), chunks)
+		mean := float64(total) / float64(n)
+		const maxChunk = 64<<10 + 200
+		t.Logf("%d lanes: mean %.0f, max %d (+%.2f%%)", n, mean, maxB, 100*(float64(maxB)/mean-1))
+		assert.LessOrEqual(t, float64(maxB), mean+maxChunk, "lanes unbalanced")
+
+		// Merge restores the original stream byte for byte.
+		rs := make([]io.Reader, n)
+		for i := range bufs {
+			rs[i] = bytes.NewReader(bufs[i].Bytes())
+		}
+		var merged bytes.Buffer
+		require.NoError(t, Merge(&merged, rs))
+		require.True(t, bytes.Equal(stream, merged.Bytes()), "merge of %d lanes differs from the original", n)
+	}
+}
+
+func TestSplitKeepsIgnorableChunks(t *testing.T) {
+	stream := newSB(t).p("a", 0, "abc").chunk(Chunk{Flags: FlagIgnorable, Type: 'Z', Path: "meta", Payload: []byte("x")}).e("a").bytes()
+	lanes := splitBytes(t, stream, 2)
+	var merged bytes.Buffer
+	require.NoError(t, Merge(&merged, readers(lanes)))
+	assert.Equal(t, stream, merged.Bytes())
+	dir, st, err := extractLanes(t, lanes, ExtractOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Files)
+	assert.Equal(t, map[string]string{"a": "abc"}, readTree(t, dir))
+}
+
+type failWriter struct {
+	n, after int
+}
+
+func (w *failWriter) Write(p []byte) (int, error) {
+	if w.n >= w.after {
+		return 0, errors.New("disk full")
+	}
+	w.n++
+	return len(p), nil
+}
+
+func TestSplitErrors(t *testing.T) {
+	stream := skewedStream(t)
+	// A lane write error stops Split and names the lane.
+	ws := []io.Writer{io.Discard, &failWriter{after: 3}, io.Discard}
+	_, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{})
+	require.Error(t, err)
+	var le *LaneError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, 1, le.Lane)
+	assert.Contains(t, err.Error(), "lane 1: write: disk full")
+
+	// A corrupt source stops it with the offset.
+	bad := bytes.Clone(stream)
+	bad[len(bad)/2] ^= 1
+	_, err = Split(context.Background(), bytes.NewReader(bad), []io.Writer{io.Discard, io.Discard}, SplitOptions{})
+	require.ErrorIs(t, err, ErrChecksum)
+	assert.Contains(t, err.Error(), "source: offset ")
+
+	// Truncated source.
+	_, err = Split(context.Background(), bytes.NewReader(stream[:len(stream)-5]), []io.Writer{io.Discard}, SplitOptions{})
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+
+	// Cancellation.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Split(ctx, bytes.NewReader(stream), []io.Writer{io.Discard}, SplitOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+
+	_, err = Split(context.Background(), bytes.NewReader(stream), nil, SplitOptions{})
+	require.Error(t, err)
+}
+
+func TestSplitEmptyStream(t *testing.T) {
+	lanes := splitBytes(t, nil, 3)
+	for _, l := range lanes {
+		assert.Len(t, l, seqRecordSize, "only the end record")
+	}
+	dir, st, err := extractLanes(t, lanes, ExtractOptions{})
+	require.NoError(t, err)
+	assert.Zero(t, st.Files)
+	assert.Empty(t, readTree(t, dir))
+	var merged bytes.Buffer
+	require.NoError(t, Merge(&merged, readers(lanes)))
+	assert.Zero(t, merged.Len())
+}
+
+func TestMerge(t *testing.T) {
+	// FIFO lanes are concatenated.
+	l0 := newSB(t).p("a", 0, "aa").e("a").bytes()
+	l1 := newSB(t).p("b", 0, "bb").e("b").bytes()
+	var out bytes.Buffer
+	require.NoError(t, Merge(&out, readers([][]byte{l0, nil, l1})))
+	assert.Equal(t, append(bytes.Clone(l0), l1...), out.Bytes())
+
+	stream := skewedStream(t)
+	lanes := splitBytes(t, stream, 3)
+	// Missing lane, truncated lane, corrupt lane, mixed lanes.
+	require.ErrorIs(t, Merge(io.Discard, readers(lanes[:2])), ErrSequence)
+	err := Merge(io.Discard, readers([][]byte{lanes[0], lanes[1], lanes[2][:len(lanes[2])-seqRecordSize]}))
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Contains(t, err.Error(), "lane 2:")
+	bad := bytes.Clone(lanes[1])
+	bad[len(bad)-seqRecordSize-3] ^= 1
+	require.ErrorIs(t, Merge(io.Discard, readers([][]byte{lanes[0], bad, lanes[2]})), ErrChecksum)
+	require.ErrorIs(t, Merge(io.Discard, readers([][]byte{lanes[0], l0, lanes[2]})), ErrSequence)
+	require.Error(t, Merge(io.Discard, readers([][]byte{lanes[0], lanes[0], lanes[2]})))
+}

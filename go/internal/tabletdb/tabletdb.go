@@ -94,7 +94,11 @@ func Start(t testing.TB) *Tablet {
 		}
 	}
 	tabletUID := uint32(100 + rand.IntN(9000))
-	mysqld, cnf, err := mysqlctl.CreateMysqldAndMycnf(tabletUID, "", freePort(t), collations.MySQL8())
+	// The global DB config keeps the first socket it sees: point it at this
+	// tablet's, so several tablets in one test binary each get their own.
+	socket := filepath.Join(root, fmt.Sprintf("vt_%010d", tabletUID), "mysql.sock")
+	dbconfigs.GlobalDBConfigs.Socket = socket
+	mysqld, cnf, err := mysqlctl.CreateMysqldAndMycnf(tabletUID, socket, freePort(t), collations.MySQL8())
 	require.NoError(t, err)
 	tb := &Tablet{Mysqld: mysqld, Cnf: cnf, Root: root, UID: tabletUID}
 

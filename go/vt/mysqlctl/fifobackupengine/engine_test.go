@@ -55,6 +55,7 @@ const (
 
 // fixture is one tablet mysqld with sample data, and the backup storage.
 type fixture struct {
+	t        *testing.T // the test that owns the tablet
 	tb       *tabletdb.Tablet
 	srv      *mariadbtest.Server
 	storage  string // storage implementation name for backupstorage
@@ -66,7 +67,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, data mariadbtest.Options) *fixture {
 	tb := tabletdb.Start(t)
-	f := &fixture{tb: tb, baseline: map[int64]bool{}}
+	f := &fixture{t: t, tb: tb, baseline: map[int64]bool{}}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")
 	data.Database = sampleDB
 	mariadbtest.LoadSampleData(t, f.srv, data)
@@ -171,7 +172,7 @@ func (f *fixture) restore(t *testing.T, stats backupstats.Stats) (*mysqlctl.Back
 	})
 	if err == nil {
 		// The pool's connections died with the old mysqld.
-		f.srv = mariadbtest.Attach(t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
+		f.srv = mariadbtest.Attach(f.t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
 	}
 	return m, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,9 +20,6 @@ func startCluster(t *testing.T, opts cluster.Options) *cluster.Cluster {
 	}
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
-	}
-	if opts.Engine.Name == "" {
-		opts.Engine = xtrabackupEngine()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -45,25 +41,6 @@ func startCluster(t *testing.T, opts cluster.Options) *cluster.Cluster {
 	return c
 }
 
-// xtrabackupEngine is Vitess's stock xtrabackup engine over mariabackup. Its root path is
-// filled in per cluster (see withXtrabackupRoot).
-func xtrabackupEngine() cluster.Engine {
-	return cluster.Engine{Name: "xtrabackup"}
-}
-
-func withXtrabackupRoot(c *cluster.Cluster, e cluster.Engine) cluster.Engine {
-	if e.Name != "xtrabackup" {
-		return e
-	}
-	e.Flags = append([]string{
-		"--xtrabackup-root-path=" + c.XtrabackupRoot,
-		"--xtrabackup-user=vt_dba",
-		"--xtrabackup-stream-mode=xbstream",
-		"--xtrabackup-stripes=2",
-	}, e.Flags...)
-	return e
-}
-
 func ctxFor(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -76,5 +53,3 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
-
-var _ = filepath.Join

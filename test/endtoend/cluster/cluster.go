@@ -39,6 +39,9 @@ type Options struct {
 	Keyspace string // default "ks"
 	Shard    string // default "0"
 	Storage  Storage
+	// PrepareStorage, when set, is called after the directories exist and before vtctld
+	// starts, to set up the storage (servers, buckets, directories via MkdirOwned).
+	PrepareStorage func(c *Cluster) (Storage, error)
 	// Engine is the tablets' default backup engine (--backup-engine-implementation).
 	Engine Engine
 	// Root is the directory everything goes under; default: a new temp dir.
@@ -75,6 +78,9 @@ func (c *Cluster) logf(format string, args ...any) {
 		c.Logf(format, args...)
 	}
 }
+
+// MkdirOwned creates dir (and parents) owned by the user the cluster's processes run as.
+func (c *Cluster) MkdirOwned(dir string) error { return c.user.mkdir(dir) }
 
 // Bin returns the path of a Vitess binary as the cluster runs it.
 func (c *Cluster) Bin(name string) string { return c.bins[name] }
@@ -187,7 +193,12 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.user.writeFile(c.ExtraMyCnf, []byte(extra), 0o644); err != nil {
 		return c, err
 	}
-	if opts.Storage.Name == "" {
+	if opts.PrepareStorage != nil {
+		if c.Storage, err = opts.PrepareStorage(c); err != nil {
+			return c, err
+		}
+	}
+	if c.Storage.Name == "" {
 		dir := filepath.Join(root, "backups")
 		if err := c.user.mkdir(dir); err != nil {
 			return c, err

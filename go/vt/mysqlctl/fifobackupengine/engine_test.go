@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -55,17 +56,18 @@ const (
 
 // fixture is one tablet mysqld with sample data, and the backup storage.
 type fixture struct {
-	t        *testing.T // the test that owns the tablet
+	t        testing.TB // the test that owns the tablet
 	tb       *tabletdb.Tablet
 	srv      *mariadbtest.Server
 	storage  string // storage implementation name for backupstorage
 	root     string // storage root directory
+	engine   string // backup engine for backup(); "" is fifo
 	static   map[string]string
 	writer   *gtidWriter
 	baseline map[int64]bool // rows of sample.writes restored by the last restore
 }
 
-func newFixture(t *testing.T, data mariadbtest.Options) *fixture {
+func newFixture(t testing.TB, data mariadbtest.Options) *fixture {
 	tb := tabletdb.Start(t)
 	f := &fixture{t: t, tb: tb, baseline: map[int64]bool{}}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")
@@ -79,7 +81,7 @@ func newFixture(t *testing.T, data mariadbtest.Options) *fixture {
 }
 
 // useSplitStorage stores backups in the split storage on local disk.
-func (f *fixture) useSplitStorage(t *testing.T) {
+func (f *fixture) useSplitStorage(t testing.TB) {
 	cfg := splitstorage.DefaultConfig()
 	cfg.Root = t.TempDir()
 	cfg.PartSize = 32 << 20
@@ -93,12 +95,12 @@ func (f *fixture) useSplitStorage(t *testing.T) {
 
 // useFileStorage stores backups in Vitess's own file storage, which has no
 // checksums of its own: corruption must be caught by the engine.
-func (f *fixture) useFileStorage(t *testing.T) {
+func (f *fixture) useFileStorage(t testing.TB) {
 	f.storage, f.root = "file", t.TempDir()
 	filebackupstorage.FileBackupStorageRoot = f.root
 }
 
-func (f *fixture) activate(t *testing.T) {
+func (f *fixture) activate(t testing.TB) {
 	old := backupstorage.BackupStorageImplementation
 	backupstorage.BackupStorageImplementation = f.storage
 	t.Cleanup(func() { backupstorage.BackupStorageImplementation = old })
@@ -121,13 +123,13 @@ func zstdConfig() CompressionConfig {
 }
 
 // useEngine registers an engine with cfg under the name "fifo" for one test.
-func useEngine(t *testing.T, cfg Config) {
+func useEngine(t testing.TB, cfg Config) {
 	old := mysqlctl.BackupRestoreEngineMap[engineName]
 	mysqlctl.BackupRestoreEngineMap[engineName] = New(cfg)
 	t.Cleanup(func() { mysqlctl.BackupRestoreEngineMap[engineName] = old })
 }
 
-func (f *fixture) backup(t *testing.T, stats backupstats.Stats) error {
+func (f *fixture) backup(t testing.TB, stats backupstats.Stats) error {
 	f.activate(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -144,12 +146,12 @@ func (f *fixture) backup(t *testing.T, stats backupstats.Stats) error {
 		TabletAlias:  fmt.Sprintf("zone1-%010d", f.tb.UID),
 		BackupTime:   time.Now(),
 		Stats:        stats,
-		BackupEngine: engineName,
+		BackupEngine: cmp.Or(f.engine, engineName),
 		UpgradeSafe:  true,
 	})
 }
 
-func (f *fixture) restore(t *testing.T, stats backupstats.Stats) (*mysqlctl.BackupManifest, error) {
+func (f *fixture) restore(t testing.TB, stats backupstats.Stats) (*mysqlctl.BackupManifest, error) {
 	f.activate(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -168,7 +170,7 @@ func (f *fixture) restore(t *testing.T, stats backupstats.Stats) (*mysqlctl.Back
 		StartTime:            time.Now(),
 		Stats:                stats,
 		MysqlShutdownTimeout: time.Minute,
-		AllowedBackupEngines: []string{engineName},
+		AllowedBackupEngines: []string{cmp.Or(f.engine, engineName)},
 	})
 	if err == nil {
 		// The pool's connections died with the old mysqld.
@@ -177,7 +179,7 @@ func (f *fixture) restore(t *testing.T, stats backupstats.Stats) (*mysqlctl.Back
 	return m, err
 }
 
-func (f *fixture) listBackups(t *testing.T) []string {
+func (f *fixture) listBackups(t testing.TB) []string {
 	f.activate(t)
 	bs, err := backupstorage.GetBackupStorage()
 	require.NoError(t, err)
@@ -193,7 +195,7 @@ func (f *fixture) listBackups(t *testing.T) []string {
 
 // checksums returns CHECKSUM TABLE and COUNT(*) of every table of the sample
 // database except the skipped ones.
-func checksums(t *testing.T, db *sql.DB, skip ...string) map[string]string {
+func checksums(t testing.TB, db *sql.DB, skip ...string) map[string]string {
 	rows, err := db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name", sampleDB)
 	require.NoError(t, err)
 	var tables []string
@@ -233,7 +235,7 @@ type gtidWriter struct {
 	domain string
 }
 
-func startWriter(t *testing.T, db *sql.DB) *gtidWriter {
+func startWriter(t testing.TB, db *sql.DB) *gtidWriter {
 	w := &gtidWriter{seq: map[int64]uint64{}, stop: make(chan struct{}), done: make(chan error, 1)}
 	conn, err := db.Conn(context.Background())
 	require.NoError(t, err)
@@ -274,13 +276,13 @@ func startWriter(t *testing.T, db *sql.DB) *gtidWriter {
 	return w
 }
 
-func (w *gtidWriter) finish(t *testing.T) {
+func (w *gtidWriter) finish(t testing.TB) {
 	close(w.stop)
 	require.NoError(t, <-w.done, "the writer failed")
 }
 
 // expectedAt returns the rows committed at or before the position.
-func (w *gtidWriter) expectedAt(t *testing.T, position string) map[int64]bool {
+func (w *gtidWriter) expectedAt(t testing.TB, position string) map[int64]bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var last uint64
@@ -301,7 +303,7 @@ func (w *gtidWriter) expectedAt(t *testing.T, position string) map[int64]bool {
 	return out
 }
 
-func writtenRows(t *testing.T, db *sql.DB) map[int64]bool {
+func writtenRows(t testing.TB, db *sql.DB) map[int64]bool {
 	rows, err := db.Query("SELECT id FROM sample.writes")
 	require.NoError(t, err)
 	defer rows.Close()
@@ -318,7 +320,7 @@ func writtenRows(t *testing.T, db *sql.DB) map[int64]bool {
 // roundTrip takes a backup while the writer commits, restores it into the
 // same tablet and checks every table against the source at the backup's
 // GTID position.
-func (f *fixture) roundTrip(t *testing.T, cfg Config) *mysqlctl.BackupManifest {
+func (f *fixture) roundTrip(t testing.TB, cfg Config) *mysqlctl.BackupManifest {
 	useEngine(t, cfg)
 	before := len(f.listBackups(t))
 	w := startWriter(t, f.srv.DB())

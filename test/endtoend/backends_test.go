@@ -1,44 +1,90 @@
 package endtoend
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/mysqlctl/filebackupstorage"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
 // storageBackend is one storage configuration the flows run against.
 type storageBackend struct {
-	name string
-	impl string // --backup-storage-implementation, also its stats label
+	name   string
+	impl   string // --backup-storage-implementation, also its stats label
+	engine string // the engine under test with this storage
 	// prepare returns the cluster's PrepareStorage hook (servers are started there).
 	prepare func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error)
 	// open opens the same storage inside the test process, to read manifests.
 	open func(c *cluster.Cluster) (backupstorage.BackupStorage, error)
 }
 
-// storageBackends lists the backends under test.
-// >>> split storage: local disk, S3 (versitygw), GCS (fake-gcs-server) go here once linked. <<<
+// storageBackends lists the backends under test: the split storage on local disk, on S3
+// (versitygw) and on GCS (fake-gcs-server), each with the fifo engine. With
+// VTFIFO_E2E_BASELINE=1 Vitess's own xtrabackup engine + file storage run the same flows
+// too (the reference the plugins are compared with).
 func storageBackends() []storageBackend {
-	return []storageBackend{
-		{name: "file", impl: "file", prepare: func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error) {
-			return func(c *cluster.Cluster) (cluster.Storage, error) {
-				dir := filepath.Join(c.Root, "backups")
-				return cluster.FileStorage(dir), c.MkdirOwned(dir)
-			}
-		}, open: func(c *cluster.Cluster) (backupstorage.BackupStorage, error) {
-			filebackupstorage.FileBackupStorageRoot = filepath.Join(c.Root, "backups")
-			return backupstorage.BackupStorageMap["file"], nil
-		}},
+	var out []storageBackend
+	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS} {
+		name := "split-" + kind
+		if kind == splitstorage.BackendFile {
+			name = "split-local"
+		}
+		out = append(out, splitBackend(name, kind))
 	}
+	if os.Getenv("VTFIFO_E2E_BASELINE") != "" {
+		out = append(out, storageBackend{name: "baseline-xtrabackup-file", impl: "file", engine: "xtrabackup",
+			prepare: func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error) {
+				return func(c *cluster.Cluster) (cluster.Storage, error) {
+					dir := filepath.Join(c.Root, "backups")
+					return cluster.FileStorage(dir), c.MkdirOwned(dir)
+				}
+			}, open: func(c *cluster.Cluster) (backupstorage.BackupStorage, error) {
+				filebackupstorage.FileBackupStorageRoot = filepath.Join(c.Root, "backups")
+				return backupstorage.BackupStorageMap["file"], nil
+			}})
+	}
+	return out
 }
 
-// engineUnderTest is the engine the flows exercise: fifo once it is linked in, Vitess's
-// xtrabackup engine over mariabackup until then.
-func engineUnderTest() string { return "xtrabackup" }
+// splitBackend is the split storage on one backend. Servers are started by the test (as
+// the test's user); the local backend's root is owned by the cluster's user.
+func splitBackend(name, kind string) storageBackend {
+	var cfg splitstorage.Config
+	return storageBackend{name: name, impl: splitstorage.Name, engine: "fifo",
+		prepare: func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error) {
+			return func(c *cluster.Cluster) (cluster.Storage, error) {
+				var srv *splitstoragetest.Server
+				if kind == splitstorage.BackendFile {
+					root := filepath.Join(c.Root, "split-backups")
+					if err := c.MkdirOwned(root); err != nil {
+						return cluster.Storage{}, err
+					}
+					cfg = splitstoragetest.TestConfig()
+					cfg.Backend = splitstorage.BackendFile
+					cfg.Root = root
+					srv = &splitstoragetest.Server{Kind: kind, Config: cfg, Env: map[string]string{}, Dir: root}
+				} else {
+					srv = splitstoragetest.Start(t, kind)
+					srv.Setenv(t) // for open, in this process
+				}
+				// Small parts so a few MB of sample data spans many part objects.
+				srv.Config.PartSize = 1 << 20
+				srv.Config.MemoryBudget = 16 << 20
+				cfg = srv.Config
+				return cluster.Storage{Name: name, Flags: srv.Flags(), Env: srv.Environ()}, nil
+			}
+		},
+		open: func(c *cluster.Cluster) (backupstorage.BackupStorage, error) {
+			return splitstorage.New(cfg)
+		},
+	}
+}
 
 // otherEngine is a different default engine for the per-request --backup-engine check.
 func otherEngine(engine string) string {
@@ -54,14 +100,17 @@ func engineEmitsStats(engine string) bool { return engine != "xtrabackup" }
 // engineFor returns the tablet/vtbackup flags with name as the default engine. The flags
 // of every engine are always given, so a per-request --backup-engine can pick another one.
 func engineFor(c *cluster.Cluster, name string) cluster.Engine {
-	e := cluster.Engine{Name: name}
-	{
-		e.Flags = []string{
-			"--xtrabackup-root-path=" + c.XtrabackupRoot,
-			"--xtrabackup-user=vt_dba",
-			"--xtrabackup-stream-mode=xbstream",
-			"--xtrabackup-stripes=2",
-		}
-	}
-	return e
+	return cluster.Engine{Name: name, Flags: []string{
+		// Vitess's xtrabackup engine over mariabackup.
+		"--xtrabackup-root-path=" + c.XtrabackupRoot,
+		"--xtrabackup-user=vt_dba",
+		"--xtrabackup-stream-mode=xbstream",
+		"--xtrabackup-stripes=2",
+		// The fifo engine: mariabackup's single stdout stream split into 2 lanes.
+		"--fifo-backup-tool-path=" + c.XtrabackupRoot + "/xtrabackup",
+		"--fifo-backup-tool-flavor=mariabackup",
+		"--fifo-backup-lanes=2",
+		"--fifo-backup-parallel=2",
+		"--fifo-backup-progress-interval=0",
+	}}
 }

@@ -47,7 +47,7 @@ func TestBackupFlows(t *testing.T) {
 func runFlows(t *testing.T, sb storageBackend) {
 	c := startCluster(t, cluster.Options{PrepareStorage: sb.prepare(t)})
 	ctx := ctxFor(t, 30*time.Minute)
-	engine := engineUnderTest()
+	engine := sb.engine
 	other := otherEngine(engine)
 
 	// A lone primary with sample data.
@@ -62,7 +62,7 @@ func runFlows(t *testing.T, sb storageBackend) {
 	t.Run("1a-backup-primary-default-engine", func(t *testing.T) {
 		must(t, p.Backup(ctx, true, ""))
 		checkNewestBackup(ctx, t, c, sb, 1, engine)
-		checkStats(ctx, t, p, "Backup", engine, sb)
+		checkStats(ctx, t, p, "Backup", engineStats(engine), sb)
 	})
 	if t.Failed() {
 		return
@@ -77,7 +77,11 @@ func runFlows(t *testing.T, sb storageBackend) {
 		must(t, p.AddRows(ctx, 1000))
 		must(t, p.Backup(ctx, true, engine))
 		checkNewestBackup(ctx, t, c, sb, 2, engine)
-		checkStats(ctx, t, p, "Backup", engine, sb)
+		// Vitess v24 labels engine stats with the tablet's --backup-engine-implementation,
+		// not with the engine a request picked (mysqlctl.Backup scopes them before it looks
+		// the engine up, and a scope cannot be overridden): the fifo engine's operations
+		// show under the default engine's label.
+		checkStats(ctx, t, p, "Backup", statsEngine{label: other, emits: engineEmitsStats(engine)}, sb)
 		atSecondBackup, err = p.Checksums(ctx)
 		must(t, err)
 	})
@@ -111,7 +115,7 @@ func runFlows(t *testing.T, sb storageBackend) {
 		must(t, r.InitMySQL(ctx))
 		must(t, r.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
 		checkData(ctx, t, r, atSecondBackup)
-		checkStats(ctx, t, r, "Restore", engine, sb)
+		checkStats(ctx, t, r, "Restore", engineStats(engine), sb)
 	})
 	if t.Failed() {
 		return
@@ -132,7 +136,7 @@ func runFlows(t *testing.T, sb storageBackend) {
 		must(t, r.RestoreFromBackup(ctx))
 		must(t, r.WaitForType(ctx, "REPLICA", 5*time.Minute))
 		checkData(ctx, t, r, atSecondBackup)
-		checkStats(ctx, t, r, "Restore", engine, sb)
+		checkStats(ctx, t, r, "Restore", engineStats(engine), sb)
 	})
 	if t.Failed() {
 		return
@@ -183,7 +187,7 @@ func runFlows(t *testing.T, sb storageBackend) {
 		must(t, n.InitMySQL(ctx))
 		must(t, n.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
 		checkData(ctx, t, n, want)
-		checkStats(ctx, t, n, "Restore", engine, sb)
+		checkStats(ctx, t, n, "Restore", engineStats(engine), sb)
 		must(t, promote(ctx, t, c, n))
 	})
 }
@@ -258,9 +262,20 @@ func checkData(ctx context.Context, t *testing.T, tab *cluster.Tablet, want []cl
 	}
 }
 
+// statsEngine is the engine label expected on the stats, and whether the engine that ran
+// emits stats at all (Vitess's xtrabackup engine does not).
+type statsEngine struct {
+	label string
+	emits bool
+}
+
+func engineStats(engine string) statsEngine {
+	return statsEngine{label: engine, emits: engineEmitsStats(engine)}
+}
+
 // checkStats checks flow 6: /debug/vars of the tablet show <op>Bytes and
 // <op>DurationNanoseconds with the engine's and the storage's labels.
-func checkStats(ctx context.Context, t *testing.T, tab *cluster.Tablet, op, engine string, sb storageBackend) {
+func checkStats(ctx context.Context, t *testing.T, tab *cluster.Tablet, op string, e statsEngine, sb storageBackend) {
 	t.Helper()
 	vars, err := tab.DebugVars(ctx)
 	must(t, err)
@@ -277,8 +292,8 @@ func checkStats(ctx context.Context, t *testing.T, tab *cluster.Tablet, op, engi
 	if !has("BackupStorage", sb.impl) {
 		t.Errorf("%s /debug/vars: no %sBytes/%sDurationNanoseconds with labels BackupStorage.%s\n%s", tab.Alias, op, op, sb.impl, cluster.FormatStats(op, stats))
 	}
-	if engineEmitsStats(engine) && !has("BackupEngine", engine) {
-		t.Errorf("%s /debug/vars: no %sBytes/%sDurationNanoseconds with labels BackupEngine.%s\n%s", tab.Alias, op, op, engine, cluster.FormatStats(op, stats))
+	if e.emits && !has("BackupEngine", e.label) {
+		t.Errorf("%s /debug/vars: no %sBytes/%sDurationNanoseconds with labels BackupEngine.%s\n%s", tab.Alias, op, op, e.label, cluster.FormatStats(op, stats))
 	}
 	for _, fam := range []string{"Bytes", "DurationNanoseconds"} {
 		var m map[string]int64

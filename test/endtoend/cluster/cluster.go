@@ -16,6 +16,7 @@ import (
 type Storage struct {
 	Name  string   // label for logs and tables, e.g. "file", "split-s3"
 	Flags []string // --backup-storage-implementation=... and its own flags
+	Env   []string // KEY=VALUE the processes need (credentials, emulator host)
 }
 
 // FileStorage is Vitess's stock file storage under dir.
@@ -102,7 +103,7 @@ func (c *Cluster) baseEnv() []string {
 	if !strings.Contains(path, "/usr/sbin") {
 		path += ":/usr/sbin:/usr/local/sbin"
 	}
-	return []string{
+	return append([]string{
 		"PATH=" + path,
 		"HOME=" + c.TmpDir,
 		"TMPDIR=" + c.TmpDir,
@@ -110,7 +111,7 @@ func (c *Cluster) baseEnv() []string {
 		"VT_MYSQL_ROOT=/usr",
 		"EXTRA_MY_CNF=" + c.ExtraMyCnf,
 		"LANG=C.UTF-8",
-	}
+	}, c.Storage.Env...)
 }
 
 // Start creates the directories, starts etcd, registers the cell, starts vtctld and creates

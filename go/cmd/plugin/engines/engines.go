@@ -4,9 +4,10 @@ package engines
 
 import (
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
 // All backup engine plugins. To link one in, import its package and add a line here.
 var All = []plugin.Plugin{
-	// {Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags},
+	{Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags},
 }

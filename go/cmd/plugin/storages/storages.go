@@ -5,9 +5,10 @@ package storages
 
 import (
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // All backup storage plugins. To link one in, import its package and add a line here.
 var All = []plugin.Plugin{
-	// {Name: "split", RegisterFlags: splitstorage.RegisterFlags, ValidateFlags: splitstorage.ValidateFlags},
+	{Name: "split", RegisterFlags: splitstorage.RegisterFlags, ValidateFlags: splitstorage.ValidateFlags},
 }

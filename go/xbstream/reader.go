@@ -206,9 +206,9 @@ func (r *Reader) read(buf *[]byte) (*Chunk, error) {
 	return c, nil
 }
 
+// growCap returns the next capacity on the way to need: 1 MiB, then x4.
 func growCap(have, need int) int {
-	c := max(2*have, 64<<10)
-	return min(c, need)
+	return min(max(4*have, 1<<20), need)
 }
 
 // readFullGrow reads exactly n bytes into buf (reusing its capacity). When buf

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
+	"time"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -161,4 +163,39 @@ func TestMerge(t *testing.T) {
 	require.ErrorIs(t, Merge(io.Discard, readers([][]byte{lanes[0], bad, lanes[2]})), ErrChecksum)
 	require.ErrorIs(t, Merge(io.Discard, readers([][]byte{lanes[0], l0, lanes[2]})), ErrSequence)
 	require.Error(t, Merge(io.Discard, readers([][]byte{lanes[0], lanes[0], lanes[2]})))
+}
+
+// barrierWriter blocks its first Write until all lanes are inside a Write at
+// once, which only happens if each lane is written by its own goroutine.
+type barrierWriter struct {
+	arrived *sync.WaitGroup
+	once    sync.Once
+	timeout chan struct{}
+}
+
+func (w *barrierWriter) Write(p []byte) (int, error) {
+	var err error
+	w.once.Do(func() {
+		w.arrived.Done()
+		done := make(chan struct{})
+		go func() { w.arrived.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			err = errors.New("lanes are not written concurrently")
+		}
+	})
+	return len(p), err
+}
+
+func TestSplitWritesLanesConcurrently(t *testing.T) {
+	const n = 4
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	ws := make([]io.Writer, n)
+	for i := range ws {
+		ws[i] = &barrierWriter{arrived: &arrived}
+	}
+	_, err := Split(context.Background(), bytes.NewReader(skewedStream(t)), ws, SplitOptions{})
+	require.NoError(t, err)
 }

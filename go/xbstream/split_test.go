@@ -6,8 +6,8 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

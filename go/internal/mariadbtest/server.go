@@ -137,6 +137,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 	}
 	require.NoError(t, os.Mkdir(s.DataDir, 0o750))
 	if os.Geteuid() == 0 {
+		// mysqld runs as the mysql user: every parent must be traversable.
+		for d := filepath.Dir(dir); d != "/" && d != "."; d = filepath.Dir(d) {
+			fi, err := os.Stat(d)
+			require.NoError(t, err)
+			if fi.Mode().Perm()&0o001 == 0 {
+				t.Fatalf("mariadbtest: %s (a parent of the server directory) is not traversable by the mysql user; set TMPDIR to a directory under a world-traversable path such as /tmp", d)
+			}
+		}
 		s.runAs = "mysql"
 		u, err := user.Lookup("mysql")
 		require.NoError(t, err, "mariadbtest: running as root needs the 'mysql' system user: %s", SetupHint)

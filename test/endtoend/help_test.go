@@ -27,7 +27,7 @@ func TestHelpListsPluginFlags(t *testing.T) {
 	engineFlags := plugin.FlagNames(engines.All...)
 	storageFlags := plugin.FlagNames(storages.All...)
 	if len(engineFlags) == 0 || len(storageFlags) == 0 {
-		t.Logf("plugins linked in: %d engine flags, %d storage flags", len(engineFlags), len(storageFlags))
+		t.Fatalf("plugins linked in: %d engine flags, %d storage flags; want both", len(engineFlags), len(storageFlags))
 	}
 	for _, tc := range []struct {
 		bin  string
@@ -49,5 +49,64 @@ func TestHelpListsPluginFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBadPluginFlagStopsStartup checks that ValidateFlags runs at startup: a bad value stops
+// the process with an error naming the flag, before it does anything else.
+func TestBadPluginFlagStopsStartup(t *testing.T) {
+	paths, err := cluster.Discover(cluster.Paths{})
+	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		bin, flag string
+		extra     []string
+	}{
+		{"vttablet", "--fifo-backup-lanes=0", nil},
+		{"vtbackup", "--fifo-backup-source=pipe", nil},
+		{"vtctld", "--split-storage-backend=tape", []string{"--backup-storage-implementation=split"}},
+		{"vttablet", "--split-storage-part-size=0", []string{"--backup-storage-implementation=split", "--split-storage-root=/nonexistent"}},
+	} {
+		t.Run(tc.bin+tc.flag, func(t *testing.T) {
+			args := append([]string{tc.flag, "--config-file-not-found-handling=ignore"}, tc.extra...)
+			cmd := exec.Command(filepath.Join(paths.BinDir, tc.bin), args...)
+			cmd.Dir = t.TempDir()
+			out, err := cmd.CombinedOutput()
+			name, _, _ := strings.Cut(strings.TrimPrefix(tc.flag, "--"), "=")
+			if err == nil {
+				t.Fatalf("%s %s exited 0\n%s", tc.bin, tc.flag, out)
+			}
+			named := false
+			for _, l := range strings.Split(string(out), "\n") {
+				if strings.Contains(l, "invalid") && strings.Contains(l, name) {
+					named = true
+				}
+			}
+			if !named {
+				t.Fatalf("%s %s: error does not name --%s:\n%s", tc.bin, tc.flag, name, out)
+			}
+		})
+	}
+}
+
+// TestUnusedStorageFlagsNotValidated: a binary configured with a stock storage must not be
+// stopped by the split storage's unset flags (the drop-in binaries keep stock behaviour).
+func TestUnusedStorageFlagsNotValidated(t *testing.T) {
+	paths, err := cluster.Discover(cluster.Paths{})
+	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(paths.BinDir, "vtctld"), "--backup-storage-implementation=file",
+		"--file-backup-storage-root="+t.TempDir(), "--config-file-not-found-handling=ignore", "--port=-1")
+	out, _ := cmd.CombinedOutput()
+	if strings.Contains(string(out), "invalid split plugin flags") {
+		t.Fatalf("vtctld with file storage was stopped by the split storage's flags:\n%s", out)
 	}
 }

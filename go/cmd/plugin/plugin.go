@@ -16,6 +16,10 @@ type Plugin struct {
 	Name          string                  // e.g. "fifo" (engine) or "split" (storage)
 	RegisterFlags func(fs *pflag.FlagSet) // adds the plugin's flags to fs
 	ValidateFlags func() error            // checks the parsed values; nil if none
+	// InUse reports, after flag parsing, whether the process is configured to use the
+	// plugin; ValidateFlags runs only then. nil means always. A storage that is not the
+	// --backup-storage-implementation must not stop a process whose own flags are fine.
+	InUse func() bool
 }
 
 // Install adds the plugins' flags to cmd.Flags() and wraps cmd.PreRunE to validate them.
@@ -42,7 +46,7 @@ func Install(cmd *cobra.Command, plugins ...Plugin) {
 			}
 		}
 		for _, p := range plugins {
-			if p.ValidateFlags == nil {
+			if p.ValidateFlags == nil || p.InUse != nil && !p.InUse() {
 				continue
 			}
 			if err := p.ValidateFlags(); err != nil {

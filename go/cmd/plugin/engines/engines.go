@@ -7,7 +7,8 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
-// All backup engine plugins. To link one in, import its package and add a line here.
+// All backup engine plugins. Their flags are validated whatever the default engine is: a
+// request may pick any engine (vtctldclient Backup --backup-engine). To link one in, import its package and add a line here.
 var All = []plugin.Plugin{
 	{Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags},
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,7 +114,10 @@ func Start(t testing.TB) *Tablet {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = mysqld.Shutdown(ctx, cnf, true, 30*time.Second)
+		if err := mysqld.Shutdown(ctx, cnf, true, 30*time.Second); err != nil {
+			t.Logf("tabletdb: shutdown failed (%v); killing mysqld", err)
+			killByPidFile(cnf.PidFile)
+		}
 		mysqld.Close()
 	})
 	require.NoError(t, mysqld.Init(ctx, cnf, initFile), "mysqlctl Init failed; mysqld log:\n%s", tb.ErrorLog())
@@ -147,6 +151,32 @@ func (tb *Tablet) ErrorLog() string {
 		b = b[len(b)-8<<10:]
 	}
 	return string(b)
+}
+
+// killByPidFile kills the mysqld of the pid file and the mysqld_safe that
+// would restart it, so a failed shutdown leaves no server behind.
+func killByPidFile(pidFile string) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// The parent is field 4, after the parenthesised command name.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+			if f := strings.Fields(string(stat)[i+1:]); len(f) > 1 {
+				if ppid, err := strconv.Atoi(f[1]); err == nil && ppid > 1 {
+					if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid)); strings.Contains(string(comm), "mysqld_safe") {
+						_ = syscall.Kill(ppid, syscall.SIGKILL)
+					}
+				}
+			}
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 func chownTree(root string, uid, gid int) error {

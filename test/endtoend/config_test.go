@@ -1,0 +1,78 @@
+package endtoend
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
+)
+
+// TestExampleFlagFiles checks every config/*.flags file against the built binary it is for:
+// every flag exists and the plugins' startup validation accepts the values.
+func TestExampleFlagFiles(t *testing.T) {
+	paths, err := cluster.Discover(cluster.Paths{})
+	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := cluster.RepoRoot()
+	must(t, err)
+	files, err := filepath.Glob(filepath.Join(root, "config", "*.flags"))
+	must(t, err)
+	if len(files) == 0 {
+		t.Fatal("no config/*.flags files")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			bin, _, _ := strings.Cut(filepath.Base(f), "-")
+			flags := readFlagFile(t, f)
+			// Fail right after flag validation: an unknown topology implementation.
+			args := append(flags, "--config-file-not-found-handling=ignore", "--topo-implementation=none-on-purpose")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(paths.BinDir, bin), args...)
+			cmd.Dir = t.TempDir()
+			out, _ := cmd.CombinedOutput()
+			for _, bad := range []string{"unknown flag", "plugin flags", "invalid argument"} {
+				if strings.Contains(string(out), bad) {
+					t.Fatalf("%s rejects %s (%q):\n%s", bin, filepath.Base(f), bad, lastLines(string(out), 20))
+				}
+			}
+		})
+	}
+}
+
+func readFlagFile(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	var flags []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		flags = append(flags, os.Expand(l, func(string) string { return "example" }))
+	}
+	must(t, sc.Err())
+	return flags
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -34,6 +34,8 @@ INIT_DB_SQL := $(BUILD_DIR)/vitess-$(VITESS_VERSION)/init_db_mariadb.sql
 export VTFIFO_BIN_DIR    := $(BIN_DIR)
 export VTFIFO_TOOLS_DIR  := $(TOOLS_DIR)
 export VTFIFO_INIT_DB_SQL := $(INIT_DB_SQL)
+export VERSITYGW_BIN     := $(TOOLS_DIR)/versitygw
+export FAKE_GCS_BIN      := $(TOOLS_DIR)/fake-gcs-server
 
 .PHONY: help setup system-packages go-modules build tools demo test test-unit test-e2e fuzz clean flags-doc
 

@@ -15,6 +15,33 @@ engine's flags: `docs/fifo-engine.md`; sizing: `docs/operations.md`. Defaults th
 machine (`--fifo-backup-lanes`: the number of CPUs) show the machine the table was generated on.
 
 HDR
+# Allowed values the --help text does not state, from the plugins' Validate functions
+# (go/vt/mysqlctl/splitstorage/config.go, fifobackupengine/flags.go). Keep in sync.
+declare -A allowed=(
+  [--split-storage-backend]='file, s3, gcs'
+  [--split-storage-part-size]='1MiB .. 5GiB'
+  [--split-storage-memory-budget]='>= part-size x (max(upload-concurrency, read-ahead) + 1)'
+  [--split-storage-upload-concurrency]='1 .. 256'
+  [--split-storage-read-ahead]='1 .. 256'
+  [--split-storage-retry-max-attempts]='1 .. 100'
+  [--split-storage-retry-initial-backoff]='> 0'
+  [--split-storage-retry-max-backoff]='>= retry-initial-backoff'
+  [--split-storage-request-timeout]='> 0'
+  [--split-storage-s3-sse]='empty, AES256, aws:kms, aws:kms:dsse'
+  [--split-storage-root]='required with backend file'
+  [--split-storage-s3-bucket]='required with backend s3'
+  [--split-storage-s3-region]='required with backend s3'
+  [--split-storage-gcs-bucket]='required with backend gcs'
+  [--fifo-backup-lanes]='1 .. 64'
+  [--fifo-backup-source]='auto, fifo, stdout'
+  [--fifo-backup-tool-flavor]='empty (detect), xtrabackup, mariabackup'
+  [--fifo-backup-parallel]='1 .. 256'
+  [--fifo-backup-fifo-timeout]='1s .. 1h'
+  [--fifo-backup-read-buffer-size]='0 .. 1GiB; must be 0 with mariabackup'
+  [--fifo-backup-progress-interval]='>= 0 (0 disables)'
+  [--compression-engine-name]='pargzip, pgzip, zstd, lz4, external'
+  [--min-retention-count]='>= 1'
+)
 declare -A seen where
 order=()
 for b in vttablet vtbackup vtctld; do
@@ -27,8 +54,8 @@ for b in vttablet vtbackup vtctld; do
     where[$name]="${where[$name]:-}${where[$name]:+, }$b"
   done < <("$bin/$b" --help 2>&1 | grep -E "$pattern" || true)
 done
-echo "| flag | type | default | binaries | description |"
-echo "|---|---|---|---|---|"
+echo "| flag | type | default | allowed | binaries | description |"
+echo "|---|---|---|---|---|---|"
 for name in "${order[@]}"; do
   line=${seen[$name]}
   rest=$(sed -E 's/^ *--[a-z0-9-]+ *//' <<<"$line")
@@ -48,5 +75,5 @@ for name in "${order[@]}"; do
   fi
   rest=${rest//|/\\|}
   def=${def//|/\\|}
-  printf '| `%s` | %s | %s | %s | %s |\n' "$name" "$type" "${def:+\`$def\`}" "${where[$name]}" "$rest"
+  printf '| `%s` | %s | %s | %s | %s | %s |\n' "$name" "$type" "${def:+\`$def\`}" "${allowed[$name]:-}" "${where[$name]}" "$rest"
 done

@@ -16,3 +16,9 @@ func (s *Storage) PoolForTest(ctx context.Context) (budget, chunk int64) {
 	e, _ := s.env(ctx)
 	return e.pool.budget, e.pool.chunkSize
 }
+
+// PoolHeldForTest reports the bytes of the memory budget reserved now.
+func (s *Storage) PoolHeldForTest(ctx context.Context) int64 {
+	e, _ := s.env(ctx)
+	return e.pool.held.Load()
+}

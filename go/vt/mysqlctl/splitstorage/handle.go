@@ -390,53 +390,64 @@ func (r *fileReader) produce() {
 		case <-r.ctx.Done():
 			return
 		}
+		// Reserve memory here, in part order: a later part must never hold the
+		// memory the part the reader waits for needs.
+		buf, err := newPartBuffer(r.ctx, r.h.e.pool, r.idx.Parts[i].Size)
 		r.started = i + 1
+		if err != nil {
+			r.results[i] <- fetchResult{nil, fmt.Errorf("split storage: %s, part %d: waiting for memory: %w", r.h.where(r.idx.File), i+1, err)}
+			return
+		}
 		go func() {
-			buf, err := r.fetch(i + 1)
+			err := r.fetch(i+1, buf)
+			if err != nil {
+				buf.release()
+				buf = nil
+			}
 			r.results[i] <- fetchResult{buf, err}
 		}()
 	}
 }
 
-func (r *fileReader) fetch(n int) (*partBuffer, error) {
+// fetch downloads part n into buf and verifies it; on error the caller releases buf.
+func (r *fileReader) fetch(n int, buf *partBuffer) error {
 	want := r.idx.Parts[n-1]
 	key := PartKey(r.h.dir, r.h.name, r.idx.File, n)
 	where := fmt.Sprintf("split storage: %s, part %d (%s)", r.h.where(r.idx.File), n, key)
-	buf, err := newPartBuffer(r.ctx, r.h.e.pool, want.Size+1)
-	if err != nil {
-		return nil, fmt.Errorf("%s: waiting for memory: %w", where, err)
-	}
 	start := time.Now()
 	body, err := r.h.e.be.Get(r.ctx, key, 0, -1)
 	if err != nil {
-		buf.release()
 		if errors.Is(err, ErrNotExist) {
-			return nil, fmt.Errorf("%s: part missing: expected %d bytes, found no object: %w", where, want.Size, err)
+			return fmt.Errorf("%s: part missing: expected %d bytes, found no object: %w", where, want.Size, err)
 		}
-		return nil, fmt.Errorf("%s: download: %w", where, err)
+		return fmt.Errorf("%s: download: %w", where, err)
 	}
-	err = buf.readFrom(body, want.Size+1)
+	err = buf.readFrom(body, want.Size)
+	got := buf.size
+	if err == nil && got == want.Size {
+		// One byte more means the object is longer than the index says.
+		var one [1]byte
+		if n, _ := io.ReadFull(body, one[:]); n > 0 {
+			got++
+		}
+	}
 	body.Close()
 	if err != nil {
-		buf.release()
-		return nil, fmt.Errorf("%s: download: %w", where, err)
+		return fmt.Errorf("%s: download: %w", where, err)
 	}
-	if buf.size != want.Size {
-		got := buf.size
-		buf.release()
+	if got != want.Size {
 		more := ""
 		if got > want.Size {
 			more = " or more"
 		}
-		return nil, fmt.Errorf("%s: size mismatch: expected %d bytes, found %d%s", where, want.Size, got, more)
+		return fmt.Errorf("%s: size mismatch: expected %d bytes, found %d%s", where, want.Size, got, more)
 	}
 	if buf.crc != want.CRC32C {
 		got := buf.crc
-		buf.release()
-		return nil, fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, got)
+		return fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, got)
 	}
 	r.h.e.stats.Scope(stats.Operation("Part:Download")).TimedIncrementBytes(int(want.Size), time.Since(start))
-	return buf, nil
+	return nil
 }
 
 // advance drops the part read and waits for the next one; io.EOF at the end.

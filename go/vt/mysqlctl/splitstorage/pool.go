@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -22,6 +23,7 @@ type memPool struct {
 	chunkSize int64
 	budget    int64
 	sem       *semaphore.Weighted
+	held      atomic.Int64 // bytes reserved now
 
 	mu    sync.Mutex
 	free  [][]byte
@@ -47,11 +49,13 @@ func (p *memPool) reserve(ctx context.Context, n int64) (int64, error) {
 	if err := p.sem.Acquire(ctx, n); err != nil {
 		return 0, err
 	}
+	p.held.Add(n)
 	return n, nil
 }
 
 func (p *memPool) unreserve(n int64) {
 	if n > 0 {
+		p.held.Add(-n)
 		p.sem.Release(n)
 	}
 }

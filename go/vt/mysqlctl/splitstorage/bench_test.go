@@ -1,0 +1,150 @@
+package splitstorage_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+// BenchmarkThroughput writes and reads back 2 files of SPLIT_BENCH_FILE_MIB
+// (default 1024) MiB, written by 2 goroutines at once (two engine lanes),
+// against local disk and versitygw, for part sizes 8 MiB .. 1 GiB and upload
+// concurrency 1 .. 16 (read-ahead follows concurrency, capped at 4). Combinations
+// whose budget part-size x (concurrency + 1) exceeds 4.25 GiB are skipped.
+// Reported: write MB/s (the ns/op figure), read MB/s, objects per GiB, peak heap.
+//
+//	go test -run '^$' -bench BenchmarkThroughput -benchtime 1x -timeout 60m ./go/vt/mysqlctl/splitstorage/
+func BenchmarkThroughput(b *testing.B) {
+	fileMiB := int64(1024)
+	if v := os.Getenv("SPLIT_BENCH_FILE_MIB"); v != "" {
+		fmt.Sscan(v, &fileMiB)
+	}
+	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+		b.Run(kind, func(b *testing.B) {
+			srv := splitstoragetest.Start(b, kind)
+			srv.Setenv(b)
+			for _, partMiB := range []int64{8, 16, 64, 256, 1024} {
+				for _, conc := range []int{1, 4, 16} {
+					budget := partMiB << 20 * int64(conc+1)
+					if budget > 4352<<20 {
+						continue
+					}
+					b.Run(fmt.Sprintf("part=%dMiB/conc=%d", partMiB, conc), func(b *testing.B) {
+						c := srv.Config
+						c.PartSize = partMiB << 20
+						c.UploadConcurrency = conc
+						c.ReadAhead = min(conc, 4)
+						c.MemoryBudget = budget
+						c.RequestTimeout = time.Minute
+						s, err := splitstorage.New(c)
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer s.Close()
+						benchOnce(b, s, 2, fileMiB<<20, partMiB<<20)
+					})
+				}
+			}
+		})
+	}
+}
+
+func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize int64) {
+	ctx := context.Background()
+	total := int64(nfiles) * size
+	b.SetBytes(total)
+	var readDur time.Duration
+	var peak uint64
+	for i := 0; b.Loop(); i++ {
+		name := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
+		h := sampleHeap(10 * time.Millisecond)
+		bh, err := s.StartBackup(ctx, "bench/0", name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, nfiles)
+		for f := range nfiles {
+			wg.Go(func() {
+				w, err := bh.AddFile(ctx, fmt.Sprint(f), size)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, err = io.CopyBuffer(w, newGen(uint64(f), size), make([]byte, 1<<20))
+				if cerr := w.Close(); err == nil {
+					err = cerr
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		if err := bh.EndBackup(ctx); err != nil {
+			b.Fatal(err)
+		}
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		if held := s.PoolHeldForTest(ctx); held != 0 {
+			b.Fatalf("%d bytes of the budget still reserved after EndBackup", held)
+		}
+		start := time.Now()
+		rbh := findBackupB(b, s, name)
+		errs = make(chan error, nfiles)
+		for f := range nfiles {
+			wg.Go(func() {
+				r, err := rbh.ReadFile(ctx, fmt.Sprint(f))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer r.Close()
+				_, err = io.Copy(io.Discard, r)
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		readDur += time.Since(start)
+		peak = max(peak, h.Stop())
+		if err := s.RemoveBackup(ctx, "bench/0", name); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total*int64(b.N))/(1<<20)/readDur.Seconds(), "read-MiB/s")
+	b.ReportMetric(float64((1<<30+partSize-1)/partSize), "objects/GiB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+}
+
+func findBackupB(b *testing.B, s *splitstorage.Storage, name string) interface {
+	ReadFile(context.Context, string) (io.ReadCloser, error)
+} {
+	bhs, err := s.ListBackups(context.Background(), "bench/0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bh := range bhs {
+		if bh.Name() == name {
+			return bh
+		}
+	}
+	b.Fatalf("backup %s not listed", name)
+	return nil
+}

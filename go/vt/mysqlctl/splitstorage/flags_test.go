@@ -1,0 +1,101 @@
+package splitstorage_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+func parseFlags(t *testing.T, args ...string) error {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	splitstorage.RegisterFlags(fs)
+	splitstorage.RegisterFlags(fs) // idempotent: a servenv hook and a main may both register
+	return fs.Parse(args)
+}
+
+func TestFlags(t *testing.T) {
+	t.Cleanup(func() { require.NoError(t, parseFlags(t)) }) // back to defaults
+
+	require.NoError(t, parseFlags(t))
+	d := splitstorage.FlagConfig()
+	assert.Equal(t, splitstorage.DefaultConfig().PartSize, d.PartSize)
+	assert.Equal(t, int64(256<<20), d.PartSize)
+	assert.Equal(t, int64(4096), d.ObjectsPerTiB())
+	// defaults fit the budget; only the root is missing
+	err := splitstorage.ValidateFlags()
+	require.Error(t, err)
+	assert.Equal(t, "split backup storage: invalid flags: --split-storage-root must be set when --split-storage-backend=file", err.Error())
+
+	require.NoError(t, parseFlags(t, "--split-storage-root=/tmp/x", "--split-storage-part-size=64MiB", "--split-storage-memory-budget=1GiB"))
+	assert.Equal(t, int64(64<<20), splitstorage.FlagConfig().PartSize)
+	assert.Equal(t, int64(1<<30), splitstorage.FlagConfig().MemoryBudget)
+	require.NoError(t, splitstorage.ValidateFlags())
+
+	for args, want := range map[string]string{
+		"--split-storage-backend=azure":                                                       `--split-storage-backend="azure": allowed values are file, s3, gcs`,
+		"--split-storage-part-size=512KiB --split-storage-root=/x":                            "--split-storage-part-size=512 KiB: must be between 1.0 MiB and 5.0 GiB",
+		"--split-storage-upload-concurrency=0 --split-storage-root=/x":                        "--split-storage-upload-concurrency=0: must be between 1 and 256",
+		"--split-storage-backend=s3":                                                          "--split-storage-s3-bucket must be set",
+		"--split-storage-backend=s3 --split-storage-s3-bucket=b --split-storage-s3-sse=rot13": `--split-storage-s3-sse="rot13": allowed values`,
+		"--split-storage-backend=gcs":                                                         "--split-storage-gcs-bucket must be set",
+		"--split-storage-root=/x --split-storage-memory-budget=256MiB":                        "--split-storage-memory-budget=256 MiB is too small",
+		"--split-storage-root=/x --split-storage-retry-max-attempts=0":                        "--split-storage-retry-max-attempts=0: must be between 1 and 100",
+	} {
+		require.NoError(t, parseFlags(t, strings.Fields(args)...), args)
+		err := splitstorage.ValidateFlags()
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), want, args)
+	}
+	err = parseFlags(t, "--split-storage-part-size=lots")
+	require.ErrorContains(t, err, "split-storage-part-size")
+}
+
+// TestRegisteredStorage uses the "split" storage registered in
+// backupstorage.BackupStorageMap, configured only by flags, and checks it
+// validates lazily on first use.
+func TestRegisteredStorage(t *testing.T) {
+	t.Cleanup(func() { require.NoError(t, parseFlags(t)) })
+	bs, ok := backupstorage.BackupStorageMap["split"]
+	require.True(t, ok)
+	ctx := context.Background()
+
+	require.NoError(t, parseFlags(t, "--split-storage-backend=file", "--split-storage-root=", "--split-storage-part-size=1MiB", "--split-storage-memory-budget=8MiB"))
+	s := bs.WithParams(backupstorage.NoParams())
+	_, err := s.StartBackup(ctx, "ks/0", "x")
+	require.ErrorContains(t, err, "--split-storage-root must be set")
+	require.NoError(t, s.Close())
+
+	srv := splitstoragetest.Local(t)
+	require.NoError(t, parseFlags(t, splitstoragetest.Flags(srv.Config)...))
+	s = bs.WithParams(backupstorage.NoParams())
+	defer s.Close()
+	bh, err := s.StartBackup(ctx, "ks/0", "2026-05-01.flags")
+	require.NoError(t, err)
+	w, err := bh.AddFile(ctx, "MANIFEST", -1)
+	require.NoError(t, err)
+	_, err = w.Write([]byte(`{"BackupMethod":"fifo"}`))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, bh.EndBackup(ctx))
+	bhs, err := s.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	require.Len(t, bhs, 1)
+	r, err := bhs[0].ReadFile(ctx, "MANIFEST")
+	require.NoError(t, err)
+	b, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	assert.Equal(t, `{"BackupMethod":"fifo"}`, string(b))
+}

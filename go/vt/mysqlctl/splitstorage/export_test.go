@@ -22,3 +22,12 @@ func (s *Storage) PoolHeldForTest(ctx context.Context) int64 {
 	e, _ := s.env(ctx)
 	return e.pool.held.Load()
 }
+
+// DropIdlePoolsForTest frees the chunks every idle pool keeps for reuse.
+func DropIdlePoolsForTest() {
+	poolsMu.Lock()
+	defer poolsMu.Unlock()
+	for _, p := range pools {
+		p.dropIdle()
+	}
+}

@@ -97,6 +97,9 @@ func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (
 	if _, dup := h.files[filename]; dup {
 		return nil, fmt.Errorf("split storage: %s: added twice", h.where(filename))
 	}
+	if err := h.e.pool.openWriter(); err != nil {
+		return nil, fmt.Errorf("split storage: %s: %w", h.where(filename), err)
+	}
 	st := &fileState{open: true}
 	h.files[filename] = st
 	fctx, cancel := context.WithCancel(ctx)
@@ -283,6 +286,7 @@ func (w *fileWriter) Close() error {
 	w.closed = true
 	err := w.finish()
 	w.cancel()
+	w.h.e.pool.closeWriter()
 	w.h.mu.Lock()
 	w.st.open = false
 	w.st.err = err

@@ -25,6 +25,12 @@ type memPool struct {
 	sem       *semaphore.Weighted
 	held      atomic.Int64 // bytes reserved now
 
+	// writers counts files open for writing: each may hold a part that is
+	// filling, so more of them than parts fit in the budget could wait on
+	// each other forever (see openWriter).
+	writers  atomic.Int64
+	partSize int64
+
 	mu    sync.Mutex
 	free  [][]byte
 	inUse int64
@@ -35,8 +41,24 @@ const poolIdleTrim = 30 * time.Second
 
 func newMemPool(budget, partSize int64) *memPool {
 	chunk := min(partSize, 8<<20)
-	return &memPool{chunkSize: chunk, budget: budget, sem: semaphore.NewWeighted(budget)}
+	return &memPool{chunkSize: chunk, budget: budget, partSize: partSize, sem: semaphore.NewWeighted(budget)}
 }
+
+// openWriter admits one more file open for writing, or refuses it up front
+// when every open file could not hold one filling part at the same time: a
+// writer that waits for memory held by the half-filled parts of the others,
+// while they wait for it (a lane splitter feeds the emptiest lane first),
+// would wait forever.
+func (p *memPool) openWriter() error {
+	parts := p.budget / p.partSize
+	if n := p.writers.Add(1); n > parts {
+		p.writers.Add(-1)
+		return fmt.Errorf("%d files open for writing at once, but --split-storage-memory-budget (%d bytes) holds only %d parts of --split-storage-part-size (%d bytes): raise the budget, lower the part size, or write fewer files at once (for the fifo engine, --fifo-backup-lanes)", n, p.budget, parts, p.partSize)
+	}
+	return nil
+}
+
+func (p *memPool) closeWriter() { p.writers.Add(-1) }
 
 // reserve takes n bytes (rounded up to whole chunks) of the budget, waiting
 // until they are free. A part reserves its full size before it takes any

@@ -85,9 +85,6 @@ func Extract(ctx context.Context, dir string, lanes []io.Reader, opts ExtractOpt
 	if len(lanes) == 0 {
 		return ExtractStats{}, errors.New("xbstream.Extract: no lanes")
 	}
-	if opts.MaxOpenFiles <= 0 {
-		opts.MaxOpenFiles = 256
-	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return ExtractStats{}, err
 	}
@@ -95,14 +92,27 @@ func Extract(ctx context.Context, dir string, lanes []io.Reader, opts ExtractOpt
 	if err != nil {
 		return ExtractStats{}, err
 	}
-	e := &extractor{
+	return newExtractor(root, opts, len(lanes)).run(ctx, lanes)
+}
+
+// newExtractor returns an extractor writing under root; a nil root checks
+// everything Extract checks and writes nothing (Verify).
+func newExtractor(root *os.Root, opts ExtractOptions, n int) *extractor {
+	if opts.MaxOpenFiles <= 0 {
+		opts.MaxOpenFiles = 256
+	}
+	return &extractor{
 		root:  root,
 		opts:  opts,
-		n:     len(lanes),
+		n:     n,
 		files: map[string]*fileState{},
 		lru:   list.New(),
-		lanes: make([]laneState, len(lanes)),
+		lanes: make([]laneState, n),
 	}
+}
+
+// run reads the lanes concurrently and applies every chunk (see Extract).
+func (e *extractor) run(ctx context.Context, lanes []io.Reader) (ExtractStats, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -126,7 +136,7 @@ func Extract(ctx context.Context, dir string, lanes []io.Reader, opts ExtractOpt
 		e.shutdown()
 		return e.stats(), err
 	}
-	err = e.finish()
+	err := e.finish()
 	if cerr := e.shutdown(); err == nil {
 		err = cerr
 	}
@@ -437,6 +447,10 @@ func (e *extractor) writeAt(lane int, f *os.File, b []byte, off int64) error {
 	if len(b) == 0 {
 		return nil
 	}
+	if f == nil { // Verify
+		e.bytes.Add(int64(len(b)))
+		return nil
+	}
 	e.wmu.RLock()
 	defer e.wmu.RUnlock()
 	if e.closed {
@@ -488,6 +502,15 @@ func (fs *fileState) insert(off, end, seq uint64) error {
 // parents) on first use; handles are cached across lanes, least recently used
 // evicted beyond MaxOpenFiles.
 func (e *extractor) withFile(fs *fileState, fn func(*os.File) error) error {
+	if e.root == nil { // Verify: count the file once, write nothing
+		fs.mu.Lock()
+		if !fs.created {
+			fs.created = true
+			e.nFiles.Add(1)
+		}
+		fs.mu.Unlock()
+		return fn(nil)
+	}
 	e.cmu.Lock()
 	if e.closed {
 		e.cmu.Unlock()
@@ -645,7 +668,12 @@ func (e *extractor) finish() error {
 		}
 		if fs.sparse && fs.size > fs.dataEnd {
 			// A trailing hole: extend the file (xbstream writes a last zero byte).
-			if err := e.withFile(fs, func(f *os.File) error { return f.Truncate(int64(fs.size)) }); err != nil {
+			if err := e.withFile(fs, func(f *os.File) error {
+				if f == nil { // Verify
+					return nil
+				}
+				return f.Truncate(int64(fs.size))
+			}); err != nil {
 				return fmt.Errorf("%s: %w", p, err)
 			}
 		}
@@ -692,7 +720,9 @@ func (e *extractor) shutdown() error {
 	e.cmu.Unlock()
 	e.wmu.Unlock()
 	e.closeAll(fs)
-	_ = e.root.Close()
+	if e.root != nil {
+		_ = e.root.Close()
+	}
 	e.cmu.Lock()
 	defer e.cmu.Unlock()
 	return e.closeErr

@@ -155,6 +155,9 @@ func runFlows(t *testing.T, sb storageBackend) {
 		before, err := c.GetBackups(ctx)
 		must(t, err)
 		vo := cluster.VtbackupOptions{Engine: engineFor(c, engine), MinRetentionCount: 2, MinRetentionTime: time.Second}
+		// The second run is kept alive after its prune so its /debug/vars can be read.
+		vo2 := vo
+		vo2.Vars = true
 		must(t, r.AddRows(ctx, 500))
 		_, err = c.RunVtbackup(ctx, vo)
 		must(t, err)
@@ -168,8 +171,10 @@ func runFlows(t *testing.T, sb storageBackend) {
 		must(t, r.AddRows(ctx, 500))
 		want, err := r.Checksums(ctx)
 		must(t, err)
-		_, err = c.RunVtbackup(ctx, vo)
+		res, err := c.RunVtbackup(ctx, vo2)
 		must(t, err)
+		checkVarsStats(t, "vtbackup", res.Vars, "Restore", engineStats(engine), sb)
+		checkVarsStats(t, "vtbackup", res.Vars, "Backup", engineStats(engine), sb)
 		second, err := c.GetBackups(ctx)
 		must(t, err)
 		// --min-retention-count=2: the newest two remain, everything older than 1s is pruned.
@@ -279,6 +284,12 @@ func checkStats(ctx context.Context, t *testing.T, tab *cluster.Tablet, op strin
 	t.Helper()
 	vars, err := tab.DebugVars(ctx)
 	must(t, err)
+	checkVarsStats(t, tab.Alias, vars, op, e, sb)
+}
+
+// checkVarsStats checks one process's /debug/vars (see checkStats).
+func checkVarsStats(t *testing.T, who string, vars map[string]json.RawMessage, op string, e statsEngine, sb storageBackend) {
+	t.Helper()
 	stats, err := cluster.BackupStats(vars, op)
 	must(t, err)
 	has := func(component, impl string) bool {
@@ -290,19 +301,19 @@ func checkStats(ctx context.Context, t *testing.T, tab *cluster.Tablet, op strin
 		return false
 	}
 	if !has("BackupStorage", sb.impl) {
-		t.Errorf("%s /debug/vars: no %sBytes/%sDurationNanoseconds with labels BackupStorage.%s\n%s", tab.Alias, op, op, sb.impl, cluster.FormatStats(op, stats))
+		t.Errorf("%s /debug/vars: no %sBytes/%sDurationNanoseconds with labels BackupStorage.%s\n%s", who, op, op, sb.impl, cluster.FormatStats(op, stats))
 	}
 	if e.emits && !has("BackupEngine", e.label) {
-		t.Errorf("%s /debug/vars: no %sBytes/%sDurationNanoseconds with labels BackupEngine.%s\n%s", tab.Alias, op, op, e.label, cluster.FormatStats(op, stats))
+		t.Errorf("%s /debug/vars: no %sBytes/%sDurationNanoseconds with labels BackupEngine.%s\n%s", who, op, op, e.label, cluster.FormatStats(op, stats))
 	}
 	for _, fam := range []string{"Bytes", "DurationNanoseconds"} {
 		var m map[string]int64
 		if err := json.Unmarshal(vars[op+fam], &m); err != nil || len(m) == 0 {
-			t.Errorf("%s /debug/vars: %s%s missing or empty", tab.Alias, op, fam)
+			t.Errorf("%s /debug/vars: %s%s missing or empty", who, op, fam)
 		}
 	}
 	if t.Failed() {
 		return
 	}
-	t.Logf("%s", cluster.FormatStats(fmt.Sprintf("%s stats on %s", op, tab.Alias), stats))
+	t.Logf("%s", cluster.FormatStats(fmt.Sprintf("%s stats on %s", op, who), stats))
 }

@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 )
 
@@ -40,18 +43,28 @@ type VtbackupOptions struct {
 	MinRetentionCount int           // --min-retention-count
 	MinRetentionTime  time.Duration // --min-retention-time (0: Vitess's default)
 	Extra             []string
+	// Vars, when true, keeps vtbackup alive after its backup and prune
+	// (--keep-alive-timeout) long enough to read its /debug/vars, then stops it.
+	Vars bool
+}
+
+// VtbackupResult is what a vtbackup run left behind.
+type VtbackupResult struct {
+	Output string
+	Vars   map[string]json.RawMessage // /debug/vars after the backup (with Vars)
 }
 
 // RunVtbackup runs vtbackup to completion: it restores the latest backup into its own
 // mysqld, catches up from the shard primary, takes a new backup and prunes old ones.
-func (c *Cluster) RunVtbackup(ctx context.Context, o VtbackupOptions) (string, error) {
+func (c *Cluster) RunVtbackup(ctx context.Context, o VtbackupOptions) (VtbackupResult, error) {
+	var res VtbackupResult
 	mysqlPort, err := FreePort()
 	if err != nil {
-		return "", err
+		return res, err
 	}
 	httpPort, err := FreePort()
 	if err != nil {
-		return "", err
+		return res, err
 	}
 	args := append([]string{}, c.TopoFlags()...)
 	args = append(args,
@@ -74,5 +87,35 @@ func (c *Cluster) RunVtbackup(ctx context.Context, o VtbackupOptions) (string, e
 	args = append(args, o.Engine.Flags...)
 	args = append(args, c.Storage.Flags...)
 	args = append(args, o.Extra...)
-	return c.run(ctx, "vtbackup", nil, c.Bin("vtbackup"), args...)
+	if !o.Vars {
+		res.Output, err = c.run(ctx, "vtbackup", nil, c.Bin("vtbackup"), args...)
+		return res, err
+	}
+	args = append(args, "--keep-alive-timeout=10m")
+	p, err := c.start("vtbackup", nil, c.Bin("vtbackup"), args...)
+	if err != nil {
+		return res, err
+	}
+	defer p.Stop(30 * time.Second)
+	const done = "Backup was successful, waiting"
+	err = waitFor(ctx, 15*time.Minute, "vtbackup to finish its backup", func() (bool, error) {
+		if strings.Contains(readFileString(p.LogPath), done) {
+			return true, nil
+		}
+		if exited, werr := p.Exited(); exited {
+			return false, fatal(fmt.Errorf("vtbackup exited before finishing: %v", werr))
+		}
+		return false, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("%w\nlast lines of %s:\n%s", err, p.LogPath, p.Tail(4000))
+	}
+	res.Vars, err = fetchVars(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/vars", httpPort))
+	res.Output = readFileString(p.LogPath)
+	return res, err
+}
+
+func readFileString(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }

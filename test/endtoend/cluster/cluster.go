@@ -289,7 +289,7 @@ func (c *Cluster) StartVtctld(ctx context.Context) error {
 func (c *Cluster) waitHTTP(ctx context.Context, p *Proc, url string, timeout time.Duration) error {
 	err := waitFor(ctx, timeout, p.Name+" at "+url, func() (bool, error) {
 		if done, werr := p.Exited(); done {
-			return false, fmt.Errorf("%s exited: %v", p.Name, werr)
+			return false, fatal(fmt.Errorf("%s exited: %v", p.Name, werr))
 		}
 		resp, err := http.Get(url)
 		if err != nil {

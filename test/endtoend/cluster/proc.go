@@ -177,7 +177,16 @@ var (
 	usedPorts = map[int]bool{}
 )
 
-// waitFor polls cond until it returns true, an error, or ctx/timeout expire.
+// stopWaiting wraps an error that makes waitFor give up at once (a process exited).
+type stopWaiting struct{ error }
+
+func (s stopWaiting) Unwrap() error { return s.error }
+
+// fatal marks err as one that ends a waitFor immediately.
+func fatal(err error) error { return stopWaiting{err} }
+
+// waitFor polls cond until it returns true, ctx/timeout expire, or cond returns an error
+// made with fatal. Other errors are remembered and reported on timeout.
 func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -186,6 +195,10 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		ok, err := cond()
 		if ok {
 			return nil
+		}
+		var stop stopWaiting
+		if errors.As(err, &stop) {
+			return fmt.Errorf("waiting for %s: %w", what, stop.error)
 		}
 		if err != nil {
 			last = err

@@ -150,7 +150,7 @@ func (t *Tablet) WaitForType(ctx context.Context, want string, timeout time.Dura
 	err := waitFor(ctx, timeout, t.Alias+" to be "+want, func() (bool, error) {
 		if t.Vttablet != nil {
 			if done, werr := t.Vttablet.Exited(); done {
-				return false, fmt.Errorf("vttablet exited: %v", werr)
+				return false, fatal(fmt.Errorf("vttablet exited: %v", werr))
 			}
 		}
 		typ, err := t.Type(ctx)

@@ -190,8 +190,12 @@ func reachableByOthers(path string) bool {
 		return false
 	}
 	st, err := os.Stat(abs)
-	if err != nil || st.Mode().Perm()&0o005 != 0o005 && st.Mode().Perm()&0o001 == 0 {
+	if err != nil {
 		return false
+	}
+	perm := st.Mode().Perm()
+	if perm&0o004 == 0 || perm&0o100 != 0 && perm&0o001 == 0 {
+		return false // others cannot read it, or cannot run an executable
 	}
 	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
 		st, err := os.Stat(dir)

@@ -346,12 +346,9 @@ func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, 
 		return nil, fmt.Errorf("split storage: %s: reading index: %w", h.where(filename), err)
 	}
 	h.e.stats.Scope(stats.Operation("Index:Read")).TimedIncrementBytes(len(doc), time.Since(start))
-	var idx Index
-	if err := json.Unmarshal(doc, &idx); err != nil {
-		return nil, fmt.Errorf("split storage: %s: corrupt index %s: %w", h.where(filename), key, err)
-	}
-	if idx.File != filename || idx.Backup != h.dir+"/"+h.name {
-		return nil, fmt.Errorf("split storage: %s: index %s is for %s, file %s", h.where(filename), key, idx.Backup, idx.File)
+	idx, err := ParseIndex(doc, h.dir, h.name, filename)
+	if err != nil {
+		return nil, fmt.Errorf("split storage: %s: index %s: %w", h.where(filename), key, err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	r := &fileReader{h: h, idx: idx, ctx: rctx, cancel: cancel,

@@ -1,0 +1,89 @@
+package splitstorage
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// ParseIndex decodes a file's part index (<file>.index) and checks that it is
+// one this storage could have written for file of backup dir/name: version 1,
+// the backup and file names, a part size within limits, every part but the
+// last exactly part_size bytes, the last 1..part_size bytes, and a total that
+// is the sum of the parts. A hand-edited or damaged index fails here, naming
+// what is inconsistent, before any part is fetched.
+func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
+	var idx Index
+	if err := strictJSON(doc, &idx); err != nil {
+		return Index{}, fmt.Errorf("corrupt index: %w", err)
+	}
+	if idx.Version != 1 {
+		return Index{}, fmt.Errorf("corrupt index: version %d, want 1", idx.Version)
+	}
+	if idx.File != file || idx.Backup != dir+"/"+name {
+		return Index{}, fmt.Errorf("index is for %s, file %s", idx.Backup, idx.File)
+	}
+	if idx.PartSize < 1 || idx.PartSize > MaxPartSize {
+		return Index{}, fmt.Errorf("corrupt index: part_size %d out of range 1..%d", idx.PartSize, int64(MaxPartSize))
+	}
+	if len(idx.Parts) > MaxParts {
+		return Index{}, fmt.Errorf("corrupt index: %d parts, at most %d", len(idx.Parts), MaxParts)
+	}
+	var sum int64
+	for i, p := range idx.Parts {
+		last := i == len(idx.Parts)-1
+		switch {
+		case p.Size < 1 || p.Size > idx.PartSize:
+			return Index{}, fmt.Errorf("corrupt index: part %d has size %d, want 1..%d", i+1, p.Size, idx.PartSize)
+		case !last && p.Size != idx.PartSize:
+			return Index{}, fmt.Errorf("corrupt index: part %d of %d has size %d, want the part size %d", i+1, len(idx.Parts), p.Size, idx.PartSize)
+		}
+		sum += p.Size
+	}
+	if sum != idx.Size {
+		return Index{}, fmt.Errorf("corrupt index: size %d but its parts add up to %d", idx.Size, sum)
+	}
+	return idx, nil
+}
+
+// ParseComplete decodes a backup's completion marker (.complete) and checks
+// it names backup dir/name and lists valid, distinct file names.
+func ParseComplete(doc []byte, dir, name string) (Complete, error) {
+	var c Complete
+	if err := strictJSON(doc, &c); err != nil {
+		return Complete{}, fmt.Errorf("corrupt completion marker: %w", err)
+	}
+	if c.Version != 1 {
+		return Complete{}, fmt.Errorf("corrupt completion marker: version %d, want 1", c.Version)
+	}
+	if c.Backup != dir+"/"+name {
+		return Complete{}, fmt.Errorf("completion marker is for backup %s", c.Backup)
+	}
+	if c.Bytes < 0 || c.Parts < 0 || c.Parts > MaxParts*len(c.Files) {
+		return Complete{}, fmt.Errorf("corrupt completion marker: %d bytes in %d parts", c.Bytes, c.Parts)
+	}
+	seen := map[string]bool{}
+	for _, f := range c.Files {
+		if err := checkName("file name", f, false); err != nil {
+			return Complete{}, fmt.Errorf("corrupt completion marker: %w", err)
+		}
+		if seen[f] {
+			return Complete{}, fmt.Errorf("corrupt completion marker: file %q listed twice", f)
+		}
+		seen[f] = true
+	}
+	return c, nil
+}
+
+// strictJSON decodes one JSON object into v; trailing data is an error.
+// Unknown fields are allowed (a later version may add some).
+func strictJSON(doc []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON object")
+	}
+	return nil
+}

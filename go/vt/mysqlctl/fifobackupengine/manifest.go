@@ -3,8 +3,8 @@ package fifobackupengine
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +20,9 @@ import (
 
 // manifestFileName is the file Vitess reads to find the engine of a backup.
 const manifestFileName = "MANIFEST"
+
+// maxManifestBytes bounds what is read of a MANIFEST (a real one is a few KiB).
+const maxManifestBytes = 16 << 20
 
 // Manifest is Vitess's BackupManifest plus what this engine needs to restore
 // and what an operator wants to know about a backup.
@@ -73,15 +76,18 @@ func readManifest(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest
 		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
 	}
 	defer r.Close()
-	var m Manifest
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&m); err != nil {
-		return nil, vterrors.Wrapf(err, "backup %s: cannot decode MANIFEST", bh.Name())
+	doc, err := io.ReadAll(io.LimitReader(r, maxManifestBytes+1))
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
 	}
-	if err := m.check(); err != nil {
+	if len(doc) > maxManifestBytes {
+		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: MANIFEST is larger than %d bytes", bh.Name(), maxManifestBytes)
+	}
+	m, err := ParseManifest(doc)
+	if err != nil {
 		return nil, vterrors.Wrapf(err, "backup %s: MANIFEST", bh.Name())
 	}
-	return &m, nil
+	return m, nil
 }
 
 // check rejects a MANIFEST that could not have been written by this engine,

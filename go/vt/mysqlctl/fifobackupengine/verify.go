@@ -1,0 +1,190 @@
+package fifobackupengine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// ManifestFileName is the name of the MANIFEST file in a backup.
+const ManifestFileName = manifestFileName
+
+// ParseManifest decodes a MANIFEST and runs the checks restore runs before
+// it touches anything: the engine, lane names and count, source and tool
+// flavor (Manifest.check), and that the byte counts and the compression
+// fields agree with each other. A hand-edited MANIFEST fails here.
+func ParseManifest(doc []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if err := dec.Decode(&m); err != nil {
+		return nil, vterrors.Wrap(err, "cannot decode MANIFEST")
+	}
+	if dec.More() {
+		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "MANIFEST has data after its JSON object")
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	if err := m.checkConsistency(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// checkConsistency checks what Manifest.check does not: totals are the sums
+// over the lanes, no count is negative, the compression fields agree.
+func (m *Manifest) checkConsistency() error {
+	bad := func(format string, args ...any) error {
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, format, args...)
+	}
+	var raw, stored int64
+	for i, l := range m.Lanes {
+		if l.RawBytes < 0 || l.StoredBytes < 0 || l.Chunks < 0 {
+			return bad("lane %d (%s) has a negative byte or chunk count", i, l.File)
+		}
+		raw += l.RawBytes
+		stored += l.StoredBytes
+	}
+	if raw != m.RawBytes || stored != m.StoredBytes {
+		return bad("RawBytes %d / StoredBytes %d are not the sums over the lanes (%d / %d)", m.RawBytes, m.StoredBytes, raw, stored)
+	}
+	if !m.Compressed {
+		if m.CompressionExtension != "" {
+			return bad("not compressed but CompressionExtension is %q", m.CompressionExtension)
+		}
+		return nil
+	}
+	c := CompressionConfig{Enabled: true, Engine: m.CompressionEngine, ExternalExtension: m.CompressionExtension}
+	switch m.CompressionEngine {
+	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor, mysqlctl.ExternalCompressor:
+	default:
+		return bad("unknown CompressionEngine %q", m.CompressionEngine)
+	}
+	if ext := c.Extension(); ext != m.CompressionExtension {
+		return bad("CompressionEngine %s writes %q files, CompressionExtension says %q", m.CompressionEngine, ext, m.CompressionExtension)
+	}
+	return nil
+}
+
+// CompressionFromFlags is the decompression configuration Vitess's flags
+// give (--external-decompressor, --external-decompressor-use-manifest, ...),
+// as a restore in this process would use it.
+func CompressionFromFlags() CompressionConfig { return compressionFromFlags() }
+
+// VerifyOptions configures Verify.
+type VerifyOptions struct {
+	// Compression is the local decompressor configuration (as restore uses
+	// it: an external decompressor comes from here, or from the MANIFEST
+	// when UseManifestDecompressor is set).
+	Compression CompressionConfig
+	// OnRead is called with the stored bytes read from a lane (progress);
+	// called from the lanes' goroutines.
+	OnRead func(lane int, n int)
+	Logger logutil.Logger
+}
+
+// VerifyReport is what Verify read.
+type VerifyReport struct {
+	Manifest *Manifest
+	// Files and Bytes are the files and payload bytes a restore would write.
+	Files int
+	Bytes int64
+	// Lanes are the uncompressed stream bytes and chunks read per lane.
+	Lanes []xbstream.LaneStats
+}
+
+// Verify reads a backup as restore does and writes nothing: the MANIFEST
+// (ParseManifest), every lane through the storage (which checks its own
+// checksums) and the decompressor, and every xbstream chunk through
+// xbstream.Verify (CRC32 of every payload, sequence completeness, gaps and
+// overlaps per file, paths), then checks each lane's length against the
+// MANIFEST. Errors name the backup, the lane and its file, the stream offset
+// and the path, as restore's do.
+func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptions) (VerifyReport, error) {
+	if opts.Logger == nil {
+		opts.Logger = logutil.NewConsoleLogger()
+	}
+	var rep VerifyReport
+	m, err := readManifest(ctx, bh)
+	if err != nil {
+		return rep, err
+	}
+	rep.Manifest = m
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	n := len(m.Lanes)
+	closers := make([]io.Closer, 0, 2*n)
+	var cmu sync.Mutex
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i].Close()
+		}
+	}()
+	readers := make([]io.Reader, n)
+	var g errgroup.Group
+	for i, lane := range m.Lanes {
+		g.Go(func() error {
+			src, err := bh.ReadFile(ctx, lane.File)
+			if err != nil {
+				return vterrors.Wrapf(err, "backup %s: lane %d (%s): cannot open", bh.Name(), i, lane.File)
+			}
+			cmu.Lock()
+			closers = append(closers, src)
+			cmu.Unlock()
+			var in io.Reader = src
+			if opts.OnRead != nil {
+				in = &countingReader{r: src, f: func(k int) { opts.OnRead(i, k) }}
+			}
+			dec, err := newDecompressor(ctx, m, opts.Compression, in, opts.Logger)
+			if err != nil {
+				return vterrors.Wrapf(err, "backup %s: lane %d (%s)", bh.Name(), i, lane.File)
+			}
+			cmu.Lock()
+			closers = append(closers, dec)
+			cmu.Unlock()
+			readers[i] = dec
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return rep, err
+	}
+	st, err := xbstream.Verify(ctx, readers, xbstream.ExtractOptions{})
+	rep.Files, rep.Bytes, rep.Lanes = st.Files, st.Bytes, st.Lanes
+	if err != nil {
+		return rep, vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m))
+	}
+	for i, ls := range st.Lanes {
+		if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
+			return rep, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes)
+		}
+	}
+	return rep, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	f func(int)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.f(n)
+	}
+	return n, err
+}

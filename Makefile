@@ -111,7 +111,13 @@ test-e2e: setup tools
 
 # Fuzz targets: one "package:FuzzName" per entry. Go runs one fuzz target per invocation.
 # >>> FUZZ TARGETS (owners of go/xbstream and the plugins: add yours here) <<<
-FUZZ_TARGETS ?=
+FUZZ_TARGETS ?= \
+	./go/xbstream:FuzzReader \
+	./go/xbstream:FuzzExtract \
+	./go/xbstream:FuzzVerify \
+	./go/vt/mysqlctl/splitstorage:FuzzIndex \
+	./go/vt/mysqlctl/splitstorage:FuzzComplete \
+	./go/vt/mysqlctl/fifobackupengine:FuzzManifest
 # <<< FUZZ TARGETS >>>
 fuzz:
 	@set -e; if [ -z "$(strip $(FUZZ_TARGETS))" ]; then echo "no fuzz targets listed in the Makefile yet"; fi; \

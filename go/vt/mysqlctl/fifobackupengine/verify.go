@@ -93,7 +93,9 @@ type VerifyOptions struct {
 	// OnRead is called with the stored bytes read from a lane (progress);
 	// called from the lanes' goroutines.
 	OnRead func(lane int, n int)
-	Logger logutil.Logger
+	// OnManifest, if set, is called once the MANIFEST is read and checked.
+	OnManifest func(*Manifest)
+	Logger     logutil.Logger
 }
 
 // VerifyReport is what Verify read.
@@ -123,6 +125,9 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		return rep, err
 	}
 	rep.Manifest = m
+	if opts.OnManifest != nil {
+		opts.OnManifest(m)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/servenv"
+
+	// The storages vttablet links, so their flags and names are the same.
+	_ "vitess.io/vitess/go/vt/mysqlctl/azblobbackupstorage"
+	_ "vitess.io/vitess/go/vt/mysqlctl/cephbackupstorage"
+	_ "vitess.io/vitess/go/vt/mysqlctl/filebackupstorage"
+	_ "vitess.io/vitess/go/vt/mysqlctl/gcsbackupstorage"
+	_ "vitess.io/vitess/go/vt/mysqlctl/s3backupstorage"
+
+	// The engine (its MANIFEST and decompressors) and the split storage.
+	_ "github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// vttabletFlagPrefixes select, from vttablet's own flag set, the flags that
+// say where backups are and how to decompress them: the same names, the same
+// variables, so a vttablet flag file's storage lines work here unchanged.
+var vttabletFlagPrefixes = []string{
+	"backup-storage-", // --backup-storage-implementation, -compress, -block-size, -number-blocks
+	"file-backup-storage-",
+	"s3-backup-",
+	"gcs-backup-storage-",
+	"azblob-backup-",
+	"ceph-backup-storage-",
+	"split-storage-",
+	"compression-engine-name",
+	"external-decompressor",
+	"manifest-external-decompressor",
+}
+
+type options struct {
+	keyspace, shard, backupDir string
+	backup                     string
+	sample                     string
+	samplePct                  float64
+	seed                       int64
+	progress                   string
+	progressInterval           time.Duration
+	concurrency                int
+	timeout                    time.Duration
+
+	listIncomplete   bool
+	removeIncomplete bool
+	minAge           time.Duration
+}
+
+func registerFlags(fs *pflag.FlagSet) *options {
+	o := &options{}
+	vt := servenv.GetFlagSetFor("vttablet")
+	vt.VisitAll(func(f *pflag.Flag) {
+		for _, p := range vttabletFlagPrefixes {
+			if strings.HasPrefix(f.Name, p) && fs.Lookup(f.Name) == nil {
+				fs.AddFlag(f)
+			}
+		}
+	})
+	fs.StringVar(&o.keyspace, "keyspace", "", "keyspace of the backups (with --shard)")
+	fs.StringVar(&o.shard, "shard", "", "shard of the backups (with --keyspace)")
+	fs.StringVar(&o.backupDir, "backup-dir", "", "backup directory in the storage (keyspace/shard), instead of --keyspace and --shard")
+	fs.StringVar(&o.backup, "backup", "", "name of the backup to check (as GetBackups lists it); empty checks the latest complete one")
+	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
+	fs.Int64Var(&o.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
+	fs.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (on a terminal), always, never")
+	fs.DurationVar(&o.progressInterval, "progress-interval", 10*time.Second, "how often progress is printed when stderr is not a terminal (with --progress=always)")
+	fs.IntVar(&o.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
+	fs.BoolVar(&o.listIncomplete, "list-incomplete", false, "list the backups that were started and never completed (split storage), then exit")
+	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups that were started and never completed, and started more than --incomplete-min-age ago (split storage), then exit")
+	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups started at least this long ago (a backup still running is incomplete too)")
+	return o
+}
+
+func (o *options) dir() string {
+	if o.backupDir != "" {
+		return o.backupDir
+	}
+	return mysqlctl.GetBackupDir(o.keyspace, o.shard)
+}
+
+func (o *options) validate() error {
+	bad := func(flag, value, allowed string) error {
+		return fmt.Errorf("invalid value %q for --%s: allowed values are %s", value, flag, allowed)
+	}
+	switch {
+	case o.backupDir != "" && (o.keyspace != "" || o.shard != ""):
+		return fmt.Errorf("--backup-dir and --keyspace/--shard are exclusive: give one")
+	case o.backupDir == "" && (o.keyspace == "" || o.shard == ""):
+		return fmt.Errorf("--keyspace and --shard (or --backup-dir) are required")
+	}
+	if strings.Contains(o.dir(), "..") || strings.HasPrefix(o.dir(), "/") {
+		return bad("backup-dir", o.dir(), "a keyspace/shard path without '..' or a leading '/'")
+	}
+	if o.backup != "" && (strings.ContainsAny(o.backup, "/\\\x00") || strings.HasPrefix(o.backup, ".")) {
+		return bad("backup", o.backup, "a backup name as GetBackups lists it (no '/', not starting with '.')")
+	}
+	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.sample), "%"), 64)
+	if err != nil || pct <= 0 || pct > 100 {
+		return bad("sample", o.sample, "a percentage in (0%, 100%], e.g. 5%")
+	}
+	o.samplePct = pct
+	switch o.progress {
+	case "auto", "always", "never":
+	default:
+		return bad("progress", o.progress, "auto, always, never")
+	}
+	if o.progressInterval < 100*time.Millisecond {
+		return bad("progress-interval", o.progressInterval.String(), "100ms or more")
+	}
+	if o.concurrency < 1 || o.concurrency > 64 {
+		return bad("concurrency", strconv.Itoa(o.concurrency), "1..64")
+	}
+	if o.timeout < 0 {
+		return bad("timeout", o.timeout.String(), "0 (no limit) or a positive duration")
+	}
+	if o.minAge < 0 {
+		return bad("incomplete-min-age", o.minAge.String(), "a duration >= 0")
+	}
+	if o.listIncomplete && o.removeIncomplete {
+		return fmt.Errorf("--list-incomplete and --remove-incomplete are exclusive")
+	}
+	impl := backupstorage.BackupStorageImplementation
+	if impl == "" {
+		return fmt.Errorf("--backup-storage-implementation is required (the storage vttablet uses, e.g. split, file, s3, gcs)")
+	}
+	if _, ok := backupstorage.BackupStorageMap[impl]; !ok {
+		var names []string
+		for n := range backupstorage.BackupStorageMap {
+			names = append(names, n)
+		}
+		return bad("backup-storage-implementation", impl, strings.Join(sortStrings(names), ", "))
+	}
+	if impl == splitstorage.Name {
+		if err := splitstorage.ValidateFlags(); err != nil {
+			return err
+		}
+	} else if o.samplePct < 100 || o.listIncomplete || o.removeIncomplete {
+		return fmt.Errorf("--sample below 100%%, --list-incomplete and --remove-incomplete need --backup-storage-implementation=split (it is %s)", impl)
+	}
+	return nil
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dustin/go-humanize"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+
+	logutilpb "vitess.io/vitess/go/vt/proto/logutil"
+)
+
+func sortStrings(s []string) []string { sort.Strings(s); return s }
+
+func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	base, err := backupstorage.GetBackupStorage()
+	if err != nil {
+		fmt.Fprintf(stderr, "fifoverify: %v\n", err)
+		return 1
+	}
+	logger := logutil.NewCallbackLogger(func(ev *logutilpb.Event) {
+		fmt.Fprintf(stderr, "%s\n", logutil.EventString(ev))
+	})
+	bs := base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()})
+	defer bs.Close()
+	dir := o.dir()
+
+	if o.listIncomplete || o.removeIncomplete {
+		return o.incomplete(ctx, bs, dir, stdout, stderr)
+	}
+
+	bhs, err := bs.ListBackups(ctx, dir)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
+		return 1
+	}
+	var bh backupstorage.BackupHandle
+	if o.backup == "" {
+		if len(bhs) == 0 {
+			fmt.Fprintf(stdout, "FAIL: no complete backup in %s\n", dir)
+			return 1
+		}
+		bh = bhs[len(bhs)-1]
+	} else {
+		for _, h := range bhs {
+			if h.Name() == o.backup {
+				bh = h
+			}
+		}
+		if bh == nil {
+			fmt.Fprintf(stdout, "FAIL: backup %s/%s: %s\n", dir, o.backup, o.whyMissing(ctx, bs, dir))
+			return 1
+		}
+	}
+	where := dir + "/" + bh.Name()
+	fmt.Fprintf(stderr, "fifoverify: checking backup %s (%s storage)\n", where, backupstorage.BackupStorageImplementation)
+
+	start := time.Now()
+	prog := newProgress(o, stderr, where)
+	var problems []string
+	summary := ""
+
+	pv, isSplit := bh.(splitstorage.PartVerifier)
+	if isSplit {
+		// Every part: present, recorded size; the indexes consistent; no stray
+		// objects. Bytes: all parts in the full check (read below through the
+		// storage, which checks every part's CRC32C), the sample otherwise.
+		popts := splitstorage.VerifyPartsOptions{Concurrency: o.concurrency}
+		if o.samplePct >= 100 {
+			popts.Sample = func(string, int) bool { return false }
+		} else {
+			seed := o.seed
+			if seed == 0 {
+				seed = time.Now().UnixNano()
+			}
+			fmt.Fprintf(stderr, "fifoverify: sampling %g%% of the parts (--sample-seed=%d)\n", o.samplePct, seed)
+			popts.Sample = func(file string, part int) bool {
+				h := fnv.New64a()
+				fmt.Fprintf(h, "%d/%s/%d", seed, file, part)
+				return rand.New(rand.NewPCG(h.Sum64(), 0)).Float64()*100 < o.samplePct
+			}
+			popts.OnPart = func(_ string, _ int, n int64) { prog.add(n, 1) }
+		}
+		rep, err := pv.VerifyParts(ctx, popts)
+		problems = append(problems, splitErrors(err)...)
+		if o.samplePct < 100 {
+			prog.setTotal(rep.Bytes)
+			summary = fmt.Sprintf("%d files, %d of %d parts checked (%s of %s), every part's size checked; lanes not decoded (sample)",
+				len(rep.Files), rep.PartsChecked, rep.Parts, humanize.IBytes(uint64(rep.BytesChecked)), humanize.IBytes(uint64(rep.Bytes)))
+			// The MANIFEST must still parse as restore would parse it.
+			if len(problems) == 0 {
+				if err := checkManifestOnly(ctx, bh); err != nil {
+					problems = append(problems, err.Error())
+				}
+			}
+		}
+	}
+	if o.samplePct >= 100 && len(problems) == 0 {
+		vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
+			Compression: fifobackupengine.CompressionFromFlags(),
+			OnRead:      func(_ int, n int) { prog.add(int64(n), 0) },
+			Logger:      logger,
+			OnManifest:  func(m *fifobackupengine.Manifest) { prog.setTotal(m.StoredBytes) },
+		})
+		if err != nil {
+			problems = append(problems, err.Error())
+		} else {
+			summary = fmt.Sprintf("%d lanes, %d files, %s of data in %s stored, every part and chunk checked",
+				len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)), humanize.IBytes(uint64(vr.Manifest.StoredBytes)))
+		}
+	}
+	prog.stop()
+	took := time.Since(start).Round(time.Millisecond)
+	if len(problems) > 0 {
+		fmt.Fprintf(stdout, "FAIL: backup %s: %d problem(s) (%v):\n", where, len(problems), took)
+		for _, p := range problems {
+			fmt.Fprintf(stdout, "  %s\n", p)
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "OK: backup %s: %s (%v)\n", where, summary, took)
+	return 0
+}
+
+// splitErrors turns VerifyParts' joined problems into lines.
+func splitErrors(err error) []string {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
+}
+
+func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error {
+	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
+	if err != nil {
+		return fmt.Errorf("cannot read MANIFEST: %w", err)
+	}
+	defer r.Close()
+	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		return fmt.Errorf("cannot read MANIFEST: %w", err)
+	}
+	if _, err := fifobackupengine.ParseManifest(doc); err != nil {
+		return fmt.Errorf("MANIFEST: %w", err)
+	}
+	return nil
+}
+
+// whyMissing says why a named backup is not among the complete ones.
+func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir string) string {
+	if s, ok := bs.(*splitstorage.Storage); ok {
+		inc, err := s.ListIncomplete(ctx, dir)
+		if err == nil {
+			for _, b := range inc {
+				if b.Name == o.backup {
+					return fmt.Sprintf("incomplete: started %s on %s, never completed (a failed or killed backup, or one still running); restore never picks it; remove it with --remove-incomplete",
+						b.Started.Format(time.RFC3339), b.Host)
+				}
+			}
+		}
+	}
+	return "no such complete backup (GetBackups does not list it)"
+}
+
+func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage, dir string, stdout, stderr io.Writer) int {
+	s, ok := bs.(*splitstorage.Storage)
+	if !ok {
+		fmt.Fprintf(stderr, "fifoverify: --list-incomplete/--remove-incomplete need the split storage\n")
+		return 2
+	}
+	inc, err := s.ListIncomplete(ctx, dir)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		return 1
+	}
+	failed := false
+	for _, b := range inc {
+		age := time.Since(b.Started).Round(time.Second)
+		line := fmt.Sprintf("%s/%s: started %s (%v ago) on %s, %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), age, b.Host, b.Objects, humanize.IBytes(uint64(b.Bytes)))
+		if b.Started.IsZero() {
+			line = fmt.Sprintf("%s/%s: no readable start marker, %d objects, %s", dir, b.Name, b.Objects, humanize.IBytes(uint64(b.Bytes)))
+		}
+		switch {
+		case o.listIncomplete:
+			fmt.Fprintf(stdout, "incomplete %s\n", line)
+		case !b.Started.IsZero() && age < o.minAge:
+			fmt.Fprintf(stdout, "kept %s: younger than --incomplete-min-age=%v (may still be running)\n", line, o.minAge)
+		default:
+			if err := s.RemoveBackup(ctx, dir, b.Name); err != nil {
+				fmt.Fprintf(stdout, "FAIL removing %s: %v\n", line, err)
+				failed = true
+				continue
+			}
+			fmt.Fprintf(stdout, "removed %s\n", line)
+		}
+	}
+	if len(inc) == 0 {
+		fmt.Fprintf(stdout, "no incomplete backup in %s\n", dir)
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// progress prints bytes done, parts, rate on stderr: a line redrawn in
+// place on a terminal, or one line every --progress-interval otherwise
+// (--progress=always).
+type progress struct {
+	out      io.Writer
+	what     string
+	tty      bool
+	bytes    atomic.Int64
+	parts    atomic.Int64
+	total    atomic.Int64
+	start    time.Time
+	done     chan struct{}
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func newProgress(o *options, out io.Writer, what string) *progress {
+	p := &progress{out: out, what: what, tty: isTerminal(out), start: time.Now(), done: make(chan struct{})}
+	on := o.progress == "always" || (o.progress == "auto" && p.tty)
+	if !on {
+		return p
+	}
+	every := o.progressInterval
+	if p.tty {
+		every = 250 * time.Millisecond
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				if p.tty {
+					p.print()
+					fmt.Fprintln(p.out)
+				}
+				return
+			case <-t.C:
+				p.print()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) add(n int64, parts int64) { p.bytes.Add(n); p.parts.Add(parts) }
+func (p *progress) setTotal(n int64)         { p.total.Store(n) }
+
+func (p *progress) line() string {
+	b := p.bytes.Load()
+	el := time.Since(p.start).Seconds()
+	rate := 0.0
+	if el > 0 {
+		rate = float64(b) / el
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "fifoverify %s: %s", p.what, humanize.IBytes(uint64(b)))
+	if t := p.total.Load(); t > 0 {
+		fmt.Fprintf(&s, " of %s (%.0f%%)", humanize.IBytes(uint64(t)), 100*float64(b)/float64(t))
+	}
+	if n := p.parts.Load(); n > 0 {
+		fmt.Fprintf(&s, ", %d parts", n)
+	}
+	fmt.Fprintf(&s, ", %s/s", humanize.IBytes(uint64(rate)))
+	return s.String()
+}
+
+func (p *progress) print() {
+	if p.tty {
+		fmt.Fprintf(p.out, "\r\033[K%s", p.line())
+	} else {
+		fmt.Fprintln(p.out, p.line())
+	}
+}
+
+func (p *progress) stop() {
+	p.stopOnce.Do(func() { close(p.done) })
+	p.wg.Wait()
+}

@@ -115,8 +115,17 @@ func (r *restoreRun) extract(ctx context.Context, staging string) error {
 	sources := make([]io.ReadCloser, n)
 	decomps := make([]io.ReadCloser, n)
 	readers := make([]io.Reader, n)
+	guards := make([]*laneGuard, n)
 	closeAll := func() {
+		// Extract returns at the first error while other lanes may still be
+		// in Read: stop the storage reads and wait for them before closing
+		// (closing a zstd decoder under a Read panics).
+		cancel()
 		for i := range n {
+			if guards[i] != nil && !guards[i].stop(laneStopWait) {
+				r.logger.Warningf("fifo restore: lane %d still reading after %v; not closing it", i, laneStopWait)
+				continue
+			}
 			if decomps[i] != nil {
 				start := time.Now()
 				if err := decomps[i].Close(); err != nil {
@@ -152,7 +161,8 @@ func (r *restoreRun) extract(ctx context.Context, staging string) error {
 				return vterrors.Wrapf(err, "lane %d (%s)", i, lane.File)
 			}
 			decomps[i] = dec
-			readers[i] = ioutil.NewMeteredReader(dec, decRead)
+			guards[i] = &laneGuard{r: ioutil.NewMeteredReader(dec, decRead)}
+			readers[i] = guards[i]
 			return nil
 		})
 	}

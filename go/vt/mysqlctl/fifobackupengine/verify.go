@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -132,11 +131,24 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	defer cancel()
 
 	n := len(m.Lanes)
-	closers := make([]io.Closer, 0, 2*n)
-	var cmu sync.Mutex
+	sources := make([]io.Closer, n)
+	decomps := make([]io.Closer, n)
+	guards := make([]*laneGuard, n)
 	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i].Close()
+		// Stop the storage reads, wait for the lanes' Reads to return, then
+		// close (see laneGuard).
+		cancel()
+		for i := range n {
+			if guards[i] != nil && !guards[i].stop(laneStopWait) {
+				opts.Logger.Warningf("fifo verify: lane %d still reading after %v; not closing it", i, laneStopWait)
+				continue
+			}
+			if decomps[i] != nil {
+				decomps[i].Close()
+			}
+			if sources[i] != nil {
+				sources[i].Close()
+			}
 		}
 	}()
 	readers := make([]io.Reader, n)
@@ -147,9 +159,7 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 			if err != nil {
 				return vterrors.Wrapf(err, "backup %s: lane %d (%s): cannot open", bh.Name(), i, lane.File)
 			}
-			cmu.Lock()
-			closers = append(closers, src)
-			cmu.Unlock()
+			sources[i] = src
 			var in io.Reader = src
 			if opts.OnRead != nil {
 				in = &countingReader{r: src, f: func(k int) { opts.OnRead(i, k) }}
@@ -158,10 +168,9 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 			if err != nil {
 				return vterrors.Wrapf(err, "backup %s: lane %d (%s)", bh.Name(), i, lane.File)
 			}
-			cmu.Lock()
-			closers = append(closers, dec)
-			cmu.Unlock()
-			readers[i] = dec
+			decomps[i] = dec
+			guards[i] = &laneGuard{r: dec}
+			readers[i] = guards[i]
 			return nil
 		})
 	}

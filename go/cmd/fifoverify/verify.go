@@ -115,7 +115,9 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if o.samplePct >= 100 && len(problems) == 0 {
+	if o.samplePct >= 100 {
+		// Also when the listing found problems: decoding may find more
+		// (and names the lane and offset).
 		vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
 			Compression: fifobackupengine.CompressionFromFlags(),
 			OnRead:      func(_ int, n int) { prog.add(int64(n), 0) },

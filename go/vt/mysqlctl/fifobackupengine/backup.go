@@ -267,11 +267,15 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 		// it does not show in ps or in logs.
 		cmd.Env = append(cmd.Env, "MYSQL_PWD="+dba.Password)
 	}
-	var stdout io.ReadCloser
+	// Our own pipe, not cmd.StdoutPipe: Wait runs concurrently with the
+	// reads and would close that pipe under them when the tool exits.
+	var stdout, stdoutW *os.File
 	if b.source == SourceStdout {
-		if stdout, err = cmd.StdoutPipe(); err != nil {
+		if stdout, stdoutW, err = os.Pipe(); err != nil {
 			return err
 		}
+		defer stdout.Close()
+		cmd.Stdout = stdoutW
 	} else {
 		cmd.Stdout = &lineLogger{logger: b.logger, prefix: b.tool.Flavor + " stdout: "}
 	}
@@ -280,7 +284,11 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 	b.logger.Infof("fifo backup: running %s %s", b.tool.Path, strings.Join(redactArgs(args), " "))
 
 	toolStart := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if stdoutW != nil {
+		stdoutW.Close() // the tool holds the write end now
+	}
+	if err != nil {
 		return vterrors.Wrapf(err, "cannot start %s", b.tool.Path)
 	}
 	toolDone := make(chan struct{})

@@ -20,6 +20,10 @@ type Plugin struct {
 	// plugin; ValidateFlags runs only then. nil means always. A storage that is not the
 	// --backup-storage-implementation must not stop a process whose own flags are fine.
 	InUse func() bool
+	// UseFlagSet, if set, is given the command's own flag set, so the plugin
+	// can read Vitess flags it shares (e.g. --compression-level) whichever
+	// flag set it registered into.
+	UseFlagSet func(fs *pflag.FlagSet)
 }
 
 // Install adds the plugins' flags to cmd.Flags() and wraps cmd.PreRunE to validate them.
@@ -27,16 +31,18 @@ type Plugin struct {
 // servenv.OnParseFor and the cli package copied it in) is left as it is.
 func Install(cmd *cobra.Command, plugins ...Plugin) {
 	for _, p := range plugins {
-		if p.RegisterFlags == nil {
-			continue
+		if p.RegisterFlags != nil {
+			fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
+			p.RegisterFlags(fs)
+			fs.VisitAll(func(f *pflag.Flag) {
+				if cmd.Flags().Lookup(f.Name) == nil {
+					cmd.Flags().AddFlag(f)
+				}
+			})
 		}
-		fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
-		p.RegisterFlags(fs)
-		fs.VisitAll(func(f *pflag.Flag) {
-			if cmd.Flags().Lookup(f.Name) == nil {
-				cmd.Flags().AddFlag(f)
-			}
-		})
+		if p.UseFlagSet != nil {
+			p.UseFlagSet(cmd.Flags())
+		}
 	}
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {

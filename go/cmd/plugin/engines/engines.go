@@ -3,12 +3,57 @@
 package engines
 
 import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // All backup engine plugins. Their flags are validated whatever the default engine is: a
 // request may pick any engine (vtctldclient Backup --backup-engine). To link one in, import its package and add a line here.
 var All = []plugin.Plugin{
-	{Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags},
+	{Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags, UseFlagSet: fifobackupengine.UseFlagSet},
+	lanesFitSplitBudget.plugin(),
+}
+
+// lanesFitSplitBudget checks at startup what the split storage would otherwise refuse when
+// the first backup opens its lanes: every lane holds a filling part, so the memory budget
+// must hold one part per lane.
+var lanesFitSplitBudget = &laneBudgetCheck{}
+
+type laneBudgetCheck struct{ fs *pflag.FlagSet }
+
+func (c *laneBudgetCheck) plugin() plugin.Plugin {
+	return plugin.Plugin{
+		Name:          "fifo with split storage",
+		UseFlagSet:    func(fs *pflag.FlagSet) { c.fs = fs },
+		InUse:         c.inUse,
+		ValidateFlags: c.validate,
+	}
+}
+
+// inUse: the default engine is fifo and the storage is split.
+func (c *laneBudgetCheck) inUse() bool {
+	if backupstorage.BackupStorageImplementation != splitstorage.Name || c.fs == nil {
+		return false
+	}
+	f := c.fs.Lookup("backup-engine-implementation")
+	return f != nil && f.Value.String() == "fifo"
+}
+
+func (c *laneBudgetCheck) validate() error {
+	lanes := fifobackupengine.FlagConfig().Lanes
+	s := splitstorage.FlagConfig()
+	if s.PartSize <= 0 {
+		return nil // split's own validation names that flag
+	}
+	if parts := s.MemoryBudget / s.PartSize; int64(lanes) > parts {
+		return fmt.Errorf("--fifo-backup-lanes=%d needs a part of --split-storage-part-size (%d bytes) per lane, but --split-storage-memory-budget (%d bytes) holds only %d: raise the budget, lower the part size or the lanes", lanes, s.PartSize, s.MemoryBudget, parts)
+	}
+	return nil
 }

@@ -157,6 +157,21 @@ func (c *Config) Validate() error {
 	return c.Compression.Validate()
 }
 
+// UseFlagSet lets the engine read Vitess's own flags (--compression-level and
+// the others whose variables Vitess keeps unexported) from fs, the parsed
+// flag set of the binary. RegisterFlags does this for the sets it is given;
+// a main whose plugin flags were registered elsewhere calls it with its
+// command's flag set.
+func UseFlagSet(fs *pflag.FlagSet) {
+	flagSetsMu.Lock()
+	defer flagSetsMu.Unlock()
+	registeredFlagSets = append(registeredFlagSets, fs)
+}
+
+// FlagConfig is the configuration from the flags, as the next backup or
+// restore will use it.
+func FlagConfig() Config { return currentConfig() }
+
 // currentConfig is the configuration the registered engine uses: the flags,
 // plus Vitess's compression flags read from the same flag sets.
 func currentConfig() Config {

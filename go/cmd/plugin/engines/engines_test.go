@@ -1,0 +1,62 @@
+package engines
+
+import (
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/cmd/plugin"
+	"github.com/vtfifo/vtfifo/go/cmd/plugin/storages"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+)
+
+// The engine reads Vitess's compression flags whose variables Vitess keeps
+// unexported (--compression-level, --backup-storage-compress): installed into
+// a command, it must see the values parsed by that command, whatever the
+// order in which packages registered their flags.
+func TestEngineReadsVitessCompressionFlagsOfTheCommand(t *testing.T) {
+	cmd := &cobra.Command{Use: "vttablet", RunE: func(*cobra.Command, []string) error { return nil }}
+	// Stand-ins for the flags Vitess's mysqlctl registers on vttablet.
+	cmd.Flags().Int("compression-level", 1, "")
+	cmd.Flags().Bool("backup-storage-compress", true, "")
+	cmd.Flags().Int("backup-storage-number-blocks", 2, "")
+	plugin.Install(cmd, All...)
+	cmd.SetArgs([]string{"--compression-level=7", "--backup-storage-compress=false", "--backup-storage-number-blocks=6", "--fifo-backup-lanes=3"})
+	require.NoError(t, cmd.Execute())
+
+	c := fifobackupengine.FlagConfig()
+	assert.Equal(t, 3, c.Lanes)
+	assert.Equal(t, 7, c.Compression.Level)
+	assert.False(t, c.Compression.Enabled)
+	assert.Equal(t, 6, c.Compression.Blocks)
+}
+
+// With fifo as the default engine and split as the storage, more lanes than
+// parts in the storage's budget stop the process at startup naming the flags.
+func TestLanesMustFitTheSplitBudgetAtStartup(t *testing.T) {
+	run := func(args ...string) error {
+		cmd := &cobra.Command{Use: "vttablet", RunE: func(*cobra.Command, []string) error { return nil }}
+		cmd.Flags().String("backup-engine-implementation", "builtin", "")
+		cmd.Flags().StringVar(&backupstorage.BackupStorageImplementation, "backup-storage-implementation", "", "")
+		plugin.Install(cmd, All...)
+		plugin.Install(cmd, storages.All...)
+		cmd.SetArgs(append([]string{"--split-storage-root=" + t.TempDir()}, args...))
+		return cmd.Execute()
+	}
+	tooMany := []string{"--backup-engine-implementation=fifo", "--backup-storage-implementation=split",
+		"--fifo-backup-lanes=16", "--split-storage-part-size=256MiB", "--split-storage-memory-budget=2GiB"}
+	err := run(tooMany...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--fifo-backup-lanes=16")
+	assert.Contains(t, err.Error(), "--split-storage-memory-budget")
+
+	require.NoError(t, run("--backup-engine-implementation=fifo", "--backup-storage-implementation=split",
+		"--fifo-backup-lanes=8", "--split-storage-part-size=256MiB", "--split-storage-memory-budget=2304MiB"))
+	// Another default engine: the check does not apply.
+	require.NoError(t, run("--backup-storage-implementation=split", "--fifo-backup-lanes=16",
+		"--split-storage-part-size=256MiB", "--split-storage-memory-budget=2GiB"))
+}

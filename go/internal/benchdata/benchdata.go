@@ -136,6 +136,8 @@ func Load(ctx context.Context, db *sql.DB, o Options) (Report, error) {
 		return Report{}, err
 	}
 	defer conn.Close()
+	// The connection goes back to the caller's pool: turn the binary log back on.
+	defer conn.ExecContext(context.Background(), "SET SESSION sql_log_bin = 1") //nolint:errcheck
 	l := &loader{ctx: ctx, conn: conn, o: o, dir: filepath.Join(o.DataDir, o.Database)}
 	for _, q := range []string{
 		"SET SESSION sql_log_bin = 0",

@@ -1,0 +1,889 @@
+package sidebyside
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/pgzip"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	_ "vitess.io/vitess/go/vt/mysqlctl/filebackupstorage"
+	_ "vitess.io/vitess/go/vt/mysqlctl/s3backupstorage"
+	"vitess.io/vitess/go/vt/servenv"
+
+	"github.com/vtfifo/vtfifo/go/internal/benchdata"
+	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/internal/tabletdb"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+const (
+	keyspace = "ks"
+	shard    = "0"
+	database = "bench"
+)
+
+var standinPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bench-standin-")
+	if err != nil {
+		panic(err)
+	}
+	standinPath = filepath.Join(dir, "xtrabackup")
+	out, err := exec.Command("go", "build", "-o", standinPath, "github.com/vtfifo/vtfifo/go/internal/xtrabackupstandin").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cannot build the xtrabackup stand-in: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// profile is what one benchmark run covers.
+type profile struct {
+	Name        string
+	SizesMiB    []int
+	Shapes      []string
+	Lanes       []int
+	S3Lanes     []int
+	Repeat      int
+	Compressors []string
+	Storages    []string
+	PartsMiB    []int
+	SweepSizes  []int // MiB; data sets the part-size sweep runs on
+	SweepRepeat int
+	Seed        uint64
+}
+
+func profileFromEnv() profile {
+	p := profile{ // full: the documented default, for bigger machines
+		Name: "full", SizesMiB: []int{1024, 4096}, Shapes: []string{"many", "giant", "mixed"},
+		Lanes: []int{1, 2, 4, 8}, S3Lanes: []int{1, 2, 4, 8}, Repeat: 3,
+		Compressors: []string{"zstd", "pgzip"}, Storages: []string{"local", "s3"},
+		PartsMiB: []int{8, 16, 64, 256, 1024}, SweepSizes: []int{1024, 4096}, SweepRepeat: 3, Seed: 1,
+	}
+	if os.Getenv("BENCH_PROFILE") == "quick" {
+		p = profile{
+			Name: "quick", SizesMiB: []int{1024}, Shapes: []string{"mixed"},
+			Lanes: []int{1, 2}, S3Lanes: []int{2}, Repeat: 3,
+			Compressors: []string{"zstd"}, Storages: []string{"local", "s3"},
+			PartsMiB: []int{8, 16, 64, 256, 1024}, SweepSizes: []int{1024}, SweepRepeat: 1, Seed: 1,
+		}
+	}
+	ints := func(env string, dst *[]int) {
+		if v := os.Getenv(env); v != "" {
+			*dst = nil
+			for _, s := range strings.Split(v, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n <= 0 {
+					panic(fmt.Sprintf("%s: bad value %q", env, v))
+				}
+				*dst = append(*dst, n)
+			}
+		}
+	}
+	strs := func(env string, dst *[]string) {
+		if v := os.Getenv(env); v != "" {
+			*dst = strings.Split(v, ",")
+		}
+	}
+	ints("BENCH_SIZES_MIB", &p.SizesMiB)
+	ints("BENCH_LANES", &p.Lanes)
+	ints("BENCH_S3_LANES", &p.S3Lanes)
+	ints("BENCH_PART_SIZES_MIB", &p.PartsMiB)
+	ints("BENCH_SWEEP_SIZES_MIB", &p.SweepSizes)
+	strs("BENCH_SHAPES", &p.Shapes)
+	strs("BENCH_COMPRESSORS", &p.Compressors)
+	strs("BENCH_STORAGES", &p.Storages)
+	if v, err := strconv.Atoi(os.Getenv("BENCH_REPEAT")); err == nil && v > 0 {
+		p.Repeat = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("BENCH_SWEEP_REPEAT")); err == nil && v > 0 {
+		p.SweepRepeat = v
+	}
+	if v, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
+		p.Seed = v
+	}
+	for _, s := range p.SizesMiB {
+		if int64(s)<<20 > benchdata.MaxBytes {
+			panic("BENCH_SIZES_MIB: at most 32768")
+		}
+	}
+	if os.Getenv("BENCH_PROFILE") != "" && os.Getenv("BENCH_PROFILE") != p.Name {
+		p.Name = os.Getenv("BENCH_PROFILE")
+	}
+	return p
+}
+
+// BenchmarkSideBySide is `make bench`. See docs/benchmarks.md.
+//
+//	BENCH_PROFILE=quick go test -run '^$' -bench SideBySide -benchtime 1x -timeout 0 ./bench/
+func BenchmarkSideBySide(b *testing.B) {
+	p := profileFromEnv()
+	outDir := envOr("BENCH_OUT", filepath.Join(splitstoragetest.RepoRoot(), "build", "bench"))
+	require.NoError(b, os.MkdirAll(filepath.Join(outDir, "logs"), 0o755))
+	res := &Results{
+		Profile: p.Name, Started: time.Now().UTC().Format(time.RFC3339),
+		Command:  envOr("BENCH_COMMAND", "BENCH_PROFILE="+p.Name+" make bench"),
+		Machine:  machineInfo(),
+		Versions: versions(),
+		Settings: map[string]string{
+			"profile":      fmt.Sprintf("%+v", p),
+			"tool":         "mariabackup --backup --stream=xbstream --parallel=4 for every engine",
+			"split":        "part 256 MiB, budget 2 GiB, upload concurrency 4, read-ahead 2 (flag defaults)",
+			"peer storage": "Vitess file storage (local) / Vitess s3 storage (s3), same disk / same versitygw",
+		},
+	}
+	start := time.Now()
+	save := func() {
+		res.Minutes = time.Since(start).Minutes()
+		require.NoError(b, res.Save(filepath.Join(outDir, "results.json")))
+	}
+
+	// Registering Vitess's flags resets their variables: do it first.
+	fs := servenv.GetFlagSetFor("vttablet")
+	rootPath := b.TempDir()
+	require.NoError(b, os.Symlink("/usr/bin/mariabackup", filepath.Join(rootPath, "xtrabackup")))
+	require.NoError(b, os.Symlink("/usr/bin/mbstream", filepath.Join(rootPath, "xbstream")))
+
+	var s3srv *splitstoragetest.Server
+	var proxy *splitstoragetest.FaultProxy
+	if contains(p.Storages, "s3") {
+		s3srv = splitstoragetest.StartS3(b)
+		s3srv.Setenv(b)
+		// Vitess's s3 storage hands the SDK a plain *http.Client, which the
+		// SDK refuses to combine with a custom CA bundle from the environment
+		// (irrelevant for a plain-HTTP local server).
+		if v, ok := os.LookupEnv("AWS_CA_BUNDLE"); ok {
+			os.Unsetenv("AWS_CA_BUNDLE")
+			b.Cleanup(func() { os.Setenv("AWS_CA_BUNDLE", v) })
+		}
+		proxy = splitstoragetest.NewFaultProxy(b, s3srv.Addr)
+		s3srv = s3srv.WithProxy(proxy)
+	}
+
+	for _, shape := range p.Shapes {
+		for _, mib := range p.SizesMiB {
+			b.Run(fmt.Sprintf("%s-%dMiB", shape, mib), func(b *testing.B) {
+				e := &env{b: b, p: p, res: res, fs: fs, rootPath: rootPath, s3: s3srv, proxy: proxy, outDir: outDir,
+					shape: shape, sizeGiB: float64(mib) / 1024}
+				e.setUp(int64(mib) << 20)
+				save()
+				e.ceilings()
+				save()
+				for _, st := range p.Storages {
+					lanes := p.Lanes
+					if st == "s3" {
+						lanes = p.S3Lanes
+					}
+					for _, comp := range p.Compressors {
+						for _, n := range lanes {
+							e.compare(st, comp, n)
+							save()
+						}
+					}
+				}
+				if contains(p.SweepSizes, mib) {
+					e.sweep()
+					save()
+				}
+			})
+		}
+	}
+	save()
+	doc := envOr("BENCH_DOC", filepath.Join(splitstoragetest.RepoRoot(), "docs", "benchmarks.md"))
+	if doc != "-" {
+		require.NoError(b, Render(res, doc, filepath.Join(filepath.Dir(doc), "img", "benchmarks-time.svg")))
+		fmt.Println("wrote", doc)
+	}
+}
+
+type env struct {
+	b        *testing.B
+	p        profile
+	res      *Results
+	fs       interface{ Parse([]string) error }
+	rootPath string
+	s3       *splitstoragetest.Server
+	proxy    *splitstoragetest.FaultProxy
+	outDir   string
+
+	shape   string
+	sizeGiB float64
+	tb      *tabletdb.Tablet
+	raw     int64  // the tool's stream bytes
+	stream  string // a file holding one stream
+	comp    map[string][]byte
+}
+
+func (e *env) setUp(bytes int64) {
+	b := e.b
+	e.tb = tabletdb.Start(b)
+	srv := mariadbtest.Attach(b, e.tb.Cnf.SocketFile, e.tb.Cnf.DataDir, "vt_dba", "")
+	ctx := context.Background()
+	sh, err := benchdata.ParseShape(e.shape)
+	require.NoError(b, err)
+	logf("loading %s %.0f MiB", e.shape, float64(bytes)/(1<<20))
+	rep, err := benchdata.Load(ctx, srv.DB(), benchdata.Options{Shape: sh, Bytes: bytes, Seed: e.p.Seed, Database: database, DataDir: e.tb.Cnf.DataDir, Log: logf})
+	require.NoError(b, err)
+	// The load skips the binary log; Vitess wants a GTID position in the backup.
+	srv.Exec(b, "CREATE TABLE `"+database+"`.gtid_marker (id INT PRIMARY KEY) ENGINE=InnoDB")
+	srv.Exec(b, "INSERT INTO `"+database+"`.gtid_marker VALUES (1)")
+	logf("loaded %d MiB (%d tables, %d rows) in %v", rep.Bytes>>20, rep.Tables, rep.Rows, rep.Duration.Round(time.Second))
+	e.res.Datasets = append(e.res.Datasets, Dataset{Shape: e.shape, SizeGiB: e.sizeGiB, Bytes: rep.Bytes, Tables: rep.Tables, Rows: rep.Rows, LoadS: rep.Duration.Seconds()})
+}
+
+func (e *env) dataset() *Dataset {
+	for i := range e.res.Datasets {
+		d := &e.res.Datasets[i]
+		if d.Shape == e.shape && d.SizeGiB == e.sizeGiB {
+			return d
+		}
+	}
+	panic("no dataset")
+}
+
+func (e *env) toolArgs() []string {
+	return []string{"--defaults-file=" + e.tb.Cnf.Path, "--backup", "--stream=xbstream", "--parallel=4",
+		"--user=vt_dba", "--socket=" + e.tb.Cnf.SocketFile, "--target-dir=" + e.b.TempDir()}
+}
+
+func (e *env) addCeiling(name, what string, bytes int64, walls, cpus []float64) {
+	e.res.Ceilings = append(e.res.Ceilings, Ceiling{Shape: e.shape, SizeGiB: e.sizeGiB, Name: name, What: what, Bytes: bytes, Wall: walls, CPU: cpus})
+	logf("ceiling %-22s %8.2fs wall %8.2fs cpu  %7.1f MB/s", name, median(walls), median(cpus), float64(bytes)/1e6/median(walls))
+}
+
+// ceilings measures the parts of the path alone, on the same data.
+func (e *env) ceilings() {
+	b := e.b
+	// 1. The tool's stream to /dev/null.
+	var walls, cpus []float64
+	for range e.p.Repeat {
+		cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
+		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		require.NoError(b, err)
+		cw := &countingWriter{w: devnull}
+		cmd.Stdout = cw
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		t0, c0 := time.Now(), cpuTime()
+		require.NoError(b, cmd.Run(), "mariabackup: %s", tailOf(stderr.String()))
+		walls = append(walls, time.Since(t0).Seconds())
+		cpus = append(cpus, (cpuTime() - c0).Seconds())
+		devnull.Close()
+		e.raw = cw.n
+	}
+	e.dataset().RawBytes = e.raw
+	e.addCeiling("tool-devnull", "mariabackup --backup --stream=xbstream --parallel=4 > /dev/null", e.raw, walls, cpus)
+
+	// One stream kept in memory for the compressor and storage ceilings.
+	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
+	var buf bytes.Buffer
+	buf.Grow(int(e.raw + e.raw/8))
+	cmd.Stdout = &buf
+	require.NoError(b, cmd.Run())
+	stream := buf.Bytes()
+
+	// 2. The compressors alone, all cores, 8 MiB chunks.
+	e.comp = map[string][]byte{}
+	for _, comp := range e.p.Compressors {
+		var cw, cc, dw, dc []float64
+		var total int64
+		var chunks [][]byte
+		for range e.p.Repeat {
+			t0, c0 := time.Now(), cpuTime()
+			chunks = compressChunks(b, comp, stream)
+			cw = append(cw, time.Since(t0).Seconds())
+			cc = append(cc, (cpuTime() - c0).Seconds())
+			t0, c0 = time.Now(), cpuTime()
+			decompressChunks(b, comp, chunks)
+			dw = append(dw, time.Since(t0).Seconds())
+			dc = append(dc, (cpuTime() - c0).Seconds())
+		}
+		var joined []byte
+		for _, c := range chunks {
+			total += int64(len(c))
+			joined = append(joined, c...)
+		}
+		e.comp[comp] = joined
+		if comp == "zstd" {
+			e.dataset().ZstdBytes = total
+		}
+		e.addCeiling("compress-"+comp, fmt.Sprintf("%s level 1 over the stream, %d goroutines, 8 MiB chunks, from memory", comp, runtime.GOMAXPROCS(0)), int64(len(stream)), cw, cc)
+		e.addCeiling("decompress-"+comp, fmt.Sprintf("%s decompression of that, %d goroutines, to memory", comp, runtime.GOMAXPROCS(0)), int64(len(stream)), dw, dc)
+	}
+	stream = nil
+	buf = bytes.Buffer{}
+
+	// 3. The storage alone: the split storage writing and reading the
+	// compressed bytes from memory, as many files as the largest lane count.
+	data := e.comp[e.p.Compressors[0]]
+	for _, st := range e.p.Storages {
+		lanes := slicesMax(e.p.Lanes)
+		if st == "s3" {
+			lanes = slicesMax(e.p.S3Lanes)
+		}
+		var ww, wc, rw, rc []float64
+		for range e.p.Repeat {
+			s := e.splitStorage(st, 256<<20, 2<<30)
+			w, cw, r, cr := storageRoundTrip(b, s, data, lanes)
+			ww, wc, rw, rc = append(ww, w), append(wc, cw), append(rw, r), append(rc, cr)
+			s.Close()
+		}
+		e.addCeiling("storage-write-"+st, fmt.Sprintf("split storage (%s), %d files written from memory, 256 MiB parts", st, lanes), int64(len(data)), ww, wc)
+		e.addCeiling("storage-read-"+st, fmt.Sprintf("split storage (%s), %d files read to io.Discard", st, lanes), int64(len(data)), rw, rc)
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func compressChunks(b *testing.B, comp string, data []byte) [][]byte {
+	const chunk = 8 << 20
+	n := (len(data) + chunk - 1) / chunk
+	out := make([][]byte, n)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+			for i := range next {
+				part := data[i*chunk : min((i+1)*chunk, len(data))]
+				if comp == "zstd" {
+					out[i] = enc.EncodeAll(part, nil)
+					continue
+				}
+				var buf bytes.Buffer
+				w, _ := pgzip.NewWriterLevel(&buf, 1)
+				_ = w.SetConcurrency(1<<20, 1)
+				_, _ = w.Write(part)
+				_ = w.Close()
+				out[i] = buf.Bytes()
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+func decompressChunks(b *testing.B, comp string, chunks [][]byte) {
+	var wg sync.WaitGroup
+	next := make(chan []byte)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+			dst := make([]byte, 0, 9<<20)
+			for c := range next {
+				if comp == "zstd" {
+					_, err := dec.DecodeAll(c, dst[:0])
+					require.NoError(b, err)
+					continue
+				}
+				r, err := pgzip.NewReader(bytes.NewReader(c))
+				require.NoError(b, err)
+				_, err = io.Copy(io.Discard, r)
+				require.NoError(b, err)
+			}
+		}()
+	}
+	for _, c := range chunks {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+}
+
+func storageRoundTrip(b *testing.B, s *splitstorage.Storage, data []byte, lanes int) (w, cw, r, cr float64) {
+	ctx := context.Background()
+	name := fmt.Sprintf("ceiling-%d", time.Now().UnixNano())
+	dir := "ceiling/0"
+	t0, c0 := time.Now(), cpuTime()
+	bh, err := s.StartBackup(ctx, dir, name)
+	require.NoError(b, err)
+	per := len(data) / lanes
+	var wg sync.WaitGroup
+	errs := make([]error, lanes)
+	for i := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part := data[i*per : min((i+1)*per, len(data))]
+			if i == lanes-1 {
+				part = data[i*per:]
+			}
+			f, err := bh.AddFile(ctx, fmt.Sprintf("lane-%03d", i), int64(len(part)))
+			if err == nil {
+				for off := 0; off < len(part) && err == nil; off += 1 << 20 {
+					_, err = f.Write(part[off:min(off+1<<20, len(part))])
+				}
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(b, err)
+	}
+	require.NoError(b, bh.EndBackup(ctx))
+	w, cw = time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+
+	bhs, err := s.ListBackups(ctx, dir)
+	require.NoError(b, err)
+	require.Len(b, bhs, 1)
+	t0, c0 = time.Now(), cpuTime()
+	for i := range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rd, err := bhs[0].ReadFile(ctx, fmt.Sprintf("lane-%03d", i))
+			if err == nil {
+				_, err = io.Copy(io.Discard, rd)
+				rd.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(b, err)
+	}
+	r, cr = time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+	require.NoError(b, s.RemoveBackup(ctx, dir, name))
+	return
+}
+
+// splitStorage is the split storage on the local disk or the S3 server,
+// with the flag defaults except part size and budget.
+func (e *env) splitStorage(st string, part, budget int64) *splitstorage.Storage {
+	cfg := splitstorage.DefaultConfig()
+	cfg.PartSize, cfg.MemoryBudget = part, budget
+	switch st {
+	case "local":
+		cfg.Root = e.localRoot("split")
+	case "s3":
+		c := e.s3.Config
+		cfg.Backend, cfg.S3Endpoint, cfg.S3Region, cfg.S3Bucket, cfg.S3Prefix, cfg.S3ForcePathStyle =
+			c.Backend, c.S3Endpoint, c.S3Region, c.S3Bucket, c.S3Prefix, c.S3ForcePathStyle
+	}
+	s, err := splitstorage.New(cfg)
+	require.NoError(e.b, err)
+	return s
+}
+
+// localRoot is a storage directory on the same disk as the tablet.
+func (e *env) localRoot(kind string) string {
+	d := filepath.Join(e.tb.Root, "storage-"+kind)
+	require.NoError(e.b, os.MkdirAll(d, 0o755))
+	return d
+}
+
+// storeDir is where the objects of a storage end up on disk (to count them).
+func (e *env) storeDir(st string, split bool) string {
+	if st == "s3" {
+		return e.s3.Dir
+	}
+	if split {
+		return e.localRoot("split")
+	}
+	return e.localRoot("vitess")
+}
+
+func countObjects(dir string) (n int, bytes int64) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".sgwtmp") {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n++
+				bytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	return
+}
+
+// countS3Objects lists the whole bucket (versitygw keeps extra files of its
+// own beside each object, so the directory is not the object count).
+func (e *env) countS3Objects(string) (n int, bytes int64) {
+	c := e.s3.Config
+	client := s3.New(s3.Options{
+		Region: c.S3Region, BaseEndpoint: aws.String(c.S3Endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(splitstoragetest.S3AccessKey, splitstoragetest.S3SecretKey, ""),
+	})
+	pg := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(c.S3Bucket)})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(context.Background())
+		require.NoError(e.b, err)
+		for _, o := range page.Contents {
+			n++
+			bytes += aws.ToInt64(o.Size)
+		}
+	}
+	return
+}
+
+const (
+	engXtra   = "xtrabackup"
+	engStdout = "fifo-stdout"
+	engFIFO   = "fifo-fifo-standin"
+)
+
+// compare runs every engine at lane count n, repeat times, interleaved.
+func (e *env) compare(st, comp string, n int) {
+	engines := []string{engXtra, engStdout, engFIFO}
+	if n == 1 {
+		engines = engines[:2] // one lane is always stdout, even with the stand-in
+	}
+	for rep := range e.p.Repeat {
+		for _, eng := range engines {
+			bk, rs := e.roundTrip(st, comp, eng, n, 256<<20, 2<<30)
+			bk.Rep, rs.Rep = rep, rep
+			e.res.Runs = append(e.res.Runs, bk, rs)
+		}
+	}
+}
+
+// sweep: fifo stdout with the most lanes, split on local disk, part sizes.
+func (e *env) sweep() {
+	n := slicesMax(e.p.Lanes)
+	for rep := range e.p.SweepRepeat {
+		for _, mib := range e.p.PartsMiB {
+			part := int64(mib) << 20
+			budget := max(int64(2)<<30, part*int64(n+4+1))
+			bk, _ := e.roundTrip("local", e.p.Compressors[0], engStdout, n, part, budget)
+			bk.Rep = rep
+			e.res.Sweep = append(e.res.Sweep, bk)
+		}
+	}
+}
+
+// roundTrip backs up and restores once with one engine and returns both runs.
+func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, Run) {
+	b := e.b
+	ctx := context.Background()
+	base := Run{Shape: e.shape, SizeGiB: e.sizeGiB, Storage: st, Compressor: comp, Engine: eng, Lanes: n, RawBytes: e.raw, Requests: -1}
+
+	// Storage and engine.
+	args := []string{
+		"--xtrabackup-root-path=" + e.rootPath, "--xtrabackup-user=vt_dba",
+		"--xtrabackup-stream-mode=xbstream", fmt.Sprintf("--xtrabackup-stripes=%d", n),
+		"--xtrabackup-backup-flags=--parallel=4",
+		"--backup-storage-compress=true", "--compression-engine-name=" + comp, "--compression-level=1",
+		"--file-backup-storage-root=" + e.localRoot("vitess"),
+	}
+	if e.s3 != nil {
+		c := e.s3.Config
+		args = append(args, "--s3-backup-aws-endpoint="+c.S3Endpoint, "--s3-backup-aws-region="+c.S3Region,
+			"--s3-backup-storage-bucket="+c.S3Bucket, "--s3-backup-storage-root=vitess", "--s3-backup-force-path-style")
+	}
+	require.NoError(b, e.fs.Parse(args))
+	var storageName string
+	split := eng != engXtra
+	if split {
+		base.PartSize, base.Budget = part, budget
+		s := e.splitStorage(st, part, budget)
+		defer s.Close()
+		storageName = "split-bench"
+		backupstorage.BackupStorageMap[storageName] = s
+	} else {
+		storageName = map[string]string{"local": "file", "s3": "s3"}[st]
+	}
+	backupstorage.BackupStorageImplementation = storageName
+
+	engineName := engXtra
+	inner := mysqlctl.BackupRestoreEngineMap[engXtra]
+	if te, ok := inner.(*timedEngine); ok {
+		inner = te.BackupRestoreEngine
+	}
+	if split {
+		engineName = "fifo"
+		cfg := fifobackupengine.Config{
+			Lanes: n, Source: fifobackupengine.SourceStdout, Parallel: 4, FIFOTimeout: 60 * time.Second, UseMemory: 512 << 20,
+			Compression: fifobackupengine.CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2},
+		}
+		if eng == engFIFO {
+			cfg.Source, cfg.ToolPath = fifobackupengine.SourceFIFO, standinPath
+		}
+		inner = fifobackupengine.New(cfg)
+	}
+	te := &timedEngine{BackupRestoreEngine: inner}
+	old := mysqlctl.BackupRestoreEngineMap[engineName]
+	mysqlctl.BackupRestoreEngineMap[engineName] = te
+	defer func() { mysqlctl.BackupRestoreEngineMap[engineName] = old }()
+
+	dir := e.storeDir(st, split)
+	count := countObjects
+	if st == "s3" {
+		count = e.countS3Objects
+	}
+	objBefore, bytesBefore := count(dir)
+	var reqBefore int64
+	if st == "s3" {
+		reqBefore = e.proxy.Requests()
+	}
+
+	// Backup: the whole mysqlctl.Backup (EndBackup waits for the uploads).
+	logger := logutil.NewMemoryLogger()
+	bk := base
+	bk.Op = "backup"
+	bk.SelfBase = resetPeakRSS()
+	smp := startSampler()
+	t0, c0 := time.Now(), cpuTime()
+	err := mysqlctl.Backup(ctx, mysqlctl.BackupParams{
+		Cnf: e.tb.Cnf, Mysqld: e.tb.Mysqld, Logger: logger, Concurrency: 4,
+		Keyspace: keyspace, Shard: shard, TabletAlias: fmt.Sprintf("zone1-%010d", e.tb.UID),
+		BackupTime: time.Now(), Stats: backupstats.NoStats(), BackupEngine: engineName, UpgradeSafe: true,
+	})
+	bk.Wall, bk.CPU = time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+	bk.ToolRSS, bk.ToolComm, bk.ServerCPU = smp.finish()
+	bk.SelfRSS = selfPeakRSS()
+	e.writeLog(logger, bk)
+	require.NoError(b, err, "backup %s: %s", eng, tailOf(logger.String()))
+	bk.PhaseTable = phaseTable(logger)
+	if st == "s3" {
+		bk.Requests = e.proxy.Requests() - reqBefore
+	}
+	objAfter, bytesAfter := count(dir)
+	bk.Objects, bk.Stored = objAfter-objBefore, bytesAfter-bytesBefore
+	if st == "s3" {
+		reqBefore = e.proxy.Requests()
+	}
+
+	// Stop mysqld first, so its lifetime CPU (reaped at exit) is not counted.
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	require.NoError(b, e.tb.Mysqld.Shutdown(sctx, e.tb.Cnf, true, 2*time.Minute))
+	cancel()
+
+	// Restore: ExecuteRestore (download, extract, prepare, move back),
+	// measured inside the wrapper; mysqlctl.Restore then starts mysqld.
+	logger = logutil.NewMemoryLogger()
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Minute)
+	_, err = mysqlctl.Restore(rctx, mysqlctl.RestoreParams{
+		Cnf: e.tb.Cnf, Mysqld: e.tb.Mysqld, Logger: logger, Concurrency: 4, DeleteBeforeRestore: true,
+		DbName: database, Keyspace: keyspace, Shard: shard, StartTime: time.Now(), Stats: backupstats.NoStats(),
+		MysqlShutdownTimeout: time.Minute, AllowedBackupEngines: []string{engineName},
+	})
+	rcancel()
+	rs := base
+	rs.Op = "restore"
+	rs.Wall, rs.CPU = te.restore.wall, te.restore.cpu
+	rs.SelfBase, rs.SelfRSS, rs.ToolRSS, rs.ToolComm, rs.ServerCPU = te.restore.selfBase, te.restore.selfRSS, te.restore.toolRSS, te.restore.toolComm, te.restore.serverCPU
+	rs.Stored = bk.Stored
+	e.writeLog(logger, rs)
+	require.NoError(b, err, "restore %s: %s", eng, tailOf(logger.String()))
+	rs.PhaseTable = phaseTable(logger)
+	if st == "s3" {
+		rs.Requests = e.proxy.Requests() - reqBefore
+	}
+
+	// Remove the backup (untimed), so the next run starts from an empty store.
+	bs, err := backupstorage.GetBackupStorage()
+	require.NoError(b, err)
+	bdir := mysqlctl.GetBackupDir(keyspace, shard)
+	bhs, err := bs.ListBackups(ctx, bdir)
+	require.NoError(b, err)
+	for _, h := range bhs {
+		require.NoError(b, bs.RemoveBackup(ctx, bdir, h.Name()))
+	}
+	bs.Close()
+
+	logf("%-6s %-5s %-18s N=%d part=%4dMiB  backup %6.1fs wall %6.1fs cpu (%d objects, %d req, rss %d MiB / tool %d MiB)  restore %6.1fs wall %6.1fs cpu",
+		st, comp, eng, n, part>>20, bk.Wall, bk.CPU, bk.Objects, bk.Requests, bk.SelfRSS>>20, bk.ToolRSS>>20, rs.Wall, rs.CPU)
+	return bk, rs
+}
+
+func (e *env) writeLog(l *logutil.MemoryLogger, r Run) {
+	name := fmt.Sprintf("%s-%g-%s-%s-%s-%d-%dMiB-%s-%d.log", r.Shape, r.SizeGiB, r.Storage, r.Compressor, r.Engine, r.Lanes, r.PartSize>>20, r.Op, time.Now().UnixNano())
+	_ = os.WriteFile(filepath.Join(e.outDir, "logs", name), []byte(l.String()), 0o644)
+}
+
+func phaseTable(l *logutil.MemoryLogger) string {
+	for _, ev := range l.Events {
+		if strings.Contains(ev.Value, "per-phase stats") {
+			return ev.Value
+		}
+	}
+	return ""
+}
+
+type restoreMeasure struct {
+	wall, cpu                  float64
+	selfBase, selfRSS, toolRSS int64
+	toolComm                   string
+	serverCPU                  float64
+}
+
+// timedEngine measures ExecuteRestore of the engine it wraps.
+type timedEngine struct {
+	mysqlctl.BackupRestoreEngine
+	restore restoreMeasure
+}
+
+func (e *timedEngine) ExecuteRestore(ctx context.Context, p mysqlctl.RestoreParams, bh backupstorage.BackupHandle) (*mysqlctl.BackupManifest, error) {
+	base := resetPeakRSS()
+	smp := startSampler()
+	start, cpu := time.Now(), cpuTime()
+	m, err := e.BackupRestoreEngine.ExecuteRestore(ctx, p, bh)
+	e.restore = restoreMeasure{wall: time.Since(start).Seconds(), cpu: (cpuTime() - cpu).Seconds(), selfBase: base}
+	e.restore.toolRSS, e.restore.toolComm, e.restore.serverCPU = smp.finish()
+	e.restore.selfRSS = selfPeakRSS()
+	if err == nil && os.Geteuid() == 0 {
+		// Vitess's xtrabackup engine leaves --move-back's files owned by
+		// root; the mysql user that runs mysqld here needs them (untimed).
+		err = matchOwner(p.Cnf)
+	}
+	return m, err
+}
+
+func matchOwner(cnf *mysqlctl.Mycnf) error {
+	st, err := os.Stat(cnf.TabletDir())
+	if err != nil {
+		return nil
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || sys.Uid == 0 {
+		return nil
+	}
+	for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
+		if err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, int(sys.Uid), int(sys.Gid))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Printf("%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func contains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func slicesMax(s []int) int {
+	m := 0
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
+}
+
+func tailOf(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
+
+func run(name string, args ...string) string {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func machineInfo() map[string]string {
+	m := map[string]string{"nproc": strconv.Itoa(runtime.NumCPU())}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				m["cpu"] = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	m["memory"] = fmt.Sprintf("%.1f GiB", float64(procMemTotalKB())/(1<<20))
+	m["kernel"] = run("uname", "-r")
+	df := strings.Split(run("df", "-hT", os.TempDir()), "\n")
+	m["disk"] = df[len(df)-1]
+	m["load_at_start"] = run("cat", "/proc/loadavg")
+	return m
+}
+
+func procMemTotalKB() int64 {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "MemTotal:") {
+			f := strings.Fields(l)
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func versions() map[string]string {
+	v := map[string]string{"go": runtime.Version(), "vitess": "v0.24.3 (go.mod)"}
+	v["mariadb"] = run("/usr/sbin/mariadbd", "--version")
+	mb := strings.Split(run("/usr/bin/mariabackup", "--version"), "\n")
+	v["mariabackup"] = mb[len(mb)-1]
+	v["versitygw"] = "v1.8.0 (build/tools)"
+	return v
+}

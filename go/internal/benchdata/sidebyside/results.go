@@ -1,0 +1,96 @@
+// Package sidebyside measures the fifo engine with the split storage side by side
+// with Vitess's xtrabackup engine, and against the ceilings of the machine
+// (the backup tool alone, the compressor alone, the storage alone). The
+// benchmark itself is bench_test.go (it needs a real MariaDB); this file
+// holds the results it writes as JSON and report.go renders
+// docs/benchmarks.md and the chart from them.
+package sidebyside
+
+import (
+	"encoding/json"
+	"os"
+)
+
+// Run is one timed backup or restore.
+type Run struct {
+	Shape      string  `json:"shape"`
+	SizeGiB    float64 `json:"size_gib"`
+	Storage    string  `json:"storage"` // local | s3
+	Compressor string  `json:"compressor"`
+	Engine     string  `json:"engine"` // xtrabackup | fifo-stdout | fifo-fifo-standin
+	Lanes      int     `json:"lanes"`
+	Op         string  `json:"op"` // backup | restore
+	Rep        int     `json:"rep"`
+	PartSize   int64   `json:"part_size,omitempty"`
+	Budget     int64   `json:"budget,omitempty"`
+
+	Wall       float64 `json:"wall_s"`
+	CPU        float64 `json:"cpu_s"`        // this process + waited-for children (tool, mbstream)
+	ServerCPU  float64 `json:"server_cpu_s"` // the local S3 server's CPU (not in CPU)
+	RawBytes   int64   `json:"raw_bytes"`    // the tool's uncompressed stream
+	Stored     int64   `json:"stored_bytes"` // bytes of the backup's objects
+	Objects    int     `json:"objects"`
+	Requests   int64   `json:"requests"` // S3 HTTP requests (-1: not counted)
+	SelfRSS    int64   `json:"self_peak_rss"`
+	SelfBase   int64   `json:"self_base_rss"`
+	ToolRSS    int64   `json:"tool_peak_rss"`
+	ToolComm   string  `json:"tool_comm"`
+	PhaseTable string  `json:"phase_table,omitempty"` // the fifo engine's own per-phase table
+}
+
+// Ceiling is one measurement of a part of the path alone.
+type Ceiling struct {
+	Shape   string    `json:"shape"`
+	SizeGiB float64   `json:"size_gib"`
+	Name    string    `json:"name"` // tool-devnull | compress-zstd | decompress-zstd | storage-write-local | ...
+	What    string    `json:"what"`
+	Bytes   int64     `json:"bytes"`
+	Wall    []float64 `json:"wall_s"`
+	CPU     []float64 `json:"cpu_s"`
+}
+
+// Dataset is one loaded data set.
+type Dataset struct {
+	Shape     string  `json:"shape"`
+	SizeGiB   float64 `json:"size_gib"`
+	Bytes     int64   `json:"bytes"`
+	Tables    int     `json:"tables"`
+	Rows      int64   `json:"rows"`
+	LoadS     float64 `json:"load_s"`
+	RawBytes  int64   `json:"raw_bytes"`  // the tool's stream
+	ZstdBytes int64   `json:"zstd_bytes"` // that stream through zstd level 1
+}
+
+// Results is everything one benchmark run measured.
+type Results struct {
+	Profile  string            `json:"profile"`
+	Command  string            `json:"command"`
+	Started  string            `json:"started"`
+	Minutes  float64           `json:"minutes"`
+	Machine  map[string]string `json:"machine"`
+	Versions map[string]string `json:"versions"`
+	Settings map[string]string `json:"settings"`
+	Datasets []Dataset         `json:"datasets"`
+	Runs     []Run             `json:"runs"`
+	Sweep    []Run             `json:"sweep"`
+	Ceilings []Ceiling         `json:"ceilings"`
+}
+
+// Load reads results written by the benchmark.
+func Load(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	return &r, json.Unmarshal(b, &r)
+}
+
+// Save writes r as indented JSON.
+func (r *Results) Save(path string) error {
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}

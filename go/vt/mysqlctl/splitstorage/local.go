@@ -262,11 +262,33 @@ func (l *localBackend) Delete(ctx context.Context, key string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return localErr(err)
 	}
-	// Remove directories left empty, up to (not including) the root.
+	// Remove directories left empty, up to (not including) the root. A
+	// directory holding only temporary files (writes cut by a crash: never
+	// listed, so never deleted one by one) counts as empty.
 	for d := filepath.Dir(p); d != l.root && strings.HasPrefix(d, l.root); d = filepath.Dir(d) {
-		if os.Remove(d) != nil {
+		if os.Remove(d) != nil && !(removeOnlyTmp(d) && os.Remove(d) == nil) {
 			break
 		}
 	}
 	return nil
+}
+
+// removeOnlyTmp removes dir's files if every entry is a temporary file, and
+// reports whether it did.
+func removeOnlyTmp(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.Contains(e.Name(), localTmpMark) {
+			return false
+		}
+	}
+	for _, e := range entries {
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -143,4 +145,23 @@ func TestListIncomplete(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, bhs, 1)
 	assert.Equal(t, "done", bhs[0].Name())
+}
+
+// TestRemoveCrashedLocalBackup: a write cut by a crash leaves a temporary
+// file that List never shows; removing the backup must still remove its
+// directory (it used to stay forever, listed as incomplete).
+func TestRemoveCrashedLocalBackup(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.Local(t)
+	s := newStorage(t, srv.Config)
+	_, err := s.StartBackup(ctx, "ks/0", "crashed")
+	require.NoError(t, err)
+	dir := filepath.Join(srv.Config.Root, "ks", "0", "crashed")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lane-000.xbstream.part-00000001.tmp-0123456789abcdef"), []byte("cut"), 0o640))
+	require.NoError(t, s.RemoveBackup(ctx, "ks/0", "crashed"))
+	_, err = os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "the crashed backup's directory is still there")
+	inc, err := s.ListIncomplete(ctx, "ks/0")
+	require.NoError(t, err)
+	assert.Empty(t, inc)
 }

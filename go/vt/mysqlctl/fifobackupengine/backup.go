@@ -94,11 +94,17 @@ func (b *backupRun) execute(ctx context.Context) error {
 		return vterrors.Wrap(err, "can't get MySQL version")
 	}
 
-	workDir, err := os.MkdirTemp(b.params.Cnf.TmpDir, "fifo-backup-")
+	removeStaleWorkDirs(b.params.Cnf.TmpDir, b.logger)
+	workDir, err := os.MkdirTemp(b.params.Cnf.TmpDir, workDirPrefix)
 	if err != nil {
 		return vterrors.Wrap(err, "cannot create the backup's work directory")
 	}
 	defer os.RemoveAll(workDir)
+	unclaim, err := claimWorkDir(workDir)
+	defer unclaim()
+	if err != nil {
+		return vterrors.Wrap(err, "cannot write the backup's work directory owner")
+	}
 
 	if err := b.openLanes(ctx); err != nil {
 		b.closeLanes()

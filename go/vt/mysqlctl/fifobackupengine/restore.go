@@ -79,6 +79,9 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := r.params.Mysqld.Shutdown(ctx, cnf, true, r.params.MysqlShutdownTimeout); err != nil {
 		return vterrors.Wrap(err, "cannot shut down mysqld")
 	}
+	if err := waitMysqldGone(ctx, cnf.PidFile, r.params.MysqlShutdownTimeout); err != nil {
+		return vterrors.Wrap(err, "cannot shut down mysqld")
+	}
 	r.logger.Infof("fifo restore: deleting existing files")
 	if err := removeExistingFiles(cnf); err != nil {
 		return err

@@ -37,7 +37,7 @@ export VTFIFO_INIT_DB_SQL := $(INIT_DB_SQL)
 export VERSITYGW_BIN     := $(TOOLS_DIR)/versitygw
 export FAKE_GCS_BIN      := $(TOOLS_DIR)/fake-gcs-server
 
-.PHONY: help setup system-packages go-modules build tools demo test test-unit test-e2e fuzz clean flags-doc
+.PHONY: help setup system-packages go-modules build tools demo test test-unit test-e2e fuzz bench clean flags-doc
 
 help:
 	@echo "make demo   set up, build, run the backup/disaster-recovery demo (needs root or sudo for apt)"
@@ -46,6 +46,7 @@ help:
 	@echo "make build  only build $(BIN_DIR)/{vttablet,vtbackup,vtctld,mysqlctl,vtctldclient}"
 	@echo "make tools  only build the S3/GCS test servers into $(TOOLS_DIR)"
 	@echo "make fuzz   run the fuzz targets for FUZZTIME=$(FUZZTIME) each"
+	@echo "make bench  side-by-side benchmarks (BENCH_PROFILE=quick|full) -> docs/benchmarks.md"
 
 setup: system-packages go-modules build
 
@@ -126,6 +127,13 @@ fuzz:
 	  echo "== fuzz $$name in $$pkg for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+# Side-by-side benchmarks (fifo+split vs Vitess's xtrabackup engine, and the machine's
+# ceilings) -> build/bench/results.json, docs/benchmarks.md, docs/img/benchmarks-time.svg.
+# BENCH_PROFILE=quick is what docs/benchmarks.md publishes from this 2-core machine.
+BENCH_PROFILE ?= full
+bench: setup tools
+	BENCH_PROFILE=$(BENCH_PROFILE) scripts/bench.sh
 
 flags-doc: build
 	scripts/gen-flags-doc.sh $(BIN_DIR) > docs/flags.md

@@ -1,28 +1,67 @@
 package sidebyside
 
 import (
+	"encoding/xml"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-// TestRender re-renders docs/benchmarks.md and the chart from
-// build/bench/results.json (BENCH_RESULTS overrides); it skips when no
-// results exist, so it costs nothing in `make test`.
+// TestRender renders a small synthetic result set: the document has the
+// side-by-side row with its ratio, and the chart is well-formed SVG.
 func TestRender(t *testing.T) {
-	root := splitstoragetest.RepoRoot()
-	path := envOr("BENCH_RESULTS", filepath.Join(root, "build", "bench", "results.json"))
-	res, err := Load(path)
-	if os.IsNotExist(err) {
-		t.Skipf("no %s: run make bench first", path)
+	res := &Results{
+		Profile: "test", Command: "scripts/bench.sh", Started: "2026-01-01T00:00:00Z", Minutes: 1,
+		Machine: map[string]string{"cpus": "2"}, Versions: map[string]string{"vitess": "v0.24.3"},
+		Settings: map[string]string{"compressor": "zstd"},
+		Datasets: []Dataset{{Shape: "mixed", SizeGiB: 1, Bytes: 1 << 30, Tables: 50, RawBytes: 1 << 30, ZstdBytes: 1 << 28}},
 	}
+	for rep := range 3 {
+		for _, e := range []struct {
+			engine string
+			wall   float64
+		}{{"xtrabackup", 10}, {"fifo-stdout", 5}} {
+			for _, op := range []string{"backup", "restore"} {
+				res.Runs = append(res.Runs, Run{Shape: "mixed", SizeGiB: 1, Storage: "local", Compressor: "zstd",
+					Engine: e.engine, Lanes: 2, Op: op, Rep: rep, Wall: e.wall + float64(rep), CPU: e.wall,
+					RawBytes: 1 << 30, Stored: 1 << 28, Objects: 8, Requests: -1})
+			}
+		}
+	}
+	dir := t.TempDir()
+	doc, svg := filepath.Join(dir, "benchmarks.md"), filepath.Join(dir, "img", "chart.svg")
+	require.NoError(t, os.MkdirAll(filepath.Dir(svg), 0o755))
+	require.NoError(t, Render(res, doc, svg))
+
+	md, err := os.ReadFile(doc)
 	require.NoError(t, err)
-	doc := envOr("BENCH_DOC", filepath.Join(root, "docs", "benchmarks.md"))
-	require.NoError(t, Render(res, doc, filepath.Join(filepath.Dir(doc), "img", "benchmarks-time.svg")))
+	assert.Contains(t, string(md), "xtrabackup")
+	assert.Contains(t, string(md), "0.55", "fifo's median 6 s against the peer's 11 s")
+
+	f, err := os.Open(svg)
+	require.NoError(t, err)
+	defer f.Close()
+	d := xml.NewDecoder(f)
+	var elems int
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "the chart is not well-formed XML")
+		if se, ok := tok.(xml.StartElement); ok {
+			elems++
+			if elems == 1 {
+				assert.Equal(t, "svg", strings.ToLower(se.Name.Local))
+			}
+		}
+	}
+	assert.Greater(t, elems, 5)
 }
 
 func TestMedian(t *testing.T) {

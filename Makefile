@@ -37,7 +37,7 @@ export VTFIFO_INIT_DB_SQL := $(INIT_DB_SQL)
 export VERSITYGW_BIN     := $(TOOLS_DIR)/versitygw
 export FAKE_GCS_BIN      := $(TOOLS_DIR)/fake-gcs-server
 
-.PHONY: help setup system-packages go-modules build tools demo test test-unit test-e2e fuzz bench clean flags-doc
+.PHONY: help setup system-packages go-modules build tools demo test test-unit test-e2e test-reliability fuzz bench clean flags-doc
 
 help:
 	@echo "make demo   set up, build, run the backup/disaster-recovery demo (needs root or sudo for apt)"
@@ -60,7 +60,10 @@ $(STAMP_DIR)/go-mod-download: go.mod go.sum
 	$(GO) mod download
 	@mkdir -p $(@D) && touch $@
 
-build: $(PLUGIN_BINS) $(STOCK_BINS) $(INIT_DB_SQL)
+# Operator tools of the project (fifoverify: check a backup in place).
+TOOL_BINS := $(BIN_DIR)/fifoverify
+
+build: $(PLUGIN_BINS) $(STOCK_BINS) $(INIT_DB_SQL) $(TOOL_BINS)
 
 $(BIN_DIR)/%: $(GO_SOURCES)
 	@mkdir -p $(@D)
@@ -106,6 +109,9 @@ test: setup tools
 
 test-unit:
 	$(GO) test -short -count=1 $(TEST_FLAGS) ./...
+
+test-reliability: setup tools
+	$(GO) test -timeout 30m -count=1 -v $(TEST_FLAGS) ./test/reliability/
 
 test-e2e: setup tools
 	VTFIFO_E2E=require $(GO) test -timeout $(TEST_TIMEOUT) -count=1 -v $(TEST_FLAGS) ./test/endtoend/...

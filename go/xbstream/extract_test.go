@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
 
 func extractLanes(t testing.TB, lanes [][]byte, opts ExtractOptions) (string, ExtractStats, error) {

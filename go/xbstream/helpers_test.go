@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
 
 func TestMain(m *testing.M) {

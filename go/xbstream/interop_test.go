@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
 
 // realStream returns the path of a real `mariabackup --backup --stream=xbstream

@@ -1,6 +1,6 @@
 // Package reliability runs the fifo engine and the split storage through
 // faults, crashes, corruption and bad input, end to end: a real MariaDB
-// tablet (go/internal/tabletdb), real mariabackup, Vitess's own
+// tablet (go/testutil/tabletdb), real mariabackup, Vitess's own
 // mysqlctl.Backup and mysqlctl.Restore, the split storage on local disk or
 // on real S3/GCS servers (versitygw, fake-gcs-server) behind a fault proxy.
 // docs/reliability.md lists every scenario, its trial count and outcome.
@@ -24,8 +24,9 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
-	mariadbtest "github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine/fifotest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -82,7 +83,7 @@ func trials(t testing.TB, name string, def int) int {
 // split storage.
 type fixture struct {
 	t      testing.TB
-	tb     *mariadbtest.Tablet
+	tb     *tabletdb.Tablet
 	srv    *mariadbtest.Server
 	source map[string]string // CHECKSUM TABLE + row count of every table at load
 	cfg    splitstorage.Config
@@ -90,7 +91,7 @@ type fixture struct {
 }
 
 // smallData: a few MB (50 tables, a 4 MB table, Aria/MyISAM/partitioned).
-var smallData = mariadbtest.DataOptions{Database: sampleDB, Tables: 50, RowsPerTable: 10, BigTableBytes: 4 << 20}
+var smallData = mariadbtest.Options{Database: sampleDB, Tables: 50, RowsPerTable: 10, BigTableBytes: 4 << 20}
 
 func engineConfig() fifobackupengine.Config {
 	return fifobackupengine.Config{
@@ -104,7 +105,7 @@ func engineConfig() fifobackupengine.Config {
 }
 
 func newFixture(t *testing.T) *fixture {
-	tb := mariadbtest.StartTablet(t)
+	tb := tabletdb.Start(t)
 	f := &fixture{t: t, tb: tb}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")
 	mariadbtest.LoadSampleData(t, f.srv, smallData)
@@ -162,7 +163,7 @@ func (f *fixture) restore(ctx context.Context, logger logutil.Logger) (*mysqlctl
 	return m, err
 }
 
-func restoreParams(tb *mariadbtest.Tablet, logger logutil.Logger) mysqlctl.RestoreParams {
+func restoreParams(tb *tabletdb.Tablet, logger logutil.Logger) mysqlctl.RestoreParams {
 	return mysqlctl.RestoreParams{
 		Cnf:                  tb.Cnf,
 		Mysqld:               tb.Mysqld,

@@ -33,8 +33,8 @@ import (
 	"vitess.io/vitess/go/vt/servenv"
 
 	"github.com/vtfifo/vtfifo/go/internal/benchdata"
-	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
-	"github.com/vtfifo/vtfifo/go/internal/tabletdb"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"

@@ -18,7 +18,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/servenv"
 
-	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
 
 // BenchmarkVersusXtrabackupEngine runs Vitess's xtrabackup engine (stripes =

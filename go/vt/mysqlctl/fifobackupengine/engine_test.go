@@ -23,8 +23,8 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/mysqlctl/filebackupstorage"
 
-	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
-	"github.com/vtfifo/vtfifo/go/internal/tabletdb"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 

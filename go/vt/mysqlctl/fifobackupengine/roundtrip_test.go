@@ -13,7 +13,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
 
-	"github.com/vtfifo/vtfifo/go/internal/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
 
 // sampleData is the data set: 200+ tables, one of 200 MB, Aria,

@@ -372,7 +372,7 @@ func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-ch
 			}
 			defer f.Close()
 			buf := make([]byte, 1<<20)
-			if _, err := io.CopyBuffer(l, ioutil.NewMeteredReader(onlyReader{f}, readStats), buf); err != nil {
+			if _, err := io.CopyBuffer(l, ioutil.NewMeteredReader(f, readStats), buf); err != nil {
 				return fmt.Errorf("lane %d: copying FIFO %s: %w", l.index, path, err)
 			}
 			return nil
@@ -380,8 +380,6 @@ func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-ch
 	}
 	return g.Wait()
 }
-
-type onlyReader struct{ io.Reader }
 
 // openFIFO waits for the tool to create the FIFO, then opens it for reading.
 // Opening blocks until the tool opens the write end; if that does not happen

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/shlex"
 	"golang.org/x/sync/errgroup"
 
 	"vitess.io/vitess/go/ioutil"
@@ -149,7 +150,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 		CompressionExtension: b.cfg.Compression.Extension(),
 		ToolFlavor:           b.tool.Flavor,
 		ToolVersion:          b.tool.Version,
-		ToolParams:           b.cfg.BackupFlags,
+		ToolParams:           redactFlags(b.cfg.BackupFlags),
 		LSN:                  lsnsFromCheckpoints(workDir),
 	}
 	if m.CompressionEngine == mysqlctl.ExternalCompressor {
@@ -527,16 +528,28 @@ func dataSize(cnf *mysqlctl.Mycnf) int64 {
 	return total
 }
 
-// redactArgs hides values of password-like flags before logging an argv.
+// redactArgs hides the values of password-like flags (--password=x,
+// --*password*=x, -px) before an argv is logged or stored.
 func redactArgs(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		if k, _, ok := strings.Cut(a, "="); ok && strings.Contains(strings.ToLower(k), "password") {
 			a = k + "=****"
+		} else if strings.HasPrefix(a, "-p") && len(a) > 2 {
+			a = "-p****"
 		}
 		out[i] = a
 	}
 	return out
+}
+
+// redactFlags is redactArgs for a flag string split like a shell would.
+func redactFlags(flags string) string {
+	args, err := shlex.Split(flags)
+	if err != nil {
+		return "(unparsable flags, not recorded)"
+	}
+	return strings.Join(redactArgs(args), " ")
 }
 
 func compressionName(c *CompressionConfig) string {

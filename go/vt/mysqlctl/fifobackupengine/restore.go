@@ -77,7 +77,13 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	}
 	r.logger.Infof("fifo restore: shutting down mysqld")
 	if err := r.params.Mysqld.Shutdown(ctx, cnf, true, r.params.MysqlShutdownTimeout); err != nil {
-		return vterrors.Wrap(err, "cannot shut down mysqld")
+		// A mysqld already shutting down (asked by a restore that was killed
+		// meanwhile) keeps its socket a while but no longer answers, so the
+		// shutdown command fails: what matters is that it exits.
+		if werr := waitMysqldGone(ctx, cnf.PidFile, r.params.MysqlShutdownTimeout); werr != nil {
+			return vterrors.Wrap(err, "cannot shut down mysqld")
+		}
+		r.logger.Warningf("fifo restore: the shutdown command failed (%v), but mysqld has exited; going on", err)
 	}
 	if err := waitMysqldGone(ctx, cnf.PidFile, r.params.MysqlShutdownTimeout); err != nil {
 		return vterrors.Wrap(err, "cannot shut down mysqld")

@@ -3,7 +3,6 @@ package endtoend
 import (
 	"bufio"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +16,7 @@ import (
 // TestExampleFlagFiles checks every config/*.flags file against the built binary it is for:
 // every flag exists and the plugins' startup validation accepts the values.
 func TestExampleFlagFiles(t *testing.T) {
-	paths, err := cluster.Discover(cluster.Paths{})
-	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := discoverBinaries(t)
 	root, err := cluster.RepoRoot()
 	must(t, err)
 	files, err := filepath.Glob(filepath.Join(root, "config", "*.flags"))

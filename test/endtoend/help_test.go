@@ -1,8 +1,6 @@
 package endtoend
 
 import (
-	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,19 +9,12 @@ import (
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/engines"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/storages"
-	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
 // TestHelpListsPluginFlags checks the built binaries: engine flags in vttablet and vtbackup,
 // storage flags in vttablet, vtbackup and vtctld.
 func TestHelpListsPluginFlags(t *testing.T) {
-	paths, err := cluster.Discover(cluster.Paths{})
-	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := discoverBinaries(t)
 	engineFlags := plugin.FlagNames(engines.All...)
 	storageFlags := plugin.FlagNames(storages.All...)
 	if len(engineFlags) == 0 || len(storageFlags) == 0 {
@@ -55,13 +46,7 @@ func TestHelpListsPluginFlags(t *testing.T) {
 // TestBadPluginFlagStopsStartup checks that ValidateFlags runs at startup: a bad value stops
 // the process with an error naming the flag, before it does anything else.
 func TestBadPluginFlagStopsStartup(t *testing.T) {
-	paths, err := cluster.Discover(cluster.Paths{})
-	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := discoverBinaries(t)
 	for _, tc := range []struct {
 		bin, flag string
 		extra     []string
@@ -96,13 +81,7 @@ func TestBadPluginFlagStopsStartup(t *testing.T) {
 // TestUnusedStorageFlagsNotValidated: a binary configured with a stock storage must not be
 // stopped by the split storage's unset flags (the drop-in binaries keep stock behaviour).
 func TestUnusedStorageFlagsNotValidated(t *testing.T) {
-	paths, err := cluster.Discover(cluster.Paths{})
-	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	paths := discoverBinaries(t)
 	cmd := exec.Command(filepath.Join(paths.BinDir, "vtctld"), "--backup-storage-implementation=file",
 		"--file-backup-storage-root="+t.TempDir(), "--config-file-not-found-handling=ignore", "--port=-1")
 	out, _ := cmd.CombinedOutput()

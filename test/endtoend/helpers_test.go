@@ -10,6 +10,20 @@ import (
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
+// discoverBinaries finds the built binaries, skipping when they are missing
+// unless VTFIFO_E2E=require (set by `make test`), which makes that a failure.
+func discoverBinaries(t *testing.T) cluster.Paths {
+	t.Helper()
+	paths, err := cluster.Discover(cluster.Paths{})
+	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
+		t.Skipf("%v (run `make test`, or set VTFIFO_E2E=require to fail instead)", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
+}
+
 // startCluster starts etcd + vtctld for one test, skipping when a prerequisite is missing
 // (unless VTFIFO_E2E=require, which `make test` sets), and tears it down at the end. The
 // logs are kept and their path printed when the test fails.

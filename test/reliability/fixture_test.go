@@ -8,7 +8,6 @@ package reliability
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -109,7 +108,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, tb: tb}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")
 	mariadbtest.LoadSampleData(t, f.srv, smallData)
-	f.source = checksums(t, f.srv.DB())
+	f.source = mariadbtest.Checksums(t, f.srv.DB(), sampleDB)
 	require.GreaterOrEqual(t, len(f.source), 50)
 
 	old := mysqlctl.BackupRestoreEngineMap["fifo"]
@@ -192,7 +191,7 @@ func (f *fixture) list(t testing.TB) []string {
 
 // requireSourceData checks every table against the source.
 func (f *fixture) requireSourceData(t testing.TB, what string) {
-	got := checksums(t, f.srv.DB())
+	got := mariadbtest.Checksums(t, f.srv.DB(), sampleDB)
 	require.Equal(t, f.source, got, "%s: restored data differs from the source", what)
 }
 
@@ -200,27 +199,4 @@ func (f *fixture) requireSourceData(t testing.TB, what string) {
 func (f *fixture) mysqldRunning() bool {
 	_, err := os.Stat(f.tb.Cnf.SocketFile)
 	return err == nil
-}
-
-func checksums(t testing.TB, db *sql.DB) map[string]string {
-	rows, err := db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name", sampleDB)
-	require.NoError(t, err)
-	var tables []string
-	for rows.Next() {
-		var name string
-		require.NoError(t, rows.Scan(&name))
-		tables = append(tables, name)
-	}
-	require.NoError(t, rows.Err())
-	rows.Close()
-	out := map[string]string{}
-	for _, table := range tables {
-		var name string
-		var sum sql.NullInt64
-		require.NoError(t, db.QueryRow(fmt.Sprintf("CHECKSUM TABLE `%s`.`%s`", sampleDB, table)).Scan(&name, &sum))
-		var count int64
-		require.NoError(t, db.QueryRow(fmt.Sprintf("SELECT COUNT(*) FROM `%s`.`%s`", sampleDB, table)).Scan(&count))
-		out[table] = fmt.Sprintf("checksum=%d rows=%d", sum.Int64, count)
-	}
-	return out
 }

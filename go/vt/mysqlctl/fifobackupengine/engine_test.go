@@ -74,7 +74,7 @@ func newFixture(t testing.TB, data mariadbtest.Options) *fixture {
 	data.Database = sampleDB
 	mariadbtest.LoadSampleData(t, f.srv, data)
 	f.srv.Exec(t, "CREATE TABLE sample.writes (id BIGINT AUTO_INCREMENT PRIMARY KEY, payload VARCHAR(64) NOT NULL) ENGINE=InnoDB")
-	f.static = checksums(t, f.srv.DB(), "writes")
+	f.static = mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes")
 	require.Greater(t, len(f.static), 200, "want at least 200 tables")
 	f.useSplitStorage(t)
 	return f
@@ -193,37 +193,6 @@ func (f *fixture) listBackups(t testing.TB) []string {
 	return names
 }
 
-// checksums returns CHECKSUM TABLE and COUNT(*) of every table of the sample
-// database except the skipped ones.
-func checksums(t testing.TB, db *sql.DB, skip ...string) map[string]string {
-	rows, err := db.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name", sampleDB)
-	require.NoError(t, err)
-	var tables []string
-	for rows.Next() {
-		var name string
-		require.NoError(t, rows.Scan(&name))
-		skipped := false
-		for _, s := range skip {
-			skipped = skipped || s == name
-		}
-		if !skipped {
-			tables = append(tables, name)
-		}
-	}
-	require.NoError(t, rows.Err())
-	rows.Close()
-	out := map[string]string{}
-	for _, table := range tables {
-		var name string
-		var sum sql.NullInt64
-		require.NoError(t, db.QueryRow(fmt.Sprintf("CHECKSUM TABLE `%s`.`%s`", sampleDB, table)).Scan(&name, &sum))
-		var count int64
-		require.NoError(t, db.QueryRow(fmt.Sprintf("SELECT COUNT(*) FROM `%s`.`%s`", sampleDB, table)).Scan(&count))
-		out[table] = fmt.Sprintf("checksum=%d rows=%d", sum.Int64, count)
-	}
-	return out
-}
-
 // gtidWriter commits one row per transaction into sample.writes while a
 // backup runs and records the GTID sequence number MariaDB gave each row,
 // so the rows expected at the backup's position are known exactly.
@@ -335,7 +304,7 @@ func (f *fixture) roundTrip(t testing.TB, cfg Config) *mysqlctl.BackupManifest {
 	require.NotNil(t, m)
 	require.Equal(t, engineName, m.BackupMethod)
 
-	got := checksums(t, f.srv.DB(), "writes")
+	got := mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes")
 	assert.Equal(t, f.static, got, "static tables differ after restore")
 	want := w.expectedAt(t, m.Position.String())
 	for id := range f.baseline {

@@ -175,24 +175,33 @@ func PartKey(dir, name, file string, n int) string {
 // IndexKey is the object key of a file's part index.
 func IndexKey(dir, name, file string) string { return backupPrefix(dir, name) + file + indexSuffix }
 
-// ListBackups is part of backupstorage.BackupStorage: only completed backups, sorted by name.
-func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.BackupHandle, error) {
+// backupNames lists the names of every backup in dir, complete or not.
+func (s *Storage) backupNames(ctx context.Context, dir string) (*env, []string, error) {
 	if err := checkName("directory", dir, true); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e, err := s.env(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	entries, err := e.be.List(ctx, dir+"/", true)
 	if err != nil {
-		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 	}
 	var names []string
 	for _, en := range entries {
 		if en.Dir {
 			names = append(names, strings.TrimSuffix(strings.TrimPrefix(en.Key, dir+"/"), "/"))
 		}
+	}
+	return e, names, nil
+}
+
+// ListBackups is part of backupstorage.BackupStorage: only completed backups, sorted by name.
+func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.BackupHandle, error) {
+	e, names, err := s.backupNames(ctx, dir)
+	if err != nil {
+		return nil, err
 	}
 	complete := make([]bool, len(names))
 	errs := make([]error, len(names))

@@ -290,23 +290,12 @@ type IncompleteBackup struct {
 // backup still being taken is among them: look at Started before removing.
 // RemoveBackup removes one.
 func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteBackup, error) {
-	if err := checkName("directory", dir, true); err != nil {
-		return nil, err
-	}
-	e, err := s.env(ctx)
+	e, names, err := s.backupNames(ctx, dir)
 	if err != nil {
 		return nil, err
-	}
-	entries, err := e.be.List(ctx, dir+"/", true)
-	if err != nil {
-		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 	}
 	var out []IncompleteBackup
-	for _, en := range entries {
-		if !en.Dir {
-			continue
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(en.Key, dir+"/"), "/")
+	for _, name := range names {
 		prefix := backupPrefix(dir, name)
 		if _, err := e.be.Stat(ctx, prefix+completeMarker); err == nil {
 			continue

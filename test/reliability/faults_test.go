@@ -99,28 +99,27 @@ func TestStoreGone(t *testing.T) {
 			cfg.RequestTimeout = 2 * time.Second
 			f.useStorage(t, cfg)
 			ctx := context.Background()
+			before := p.Requests()
 			require.NoError(t, f.backup(ctx, nil))
 			older := f.list(t)
 			require.Len(t, older, 1)
 
+			// Take the store away for good halfway through the next backup's
+			// requests (the first backup says how many there are): decided in
+			// the proxy, so a fast backup cannot finish before it happens.
 			base := p.Requests()
+			p.DownAfter(base + (base-before)/2)
 			errc := make(chan error, 1)
 			go func() { errc <- f.backup(ctx, nil) }()
-			// Let some parts go through, then take the store away.
-			deadline := time.Now().Add(time.Minute)
-			for p.Requests() < base+8 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			p.SetDown(true)
-			gone := time.Now()
 			var err error
 			select {
 			case err = <-errc:
 			case <-time.After(3 * time.Minute):
 				t.Fatalf("backup still running 3 minutes after the store went away")
 			}
-			took := time.Since(gone)
 			require.Error(t, err, "a backup with the store gone must fail")
+			require.False(t, p.WentDown().IsZero(), "the store never went away")
+			took := time.Since(p.WentDown())
 			t.Logf("backup failed %v after the store went away: %v", took.Round(time.Millisecond), err)
 			// Budget: attempts x (request timeout + max backoff) per request, a
 			// few requests in a row (part, index, marker, abort), with slack.
@@ -134,6 +133,7 @@ func TestStoreGone(t *testing.T) {
 				assert.NotContains(t, err.Error(), secret, "the S3 secret key appears in the backup error")
 			}
 
+			p.DownAfter(0)
 			p.SetDown(false)
 			assert.Equal(t, older, f.list(t), "no new backup is visible, the older one still is")
 			code, out := runVerify(t, cfg, ps.Environ(), "--backup="+older[0])

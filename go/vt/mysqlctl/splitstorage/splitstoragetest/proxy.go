@@ -57,13 +57,15 @@ type FaultProxy struct {
 	rp     *httputil.ReverseProxy
 	srv    *http.Server
 
-	mu     sync.Mutex
-	rate   float64
-	kinds  []Fault
-	rules  []*rule
-	down   bool
-	rng    *rand.Rand
-	counts map[Fault]int
+	mu       sync.Mutex
+	rate     float64
+	kinds    []Fault
+	rules    []*rule
+	down     bool
+	downAt   int64     // goes down once this many requests have been served (0: never)
+	wentDown time.Time // when DownAfter took the store away
+	rng      *rand.Rand
+	counts   map[Fault]int
 
 	requests atomic.Int64
 }
@@ -126,6 +128,22 @@ func (p *FaultProxy) SetDown(down bool) {
 	p.down = down
 }
 
+// DownAfter makes the store go away for good once n requests have been
+// served, decided in the proxy itself, so a test can stop the store in the
+// middle of a run however fast the run is.
+func (p *FaultProxy) DownAfter(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.downAt = n
+}
+
+// WentDown returns when DownAfter took the store away (zero if it has not).
+func (p *FaultProxy) WentDown() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wentDown
+}
+
 // Injected returns how many faults of each kind were injected.
 func (p *FaultProxy) Injected() map[Fault]int {
 	p.mu.Lock()
@@ -140,9 +158,12 @@ func (p *FaultProxy) Injected() map[Fault]int {
 // Requests returns how many requests reached the proxy.
 func (p *FaultProxy) Requests() int64 { return p.requests.Load() }
 
-func (p *FaultProxy) pick(r *http.Request) Fault {
+func (p *FaultProxy) pick(r *http.Request, seq int64) Fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.downAt > 0 && seq > p.downAt && !p.down {
+		p.down, p.wentDown = true, time.Now()
+	}
 	f := None
 	if p.down {
 		f = Refuse
@@ -165,8 +186,8 @@ func (p *FaultProxy) pick(r *http.Request) Fault {
 }
 
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.requests.Add(1)
-	switch f := p.pick(r); f {
+	seq := p.requests.Add(1)
+	switch f := p.pick(r, seq); f {
 	case None:
 		p.rp.ServeHTTP(w, r)
 	case SlowDown, InternalError:

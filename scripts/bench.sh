@@ -3,18 +3,22 @@
 # ceilings of the machine. Writes build/bench/results.json, build/bench/logs/,
 # docs/benchmarks.md and docs/img/benchmarks-time.svg.
 #
-#   scripts/bench.sh                     # full matrix (1 and 4 GiB, 3 shapes, N=1,2,4,8, zstd+pgzip, local+S3)
-#   BENCH_PROFILE=quick scripts/bench.sh # 1 GiB mixed, N=1,2 (S3: N=2), zstd, 3 repeats: what docs/benchmarks.md publishes
+#   scripts/bench.sh                     # standard: every axis, ~75 min on 2 cores (what docs/benchmarks.md publishes):
+#                                        #   mixed 1 GiB N=1,2,4,8 local+S3 zstd, pgzip N=2, part sweep;
+#                                        #   many/giant 1 GiB N=2,8; mixed 4 GiB N=2,8 + part sweep
+#   BENCH_PROFILE=quick scripts/bench.sh # 1 GiB mixed, N=1,2 (S3: N=2), zstd: a 10-minute smoke run
+#   BENCH_PROFILE=full scripts/bench.sh  # every combination (1 and 4 GiB, 3 shapes, N=1,2,4,8, zstd+pgzip, local+S3)
 #
 # Overrides (comma lists): BENCH_SIZES_MIB (<= 32768), BENCH_SHAPES (many,giant,mixed),
 # BENCH_LANES, BENCH_S3_LANES, BENCH_COMPRESSORS (zstd,pgzip), BENCH_STORAGES (local,s3),
-# BENCH_REPEAT, BENCH_PART_SIZES_MIB, BENCH_SWEEP_SIZES_MIB, BENCH_SWEEP_REPEAT, BENCH_SEED,
+# BENCH_REPEAT, BENCH_PART_SIZES_MIB, BENCH_SWEEP_SIZES_MIB, BENCH_SWEEP_REPEAT, BENCH_SWEEP_LANES, BENCH_SEED,
+# (overriding a list replaces the standard plan by the product of the lists),
 # BENCH_OUT (results dir), BENCH_DOC (markdown path, "-" for none).
 # Needs MariaDB 10.11 + mariadb-backup (make setup) and versitygw (make tools) for S3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export VERSITYGW_BIN="${VERSITYGW_BIN:-$PWD/build/tools/versitygw}"
-export BENCH_COMMAND="${BENCH_COMMAND:-BENCH_PROFILE=${BENCH_PROFILE:-full} scripts/bench.sh}"
+export BENCH_COMMAND="${BENCH_COMMAND:-BENCH_PROFILE=${BENCH_PROFILE:-standard} scripts/bench.sh}"
 mkdir -p build/bench
 go test -run '^$' -bench BenchmarkSideBySide -benchtime 1x -timeout 0 -v \
   ./go/internal/benchdata/sidebyside/ 2>&1 | tee build/bench/bench.log | grep --line-buffered -E 'bench:|^(---|ok|FAIL|PASS)|Error'

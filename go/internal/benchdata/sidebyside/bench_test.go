@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,22 +78,124 @@ type profile struct {
 	PartsMiB    []int
 	SweepSizes  []int // MiB; data sets the part-size sweep runs on
 	SweepRepeat int
+	SweepLanes  int
 	Seed        uint64
+	// Plans, when set, replaces the product of the lists above: what runs on
+	// each data set (the standard profile picks a matrix 2 cores finish in
+	// about an hour).
+	Plans []dataPlan
+}
+
+// dataPlan is what runs on one data set.
+type dataPlan struct {
+	Shape string
+	MiB   int
+	Runs  []planRun
+	Sweep bool
+}
+
+// planRun compares the engines at each lane count with one storage and compressor.
+type planRun struct {
+	Storage, Compressor string
+	Lanes               []int
+}
+
+// plans returns p.Plans, or the product of the profile's lists.
+func (p profile) plans() []dataPlan {
+	if p.Plans != nil {
+		return p.Plans
+	}
+	var out []dataPlan
+	for _, shape := range p.Shapes {
+		for _, mib := range p.SizesMiB {
+			d := dataPlan{Shape: shape, MiB: mib, Sweep: contains(p.SweepSizes, mib)}
+			for _, st := range p.Storages {
+				lanes := p.Lanes
+				if st == "s3" {
+					lanes = p.S3Lanes
+				}
+				for _, comp := range p.Compressors {
+					d.Runs = append(d.Runs, planRun{Storage: st, Compressor: comp, Lanes: lanes})
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// String says what the profile runs, for the report.
+func (p profile) String() string {
+	var ds []string
+	for _, d := range p.plans() {
+		var rs []string
+		for _, r := range d.Runs {
+			rs = append(rs, fmt.Sprintf("%s %s N=%s", r.Storage, r.Compressor, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(r.Lanes)), ","), "[]")))
+		}
+		if d.Sweep {
+			rs = append(rs, "part-size sweep")
+		}
+		ds = append(ds, fmt.Sprintf("%s %d MiB (%s)", d.Shape, d.MiB, strings.Join(rs, "; ")))
+	}
+	return fmt.Sprintf("%s: %d repeats; sweep parts %v MiB, N=%d, %d repeats; seed %d; data sets: %s",
+		p.Name, p.Repeat, p.PartsMiB, p.SweepLanes, p.SweepRepeat, p.Seed, strings.Join(ds, "; "))
+}
+
+// compressors, storages and maxLanes(storage) of one data set's plan: what its ceilings measure.
+func (d dataPlan) compressors() (out []string) {
+	for _, r := range d.Runs {
+		if !contains(out, r.Compressor) {
+			out = append(out, r.Compressor)
+		}
+	}
+	return out
+}
+
+func (d dataPlan) storages() (out []string) {
+	for _, r := range d.Runs {
+		if !contains(out, r.Storage) {
+			out = append(out, r.Storage)
+		}
+	}
+	return out
+}
+
+func (d dataPlan) maxLanes(storage string) int {
+	m := 0
+	for _, r := range d.Runs {
+		if r.Storage == storage {
+			m = max(m, slicesMax(r.Lanes))
+		}
+	}
+	return m
 }
 
 func profileFromEnv() profile {
-	p := profile{ // full: the documented default, for bigger machines
+	all := []int{1, 2, 4, 8}
+	parts := []int{8, 16, 64, 256, 1024}
+	p := profile{ // full: every combination, for bigger machines (hours on 2 cores)
 		Name: "full", SizesMiB: []int{1024, 4096}, Shapes: []string{"many", "giant", "mixed"},
-		Lanes: []int{1, 2, 4, 8}, S3Lanes: []int{1, 2, 4, 8}, Repeat: 3,
+		Lanes: all, S3Lanes: all, Repeat: 3,
 		Compressors: []string{"zstd", "pgzip"}, Storages: []string{"local", "s3"},
-		PartsMiB: []int{8, 16, 64, 256, 1024}, SweepSizes: []int{1024, 4096}, SweepRepeat: 3, Seed: 1,
+		PartsMiB: parts, SweepSizes: []int{1024, 4096}, SweepRepeat: 3, SweepLanes: 2, Seed: 1,
 	}
-	if os.Getenv("BENCH_PROFILE") == "quick" {
+	switch os.Getenv("BENCH_PROFILE") {
+	case "quick": // 1 GiB mixed, ~10 minutes: a smoke run
 		p = profile{
 			Name: "quick", SizesMiB: []int{1024}, Shapes: []string{"mixed"},
 			Lanes: []int{1, 2}, S3Lanes: []int{2}, Repeat: 3,
 			Compressors: []string{"zstd"}, Storages: []string{"local", "s3"},
-			PartsMiB: []int{8, 16, 64, 256, 1024}, SweepSizes: []int{1024}, SweepRepeat: 1, Seed: 1,
+			PartsMiB: parts, SweepSizes: []int{1024}, SweepRepeat: 1, SweepLanes: 2, Seed: 1,
+		}
+	case "", "standard": // every axis of the issue, not every product: ~75 minutes on 2 cores
+		zstd := func(st string, lanes ...int) planRun { return planRun{Storage: st, Compressor: "zstd", Lanes: lanes} }
+		p.Name = "standard"
+		p.Plans = []dataPlan{
+			{Shape: "mixed", MiB: 1024, Sweep: true, Runs: []planRun{
+				zstd("local", all...), {Storage: "local", Compressor: "pgzip", Lanes: []int{2}}, zstd("s3", all...)}},
+			{Shape: "many", MiB: 1024, Runs: []planRun{zstd("local", 2, 8)}},
+			{Shape: "giant", MiB: 1024, Runs: []planRun{zstd("local", 2, 8)}},
+			{Shape: "mixed", MiB: 4096, Sweep: true, Runs: []planRun{zstd("local", 2, 8)}},
 		}
 	}
 	ints := func(env string, dst *[]int) {
@@ -112,6 +215,11 @@ func profileFromEnv() profile {
 			*dst = strings.Split(v, ",")
 		}
 	}
+	for _, env := range []string{"BENCH_SIZES_MIB", "BENCH_LANES", "BENCH_S3_LANES", "BENCH_SWEEP_SIZES_MIB", "BENCH_SHAPES", "BENCH_COMPRESSORS", "BENCH_STORAGES"} {
+		if os.Getenv(env) != "" {
+			p.Plans = nil // the lists, overridden, say what runs
+		}
+	}
 	ints("BENCH_SIZES_MIB", &p.SizesMiB)
 	ints("BENCH_LANES", &p.Lanes)
 	ints("BENCH_S3_LANES", &p.S3Lanes)
@@ -126,11 +234,14 @@ func profileFromEnv() profile {
 	if v, err := strconv.Atoi(os.Getenv("BENCH_SWEEP_REPEAT")); err == nil && v > 0 {
 		p.SweepRepeat = v
 	}
+	if v, err := strconv.Atoi(os.Getenv("BENCH_SWEEP_LANES")); err == nil && v > 0 {
+		p.SweepLanes = v
+	}
 	if v, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
 		p.Seed = v
 	}
-	for _, s := range p.SizesMiB {
-		if int64(s)<<20 > benchdata.MaxBytes {
+	for _, d := range p.plans() {
+		if int64(d.MiB)<<20 > benchdata.MaxBytes {
 			panic("BENCH_SIZES_MIB: at most 32768")
 		}
 	}
@@ -153,7 +264,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		Machine:  machineInfo(),
 		Versions: versions(),
 		Settings: map[string]string{
-			"profile":      fmt.Sprintf("%+v", p),
+			"profile":      p.String(),
 			"tool":         "mariabackup --backup --stream=xbstream --parallel=4 for every engine",
 			"split":        "part 256 MiB, budget 2 GiB, upload concurrency 4, read-ahead 2 (flag defaults)",
 			"peer storage": "Vitess file storage (local) / Vitess s3 storage (s3), same disk / same versitygw",
@@ -173,7 +284,7 @@ func BenchmarkSideBySide(b *testing.B) {
 
 	var s3srv *splitstoragetest.Server
 	var proxy *splitstoragetest.FaultProxy
-	if contains(p.Storages, "s3") {
+	if slices.ContainsFunc(p.plans(), func(d dataPlan) bool { return contains(d.storages(), "s3") }) {
 		s3srv = splitstoragetest.StartS3(b)
 		s3srv.Setenv(b)
 		// Vitess's s3 storage hands the SDK a plain *http.Client, which the
@@ -187,33 +298,25 @@ func BenchmarkSideBySide(b *testing.B) {
 		s3srv = s3srv.WithProxy(proxy)
 	}
 
-	for _, shape := range p.Shapes {
-		for _, mib := range p.SizesMiB {
-			b.Run(fmt.Sprintf("%s-%dMiB", shape, mib), func(b *testing.B) {
-				e := &env{b: b, p: p, res: res, fs: fs, rootPath: rootPath, s3: s3srv, proxy: proxy, outDir: outDir,
-					shape: shape, sizeGiB: float64(mib) / 1024}
-				e.setUp(int64(mib) << 20)
-				save()
-				e.ceilings()
-				save()
-				for _, st := range p.Storages {
-					lanes := p.Lanes
-					if st == "s3" {
-						lanes = p.S3Lanes
-					}
-					for _, comp := range p.Compressors {
-						for _, n := range lanes {
-							e.compare(st, comp, n)
-							save()
-						}
-					}
-				}
-				if contains(p.SweepSizes, mib) {
-					e.sweep()
+	for _, d := range p.plans() {
+		b.Run(fmt.Sprintf("%s-%dMiB", d.Shape, d.MiB), func(b *testing.B) {
+			e := &env{b: b, p: p, plan: d, res: res, fs: fs, rootPath: rootPath, s3: s3srv, proxy: proxy, outDir: outDir,
+				shape: d.Shape, sizeGiB: float64(d.MiB) / 1024}
+			e.setUp(int64(d.MiB) << 20)
+			save()
+			e.ceilings()
+			save()
+			for _, r := range d.Runs {
+				for _, n := range r.Lanes {
+					e.compare(r.Storage, r.Compressor, n)
 					save()
 				}
-			})
-		}
+			}
+			if d.Sweep {
+				e.sweep()
+				save()
+			}
+		})
 	}
 	save()
 	doc := envOr("BENCH_DOC", filepath.Join(splitstoragetest.RepoRoot(), "docs", "benchmarks.md"))
@@ -226,6 +329,7 @@ func BenchmarkSideBySide(b *testing.B) {
 type env struct {
 	b        *testing.B
 	p        profile
+	plan     dataPlan
 	res      *Results
 	fs       interface{ Parse([]string) error }
 	rootPath string
@@ -311,7 +415,7 @@ func (e *env) ceilings() {
 
 	// 2. The compressors alone, all cores, 8 MiB chunks.
 	e.comp = map[string][]byte{}
-	for _, comp := range e.p.Compressors {
+	for _, comp := range e.plan.compressors() {
 		var cw, cc, dw, dc []float64
 		var total int64
 		var chunks [][]byte
@@ -342,12 +446,9 @@ func (e *env) ceilings() {
 
 	// 3. The storage alone: the split storage writing and reading the
 	// compressed bytes from memory, as many files as the largest lane count.
-	data := e.comp[e.p.Compressors[0]]
-	for _, st := range e.p.Storages {
-		lanes := slicesMax(e.p.Lanes)
-		if st == "s3" {
-			lanes = slicesMax(e.p.S3Lanes)
-		}
+	data := e.comp[e.plan.compressors()[0]]
+	for _, st := range e.plan.storages() {
+		lanes := e.plan.maxLanes(st)
 		var ww, wc, rw, rc []float64
 		for range e.p.Repeat {
 			s := e.splitStorage(st, 256<<20, 2<<30)
@@ -594,14 +695,14 @@ func (e *env) compare(st, comp string, n int) {
 	}
 }
 
-// sweep: fifo stdout with the most lanes, split on local disk, part sizes.
+// sweep: fifo stdout with SweepLanes lanes, split on local disk, part sizes.
 func (e *env) sweep() {
-	n := slicesMax(e.p.Lanes)
+	n := e.p.SweepLanes
 	for rep := range e.p.SweepRepeat {
 		for _, mib := range e.p.PartsMiB {
 			part := int64(mib) << 20
 			budget := max(int64(2)<<30, part*int64(n+4+1))
-			bk, _ := e.roundTrip("local", e.p.Compressors[0], engStdout, n, part, budget)
+			bk, _ := e.roundTrip("local", e.plan.compressors()[0], engStdout, n, part, budget)
 			bk.Rep = rep
 			e.res.Sweep = append(e.res.Sweep, bk)
 		}

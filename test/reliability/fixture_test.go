@@ -104,6 +104,9 @@ func engineConfig() fifobackupengine.Config {
 }
 
 func newFixture(t *testing.T) *fixture {
+	if testing.Short() {
+		t.Skip("reliability test (real MariaDB, storage servers) skipped with -short")
+	}
 	tb := tabletdb.Start(t)
 	f := &fixture{t: t, tb: tb}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")

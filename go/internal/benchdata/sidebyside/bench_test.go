@@ -36,6 +36,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/internal/benchdata"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
+	"github.com/vtfifo/vtfifo/go/testutil/testbin"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
@@ -49,21 +50,7 @@ const (
 
 var standinPath string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "bench-standin-")
-	if err != nil {
-		panic(err)
-	}
-	standinPath = filepath.Join(dir, "xtrabackup")
-	out, err := exec.Command("go", "build", "-o", standinPath, "github.com/vtfifo/vtfifo/go/internal/xtrabackupstandin").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "cannot build the xtrabackup stand-in: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, testbin.Standin(&standinPath)) }
 
 // profile is what one benchmark run covers.
 type profile struct {

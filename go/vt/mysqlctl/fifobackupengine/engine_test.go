@@ -5,9 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
+	"github.com/vtfifo/vtfifo/go/testutil/testbin"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -32,21 +30,7 @@ import (
 // built once for the package's tests.
 var standinPath string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fifo-standin-")
-	if err != nil {
-		panic(err)
-	}
-	standinPath = filepath.Join(dir, "xtrabackup")
-	out, err := exec.Command("go", "build", "-o", standinPath, "github.com/vtfifo/vtfifo/go/internal/xtrabackupstandin").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "cannot build the xtrabackup stand-in: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m, testbin.Standin(&standinPath)) }
 
 const (
 	testKeyspace = "ks"

@@ -1,0 +1,47 @@
+// Package testbin builds the project's helper programs (the xtrabackup
+// stand-in, fifoverify, ...) once per test binary, for tests that run them as
+// real processes.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Program is one package to build: its binary is named Name and its path
+// stored in *Path before the tests run.
+type Program struct {
+	Package string
+	Name    string
+	Path    *string
+}
+
+// Main builds the programs into a temporary directory, runs the tests and
+// removes the directory. Use it as the package's TestMain.
+func Main(m *testing.M, progs ...Program) {
+	dir, err := os.MkdirTemp("", "testbin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, p := range progs {
+		*p.Path = filepath.Join(dir, p.Name)
+		if out, err := exec.Command("go", "build", "-o", *p.Path, p.Package).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "cannot build %s: %v\n%s", p.Package, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Standin is the xtrabackup stand-in (go/internal/xtrabackupstandin), named
+// xtrabackup as the engine's tool detection expects.
+func Standin(path *string) Program {
+	return Program{Package: "github.com/vtfifo/vtfifo/go/internal/xtrabackupstandin", Name: "xtrabackup", Path: path}
+}

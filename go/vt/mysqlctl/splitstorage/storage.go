@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"vitess.io/vitess/go/vt/logutil"
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
@@ -156,10 +158,24 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 	}, nil
 }
 
+// checkName accepts only plain relative names: one segment, or (slashOK, for
+// the keyspace/shard directory) segments joined by single '/'. It refuses an
+// empty name or segment (so a leading, trailing or doubled '/'), a segment
+// that starts with '.' ("." and ".." included: a key must not depend on path
+// cleaning, and the markers start with '.'), ".." anywhere, backslashes,
+// control characters (NUL included) and invalid UTF-8. Every name that reaches
+// a key goes through it: vtctld passes keyspace, shard and backup names from
+// its callers as they are.
 func checkName(kind, v string, slashOK bool) error {
-	if v == "" || strings.HasPrefix(v, ".") || strings.Contains(v, "..") || strings.ContainsAny(v, "\\\x00") ||
-		(!slashOK && strings.Contains(v, "/")) || strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/") || strings.Contains(v, "//") {
-		return fmt.Errorf("split storage: invalid %s %q", kind, v)
+	bad := v == "" || !utf8.ValidString(v) || strings.Contains(v, "..") || strings.ContainsRune(v, '\\') ||
+		strings.IndexFunc(v, unicode.IsControl) >= 0 || (!slashOK && strings.Contains(v, "/"))
+	for seg := range strings.SplitSeq(v, "/") {
+		if seg == "" || strings.HasPrefix(seg, ".") {
+			bad = true
+		}
+	}
+	if bad {
+		return fmt.Errorf("split storage: invalid %s %q: want a relative name without '.'-leading or empty segments, '..', backslashes or control characters", kind, v)
 	}
 	return nil
 }

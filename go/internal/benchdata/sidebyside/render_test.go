@@ -69,3 +69,20 @@ func TestMedian(t *testing.T) {
 	require.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
 	require.Equal(t, 0.0, median(nil))
 }
+
+// TestPipelineCeiling: the slowest stage bounds a pipeline, unless the stages
+// together need more CPU than the machine has.
+func TestPipelineCeiling(t *testing.T) {
+	res := &Results{Machine: map[string]string{"nproc": "2"}, Ceilings: []Ceiling{
+		{Shape: "mixed", SizeGiB: 1, Name: "tool-devnull", Wall: []float64{1.5}, CPU: []float64{1.5}},
+		{Shape: "mixed", SizeGiB: 1, Name: "compress-zstd", Wall: []float64{2.3}, CPU: []float64{4.6}},
+		{Shape: "mixed", SizeGiB: 1, Name: "storage-write-local", Wall: []float64{0.4}, CPU: []float64{0.3}},
+	}}
+	c, what := res.backupCeiling("mixed", 1, "zstd", "local")
+	assert.InDelta(t, 3.2, c, 1e-9)
+	assert.Contains(t, what, "cpu")
+	res.Machine["nproc"] = "16"
+	c, what = res.backupCeiling("mixed", 1, "zstd", "local")
+	assert.InDelta(t, 2.3, c, 1e-9)
+	assert.Equal(t, "compress-zstd", what)
+}

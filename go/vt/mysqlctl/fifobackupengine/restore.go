@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"vitess.io/vitess/go/ioutil"
-	"vitess.io/vitess/go/os2"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -323,9 +322,10 @@ func matchOwner(cnf *mysqlctl.Mycnf) error {
 }
 
 // createStateFile is Vitess's restore_in_progress marker (mysqlctl keeps
-// its helper unexported).
+// its helper unexported), 0640 like every file the engine writes (Vitess's
+// os2.Create asks for 0660).
 func createStateFile(cnf *mysqlctl.Mycnf) error {
-	f, err := os2.Create(filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState))
+	f, err := os.OpenFile(filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
 		return vterrors.Wrap(err, "unable to create the restore_in_progress file")
 	}

@@ -16,7 +16,8 @@ machine (`--fifo-backup-lanes`: the number of CPUs) show the machine the table w
 
 HDR
 # Allowed values the --help text does not state, from the plugins' Validate functions
-# (go/vt/mysqlctl/splitstorage/config.go, fifobackupengine/flags.go). Keep in sync.
+# (go/vt/mysqlctl/splitstorage/config.go, fifobackupengine/flags.go). Keep in sync, and with
+# the table of bad values in go/cmd/plugin/plugintest/badflags.go.
 declare -A allowed=(
   [--split-storage-backend]='file, s3, gcs'
   [--split-storage-part-size]='1MiB .. 5GiB'
@@ -28,18 +29,24 @@ declare -A allowed=(
   [--split-storage-retry-max-backoff]='>= retry-initial-backoff'
   [--split-storage-request-timeout]='> 0'
   [--split-storage-s3-sse]='empty, AES256, aws:kms, aws:kms:dsse'
+  [--split-storage-s3-sse-kms-key-id]='empty unless s3-sse is aws:kms or aws:kms:dsse'
+  [--split-storage-s3-endpoint]='empty (AWS), http:// or https:// URL'
+  [--split-storage-s3-force-path-style]='true, false'
   [--split-storage-root]='required with backend file'
   [--split-storage-s3-bucket]='required with backend s3'
   [--split-storage-s3-region]='required with backend s3'
   [--split-storage-gcs-bucket]='required with backend gcs'
-  [--fifo-backup-lanes]='1 .. 64'
-  [--fifo-backup-source]='auto, fifo, stdout'
+  [--fifo-backup-lanes]='1 .. 64; with fifo engine + split storage <= memory-budget / part-size'
+  [--fifo-backup-source]='auto, fifo, stdout; not fifo with mariabackup'
   [--fifo-backup-tool-flavor]='empty (detect), xtrabackup, mariabackup'
   [--fifo-backup-parallel]='1 .. 256'
   [--fifo-backup-fifo-timeout]='1s .. 1h'
   [--fifo-backup-read-buffer-size]='0 .. 1GiB; must be 0 with mariabackup'
   [--fifo-backup-progress-interval]='>= 0 (0 disables)'
-  [--compression-engine-name]='pargzip, pgzip, zstd, lz4, external'
+  [--fifo-backup-use-memory]='0 .. 1PiB (0: tool default)'
+  [--fifo-backup-backup-flags]='shell words (balanced quotes)'
+  [--fifo-backup-prepare-flags]='shell words (balanced quotes)'
+  [--compression-engine-name]='pargzip, pgzip, zstd, lz4, external (needs --external-compressor)'
   [--min-retention-count]='>= 1'
 )
 declare -A seen where

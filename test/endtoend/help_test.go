@@ -1,13 +1,20 @@
 package endtoend
 
 import (
+	"context"
+	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/engines"
+	"github.com/vtfifo/vtfifo/go/cmd/plugin/plugintest"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/storages"
 )
 
@@ -43,39 +50,80 @@ func TestHelpListsPluginFlags(t *testing.T) {
 	}
 }
 
-// TestBadPluginFlagStopsStartup checks that ValidateFlags runs at startup: a bad value stops
-// the process with an error naming the flag, before it does anything else.
+// TestBadPluginFlagStopsStartup runs the built binaries with every invalid value of every
+// plugin flag (and every rule between flags) in go/cmd/plugin/plugintest: each must exit
+// non-zero at startup, at once, with an error naming the flag and its allowed values. One
+// process per case, on one of the binaries that take its flags in turn; a few at a time.
+// It also fails when a plugin flag the binaries' --help lists has no entry in the table.
 func TestBadPluginFlagStopsStartup(t *testing.T) {
 	paths := discoverBinaries(t)
-	for _, tc := range []struct {
-		bin, flag string
-		extra     []string
-	}{
-		{"vttablet", "--fifo-backup-lanes=0", nil},
-		{"vtbackup", "--fifo-backup-source=pipe", nil},
-		{"vtctld", "--split-storage-backend=tape", []string{"--backup-storage-implementation=split"}},
-		{"vttablet", "--split-storage-part-size=0", []string{"--backup-storage-implementation=split", "--split-storage-root=/nonexistent"}},
-	} {
-		t.Run(tc.bin+tc.flag, func(t *testing.T) {
-			args := append([]string{tc.flag, "--config-file-not-found-handling=ignore"}, tc.extra...)
-			cmd := exec.Command(filepath.Join(paths.BinDir, tc.bin), args...)
+	var listed []string
+	for _, bin := range []string{"vttablet", "vtbackup", "vtctld"} {
+		out, err := exec.Command(filepath.Join(paths.BinDir, bin), "--help").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s --help: %v\n%s", bin, err, out)
+		}
+		for _, m := range pluginFlagInHelp.FindAllStringSubmatch(string(out), -1) {
+			if !slices.Contains(listed, m[1]) {
+				listed = append(listed, m[1])
+			}
+		}
+	}
+	missing, stale := plugintest.Uncovered(listed)
+	if len(missing) > 0 {
+		t.Errorf("plugin flags in the binaries' --help with no entry in plugintest.Flags: %v", missing)
+	}
+	if len(stale) > 0 {
+		t.Errorf("plugintest.Flags lists flags the binaries do not have: %v", stale)
+	}
+
+	sem := make(chan struct{}, min(4, runtime.NumCPU()))
+	for i, c := range plugintest.Cases() {
+		bins := c.Binaries()
+		bin := bins[i%len(bins)]
+		t.Run(bin+"/"+c.Name, func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			args := append(append([]string{"--config-file-not-found-handling=ignore"}, plugintest.BaseArgs...), c.Args...)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, filepath.Join(paths.BinDir, bin), args...)
 			cmd.Dir = t.TempDir()
 			out, err := cmd.CombinedOutput()
-			name, _, _ := strings.Cut(strings.TrimPrefix(tc.flag, "--"), "=")
-			if err == nil {
-				t.Fatalf("%s %s exited 0\n%s", tc.bin, tc.flag, out)
+			line := bin + " " + strings.Join(c.Args, " ")
+			if ctx.Err() != nil {
+				t.Fatalf("%s: still running after a minute, not stopped at startup\n%s", line, out)
 			}
-			named := false
-			for _, l := range strings.Split(string(out), "\n") {
-				if strings.Contains(l, "invalid") && strings.Contains(l, name) {
-					named = true
-				}
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("%s: exited 0 (%v)\n%s", line, err, out)
 			}
-			if !named {
-				t.Fatalf("%s %s: error does not name --%s:\n%s", tc.bin, tc.flag, name, out)
+			msg := startupError(string(out))
+			if msg == "" {
+				t.Fatalf("%s: exit %d without an error line\n%s", line, exit.ExitCode(), out)
+			}
+			if missing := c.Check(msg); missing != "" {
+				t.Fatalf("%s: the error does not name %s:\n%s", line, missing, msg)
 			}
 		})
 	}
+}
+
+// pluginFlagInHelp matches a plugin flag in --help.
+var pluginFlagInHelp = regexp.MustCompile(`(?m)^\s+--((?:fifo-backup|split-storage)-[a-z0-9-]+)\b`)
+
+// startupError is the error cobra printed ("Error: ..."), up to the usage that follows, so
+// that the flags and allowed values listed in the usage do not count as named by the error.
+func startupError(out string) string {
+	_, msg, ok := strings.Cut(out, "Error: ")
+	if !ok {
+		return ""
+	}
+	for _, end := range []string{"\nUsage:", "\nExamples:", "\nFlags:"} {
+		msg, _, _ = strings.Cut(msg, end)
+	}
+	return msg
 }
 
 // TestUnusedStorageFlagsNotValidated: a binary configured with a stock storage must not be

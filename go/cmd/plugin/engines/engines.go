@@ -10,6 +10,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -49,11 +50,13 @@ func (c *laneBudgetCheck) inUse() bool {
 func (c *laneBudgetCheck) validate() error {
 	lanes := fifobackupengine.FlagConfig().Lanes
 	s := splitstorage.FlagConfig()
-	if s.PartSize <= 0 {
-		return nil // split's own validation names that flag
+	if s.Validate() != nil {
+		return nil // the split storage's own validation names its flag
 	}
 	if parts := s.MemoryBudget / s.PartSize; int64(lanes) > parts {
-		return fmt.Errorf("--fifo-backup-lanes=%d needs a part of --split-storage-part-size (%d bytes) per lane, but --split-storage-memory-budget (%d bytes) holds only %d: raise the budget, lower the part size or the lanes", lanes, s.PartSize, s.MemoryBudget, parts)
+		return fmt.Errorf("invalid value \"%d\" for --fifo-backup-lanes: allowed values are 1..%d with --split-storage-memory-budget=%s and --split-storage-part-size=%s "+
+			"(every lane holds a part, and the budget holds %d): lower the lanes, raise the budget or lower the part size",
+			lanes, parts, flagvalue.FormatSize(s.MemoryBudget), flagvalue.FormatSize(s.PartSize), parts)
 	}
 	return nil
 }

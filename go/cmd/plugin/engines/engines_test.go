@@ -51,8 +51,8 @@ func TestLanesMustFitTheSplitBudgetAtStartup(t *testing.T) {
 		"--fifo-backup-lanes=16", "--split-storage-part-size=256MiB", "--split-storage-memory-budget=2GiB"}
 	err := run(tooMany...)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--fifo-backup-lanes=16")
-	assert.Contains(t, err.Error(), "--split-storage-memory-budget")
+	assert.Contains(t, err.Error(), `invalid value "16" for --fifo-backup-lanes: allowed values are 1..8`)
+	assert.Contains(t, err.Error(), "--split-storage-memory-budget=2GiB")
 
 	require.NoError(t, run("--backup-engine-implementation=fifo", "--backup-storage-implementation=split",
 		"--fifo-backup-lanes=8", "--split-storage-part-size=256MiB", "--split-storage-memory-budget=2304MiB"))

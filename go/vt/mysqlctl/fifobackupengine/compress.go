@@ -96,13 +96,13 @@ func (c *CompressionConfig) Validate() error {
 	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor:
 	case mysqlctl.ExternalCompressor:
 		if c.ExternalCompressor == "" {
-			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--compression-engine-name=external needs --external-compressor")
+			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are pgzip, pargzip, zstd, lz4, or external with --external-compressor set", c.Engine)
 		}
 		if c.ExternalExtension == "" {
-			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor")
+			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor: allowed values are a file extension such as .zst")
 		}
 		if _, err := shlex.Split(c.ExternalCompressor); err != nil {
-			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "cannot split --external-compressor: %v", err)
+			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --external-compressor: allowed values are a command split like a shell would (balanced quotes, no trailing backslash); %v", c.ExternalCompressor, err)
 		}
 	default:
 		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are pgzip, pargzip, zstd, lz4, external", c.Engine)

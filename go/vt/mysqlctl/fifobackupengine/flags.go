@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/google/shlex"
 	"github.com/spf13/pflag"
 
@@ -16,6 +14,8 @@ import (
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // Source modes: where the backup tool's xbstream comes from.
@@ -32,6 +32,25 @@ const (
 )
 
 const maxLanes = 64
+
+// Limits of the size flags.
+const (
+	maxReadBufferSize = 1 << 30 // 1GiB
+	maxUseMemory      = 1 << 50 // 1PiB
+)
+
+// The allowed values of each flag, as its errors name them.
+const (
+	allowedLanes          = "1..64"
+	allowedSource         = "auto, fifo, stdout"
+	allowedFlavor         = "xtrabackup, mariabackup (or empty to detect)"
+	allowedParallel       = "1..256"
+	allowedReadBufferSize = "0 (tool default) or a size up to 1GiB"
+	allowedFIFOTimeout    = "1s..1h"
+	allowedUseMemory      = "0 (tool default) or a size up to 1PiB"
+	allowedProgress       = "0 (off) or a positive duration"
+	allowedToolFlags      = "flags split like a shell would (balanced quotes, no trailing backslash)"
+)
 
 // Config is everything the engine reads from its flags. Tests build one
 // directly; the registered engine reads the flags at the start of each
@@ -55,14 +74,19 @@ type Config struct {
 	Compression CompressionConfig
 }
 
-var flagConfig = Config{
-	Lanes:       min(runtime.NumCPU(), maxLanes),
-	Source:      SourceAuto,
-	Parallel:    4,
-	FIFOTimeout: 60 * time.Second,
-	UseMemory:   512 << 20,
-	Progress:    10 * time.Second,
+// defaultFlagConfig is the flags' defaults.
+func defaultFlagConfig() Config {
+	return Config{
+		Lanes:       min(runtime.NumCPU(), maxLanes),
+		Source:      SourceAuto,
+		Parallel:    4,
+		FIFOTimeout: 60 * time.Second,
+		UseMemory:   512 << 20,
+		Progress:    10 * time.Second,
+	}
 }
+
+var flagConfig = defaultFlagConfig()
 
 var (
 	// registeredFlagSets remembers the flag sets we registered into, so the
@@ -87,26 +111,42 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	if fs.Lookup("fifo-backup-lanes") != nil {
 		return
 	}
-	c := &flagConfig
-	fs.IntVar(&c.Lanes, "fifo-backup-lanes", c.Lanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; defaults to the number of CPUs.")
-	fs.StringVar(&c.Source, "fifo-backup-source", c.Source, "where the backup stream comes from: auto|fifo|stdout. fifo uses Percona XtraBackup's --fifo-streams (>= 8.0.33); stdout splits the tool's single stream into lanes at chunk boundaries; auto picks fifo when the tool supports it.")
-	fs.StringVar(&c.ToolPath, "fifo-backup-tool-path", c.ToolPath, "path of the backup tool (xtrabackup or mariabackup); empty looks up xtrabackup, then mariabackup, in PATH.")
-	fs.StringVar(&c.ToolFlavor, "fifo-backup-tool-flavor", c.ToolFlavor, "flavor of the backup tool: xtrabackup|mariabackup; empty detects it from the tool's --version.")
-	fs.StringVar(&c.User, "fifo-backup-user", c.User, "MySQL user the backup tool connects as; empty uses the tablet's DBA user (--db-dba-user).")
-	fs.StringVar(&c.BackupFlags, "fifo-backup-backup-flags", c.BackupFlags, "extra flags for the tool's --backup, split like a shell would (never run through a shell).")
-	fs.StringVar(&c.PrepareFlags, "fifo-backup-prepare-flags", c.PrepareFlags, "extra flags for the tool's --prepare, split like a shell would (never run through a shell).")
-	fs.IntVar(&c.Parallel, "fifo-backup-parallel", c.Parallel, "the tool's copy threads (--parallel), 1..256.")
-	fs.Var(newSizeValue(&c.ReadBufferSize), "fifo-backup-read-buffer-size", "the tool's chunk size (Percona's --read-buffer-size, e.g. 8MiB); 0 leaves the tool's default. mariabackup has no such setting: asking for it there is an error.")
-	fs.StringVar(&c.FIFODir, "fifo-backup-fifo-dir", c.FIFODir, "directory for the tool's FIFO streams (source fifo); empty uses a fresh directory under the tablet's tmp dir.")
-	fs.DurationVar(&c.FIFOTimeout, "fifo-backup-fifo-timeout", c.FIFOTimeout, "how long the tool waits for the engine to open its FIFOs (--fifo-timeout), and the engine for the tool to create them; 1s..1h.")
-	fs.Var(newSizeValue(&c.UseMemory), "fifo-backup-use-memory", "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves the tool's default.")
-	fs.DurationVar(&c.Progress, "fifo-backup-progress-interval", c.Progress, "how often a running backup logs bytes done, rate and ETA; 0 disables.")
+	// Registering sets the defaults (as the split storage's flags do), so every command
+	// that installs the plugin starts from them.
+	c, d := &flagConfig, defaultFlagConfig()
+	integer := func(p *int, name string, def int, allowed, usage string) {
+		*p = def
+		fs.Var(flagvalue.Int{P: p, Allowed: allowed}, name, usage)
+	}
+	duration := func(p *time.Duration, name string, def time.Duration, allowed, usage string) {
+		*p = def
+		fs.Var(flagvalue.Duration{P: p, Allowed: allowed}, name, usage)
+	}
+	size := func(p *int64, name string, def int64, allowed, usage string) {
+		*p = def
+		fs.Var(flagvalue.Size{P: p, Allowed: allowed}, name, usage)
+	}
+	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; defaults to the number of CPUs.")
+	fs.StringVar(&c.Source, "fifo-backup-source", d.Source, "where the backup stream comes from: auto|fifo|stdout. fifo uses Percona XtraBackup's --fifo-streams (>= 8.0.33); stdout splits the tool's single stream into lanes at chunk boundaries; auto picks fifo when the tool supports it.")
+	fs.StringVar(&c.ToolPath, "fifo-backup-tool-path", d.ToolPath, "path of the backup tool (xtrabackup or mariabackup); empty looks up xtrabackup, then mariabackup, in PATH.")
+	fs.StringVar(&c.ToolFlavor, "fifo-backup-tool-flavor", d.ToolFlavor, "flavor of the backup tool: xtrabackup|mariabackup; empty detects it from the tool's --version.")
+	fs.StringVar(&c.User, "fifo-backup-user", d.User, "MySQL user the backup tool connects as; empty uses the tablet's DBA user (--db-dba-user).")
+	fs.StringVar(&c.BackupFlags, "fifo-backup-backup-flags", d.BackupFlags, "extra flags for the tool's --backup, split like a shell would (never run through a shell).")
+	fs.StringVar(&c.PrepareFlags, "fifo-backup-prepare-flags", d.PrepareFlags, "extra flags for the tool's --prepare, split like a shell would (never run through a shell).")
+	integer(&c.Parallel, "fifo-backup-parallel", d.Parallel, allowedParallel, "the tool's copy threads (--parallel), 1..256.")
+	size(&c.ReadBufferSize, "fifo-backup-read-buffer-size", d.ReadBufferSize, allowedReadBufferSize, "the tool's chunk size (Percona's --read-buffer-size, e.g. 8MiB); 0 leaves the tool's default. mariabackup has no such setting: asking for it there is an error.")
+	fs.StringVar(&c.FIFODir, "fifo-backup-fifo-dir", d.FIFODir, "directory for the tool's FIFO streams (source fifo); empty uses a fresh directory under the tablet's tmp dir.")
+	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open its FIFOs (--fifo-timeout), and the engine for the tool to create them; 1s..1h.")
+	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves the tool's default.")
+	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup logs bytes done, rate and ETA; 0 disables.")
 }
 
-// ValidateFlags checks the flag values; the custom binaries call it before
-// they start so a bad value stops the process naming the flag.
+// ValidateFlags checks the flag values, Vitess's compression flags included;
+// the custom binaries call it before they start so a bad value stops the
+// process naming the flag.
 func ValidateFlags() error {
-	return flagConfig.Validate()
+	c := currentConfig()
+	return c.Validate()
 }
 
 // Validate checks every field and names the flag and the allowed values.
@@ -115,44 +155,46 @@ func (c *Config) Validate() error {
 		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --%s: allowed values are %s", value, flag, allowed)
 	}
 	if c.Lanes < 1 || c.Lanes > maxLanes {
-		return bad("fifo-backup-lanes", strconv.Itoa(c.Lanes), "1..64")
+		return bad("fifo-backup-lanes", strconv.Itoa(c.Lanes), allowedLanes)
 	}
 	switch c.Source {
 	case SourceAuto, SourceFIFO, SourceStdout:
 	default:
-		return bad("fifo-backup-source", c.Source, "auto, fifo, stdout")
+		return bad("fifo-backup-source", c.Source, allowedSource)
 	}
 	switch c.ToolFlavor {
 	case "", FlavorXtrabackup, FlavorMariabackup:
 	default:
-		return bad("fifo-backup-tool-flavor", c.ToolFlavor, "xtrabackup, mariabackup (or empty to detect)")
+		return bad("fifo-backup-tool-flavor", c.ToolFlavor, allowedFlavor)
 	}
 	if c.Parallel < 1 || c.Parallel > 256 {
-		return bad("fifo-backup-parallel", strconv.Itoa(c.Parallel), "1..256")
+		return bad("fifo-backup-parallel", strconv.Itoa(c.Parallel), allowedParallel)
 	}
-	if c.ReadBufferSize < 0 || c.ReadBufferSize > 1<<30 {
-		return bad("fifo-backup-read-buffer-size", strconv.FormatInt(c.ReadBufferSize, 10), "0 (tool default) or a size up to 1GiB")
+	if c.ReadBufferSize < 0 || c.ReadBufferSize > maxReadBufferSize {
+		return bad("fifo-backup-read-buffer-size", flagvalue.FormatSize(c.ReadBufferSize), allowedReadBufferSize)
 	}
 	if c.ReadBufferSize > 0 && c.ToolFlavor == FlavorMariabackup {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-read-buffer-size is set but --fifo-backup-tool-flavor is mariabackup, which has no chunk size setting; unset it")
+		return bad("fifo-backup-read-buffer-size", flagvalue.FormatSize(c.ReadBufferSize),
+			"0 with --fifo-backup-tool-flavor=mariabackup, which has no chunk size setting")
 	}
 	if c.ToolFlavor == FlavorMariabackup && c.Source == SourceFIFO {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33, but --fifo-backup-tool-flavor is mariabackup; use stdout or auto")
+		return bad("fifo-backup-source", c.Source,
+			"auto, stdout with --fifo-backup-tool-flavor=mariabackup (fifo needs Percona XtraBackup >= 8.0.33)")
 	}
 	if c.FIFOTimeout < time.Second || c.FIFOTimeout > time.Hour {
-		return bad("fifo-backup-fifo-timeout", c.FIFOTimeout.String(), "1s..1h")
+		return bad("fifo-backup-fifo-timeout", c.FIFOTimeout.String(), allowedFIFOTimeout)
 	}
-	if c.UseMemory < 0 {
-		return bad("fifo-backup-use-memory", strconv.FormatInt(c.UseMemory, 10), "0 (tool default) or a positive size")
+	if c.UseMemory < 0 || c.UseMemory > maxUseMemory {
+		return bad("fifo-backup-use-memory", flagvalue.FormatSize(c.UseMemory), allowedUseMemory)
 	}
 	if c.Progress < 0 {
-		return bad("fifo-backup-progress-interval", c.Progress.String(), "0 (off) or a positive duration")
+		return bad("fifo-backup-progress-interval", c.Progress.String(), allowedProgress)
 	}
 	if _, err := shlex.Split(c.BackupFlags); err != nil {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "cannot split --fifo-backup-backup-flags like a shell would: %v", err)
+		return bad("fifo-backup-backup-flags", c.BackupFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))
 	}
 	if _, err := shlex.Split(c.PrepareFlags); err != nil {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "cannot split --fifo-backup-prepare-flags like a shell would: %v", err)
+		return bad("fifo-backup-prepare-flags", c.PrepareFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))
 	}
 	return c.Compression.Validate()
 }
@@ -191,26 +233,3 @@ func lookupFlag(name string) *pflag.Flag {
 	}
 	return nil
 }
-
-// sizeValue is a pflag.Value for byte sizes written with units (8MiB, 1GB).
-type sizeValue struct{ p *int64 }
-
-func newSizeValue(p *int64) *sizeValue { return &sizeValue{p: p} }
-
-func (s *sizeValue) String() string {
-	if s.p == nil || *s.p == 0 {
-		return "0"
-	}
-	return humanize.IBytes(uint64(*s.p))
-}
-
-func (s *sizeValue) Set(v string) error {
-	n, err := humanize.ParseBytes(strings.TrimSpace(v))
-	if err != nil || n > 1<<50 {
-		return fmt.Errorf("want a size such as 512MiB or 1GiB, got %q", v)
-	}
-	*s.p = int64(n)
-	return nil
-}
-
-func (s *sizeValue) Type() string { return "size" }

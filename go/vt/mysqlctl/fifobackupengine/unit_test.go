@@ -32,17 +32,17 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 		{"source", func(c *Config) { c.Source = "pipe" }, []string{"--fifo-backup-source", "auto, fifo, stdout"}},
 		{"flavor", func(c *Config) { c.ToolFlavor = "mysqlbackup" }, []string{"--fifo-backup-tool-flavor", "xtrabackup, mariabackup"}},
 		{"parallel", func(c *Config) { c.Parallel = 0 }, []string{"--fifo-backup-parallel", "1..256"}},
-		{"read buffer on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.ReadBufferSize = 8 << 20 }, []string{"--fifo-backup-read-buffer-size", "mariabackup"}},
-		{"fifo on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.Source = SourceFIFO }, []string{"--fifo-backup-source=fifo", "8.0.33"}},
+		{"read buffer on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.ReadBufferSize = 8 << 20 }, []string{"--fifo-backup-read-buffer-size", "0 with --fifo-backup-tool-flavor=mariabackup"}},
+		{"fifo on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.Source = SourceFIFO }, []string{"--fifo-backup-source", "auto, stdout with --fifo-backup-tool-flavor=mariabackup", "8.0.33"}},
 		{"fifo timeout", func(c *Config) { c.FIFOTimeout = 0 }, []string{"--fifo-backup-fifo-timeout", "1s..1h"}},
-		{"progress", func(c *Config) { c.Progress = -time.Second }, []string{"--fifo-backup-progress-interval"}},
-		{"backup flags", func(c *Config) { c.BackupFlags = `--x="unterminated` }, []string{"--fifo-backup-backup-flags"}},
-		{"prepare flags", func(c *Config) { c.PrepareFlags = `'` }, []string{"--fifo-backup-prepare-flags"}},
+		{"progress", func(c *Config) { c.Progress = -time.Second }, []string{"--fifo-backup-progress-interval", "0 (off) or a positive duration"}},
+		{"backup flags", func(c *Config) { c.BackupFlags = `--x="unterminated` }, []string{"--fifo-backup-backup-flags", "balanced quotes"}},
+		{"prepare flags", func(c *Config) { c.PrepareFlags = `'` }, []string{"--fifo-backup-prepare-flags", "balanced quotes"}},
 		{"compression engine", func(c *Config) { c.Compression.Engine = "brotli" }, []string{"--compression-engine-name", "pgzip, pargzip, zstd, lz4, external"}},
 		{"external without extension", func(c *Config) {
 			c.Compression.Engine = mysqlctl.ExternalCompressor
 			c.Compression.ExternalCompressor = "zstd -c"
-		}, []string{"--external-compressor-extension"}},
+		}, []string{"--external-compressor-extension", "allowed values"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,6 +77,12 @@ func TestFlagsParse(t *testing.T) {
 	err := fs.Parse([]string{"--fifo-backup-use-memory=lots"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "fifo-backup-use-memory")
+	assert.Contains(t, err.Error(), "allowed values are 0 (tool default) or a size up to 1PiB")
+
+	// Registering sets the defaults again, whatever an earlier parse left.
+	fs = pflag.NewFlagSet("vttablet", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	assert.Equal(t, defaultFlagConfig(), flagConfig)
 }
 
 func TestParseToolVersion(t *testing.T) {

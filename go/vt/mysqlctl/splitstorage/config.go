@@ -2,16 +2,17 @@ package splitstorage
 
 import (
 	"fmt"
-	"strconv"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
 	"vitess.io/vitess/go/vt/servenv"
 	"vitess.io/vitess/go/vt/utils"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // Backend names accepted by --split-storage-backend.
@@ -78,42 +79,19 @@ var (
 	flagConfig = DefaultConfig()
 )
 
-// byteSizeValue is a pflag.Value accepting human units (256MiB, 1GiB, 1048576).
-type byteSizeValue struct{ p *int64 }
-
-func (b byteSizeValue) String() string {
-	if b.p == nil {
-		return ""
-	}
-	return humanize.IBytes(uint64(*b.p))
-}
-func (b byteSizeValue) Type() string { return "size" }
-func (b byteSizeValue) Set(s string) error {
-	n, err := parseSize(s)
-	if err != nil {
-		return err
-	}
-	*b.p = n
-	return nil
-}
-
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("negative size %q", s)
-		}
-		return n, nil
-	}
-	u, err := humanize.ParseBytes(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid size %q (use bytes or units like 256MiB, 1GiB)", s)
-	}
-	if u > 1<<62 {
-		return 0, fmt.Errorf("size %q too large", s)
-	}
-	return int64(u), nil
-}
+// The allowed values of each flag, as its errors name them.
+const (
+	allowedBackend           = "file, s3, gcs"
+	allowedPartSize          = "1MiB..5GiB"
+	allowedMemoryBudget      = "a size >= --split-storage-part-size x (max(--split-storage-upload-concurrency, --split-storage-read-ahead) + 1)"
+	allowedConcurrency       = "1..256"
+	allowedRetryMaxAttempts  = "1..100"
+	allowedPositiveDuration  = "a duration > 0"
+	allowedRetryMaxBackoff   = "a duration >= --split-storage-retry-initial-backoff"
+	allowedS3SSE             = "empty, AES256, aws:kms, aws:kms:dsse"
+	allowedS3Endpoint        = "empty (AWS) or an http:// or https:// URL with a host"
+	allowedS3SSEKMSKeyIDOnly = "empty unless --split-storage-s3-sse is aws:kms or aws:kms:dsse"
+)
 
 // RegisterFlags adds the --split-storage-* flags to fs. It is idempotent: flags
 // that fs already has are left alone, so it can be called from a servenv hook and
@@ -126,38 +104,40 @@ func RegisterFlags(fs *pflag.FlagSet) {
 			utils.SetFlagStringVar(fs, p, name, def, usage)
 		}
 	}
-	integer := func(p *int, name string, def int, usage string) {
-		if fs.Lookup(name) == nil {
-			utils.SetFlagIntVar(fs, p, name, def, usage)
-		}
-	}
-	dur := func(p *time.Duration, name string, def time.Duration, usage string) {
-		if fs.Lookup(name) == nil {
-			utils.SetFlagDurationVar(fs, p, name, def, usage)
-		}
-	}
-	size := func(p *int64, name string, def int64, usage string) {
+	integer := func(p *int, name string, def int, allowed, usage string) {
 		if fs.Lookup(name) == nil {
 			*p = def
-			utils.SetFlagVar(fs, byteSizeValue{p}, name, usage)
+			utils.SetFlagVar(fs, flagvalue.Int{P: p, Allowed: allowed}, name, usage)
+		}
+	}
+	dur := func(p *time.Duration, name string, def time.Duration, allowed, usage string) {
+		if fs.Lookup(name) == nil {
+			*p = def
+			utils.SetFlagVar(fs, flagvalue.Duration{P: p, Allowed: allowed}, name, usage)
+		}
+	}
+	size := func(p *int64, name string, def int64, allowed, usage string) {
+		if fs.Lookup(name) == nil {
+			*p = def
+			utils.SetFlagVar(fs, flagvalue.Size{P: p, Allowed: allowed}, name, usage)
 		}
 	}
 	str(&c.Backend, "split-storage-backend", d.Backend, "split backup storage: where part objects go: file, s3 or gcs.")
 	str(&c.Root, "split-storage-root", d.Root, "split backup storage: root directory of the file backend.")
-	size(&c.PartSize, "split-storage-part-size", d.PartSize, "split backup storage: size of every part object (the last part of a file may be shorter); human units accepted (e.g. 256MiB). No other setting changes it.")
-	size(&c.MemoryBudget, "split-storage-memory-budget", d.MemoryBudget, "split backup storage: bytes of part buffers the process may hold; must be >= part-size x (max(upload-concurrency, read-ahead) + 1).")
-	integer(&c.UploadConcurrency, "split-storage-upload-concurrency", d.UploadConcurrency, "split backup storage: part uploads in flight per backup.")
-	integer(&c.ReadAhead, "split-storage-read-ahead", d.ReadAhead, "split backup storage: parts downloaded ahead of the reader per file.")
-	integer(&c.RetryMaxAttempts, "split-storage-retry-max-attempts", d.RetryMaxAttempts, "split backup storage: attempts per request (first one included) on transient errors.")
-	dur(&c.RetryInitialBackoff, "split-storage-retry-initial-backoff", d.RetryInitialBackoff, "split backup storage: first retry backoff; doubles per attempt (full jitter).")
-	dur(&c.RetryMaxBackoff, "split-storage-retry-max-backoff", d.RetryMaxBackoff, "split backup storage: largest retry backoff.")
-	dur(&c.RequestTimeout, "split-storage-request-timeout", d.RequestTimeout, "split backup storage: a request that moves no byte for this long is cancelled and retried.")
-	str(&c.S3Endpoint, "split-storage-s3-endpoint", d.S3Endpoint, "split backup storage: S3 endpoint URL (empty: AWS).")
+	size(&c.PartSize, "split-storage-part-size", d.PartSize, allowedPartSize, "split backup storage: size of every part object (the last part of a file may be shorter); human units accepted (e.g. 256MiB). No other setting changes it.")
+	size(&c.MemoryBudget, "split-storage-memory-budget", d.MemoryBudget, allowedMemoryBudget, "split backup storage: bytes of part buffers the process may hold; must be >= part-size x (max(upload-concurrency, read-ahead) + 1).")
+	integer(&c.UploadConcurrency, "split-storage-upload-concurrency", d.UploadConcurrency, allowedConcurrency, "split backup storage: part uploads in flight per backup.")
+	integer(&c.ReadAhead, "split-storage-read-ahead", d.ReadAhead, allowedConcurrency, "split backup storage: parts downloaded ahead of the reader per file.")
+	integer(&c.RetryMaxAttempts, "split-storage-retry-max-attempts", d.RetryMaxAttempts, allowedRetryMaxAttempts, "split backup storage: attempts per request (first one included) on transient errors.")
+	dur(&c.RetryInitialBackoff, "split-storage-retry-initial-backoff", d.RetryInitialBackoff, allowedPositiveDuration, "split backup storage: first retry backoff; doubles per attempt (full jitter).")
+	dur(&c.RetryMaxBackoff, "split-storage-retry-max-backoff", d.RetryMaxBackoff, allowedRetryMaxBackoff, "split backup storage: largest retry backoff.")
+	dur(&c.RequestTimeout, "split-storage-request-timeout", d.RequestTimeout, allowedPositiveDuration, "split backup storage: a request that moves no byte for this long is cancelled and retried.")
+	str(&c.S3Endpoint, "split-storage-s3-endpoint", d.S3Endpoint, "split backup storage: S3 endpoint URL, http:// or https:// (empty: AWS).")
 	str(&c.S3Region, "split-storage-s3-region", d.S3Region, "split backup storage: S3 region.")
 	str(&c.S3Bucket, "split-storage-s3-bucket", d.S3Bucket, "split backup storage: S3 bucket.")
 	str(&c.S3Prefix, "split-storage-s3-prefix", d.S3Prefix, "split backup storage: key prefix inside the S3 bucket.")
 	if fs.Lookup("split-storage-s3-force-path-style") == nil {
-		utils.SetFlagBoolVar(fs, &c.S3ForcePathStyle, "split-storage-s3-force-path-style", d.S3ForcePathStyle, "split backup storage: use path-style S3 URLs (most S3-compatible servers).")
+		flagvalue.BoolVar(fs, &c.S3ForcePathStyle, "split-storage-s3-force-path-style", d.S3ForcePathStyle, "split backup storage: use path-style S3 URLs (most S3-compatible servers).")
 	}
 	str(&c.S3SSE, "split-storage-s3-sse", d.S3SSE, "split backup storage: S3 server-side encryption: empty, AES256, aws:kms or aws:kms:dsse.")
 	str(&c.S3SSEKMSKeyID, "split-storage-s3-sse-kms-key-id", d.S3SSEKMSKeyID, "split backup storage: KMS key id for --split-storage-s3-sse=aws:kms.")
@@ -187,10 +167,13 @@ func ValidateFlags() error {
 	return c.Validate()
 }
 
-// Validate checks c; see ValidateFlags.
+// Validate checks c; see ValidateFlags. Every error names the flag and the allowed values.
 func (c Config) Validate() error {
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	invalid := func(flag string, value any, allowed string) {
+		bad("invalid value %q for --%s: allowed values are %s", fmt.Sprint(value), flag, allowed)
+	}
 	switch c.Backend {
 	case BackendFile:
 		if c.Root == "" {
@@ -203,41 +186,51 @@ func (c Config) Validate() error {
 		if c.S3Region == "" {
 			bad("--split-storage-s3-region must be set when --split-storage-backend=s3")
 		}
-		switch c.S3SSE {
-		case "", "AES256", "aws:kms", "aws:kms:dsse":
-		default:
-			bad("--split-storage-s3-sse=%q: allowed values are empty, AES256, aws:kms, aws:kms:dsse", c.S3SSE)
-		}
-		if c.S3SSEKMSKeyID != "" && !strings.HasPrefix(c.S3SSE, "aws:kms") {
-			bad("--split-storage-s3-sse-kms-key-id needs --split-storage-s3-sse=aws:kms or aws:kms:dsse")
-		}
 	case BackendGCS:
 		if c.GCSBucket == "" {
 			bad("--split-storage-gcs-bucket must be set when --split-storage-backend=gcs")
 		}
 	default:
-		bad("--split-storage-backend=%q: allowed values are file, s3, gcs", c.Backend)
+		invalid("split-storage-backend", c.Backend, allowedBackend)
+	}
+	// The S3 settings are checked whatever the backend: a value no backend accepts is a
+	// mistake in the flags even while another backend is selected.
+	switch c.S3SSE {
+	case "", "AES256", "aws:kms", "aws:kms:dsse":
+	default:
+		invalid("split-storage-s3-sse", c.S3SSE, allowedS3SSE)
+	}
+	if c.S3SSEKMSKeyID != "" && !strings.HasPrefix(c.S3SSE, "aws:kms") {
+		invalid("split-storage-s3-sse-kms-key-id", c.S3SSEKMSKeyID, allowedS3SSEKMSKeyIDOnly)
+	}
+	if c.S3Endpoint != "" {
+		if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			invalid("split-storage-s3-endpoint", c.S3Endpoint, allowedS3Endpoint)
+		}
 	}
 	if c.PartSize < MinPartSize || c.PartSize > MaxPartSize {
-		bad("--split-storage-part-size=%s: must be between %s and %s", humanize.IBytes(uint64(c.PartSize)), humanize.IBytes(MinPartSize), humanize.IBytes(MaxPartSize))
+		invalid("split-storage-part-size", flagvalue.FormatSize(c.PartSize), allowedPartSize)
 	}
 	if c.UploadConcurrency < 1 || c.UploadConcurrency > 256 {
-		bad("--split-storage-upload-concurrency=%d: must be between 1 and 256", c.UploadConcurrency)
+		invalid("split-storage-upload-concurrency", c.UploadConcurrency, allowedConcurrency)
 	}
 	if c.ReadAhead < 1 || c.ReadAhead > 256 {
-		bad("--split-storage-read-ahead=%d: must be between 1 and 256", c.ReadAhead)
+		invalid("split-storage-read-ahead", c.ReadAhead, allowedConcurrency)
 	}
 	if c.RetryMaxAttempts < 1 || c.RetryMaxAttempts > 100 {
-		bad("--split-storage-retry-max-attempts=%d: must be between 1 and 100", c.RetryMaxAttempts)
+		invalid("split-storage-retry-max-attempts", c.RetryMaxAttempts, allowedRetryMaxAttempts)
 	}
 	if c.RetryInitialBackoff <= 0 {
-		bad("--split-storage-retry-initial-backoff=%v: must be > 0", c.RetryInitialBackoff)
+		invalid("split-storage-retry-initial-backoff", c.RetryInitialBackoff, allowedPositiveDuration)
 	}
 	if c.RetryMaxBackoff < c.RetryInitialBackoff {
-		bad("--split-storage-retry-max-backoff=%v: must be >= --split-storage-retry-initial-backoff=%v", c.RetryMaxBackoff, c.RetryInitialBackoff)
+		invalid("split-storage-retry-max-backoff", c.RetryMaxBackoff, fmt.Sprintf("%s (%v)", allowedRetryMaxBackoff, c.RetryInitialBackoff))
 	}
 	if c.RequestTimeout <= 0 {
-		bad("--split-storage-request-timeout=%v: must be > 0", c.RequestTimeout)
+		invalid("split-storage-request-timeout", c.RequestTimeout, allowedPositiveDuration)
+	}
+	if c.MemoryBudget < 0 {
+		invalid("split-storage-memory-budget", c.MemoryBudget, allowedMemoryBudget)
 	}
 	if len(errs) == 0 {
 		// Memory: every writer path holds at most UploadConcurrency parts being
@@ -248,8 +241,8 @@ func (c Config) Validate() error {
 		}{{"--split-storage-upload-concurrency", c.UploadConcurrency}, {"--split-storage-read-ahead", c.ReadAhead}} {
 			need := c.PartSize * int64(s.n+1)
 			if need > c.MemoryBudget {
-				bad("--split-storage-memory-budget=%s is too small: --split-storage-part-size=%s x (%s=%d + 1) = %s must fit in it",
-					humanize.IBytes(uint64(c.MemoryBudget)), humanize.IBytes(uint64(c.PartSize)), s.flag, s.n, humanize.IBytes(uint64(need)))
+				bad("--split-storage-memory-budget=%s is too small: --split-storage-part-size=%s x (%s=%d + 1) = %s must fit in it (allowed values are sizes >= %s)",
+					flagvalue.FormatSize(c.MemoryBudget), flagvalue.FormatSize(c.PartSize), s.flag, s.n, flagvalue.FormatSize(need), flagvalue.FormatSize(need))
 			}
 		}
 	}

@@ -44,14 +44,18 @@ func TestFlags(t *testing.T) {
 	require.NoError(t, splitstorage.ValidateFlags())
 
 	for args, want := range map[string]string{
-		"--split-storage-backend=azure":                                                       `--split-storage-backend="azure": allowed values are file, s3, gcs`,
-		"--split-storage-part-size=512KiB --split-storage-root=/x":                            "--split-storage-part-size=512 KiB: must be between 1.0 MiB and 5.0 GiB",
-		"--split-storage-upload-concurrency=0 --split-storage-root=/x":                        "--split-storage-upload-concurrency=0: must be between 1 and 256",
+		"--split-storage-backend=azure":                                                       `invalid value "azure" for --split-storage-backend: allowed values are file, s3, gcs`,
+		"--split-storage-part-size=512KiB --split-storage-root=/x":                            `invalid value "512KiB" for --split-storage-part-size: allowed values are 1MiB..5GiB`,
+		"--split-storage-part-size=1048575 --split-storage-root=/x":                           `invalid value "1048575" for --split-storage-part-size: allowed values are 1MiB..5GiB`,
+		"--split-storage-upload-concurrency=0 --split-storage-root=/x":                        `invalid value "0" for --split-storage-upload-concurrency: allowed values are 1..256`,
 		"--split-storage-backend=s3":                                                          "--split-storage-s3-bucket must be set",
-		"--split-storage-backend=s3 --split-storage-s3-bucket=b --split-storage-s3-sse=rot13": `--split-storage-s3-sse="rot13": allowed values`,
+		"--split-storage-backend=s3 --split-storage-s3-bucket=b --split-storage-s3-sse=rot13": `invalid value "rot13" for --split-storage-s3-sse: allowed values are empty, AES256, aws:kms, aws:kms:dsse`,
+		"--split-storage-root=/x --split-storage-s3-sse=rot13":                                `invalid value "rot13" for --split-storage-s3-sse: allowed values`,
+		"--split-storage-root=/x --split-storage-s3-endpoint=localhost:9000":                  `invalid value "localhost:9000" for --split-storage-s3-endpoint: allowed values are empty (AWS) or an http:// or https:// URL`,
 		"--split-storage-backend=gcs":                                                         "--split-storage-gcs-bucket must be set",
-		"--split-storage-root=/x --split-storage-memory-budget=256MiB":                        "--split-storage-memory-budget=256 MiB is too small",
-		"--split-storage-root=/x --split-storage-retry-max-attempts=0":                        "--split-storage-retry-max-attempts=0: must be between 1 and 100",
+		"--split-storage-root=/x --split-storage-memory-budget=256MiB":                        "--split-storage-memory-budget=256MiB is too small",
+		"--split-storage-root=/x --split-storage-retry-max-attempts=0":                        `invalid value "0" for --split-storage-retry-max-attempts: allowed values are 1..100`,
+		"--split-storage-root=/x --split-storage-retry-max-backoff=100ms":                     `invalid value "100ms" for --split-storage-retry-max-backoff: allowed values are a duration >= --split-storage-retry-initial-backoff (500ms)`,
 	} {
 		require.NoError(t, parseFlags(t, strings.Fields(args)...), args)
 		err := splitstorage.ValidateFlags()
@@ -60,6 +64,18 @@ func TestFlags(t *testing.T) {
 	}
 	err = parseFlags(t, "--split-storage-part-size=lots")
 	require.ErrorContains(t, err, "split-storage-part-size")
+	require.ErrorContains(t, err, "allowed values are 1MiB..5GiB")
+	err = parseFlags(t, "--split-storage-read-ahead=two")
+	require.ErrorContains(t, err, "split-storage-read-ahead")
+	require.ErrorContains(t, err, "allowed values are 1..256")
+	err = parseFlags(t, "--split-storage-request-timeout=30")
+	require.ErrorContains(t, err, "split-storage-request-timeout")
+	require.ErrorContains(t, err, "allowed values are a duration > 0")
+	err = parseFlags(t, "--split-storage-s3-force-path-style=yes")
+	require.ErrorContains(t, err, "split-storage-s3-force-path-style")
+	require.ErrorContains(t, err, "allowed values are true, false")
+	require.NoError(t, parseFlags(t, "--split-storage-s3-force-path-style"))
+	assert.True(t, splitstorage.FlagConfig().S3ForcePathStyle, "a bare boolean flag means true")
 }
 
 // TestRegisteredStorage uses the "split" storage registered in

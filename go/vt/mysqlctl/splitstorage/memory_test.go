@@ -142,7 +142,7 @@ func TestValidateMemoryBudget(t *testing.T) {
 	c.UploadConcurrency = 4
 	_, err := splitstorage.New(c)
 	require.Error(t, err)
-	for _, w := range []string{"--split-storage-memory-budget=1.0 GiB", "--split-storage-part-size=256 MiB", "--split-storage-upload-concurrency=4", "= 1.3 GiB"} {
+	for _, w := range []string{"--split-storage-memory-budget=1GiB", "--split-storage-part-size=256MiB", "--split-storage-upload-concurrency=4", "= 1280MiB", "allowed values are sizes >= 1280MiB"} {
 		assert.Contains(t, err.Error(), w)
 	}
 	c.UploadConcurrency = 3

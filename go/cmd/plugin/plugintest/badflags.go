@@ -1,0 +1,198 @@
+// Package plugintest holds the table of the plugin flags and the values each must refuse at
+// startup. Two tests share it: the unit test of the startup validation (go/cmd/plugin, flags
+// parsed and validated in process) and the end-to-end test of the built binaries
+// (test/endtoend, one process per case). In both, every case must stop startup with an error
+// that names the flag and its allowed values, and every flag the plugins register must be in
+// the table, as constrained (with bad values) or as free (with the reason it accepts anything).
+package plugintest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Flag is one plugin flag and what it accepts.
+type Flag struct {
+	Name string // without the dashes
+	// Allowed is the text every error about a bad value of the flag contains: its allowed
+	// values or range, as Validate and the flag's parser write them.
+	Allowed string
+	// Bad are values the binaries refuse at startup; each is one case, after With.
+	Bad []string
+	// With are the flags under which the rule applies (e.g. --split-storage-backend=s3).
+	With []string
+	// Free, for a flag without a constraint, says why any value is accepted at startup.
+	Free string
+}
+
+// Case is one refused startup: Args stop the process with an error naming --Flag and Allowed.
+type Case struct {
+	Name    string // unique, usable as a subtest name
+	Flag    string // the flag the error names, without the dashes
+	Allowed string
+	Args    []string // after BaseArgs
+}
+
+// BaseArgs come first in every case: the split storage is the configured storage (its flags
+// are only validated then) with a root that is never created, so that the defaults of every
+// other flag are valid and only the case's flag is wrong.
+var BaseArgs = []string{"--backup-storage-implementation=split", "--split-storage-root=/nonexistent/vtfifo-badflags"}
+
+// Flags is every flag the fifo engine and the split storage register.
+var Flags = []Flag{
+	// The fifo backup engine (go/vt/mysqlctl/fifobackupengine/flags.go).
+	{Name: "fifo-backup-lanes", Allowed: "1..64", Bad: []string{"0", "65", "-1", "abc", "1.5", "99999999999999999999"}},
+	{Name: "fifo-backup-source", Allowed: "auto, fifo, stdout", Bad: []string{"pipe", "", "FIFO"}},
+	{Name: "fifo-backup-tool-flavor", Allowed: "xtrabackup, mariabackup", Bad: []string{"percona", "XtraBackup", "mysqlbackup"}},
+	{Name: "fifo-backup-parallel", Allowed: "1..256", Bad: []string{"0", "257", "-4", "abc"}},
+	{Name: "fifo-backup-read-buffer-size", Allowed: "0 (tool default) or a size up to 1GiB", Bad: []string{"1073741825", "2GiB", "-1", "-8MiB", "abc", "8XB"}},
+	{Name: "fifo-backup-fifo-timeout", Allowed: "1s..1h", Bad: []string{"0", "999ms", "1h0m1s", "2h", "-1s", "abc", "10"}},
+	{Name: "fifo-backup-use-memory", Allowed: "0 (tool default) or a size up to 1PiB", Bad: []string{"1125899906842625", "2PiB", "-1", "lots"}},
+	{Name: "fifo-backup-progress-interval", Allowed: "0 (off) or a positive duration", Bad: []string{"-1s", "abc", "5"}},
+	{Name: "fifo-backup-backup-flags", Allowed: "split like a shell would (balanced quotes, no trailing backslash)", Bad: []string{`--compress="unterminated`, `--x \`}},
+	{Name: "fifo-backup-prepare-flags", Allowed: "split like a shell would (balanced quotes, no trailing backslash)", Bad: []string{`'`, `--use-memory="1G`}},
+	{Name: "fifo-backup-tool-path", Free: "any path: a missing tool is found at the first backup (the tablet may get it later); empty looks it up in PATH"},
+	{Name: "fifo-backup-user", Free: "any MySQL user name; empty uses --db-dba-user"},
+	{Name: "fifo-backup-fifo-dir", Free: "any directory; the tool creates the FIFOs under it at the backup, empty uses the tablet's tmp dir"},
+
+	// The split backup storage (go/vt/mysqlctl/splitstorage/config.go).
+	{Name: "split-storage-backend", Allowed: "file, s3, gcs", Bad: []string{"tape", "", "S3", "azure"}},
+	{Name: "split-storage-root", Allowed: "must be set when --split-storage-backend=file", Bad: []string{""}, With: []string{"--split-storage-backend=file"}},
+	{Name: "split-storage-part-size", Allowed: "1MiB..5GiB", Bad: []string{"0", "1048575", "512KiB", "5368709121", "6GiB", "-1", "-1MiB", "abc"}},
+	{Name: "split-storage-memory-budget", Allowed: "--split-storage-part-size x (max(--split-storage-upload-concurrency, --split-storage-read-ahead) + 1)", Bad: []string{"abc", "-1", "-2GiB"}},
+	{Name: "split-storage-upload-concurrency", Allowed: "1..256", Bad: []string{"0", "257", "-1", "abc"}},
+	{Name: "split-storage-read-ahead", Allowed: "1..256", Bad: []string{"0", "257", "-1", "abc"}},
+	{Name: "split-storage-retry-max-attempts", Allowed: "1..100", Bad: []string{"0", "101", "-1", "abc"}},
+	{Name: "split-storage-retry-initial-backoff", Allowed: "a duration > 0", Bad: []string{"0", "-1s", "abc"}},
+	{Name: "split-storage-retry-max-backoff", Allowed: "a duration >= --split-storage-retry-initial-backoff", Bad: []string{"100ms", "0", "-1s", "abc"}},
+	{Name: "split-storage-request-timeout", Allowed: "a duration > 0", Bad: []string{"0", "-1s", "abc", "30"}},
+	{Name: "split-storage-s3-endpoint", Allowed: "http:// or https:// URL", Bad: []string{"localhost:9000", "ftp://s3.example.com", "http://", "http://[::1"}},
+	{Name: "split-storage-s3-region", Allowed: "must be set when --split-storage-backend=s3", Bad: []string{""}, With: []string{"--split-storage-backend=s3", "--split-storage-s3-bucket=b"}},
+	{Name: "split-storage-s3-bucket", Allowed: "must be set when --split-storage-backend=s3", Bad: []string{""}, With: []string{"--split-storage-backend=s3"}},
+	{Name: "split-storage-s3-force-path-style", Allowed: "true, false", Bad: []string{"yes", "abc"}},
+	{Name: "split-storage-s3-sse", Allowed: "empty, AES256, aws:kms, aws:kms:dsse", Bad: []string{"rot13", "aes256"}, With: []string{"--split-storage-backend=s3", "--split-storage-s3-bucket=b"}},
+	{Name: "split-storage-s3-sse-kms-key-id", Allowed: "empty unless --split-storage-s3-sse is aws:kms or aws:kms:dsse", Bad: []string{"alias/backups"}, With: []string{"--split-storage-backend=s3", "--split-storage-s3-bucket=b"}},
+	{Name: "split-storage-gcs-bucket", Allowed: "must be set when --split-storage-backend=gcs", Bad: []string{""}, With: []string{"--split-storage-backend=gcs"}},
+	{Name: "split-storage-s3-prefix", Free: "any key prefix inside the bucket"},
+	{Name: "split-storage-gcs-prefix", Free: "any object name prefix inside the bucket"},
+	{Name: "split-storage-s3-storage-class", Free: "S3-compatible stores define their own classes (Ceph placement targets); the store refuses an unknown one"},
+}
+
+// CrossFlag are the rules between flags; Case.Flag is the flag the error names.
+var CrossFlag = []Case{
+	// The budget holds part-size x (n + 1) for the writers (upload-concurrency) and the
+	// readers (read-ahead).
+	{Name: "memory-budget<part-size*(upload-concurrency+1)", Flag: "split-storage-memory-budget", Allowed: "allowed values are sizes >= 1280MiB",
+		Args: []string{"--split-storage-part-size=256MiB", "--split-storage-upload-concurrency=4", "--split-storage-memory-budget=1GiB"}},
+	{Name: "memory-budget=0", Flag: "split-storage-memory-budget", Allowed: "allowed values are sizes >= 1280MiB",
+		Args: []string{"--split-storage-part-size=256MiB", "--split-storage-upload-concurrency=4", "--split-storage-memory-budget=0"}},
+	{Name: "memory-budget<part-size*(read-ahead+1)", Flag: "split-storage-memory-budget", Allowed: "allowed values are sizes >= 2304MiB",
+		Args: []string{"--split-storage-part-size=256MiB", "--split-storage-upload-concurrency=1", "--split-storage-read-ahead=8", "--split-storage-memory-budget=2GiB"}},
+	{Name: "retry-max-backoff<retry-initial-backoff", Flag: "split-storage-retry-max-backoff", Allowed: "a duration >= --split-storage-retry-initial-backoff (20s)",
+		Args: []string{"--split-storage-retry-initial-backoff=20s", "--split-storage-retry-max-backoff=10s"}},
+	{Name: "retry-initial-backoff-above-default-max", Flag: "split-storage-retry-max-backoff", Allowed: "a duration >= --split-storage-retry-initial-backoff (1m0s)",
+		Args: []string{"--split-storage-retry-initial-backoff=1m"}},
+	{Name: "s3-sse-kms-key-id-with-AES256", Flag: "split-storage-s3-sse-kms-key-id", Allowed: "empty unless --split-storage-s3-sse is aws:kms or aws:kms:dsse",
+		Args: []string{"--split-storage-backend=s3", "--split-storage-s3-bucket=b", "--split-storage-s3-sse=AES256", "--split-storage-s3-sse-kms-key-id=alias/backups"}},
+	// A bad S3 setting is refused whatever the backend.
+	{Name: "s3-sse-with-file-backend", Flag: "split-storage-s3-sse", Allowed: "empty, AES256, aws:kms, aws:kms:dsse",
+		Args: []string{"--split-storage-backend=file", "--split-storage-s3-sse=rot13"}},
+	{Name: "s3-bucket-with-gcs-bucket-only", Flag: "split-storage-s3-bucket", Allowed: "must be set when --split-storage-backend=s3",
+		Args: []string{"--split-storage-backend=s3", "--split-storage-gcs-bucket=b"}},
+
+	// The fifo engine's flags between themselves.
+	{Name: "read-buffer-size-with-mariabackup", Flag: "fifo-backup-read-buffer-size", Allowed: "0 with --fifo-backup-tool-flavor=mariabackup",
+		Args: []string{"--fifo-backup-tool-flavor=mariabackup", "--fifo-backup-read-buffer-size=8MiB"}},
+	{Name: "source-fifo-with-mariabackup", Flag: "fifo-backup-source", Allowed: "auto, stdout with --fifo-backup-tool-flavor=mariabackup",
+		Args: []string{"--fifo-backup-tool-flavor=mariabackup", "--fifo-backup-source=fifo"}},
+
+	// Engine fifo with storage split: every lane holds a part of the budget.
+	{Name: "lanes>budget/part-size", Flag: "fifo-backup-lanes", Allowed: "allowed values are 1..8 with --split-storage-memory-budget=2GiB and --split-storage-part-size=256MiB",
+		Args: []string{"--backup-engine-implementation=fifo", "--fifo-backup-lanes=16", "--split-storage-part-size=256MiB", "--split-storage-memory-budget=2GiB"}},
+	{Name: "lanes>budget/part-size-large-parts", Flag: "fifo-backup-lanes", Allowed: "allowed values are 1..2 with --split-storage-memory-budget=2GiB and --split-storage-part-size=1GiB",
+		Args: []string{"--backup-engine-implementation=fifo", "--fifo-backup-lanes=3", "--split-storage-part-size=1GiB", "--split-storage-upload-concurrency=1", "--split-storage-read-ahead=1", "--split-storage-memory-budget=2GiB"}},
+
+	// Vitess's compression flags, which the fifo engine validates at startup too.
+	{Name: "compression-engine-name=brotli", Flag: "compression-engine-name", Allowed: "pgzip, pargzip, zstd, lz4, external",
+		Args: []string{"--compression-engine-name=brotli"}},
+	{Name: "compression-engine-name=external-without-command", Flag: "compression-engine-name", Allowed: "external with --external-compressor set",
+		Args: []string{"--compression-engine-name=external"}},
+	{Name: "external-compressor-unbalanced-quote", Flag: "external-compressor", Allowed: "a command split like a shell would",
+		Args: []string{"--external-compressor=zstd -c '", "--external-compressor-extension=.zst"}},
+	{Name: "external-compressor-without-extension", Flag: "external-compressor-extension", Allowed: "a file extension such as .zst",
+		Args: []string{"--external-compressor=zstd -c"}},
+}
+
+// Cases is every refused startup: each bad value of Flags, then CrossFlag.
+func Cases() []Case {
+	var cases []Case
+	for _, f := range Flags {
+		for _, v := range f.Bad {
+			cases = append(cases, Case{
+				Name:    fmt.Sprintf("%s=%q", f.Name, v),
+				Flag:    f.Name,
+				Allowed: f.Allowed,
+				Args:    append(slices.Clone(f.With), "--"+f.Name+"="+v),
+			})
+		}
+	}
+	return append(cases, CrossFlag...)
+}
+
+// Lookup returns the table's entry for a flag.
+func Lookup(name string) (Flag, bool) {
+	for _, f := range Flags {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Flag{}, false
+}
+
+// EngineFlag reports whether a flag exists only in the binaries that run backups (vttablet,
+// vtbackup): the engine's flags and the Vitess flags it reads. The storage's flags are in
+// vtctld too.
+func EngineFlag(arg string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+	return !strings.HasPrefix(name, "split-storage-") && name != "backup-storage-implementation"
+}
+
+// Binaries are the binaries that take every flag of c.
+func (c Case) Binaries() []string {
+	for _, a := range c.Args {
+		if EngineFlag(a) {
+			return []string{"vttablet", "vtbackup"}
+		}
+	}
+	return []string{"vttablet", "vtbackup", "vtctld"}
+}
+
+// Check checks a startup error (or the binary's output) for c: it must name --Flag and
+// Allowed. It returns what is missing, or "".
+func (c Case) Check(msg string) string {
+	var missing []string
+	if !strings.Contains(msg, "--"+c.Flag) {
+		missing = append(missing, "the flag --"+c.Flag)
+	}
+	if !strings.Contains(msg, c.Allowed) {
+		missing = append(missing, fmt.Sprintf("the allowed values %q", c.Allowed))
+	}
+	return strings.Join(missing, " and ")
+}
+
+// Uncovered returns the registered flags (without dashes) that are not in Flags, and the
+// entries of Flags that are not registered.
+func Uncovered(registered []string) (missing, stale []string) {
+	for _, name := range registered {
+		if _, ok := Lookup(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	for _, f := range Flags {
+		if !slices.Contains(registered, f.Name) {
+			stale = append(stale, f.Name)
+		}
+	}
+	return missing, stale
+}

@@ -1,0 +1,160 @@
+// Package flagvalue has the pflag.Values of the plugins' typed flags. pflag's own int,
+// duration and bool values refuse unparsable text with Go's parse error only
+// (`strconv.ParseInt: parsing "abc": invalid syntax`); these name the allowed values instead,
+// so every bad value of a plugin flag stops the process with the flag and what it accepts.
+// They parse only: ranges are checked by the plugins' Validate, which also serves configs
+// built in code. Type() is pflag's, so --help reads the same.
+package flagvalue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+)
+
+// MaxSize is the largest size a Size flag parses.
+const MaxSize = 1 << 62
+
+// Int is an int flag; Allowed (e.g. "1..64") is named when the text is not an integer.
+type Int struct {
+	P       *int
+	Allowed string
+}
+
+func (v Int) String() string {
+	if v.P == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.P)
+}
+
+func (v Int) Type() string { return "int" }
+
+func (v Int) Set(s string) error {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 0, strconv.IntSize)
+	if err != nil {
+		return fmt.Errorf("not an integer: allowed values are %s", v.Allowed)
+	}
+	*v.P = int(n)
+	return nil
+}
+
+// Duration is a duration flag (Go syntax: 500ms, 30s, 2m); Allowed is named when the text
+// does not parse.
+type Duration struct {
+	P       *time.Duration
+	Allowed string
+}
+
+func (v Duration) String() string {
+	if v.P == nil {
+		return "0s"
+	}
+	return v.P.String()
+}
+
+func (v Duration) Type() string { return "duration" }
+
+func (v Duration) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("not a duration (such as 500ms, 30s, 2m): allowed values are %s", v.Allowed)
+	}
+	*v.P = d
+	return nil
+}
+
+// Size is a byte size flag: a number of bytes or a size with units (8MiB, 1GiB, 1.5GB).
+// Negative and unparsable sizes are refused naming Allowed.
+type Size struct {
+	P       *int64
+	Allowed string
+}
+
+func (v Size) String() string {
+	if v.P == nil || *v.P == 0 {
+		return "0"
+	}
+	return humanize.IBytes(uint64(*v.P))
+}
+
+func (v Size) Type() string { return "size" }
+
+func (v Size) Set(s string) error {
+	n, err := ParseSize(s)
+	if err != nil {
+		return fmt.Errorf("%v: allowed values are %s", err, v.Allowed)
+	}
+	*v.P = n
+	return nil
+}
+
+// ParseSize parses a byte size: bytes or units (256MiB, 1GiB); never negative, at most MaxSize.
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("negative size")
+		}
+		return n, nil
+	}
+	if strings.HasPrefix(s, "-") {
+		return 0, fmt.Errorf("negative size")
+	}
+	u, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("not a size (such as 8MiB, 1GiB or a number of bytes)")
+	}
+	if u > MaxSize {
+		return 0, fmt.Errorf("size too large")
+	}
+	return int64(u), nil
+}
+
+// Bool is a boolean flag that names its allowed values when the text is not one; register
+// it with BoolVar so that a bare --flag means true.
+type Bool struct{ P *bool }
+
+func (v Bool) String() string { return strconv.FormatBool(v.P != nil && *v.P) }
+
+func (v Bool) Type() string { return "bool" }
+
+func (v Bool) IsBoolFlag() bool { return true }
+
+func (v Bool) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("not a boolean: allowed values are true, false")
+	}
+	*v.P = b
+	return nil
+}
+
+// BoolVar registers a Bool flag; a bare --name sets it to true, as with fs.BoolVar.
+func BoolVar(fs *pflag.FlagSet, p *bool, name string, def bool, usage string) {
+	*p = def
+	fs.Var(Bool{P: p}, name, usage)
+	fs.Lookup(name).NoOptDefVal = "true"
+}
+
+// FormatSize writes n exactly, as a flag takes it: in the largest binary unit that divides
+// it (256MiB, 1GiB), else in bytes. Errors use it so that a value just off a limit does not
+// read as the limit (humanize would write 1MiB-1 as "1.0 MiB").
+func FormatSize(n int64) string {
+	if n <= 0 {
+		return strconv.FormatInt(n, 10)
+	}
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"EiB", 1 << 60}, {"PiB", 1 << 50}, {"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}

@@ -135,3 +135,21 @@ func TestBadFlagTableCoversEveryFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestStockFlagsStockBehaviour: where fifo is not the default engine, the binaries start with
+// values of Vitess's own flags that a stock binary starts with (Vitess checks the compressor
+// when a backup begins); the fifo engine checks them where it is the default.
+func TestStockFlagsStockBehaviour(t *testing.T) {
+	for _, args := range [][]string{
+		{"--compression-engine-name=brotli"},
+		{"--compression-engine-name=external"},
+		{"--external-compressor=zstd -c"},
+	} {
+		if err := startup(args...); err != nil {
+			t.Errorf("%v: a stock binary starts with these, ours stopped: %v", args, err)
+		}
+		if err := startup(append([]string{"--backup-engine-implementation=fifo"}, args...)...); err == nil {
+			t.Errorf("%v with fifo the default engine: startup must fail", args)
+		}
+	}
+}

@@ -15,39 +15,41 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
-// All backup engine plugins. Their flags are validated whatever the default engine is: a
-// request may pick any engine (vtctldclient Backup --backup-engine). To link one in, import its package and add a line here.
+// All backup engine plugins. The engine's own flags are validated whatever the default
+// engine is: a request may pick any engine (vtctldclient Backup --backup-engine). Checks
+// that involve stock flags run only where fifo is the default engine, so a binary that
+// does not use it starts as a stock one would. To link one in, import its package and
+// add a line here.
 var All = []plugin.Plugin{
 	{Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags, UseFlagSet: fifobackupengine.UseFlagSet},
-	lanesFitSplitBudget.plugin(),
+	{Name: "fifo compression", UseFlagSet: defaultEngine.use, InUse: defaultEngine.isFifo, ValidateFlags: fifobackupengine.ValidateCompressionFlags},
+	{Name: "fifo with split storage", UseFlagSet: defaultEngine.use, InUse: fifoWithSplit, ValidateFlags: lanesFitSplitBudget},
+}
+
+// defaultEngine reads --backup-engine-implementation from the binary's flag set.
+var defaultEngine = &engineFlag{}
+
+type engineFlag struct{ fs *pflag.FlagSet }
+
+func (e *engineFlag) use(fs *pflag.FlagSet) { e.fs = fs }
+
+func (e *engineFlag) isFifo() bool {
+	if e.fs == nil {
+		return false
+	}
+	f := e.fs.Lookup("backup-engine-implementation")
+	return f != nil && f.Value.String() == "fifo"
+}
+
+// fifoWithSplit: the default engine is fifo and the storage is split.
+func fifoWithSplit() bool {
+	return backupstorage.BackupStorageImplementation == splitstorage.Name && defaultEngine.isFifo()
 }
 
 // lanesFitSplitBudget checks at startup what the split storage would otherwise refuse when
 // the first backup opens its lanes: every lane holds a filling part, so the memory budget
 // must hold one part per lane.
-var lanesFitSplitBudget = &laneBudgetCheck{}
-
-type laneBudgetCheck struct{ fs *pflag.FlagSet }
-
-func (c *laneBudgetCheck) plugin() plugin.Plugin {
-	return plugin.Plugin{
-		Name:          "fifo with split storage",
-		UseFlagSet:    func(fs *pflag.FlagSet) { c.fs = fs },
-		InUse:         c.inUse,
-		ValidateFlags: c.validate,
-	}
-}
-
-// inUse: the default engine is fifo and the storage is split.
-func (c *laneBudgetCheck) inUse() bool {
-	if backupstorage.BackupStorageImplementation != splitstorage.Name || c.fs == nil {
-		return false
-	}
-	f := c.fs.Lookup("backup-engine-implementation")
-	return f != nil && f.Value.String() == "fifo"
-}
-
-func (c *laneBudgetCheck) validate() error {
+func lanesFitSplitBudget() error {
 	lanes := fifobackupengine.FlagConfig().Lanes
 	s := splitstorage.FlagConfig()
 	if s.Validate() != nil {

@@ -113,15 +113,15 @@ var CrossFlag = []Case{
 	{Name: "lanes>budget/part-size-large-parts", Flag: "fifo-backup-lanes", Allowed: "allowed values are 1..2 with --split-storage-memory-budget=2GiB and --split-storage-part-size=1GiB",
 		Args: []string{"--backup-engine-implementation=fifo", "--fifo-backup-lanes=3", "--split-storage-part-size=1GiB", "--split-storage-upload-concurrency=1", "--split-storage-read-ahead=1", "--split-storage-memory-budget=2GiB"}},
 
-	// Vitess's compression flags, which the fifo engine validates at startup too.
+	// Vitess's compression flags, which the fifo engine validates at startup where it is the default engine.
 	{Name: "compression-engine-name=brotli", Flag: "compression-engine-name", Allowed: "pgzip, pargzip, zstd, lz4, external",
-		Args: []string{"--compression-engine-name=brotli"}},
+		Args: []string{"--backup-engine-implementation=fifo", "--compression-engine-name=brotli"}},
 	{Name: "compression-engine-name=external-without-command", Flag: "compression-engine-name", Allowed: "external with --external-compressor set",
-		Args: []string{"--compression-engine-name=external"}},
+		Args: []string{"--backup-engine-implementation=fifo", "--compression-engine-name=external"}},
 	{Name: "external-compressor-unbalanced-quote", Flag: "external-compressor", Allowed: "a command split like a shell would",
-		Args: []string{"--external-compressor=zstd -c '", "--external-compressor-extension=.zst"}},
+		Args: []string{"--backup-engine-implementation=fifo", "--external-compressor=zstd -c '", "--external-compressor-extension=.zst"}},
 	{Name: "external-compressor-without-extension", Flag: "external-compressor-extension", Allowed: "a file extension such as .zst",
-		Args: []string{"--external-compressor=zstd -c"}},
+		Args: []string{"--backup-engine-implementation=fifo", "--external-compressor=zstd -c"}},
 }
 
 // Cases is every refused startup: each bad value of Flags, then CrossFlag.

@@ -141,16 +141,33 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup logs bytes done, rate and ETA; 0 disables.")
 }
 
-// ValidateFlags checks the flag values, Vitess's compression flags included;
-// the custom binaries call it before they start so a bad value stops the
-// process naming the flag.
+// ValidateFlags checks the engine's own flag values; the custom binaries call
+// it before they start so a bad value stops the process naming the flag.
 func ValidateFlags() error {
 	c := currentConfig()
+	return c.validateOwn()
+}
+
+// ValidateCompressionFlags checks Vitess's compression flags as the engine
+// reads them. They are stock flags: the binaries check them at startup only
+// where fifo is the default engine (elsewhere a stock binary starts with
+// them); a fifo backup checks them again when it begins.
+func ValidateCompressionFlags() error {
+	c := compressionFromFlags()
 	return c.Validate()
 }
 
-// Validate checks every field and names the flag and the allowed values.
+// Validate checks every field, the compression included, and names the flag
+// and the allowed values.
 func (c *Config) Validate() error {
+	if err := c.validateOwn(); err != nil {
+		return err
+	}
+	return c.Compression.Validate()
+}
+
+// validateOwn checks the fields set by the engine's own flags.
+func (c *Config) validateOwn() error {
 	bad := func(flag, value, allowed string) error {
 		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --%s: allowed values are %s", value, flag, allowed)
 	}
@@ -196,7 +213,7 @@ func (c *Config) Validate() error {
 	if _, err := shlex.Split(c.PrepareFlags); err != nil {
 		return bad("fifo-backup-prepare-flags", c.PrepareFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))
 	}
-	return c.Compression.Validate()
+	return nil
 }
 
 // UseFlagSet lets the engine read Vitess's own flags (--compression-level and

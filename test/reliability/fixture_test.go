@@ -104,10 +104,14 @@ func engineConfig() fifobackupengine.Config {
 }
 
 func newFixture(t *testing.T) *fixture {
-	if testing.Short() {
-		t.Skip("reliability test (real MariaDB, storage servers) skipped with -short")
-	}
-	tb := tabletdb.Start(t)
+	return newFixtureIn(t, "")
+}
+
+// newFixtureIn is newFixture with the tablet's VTDATAROOT created under
+// parent ("" = the system's temp dir).
+func newFixtureIn(t *testing.T, parent string) *fixture {
+	skipShort(t)
+	tb := tabletdb.StartIn(t, parent)
 	f := &fixture{t: t, tb: tb}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")
 	mariadbtest.LoadSampleData(t, f.srv, smallData)
@@ -124,6 +128,12 @@ func newFixture(t *testing.T) *fixture {
 		delete(backupstorage.BackupStorageMap, storageName)
 	})
 	return f
+}
+
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reliability test (real MariaDB, storage servers) skipped with -short")
+	}
 }
 
 // useStorage makes the tests' storage the one with cfg.

@@ -46,10 +46,17 @@ const SetupHint = "run `make setup` (installs mariadb-server and mariadb-backup)
 // VTDATAROOT and EXTRA_MY_CNF environment variables for the test.
 func Start(t testing.TB) *Tablet {
 	t.Helper()
+	return StartIn(t, "")
+}
+
+// StartIn is Start with the fresh VTDATAROOT created under parent (Start:
+// the system's temp dir), e.g. on a file system the test controls.
+func StartIn(t testing.TB, parent string) *Tablet {
+	t.Helper()
 	if _, err := os.Stat("/usr/sbin/mariadbd"); err != nil {
 		t.Fatalf("tabletdb: MariaDB is not installed: %s", SetupHint)
 	}
-	root, err := os.MkdirTemp("", "tabletdb-")
+	root, err := os.MkdirTemp(parent, "tabletdb-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(root, 0o755))
 	t.Cleanup(func() { _ = os.RemoveAll(root) })

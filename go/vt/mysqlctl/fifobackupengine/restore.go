@@ -104,7 +104,12 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return vterrors.Wrapf(err, "cannot create the staging directory %s", staging)
 	}
-	defer os.RemoveAll(staging)
+	defer func() {
+		// Nothing half-extracted stays behind, whatever failed.
+		if err := os.RemoveAll(staging); err != nil {
+			r.logger.Warningf("fifo restore: cannot remove the staging directory %s: %v", staging, err)
+		}
+	}()
 
 	if err := r.extract(ctx, staging); err != nil {
 		return err
@@ -180,11 +185,17 @@ func (r *restoreRun) extract(ctx context.Context, staging string) error {
 
 	r.logger.Infof("fifo restore: extracting %d lanes (%d bytes) into %s", n, r.m.RawBytes, staging)
 	extractWrite := r.stats.bytesFunc("Extract:Write")
+	free := freeBytes(staging)
 	start := time.Now()
 	st, err := xbstream.Extract(ctx, staging, readers, xbstream.ExtractOptions{
 		OnWrite: func(_ int, n int, d time.Duration) { extractWrite(n, d) },
 	})
 	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			// Say how much room the restore needs, not only where it ran out.
+			return vterrors.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %d bytes there (its stream's size), %s when the extraction began, %d were written",
+				laneNames(r.m), staging, r.m.RawBytes, freeText(free), st.Bytes)
+		}
 		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(r.m))
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
@@ -195,6 +206,23 @@ func (r *restoreRun) extract(ctx context.Context, staging string) error {
 		}
 	}
 	return nil
+}
+
+// freeBytes returns the bytes available to this process on dir's file
+// system, -1 when unknown.
+func freeBytes(dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return -1
+	}
+	return int64(st.Bavail) * int64(st.Bsize)
+}
+
+func freeText(free int64) string {
+	if free < 0 {
+		return "free space unknown"
+	}
+	return fmt.Sprintf("%d bytes were free", free)
 }
 
 func laneNames(m *Manifest) string {

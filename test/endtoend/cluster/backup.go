@@ -88,11 +88,11 @@ func (c *Cluster) RunVtbackup(ctx context.Context, o VtbackupOptions) (VtbackupR
 	args = append(args, c.Storage.Flags...)
 	args = append(args, o.Extra...)
 	if !o.Vars {
-		res.Output, err = c.run(ctx, "vtbackup", nil, c.Bin("vtbackup"), args...)
+		res.Output, err = c.run(ctx, "vtbackup", c.storageEnv(), c.Bin("vtbackup"), args...)
 		return res, err
 	}
 	args = append(args, "--keep-alive-timeout=10m")
-	p, err := c.start("vtbackup", nil, c.Bin("vtbackup"), args...)
+	p, err := c.start("vtbackup", c.storageEnv(), c.Bin("vtbackup"), args...)
 	if err != nil {
 		return res, err
 	}

@@ -98,12 +98,15 @@ func (c *Cluster) TopoFlags() []string {
 	}
 }
 
+// baseEnv is every process's environment. The storage's (credentials, the
+// emulator host) goes only to the processes that use the storage (vtctld,
+// vttablet, vtbackup): see storageEnv.
 func (c *Cluster) baseEnv() []string {
 	path := os.Getenv("PATH")
 	if !strings.Contains(path, "/usr/sbin") {
 		path += ":/usr/sbin:/usr/local/sbin"
 	}
-	return append([]string{
+	return []string{
 		"PATH=" + path,
 		"HOME=" + c.TmpDir,
 		"TMPDIR=" + c.TmpDir,
@@ -111,8 +114,12 @@ func (c *Cluster) baseEnv() []string {
 		"VT_MYSQL_ROOT=/usr",
 		"EXTRA_MY_CNF=" + c.ExtraMyCnf,
 		"LANG=C.UTF-8",
-	}, c.Storage.Env...)
+	}
 }
+
+// storageEnv is the environment the processes that use the backup storage get
+// on top of baseEnv.
+func (c *Cluster) storageEnv() []string { return c.Storage.Env }
 
 // Start creates the directories, starts etcd, registers the cell, starts vtctld and creates
 // the keyspace. On error everything started so far is stopped.
@@ -278,7 +285,7 @@ func (c *Cluster) StartVtctld(ctx context.Context) error {
 		"--config-file-not-found-handling=ignore",
 	)
 	args = append(args, c.Storage.Flags...)
-	c.Vtctld, err = c.start("vtctld", nil, c.Bin("vtctld"), args...)
+	c.Vtctld, err = c.start("vtctld", c.storageEnv(), c.Bin("vtctld"), args...)
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func (t *Tablet) Start(ctx context.Context, o StartOptions) error {
 	}
 	args = append(args, t.ExtraArgs...)
 	var err error
-	t.Vttablet, err = t.c.start(fmt.Sprintf("vttablet-%d", t.UID), nil, t.c.Bin("vttablet"), args...)
+	t.Vttablet, err = t.c.start(fmt.Sprintf("vttablet-%d", t.UID), t.c.storageEnv(), t.c.Bin("vttablet"), args...)
 	if err != nil {
 		return err
 	}

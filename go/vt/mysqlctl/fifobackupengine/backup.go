@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/shlex"
 	"golang.org/x/sync/errgroup"
 
 	"vitess.io/vitess/go/ioutil"
@@ -269,10 +268,12 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 	defer killTool()
 	cmd := exec.CommandContext(toolCtx, b.tool.Path, args...)
 	cmd.Env = os.Environ()
+	_, secrets := redactSecrets(args)
 	if user == dba.User && dba.Password != "" {
 		// The password goes through the environment, never the argv, so
 		// it does not show in ps or in logs.
 		cmd.Env = append(cmd.Env, "MYSQL_PWD="+dba.Password)
+		secrets = append(secrets, dba.Password)
 	}
 	// Our own pipe, not cmd.StdoutPipe: Wait runs concurrently with the
 	// reads and would close that pipe under them when the tool exits.
@@ -284,9 +285,14 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 		defer stdout.Close()
 		cmd.Stdout = stdoutW
 	} else {
-		cmd.Stdout = &lineLogger{logger: b.logger, prefix: b.tool.Flavor + " stdout: "}
+		stdoutLog := &lineLogger{logger: b.logger, prefix: b.tool.Flavor + " stdout: "}
+		stdoutLog.hide(secrets...)
+		cmd.Stdout = stdoutLog
 	}
+	// The tool may echo a flag with its value ("unknown variable
+	// 'pass=...'"): its output is scrubbed of every secret it was given.
 	stderr := newTailLogger(b.logger, b.tool.Flavor+" stderr: ", 20)
+	stderr.hide(secrets...)
 	cmd.Stderr = stderr
 	b.logger.Infof("fifo backup: running %s %s", b.tool.Path, strings.Join(redactArgs(args), " "))
 
@@ -526,30 +532,6 @@ func dataSize(cnf *mysqlctl.Mycnf) int64 {
 		})
 	}
 	return total
-}
-
-// redactArgs hides the values of password-like flags (--password=x,
-// --*password*=x, -px) before an argv is logged or stored.
-func redactArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if k, _, ok := strings.Cut(a, "="); ok && strings.Contains(strings.ToLower(k), "password") {
-			a = k + "=****"
-		} else if strings.HasPrefix(a, "-p") && len(a) > 2 {
-			a = "-p****"
-		}
-		out[i] = a
-	}
-	return out
-}
-
-// redactFlags is redactArgs for a flag string split like a shell would.
-func redactFlags(flags string) string {
-	args, err := shlex.Split(flags)
-	if err != nil {
-		return "(unparsable flags, not recorded)"
-	}
-	return strings.Join(redactArgs(args), " ")
 }
 
 func compressionName(c *CompressionConfig) string {

@@ -17,6 +17,15 @@ type lineLogger struct {
 	mu      sync.Mutex
 	partial []byte
 	onLine  func(string)
+	secrets scrubber
+}
+
+// hide makes the logger replace these values (the secrets the tool was
+// given) in every line it logs or keeps.
+func (l *lineLogger) hide(secrets ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.secrets.add(secrets...)
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -40,6 +49,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 }
 
 func (l *lineLogger) emit(line string) {
+	line = l.secrets.scrub(line)
 	l.logger.Infof("%s%s", l.prefix, line)
 	if l.onLine != nil {
 		l.onLine(line)

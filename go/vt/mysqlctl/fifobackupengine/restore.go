@@ -241,6 +241,8 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, staging stri
 	}
 	r.logger.Infof("fifo restore: running %s %s", tool.Path, strings.Join(redactArgs(args), " "))
 	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)
+	_, secrets := redactSecrets(args)
+	out.hide(secrets...)
 	cmd := exec.CommandContext(ctx, tool.Path, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out

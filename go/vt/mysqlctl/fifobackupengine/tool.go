@@ -168,7 +168,7 @@ func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir
 	if err != nil {
 		return nil, vterrors.Wrap(err, "cannot split --fifo-backup-backup-flags")
 	}
-	return append(args, extra...), nil
+	return append(args, joinSecretValues(extra)...), nil
 }
 
 // prepareArgs builds the tool's argv for --prepare of an extracted backup.
@@ -181,5 +181,5 @@ func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string) ([
 	if err != nil {
 		return nil, vterrors.Wrap(err, "cannot split --fifo-backup-prepare-flags")
 	}
-	return append(args, extra...), nil
+	return append(args, joinSecretValues(extra)...), nil
 }

@@ -31,3 +31,10 @@ func DropIdlePoolsForTest() {
 		p.dropIdle()
 	}
 }
+
+// ForgetTakenCredentialsForTest undoes TakeEnvCredentials.
+func ForgetTakenCredentialsForTest() {
+	envCreds.Lock()
+	defer envCreds.Unlock()
+	envCreds.creds = nil
+}

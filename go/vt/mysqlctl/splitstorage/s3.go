@@ -19,7 +19,7 @@ import (
 
 // s3Backend stores objects in an S3 bucket (AWS or any S3-compatible server).
 // Credentials come from the standard AWS chain (environment, shared files, IMDS,
-// web identity...). The SDK's own retries are off: the retrying wrapper is the
+// web identity...); see TakeEnvCredentials. The SDK's own retries are off: the retrying wrapper is the
 // single place where requests are retried, logged and counted.
 type s3Backend struct {
 	client       *s3.Client
@@ -32,7 +32,11 @@ type s3Backend struct {
 }
 
 func newS3Backend(ctx context.Context, c Config) (*s3Backend, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(c.S3Region))
+	opts := []func(*config.LoadOptions) error{config.WithRegion(c.S3Region)}
+	if p := takenCredentials(); p != nil {
+		opts = append(opts, config.WithCredentialsProvider(p))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, permanent(fmt.Errorf("loading AWS configuration: %w", err))
 	}

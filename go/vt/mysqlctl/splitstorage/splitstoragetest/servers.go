@@ -222,6 +222,13 @@ func startProcess(t testing.TB, name, bin string, args, env []string, addr, logP
 // through the standard AWS environment variables (see Env / Setenv).
 func StartS3(t testing.TB) *Server {
 	t.Helper()
+	return StartS3WithSecret(t, S3SecretKey)
+}
+
+// StartS3WithSecret is StartS3 with secret as the S3 secret key (a
+// distinctive value a test can look for in logs, errors and stored objects).
+func StartS3WithSecret(t testing.TB, secret string) *Server {
+	t.Helper()
 	bin := Binary(t, "VERSITYGW_BIN", "versitygw")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -230,13 +237,13 @@ func StartS3(t testing.TB) *Server {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	startProcess(t, "versitygw", bin, []string{"--quiet", "--port", addr, "posix", data},
-		[]string{"ROOT_ACCESS_KEY=" + S3AccessKey, "ROOT_SECRET_KEY=" + S3SecretKey}, addr, filepath.Join(dir, "versitygw.log"))
+		[]string{"ROOT_ACCESS_KEY=" + S3AccessKey, "ROOT_SECRET_KEY=" + secret}, addr, filepath.Join(dir, "versitygw.log"))
 	endpoint := "http://" + addr
 	client := s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(endpoint),
 		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(S3AccessKey, S3SecretKey, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(S3AccessKey, secret, ""),
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -252,7 +259,7 @@ func StartS3(t testing.TB) *Server {
 	c.S3ForcePathStyle = true
 	return &Server{Kind: splitstorage.BackendS3, Addr: addr, Config: c, Dir: data, Env: map[string]string{
 		"AWS_ACCESS_KEY_ID":     S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY": S3SecretKey,
+		"AWS_SECRET_ACCESS_KEY": secret,
 		"AWS_REGION":            "us-east-1",
 		// Keep the shared config files of the machine out of the tests.
 		"AWS_CONFIG_FILE":             filepath.Join(dir, "no-aws-config"),

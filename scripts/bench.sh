@@ -13,7 +13,9 @@
 # BENCH_LANES, BENCH_S3_LANES, BENCH_COMPRESSORS (zstd,pgzip), BENCH_STORAGES (local,s3),
 # BENCH_REPEAT, BENCH_PART_SIZES_MIB, BENCH_SWEEP_SIZES_MIB, BENCH_SWEEP_REPEAT, BENCH_SWEEP_LANES, BENCH_SEED,
 # (overriding a list replaces the standard plan by the product of the lists),
-# BENCH_OUT (results dir), BENCH_DOC (markdown path, "-" for none).
+# BENCH_PLANS (data sets of the profile to run, e.g. mixed-1024), BENCH_OUT (results dir),
+# BENCH_DOC (markdown path, "-" for none). A re-run data set replaces the first run's figures with
+#   go run ./go/internal/benchdata/sidebyside/render build/bench/results.json RERUN/results.json
 # Needs MariaDB 10.11 + mariadb-backup (make setup) and versitygw (make tools) for S3.
 set -euo pipefail
 cd "$(dirname "$0")/.."

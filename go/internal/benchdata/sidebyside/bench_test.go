@@ -207,6 +207,18 @@ func profileFromEnv() profile {
 			p.Plans = nil // the lists, overridden, say what runs
 		}
 	}
+	if v := os.Getenv("BENCH_PLANS"); v != "" { // e.g. mixed-1024: re-run some data sets of the profile
+		var keep []dataPlan
+		for _, d := range p.plans() {
+			if slices.Contains(strings.Split(v, ","), fmt.Sprintf("%s-%d", d.Shape, d.MiB)) {
+				keep = append(keep, d)
+			}
+		}
+		if len(keep) == 0 {
+			panic(fmt.Sprintf("BENCH_PLANS: no data set of profile %s is named in %q (shape-MiB, e.g. mixed-1024)", p.Name, v))
+		}
+		p.Plans = keep
+	}
 	ints("BENCH_SIZES_MIB", &p.SizesMiB)
 	ints("BENCH_LANES", &p.Lanes)
 	ints("BENCH_S3_LANES", &p.S3Lanes)

@@ -86,3 +86,29 @@ func TestPipelineCeiling(t *testing.T) {
 	assert.InDelta(t, 2.3, c, 1e-9)
 	assert.Equal(t, "compress-zstd", what)
 }
+
+// TestMerge: a re-run data set replaces the first run's figures for it, and
+// only for it.
+func TestMerge(t *testing.T) {
+	run := func(shape string, wall float64) Run {
+		return Run{Shape: shape, SizeGiB: 1, Engine: "fifo-stdout", Op: "backup", Wall: wall}
+	}
+	first := &Results{
+		Datasets: []Dataset{{Shape: "mixed", SizeGiB: 1}, {Shape: "many", SizeGiB: 1}},
+		Runs:     []Run{run("mixed", 9), run("many", 5)},
+		Sweep:    []Run{run("mixed", 9)},
+		Ceilings: []Ceiling{{Shape: "mixed", SizeGiB: 1, Name: "tool-devnull"}, {Shape: "many", SizeGiB: 1, Name: "tool-devnull"}},
+		Minutes:  60,
+	}
+	later := &Results{Started: "later", Minutes: 20, Command: "BENCH_PLANS=mixed-1024 scripts/bench.sh",
+		Datasets: []Dataset{{Shape: "mixed", SizeGiB: 1}}, Runs: []Run{run("mixed", 4)},
+		Ceilings: []Ceiling{{Shape: "mixed", SizeGiB: 1, Name: "tool-devnull", Wall: []float64{1}}}}
+	first.Merge(later)
+	assert.Equal(t, []Run{run("many", 5), run("mixed", 4)}, first.Runs)
+	assert.Empty(t, first.Sweep)
+	require.Len(t, first.Ceilings, 2)
+	assert.Equal(t, []float64{1}, first.Ceilings[1].Wall)
+	assert.Len(t, first.Datasets, 2)
+	assert.Contains(t, first.Settings["re-run"], "mixed 1 GiB measured again from later")
+	assert.Equal(t, 80.0, first.Minutes)
+}

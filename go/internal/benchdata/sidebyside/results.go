@@ -8,7 +8,9 @@ package sidebyside
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"strings"
 )
 
 // Run is one timed backup or restore.
@@ -93,4 +95,53 @@ func (r *Results) Save(path string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// Merge replaces in r every data set that later measured too (its data set
+// row, runs, sweep and ceilings) by later's, and records that in the
+// settings: a data set re-run on a quieter machine replaces the noisy one.
+func (r *Results) Merge(later *Results) {
+	replaced := func(shape string, size float64) bool {
+		for _, d := range later.Datasets {
+			if d.Shape == shape && d.SizeGiB == size {
+				return true
+			}
+		}
+		return false
+	}
+	keepRuns := func(runs []Run) []Run {
+		var out []Run
+		for _, x := range runs {
+			if !replaced(x.Shape, x.SizeGiB) {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	var ds []Dataset
+	for _, d := range r.Datasets {
+		if !replaced(d.Shape, d.SizeGiB) {
+			ds = append(ds, d)
+		}
+	}
+	var cs []Ceiling
+	for _, c := range r.Ceilings {
+		if !replaced(c.Shape, c.SizeGiB) {
+			cs = append(cs, c)
+		}
+	}
+	r.Datasets = append(ds, later.Datasets...)
+	r.Runs = append(keepRuns(r.Runs), later.Runs...)
+	r.Sweep = append(keepRuns(r.Sweep), later.Sweep...)
+	r.Ceilings = append(cs, later.Ceilings...)
+	var names []string
+	for _, d := range later.Datasets {
+		names = append(names, fmt.Sprintf("%s %g GiB", d.Shape, d.SizeGiB))
+	}
+	if r.Settings == nil {
+		r.Settings = map[string]string{}
+	}
+	r.Settings["re-run"] = strings.TrimSpace(r.Settings["re-run"] + fmt.Sprintf(" %s measured again from %s (%.0f minutes, `%s`), replacing the first run's figures.",
+		strings.Join(names, ", "), later.Started, later.Minutes, later.Command))
+	r.Minutes += later.Minutes
 }

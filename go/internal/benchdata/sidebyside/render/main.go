@@ -1,0 +1,42 @@
+// Command render re-renders docs/benchmarks.md and its chart from a results
+// file written by `make bench`, e.g. after editing report.go or notes.md:
+//
+//	go run ./go/internal/benchdata/sidebyside/render [results.json [rerun.json ...]]
+//
+// Each further file's data sets replace the same data sets of the first
+// (a data set re-run with BENCH_PLANS on a quieter machine).
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/vtfifo/vtfifo/go/internal/benchdata/sidebyside"
+)
+
+func main() {
+	files := os.Args[1:]
+	if len(files) == 0 {
+		files = []string{filepath.Join("build", "bench", "results.json")}
+	}
+	res, err := sidebyside.Load(files[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "render:", err)
+		os.Exit(1)
+	}
+	for _, f := range files[1:] {
+		later, err := sidebyside.Load(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "render:", err)
+			os.Exit(1)
+		}
+		res.Merge(later)
+	}
+	doc := filepath.Join("docs", "benchmarks.md")
+	if err := sidebyside.Render(res, doc, filepath.Join("docs", "img", "benchmarks-time.svg")); err != nil {
+		fmt.Fprintln(os.Stderr, "render:", err)
+		os.Exit(1)
+	}
+	fmt.Println("wrote", doc)
+}

@@ -104,11 +104,11 @@ func TestMerge(t *testing.T) {
 		Datasets: []Dataset{{Shape: "mixed", SizeGiB: 1}}, Runs: []Run{run("mixed", 4)},
 		Ceilings: []Ceiling{{Shape: "mixed", SizeGiB: 1, Name: "tool-devnull", Wall: []float64{1}}}}
 	first.Merge(later)
-	assert.Equal(t, []Run{run("many", 5), run("mixed", 4)}, first.Runs)
+	assert.Equal(t, []Run{run("mixed", 4), run("many", 5)}, first.Runs, "the re-run data set keeps its place")
 	assert.Empty(t, first.Sweep)
 	require.Len(t, first.Ceilings, 2)
-	assert.Equal(t, []float64{1}, first.Ceilings[1].Wall)
-	assert.Len(t, first.Datasets, 2)
+	assert.Equal(t, []float64{1}, first.Ceilings[0].Wall)
+	assert.Equal(t, []Dataset{{Shape: "mixed", SizeGiB: 1}, {Shape: "many", SizeGiB: 1}}, first.Datasets)
 	assert.Contains(t, first.Settings["re-run"], "mixed 1 GiB measured again from later")
 	assert.Equal(t, 80.0, first.Minutes)
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -118,11 +119,30 @@ func (r *Results) Merge(later *Results) {
 		}
 		return out
 	}
+	// Data sets keep their place; the figures follow their data set's order.
 	var ds []Dataset
 	for _, d := range r.Datasets {
 		if !replaced(d.Shape, d.SizeGiB) {
 			ds = append(ds, d)
+			continue
 		}
+		for _, l := range later.Datasets {
+			if l.Shape == d.Shape && l.SizeGiB == d.SizeGiB {
+				ds = append(ds, l)
+			}
+		}
+	}
+	for _, l := range later.Datasets {
+		if !slices.ContainsFunc(ds, func(d Dataset) bool { return d.Shape == l.Shape && d.SizeGiB == l.SizeGiB }) {
+			ds = append(ds, l)
+		}
+	}
+	place := func(shape string, size float64) int {
+		return slices.IndexFunc(ds, func(d Dataset) bool { return d.Shape == shape && d.SizeGiB == size })
+	}
+	byPlace := func(runs []Run) []Run {
+		slices.SortStableFunc(runs, func(a, b Run) int { return place(a.Shape, a.SizeGiB) - place(b.Shape, b.SizeGiB) })
+		return runs
 	}
 	var cs []Ceiling
 	for _, c := range r.Ceilings {
@@ -130,10 +150,12 @@ func (r *Results) Merge(later *Results) {
 			cs = append(cs, c)
 		}
 	}
-	r.Datasets = append(ds, later.Datasets...)
-	r.Runs = append(keepRuns(r.Runs), later.Runs...)
-	r.Sweep = append(keepRuns(r.Sweep), later.Sweep...)
-	r.Ceilings = append(cs, later.Ceilings...)
+	cs = append(cs, later.Ceilings...)
+	slices.SortStableFunc(cs, func(a, b Ceiling) int { return place(a.Shape, a.SizeGiB) - place(b.Shape, b.SizeGiB) })
+	r.Datasets = ds
+	r.Runs = byPlace(append(keepRuns(r.Runs), later.Runs...))
+	r.Sweep = byPlace(append(keepRuns(r.Sweep), later.Sweep...))
+	r.Ceilings = cs
 	var names []string
 	for _, d := range later.Datasets {
 		names = append(names, fmt.Sprintf("%s %g GiB", d.Shape, d.SizeGiB))

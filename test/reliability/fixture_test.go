@@ -10,8 +10,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -25,6 +23,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
+	"github.com/vtfifo/vtfifo/go/testutil/testbin"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -47,24 +46,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "reliability-bin-")
-	if err != nil {
-		panic(err)
-	}
-	fifoverifyBin = filepath.Join(dir, "fifoverify")
-	backupprocBin = filepath.Join(dir, "backupproc")
-	for bin, pkg := range map[string]string{
-		fifoverifyBin: "github.com/vtfifo/vtfifo/go/cmd/fifoverify",
-		backupprocBin: "github.com/vtfifo/vtfifo/test/reliability/internal/backupproc",
-	} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "cannot build %s: %v\n%s", pkg, err, out)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m,
+		testbin.Program{Package: "github.com/vtfifo/vtfifo/go/cmd/fifoverify", Name: "fifoverify", Path: &fifoverifyBin},
+		testbin.Program{Package: "github.com/vtfifo/vtfifo/test/reliability/internal/backupproc", Name: "backupproc", Path: &backupprocBin})
 }
 
 // trials returns def, or the count in env var name (the full counts of the

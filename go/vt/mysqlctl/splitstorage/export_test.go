@@ -38,3 +38,12 @@ func ForgetTakenCredentialsForTest() {
 	defer envCreds.Unlock()
 	envCreds.creds = nil
 }
+
+// RetryingBackendForTest returns the storage's backend with the retrying wrapper.
+func (s *Storage) RetryingBackendForTest(ctx context.Context) (Backend, error) {
+	e, err := s.env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return e.be, nil
+}

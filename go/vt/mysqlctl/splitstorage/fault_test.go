@@ -1,8 +1,10 @@
 package splitstorage_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -115,12 +117,9 @@ func TestFaultsChosenRequests(t *testing.T) {
 			roundTrip(t, s, "ks/0", "2026-03-01.chosen", roundTripFiles, 3)
 			inj := p.Injected()
 			t.Logf("injected %v in %d requests, %d retries, %v", inj, p.Requests(), s.Retries(), time.Since(start))
-			if kind == splitstorage.BackendS3 {
-				assert.GreaterOrEqual(t, s.Retries(), int64(11))
-			} else {
-				// The GCS reader reopens a cut body by itself (its retries are not ours to count).
-				assert.GreaterOrEqual(t, s.Retries(), int64(8))
-			}
+			// Every injected fault is one retry of ours; the SDKs retry nothing
+			// (TestOneRetryLayer). More only where a stall outlasts a timeout twice.
+			assert.GreaterOrEqual(t, s.Retries(), int64(11))
 			assert.Equal(t, 11, inj[splitstoragetest.SlowDown]+inj[splitstoragetest.InternalError]+inj[splitstoragetest.CutRequest]+
 				inj[splitstoragetest.Stall]+inj[splitstoragetest.CutResponse])
 			logged := logger.String()
@@ -128,9 +127,7 @@ func TestFaultsChosenRequests(t *testing.T) {
 				t.Log(logged)
 			}
 			assert.Contains(t, logged, "retrying in")
-			if kind == splitstorage.BackendS3 {
-				assert.Contains(t, logged, "resume at offset")
-			}
+			assert.Contains(t, logged, "resume at offset")
 			assert.NotContains(t, logged, splitstoragetest.S3SecretKey)
 		})
 	}
@@ -206,6 +203,76 @@ func TestStoreGone(t *testing.T) {
 			assert.Empty(t, names(bhs))
 			require.NoError(t, s.RemoveBackup(ctx, "ks/0", "2026-03-03.gone"))
 			assert.Empty(t, objects(t, s, "ks/0/2026-03-03.gone/"))
+		})
+	}
+}
+
+// TestOneRetryLayer: the SDKs never retry on their own. Through the raw
+// backend (no retrying wrapper), every request the proxy fails reaches the
+// caller as an error after exactly one request, and a body cut mid-way is an
+// error of the read (the GCS library's reader would reopen it by itself).
+// Through the storage, that cut costs exactly one retry of ours, counted.
+func TestOneRetryLayer(t *testing.T) {
+	for _, kind := range remoteBackends {
+		t.Run(kind, func(t *testing.T) {
+			s, p, logger := proxied(t, kind, nil)
+			ctx := context.Background()
+			be, err := s.RawBackendForTest(ctx)
+			require.NoError(t, err)
+			data := make([]byte, 1<<20)
+			for i := range data {
+				data[i] = byte(i * 7)
+			}
+			sum := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+			key := "ks/0/one-layer/obj"
+			require.NoError(t, be.Put(ctx, key, bytes.NewReader(data), int64(len(data)), splitstorage.PutOptions{CRC32C: sum}))
+
+			once := func(name string, fault splitstoragetest.Fault, op func() error) {
+				t.Helper()
+				p.FailMatching("", "one-layer", fault, 1)
+				before := p.Requests()
+				err := op()
+				assert.Error(t, err, name)
+				assert.Equal(t, int64(1), p.Requests()-before, "%s: requests the SDK made for one call", name)
+			}
+			for _, f := range []splitstoragetest.Fault{splitstoragetest.SlowDown, splitstoragetest.InternalError, splitstoragetest.CutRequest} {
+				once("put/"+f.String(), f, func() error {
+					return be.Put(ctx, key+"2", bytes.NewReader(data), int64(len(data)), splitstorage.PutOptions{CRC32C: sum})
+				})
+				once("get/"+f.String(), f, func() error {
+					r, err := be.Get(ctx, key, 0, -1)
+					if err == nil {
+						_, err = io.Copy(io.Discard, r)
+						r.Close()
+					}
+					return err
+				})
+				once("stat/"+f.String(), f, func() error { _, err := be.Stat(ctx, key); return err })
+				once("list/"+f.String(), f, func() error { _, err := be.List(ctx, "ks/0/one-layer/", false); return err })
+				once("delete/"+f.String(), f, func() error { return be.Delete(ctx, key+"3") })
+			}
+			once("get body cut", splitstoragetest.CutResponse, func() error {
+				r, err := be.Get(ctx, key, 0, -1)
+				require.NoError(t, err)
+				defer r.Close()
+				_, err = io.Copy(io.Discard, r)
+				return err
+			})
+
+			// The storage's retrying wrapper: the same cut is one retry, and the bytes are whole.
+			rbe, err := s.RetryingBackendForTest(ctx)
+			require.NoError(t, err)
+			before, retries := p.Requests(), s.Retries()
+			p.FailMatching("GET", "one-layer", splitstoragetest.CutResponse, 1)
+			r, err := rbe.Get(ctx, key, 0, -1)
+			require.NoError(t, err)
+			got, err := io.ReadAll(r)
+			r.Close()
+			require.NoError(t, err)
+			assert.Equal(t, data, got)
+			assert.Equal(t, int64(1), s.Retries()-retries, "retries of ours")
+			assert.Equal(t, int64(2), p.Requests()-before, "requests for a read cut once")
+			assert.Contains(t, logger.String(), "resume at offset")
 		})
 	}
 }

@@ -5,16 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"strings"
+	"sync/atomic"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
 )
 
 // gcsBackend stores objects in a Google Cloud Storage bucket. Credentials come
 // from Application Default Credentials; STORAGE_EMULATOR_HOST points the client
-// at an emulator. The library's retries are off (see s3Backend).
+// at an emulator. The library's retries are off (see s3Backend), and so is its
+// reader's own reopen of a broken body (see oneRequestPerGet).
 type gcsBackend struct {
 	client *storage.Client
 	bucket *storage.BucketHandle
@@ -23,7 +29,11 @@ type gcsBackend struct {
 }
 
 func newGCSBackend(ctx context.Context, c Config) (*gcsBackend, error) {
-	client, err := storage.NewClient(ctx)
+	hc, err := newGCSHTTPClient(ctx)
+	if err != nil {
+		return nil, permanent(fmt.Errorf("creating GCS client: %w", err))
+	}
+	client, err := storage.NewClient(ctx, option.WithHTTPClient(hc))
 	if err != nil {
 		return nil, permanent(fmt.Errorf("creating GCS client: %w", err))
 	}
@@ -31,6 +41,46 @@ func newGCSBackend(ctx context.Context, c Config) (*gcsBackend, error) {
 	b := &gcsBackend{client: client, bucket: client.Bucket(c.GCSBucket), prefix: normPrefix(c.GCSPrefix)}
 	b.desc = fmt.Sprintf("gcs:%s/%s", c.GCSBucket, b.prefix)
 	return b, nil
+}
+
+// newGCSHTTPClient is the client storage.NewClient would build (Application
+// Default Credentials and the storage scopes, or no authentication against an
+// emulator) over our transport wrapped in oneRequestPerGet.
+func newGCSHTTPClient(ctx context.Context) (*http.Client, error) {
+	base := oneRequestPerGet{newHTTPClient().Transport}
+	if os.Getenv("STORAGE_EMULATOR_HOST") != "" {
+		return &http.Client{Transport: base}, nil
+	}
+	t, err := htransport.NewTransport(ctx, base,
+		option.WithScopes(storage.ScopeFullControl, "https://www.googleapis.com/auth/cloud-platform"))
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Transport: t}, nil
+}
+
+// getAttempt marks the context of one Backend.Get: the requests made under it.
+type getAttempt struct{}
+
+// errReopenRefused is what the GCS library's reader gets when it tries to
+// reopen a body that broke mid-way.
+var errReopenRefused = errors.New("a second request for one read (the GCS library's reopen) is refused: the retrying wrapper resumes it")
+
+// oneRequestPerGet lets one request through per Get. The GCS library's reader
+// reopens a body that breaks mid-way by itself, whatever the retry policy, as
+// often as it breaks: a second retry layer that nobody counts, logs or bounds.
+// Refused, the break reaches the retrying wrapper, which resumes at the offset
+// reached with its backoff, its attempt limit and its log line, as on S3.
+type oneRequestPerGet struct{ http.RoundTripper }
+
+func (t oneRequestPerGet) RoundTrip(req *http.Request) (*http.Response, error) {
+	if n, ok := req.Context().Value(getAttempt{}).(*atomic.Int32); ok && n.Add(1) > 1 {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, errReopenRefused
+	}
+	return t.RoundTripper.RoundTrip(req)
 }
 
 func (b *gcsBackend) String() string { return b.desc }
@@ -87,6 +137,7 @@ func (b *gcsBackend) Get(ctx context.Context, key string, offset, length int64) 
 	if length == 0 {
 		return io.NopCloser(strings.NewReader("")), nil
 	}
+	ctx = context.WithValue(ctx, getAttempt{}, new(atomic.Int32))
 	r, err := b.bucket.Object(b.prefix+key).ReadCompressed(true).NewRangeReader(ctx, offset, length)
 	if err != nil {
 		return nil, gcsErr(err)

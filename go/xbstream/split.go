@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // LaneStats counts what went through one lane.
@@ -47,32 +48,50 @@ type splitItem struct {
 // compressors run in parallel while memory stays bounded by len(lanes)+1
 // chunks. Split does not close the lane writers. On a source error, a lane
 // write error (named by its lane) or ctx cancellation it stops dealing, waits
-// for the lane goroutines to finish their current write and returns the error
-// with the stats so far. Lane writers must not block forever once ctx is done.
+// for its goroutines to finish and returns the error with the stats so far.
+// Lane writers must not block forever once ctx is done.
 func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOptions) ([]LaneStats, error) {
+	return SplitStreams(ctx, []io.Reader{src}, lanes, opts)
+}
+
+// SplitStreams is Split over several xbstreams read concurrently, such as
+// Percona XtraBackup's FIFO streams, where the tool deals whole files to its
+// streams at file open and the streams end up as unbalanced as the files are.
+// The chunks of all sources are dealt to the lanes by bytes, in the order they
+// arrive; each source's chunks keep their order, which is all the format asks
+// (a file's chunks are in one source, in offset order). The sequence records
+// number the chunks in that merged order, so a restore sees one stream, as if
+// the tool had written it to stdout. Memory is bounded by
+// len(lanes)+len(srcs) chunks.
+//
+// Every source goroutine has stopped when SplitStreams returns. A source
+// blocked in Read when dealing stops is interrupted through
+// SetReadDeadline(time.Now()) if it has that method (os.File on a pipe or
+// FIFO, net.Conn); other sources must end on their own.
+func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts SplitOptions) ([]LaneStats, error) {
 	n := len(lanes)
 	if n == 0 {
 		return nil, errors.New("xbstream.Split: no lanes")
 	}
+	if len(srcs) == 0 {
+		return nil, errors.New("xbstream.Split: no sources")
+	}
 	if opts.ReadBufferSize <= 0 {
 		opts.ReadBufferSize = 1 << 20
 	}
-	r := NewReader(src, WithMaxChunkSize(opts.MaxChunkSize), WithReadBufferSize(opts.ReadBufferSize))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
 	stats := make([]LaneStats, n)
-	free := make(chan *splitItem, n+1)
-	for i := 0; i < n+1; i++ {
+	free := make(chan *splitItem, n+len(srcs))
+	for range n + len(srcs) {
 		free <- &splitItem{pooled: true}
 	}
 	work := make([]chan *splitItem, n)
-	var wg sync.WaitGroup
+	var lanesWG sync.WaitGroup
 	for i := range lanes {
 		work[i] = make(chan *splitItem)
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
+		lanesWG.Go(func() {
 			failed := false
 			for it := range work[i] {
 				if !failed {
@@ -85,8 +104,59 @@ func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOpti
 					free <- it
 				}
 			}
-		}(i)
+		})
 	}
+
+	// One goroutine per source parses its chunks into free items and hands
+	// them to the dealer in the source's order.
+	type parsed struct {
+		it *splitItem
+		c  *Chunk
+	}
+	in := make(chan parsed)
+	var srcWG sync.WaitGroup
+	for i, src := range srcs {
+		if d, ok := src.(interface{ SetReadDeadline(time.Time) error }); ok {
+			stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Now()) })
+			defer stop()
+		}
+		name := "source"
+		if len(srcs) > 1 {
+			name = fmt.Sprintf("source %d", i)
+		}
+		srcWG.Go(func() {
+			r := NewReader(src, WithMaxChunkSize(opts.MaxChunkSize), WithReadBufferSize(opts.ReadBufferSize))
+			for {
+				var it *splitItem
+				select {
+				case it = <-free:
+				case <-ctx.Done():
+					return
+				}
+				c, err := r.read(&it.data)
+				if err != nil {
+					free <- it
+					if err != io.EOF {
+						cancel(fmt.Errorf("%s: %w", name, err))
+					}
+					return
+				}
+				// The reader reuses its Chunk and sparse map for the next read,
+				// which may run before the dealer is done with this one.
+				own := *c
+				if c.Sparse != nil {
+					own.Sparse = append([]SparseSegment(nil), c.Sparse...)
+				}
+				select {
+				case in <- parsed{it, &own}:
+				case <-ctx.Done():
+					free <- it
+					return
+				}
+			}
+		})
+	}
+	go func() { srcWG.Wait(); close(in) }()
 
 	assigned := make([]int64, n)
 	send := func(lane int, it *splitItem) bool {
@@ -116,41 +186,25 @@ func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOpti
 	closed := map[string]struct{}{}
 	cut := false
 	var seq uint64
-	var readErr error
-	for ctx.Err() == nil {
-		var it *splitItem
-		select {
-		case it = <-free:
-		case <-ctx.Done():
-		}
-		if it == nil {
-			break
-		}
-		c, err := r.read(&it.data)
-		if err != nil {
-			free <- it
-			if err != io.EOF {
-				readErr = err
-			}
-			break
-		}
+	deal := func(it *splitItem, c *Chunk) bool {
 		if c.Type == ChunkPayload || c.Type == ChunkEOF || c.Type == ChunkSparse {
 			if _, ok := closed[c.Path]; ok && !cut {
 				cut = true
 				if !broadcast(seqCut, seq) {
-					break
+					free <- it
+					return false
 				}
 			}
 			if c.Type == ChunkEOF {
 				closed[c.Path] = struct{}{}
 			}
 		}
+		var err error
 		it.hdr = appendSeqRecord(it.hdr[:0], seqNext, seq)
-		it.hdr, err = appendHeader(it.hdr, c, true)
-		if err != nil { // cannot happen for a chunk the reader accepted
+		if it.hdr, err = appendHeader(it.hdr, c, true); err != nil { // cannot happen for a chunk the reader accepted
 			free <- it
-			readErr = err
-			break
+			cancel(err)
+			return false
 		}
 		it.payload = nil
 		if c.Type != ChunkEOF {
@@ -164,20 +218,27 @@ func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOpti
 		}
 		assigned[lane] += int64(len(it.hdr) + len(it.payload))
 		if !send(lane, it) {
-			break
+			return false
 		}
 		seq++
+		return true
 	}
-	if readErr != nil {
-		cancel(fmt.Errorf("source: %w", readErr))
+	for p := range in {
+		if ctx.Err() != nil {
+			free <- p.it // drained: the sources see ctx and stop
+			continue
+		}
+		deal(p.it, p.c) // on failure it has released the item and ctx is done
 	}
+	// Every source has stopped (in is closed). The end records go out only
+	// when all of them ended cleanly.
 	if ctx.Err() == nil {
 		broadcast(seqEnd, seq)
 	}
 	for i := range work {
 		close(work[i])
 	}
-	wg.Wait()
+	lanesWG.Wait()
 	if err := context.Cause(ctx); err != nil {
 		return stats, err
 	}

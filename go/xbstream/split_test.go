@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -198,4 +199,111 @@ func TestSplitWritesLanesConcurrently(t *testing.T) {
 	}
 	_, err := Split(context.Background(), bytes.NewReader(skewedStream(t)), ws, SplitOptions{})
 	require.NoError(t, err)
+}
+
+// pxbDealtStreams deals the files of one stream to n streams the way Percona
+// XtraBackup deals files to its FIFO streams: each file wholly to one stream,
+// round-robin at the file's first chunk (ds_xbstream.cc, xbstream_open). With
+// the skewed stream, the stream that gets db/big.ibd carries most bytes.
+func pxbDealtStreams(t testing.TB, stream []byte, n int) [][]byte {
+	r := NewReader(bytes.NewReader(stream))
+	outs := make([]bytes.Buffer, n)
+	ws := make([]*Writer, n)
+	for i := range outs {
+		ws[i] = NewWriter(&outs[i])
+	}
+	assigned, next := map[string]int{}, 0
+	for {
+		c, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		i, ok := assigned[c.Path]
+		if !ok {
+			i, next = next%n, next+1
+			assigned[c.Path] = i
+		}
+		require.NoError(t, ws[i].WriteChunk(c))
+	}
+	res := make([][]byte, n)
+	for i := range outs {
+		res[i] = outs[i].Bytes()
+	}
+	return res
+}
+
+// TestSplitStreamsBalancesDealtStreams: N streams dealt by file, as unbalanced
+// as the files, come out as M lanes balanced by bytes that extract to the same
+// tree as the streams themselves.
+func TestSplitStreamsBalancesDealtStreams(t *testing.T) {
+	stream := skewedStream(t)
+	want := t.TempDir()
+	_, err := Extract(context.Background(), want, []io.Reader{bytes.NewReader(stream)}, ExtractOptions{})
+	require.NoError(t, err)
+	for _, nm := range [][2]int{{4, 4}, {8, 8}, {8, 4}, {2, 8}, {3, 1}} {
+		nSrc, m := nm[0], nm[1]
+		srcs := pxbDealtStreams(t, stream, nSrc)
+		var maxSrc int
+		for _, s := range srcs {
+			maxSrc = max(maxSrc, len(s))
+		}
+		bufs := make([]bytes.Buffer, m)
+		ws := make([]io.Writer, m)
+		for i := range bufs {
+			ws[i] = &bufs[i]
+		}
+		stats, err := SplitStreams(context.Background(), readers(srcs), ws, SplitOptions{})
+		require.NoError(t, err)
+		var total, maxB int64
+		for _, st := range stats {
+			total += st.Bytes
+			maxB = max(maxB, st.Bytes)
+		}
+		mean := float64(total) / float64(m)
+		t.Logf("%d streams (largest %.1f%% of the bytes) -> %d lanes: max/mean %.4f", nSrc,
+			100*float64(maxSrc)/float64(len(stream)), m, float64(maxB)/mean)
+		const maxChunk = 64<<10 + 200
+		assert.LessOrEqual(t, float64(maxB), mean+maxChunk, "%d streams -> %d lanes unbalanced", nSrc, m)
+
+		got := t.TempDir()
+		lanes := make([]io.Reader, m)
+		for i := range bufs {
+			lanes[i] = bytes.NewReader(bufs[i].Bytes())
+		}
+		_, err = Extract(context.Background(), got, lanes, ExtractOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, readTree(t, want), readTree(t, got), "%d streams -> %d lanes", nSrc, m)
+	}
+}
+
+// TestSplitStreamsStopsBlockedSources: when a lane fails, SplitStreams
+// interrupts a source blocked in Read (a pipe nobody writes) and returns only
+// after its goroutines stopped; a failing source is named by its index.
+func TestSplitStreamsStopsBlockedSources(t *testing.T) {
+	stream := skewedStream(t)
+	pr, pw, err := os.Pipe()
+	require.NoError(t, err)
+	defer pr.Close()
+	defer pw.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := SplitStreams(context.Background(), []io.Reader{bytes.NewReader(stream), pr},
+			[]io.Writer{&failWriter{after: 3}}, SplitOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var le *LaneError
+		require.ErrorAs(t, err, &le)
+	case <-time.After(10 * time.Second):
+		t.Fatal("SplitStreams did not return while a source was blocked in Read")
+	}
+
+	bad := bytes.Clone(stream)
+	bad[len(bad)/2] ^= 1
+	_, err = SplitStreams(context.Background(), []io.Reader{bytes.NewReader(stream), bytes.NewReader(bad)},
+		[]io.Writer{io.Discard, io.Discard}, SplitOptions{})
+	require.ErrorIs(t, err, ErrChecksum)
+	assert.Contains(t, err.Error(), "source 1: offset ")
 }

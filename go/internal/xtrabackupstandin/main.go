@@ -1,35 +1,62 @@
-// Command xtrabackupstandin is a STAND-IN for Percona XtraBackup >= 8.0.33,
+// Command xtrabackupstandin is a STAND-IN for Percona XtraBackup >= 8.0.33-28,
 // for tests only: Percona XtraBackup and MySQL 8 cannot be installed where
 // this project's CI runs, so the FIFO path of the fifo engine is tested
-// against this program. It follows Percona's FIFO datasink protocol
-// (ds_fifo.cc) exactly and feeds it real data from mariabackup:
+// against this program. It feeds real data from mariabackup through Percona's
+// FIFO datasink protocol, each point as PXB's source has it
+// (storage/innobase/xtrabackup/src):
 //
-//   - --backup --stream=xbstream --fifo-streams=N --fifo-dir=D --fifo-timeout=S
-//     creates D, mkfifo D/thread_0 .. D/thread_{N-1} (mode 0600, failing if
-//     one exists), opens each for writing and waits up to S seconds for a
-//     reader, then deals the files of mariabackup's stream to the FIFOs
-//     round-robin at file open, so all chunks of a file go through one FIFO in
-//     order and each FIFO carries a complete xbstream. --fifo-streams=1 (the
-//     default) streams to stdout, as Percona does.
-//   - --version prints a Percona-style version line that says it is a
-//     stand-in.
+//   - Late creation (xtrabackup.cc, xtrabackup_backup_func): PXB creates its
+//     FIFOs in xtrabackup_init_datasinks, after it has connected, taken LOCK
+//     INSTANCE FOR BACKUP and initialised the keyring and the redo reader.
+//     The stand-in creates them once mariabackup has produced its first byte
+//     (it has connected and locked by then), after XTRABACKUP_STANDIN_LOCK_WAIT
+//     more, as a long lock wait would.
+//   - One-level directory (ds_fifo.cc, fifo_init): my_mkdir of --fifo-dir,
+//     an existing one is fine, a missing parent is an error; then
+//     mkfifo(thread_i, 0600) for every stream, an existing FIFO is an error.
+//   - Sequential opens (ds_fifo.cc, fifo_init; file_utils.cc,
+//     open_fifo_for_write_with_timeout): thread_0 first, each opened
+//     O_WRONLY|O_NONBLOCK, retried once a second up to --fifo-timeout tries;
+//     on a timeout every FIFO is closed and unlinked and the tool exits 1.
+//   - Control byte (open_fifo_for_write_with_timeout): once opened, the fd
+//     is made blocking and one byte is written before any data. Its value is
+//     defined in ds_fifo.h, which this project could not read:
+//     XTRABACKUP_STANDIN_CONTROL_BYTE picks it (default 'X', the worst case
+//     for a reader: the first byte of the chunk magic).
+//   - Dealing (ds_xbstream.cc, xbstream_open): files go to the streams
+//     round-robin at file open; all chunks of a file go through one stream in
+//     order; each stream is a plain xbstream with no trailer.
+//   - --parallel (xtrabackup_backup_func) is raised to --fifo-streams.
+//   - Chunking (xbstream_write.cc, xb_stream_write_data): a chunk is as large
+//     as the copy thread's read, --read-buffer-size (min 128KiB, 64KiB
+//     steps); the stand-in merges mariabackup's consecutive chunks of a file
+//     up to that size.
+//   - --fifo-streams=1 (the default) streams to stdout; --version prints a
+//     Percona-style line on stderr that says it is a stand-in.
 //   - anything else (--prepare, ...) runs mariabackup with the same flags.
 //
-// Percona-only flags mariabackup lacks (--read-buffer-size) are accepted and
-// dropped, with a note on stderr.
+// What it does not prove: that the byte's value, Percona's redo copying, its
+// file set (MySQL 8's #innodb_redo, undo tablespaces, xtrabackup_tablespaces)
+// or its timing under load match; only the protocol around the stream.
 //
-// Failure injection for tests, by environment:
+// Failure injection and knobs for tests, by environment:
 //
 //	XTRABACKUP_STANDIN_FLAVOR=mariabackup  present as mariabackup (pass-through)
-//	XTRABACKUP_STANDIN_SKIP_FIFO=i         never open FIFO thread_i; fail after --fifo-timeout
+//	XTRABACKUP_STANDIN_VERSION=8.0.33-27   the version --version prints
+//	XTRABACKUP_STANDIN_LOCK_WAIT=3s        wait this long more before creating the FIFOs
+//	XTRABACKUP_STANDIN_CONTROL_BYTE=X      the control byte ("none": write none; longer: garbage)
+//	XTRABACKUP_STANDIN_FAIL_LOCK=1         exit 1 before creating the FIFOs, as on a lock timeout
 //	XTRABACKUP_STANDIN_FAIL_AFTER=n        exit 1 after streaming n bytes of payload
+//	XTRABACKUP_STANDIN_ARGS_TO=file        write the argv given to mariabackup there
 //	MARIABACKUP=path                       the mariabackup to run (default: PATH)
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +85,11 @@ func run(args []string) error {
 		if asMaria {
 			return passThrough(mariabackup, args)
 		}
-		fmt.Fprintln(os.Stderr, "xtrabackup version 8.0.35-30 based on MySQL server 8.0.35 Linux (x86_64) (revision id: stand-in for Percona's FIFO protocol, data from mariabackup)")
+		v := os.Getenv("XTRABACKUP_STANDIN_VERSION")
+		if v == "" {
+			v = "8.0.35-30"
+		}
+		fmt.Fprintf(os.Stderr, "xtrabackup version %s based on MySQL server 8.0.35 Linux (x86_64) (revision id: stand-in for Percona's FIFO protocol, data from mariabackup)\n", v)
 		return nil
 	}
 
@@ -66,7 +97,9 @@ func run(args []string) error {
 		backup, xbstreamOut bool
 		fifoStreams         = 1
 		fifoDir             string
-		fifoTimeout         = 60 * time.Second
+		fifoTimeout         = 60
+		readBuffer          int64
+		parallel            = 1
 		passed              []string
 	)
 	for _, a := range args {
@@ -76,6 +109,9 @@ func run(args []string) error {
 			backup = true
 		case "--stream":
 			xbstreamOut = v == "xbstream"
+		case "--parallel":
+			parallel, _ = strconv.Atoi(v)
+			continue // passed below, raised to --fifo-streams
 		case "--fifo-streams":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 {
@@ -91,35 +127,39 @@ func run(args []string) error {
 			if err != nil || n < 1 {
 				return fmt.Errorf("invalid --fifo-timeout %q", v)
 			}
-			fifoTimeout = time.Duration(n) * time.Second
+			fifoTimeout = n
 			continue
 		case "--read-buffer-size":
 			if !asMaria {
-				fmt.Fprintf(os.Stderr, "xtrabackup stand-in: note: %s accepted and dropped (mariabackup has no such setting)\n", a)
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 128<<10 {
+					return fmt.Errorf("invalid --read-buffer-size %q (at least 131072)", v)
+				}
+				readBuffer = n - n%(64<<10) // my_getopt rounds down to the block size
 				continue
 			}
 		}
 		passed = append(passed, a)
 	}
+	if fifoStreams > parallel {
+		// xtrabackup_backup_func raises --parallel to --fifo-streams.
+		parallel = fifoStreams
+	}
+	if backup {
+		passed = append(passed, fmt.Sprintf("--parallel=%d", parallel))
+	}
+	if f := os.Getenv("XTRABACKUP_STANDIN_ARGS_TO"); f != "" {
+		_ = os.WriteFile(f, []byte(strings.Join(passed, "\n")+"\n"), 0o600)
+	}
 	failAfter := int64(-1)
 	if v := os.Getenv("XTRABACKUP_STANDIN_FAIL_AFTER"); v != "" {
 		failAfter, _ = strconv.ParseInt(v, 10, 64)
 	}
-	if !backup || !xbstreamOut || (fifoStreams == 1 && failAfter < 0) {
+	if !backup || !xbstreamOut || (fifoStreams == 1 && failAfter < 0 && readBuffer == 0) {
 		return passThrough(mariabackup, passed)
 	}
 	if fifoStreams > 1 && fifoDir == "" {
 		return errors.New("--fifo-streams needs --fifo-dir")
-	}
-
-	var outs []io.WriteCloser
-	if fifoStreams == 1 {
-		outs = []io.WriteCloser{os.Stdout}
-	} else {
-		var err error
-		if outs, err = openFIFOs(fifoDir, fifoStreams, fifoTimeout); err != nil {
-			return err
-		}
 	}
 
 	cmd := exec.Command(mariabackup, passed...)
@@ -131,14 +171,40 @@ func run(args []string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	dealErr := deal(stdout, outs, failAfter)
+	stop := func(err error) error {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
+	}
+	src := bufio.NewReaderSize(stdout, 1<<20)
+	var outs []io.WriteCloser
+	if fifoStreams == 1 {
+		outs = []io.WriteCloser{os.Stdout}
+	} else {
+		// mariabackup's first byte: it has connected and taken its locks.
+		if _, err := src.Peek(1); err != nil {
+			return stop(fmt.Errorf("mariabackup produced no stream: %w", err))
+		}
+		if os.Getenv("XTRABACKUP_STANDIN_FAIL_LOCK") != "" {
+			return stop(errors.New("Unable to obtain lock: LOCK INSTANCE FOR BACKUP timed out (stand-in told to fail)"))
+		}
+		if v := os.Getenv("XTRABACKUP_STANDIN_LOCK_WAIT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return stop(fmt.Errorf("XTRABACKUP_STANDIN_LOCK_WAIT: %w", err))
+			}
+			time.Sleep(d)
+		}
+		if outs, err = openFIFOs(fifoDir, fifoStreams, fifoTimeout); err != nil {
+			return stop(err)
+		}
+	}
+	dealErr := deal(src, outs, readBuffer, failAfter)
 	for _, o := range outs {
 		o.Close()
 	}
 	if dealErr != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return dealErr
+		return stop(dealErr)
 	}
 	return cmd.Wait()
 }
@@ -156,66 +222,87 @@ func passThrough(bin string, args []string) error {
 	return nil
 }
 
-// openFIFOs follows ds_fifo.cc: create the directory, mkfifo every stream
-// with mode 0600 (an existing one is an error), then open each for writing,
-// waiting up to timeout for a reader.
-func openFIFOs(dir string, n int, timeout time.Duration) ([]io.WriteCloser, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	skip := -1
-	if v := os.Getenv("XTRABACKUP_STANDIN_SKIP_FIFO"); v != "" {
-		skip, _ = strconv.Atoi(v)
+// openFIFOs follows ds_fifo.cc, fifo_init: create the directory (one level),
+// mkfifo every stream with mode 0600 (an existing one is an error), then open
+// them one after another, each with its own timeout. On a failure every FIFO
+// is closed and unlinked.
+func openFIFOs(dir string, n, timeout int) ([]io.WriteCloser, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("cannot create FIFO directory %s: %w", dir, err)
 	}
 	paths := make([]string, n)
 	for i := range paths {
 		paths[i] = filepath.Join(dir, fmt.Sprintf("thread_%d", i))
 		if err := syscall.Mkfifo(paths[i], 0o600); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return nil, fmt.Errorf("FIFO file %s already exists", paths[i])
+			}
 			return nil, fmt.Errorf("cannot create FIFO %s: %w", paths[i], err)
 		}
 	}
-	outs := make([]io.WriteCloser, n)
-	for i, p := range paths {
-		if i == skip {
-			time.Sleep(timeout)
-			return nil, fmt.Errorf("timeout waiting for a reader on FIFO %s (stand-in told to skip it)", p)
-		}
+	var outs []io.WriteCloser
+	for _, p := range paths {
 		f, err := openForWrite(p, timeout)
 		if err != nil {
+			for _, o := range outs {
+				o.Close()
+			}
+			for _, p := range paths {
+				os.Remove(p)
+			}
 			return nil, err
 		}
-		outs[i] = f
+		outs = append(outs, f)
 	}
 	return outs, nil
 }
 
-// openForWrite polls a non-blocking open (ENXIO while no reader), then makes
-// the descriptor blocking for the copy.
-func openForWrite(path string, timeout time.Duration) (*os.File, error) {
-	deadline := time.Now().Add(timeout)
-	for {
+// openForWrite follows file_utils.cc, open_fifo_for_write_with_timeout: try a
+// non-blocking open (ENXIO while no reader has the FIFO open) once a second,
+// up to timeout tries; then make the fd blocking and write the control byte.
+func openForWrite(path string, timeout int) (*os.File, error) {
+	for attempt := 0; ; {
 		fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 		if err == nil {
 			if err := syscall.SetNonblock(fd, false); err != nil {
 				syscall.Close(fd)
 				return nil, err
 			}
-			return os.NewFile(uintptr(fd), path), nil
+			f := os.NewFile(uintptr(fd), path)
+			if b := controlByte(); b != nil {
+				if _, err := f.Write(b); err != nil {
+					f.Close()
+					return nil, err
+				}
+			}
+			return f, nil
 		}
 		if !errors.Is(err, syscall.ENXIO) {
 			return nil, fmt.Errorf("cannot open FIFO %s: %w", path, err)
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("timeout waiting %v for a reader on FIFO %s", timeout, path)
+		if attempt++; attempt >= timeout {
+			return nil, fmt.Errorf("timeout waiting %ds for a reader on FIFO %s", timeout, path)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(time.Second)
+	}
+}
+
+func controlByte() []byte {
+	switch v := os.Getenv("XTRABACKUP_STANDIN_CONTROL_BYTE"); v {
+	case "":
+		return []byte{'X'}
+	case "none":
+		return nil
+	default:
+		return []byte(v) // more than one byte: a stream the engine must refuse
 	}
 }
 
 // deal copies mariabackup's stream to the outputs, each file to the output
-// chosen round-robin when the file is opened (its first chunk), as Percona
-// assigns files to FIFO streams at open.
-func deal(src io.Reader, outs []io.WriteCloser, failAfter int64) error {
+// chosen round-robin when the file is opened (its first chunk), as
+// ds_xbstream.cc's xbstream_open does. With readBuffer > 0, consecutive
+// payload chunks of one file are merged into chunks of readBuffer bytes.
+func deal(src io.Reader, outs []io.WriteCloser, readBuffer, failAfter int64) error {
 	r := xbstream.NewReader(src)
 	writers := make([]*xbstream.Writer, len(outs))
 	for i, o := range outs {
@@ -224,10 +311,19 @@ func deal(src io.Reader, outs []io.WriteCloser, failAfter int64) error {
 	assigned := map[string]int{}
 	next := 0
 	var payload int64
+	var pending *xbstream.Chunk // merged payload not yet written
+	flush := func() error {
+		if pending == nil {
+			return nil
+		}
+		c := pending
+		pending = nil
+		return writers[assigned[c.Path]].WriteChunk(c)
+	}
 	for {
 		c, err := r.Next()
 		if err == io.EOF {
-			return nil
+			return flush()
 		}
 		if err != nil {
 			return err
@@ -238,11 +334,40 @@ func deal(src io.Reader, outs []io.WriteCloser, failAfter int64) error {
 			next++
 			assigned[c.Path] = lane
 		}
+		if readBuffer > 0 && c.Type == xbstream.ChunkPayload {
+			if pending != nil && (pending.Path != c.Path || pending.Offset+uint64(len(pending.Payload)) != c.Offset) {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			if pending == nil {
+				pending = &xbstream.Chunk{Type: xbstream.ChunkPayload, Path: c.Path, Offset: c.Offset}
+			}
+			for rest := c.Payload; len(rest) > 0; {
+				k := min(int64(len(rest)), readBuffer-int64(len(pending.Payload)))
+				pending.Payload = append(pending.Payload, rest[:k]...)
+				rest = rest[k:]
+				if int64(len(pending.Payload)) == readBuffer {
+					off := pending.Offset + uint64(readBuffer)
+					if err := flush(); err != nil {
+						return err
+					}
+					pending = &xbstream.Chunk{Type: xbstream.ChunkPayload, Path: c.Path, Offset: off}
+				}
+			}
+			if len(pending.Payload) == 0 {
+				pending = nil
+			}
+		} else {
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := writers[lane].WriteChunk(c); err != nil {
+				return err
+			}
+		}
 		if c.Type == xbstream.ChunkEOF {
 			delete(assigned, c.Path)
-		}
-		if err := writers[lane].WriteChunk(c); err != nil {
-			return err
 		}
 		payload += int64(len(c.Payload))
 		if failAfter >= 0 && payload >= failAfter {

@@ -46,7 +46,8 @@ var Flags = []Flag{
 	{Name: "fifo-backup-source", Allowed: "auto, fifo, stdout", Bad: []string{"pipe", "", "FIFO"}},
 	{Name: "fifo-backup-tool-flavor", Allowed: "xtrabackup, mariabackup", Bad: []string{"percona", "XtraBackup", "mysqlbackup"}},
 	{Name: "fifo-backup-parallel", Allowed: "1..256", Bad: []string{"0", "257", "-4", "abc"}},
-	{Name: "fifo-backup-read-buffer-size", Allowed: "0 (tool default) or a size up to 1GiB", Bad: []string{"1073741825", "2GiB", "-1", "-8MiB", "abc", "8XB"}},
+	{Name: "fifo-backup-fifo-streams", Allowed: "0 (as many as --fifo-backup-lanes) or 1..64", Bad: []string{"65", "-1", "abc", "1.5"}},
+	{Name: "fifo-backup-read-buffer-size", Allowed: "0 (tool default, 10MiB) or 128KiB..64MiB in steps of 64KiB", Bad: []string{"65MiB", "1073741825", "2GiB", "64KiB", "1000000", "-1", "-8MiB", "abc", "8XB"}},
 	{Name: "fifo-backup-fifo-timeout", Allowed: "1s..1h", Bad: []string{"0", "999ms", "1h0m1s", "2h", "-1s", "abc", "10"}},
 	{Name: "fifo-backup-use-memory", Allowed: "0 (tool default) or a size up to 1PiB", Bad: []string{"1125899906842625", "2PiB", "-1", "lots"}},
 	{Name: "fifo-backup-progress-interval", Allowed: "0 (off) or a positive duration", Bad: []string{"-1s", "abc", "5"}},
@@ -107,6 +108,15 @@ var CrossFlag = []Case{
 	{Name: "source-fifo-with-mariabackup", Flag: "fifo-backup-source", Allowed: "auto, stdout with --fifo-backup-tool-flavor=mariabackup",
 		Args: []string{"--fifo-backup-tool-flavor=mariabackup", "--fifo-backup-source=fifo"}},
 
+	// Tool flags the engine sets, or whose files a restore cannot use.
+	{Name: "tool-flag-compress", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--compress"}},
+	{Name: "tool-flag-compress-zstd", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--compress=zstd"}},
+	{Name: "tool-flag-encrypt", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--encrypt=AES256 --encrypt-key-file=/k"}},
+	{Name: "tool-flag-read-buffer-size", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--read-buffer-size=128MiB"}},
+	{Name: "tool-flag-fifo-streams", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--fifo-streams=4"}},
+	{Name: "tool-flag-parallel", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--parallel=8"}},
+	{Name: "tool-flag-stream", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--stream=tar"}},
+	{Name: "tool-flag-target_dir", Flag: "fifo-backup-backup-flags", Allowed: "is not allowed there", Args: []string{"--fifo-backup-backup-flags=--target_dir=/tmp"}},
 	// Engine fifo with storage split: every lane holds a part of the budget.
 	{Name: "lanes>budget/part-size", Flag: "fifo-backup-lanes", Allowed: "allowed values are 1..8 with --split-storage-memory-budget=2GiB and --split-storage-part-size=256MiB",
 		Args: []string{"--backup-engine-implementation=fifo", "--fifo-backup-lanes=16", "--split-storage-part-size=256MiB", "--split-storage-memory-budget=2GiB"}},

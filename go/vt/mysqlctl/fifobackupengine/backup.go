@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,9 +60,10 @@ type backupRun struct {
 	stats  *phaseStats
 	logger logutil.Logger
 
-	tool   *backupTool
-	source string
-	lanes  []*laneWriter
+	tool        *backupTool
+	source      string
+	lanes       []*laneWriter
+	streamBytes []atomic.Int64 // read from each of the tool's streams
 }
 
 func (b *backupRun) execute(ctx context.Context) error {
@@ -72,7 +74,14 @@ func (b *backupRun) execute(ctx context.Context) error {
 	if b.source, err = b.tool.sourceFor(&b.cfg); err != nil {
 		return err
 	}
-	b.logger.Infof("fifo backup: %s (%s), source %s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, b.cfg.Lanes, compressionName(&b.cfg.Compression))
+	streams := ""
+	if b.source == SourceFIFO {
+		streams = fmt.Sprintf(" (%d FIFO streams)", b.cfg.streams())
+		if p := parallel(&b.cfg, b.source); p != b.cfg.Parallel {
+			b.logger.Infof("fifo backup: --parallel raised from %d to %d, as many as the FIFO streams (Percona XtraBackup raises it itself)", b.cfg.Parallel, p)
+		}
+	}
+	b.logger.Infof("fifo backup: %s (%s), source %s%s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, streams, b.cfg.Lanes, compressionName(&b.cfg.Compression))
 
 	// The server's flavor parses the position the tool reports.
 	conn, err := b.params.Mysqld.GetDbaConnection(ctx)
@@ -143,6 +152,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 			UpgradeSafe: true,
 		},
 		Source:               b.source,
+		StreamBytes:          loadAll(b.streamBytes),
 		Compressed:           b.cfg.Compression.Enabled,
 		CompressionEngine:    b.cfg.Compression.Engine,
 		CompressionLevel:     b.cfg.Compression.Level,
@@ -151,6 +161,9 @@ func (b *backupRun) execute(ctx context.Context) error {
 		ToolVersion:          b.tool.Version,
 		ToolParams:           redactFlags(b.cfg.BackupFlags),
 		LSN:                  lsnsFromCheckpoints(workDir),
+	}
+	if b.source == SourceFIFO {
+		m.FIFOStreams = len(b.streamBytes)
 	}
 	if m.CompressionEngine == mysqlctl.ExternalCompressor {
 		m.ExternalDecompressor = b.cfg.Compression.ManifestDecompressor
@@ -162,6 +175,14 @@ func (b *backupRun) execute(ctx context.Context) error {
 		m.StoredBytes += info.StoredBytes
 	}
 	return b.writeManifest(ctx, m)
+}
+
+func loadAll(v []atomic.Int64) []int64 {
+	out := make([]int64, len(v))
+	for i := range v {
+		out[i] = v[i].Load()
+	}
+	return out
 }
 
 // laneWriter is one lane: compressor, then the backup file in storage.
@@ -253,6 +274,10 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 		if fifoDir == "" {
 			fifoDir = filepath.Join(workDir, "fifo")
 		} else {
+			// The tool creates one level (ds_fifo.cc, fifo_init): the parent must exist.
+			if st, err := os.Stat(fifoDir); err != nil || !st.IsDir() {
+				return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup tool creates one directory in it, not its parents", fifoDir)
+			}
 			fifoDir = filepath.Join(fifoDir, filepath.Base(workDir))
 		}
 		// The tool creates the directory and its FIFOs (and fails if they
@@ -345,78 +370,141 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 }
 
 // splitStdout deals the tool's single stream into the lanes by bytes.
-func (b *backupRun) splitStdout(ctx context.Context, stdout io.Reader) error {
-	src := ioutil.NewMeteredReader(stdout, b.stats.bytesFunc("Source:Read"))
+func (b *backupRun) splitStdout(ctx context.Context, stdout *os.File) error {
+	b.streamBytes = make([]atomic.Int64, 1)
+	src := b.meteredSource(stdout, stdout, &b.streamBytes[0])
+	return b.split(ctx, []io.Reader{src}, "splitting the tool's stream into lanes")
+}
+
+// split deals the sources' chunks into the lanes by bytes, parsing and
+// checking every chunk on the way: a backup that completes has well-formed
+// lanes.
+func (b *backupRun) split(ctx context.Context, srcs []io.Reader, what string) error {
 	writers := make([]io.Writer, len(b.lanes))
 	for i, l := range b.lanes {
 		writers[i] = l
 	}
-	laneStats, err := xbstream.Split(ctx, src, writers, xbstream.SplitOptions{})
+	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{})
 	for i, s := range laneStats {
 		if i < len(b.lanes) {
 			b.lanes[i].chunks = s.Chunks
 		}
 	}
 	if err != nil {
-		// Drain nothing more: the caller stops the tool.
-		return vterrors.Wrap(err, "splitting the tool's stream into lanes")
+		return vterrors.Wrap(err, what)
 	}
 	return nil
 }
 
-// readFIFOs reads the tool's N FIFO streams, one per lane, concurrently.
-// The tool creates fifoDir/thread_<i> and waits (--fifo-timeout) for a
-// reader on each; the engine opens all of them.
+// deadlineSource is a metered source that SplitStreams can still interrupt
+// through the file's SetReadDeadline.
+type deadlineSource struct {
+	io.Reader
+	f *os.File
+}
+
+func (d deadlineSource) SetReadDeadline(t time.Time) error { return d.f.SetReadDeadline(t) }
+
+// meteredSource counts what is read from r (reading f) as Source:Read and
+// into total.
+func (b *backupRun) meteredSource(r io.Reader, f *os.File, total *atomic.Int64) io.Reader {
+	count := func(n int, _ time.Duration) { total.Add(int64(n)) }
+	return deadlineSource{ioutil.NewMeteredReader(r, b.stats.bytesFunc("Source:Read"), count), f}
+}
+
+// readFIFOs reads the tool's FIFO streams concurrently and deals their chunks
+// to the lanes by bytes: Percona XtraBackup deals whole files to its streams
+// round-robin at file open (ds_xbstream.cc, xbstream_open), so the streams are
+// as unbalanced as the files, and the lanes should not be.
+//
+// The protocol follows PXB's ds_fifo.cc and file_utils.cc: the tool creates
+// fifoDir/thread_0 .. thread_{N-1} only after it has connected, taken LOCK
+// INSTANCE FOR BACKUP and started the redo reader, then opens them for
+// writing one after another, each with its own --fifo-timeout, and writes one
+// control byte into each before any data.
 func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-chan struct{}) error {
-	readStats := b.stats.bytesFunc("Source:Read")
+	n := b.cfg.streams()
+	b.streamBytes = make([]atomic.Int64, n)
+	paths := make([]string, n)
+	for i := range paths {
+		paths[i] = filepath.Join(fifoDir, fmt.Sprintf("thread_%d", i))
+	}
+	if err := b.waitForFIFOs(ctx, fifoDir, paths, toolDone); err != nil {
+		return err
+	}
+	files := make([]*os.File, n)
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	srcs := make([]io.Reader, n)
 	g, gctx := errgroup.WithContext(ctx)
-	for _, l := range b.lanes {
+	for i, path := range paths {
 		g.Go(func() error {
-			path := filepath.Join(fifoDir, fmt.Sprintf("thread_%d", l.index))
-			f, err := openFIFO(gctx, path, b.cfg.FIFOTimeout, toolDone)
+			f, err := openFIFO(gctx, path, toolDone)
 			if err != nil {
-				return fmt.Errorf("lane %d: %w", l.index, err)
+				return err
 			}
-			defer f.Close()
-			buf := make([]byte, 1<<20)
-			if _, err := io.CopyBuffer(l, ioutil.NewMeteredReader(f, readStats), buf); err != nil {
-				return fmt.Errorf("lane %d: copying FIFO %s: %w", l.index, path, err)
+			files[i] = f
+			br, err := skipControlByte(f, path)
+			if err != nil {
+				return err
 			}
+			srcs[i] = b.meteredSource(br, f, &b.streamBytes[i])
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return b.split(ctx, srcs, fmt.Sprintf("dealing the tool's %d FIFO streams into %d lanes", n, len(b.lanes)))
 }
 
-// openFIFO waits for the tool to create the FIFO, then opens it for reading.
-// Opening blocks until the tool opens the write end; if that does not happen
-// within the timeout (or the backup is cancelled), the engine opens the
-// write end itself to unblock, and reports the FIFO as never opened.
-func openFIFO(ctx context.Context, path string, timeout time.Duration, toolDone <-chan struct{}) (*os.File, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		st, err := os.Lstat(path)
-		if err == nil {
-			if st.Mode()&fs.ModeNamedPipe == 0 {
-				return nil, fmt.Errorf("%s is not a FIFO", path)
+// waitForFIFOs waits until the tool has created every FIFO. That happens
+// after the tool has connected and taken its backup lock, which can wait on a
+// long DDL for as long as the tool's own lock timeout: the engine sets no
+// bound of its own, says what it waits for, and stops when the tool exits.
+func (b *backupRun) waitForFIFOs(ctx context.Context, fifoDir string, paths []string, toolDone <-chan struct{}) error {
+	start := time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	nextLog := 30 * time.Second
+	for _, path := range paths {
+		for {
+			st, err := os.Lstat(path)
+			if err == nil {
+				if st.Mode()&fs.ModeNamedPipe == 0 {
+					return fmt.Errorf("%s is not a FIFO", path)
+				}
+				break
 			}
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the backup tool did not create FIFO %s within %v (--fifo-backup-fifo-timeout)", path, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-toolDone:
-			return nil, fmt.Errorf("the backup tool exited without creating FIFO %s", path)
-		case <-time.After(20 * time.Millisecond):
+			if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-toolDone:
+				return fmt.Errorf("the backup tool exited before creating its FIFO %s (it creates them after connecting to MySQL and taking LOCK INSTANCE FOR BACKUP)", path)
+			case <-tick.C:
+			}
+			if waited := time.Since(start); waited >= nextLog {
+				b.logger.Infof("fifo backup: waited %v for %s to create its FIFOs in %s; it does so after connecting to MySQL and taking LOCK INSTANCE FOR BACKUP (a long DDL delays it)", waited.Round(time.Second), b.tool.Flavor, fifoDir)
+				nextLog += 30 * time.Second
+			}
 		}
 	}
+	return nil
+}
 
+// openFIFO opens a FIFO the tool created for reading. The open blocks until
+// the tool opens the write end, which it does one FIFO after another, each
+// within its --fifo-timeout; if the tool exits first (or the backup is
+// cancelled), the engine opens the write end itself to unblock the open.
+func openFIFO(ctx context.Context, path string, toolDone <-chan struct{}) (*os.File, error) {
 	type result struct {
 		f   *os.File
 		err error
@@ -426,27 +514,46 @@ func openFIFO(ctx context.Context, path string, timeout time.Duration, toolDone 
 		f, err := os.OpenFile(path, os.O_RDONLY, 0)
 		opened <- result{f, err}
 	}()
-	why := ""
+	err := ctx.Err()
 	select {
 	case r := <-opened:
 		return r.f, r.err
 	case <-ctx.Done():
+		err = ctx.Err()
 	case <-toolDone:
-		why = "the backup tool exited without opening FIFO " + path
-	case <-time.After(time.Until(deadline)):
-		why = fmt.Sprintf("the backup tool never opened FIFO %s within %v (--fifo-backup-fifo-timeout)", path, timeout)
+		err = fmt.Errorf("the backup tool exited without opening its FIFO %s", path)
 	}
-	// Unblock our pending open by opening the write end ourselves.
-	if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+	if w, werr := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
 		w.Close()
 	}
 	if r := <-opened; r.f != nil {
 		r.f.Close()
 	}
-	if why != "" {
-		return nil, errors.New(why)
+	return nil, err
+}
+
+// skipControlByte consumes the one byte Percona XtraBackup writes into each
+// FIFO right after opening it, before any xbstream data
+// (open_fifo_for_write_with_timeout in file_utils.cc; its own reader,
+// open_fifo_for_read_with_timeout, reads and compares it). The byte's value
+// is defined in a header this project could not read, so the engine checks
+// what it can: one byte, then the chunk magic or the end of the stream. A
+// stream that starts with the magic itself has no control byte; it is
+// accepted, since nothing of it is lost.
+func skipControlByte(f *os.File, path string) (*bufio.Reader, error) {
+	br := bufio.NewReaderSize(f, 1<<20)
+	head, err := br.Peek(1 + len(xbstream.Magic))
+	switch {
+	case len(head) >= len(xbstream.Magic) && string(head[:len(xbstream.Magic)]) == xbstream.Magic:
+		return br, nil // no control byte
+	case len(head) == 0:
+		return nil, fmt.Errorf("FIFO %s ended before Percona XtraBackup's control byte (%v)", path, err)
+	case len(head) == 1 || string(head[1:]) == xbstream.Magic:
+		_, _ = br.Discard(1) // the control byte, then the end or the first chunk
+		return br, nil
+	default:
+		return nil, fmt.Errorf("FIFO %s does not start the way Percona XtraBackup's FIFO streams do (one control byte, then an xbstream chunk): its first bytes are %q", path, head)
 	}
-	return nil, ctx.Err()
 }
 
 func (b *backupRun) writeManifest(ctx context.Context, m *Manifest) error {

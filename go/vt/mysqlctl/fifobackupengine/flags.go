@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
 // Source modes: where the backup tool's xbstream comes from.
@@ -33,19 +35,27 @@ const (
 
 const maxLanes = 64
 
-// Limits of the size flags.
+// Limits of the size flags. Percona's --read-buffer-size is at least 128KiB
+// in 64KiB steps (xtrabackup.cc, read_buffer_size: min 2*UNIV_PAGE_SIZE_MAX,
+// block UNIV_PAGE_SIZE_MAX), and a chunk is as large as the read buffer
+// (xbstream_write.cc, xb_stream_write_data): the cap is the largest chunk the
+// splitter and the extractor take, so no backup can hold a chunk its restore
+// refuses.
 const (
-	maxReadBufferSize = 1 << 30 // 1GiB
-	maxUseMemory      = 1 << 50 // 1PiB
+	minReadBufferSize  = 128 << 10
+	readBufferSizeStep = 64 << 10
+	maxReadBufferSize  = xbstream.DefaultMaxChunkSize
+	maxUseMemory       = 1 << 50 // 1PiB
 )
 
 // The allowed values of each flag, as its errors name them.
 const (
 	allowedLanes          = "1..64"
+	allowedFIFOStreams    = "0 (as many as --fifo-backup-lanes) or 1..64"
 	allowedSource         = "auto, fifo, stdout"
 	allowedFlavor         = "xtrabackup, mariabackup (or empty to detect)"
 	allowedParallel       = "1..256"
-	allowedReadBufferSize = "0 (tool default) or a size up to 1GiB"
+	allowedReadBufferSize = "0 (tool default, 10MiB) or 128KiB..64MiB in steps of 64KiB"
 	allowedFIFOTimeout    = "1s..1h"
 	allowedUseMemory      = "0 (tool default) or a size up to 1PiB"
 	allowedProgress       = "0 (off) or a positive duration"
@@ -57,6 +67,7 @@ const (
 // backup or restore.
 type Config struct {
 	Lanes          int
+	FIFOStreams    int // the tool's --fifo-streams; 0: as many as Lanes
 	Source         string
 	ToolPath       string
 	ToolFlavor     string
@@ -126,7 +137,8 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		*p = def
 		fs.Var(flagvalue.Size{P: p, Allowed: allowed}, name, usage)
 	}
-	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; defaults to the number of CPUs.")
+	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; defaults to the number of CPUs. The tool's stream is dealt to them by bytes, whatever the source.")
+	integer(&c.FIFOStreams, "fifo-backup-fifo-streams", d.FIFOStreams, allowedFIFOStreams, "number of FIFO streams Percona XtraBackup writes (its --fifo-streams) with source fifo; 0 uses as many as --fifo-backup-lanes. Their chunks are dealt to the lanes by bytes, so the two need not match.")
 	fs.StringVar(&c.Source, "fifo-backup-source", d.Source, "where the backup stream comes from: auto|fifo|stdout. fifo uses Percona XtraBackup's --fifo-streams (>= 8.0.33); stdout splits the tool's single stream into lanes at chunk boundaries; auto picks fifo when the tool supports it.")
 	fs.StringVar(&c.ToolPath, "fifo-backup-tool-path", d.ToolPath, "path of the backup tool (xtrabackup or mariabackup); empty looks up xtrabackup, then mariabackup, in PATH.")
 	fs.StringVar(&c.ToolFlavor, "fifo-backup-tool-flavor", d.ToolFlavor, "flavor of the backup tool: xtrabackup|mariabackup; empty detects it from the tool's --version.")
@@ -187,7 +199,10 @@ func (c *Config) validateOwn() error {
 	if c.Parallel < 1 || c.Parallel > 256 {
 		return bad("fifo-backup-parallel", strconv.Itoa(c.Parallel), allowedParallel)
 	}
-	if c.ReadBufferSize < 0 || c.ReadBufferSize > maxReadBufferSize {
+	if c.FIFOStreams < 0 || c.FIFOStreams > maxLanes {
+		return bad("fifo-backup-fifo-streams", strconv.Itoa(c.FIFOStreams), allowedFIFOStreams)
+	}
+	if c.ReadBufferSize != 0 && (c.ReadBufferSize < minReadBufferSize || c.ReadBufferSize > maxReadBufferSize || c.ReadBufferSize%readBufferSizeStep != 0) {
 		return bad("fifo-backup-read-buffer-size", flagvalue.FormatSize(c.ReadBufferSize), allowedReadBufferSize)
 	}
 	if c.ReadBufferSize > 0 && c.ToolFlavor == FlavorMariabackup {
@@ -207,11 +222,60 @@ func (c *Config) validateOwn() error {
 	if c.Progress < 0 {
 		return bad("fifo-backup-progress-interval", c.Progress.String(), allowedProgress)
 	}
-	if _, err := shlex.Split(c.BackupFlags); err != nil {
-		return bad("fifo-backup-backup-flags", c.BackupFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))
+	backupFlags, err := shlex.Split(c.BackupFlags)
+	if err != nil {
+		return bad("fifo-backup-backup-flags", redactFlags(c.BackupFlags), fmt.Sprintf("%s; %v", allowedToolFlags, err))
+	}
+	if err := checkToolBackupFlags(backupFlags); err != nil {
+		return err
 	}
 	if _, err := shlex.Split(c.PrepareFlags); err != nil {
 		return bad("fifo-backup-prepare-flags", c.PrepareFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))
+	}
+	return nil
+}
+
+// streams is the number of FIFO streams the tool is asked for.
+func (c *Config) streams() int {
+	if c.FIFOStreams > 0 {
+		return c.FIFOStreams
+	}
+	return c.Lanes
+}
+
+// refusedToolFlags are the tool's own flags that --fifo-backup-backup-flags
+// may not carry, and why: the engine sets them, or a restore could not use
+// the files they produce.
+var refusedToolFlags = []struct{ prefix, why string }{
+	{"compress", "it makes the tool write .zst/.lz4/.qp files that the restore never decompresses; the lanes are compressed by Vitess's --compression-engine-name"},
+	{"decompress", "it is a --prepare-side option"},
+	{"encrypt", "it makes the tool write .xbcrypt files that the restore never decrypts"},
+	{"decrypt", "it is a --prepare-side option"},
+	{"read-buffer-size", "use --fifo-backup-read-buffer-size, which is checked against the largest chunk a restore takes"},
+	{"fifo-streams", "use --fifo-backup-fifo-streams"},
+	{"fifo-dir", "use --fifo-backup-fifo-dir"},
+	{"fifo-timeout", "use --fifo-backup-fifo-timeout"},
+	{"parallel", "use --fifo-backup-parallel"},
+	{"stream", "the engine streams xbstream"},
+	{"target-dir", "the engine sets it"},
+	{"extra-lsndir", "the engine sets it"},
+}
+
+// checkToolBackupFlags refuses, naming the flag, a tool flag the engine sets
+// or whose output the restore cannot use.
+func checkToolBackupFlags(args []string) error {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		name = strings.ReplaceAll(name, "_", "-")
+		for _, r := range refusedToolFlags {
+			if name == r.prefix || strings.HasPrefix(name, r.prefix+"-") {
+				return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT,
+					"invalid value for --fifo-backup-backup-flags: it carries --%s, which is not allowed there: %s", name, r.why)
+			}
+		}
 	}
 	return nil
 }

@@ -29,10 +29,16 @@ const maxManifestBytes = 16 << 20
 type Manifest struct {
 	mysqlctl.BackupManifest
 
-	// Source is where the stream came from: stdout (split into lanes by the
-	// engine) or fifo (the tool's own FIFO streams, one per lane).
+	// Source is where the stream came from: stdout (the tool's one stream) or
+	// fifo (its FIFO streams). Either way the engine dealt the chunks to the
+	// lanes by bytes, except in backups written before FIFOStreams was
+	// recorded, where each FIFO stream was stored as it came as one lane.
 	Source string
-	Lanes  []LaneInfo
+	// FIFOStreams is the number of the tool's FIFO streams (source fifo).
+	FIFOStreams int `json:",omitempty"`
+	// StreamBytes is what was read from each of the tool's streams.
+	StreamBytes []int64 `json:",omitempty"`
+	Lanes       []LaneInfo
 	// RawBytes and StoredBytes are the sums over the lanes.
 	RawBytes    int64
 	StoredBytes int64

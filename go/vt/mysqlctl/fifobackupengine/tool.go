@@ -21,15 +21,18 @@ type backupTool struct {
 	Path    string
 	Flavor  string // FlavorXtrabackup or FlavorMariabackup
 	Version string // the tool's own --version line
-	// major.minor.patch of Percona XtraBackup (0 for mariabackup).
-	Major, Minor, Patch int
+	// major.minor.patch-build of Percona XtraBackup (0 for mariabackup; Build 0
+	// when the line has none).
+	Major, Minor, Patch, Build int
 }
 
-// fifoStreamsSince is the first Percona XtraBackup with --fifo-streams.
-var fifoStreamsSince = [3]int{8, 0, 33}
+// fifoStreamsSince is the first Percona XtraBackup with --fifo-streams and the
+// control byte (PXB-2514, released in 8.0.33-28; 8.0.33-27 refuses the option).
+var fifoStreamsSince = [4]int{8, 0, 33, 28}
 
 var (
-	xtrabackupVersionRe = regexp.MustCompile(`xtrabackup version (\d+)\.(\d+)\.(\d+)`)
+	// "xtrabackup version 8.0.35-30 based on MySQL server 8.0.35 ..." (print_version, on stderr).
+	xtrabackupVersionRe = regexp.MustCompile(`xtrabackup version (\d+)\.(\d+)\.(\d+)(?:-(\d+))?`)
 	mariabackupRe       = regexp.MustCompile(`(?i)maria(db)?-?backup|MariaDB`)
 )
 
@@ -87,6 +90,7 @@ func parseToolVersion(path, out string) (*backupTool, error) {
 		t.Major, _ = strconv.Atoi(m[1])
 		t.Minor, _ = strconv.Atoi(m[2])
 		t.Patch, _ = strconv.Atoi(m[3])
+		t.Build, _ = strconv.Atoi(m[4])
 		return t, nil
 	}
 	if mariabackupRe.MatchString(out) {
@@ -96,12 +100,14 @@ func parseToolVersion(path, out string) (*backupTool, error) {
 	return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot tell the flavor of %s from its --version output %q; set --fifo-backup-tool-flavor", path, strings.TrimSpace(out))
 }
 
-// supportsFIFO reports whether the tool has --fifo-streams.
+// supportsFIFO reports whether the tool has --fifo-streams: the version with
+// its build number, so that 8.0.33-27 (or a line without a build) is not taken
+// for 8.0.33-28.
 func (t *backupTool) supportsFIFO() bool {
 	if t.Flavor != FlavorXtrabackup {
 		return false
 	}
-	v := [3]int{t.Major, t.Minor, t.Patch}
+	v := [4]int{t.Major, t.Minor, t.Patch, t.Build}
 	for i := range v {
 		if v[i] != fifoStreamsSince[i] {
 			return v[i] > fifoStreamsSince[i]
@@ -111,29 +117,24 @@ func (t *backupTool) supportsFIFO() bool {
 }
 
 // sourceFor resolves the configured source against what the tool can do.
+// Percona's --fifo-streams=1 means stdout, so one FIFO stream is stdout.
 func (t *backupTool) sourceFor(cfg *Config) (string, error) {
-	if cfg.Lanes == 1 && cfg.Source != SourceFIFO {
-		// Percona's --fifo-streams=1 means stdout anyway.
-		return SourceStdout, nil
-	}
 	switch cfg.Source {
 	case SourceStdout:
 		return SourceStdout, nil
 	case SourceFIFO:
 		if !t.supportsFIFO() {
-			return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33, but %s is %q; use --fifo-backup-source=stdout or auto", t.Path, t.Version)
+			return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33-28, but %s is %q; use --fifo-backup-source=stdout or auto", t.Path, t.Version)
 		}
-		if cfg.Lanes == 1 {
-			// Percona's --fifo-streams=1 means stdout.
+	default:
+		if !t.supportsFIFO() {
 			return SourceStdout, nil
 		}
-		return SourceFIFO, nil
-	default:
-		if t.supportsFIFO() {
-			return SourceFIFO, nil
-		}
+	}
+	if cfg.streams() == 1 {
 		return SourceStdout, nil
 	}
+	return SourceFIFO, nil
 }
 
 // backupArgs builds the tool's argv for a streaming backup. It never goes
@@ -152,14 +153,14 @@ func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir
 		"--target-dir=" + workDir,
 		"--extra-lsndir=" + workDir,
 		"--stream=xbstream",
-		fmt.Sprintf("--parallel=%d", cfg.Parallel),
+		fmt.Sprintf("--parallel=%d", parallel(cfg, source)),
 	}
 	if cfg.ReadBufferSize > 0 {
 		args = append(args, fmt.Sprintf("--read-buffer-size=%d", cfg.ReadBufferSize))
 	}
 	if source == SourceFIFO {
 		args = append(args,
-			fmt.Sprintf("--fifo-streams=%d", cfg.Lanes),
+			fmt.Sprintf("--fifo-streams=%d", cfg.streams()),
 			"--fifo-dir="+fifoDir,
 			fmt.Sprintf("--fifo-timeout=%d", int(cfg.FIFOTimeout.Seconds())),
 		)
@@ -169,6 +170,15 @@ func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir
 		return nil, vterrors.Wrap(err, "cannot split --fifo-backup-backup-flags")
 	}
 	return append(args, joinSecretValues(extra)...), nil
+}
+
+// parallel is the tool's --parallel: Percona raises it to --fifo-streams
+// by itself (xtrabackup_backup_func); the engine says so in the argv.
+func parallel(cfg *Config, source string) int {
+	if source == SourceFIFO {
+		return max(cfg.Parallel, cfg.streams())
+	}
+	return cfg.Parallel
 }
 
 // prepareArgs builds the tool's argv for --prepare of an extracted backup.

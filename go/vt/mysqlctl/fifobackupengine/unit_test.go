@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
 func validConfig() Config {
@@ -35,6 +38,16 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 		{"read buffer on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.ReadBufferSize = 8 << 20 }, []string{"--fifo-backup-read-buffer-size", "0 with --fifo-backup-tool-flavor=mariabackup"}},
 		{"fifo on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.Source = SourceFIFO }, []string{"--fifo-backup-source", "auto, stdout with --fifo-backup-tool-flavor=mariabackup", "8.0.33"}},
 		{"fifo timeout", func(c *Config) { c.FIFOTimeout = 0 }, []string{"--fifo-backup-fifo-timeout", "1s..1h"}},
+		{"fifo streams", func(c *Config) { c.FIFOStreams = 65 }, []string{"--fifo-backup-fifo-streams", "0 (as many as --fifo-backup-lanes) or 1..64"}},
+		// A chunk is as large as Percona's read buffer: above what a restore takes, refused.
+		{"read buffer above the largest chunk", func(c *Config) { c.ReadBufferSize = 65 << 20 }, []string{"--fifo-backup-read-buffer-size", "128KiB..64MiB in steps of 64KiB"}},
+		{"read buffer below Percona's minimum", func(c *Config) { c.ReadBufferSize = 64 << 10 }, []string{"--fifo-backup-read-buffer-size", "128KiB..64MiB"}},
+		{"read buffer off its step", func(c *Config) { c.ReadBufferSize = 1000000 }, []string{"--fifo-backup-read-buffer-size", "steps of 64KiB"}},
+		{"tool flag --compress", func(c *Config) { c.BackupFlags = "--no-lock --compress" }, []string{"--fifo-backup-backup-flags", "--compress", "never decompresses"}},
+		{"tool flag --compress-threads", func(c *Config) { c.BackupFlags = "--compress_threads=4" }, []string{"--fifo-backup-backup-flags", "--compress-threads"}},
+		{"tool flag --encrypt", func(c *Config) { c.BackupFlags = "--encrypt=AES256" }, []string{"--fifo-backup-backup-flags", "--encrypt", "never decrypts"}},
+		{"tool flag --read-buffer-size", func(c *Config) { c.BackupFlags = "--read-buffer-size=256M" }, []string{"--fifo-backup-backup-flags", "use --fifo-backup-read-buffer-size"}},
+		{"tool flag --fifo-streams", func(c *Config) { c.BackupFlags = "--fifo-streams 8" }, []string{"--fifo-backup-backup-flags", "use --fifo-backup-fifo-streams"}},
 		{"progress", func(c *Config) { c.Progress = -time.Second }, []string{"--fifo-backup-progress-interval", "0 (off) or a positive duration"}},
 		{"backup flags", func(c *Config) { c.BackupFlags = `--x="unterminated` }, []string{"--fifo-backup-backup-flags", "balanced quotes"}},
 		{"prepare flags", func(c *Config) { c.PrepareFlags = `'` }, []string{"--fifo-backup-prepare-flags", "balanced quotes"}},
@@ -95,6 +108,13 @@ func TestParseToolVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, old.supportsFIFO())
 
+	// FIFO streams came with 8.0.33-28 (PXB-2514): the build number decides.
+	for v, want := range map[string]bool{"8.0.33-27": false, "8.0.33-28": true, "8.0.33": false, "8.0.34-29": true, "8.4.0-1": true, "2.4.29": false} {
+		x, err := parseToolVersion("/usr/bin/xtrabackup", "xtrabackup version "+v+" based on MySQL server 8.0.33 Linux (x86_64) (revision id: 1)")
+		require.NoError(t, err)
+		assert.Equal(t, want, x.supportsFIFO(), v)
+	}
+
 	m, err := parseToolVersion("/usr/bin/mariabackup", "mariabackup based on MariaDB server 10.11.6-MariaDB debian-linux-gnu (x86_64)")
 	require.NoError(t, err)
 	assert.Equal(t, FlavorMariabackup, m.Flavor)
@@ -106,7 +126,7 @@ func TestParseToolVersion(t *testing.T) {
 }
 
 func TestSourceFor(t *testing.T) {
-	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Minor: 0, Patch: 35}
+	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Minor: 0, Patch: 35, Build: 30}
 	maria := &backupTool{Flavor: FlavorMariabackup}
 	cfg := validConfig()
 	src, err := percona.sourceFor(&cfg)
@@ -122,16 +142,28 @@ func TestSourceFor(t *testing.T) {
 	src, err = percona.sourceFor(&cfg)
 	require.NoError(t, err)
 	assert.Equal(t, SourceStdout, src, "Percona's --fifo-streams=1 is stdout")
+	cfg.FIFOStreams = 4
+	src, err = percona.sourceFor(&cfg)
+	require.NoError(t, err)
+	assert.Equal(t, SourceFIFO, src, "4 FIFO streams into 1 lane")
 }
 
 func TestBackupArgsNeverUseAShellAndRefuseChunkSizeOnMariabackup(t *testing.T) {
 	cfg := validConfig()
 	cfg.BackupFlags = `--tables-exclude='a b' --no-lock`
-	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Patch: 35}
+	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Patch: 35, Build: 30}
 	args, err := percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo")
 	require.NoError(t, err)
 	assert.Equal(t, "--defaults-file=/my.cnf", args[0])
 	assert.Contains(t, args, "--fifo-streams=4")
+	assert.Contains(t, args, "--parallel=4")
+
+	// N streams, M lanes; --parallel raised to N as Percona would.
+	cfg.FIFOStreams, cfg.Lanes = 8, 2
+	args, err = percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo")
+	require.NoError(t, err)
+	assert.Contains(t, args, "--fifo-streams=8")
+	assert.Contains(t, args, "--parallel=8")
 	assert.Contains(t, args, "--fifo-dir=/w/fifo")
 	assert.Contains(t, args, "--tables-exclude=a b")
 
@@ -214,4 +246,42 @@ func TestRedactHidesPasswords(t *testing.T) {
 	assert.Contains(t, got, "--no-lock")
 	assert.Contains(t, got, "--parallel=4")
 	assert.Contains(t, got, "--password=****")
+}
+
+// file_utils.cc, open_fifo_for_write_with_timeout writes one control byte
+// before the stream; the engine takes it by position: one byte, then the
+// chunk magic or the end.
+func TestSkipControlByte(t *testing.T) {
+	cases := map[string]struct {
+		in   string
+		rest string
+		err  string
+	}{
+		"control byte X, then a chunk": {in: "X" + xbstream.Magic + "rest", rest: xbstream.Magic + "rest"},
+		"control byte 0x01":            {in: "\x01" + xbstream.Magic, rest: xbstream.Magic},
+		"no control byte":              {in: xbstream.Magic + "rest", rest: xbstream.Magic + "rest"},
+		"control byte, empty stream":   {in: "X", rest: ""},
+		"nothing":                      {in: "", err: "ended before Percona XtraBackup's control byte"},
+		"two bytes then a chunk":       {in: "ab" + xbstream.Magic, err: "does not start the way"},
+		"garbage":                      {in: "hello, world", err: "does not start the way"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			defer r.Close()
+			go func() { w.WriteString(tc.in); w.Close() }()
+			br, err := skipControlByte(r, "thread_0")
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				assert.Contains(t, err.Error(), "thread_0")
+				return
+			}
+			require.NoError(t, err)
+			rest, err := io.ReadAll(br)
+			require.NoError(t, err)
+			assert.Equal(t, tc.rest, string(rest))
+		})
+	}
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
+)
+
+// The stand-in's FIFO side against Percona XtraBackup's source
+// (storage/innobase/xtrabackup/src). These tests pin the stand-in itself; the
+// engine's side is tested through it in fifobackupengine.
+
+// ds_fifo.cc, fifo_init: my_mkdir of the FIFO dir, one level: a missing parent
+// is an error, an existing dir is fine; mkfifo(thread_i, 0600), an existing
+// FIFO is an error.
+func TestFIFODirOneLevel(t *testing.T) {
+	base := t.TempDir()
+	_, err := openFIFOs(filepath.Join(base, "missing", "fifo"), 2, 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot create FIFO directory")
+
+	dir := filepath.Join(base, "existing")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "thread_1"), nil, 0o600))
+	_, err = openFIFOs(dir, 2, 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "thread_1 already exists")
+}
+
+// ds_fifo.cc, fifo_init + file_utils.cc, open_fifo_for_write_with_timeout: the
+// FIFOs are opened one after another, each retried once a second up to
+// --fifo-timeout tries; with no reader it gives up after about timeout
+// seconds for thread_0, and every FIFO is closed and unlinked.
+func TestFIFOTimeoutUnlinksAll(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fifo")
+	start := time.Now()
+	_, err := openFIFOs(dir, 3, 2)
+	elapsed := time.Since(start)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "thread_0")
+	assert.GreaterOrEqual(t, elapsed, 1*time.Second, "tries once a second")
+	assert.Less(t, elapsed, 10*time.Second)
+	left, _ := filepath.Glob(filepath.Join(dir, "thread_*"))
+	assert.Empty(t, left, "every FIFO is unlinked after a timeout")
+}
+
+// file_utils.cc, open_fifo_for_write_with_timeout: once a reader has the FIFO
+// open, the fd is made blocking and one control byte goes in before any data;
+// thread_1 is opened only after thread_0 (sequential opens).
+func TestFIFOSequentialOpensAndControlByte(t *testing.T) {
+	t.Setenv("XTRABACKUP_STANDIN_CONTROL_BYTE", "")
+	dir := filepath.Join(t.TempDir(), "fifo")
+	type res struct {
+		outs []io.WriteCloser
+		err  error
+	}
+	done := make(chan res, 1)
+	go func() {
+		outs, err := openFIFOs(dir, 2, 10)
+		done <- res{outs, err}
+	}()
+	waitFor := func(p string) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(p); err == nil {
+				return
+			}
+		}
+		t.Fatalf("%s never created", p)
+	}
+	waitFor(filepath.Join(dir, "thread_1"))
+	// Open thread_1 first: the writer is still retrying thread_0, so nothing
+	// arrives on thread_1 until thread_0 has a reader.
+	opened1 := make(chan *os.File, 1)
+	go func() {
+		f, _ := os.OpenFile(filepath.Join(dir, "thread_1"), os.O_RDONLY, 0) // returns once the writer reaches thread_1
+		opened1 <- f
+	}()
+	select {
+	case <-opened1:
+		t.Fatal("thread_1 was opened for writing before thread_0 had a reader")
+	case <-time.After(1500 * time.Millisecond):
+	}
+	r0, err := os.OpenFile(filepath.Join(dir, "thread_0"), os.O_RDONLY, 0)
+	require.NoError(t, err)
+	r1 := <-opened1
+	require.NotNil(t, r1)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Len(t, r.outs, 2)
+
+	// Each stream: the control byte, then a plain xbstream.
+	for i, rd := range []*os.File{r0, r1} {
+		w := xbstream.NewWriter(r.outs[i])
+		require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: "f", Payload: []byte("data")}))
+		require.NoError(t, r.outs[i].Close())
+		got, err := io.ReadAll(rd)
+		require.NoError(t, err)
+		require.Greater(t, len(got), 1)
+		assert.Equal(t, byte('X'), got[0], "stream %d: control byte first", i)
+		assert.True(t, bytes.HasPrefix(got[1:], []byte(xbstream.Magic)), "stream %d: then a chunk", i)
+		rd.Close()
+	}
+}
+
+// xbstream_write.cc, xb_stream_write_data: a chunk is as large as the read
+// buffer; deal merges mariabackup's smaller chunks of one file up to it and
+// deals files round-robin at file open (ds_xbstream.cc, xbstream_open).
+func TestDealChunksAndRoundRobin(t *testing.T) {
+	var src bytes.Buffer
+	w := xbstream.NewWriter(&src)
+	for _, f := range []string{"a", "b", "c"} {
+		for off := 0; off < 10; off++ {
+			require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: f, Offset: uint64(off * 100), Payload: bytes.Repeat([]byte{byte(off)}, 100)}))
+		}
+		require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkEOF, Path: f}))
+	}
+	outs := []*bytes.Buffer{{}, {}}
+	wcs := []io.WriteCloser{nopCloser{outs[0]}, nopCloser{outs[1]}}
+	require.NoError(t, deal(&src, wcs, 300, -1))
+	paths := [][]string{{}, {}}
+	for i, o := range outs {
+		r := xbstream.NewReader(o)
+		for {
+			c, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			if c.Type == xbstream.ChunkPayload {
+				assert.LessOrEqual(t, len(c.Payload), 300)
+				paths[i] = append(paths[i], c.Path)
+			}
+		}
+	}
+	// a and c to stream 0, b to stream 1; 1000 bytes in chunks of 300, 300, 300, 100.
+	assert.Equal(t, []string{"a", "a", "a", "a", "c", "c", "c", "c"}, paths[0])
+	assert.Equal(t, []string{"b", "b", "b", "b"}, paths[1])
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

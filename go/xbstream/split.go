@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +26,14 @@ type SplitOptions struct {
 	MaxChunkSize int64
 	// ReadBufferSize is the source's bufio size (default 1 MiB).
 	ReadBufferSize int
+	// PieceSize, when > 0, bounds what is dealt to a lane at a time: a larger
+	// payload chunk is dealt as consecutive pieces, each a chunk of its own
+	// with its own CRC, so the lanes' balance does not depend on the tool's
+	// chunk size (10 MiB by default, up to the read buffer with Percona).
+	// Extract writes the same files; Merge then gives a stream with the same
+	// content in smaller chunks instead of the original bytes. 0 deals whole
+	// chunks.
+	PieceSize int
 }
 
 // splitItem is what the dealer hands a lane: the encoded sequence record and
@@ -35,6 +44,11 @@ type splitItem struct {
 	payload []byte
 	data    []byte // payload storage, reused
 	pooled  bool
+	// owner is the pooled item whose data the payload is in (itself for a
+	// whole chunk, nil for a sequence record); refs counts the pieces of the
+	// owner not yet written: the last one returns the owner to the pool.
+	owner *splitItem
+	refs  atomic.Int32
 }
 
 // Split reads one xbstream from src (the stdout of xtrabackup/mariabackup) and
@@ -87,6 +101,11 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 	for range n + len(srcs) {
 		free <- &splitItem{pooled: true}
 	}
+	release := func(it *splitItem) {
+		if o := it.owner; o != nil && o.refs.Add(-1) == 0 {
+			free <- o
+		}
+	}
 	work := make([]chan *splitItem, n)
 	var lanesWG sync.WaitGroup
 	for i := range lanes {
@@ -100,9 +119,7 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 						cancel(&LaneError{Lane: i, Err: fmt.Errorf("write: %w", err)})
 					}
 				}
-				if it.pooled {
-					free <- it
-				}
+				release(it)
 			}
 		})
 	}
@@ -164,9 +181,7 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 		case work[lane] <- it:
 			return true
 		case <-ctx.Done():
-			if it.pooled {
-				free <- it
-			}
+			release(it)
 			return false
 		}
 	}
@@ -199,28 +214,53 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 				closed[c.Path] = struct{}{}
 			}
 		}
-		var err error
-		it.hdr = appendSeqRecord(it.hdr[:0], seqNext, seq)
-		if it.hdr, err = appendHeader(it.hdr, c, true); err != nil { // cannot happen for a chunk the reader accepted
-			free <- it
-			cancel(err)
-			return false
+		// A payload chunk larger than a piece goes out as pieces, each a chunk
+		// of its own; the pooled item holds the payload until the last one is
+		// written.
+		pieces := 1
+		if opts.PieceSize > 0 && c.Type == ChunkPayload && len(c.Payload) > opts.PieceSize {
+			pieces = (len(c.Payload) + opts.PieceSize - 1) / opts.PieceSize
 		}
-		it.payload = nil
-		if c.Type != ChunkEOF {
-			it.payload = c.Payload
-		}
-		lane := 0
-		for i := 1; i < n; i++ {
-			if assigned[i] < assigned[lane] {
-				lane = i
+		it.owner = it
+		it.refs.Store(int32(pieces))
+		whole := *c
+		for k := range pieces {
+			pc, out := &whole, it
+			if pieces > 1 {
+				lo, hi := k*opts.PieceSize, min((k+1)*opts.PieceSize, len(c.Payload))
+				pc = &Chunk{Flags: c.Flags, Type: c.Type, Path: c.Path, Offset: c.Offset + uint64(lo), Payload: c.Payload[lo:hi]}
+				if k > 0 {
+					out = &splitItem{owner: it}
+				}
 			}
+			var err error
+			out.hdr = appendSeqRecord(out.hdr[:0], seqNext, seq)
+			if out.hdr, err = appendHeader(out.hdr, pc, true); err != nil { // cannot happen for a chunk the reader accepted
+				cancel(err)
+				for range pieces - k {
+					release(it)
+				}
+				return false
+			}
+			out.payload = nil
+			if c.Type != ChunkEOF {
+				out.payload = pc.Payload
+			}
+			lane := 0
+			for i := 1; i < n; i++ {
+				if assigned[i] < assigned[lane] {
+					lane = i
+				}
+			}
+			assigned[lane] += int64(len(out.hdr) + len(out.payload))
+			if !send(lane, out) {
+				for range pieces - k - 1 {
+					release(it)
+				}
+				return false
+			}
+			seq++
 		}
-		assigned[lane] += int64(len(it.hdr) + len(it.payload))
-		if !send(lane, it) {
-			return false
-		}
-		seq++
 		return true
 	}
 	for p := range in {
@@ -258,7 +298,7 @@ func writeItem(w io.Writer, it *splitItem, st *LaneStats) error {
 			return err
 		}
 	}
-	if it.pooled {
+	if it.owner != nil {
 		st.Chunks++
 	}
 	return nil

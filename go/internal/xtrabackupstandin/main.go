@@ -148,7 +148,7 @@ func run(args []string) error {
 	if backup {
 		passed = append(passed, fmt.Sprintf("--parallel=%d", parallel))
 	}
-	if f := os.Getenv("XTRABACKUP_STANDIN_ARGS_TO"); f != "" {
+	if f := os.Getenv("XTRABACKUP_STANDIN_ARGS_TO"); f != "" && backup {
 		_ = os.WriteFile(f, []byte(strings.Join(passed, "\n")+"\n"), 0o600)
 	}
 	failAfter := int64(-1)
@@ -311,19 +311,26 @@ func deal(src io.Reader, outs []io.WriteCloser, readBuffer, failAfter int64) err
 	assigned := map[string]int{}
 	next := 0
 	var payload int64
-	var pending *xbstream.Chunk // merged payload not yet written
-	flush := func() error {
-		if pending == nil {
+	// Merged payload not yet written, per file: copy threads read each file
+	// read-buffer-size at a time, whatever the other threads interleave.
+	pending := map[string]*xbstream.Chunk{}
+	flush := func(path string) error {
+		c := pending[path]
+		if c == nil || len(c.Payload) == 0 {
 			return nil
 		}
-		c := pending
-		pending = nil
-		return writers[assigned[c.Path]].WriteChunk(c)
+		delete(pending, path)
+		return writers[assigned[path]].WriteChunk(c)
 	}
 	for {
 		c, err := r.Next()
 		if err == io.EOF {
-			return flush()
+			for p := range pending {
+				if err := flush(p); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		if err != nil {
 			return err
@@ -335,31 +342,30 @@ func deal(src io.Reader, outs []io.WriteCloser, readBuffer, failAfter int64) err
 			assigned[c.Path] = lane
 		}
 		if readBuffer > 0 && c.Type == xbstream.ChunkPayload {
-			if pending != nil && (pending.Path != c.Path || pending.Offset+uint64(len(pending.Payload)) != c.Offset) {
-				if err := flush(); err != nil {
+			p := pending[c.Path]
+			if p != nil && p.Offset+uint64(len(p.Payload)) != c.Offset {
+				if err := flush(c.Path); err != nil {
 					return err
 				}
+				p = nil
 			}
-			if pending == nil {
-				pending = &xbstream.Chunk{Type: xbstream.ChunkPayload, Path: c.Path, Offset: c.Offset}
-			}
-			for rest := c.Payload; len(rest) > 0; {
-				k := min(int64(len(rest)), readBuffer-int64(len(pending.Payload)))
-				pending.Payload = append(pending.Payload, rest[:k]...)
-				rest = rest[k:]
-				if int64(len(pending.Payload)) == readBuffer {
-					off := pending.Offset + uint64(readBuffer)
-					if err := flush(); err != nil {
+			for rest, off := c.Payload, c.Offset; len(rest) > 0; {
+				if p == nil {
+					p = &xbstream.Chunk{Type: xbstream.ChunkPayload, Path: c.Path, Offset: off}
+					pending[c.Path] = p
+				}
+				k := min(int64(len(rest)), readBuffer-int64(len(p.Payload)))
+				p.Payload = append(p.Payload, rest[:k]...)
+				rest, off = rest[k:], off+uint64(k)
+				if int64(len(p.Payload)) == readBuffer {
+					if err := flush(c.Path); err != nil {
 						return err
 					}
-					pending = &xbstream.Chunk{Type: xbstream.ChunkPayload, Path: c.Path, Offset: off}
+					p = nil
 				}
 			}
-			if len(pending.Payload) == 0 {
-				pending = nil
-			}
 		} else {
-			if err := flush(); err != nil {
+			if err := flush(c.Path); err != nil {
 				return err
 			}
 			if err := writers[lane].WriteChunk(c); err != nil {

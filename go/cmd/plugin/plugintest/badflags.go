@@ -48,7 +48,7 @@ var Flags = []Flag{
 	{Name: "fifo-backup-parallel", Allowed: "1..256", Bad: []string{"0", "257", "-4", "abc"}},
 	{Name: "fifo-backup-fifo-streams", Allowed: "0 (as many as --fifo-backup-lanes) or 1..64", Bad: []string{"65", "-1", "abc", "1.5"}},
 	{Name: "fifo-backup-read-buffer-size", Allowed: "0 (tool default, 10MiB) or 128KiB..64MiB in steps of 64KiB", Bad: []string{"65MiB", "1073741825", "2GiB", "64KiB", "1000000", "-1", "-8MiB", "abc", "8XB"}},
-	{Name: "fifo-backup-fifo-timeout", Allowed: "1s..1h", Bad: []string{"0", "999ms", "1h0m1s", "2h", "-1s", "abc", "10"}},
+	{Name: "fifo-backup-fifo-timeout", Allowed: "2s..1h", Bad: []string{"0", "999ms", "1s", "1h0m1s", "2h", "-1s", "abc", "10"}},
 	{Name: "fifo-backup-use-memory", Allowed: "0 (tool default) or a size up to 1PiB", Bad: []string{"1125899906842625", "2PiB", "-1", "lots"}},
 	{Name: "fifo-backup-progress-interval", Allowed: "0 (off) or a positive duration", Bad: []string{"-1s", "abc", "5"}},
 	{Name: "fifo-backup-backup-flags", Allowed: "split like a shell would (balanced quotes, no trailing backslash)", Bad: []string{`--compress="unterminated`, `--x \`}},

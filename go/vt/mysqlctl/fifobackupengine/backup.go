@@ -376,6 +376,11 @@ func (b *backupRun) splitStdout(ctx context.Context, stdout *os.File) error {
 	return b.split(ctx, []io.Reader{src}, "splitting the tool's stream into lanes")
 }
 
+// lanePieceSize is the most dealt to a lane at a time: lanes stay within about
+// one piece of each other whatever the tool's chunk size (10 MiB, or
+// Percona's read buffer up to 64 MiB), at about 40 bytes of headers per piece.
+const lanePieceSize = 1 << 20
+
 // split deals the sources' chunks into the lanes by bytes, parsing and
 // checking every chunk on the way: a backup that completes has well-formed
 // lanes.
@@ -384,7 +389,7 @@ func (b *backupRun) split(ctx context.Context, srcs []io.Reader, what string) er
 	for i, l := range b.lanes {
 		writers[i] = l
 	}
-	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{})
+	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{PieceSize: lanePieceSize})
 	for i, s := range laneStats {
 		if i < len(b.lanes) {
 			b.lanes[i].chunks = s.Chunks
@@ -449,11 +454,10 @@ func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-ch
 				return err
 			}
 			files[i] = f
-			br, err := skipControlByte(f, path)
-			if err != nil {
-				return err
-			}
-			srcs[i] = b.meteredSource(br, f, &b.streamBytes[i])
+			// The control byte is read with the stream, not here: the tool
+			// writes into one FIFO at a time, and a stream may stay empty
+			// while another's pipe is full.
+			srcs[i] = b.meteredSource(&fifoStream{f: f, path: path}, f, &b.streamBytes[i])
 			return nil
 		})
 	}
@@ -530,6 +534,25 @@ func openFIFO(ctx context.Context, path string, toolDone <-chan struct{}) (*os.F
 		r.f.Close()
 	}
 	return nil, err
+}
+
+// fifoStream is one of the tool's FIFO streams; its first Read takes the
+// control byte off (skipControlByte).
+type fifoStream struct {
+	f    *os.File
+	path string
+	br   *bufio.Reader
+	err  error
+}
+
+func (s *fifoStream) Read(p []byte) (int, error) {
+	if s.br == nil && s.err == nil {
+		s.br, s.err = skipControlByte(s.f, s.path)
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	return s.br.Read(p)
 }
 
 // skipControlByte consumes the one byte Percona XtraBackup writes into each

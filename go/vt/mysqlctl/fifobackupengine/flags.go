@@ -56,7 +56,7 @@ const (
 	allowedFlavor         = "xtrabackup, mariabackup (or empty to detect)"
 	allowedParallel       = "1..256"
 	allowedReadBufferSize = "0 (tool default, 10MiB) or 128KiB..64MiB in steps of 64KiB"
-	allowedFIFOTimeout    = "1s..1h"
+	allowedFIFOTimeout    = "2s..1h"
 	allowedUseMemory      = "0 (tool default) or a size up to 1PiB"
 	allowedProgress       = "0 (off) or a positive duration"
 	allowedToolFlags      = "flags split like a shell would (balanced quotes, no trailing backslash)"
@@ -148,7 +148,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	integer(&c.Parallel, "fifo-backup-parallel", d.Parallel, allowedParallel, "the tool's copy threads (--parallel), 1..256.")
 	size(&c.ReadBufferSize, "fifo-backup-read-buffer-size", d.ReadBufferSize, allowedReadBufferSize, "the tool's chunk size (Percona's --read-buffer-size, e.g. 8MiB); 0 leaves the tool's default. mariabackup has no such setting: asking for it there is an error.")
 	fs.StringVar(&c.FIFODir, "fifo-backup-fifo-dir", d.FIFODir, "directory for the tool's FIFO streams (source fifo); empty uses a fresh directory under the tablet's tmp dir.")
-	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open its FIFOs (--fifo-timeout), and the engine for the tool to create them; 1s..1h.")
+	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open each of its FIFOs (its --fifo-timeout: that many tries, one a second); 2s..1h. The engine waits for the FIFOs to appear as long as the tool runs.")
 	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves the tool's default.")
 	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup logs bytes done, rate and ETA; 0 disables.")
 }
@@ -213,7 +213,10 @@ func (c *Config) validateOwn() error {
 		return bad("fifo-backup-source", c.Source,
 			"auto, stdout with --fifo-backup-tool-flavor=mariabackup (fifo needs Percona XtraBackup >= 8.0.33)")
 	}
-	if c.FIFOTimeout < time.Second || c.FIFOTimeout > time.Hour {
+	// Percona tries each FIFO once a second, --fifo-timeout times
+	// (open_fifo_for_write_with_timeout): with 1 it tries once, at once, before
+	// any reader can have seen the FIFO appear.
+	if c.FIFOTimeout < 2*time.Second || c.FIFOTimeout > time.Hour {
 		return bad("fifo-backup-fifo-timeout", c.FIFOTimeout.String(), allowedFIFOTimeout)
 	}
 	if c.UseMemory < 0 || c.UseMemory > maxUseMemory {

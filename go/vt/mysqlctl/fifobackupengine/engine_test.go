@@ -163,13 +163,19 @@ func (f *fixture) restore(t testing.TB, stats backupstats.Stats) (*mysqlctl.Back
 	return m, err
 }
 
-func (f *fixture) listBackups(t testing.TB) []string {
+// backupHandles lists the shard's backups in the fixture's storage, oldest first.
+func (f *fixture) backupHandles(t testing.TB) []backupstorage.BackupHandle {
 	f.activate(t)
 	bs, err := backupstorage.GetBackupStorage()
 	require.NoError(t, err)
 	defer bs.Close()
 	bhs, err := bs.ListBackups(context.Background(), mysqlctl.GetBackupDir(testKeyspace, testShard))
 	require.NoError(t, err)
+	return bhs
+}
+
+func (f *fixture) listBackups(t testing.TB) []string {
+	bhs := f.backupHandles(t)
 	var names []string
 	for _, bh := range bhs {
 		names = append(names, bh.Name())

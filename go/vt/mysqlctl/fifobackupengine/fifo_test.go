@@ -12,21 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
 // latestManifest reads the engine's MANIFEST of the newest backup.
 func (f *fixture) latestManifest(t testing.TB) *Manifest {
-	f.activate(t)
-	bs, err := backupstorage.GetBackupStorage()
-	require.NoError(t, err)
-	defer bs.Close()
-	bhs, err := bs.ListBackups(context.Background(), mysqlctl.GetBackupDir(testKeyspace, testShard))
-	require.NoError(t, err)
+	bhs := f.backupHandles(t)
 	require.NotEmpty(t, bhs)
 	m, err := readManifest(context.Background(), bhs[len(bhs)-1])
 	require.NoError(t, err)
@@ -181,13 +173,9 @@ func TestFIFOProtocol(t *testing.T) {
 // largestChunk reads every lane of the newest backup (stored uncompressed)
 // and returns the largest chunk payload.
 func (f *fixture) largestChunk(t testing.TB, man *Manifest) int {
-	f.activate(t)
-	bs, err := backupstorage.GetBackupStorage()
-	require.NoError(t, err)
-	defer bs.Close()
 	ctx := context.Background()
-	bhs, err := bs.ListBackups(ctx, mysqlctl.GetBackupDir(testKeyspace, testShard))
-	require.NoError(t, err)
+	bhs := f.backupHandles(t)
+	require.NotEmpty(t, bhs)
 	bh := bhs[len(bhs)-1]
 	largest := 0
 	for _, l := range man.Lanes {

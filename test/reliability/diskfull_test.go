@@ -29,7 +29,7 @@ import (
 )
 
 // TestDiskFullDuringRestore: the tablet (VTDATAROOT, so the data directory
-// and the engine's staging directory <parent of DataDir>/fifo-restore) lives
+// and the engine's staging directory <parent of DataDir>/fifo-restore-*) lives
 // on a tmpfs. When the restore opens its lanes (mysqld stopped, the old data
 // deleted, staging created) the tmpfs is shrunk to what it holds plus a
 // random 10-90% of the backup's stream, so extraction runs out of space
@@ -59,7 +59,6 @@ func TestDiskFullDuringRestore(t *testing.T) {
 	require.NoError(t, f.backup(ctx, nil))
 	m := latestManifest(t, f)
 	cnf := f.tb.Cnf
-	staging := filepath.Join(filepath.Dir(filepath.Clean(cnf.DataDir)), "fifo-restore")
 	stateFile := filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState)
 	t.Logf("backup: %d lanes, %d bytes of stream (%d stored); tmpfs %s: %d bytes used with mysqld running", len(m.Lanes), m.RawBytes, m.StoredBytes, mnt, fsUsed(t, mnt))
 
@@ -69,6 +68,7 @@ func TestDiskFullDuringRestore(t *testing.T) {
 		var atOpen struct {
 			used, size  int64
 			dataDirGone bool
+			staging     []string
 			err         error
 		}
 		hook.arm(func() {
@@ -77,6 +77,7 @@ func TestDiskFullDuringRestore(t *testing.T) {
 			// now plus budget (tmpfs refuses a size below its use).
 			_, err := os.Stat(cnf.DataDir)
 			atOpen.dataDirGone = os.IsNotExist(err)
+			atOpen.staging = stagingDirs(t, cnf)
 			if atOpen.used, atOpen.err = statUsed(mnt); atOpen.err == nil {
 				atOpen.size = atOpen.used + budget
 				atOpen.err = remountTmpfs(mnt, atOpen.size)
@@ -88,6 +89,8 @@ func TestDiskFullDuringRestore(t *testing.T) {
 		took := time.Since(start)
 		require.NoError(t, atOpen.err, "trial %d: shrinking the tmpfs", i+1)
 		require.NotZero(t, atOpen.size, "trial %d: the restore never opened a lane", i+1)
+		require.Len(t, atOpen.staging, 1, "trial %d: one staging directory while the lanes are read", i+1)
+		staging := atOpen.staging[0]
 		require.Error(t, err, "trial %d: a restore with %d bytes free for a %d-byte stream must fail; log:\n%s", i+1, budget, m.RawBytes, logger.String())
 		f.srv = nil
 		t.Logf("trial %d/%d: %d bytes free for %d bytes of stream (%d%%): restore failed after %v: %v", i+1, n, budget, m.RawBytes, budget*100/m.RawBytes, took.Round(time.Millisecond), err)
@@ -103,7 +106,7 @@ func TestDiskFullDuringRestore(t *testing.T) {
 		assert.True(t, atOpen.dataDirGone, "trial %d: the old data was deleted before the lanes were read", i+1)
 
 		// Nothing visible left behind.
-		assert.NoDirExists(t, staging, "trial %d: the staging directory must be removed", i+1)
+		assert.Empty(t, stagingDirs(t, cnf), "trial %d: the staging directory must be removed", i+1)
 		for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
 			assert.Empty(t, dirEntries(t, dir), "trial %d: %s must hold no half-restored files", i+1, dir)
 		}
@@ -121,7 +124,7 @@ func TestDiskFullDuringRestore(t *testing.T) {
 		require.NoError(t, err, "trial %d: the restore run again with space must succeed; log:\n%s", i+1, logger.String())
 		f.requireSourceData(t, fmt.Sprintf("trial %d: restore after the disk was grown", i+1))
 		assert.NoFileExists(t, stateFile, "trial %d: restore_in_progress removed after the successful restore", i+1)
-		assert.NoDirExists(t, staging, "trial %d", i+1)
+		assert.Empty(t, stagingDirs(t, cnf), "trial %d", i+1)
 		t.Logf("trial %d/%d: restore run again with space: succeeded in %v, source data back", i+1, n, time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,4 +199,16 @@ func (f *fixture) requireSourceData(t testing.TB, what string) {
 func (f *fixture) mysqldRunning() bool {
 	_, err := os.Stat(f.tb.Cnf.SocketFile)
 	return err == nil
+}
+
+// stagingDirs lists the tablet's restore staging directories: those there
+// and those whose owner record (DIR.owner) is.
+func stagingDirs(t testing.TB, cnf *mysqlctl.Mycnf) []string {
+	m, err := filepath.Glob(filepath.Join(filepath.Dir(filepath.Clean(cnf.DataDir)), "fifo-restore-*"))
+	require.NoError(t, err)
+	for i := range m {
+		m[i] = strings.TrimSuffix(m[i], ".owner")
+	}
+	slices.Sort(m)
+	return slices.Compact(m)
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -194,4 +195,104 @@ func TestKillDuringRestore(t *testing.T) {
 		_, statErr = os.Stat(filepath.Join(f.tb.Cnf.TabletDir(), mysqlctl.RestoreState))
 		assert.True(t, os.IsNotExist(statErr), "restore_in_progress removed after the successful restore")
 	}
+}
+
+// TestKillDuringRestoreChild: the restoring process is SIGKILLed while a
+// child it started runs, then the restore is run again and must succeed with
+// the source data.
+//   - the tool's --prepare, working on the staging directory: it must die with
+//     its parent (one left running would write into the next restore's files).
+//     It is stopped (SIGSTOP) before the kill, so only the kill of its parent
+//     can end it.
+//   - mysqld_safe starting mysqld after the files moved into place (Vitess's
+//     restore does it): it outlives the kill, as mysqld does when vttablet is
+//     killed, and the next restore must stop it before it deletes the files
+//     (no pid file nor socket exists yet while it starts).
+func TestKillDuringRestoreChild(t *testing.T) {
+	f := newFixture(t)
+	cfg := splitstoragetest.Local(t).Config
+	f.useStorage(t, cfg)
+	ctx := context.Background()
+	require.NoError(t, f.backup(ctx, nil))
+
+	for _, tc := range []struct {
+		name, prog, arg string
+		diesWithIt      bool
+	}{
+		{"prepare", "mariabackup", "--prepare", true},
+		{"mysqld starting", "mariadbd", "--skip-grant-tables", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startProc(t, f, "restore")
+			select {
+			case <-p.phases:
+			case err := <-p.done:
+				t.Fatalf("backupproc ended before starting: %v\n%s", err, p.out)
+			}
+			child := waitForChild(t, p, tc.prog, tc.arg)
+			if tc.diesWithIt {
+				require.NoError(t, syscall.Kill(child, syscall.SIGSTOP))
+			}
+			require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+			<-p.done
+			if tc.diesWithIt {
+				require.Eventually(t, func() bool { return !processAlive(child) }, 10*time.Second, 20*time.Millisecond,
+					"the child with %s (pid %d) must end with the process that ran it", tc.arg, child)
+			}
+			_, err := f.restore(ctx, nil)
+			require.NoError(t, err, "the restore run again must succeed")
+			f.requireSourceData(t, "restore after the kill")
+		})
+	}
+}
+
+// waitForChild returns the pid of the process prog in p's process group whose
+// argv has arg, once it runs (failing the test if p ends first).
+func waitForChild(t *testing.T, p *proc, prog, arg string) int {
+	t.Helper()
+	for {
+		if pid := findInGroup(p.pgid, prog, arg); pid > 0 {
+			return pid
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("backupproc ended (%v) before %s %s ran:\n%s", err, prog, arg, p.out)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// findInGroup scans /proc for a live process prog of process group pgid with
+// arg in its argv.
+func findInGroup(pgid int, prog, arg string) int {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(string(cmdline), "\x00")
+		if filepath.Base(argv[0]) == prog && slices.Contains(argv, arg) && processAlive(pid) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// processAlive: a zombie (exited, not yet reaped) counts as gone.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] != 'Z'
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -103,17 +102,11 @@ func (b *backupRun) execute(ctx context.Context) error {
 		return vterrors.Wrap(err, "can't get MySQL version")
 	}
 
-	removeStaleWorkDirs(b.params.Cnf.TmpDir, b.logger)
-	workDir, err := os.MkdirTemp(b.params.Cnf.TmpDir, workDirPrefix)
+	workDir, release, err := newWorkDir(b.params.Cnf.TmpDir, workDirPrefix, b.logger)
 	if err != nil {
 		return vterrors.Wrap(err, "cannot create the backup's work directory")
 	}
-	defer os.RemoveAll(workDir)
-	unclaim, err := claimWorkDir(workDir)
-	defer unclaim()
-	if err != nil {
-		return vterrors.Wrap(err, "cannot write the backup's work directory owner")
-	}
+	defer release()
 
 	if err := b.openLanes(ctx); err != nil {
 		b.closeLanes()
@@ -291,7 +284,7 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 
 	toolCtx, killTool := context.WithCancel(ctx)
 	defer killTool()
-	cmd := exec.CommandContext(toolCtx, b.tool.Path, args...)
+	cmd := newCommand(toolCtx, b.tool.Path, args...)
 	cmd.Env = os.Environ()
 	_, secrets := redactSecrets(args)
 	if user == dba.User && dba.Password != "" {

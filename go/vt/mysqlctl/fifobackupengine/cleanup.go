@@ -3,23 +3,56 @@ package fifobackupengine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
-// workDirPrefix names a backup's work directory under the tablet's tmp dir.
-const workDirPrefix = "fifo-backup-"
+// Prefixes of the work directories: a backup's under the tablet's tmp dir, a
+// restore's staging directory beside the data directory.
+const (
+	workDirPrefix    = "fifo-backup-"
+	stagingDirPrefix = "fifo-restore-"
+)
 
 // ownerSuffix names the file beside a work directory (outside it: the tool
 // owns the directory's content) that holds the pid of the process using it.
 const ownerSuffix = ".owner"
+
+// newWorkDir creates a work directory named prefix+random under parent,
+// owned by this process, after removing those of the same prefix left by
+// dead processes. Each run gets its own directory, so a tool left running by
+// a killed run cannot write into the next one's files. release removes the
+// directory and its owner record.
+func newWorkDir(parent, prefix string, logger logutil.Logger) (dir string, release func(), err error) {
+	removeStaleWorkDirs(parent, prefix, logger)
+	dir, err = os.MkdirTemp(parent, prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	unclaim, err := claimWorkDir(dir)
+	release = func() {
+		if err := os.RemoveAll(dir); err != nil {
+			logger.Warningf("fifo: cannot remove the work directory %s: %v", dir, err)
+		}
+		unclaim()
+	}
+	if err != nil {
+		release()
+		return "", nil, err
+	}
+	return dir, release, nil
+}
 
 // claimWorkDir records this process as the owner of dir; the returned func
 // removes the record.
@@ -31,20 +64,20 @@ func claimWorkDir(dir string) (func(), error) {
 	return func() { _ = os.Remove(f) }, nil
 }
 
-// removeStaleWorkDirs removes the work directories under tmpDir left by
-// backups whose process died without cleaning up (SIGKILL, OOM kill, power
-// loss): those whose owner pid is not a live process. A directory without
-// an owner file, or whose owner lives, is left alone.
-func removeStaleWorkDirs(tmpDir string, logger logutil.Logger) {
-	entries, err := os.ReadDir(tmpDir)
+// removeStaleWorkDirs removes the work directories named prefix* under
+// parent left by runs whose process died without cleaning up (SIGKILL, OOM
+// kill, power loss): those whose owner pid is not a live process. A directory
+// without an owner file, or whose owner lives, is left alone.
+func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
+	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), workDirPrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		dir := filepath.Join(tmpDir, e.Name())
+		dir := filepath.Join(parent, e.Name())
 		b, err := os.ReadFile(dir + ownerSuffix)
 		if err != nil {
 			continue
@@ -54,11 +87,11 @@ func removeStaleWorkDirs(tmpDir string, logger logutil.Logger) {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			logger.Warningf("fifo backup: cannot remove %s left by dead process %d: %v", dir, pid, err)
+			logger.Warningf("fifo: cannot remove %s left by dead process %d: %v", dir, pid, err)
 			continue
 		}
 		_ = os.Remove(dir + ownerSuffix)
-		logger.Infof("fifo backup: removed %s left by a backup whose process (%d) is gone", dir, pid)
+		logger.Infof("fifo: removed %s left by a run whose process (%d) is gone", dir, pid)
 	}
 }
 
@@ -67,28 +100,46 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// waitMysqldGone waits until the mysqld named by pidFile has exited. Vitess's
-// Mysqld.Shutdown returns at once when the socket is gone, but a mysqld still
-// in its shutdown (after a crash of the process that stopped it, e.g. a
-// killed restore) removes its socket first and keeps writing its files until
-// it exits: deleting the data directory under it then fails ("directory not
-// empty") or races with it.
-func waitMysqldGone(ctx context.Context, pidFile string, timeout time.Duration) error {
+// stopMysqld stops the tablet's mysqld through shutdown (Vitess's
+// Mysqld.Shutdown) and returns once none of its processes is left, or fails
+// after timeout naming them. Shutdown alone is not enough before the data
+// directory is deleted: it returns at once when there is neither socket nor
+// pid file, which is also the state of a mysqld still starting (started by a
+// restore that was killed meanwhile: its mysqld_safe outlives it, as mysqld
+// outlives vttablet); and a mysqld shutting down removes its socket first and
+// writes its files until it exits. So it also waits for the process in the
+// pid file and for every local process started with this tablet's my.cnf,
+// asking again for a shutdown whenever a socket is there.
+func stopMysqld(ctx context.Context, cnf *mysqlctl.Mycnf, timeout time.Duration, shutdown func(context.Context) error, logger logutil.Logger) error {
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
 	deadline := time.Now().Add(timeout)
+	err := shutdown(ctx)
+	asked := time.Now()
 	for {
-		b, err := os.ReadFile(pidFile)
-		if err != nil {
-			return nil // no pid file: mysqld removed it on exit, or never ran
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || !processAlive(pid) {
+		left := tabletProcesses(cnf)
+		_, socketErr := os.Stat(cnf.SocketFile)
+		if len(left) == 0 && (err == nil || os.IsNotExist(socketErr)) {
+			if err != nil {
+				logger.Warningf("fifo restore: the shutdown command failed (%v), but no mysqld of this tablet is left; going on", err)
+			}
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("mysqld (pid %d in %s) is still running %v after it was asked to shut down", pid, pidFile, timeout)
+			what := "its socket " + cnf.SocketFile + " is still there"
+			if len(left) > 0 {
+				what = "processes still running: " + joinProcesses(left)
+			}
+			if err != nil {
+				what += "; the shutdown command failed: " + err.Error()
+			}
+			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "mysqld of this tablet (%s) did not stop within %v of the request to shut down, so its files were not deleted; %s", cnf.Path, timeout, what)
+		}
+		if socketErr == nil && time.Since(asked) > time.Second {
+			// A mysqld that was starting listens now, or the last request failed.
+			err = shutdown(ctx)
+			asked = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -96,4 +147,36 @@ func waitMysqldGone(ctx context.Context, pidFile string, timeout time.Duration) 
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// tabletProcesses lists the live processes of the tablet's mysqld seen from
+// here: every process started with its my.cnf (mysqld_safe, mysqld or
+// mariadbd, a tool), and the process in its pid file when that is a mysqld
+// (a stale pid file may name a recycled pid) or cannot be read.
+func tabletProcesses(cnf *mysqlctl.Mycnf) []localProcess {
+	left := processesWithArg("--defaults-file=" + cnf.Path)
+	b, err := os.ReadFile(cnf.PidFile)
+	if err != nil {
+		return left
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 || pid == os.Getpid() || slices.ContainsFunc(left, func(p localProcess) bool { return p.Pid == pid }) {
+		return left
+	}
+	if p, ok := readProcess(pid); ok {
+		if name := filepath.Base(p.Argv[0]); name == "mysqld" || name == "mariadbd" {
+			left = append(left, p)
+		}
+	} else if processAlive(pid) {
+		left = append(left, localProcess{Pid: pid, Argv: []string{"?"}})
+	}
+	return left
+}
+
+func joinProcesses(ps []localProcess) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
 }

@@ -225,7 +225,7 @@ func startExternal(ctx context.Context, what, command string, in io.Reader, out 
 	if err != nil {
 		return nil, vterrors.Wrapf(err, "external %s %q not found", what, args[0])
 	}
-	e := &external{what: what, cmd: exec.CommandContext(ctx, path, args[1:]...)}
+	e := &external{what: what, cmd: newCommand(ctx, path, args[1:]...)}
 	if in != nil {
 		e.cmd.Stdin = in
 		if e.stdout, err = e.cmd.StdoutPipe(); err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -75,17 +74,11 @@ func (r *restoreRun) execute(ctx context.Context) error {
 		return err
 	}
 	r.logger.Infof("fifo restore: shutting down mysqld")
-	if err := r.params.Mysqld.Shutdown(ctx, cnf, true, r.params.MysqlShutdownTimeout); err != nil {
-		// A mysqld already shutting down (asked by a restore that was killed
-		// meanwhile) keeps its socket a while but no longer answers, so the
-		// shutdown command fails: what matters is that it exits.
-		if werr := waitMysqldGone(ctx, cnf.PidFile, r.params.MysqlShutdownTimeout); werr != nil {
-			return vterrors.Wrap(err, "cannot shut down mysqld")
-		}
-		r.logger.Warningf("fifo restore: the shutdown command failed (%v), but mysqld has exited; going on", err)
+	shutdown := func(ctx context.Context) error {
+		return r.params.Mysqld.Shutdown(ctx, cnf, true, r.params.MysqlShutdownTimeout)
 	}
-	if err := waitMysqldGone(ctx, cnf.PidFile, r.params.MysqlShutdownTimeout); err != nil {
-		return vterrors.Wrap(err, "cannot shut down mysqld")
+	if err := stopMysqld(ctx, cnf, r.params.MysqlShutdownTimeout, shutdown, r.logger); err != nil {
+		return err
 	}
 	r.logger.Infof("fifo restore: deleting existing files")
 	if err := removeExistingFiles(cnf); err != nil {
@@ -97,19 +90,12 @@ func (r *restoreRun) execute(ctx context.Context) error {
 
 	// Staging sits beside the data directory, on the same filesystem, so
 	// files move into place by rename.
-	staging := filepath.Join(filepath.Dir(filepath.Clean(cnf.DataDir)), "fifo-restore")
-	if err := os.RemoveAll(staging); err != nil {
-		return vterrors.Wrapf(err, "cannot clear the staging directory %s left by an earlier restore", staging)
+	staging, release, err := newWorkDir(filepath.Dir(filepath.Clean(cnf.DataDir)), stagingDirPrefix, r.logger)
+	if err != nil {
+		return vterrors.Wrap(err, "cannot create the staging directory")
 	}
-	if err := os.MkdirAll(staging, 0o750); err != nil {
-		return vterrors.Wrapf(err, "cannot create the staging directory %s", staging)
-	}
-	defer func() {
-		// Nothing half-extracted stays behind, whatever failed.
-		if err := os.RemoveAll(staging); err != nil {
-			r.logger.Warningf("fifo restore: cannot remove the staging directory %s: %v", staging, err)
-		}
-	}()
+	// Nothing half-extracted stays behind, whatever failed.
+	defer release()
 
 	if err := r.extract(ctx, staging); err != nil {
 		return err
@@ -243,7 +229,7 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, staging stri
 	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)
 	_, secrets := redactSecrets(args)
 	out.hide(secrets...)
-	cmd := exec.CommandContext(ctx, tool.Path, args...)
+	cmd := newCommand(ctx, tool.Path, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
 	start := time.Now()

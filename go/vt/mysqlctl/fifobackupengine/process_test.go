@@ -1,0 +1,133 @@
+package fifobackupengine
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+)
+
+// The test binary plays the processes these tests need, chosen by
+// FIFO_TEST_HELPER (see TestHelperProcess).
+func helper(t *testing.T, role string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "FIFO_TEST_HELPER="+role)
+	return cmd
+}
+
+// TestHelperProcess is not a test: it is the process helper starts.
+//   - parent: starts `sleep 300` through newCommand, prints its pid, waits.
+//   - mysqld: a mysqld starting: after 500ms it "listens" (creates the file
+//     named by FIFO_TEST_SOCKET), then exits once FIFO_TEST_SOCKET.shutdown
+//     exists, removing the socket first.
+func TestHelperProcess(t *testing.T) {
+	switch os.Getenv("FIFO_TEST_HELPER") {
+	case "parent":
+		cmd := newCommand(context.Background(), "sleep", "300")
+		if err := cmd.Start(); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString(strconv.Itoa(cmd.Process.Pid) + "\n")
+		select {}
+	case "mysqld":
+		socket := os.Getenv("FIFO_TEST_SOCKET")
+		time.Sleep(500 * time.Millisecond)
+		_ = os.WriteFile(socket, nil, 0o600)
+		for {
+			if _, err := os.Stat(socket + ".shutdown"); err == nil {
+				_ = os.Remove(socket)
+				time.Sleep(200 * time.Millisecond) // writes its files a while
+				os.Exit(0)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestToolDiesWithParent: a program started through newCommand is killed
+// with the process that started it (a SIGKILLed restore leaves no --prepare
+// running on its files).
+func TestToolDiesWithParent(t *testing.T) {
+	parent := helper(t, "parent")
+	out, err := parent.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, parent.Start())
+	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	child, err := strconv.Atoi(line[:len(line)-1])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+	_, alive := readProcess(child)
+	require.True(t, alive, "the child runs")
+
+	require.NoError(t, parent.Process.Signal(syscall.SIGKILL))
+	_ = parent.Wait()
+	require.Eventually(t, func() bool { _, alive := readProcess(child); return !alive }, 5*time.Second, 10*time.Millisecond,
+		"the child (pid %d) must die with its parent", child)
+}
+
+// TestStopMysqldWaitsForStartingMysqld: a mysqld still starting has neither
+// socket nor pid file, so Vitess's shutdown returns at once; stopMysqld
+// waits for it, asks again once it listens, and returns only after it is
+// gone. One that never stops fails it after the timeout, naming it.
+func TestStopMysqldWaitsForStartingMysqld(t *testing.T) {
+	dir := t.TempDir()
+	cnf := &mysqlctl.Mycnf{Path: filepath.Join(dir, "my.cnf"), SocketFile: filepath.Join(dir, "mysql.sock"), PidFile: filepath.Join(dir, "mysql.pid")}
+	// Like Vitess's Mysqld.Shutdown: nothing to do without socket and pid
+	// file; otherwise ask, and wait until the socket is gone.
+	var calls, asked atomic.Int32
+	shutdown := func(ctx context.Context) error {
+		calls.Add(1)
+		if _, err := os.Stat(cnf.SocketFile); err != nil {
+			return nil
+		}
+		asked.Add(1)
+		if err := os.WriteFile(cnf.SocketFile+".shutdown", nil, 0o600); err != nil {
+			return err
+		}
+		for {
+			if _, err := os.Stat(cnf.SocketFile); err != nil {
+				return nil
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	start := func() *exec.Cmd {
+		cmd := helper(t, "mysqld", "--defaults-file="+cnf.Path)
+		cmd.Env = append(cmd.Env, "FIFO_TEST_SOCKET="+cnf.SocketFile)
+		require.NoError(t, cmd.Start())
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+		return cmd
+	}
+
+	mysqld := start()
+	require.NoError(t, stopMysqld(context.Background(), cnf, 30*time.Second, shutdown, logutil.NewMemoryLogger()))
+	_, alive := readProcess(mysqld.Process.Pid)
+	assert.False(t, alive, "stopMysqld returned while the starting mysqld still ran")
+	assert.GreaterOrEqual(t, calls.Load(), int32(2))
+	assert.Equal(t, int32(1), asked.Load(), "asked once it listened")
+
+	// One that does not stop: an error after the timeout that names it.
+	require.NoError(t, os.Remove(cnf.SocketFile+".shutdown"))
+	mysqld = start()
+	err := stopMysqld(context.Background(), cnf, time.Second, func(context.Context) error { return nil }, logutil.NewMemoryLogger())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not stop within 1s")
+	assert.Contains(t, err.Error(), strconv.Itoa(mysqld.Process.Pid)+" (")
+	assert.Contains(t, err.Error(), "--defaults-file="+cnf.Path)
+}

@@ -266,6 +266,8 @@ func runConformance(t *testing.T, srv *splitstoragetest.Server) {
 		require.NoError(t, bh.AbortBackup(ctx))
 	})
 
+	t.Run("RemovedWhileRunning", func(t *testing.T) { runRemovedWhileRunning(t, s, dir) })
+
 	t.Run("CloseIsReusable", func(t *testing.T) {
 		require.NoError(t, s.Close())
 		bhs, err := s.ListBackups(ctx, dir)
@@ -330,3 +332,61 @@ func runCorruption(t *testing.T, s *splitstorage.Storage) {
 
 var _ = errors.New
 var _ = fmt.Sprint
+
+// runRemovedWhileRunning: a backup removed while it runs (RemoveBackup,
+// fifoverify --remove-incomplete) never completes over its missing objects.
+func runRemovedWhileRunning(t *testing.T, s *splitstorage.Storage, dir string) {
+	ctx := context.Background()
+	ps := int64(1 << 20)
+	listed := func() []string {
+		bhs, err := s.ListBackups(ctx, dir)
+		require.NoError(t, err)
+		return names(bhs)
+	}
+
+	// Removed mid-way: the backup goes on writing, and EndBackup refuses.
+	name := "2026-01-08.removed"
+	bh, err := s.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(8, 0))
+	require.NoError(t, writeFile(ctx, bh, "a", newGen(1, 3*ps), rng))
+	require.NoError(t, s.RemoveBackup(ctx, dir, name))
+	require.NoError(t, writeFile(ctx, bh, "b", newGen(2, 2*ps), rng))
+	err = bh.EndBackup(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not completing backup "+dir+"/"+name)
+	assert.Contains(t, err.Error(), "its start marker is gone")
+	assert.Contains(t, err.Error(), dir+"/"+name+"/a.part-00000001 is missing")
+	assert.Contains(t, err.Error(), "was the backup removed while it ran?")
+	assert.NotContains(t, listed(), name)
+	require.NoError(t, s.RemoveBackup(ctx, dir, name))
+	assert.Empty(t, objects(t, s, dir+"/"+name+"/"))
+
+	// Removed while it completes, at random moments of EndBackup: once both
+	// returned the backup is neither listed nor leaves an object behind.
+	completed := 0
+	const trials = 8
+	for i := range trials {
+		name := fmt.Sprintf("2026-01-09.race%d", i)
+		bh, err := s.StartBackup(ctx, dir, name)
+		require.NoError(t, err)
+		require.NoError(t, writeFile(ctx, bh, "a", newGen(uint64(i), 2*ps+1), rng))
+		var endErr, rmErr error
+		var wg sync.WaitGroup
+		delay := time.Duration(rng.IntN(20)) * time.Millisecond
+		wg.Go(func() { endErr = bh.EndBackup(ctx) })
+		wg.Go(func() { time.Sleep(delay); rmErr = s.RemoveBackup(ctx, dir, name) })
+		wg.Wait()
+		require.NoError(t, rmErr)
+		if endErr == nil {
+			completed++
+		} else {
+			// Which check saw the removal depends on the interleaving (or
+			// the server refused the marker's write under a removal).
+			assert.Contains(t, endErr.Error(), dir+"/"+name, "trial %d: the error names the backup", i)
+		}
+		assert.NotContains(t, listed(), name, "trial %d: listed after its removal", i)
+		assert.Empty(t, objects(t, s, dir+"/"+name+"/"), "trial %d: objects left", i)
+	}
+	t.Logf("%d of %d backups removed while completing had completed first; the others failed", completed, trials)
+}

@@ -1,6 +1,7 @@
 package splitstorage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,7 @@ type Handle struct {
 	mysqlctlerrors.PerFileErrorRecorder
 
 	// write side
+	started     []byte // the start marker's content: this backup's, not a later one's
 	ctx         context.Context
 	cancel      context.CancelFunc
 	uploadSlots chan struct{}
@@ -64,10 +66,12 @@ type Handle struct {
 }
 
 type fileState struct {
-	open  bool
-	err   error
-	size  int64
-	parts int
+	open      bool
+	err       error
+	size      int64
+	parts     int
+	partSizes []int64 // of parts 1..n, to check them before completing
+	indexSize int64
 }
 
 // Directory is part of backupstorage.BackupHandle.
@@ -124,11 +128,16 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 		names []string
 		total int64
 		parts int
+		want  = map[string]int64{} // every object written: key -> size
 	)
 	for name, st := range h.files {
 		names = append(names, name)
 		total += st.size
 		parts += st.parts
+		for i, size := range st.partSizes {
+			want[PartKey(h.dir, h.name, name, i+1)] = size
+		}
+		want[IndexKey(h.dir, h.name, name)] = st.indexSize
 		if st.open {
 			errs = append(errs, fmt.Errorf("%s: still open", h.where(name)))
 		} else if st.err != nil {
@@ -141,6 +150,13 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
 	}
+	// A backup removed while it ran (RemoveBackup, fifoverify
+	// --remove-incomplete) must not complete over the missing objects: check
+	// them before the marker, and again after it, in case the removal ran
+	// meanwhile (it deletes the marker again as its last step).
+	if err := h.checkStored(ctx, want); err != nil {
+		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
+	}
 	sort.Strings(names)
 	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts})
 	key := backupPrefix(h.dir, h.name) + completeMarker
@@ -148,9 +164,64 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	if err := h.e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: completing backup %s/%s: %w", h.dir, h.name, err)
 	}
+	if err := h.checkStored(ctx, want); err != nil {
+		if derr := h.e.be.Delete(ctx, key); derr != nil {
+			err = errors.Join(err, fmt.Errorf("and its completion marker could not be deleted: %w", derr))
+		}
+		return fmt.Errorf("split storage: backup %s/%s was removed while it completed: %w", h.dir, h.name, err)
+	}
 	h.e.stats.Scope(stats.Operation("Backup:Complete")).TimedIncrement(time.Since(start))
 	h.e.logger.Infof("split storage: backup %s/%s complete: %d files, %d bytes in %d parts of up to %d bytes (%d retries)",
 		h.dir, h.name, len(names), total, parts, h.e.cfg.PartSize, h.s.Retries())
+	return nil
+}
+
+// checkStored lists the backup once and checks that every object in want is
+// there with its size, and that the start marker is this backup's own.
+func (h *Handle) checkStored(ctx context.Context, want map[string]int64) error {
+	prefix := backupPrefix(h.dir, h.name)
+	objs, err := h.e.be.List(ctx, prefix, false)
+	if err != nil {
+		return fmt.Errorf("listing %s to check its objects: %w", prefix, err)
+	}
+	got := make(map[string]int64, len(objs))
+	for _, o := range objs {
+		got[o.Key] = o.Size
+	}
+	var problems []string
+	b, err := readSmall(ctx, h.e.be, prefix+startedMarker)
+	switch {
+	case errors.Is(err, ErrNotExist):
+		problems = append(problems, "its start marker is gone")
+	case err != nil:
+		return fmt.Errorf("reading its start marker: %w", err)
+	case !bytes.Equal(b, h.started):
+		problems = append(problems, "its start marker is another backup's")
+	}
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	missing := 0
+	for _, k := range keys {
+		size, ok := got[k]
+		switch {
+		case !ok:
+			missing++
+			if missing <= 3 {
+				problems = append(problems, fmt.Sprintf("%s is missing", k))
+			}
+		case size != want[k]:
+			problems = append(problems, fmt.Sprintf("%s has %d bytes, %d were written", k, size, want[k]))
+		}
+	}
+	if missing > 3 {
+		problems = append(problems, fmt.Sprintf("%d more objects are missing", missing-3))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%d objects written, but %s (was the backup removed while it ran?)", len(want), strings.Join(problems, "; "))
+	}
 	return nil
 }
 
@@ -184,7 +255,9 @@ type fileWriter struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	parts []PartEntry
-	err   error
+	// indexSize is the size of the index object, once written.
+	indexSize int64
+	err       error
 }
 
 func (w *fileWriter) fail(err error) error {
@@ -292,6 +365,11 @@ func (w *fileWriter) Close() error {
 	w.st.err = err
 	w.st.size = w.size
 	w.st.parts = w.nparts
+	w.st.partSizes = make([]int64, len(w.parts))
+	for i, p := range w.parts {
+		w.st.partSizes[i] = p.Size
+	}
+	w.st.indexSize = w.indexSize
 	w.h.mu.Unlock()
 	if err != nil {
 		w.h.RecordError(w.file, err)
@@ -322,6 +400,7 @@ func (w *fileWriter) finish() error {
 	if err := w.h.e.be.Put(w.ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: %s: writing index: %w", w.h.where(w.file), err)
 	}
+	w.indexSize = int64(len(doc))
 	w.h.e.stats.Scope(stats.Operation("Index:Write")).TimedIncrementBytes(len(doc), time.Since(start))
 	return nil
 }

@@ -291,12 +291,14 @@ func (s *Storage) StartBackup(ctx context.Context, dir, name string) (backupstor
 	}
 	// StartBackup's ctx is only valid for this call: the backup lives on its own.
 	bctx, cancel := context.WithCancel(context.Background())
-	return &Handle{s: s, e: e, dir: dir, name: name, ctx: bctx, cancel: cancel,
+	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, ctx: bctx, cancel: cancel,
 		uploadSlots: make(chan struct{}, e.cfg.UploadConcurrency), files: map[string]*fileState{}}, nil
 }
 
 // RemoveBackup is part of backupstorage.BackupStorage: it deletes every object of
-// the backup, the completion marker first so that it leaves the listing at once.
+// the backup, the completion marker first so that it leaves the listing at once,
+// and last again, in case the backup was still running and completed meanwhile
+// (its EndBackup then finds objects missing and fails).
 func (s *Storage) RemoveBackup(ctx context.Context, dir, name string) error {
 	if err := checkName("directory", dir, true); err != nil {
 		return err
@@ -345,8 +347,10 @@ func removeBackup(ctx context.Context, e *env, dir, name string) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 	}
-	if err := e.be.Delete(ctx, prefix+startedMarker); err != nil {
-		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	for _, key := range []string{prefix + startedMarker, prefix + completeMarker} {
+		if err := e.be.Delete(ctx, key); err != nil {
+			return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+		}
 	}
 	return nil
 }

@@ -135,7 +135,7 @@ func (e *timedEngine) ExecuteRestore(ctx context.Context, p mysqlctl.RestorePara
 	if err == nil && os.Geteuid() == 0 {
 		// Vitess's xtrabackup engine leaves --move-back's files owned by
 		// root; the mysql user that runs mysqld here needs them (untimed).
-		err = matchOwner(p.Cnf)
+		err = matchOwner(p.Cnf, []string{p.Cnf.DataDir, p.Cnf.InnodbDataHomeDir, p.Cnf.InnodbLogGroupHomeDir})
 	}
 	return m, err
 }

@@ -2,6 +2,7 @@ package fifobackupengine
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ const (
 	allowedUseMemory      = "0 (tool default) or a size up to 1PiB"
 	allowedProgress       = "0 (off) or a positive duration"
 	allowedToolFlags      = "flags split like a shell would (balanced quotes, no trailing backslash)"
+	allowedExternalDirs   = "absolute, clean directory paths, comma-separated"
 )
 
 // Config is everything the engine reads from its flags. Tests build one
@@ -80,6 +82,10 @@ type Config struct {
 	FIFOTimeout    time.Duration
 	UseMemory      int64
 	Progress       time.Duration
+	// ExternalTablespaceDirs are where a restore may put tablespaces that
+	// lived outside the data directory (DATA DIRECTORY tables, MySQL's
+	// innodb_directories are added from my.cnf).
+	ExternalTablespaceDirs []string
 
 	// Compression, from Vitess's own flags (see compress.go).
 	Compression CompressionConfig
@@ -151,6 +157,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open each of its FIFOs (its --fifo-timeout: that many tries, one a second); 2s..1h. The engine waits for the FIFOs to appear as long as the tool runs.")
 	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves the tool's default.")
 	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup logs bytes done, rate and ETA; 0 disables.")
+	fs.StringSliceVar(&c.ExternalTablespaceDirs, "fifo-backup-external-tablespace-dirs", d.ExternalTablespaceDirs, "directories a restore may write tablespaces to that lived outside the data directory (tables with DATA DIRECTORY, MySQL 8 remote tablespaces), besides MySQL's innodb_directories from my.cnf; comma-separated absolute paths. A restored tablespace's path comes from the backup, so any other is refused.")
 }
 
 // ValidateFlags checks the engine's own flag values; the custom binaries call
@@ -231,6 +238,11 @@ func (c *Config) validateOwn() error {
 	}
 	if err := checkToolBackupFlags(backupFlags); err != nil {
 		return err
+	}
+	for _, d := range c.ExternalTablespaceDirs {
+		if !filepath.IsAbs(d) || filepath.Clean(d) != d {
+			return bad("fifo-backup-external-tablespace-dirs", d, allowedExternalDirs)
+		}
 	}
 	if _, err := shlex.Split(c.PrepareFlags); err != nil {
 		return bad("fifo-backup-prepare-flags", c.PrepareFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -242,55 +243,49 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, staging stri
 	return nil
 }
 
-// moveBack moves the prepared files into the tablet's directories by
-// rename, as the tool's --move-back would: InnoDB system tablespace files
-// to InnodbDataHomeDir, redo logs to InnodbLogGroupHomeDir, the rest to
-// DataDir; the tool's own metadata files stay behind.
+// moveBack moves the prepared files into place by rename, where Percona's
+// copy-back or mariabackup's move-back would put them (planMoveBack); the
+// tool's own metadata files stay behind.
 func (r *restoreRun) moveBack(staging string) error {
 	cnf := r.params.Cnf
 	start := time.Now()
-	entries, err := os.ReadDir(staging)
+	layout, err := layoutFor(cnf, &r.cfg)
 	if err != nil {
 		return err
+	}
+	moves, index, err := planMoveBack(staging, layout)
+	if err != nil {
+		return vterrors.Wrapf(err, "cannot place the files of the backup")
 	}
 	for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return vterrors.Wrapf(err, "cannot create %s", dir)
 		}
 	}
-	var moved int64
-	for _, e := range entries {
-		name := e.Name()
-		if isToolMetadata(name) {
-			continue
-		}
-		dst := filepath.Join(destinationDir(cnf, name), name)
-		if err := moveByRename(filepath.Join(staging, name), dst); err != nil {
-			return err
-		}
-		moved++
+	if err := applyMoveBack(staging, moves, index); err != nil {
+		return err
 	}
-	if err := matchOwner(cnf); err != nil {
+	placed := []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir}
+	for _, m := range moves {
+		if !slices.ContainsFunc(placed, func(d string) bool { return strings.HasPrefix(m.Dst, filepath.Clean(d)+string(filepath.Separator)) }) {
+			r.logger.Infof("fifo restore: %s placed at %s", m.Src, m.Dst)
+			placed = append(placed, m.Dst)
+		}
+	}
+	if index != nil {
+		placed = append(placed, index.Dst)
+	}
+	if err := matchOwner(cnf, placed); err != nil {
 		return err
 	}
 	r.stats.since("MoveBack", start)
-	r.logger.Infof("fifo restore: moved %d entries into place in %v", moved, time.Since(start).Round(time.Millisecond))
+	r.logger.Infof("fifo restore: moved %d entries into place in %v", len(moves), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
 func isToolMetadata(name string) bool {
 	return strings.HasPrefix(name, "xtrabackup_") || strings.HasPrefix(name, "mariadb_backup_") ||
 		name == "backup-my.cnf"
-}
-
-func destinationDir(cnf *mysqlctl.Mycnf, name string) string {
-	switch {
-	case strings.HasPrefix(name, "ibdata"):
-		return cnf.InnodbDataHomeDir
-	case strings.HasPrefix(name, "ib_logfile"):
-		return cnf.InnodbLogGroupHomeDir
-	}
-	return cnf.DataDir
 }
 
 // moveByRename renames src to dst; across filesystems (a custom layout) it
@@ -311,7 +306,7 @@ func moveByRename(src, dst string) error {
 // matchOwner gives the restored files the owner of the tablet directory
 // when the restore runs as root, so a mysqld running as its own user can
 // open them.
-func matchOwner(cnf *mysqlctl.Mycnf) error {
+func matchOwner(cnf *mysqlctl.Mycnf, paths []string) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
@@ -323,7 +318,7 @@ func matchOwner(cnf *mysqlctl.Mycnf) error {
 	if !ok || sys.Uid == 0 {
 		return nil
 	}
-	for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
+	for _, dir := range paths {
 		err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
 			if err != nil {
 				return err

@@ -277,7 +277,11 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 		// exist), so only its parent must be there.
 		defer os.RemoveAll(fifoDir)
 	}
-	args, err := b.tool.backupArgs(&b.cfg, b.params.Cnf.Path, b.params.Cnf.SocketFile, user, workDir, b.source, fifoDir)
+	openFiles, err := toolOpenFiles(b.params.Cnf.DataDir)
+	if err != nil {
+		return err
+	}
+	args, err := b.tool.backupArgs(&b.cfg, b.params.Cnf.Path, b.params.Cnf.SocketFile, user, workDir, b.source, fifoDir, openFiles)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
 // newCommand is exec.CommandContext for every program the engine runs (the
@@ -68,4 +73,53 @@ func processesWithArg(arg string) []localProcess {
 		}
 	}
 	return out
+}
+
+// openFilesSlack is what the tool keeps open besides the tablespaces it
+// opens at once (redo, system and undo tablespaces, pipes, the connection).
+const openFilesSlack = 256
+
+// toolOpenFiles is the tool's --open-files-limit: the hard limit of open
+// files, which it raises its own soft limit to with setrlimit. Both tools
+// open every InnoDB tablespace at the start of a backup, so a tablet with
+// more tablespaces than a login's soft limit (1024 under runuser/PAM) would
+// fail with "Too many open files"; a hard limit too low for the tablespaces
+// in dataDir is an error before the tool starts.
+func toolOpenFiles(dataDir string) (uint64, error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, nil // not knowable here: leave the tool's default
+	}
+	return checkOpenFiles(dataDir, countTablespaces(dataDir), rl.Max)
+}
+
+func checkOpenFiles(dataDir string, tablespaces int, hard uint64) (uint64, error) {
+	if need := uint64(tablespaces + openFilesSlack); hard < need {
+		return 0, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+			"the backup tool needs about %d open files (%d InnoDB tablespaces in %s, and %d more), but this process's hard limit of open files is %d: raise it (ulimit -Hn, LimitNOFILE= in the service unit, the container's nofile ulimit)",
+			need, tablespaces, dataDir, openFilesSlack, hard)
+	}
+	return min(hard, 1<<30), nil
+}
+
+// countTablespaces counts the .ibd files in dataDir and its database
+// directories (file-per-table, partitions, general tablespaces).
+func countTablespaces(dataDir string) int {
+	n := 0
+	entries, _ := os.ReadDir(dataDir)
+	for _, e := range entries {
+		if !e.IsDir() {
+			if strings.HasSuffix(e.Name(), ".ibd") {
+				n++
+			}
+			continue
+		}
+		sub, _ := os.ReadDir(filepath.Join(dataDir, e.Name()))
+		for _, f := range sub {
+			if strings.HasSuffix(f.Name(), ".ibd") {
+				n++
+			}
+		}
+	}
+	return n
 }

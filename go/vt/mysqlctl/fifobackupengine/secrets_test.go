@@ -26,7 +26,7 @@ func TestSecretFlagForms(t *testing.T) {
 	cfg.BackupFlags = flags
 	cfg.PrepareFlags = `--transition-key PLANTED-11 -p PLANTED-12`
 	tool := &backupTool{Flavor: FlavorMariabackup}
-	args, err := tool.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "")
+	args, err := tool.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "", 0)
 	require.NoError(t, err)
 	argv := strings.Join(args, " ")
 	for _, want := range []string{"--password=PLANTED-4", "-pPLANTED-5", "--encrypt-key=PLANTED-10", "-P 3306", "--parallel=4"} {

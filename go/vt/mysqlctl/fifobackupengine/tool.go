@@ -139,7 +139,9 @@ func (t *backupTool) sourceFor(cfg *Config) (string, error) {
 
 // backupArgs builds the tool's argv for a streaming backup. It never goes
 // through a shell; extra flags are split like a shell would.
-func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir, source, fifoDir string) ([]string, error) {
+// openFiles (0: not passed) is the tool's --open-files-limit; flags in
+// --fifo-backup-backup-flags come last, so an operator's own wins.
+func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir, source, fifoDir string, openFiles uint64) ([]string, error) {
 	if cfg.ReadBufferSize > 0 && t.Flavor == FlavorMariabackup {
 		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-read-buffer-size is set but %s is mariabackup (%s), which has no chunk size setting; unset the flag", t.Path, t.Version)
 	}
@@ -154,6 +156,9 @@ func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir
 		"--extra-lsndir=" + workDir,
 		"--stream=xbstream",
 		fmt.Sprintf("--parallel=%d", parallel(cfg, source)),
+	}
+	if openFiles > 0 {
+		args = append(args, fmt.Sprintf("--open-files-limit=%d", openFiles))
 	}
 	if cfg.ReadBufferSize > 0 {
 		args = append(args, fmt.Sprintf("--read-buffer-size=%d", cfg.ReadBufferSize))

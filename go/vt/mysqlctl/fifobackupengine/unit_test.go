@@ -152,7 +152,7 @@ func TestBackupArgsNeverUseAShellAndRefuseChunkSizeOnMariabackup(t *testing.T) {
 	cfg := validConfig()
 	cfg.BackupFlags = `--tables-exclude='a b' --no-lock`
 	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Patch: 35, Build: 30}
-	args, err := percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo")
+	args, err := percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo", 0)
 	require.NoError(t, err)
 	assert.Equal(t, "--defaults-file=/my.cnf", args[0])
 	assert.Contains(t, args, "--fifo-streams=4")
@@ -160,7 +160,7 @@ func TestBackupArgsNeverUseAShellAndRefuseChunkSizeOnMariabackup(t *testing.T) {
 
 	// N streams, M lanes; --parallel raised to N as Percona would.
 	cfg.FIFOStreams, cfg.Lanes = 8, 2
-	args, err = percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo")
+	args, err = percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo", 0)
 	require.NoError(t, err)
 	assert.Contains(t, args, "--fifo-streams=8")
 	assert.Contains(t, args, "--parallel=8")
@@ -168,10 +168,10 @@ func TestBackupArgsNeverUseAShellAndRefuseChunkSizeOnMariabackup(t *testing.T) {
 	assert.Contains(t, args, "--tables-exclude=a b")
 
 	cfg.ReadBufferSize = 8 << 20
-	args, err = percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "")
+	args, err = percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "", 0)
 	require.NoError(t, err)
 	assert.Contains(t, args, "--read-buffer-size=8388608")
-	_, err = (&backupTool{Flavor: FlavorMariabackup}).backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "")
+	_, err = (&backupTool{Flavor: FlavorMariabackup}).backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "", 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--fifo-backup-read-buffer-size")
 }

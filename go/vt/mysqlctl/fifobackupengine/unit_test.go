@@ -38,6 +38,8 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 		{"read buffer on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.ReadBufferSize = 8 << 20 }, []string{"--fifo-backup-read-buffer-size", "0 with --fifo-backup-tool-flavor=mariabackup"}},
 		{"fifo on mariabackup", func(c *Config) { c.ToolFlavor = FlavorMariabackup; c.Source = SourceFIFO }, []string{"--fifo-backup-source", "auto, stdout with --fifo-backup-tool-flavor=mariabackup", "8.0.33"}},
 		{"fifo timeout", func(c *Config) { c.FIFOTimeout = 0 }, []string{"--fifo-backup-fifo-timeout", "2s..1h"}},
+		{"external tablespace dir relative", func(c *Config) { c.ExternalTablespaceDirs = []string{"/ok", "rel/dir"} }, []string{"--fifo-backup-external-tablespace-dirs", `"rel/dir"`, "absolute, clean"}},
+		{"external tablespace dir unclean", func(c *Config) { c.ExternalTablespaceDirs = []string{"/a/../b"} }, []string{"--fifo-backup-external-tablespace-dirs", "absolute, clean"}},
 		{"fifo streams", func(c *Config) { c.FIFOStreams = 65 }, []string{"--fifo-backup-fifo-streams", "0 (as many as --fifo-backup-lanes) or 1..64"}},
 		// A chunk is as large as Percona's read buffer: above what a restore takes, refused.
 		{"read buffer above the largest chunk", func(c *Config) { c.ReadBufferSize = 65 << 20 }, []string{"--fifo-backup-read-buffer-size", "128KiB..64MiB in steps of 64KiB"}},

@@ -3,6 +3,7 @@ package fifobackupengine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,11 +55,14 @@ func newWorkDir(parent, prefix string, logger logutil.Logger) (dir string, relea
 	return dir, release, nil
 }
 
-// claimWorkDir records this process as the owner of dir; the returned func
+// claimWorkDir records this process as the owner of dir: its pid and start
+// time, so that a pid used again after a restart (vttablet is pid 1 again in
+// a restarted container) is not taken for the owner. The returned func
 // removes the record.
 func claimWorkDir(dir string) (func(), error) {
 	f := dir + ownerSuffix
-	if err := os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+	self := os.Getpid()
+	if err := os.WriteFile(f, []byte(fmt.Sprintf("%d %s", self, processStart(self))), 0o600); err != nil {
 		return func() {}, err
 	}
 	return func() { _ = os.Remove(f) }, nil
@@ -66,7 +70,7 @@ func claimWorkDir(dir string) (func(), error) {
 
 // removeStaleWorkDirs removes the work directories named prefix* under
 // parent left by runs whose process died without cleaning up (SIGKILL, OOM
-// kill, power loss): those whose owner pid is not a live process. A directory
+// kill, power loss): those whose owner is not a live process. A directory
 // without an owner file, or whose owner lives, is left alone.
 func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 	entries, err := os.ReadDir(parent)
@@ -82,8 +86,9 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		if err != nil {
 			continue
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || pid == os.Getpid() || processAlive(pid) {
+		pidText, start, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || ownerAlive(pid, start) {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
@@ -93,6 +98,38 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		_ = os.Remove(dir + ownerSuffix)
 		logger.Infof("fifo: removed %s left by a run whose process (%d) is gone", dir, pid)
 	}
+}
+
+// ownerAlive: pid lives and, when the record has one, started when the
+// record says (else the pid was given to another process since).
+func ownerAlive(pid int, start string) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	if now := processStart(pid); start != "" && now != "" {
+		return now == start
+	}
+	return true
+}
+
+// processStart is pid's start time in clock ticks since boot (field 22 of
+// /proc/pid/stat), or "" where it cannot be read.
+func processStart(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	// After "pid (comm)": state is field 3, starttime field 22.
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
 }
 
 func processAlive(pid int) bool {

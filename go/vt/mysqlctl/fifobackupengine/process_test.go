@@ -3,6 +3,7 @@ package fifobackupengine
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,4 +131,38 @@ func TestStopMysqldWaitsForStartingMysqld(t *testing.T) {
 	assert.Contains(t, err.Error(), "did not stop within 1s")
 	assert.Contains(t, err.Error(), strconv.Itoa(mysqld.Process.Pid)+" (")
 	assert.Contains(t, err.Error(), "--defaults-file="+cnf.Path)
+}
+
+// TestRemoveStaleWorkDirs: a work directory is removed only when its owner
+// is gone, a pid given to another process since (same pid, other start
+// time: vttablet is pid 1 again in a restarted container) counting as gone.
+func TestRemoveStaleWorkDirs(t *testing.T) {
+	parent := t.TempDir()
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	self := os.Getpid()
+	owners := map[string]string{
+		"fifo-restore-mine":      fmt.Sprintf("%d %s", self, processStart(self)),
+		"fifo-restore-reused":    fmt.Sprintf("%d 1", self),
+		"fifo-restore-dead":      fmt.Sprintf("%d %s", dead.Process.Pid, "12345"),
+		"fifo-restore-oldformat": strconv.Itoa(self),
+		"fifo-restore-noowner":   "",
+		"fifo-backup-dead":       fmt.Sprintf("%d 1", dead.Process.Pid),
+	}
+	for dir, owner := range owners {
+		require.NoError(t, os.MkdirAll(filepath.Join(parent, dir, "sub"), 0o750))
+		if owner != "" {
+			require.NoError(t, os.WriteFile(filepath.Join(parent, dir+ownerSuffix), []byte(owner), 0o600))
+		}
+	}
+	require.NotEmpty(t, processStart(self))
+	removeStaleWorkDirs(parent, stagingDirPrefix, logutil.NewMemoryLogger())
+	for dir, kept := range map[string]bool{"fifo-restore-mine": true, "fifo-restore-reused": false, "fifo-restore-dead": false,
+		"fifo-restore-oldformat": true, "fifo-restore-noowner": true, "fifo-backup-dead": true} {
+		_, err := os.Stat(filepath.Join(parent, dir))
+		assert.Equal(t, kept, err == nil, "%s kept", dir)
+		if !kept {
+			assert.NoFileExists(t, filepath.Join(parent, dir+ownerSuffix))
+		}
+	}
 }

@@ -154,7 +154,13 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	// --remove-incomplete) must not complete over the missing objects: check
 	// them before the marker, and again after it, in case the removal ran
 	// meanwhile (it deletes the marker again as its last step).
-	if err := h.checkStored(ctx, want); err != nil {
+	if startGone, err := h.checkStored(ctx, want); err != nil {
+		if startGone {
+			// Removed: finish the removal, which the parts written since escaped.
+			if rerr := removeBackup(ctx, h.e, h.dir, h.name); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
 		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
 	}
 	sort.Strings(names)
@@ -164,7 +170,7 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	if err := h.e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: completing backup %s/%s: %w", h.dir, h.name, err)
 	}
-	if err := h.checkStored(ctx, want); err != nil {
+	if _, err := h.checkStored(ctx, want); err != nil {
 		if derr := h.e.be.Delete(ctx, key); derr != nil {
 			err = errors.Join(err, fmt.Errorf("and its completion marker could not be deleted: %w", derr))
 		}
@@ -177,12 +183,13 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 }
 
 // checkStored lists the backup once and checks that every object in want is
-// there with its size, and that the start marker is this backup's own.
-func (h *Handle) checkStored(ctx context.Context, want map[string]int64) error {
+// there with its size, and that the start marker is this backup's own;
+// startGone says the start marker is missing (the backup was removed).
+func (h *Handle) checkStored(ctx context.Context, want map[string]int64) (startGone bool, err error) {
 	prefix := backupPrefix(h.dir, h.name)
 	objs, err := h.e.be.List(ctx, prefix, false)
 	if err != nil {
-		return fmt.Errorf("listing %s to check its objects: %w", prefix, err)
+		return false, fmt.Errorf("listing %s to check its objects: %w", prefix, err)
 	}
 	got := make(map[string]int64, len(objs))
 	for _, o := range objs {
@@ -192,9 +199,10 @@ func (h *Handle) checkStored(ctx context.Context, want map[string]int64) error {
 	b, err := readSmall(ctx, h.e.be, prefix+startedMarker)
 	switch {
 	case errors.Is(err, ErrNotExist):
+		startGone = true
 		problems = append(problems, "its start marker is gone")
 	case err != nil:
-		return fmt.Errorf("reading its start marker: %w", err)
+		return false, fmt.Errorf("reading its start marker: %w", err)
 	case !bytes.Equal(b, h.started):
 		problems = append(problems, "its start marker is another backup's")
 	}
@@ -220,9 +228,9 @@ func (h *Handle) checkStored(ctx context.Context, want map[string]int64) error {
 		problems = append(problems, fmt.Sprintf("%d more objects are missing", missing-3))
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%d objects written, but %s (was the backup removed while it ran?)", len(want), strings.Join(problems, "; "))
+		return startGone, fmt.Errorf("%d objects written, but %s (was the backup removed while it ran?)", len(want), strings.Join(problems, "; "))
 	}
-	return nil
+	return false, nil
 }
 
 // AbortBackup is part of backupstorage.BackupHandle: it stops the uploads and

@@ -51,6 +51,7 @@ var Flags = []Flag{
 	{Name: "fifo-backup-fifo-timeout", Allowed: "2s..1h", Bad: []string{"0", "999ms", "1s", "1h0m1s", "2h", "-1s", "abc", "10"}},
 	{Name: "fifo-backup-use-memory", Allowed: "0 (tool default) or a size up to 1PiB", Bad: []string{"1125899906842625", "2PiB", "-1", "lots"}},
 	{Name: "fifo-backup-progress-interval", Allowed: "0 (off) or a positive duration", Bad: []string{"-1s", "abc", "5"}},
+	{Name: "fifo-backup-external-tablespace-dirs", Allowed: "absolute, clean directory paths, comma-separated", Bad: []string{"relative/dir", "/a/../b", "/ok,rel", "/trailing/"}},
 	{Name: "fifo-backup-backup-flags", Allowed: "split like a shell would (balanced quotes, no trailing backslash)", Bad: []string{`--compress="unterminated`, `--x \`}},
 	{Name: "fifo-backup-prepare-flags", Allowed: "split like a shell would (balanced quotes, no trailing backslash)", Bad: []string{`'`, `--use-memory="1G`}},
 	{Name: "fifo-backup-tool-path", Free: "any path: a missing tool is found at the first backup (the tablet may get it later); empty looks it up in PATH"},

@@ -81,10 +81,12 @@ const openFilesSlack = 256
 
 // toolOpenFiles is the tool's --open-files-limit: the hard limit of open
 // files, which it raises its own soft limit to with setrlimit. Both tools
-// open every InnoDB tablespace at the start of a backup, so a tablet with
+// open every InnoDB tablespace at the start of a backup (and --prepare opens
+// those the redo touches, up to all of them), so a tablet with
 // more tablespaces than a login's soft limit (1024 under runuser/PAM) would
 // fail with "Too many open files"; a hard limit too low for the tablespaces
-// in dataDir is an error before the tool starts.
+// in dataDir (the data directory, or a restore's staging) is an error
+// before the tool starts.
 func toolOpenFiles(dataDir string) (uint64, error) {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {

@@ -222,7 +222,11 @@ func laneNames(m *Manifest) string {
 
 // prepare runs the tool's --prepare on the staging directory.
 func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, staging string) error {
-	args, err := tool.prepareArgs(&r.cfg, r.params.Cnf.Path, staging)
+	openFiles, err := toolOpenFiles(staging)
+	if err != nil {
+		return err
+	}
+	args, err := tool.prepareArgs(&r.cfg, r.params.Cnf.Path, staging, openFiles)
 	if err != nil {
 		return err
 	}

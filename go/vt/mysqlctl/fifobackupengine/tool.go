@@ -187,8 +187,12 @@ func parallel(cfg *Config, source string) int {
 }
 
 // prepareArgs builds the tool's argv for --prepare of an extracted backup.
-func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string) ([]string, error) {
+// openFiles as in backupArgs: applying the redo opens tablespaces too.
+func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64) ([]string, error) {
 	args := []string{"--defaults-file=" + defaultsFile, "--prepare", "--target-dir=" + targetDir}
+	if openFiles > 0 {
+		args = append(args, fmt.Sprintf("--open-files-limit=%d", openFiles))
+	}
 	if cfg.UseMemory > 0 {
 		args = append(args, fmt.Sprintf("--use-memory=%d", cfg.UseMemory))
 	}

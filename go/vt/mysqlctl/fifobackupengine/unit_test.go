@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,4 +287,22 @@ func TestSkipControlByte(t *testing.T) {
 			assert.Equal(t, tc.rest, string(rest))
 		})
 	}
+}
+
+// TestOpenFilesLimitPassed: both the backup and the prepare get
+// --open-files-limit, before the operator's own flags (which win).
+func TestOpenFilesLimitPassed(t *testing.T) {
+	cfg := validConfig()
+	cfg.BackupFlags, cfg.PrepareFlags = "--open-files-limit=777", ""
+	tool := &backupTool{Flavor: FlavorMariabackup}
+	args, err := tool.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "", 4096)
+	require.NoError(t, err)
+	i, j := slices.Index(args, "--open-files-limit=4096"), slices.Index(args, "--open-files-limit=777")
+	assert.True(t, i > 0 && j > i, "ours, then the operator's: %v", args)
+	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 4096)
+	require.NoError(t, err)
+	assert.Contains(t, args, "--open-files-limit=4096")
+	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 0)
+	require.NoError(t, err)
+	assert.NotContains(t, strings.Join(args, " "), "--open-files-limit")
 }

@@ -1,0 +1,59 @@
+// Package layers holds the test of the project's import rules
+// (docs/architecture.md, "Who may import whom").
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const mod = "github.com/vtfifo/vtfifo/"
+
+// rules: a package (its non-test files, and everything they import,
+// transitively) may depend on nothing of ours but what allowed lists.
+var rules = map[string][]string{
+	"go/xbstream":                     {},
+	"go/internal/flagvalue":           {},
+	"go/vt/mysqlctl/splitstorage":     {"go/internal/flagvalue"},
+	"go/vt/mysqlctl/fifobackupengine": {"go/internal/flagvalue", "go/xbstream"},
+	"go/cmd/plugin":                   {"go/internal/flagvalue"},
+	"go/cmd/plugin/storages":          {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/splitstorage"},
+	"go/cmd/plugin/engines":           {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/xbstream"},
+	"go/cmd/fifoverify":               {"go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/xbstream"},
+	"go/cmd/vttablet":                 {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/xbstream"},
+	"go/cmd/vtbackup":                 {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/xbstream"},
+	"go/cmd/vtctld":                   {"go/cmd/plugin", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/splitstorage"},
+	"go/internal/xtrabackupstandin":   {"go/xbstream"},
+}
+
+// TestImportRules: lower layers never import higher ones (xbstream nothing
+// of ours; the storage and the engine not each other; no product code the
+// test helpers), so each layer can be changed and tested on its own.
+func TestImportRules(t *testing.T) {
+	args := []string{"list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}
+	for pkg := range rules {
+		args = append(args, mod+pkg)
+	}
+	out, err := exec.Command("go", args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], mod)
+		allowed, ok := rules[pkg]
+		require.True(t, ok, "go list answered for %s", fields[0])
+		seen++
+		for _, dep := range fields[1:] {
+			ours, isOurs := strings.CutPrefix(dep, mod)
+			if !isOurs {
+				continue
+			}
+			assert.Contains(t, allowed, ours, "%s depends on %s, which its layer may not (docs/architecture.md)", pkg, ours)
+		}
+	}
+	assert.Equal(t, len(rules), seen, "every ruled package listed")
+}

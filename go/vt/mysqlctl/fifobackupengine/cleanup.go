@@ -112,26 +112,6 @@ func ownerAlive(pid int, start string) bool {
 	return true
 }
 
-// processStart is pid's start time in clock ticks since boot (field 22 of
-// /proc/pid/stat), or "" where it cannot be read.
-func processStart(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	// After "pid (comm)": state is field 3, starttime field 22.
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return ""
-	}
-	return fields[19]
-}
-
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)

@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -37,19 +38,37 @@ func (p localProcess) String() string {
 	return fmt.Sprintf("%d (%s)", p.Pid, strings.Join(p.Argv, " "))
 }
 
+// procStat returns the fields of /proc/pid/stat after "pid (comm)" (comm
+// may hold spaces and parentheses): [0] is the state, [19] the start time.
+func procStat(pid int) ([]string, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	return f, len(f) >= 20
+}
+
+// processStart is pid's start time in clock ticks since boot, or "" where
+// it cannot be read.
+func processStart(pid int) string {
+	if f, ok := procStat(pid); ok {
+		return f[19]
+	}
+	return ""
+}
+
 // readProcess reads pid's argv from /proc; ok is false for a process that is
 // gone, a zombie, or not visible.
 func readProcess(pid int) (p localProcess, ok bool) {
-	dir := filepath.Join("/proc", strconv.Itoa(pid))
-	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
+	if f, ok := procStat(pid); !ok || f[0] == "Z" {
 		return p, false
 	}
-	// "pid (comm) state ...": comm may hold spaces and parentheses.
-	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || len(stat) < i+3 || stat[i+2] == 'Z' {
-		return p, false
-	}
-	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 	if err != nil || len(cmdline) == 0 {
 		return p, false
 	}
@@ -80,7 +99,9 @@ func processesWithArg(arg string) []localProcess {
 const openFilesSlack = 256
 
 // toolOpenFiles is the tool's --open-files-limit: the hard limit of open
-// files, which it raises its own soft limit to with setrlimit. Both tools
+// files, which it raises its own soft limit to with setrlimit (Percona's
+// xtrabackup.cc: xtrabackup_backup_func calls xb_set_max_open_files, a uint;
+// mariabackup alike). Both tools
 // open every InnoDB tablespace at the start of a backup (and --prepare opens
 // those the redo touches, up to all of them), so a tablet with
 // more tablespaces than a login's soft limit (1024 under runuser/PAM) would

@@ -69,8 +69,7 @@ type fileState struct {
 	open      bool
 	err       error
 	size      int64
-	parts     int
-	partSizes []int64 // of parts 1..n, to check them before completing
+	parts     []PartEntry // as in its index, to check them before completing
 	indexSize int64
 }
 
@@ -133,9 +132,9 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	for name, st := range h.files {
 		names = append(names, name)
 		total += st.size
-		parts += st.parts
-		for i, size := range st.partSizes {
-			want[PartKey(h.dir, h.name, name, i+1)] = size
+		parts += len(st.parts)
+		for i, p := range st.parts {
+			want[PartKey(h.dir, h.name, name, i+1)] = p.Size
 		}
 		want[IndexKey(h.dir, h.name, name)] = st.indexSize
 		if st.open {
@@ -372,11 +371,7 @@ func (w *fileWriter) Close() error {
 	w.st.open = false
 	w.st.err = err
 	w.st.size = w.size
-	w.st.parts = w.nparts
-	w.st.partSizes = make([]int64, len(w.parts))
-	for i, p := range w.parts {
-		w.st.partSizes[i] = p.Size
-	}
+	w.st.parts = w.parts
 	w.st.indexSize = w.indexSize
 	w.h.mu.Unlock()
 	if err != nil {

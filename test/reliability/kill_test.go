@@ -202,8 +202,11 @@ func TestKillDuringRestore(t *testing.T) {
 // the source data.
 //   - the tool's --prepare, working on the staging directory: it must die with
 //     its parent (one left running would write into the next restore's files).
-//     It is stopped (SIGSTOP) before the kill, so only the kill of its parent
-//     can end it.
+//     It is stopped (SIGSTOP) before the kill so that it cannot finish first.
+//     Here two things end it: PR_SET_PDEATHSIG, and the SIGHUP the kernel
+//     sends a stopped process whose process group the kill orphans. So this
+//     case proves the next restore is safe; TestToolDiesWithParent, in the
+//     engine's package, is what proves the death signal alone.
 //   - mysqld_safe starting mysqld after the files moved into place (Vitess's
 //     restore does it): it outlives the kill, as mysqld does when vttablet is
 //     killed, and the next restore must stop it before it deletes the files

@@ -1,15 +1,9 @@
 package fifobackupengine
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/servenv"
@@ -36,16 +30,8 @@ func BenchmarkFIFOBalance(b *testing.B) {
 	fs := servenv.GetFlagSetFor("vttablet")
 	f := newFixture(b, mariadbtest.Options{Tables: 2000, RowsPerTable: 200, BigTableBytes: int64(bigMB) << 20, SkipOtherEngines: true})
 	f.useFileStorage(b)
-	rootPath := b.TempDir()
-	require.NoError(b, os.Symlink("/usr/bin/mariabackup", filepath.Join(rootPath, "xtrabackup")))
-	require.NoError(b, os.Symlink("/usr/bin/mbstream", filepath.Join(rootPath, "xbstream")))
-	oldComp := mysqlctl.CompressionEngineName
-	mysqlctl.CompressionEngineName = mysqlctl.ZstdCompressor
-	b.Cleanup(func() { mysqlctl.CompressionEngineName = oldComp })
-
 	const m = 4
-	require.NoError(b, fs.Parse([]string{"--xtrabackup-root-path=" + rootPath, "--xtrabackup-user=vt_dba",
-		"--xtrabackup-stream-mode=xbstream", fmt.Sprintf("--xtrabackup-stripes=%d", m), "--compression-level=1"}))
+	useVitessXtrabackup(b, fs, mysqlctl.ZstdCompressor)(m)
 	fifo := func(n int) Config {
 		c := testConfig(m, SourceFIFO, zstdConfig())
 		c.ToolPath, c.FIFOStreams, c.Progress = standinPath, n, 0
@@ -69,21 +55,15 @@ func BenchmarkFIFOBalance(b *testing.B) {
 	results := make([]sample, len(runs))
 	for range repeat {
 		for i, r := range runs {
-			timed := useTimedEngine(b, r.engine, r.cfg)
-			f.engine = r.engine
-			require.NoError(b, f.backup(b, nil))
-			if r.engine == engineName {
-				man := f.latestManifest(b)
-				results[i].lanes, results[i].streams = nil, man.StreamBytes
-				for _, l := range man.Lanes {
-					results[i].lanes = append(results[i].lanes, l.RawBytes)
+			timed := f.timedRoundTrip(b, r.engine, r.cfg, func() {
+				if r.engine == engineName {
+					man := f.latestManifest(b)
+					results[i].lanes, results[i].streams = nil, man.StreamBytes
+					for _, l := range man.Lanes {
+						results[i].lanes = append(results[i].lanes, l.RawBytes)
+					}
 				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			require.NoError(b, f.tb.Mysqld.Shutdown(ctx, f.tb.Cnf, true, time.Minute))
-			cancel()
-			_, err := f.restore(b, nil)
-			require.NoError(b, err)
+			})
 			results[i].backup = append(results[i].backup, timed.backup.wall.Seconds())
 			results[i].restore = append(results[i].restore, timed.restore.wall.Seconds())
 		}

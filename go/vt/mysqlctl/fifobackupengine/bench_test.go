@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
@@ -51,13 +52,7 @@ func BenchmarkVersusXtrabackupEngine(b *testing.B) {
 	f := newFixture(b, mariadbtest.Options{Tables: 200, BigTableBytes: int64(dataMB) << 20})
 	f.useFileStorage(b)
 
-	// Vitess's xtrabackup engine over mariabackup, configured by its flags.
-	rootPath := b.TempDir()
-	require.NoError(b, os.Symlink("/usr/bin/mariabackup", filepath.Join(rootPath, "xtrabackup")))
-	require.NoError(b, os.Symlink("/usr/bin/mbstream", filepath.Join(rootPath, "xbstream")))
-	oldComp := mysqlctl.CompressionEngineName
-	mysqlctl.CompressionEngineName = comp
-	b.Cleanup(func() { mysqlctl.CompressionEngineName = oldComp })
+	setStripes := useVitessXtrabackup(b, fs, comp)
 
 	type sample struct{ wall, cpu []float64 }
 	results := map[string]*sample{}
@@ -72,26 +67,13 @@ func BenchmarkVersusXtrabackupEngine(b *testing.B) {
 	}
 
 	for _, n := range lanes {
-		require.NoError(b, fs.Parse([]string{
-			"--xtrabackup-root-path=" + rootPath, "--xtrabackup-user=vt_dba",
-			"--xtrabackup-stream-mode=xbstream", fmt.Sprintf("--xtrabackup-stripes=%d", n),
-			"--compression-level=1",
-		}))
+		setStripes(n)
 		cfg := testConfig(n, SourceStdout, CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2})
 		cfg.Progress = 0
 		for range repeat {
 			for _, engine := range []string{"xtrabackup", engineName} {
-				timed := useTimedEngine(b, engine, cfg)
-				f.engine = engine
-				require.NoError(b, f.backup(b, nil))
-				// Stop mysqld before the timed restore, so its lifetime CPU
-				// (reaped at exit) is not counted as the restore's.
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				require.NoError(b, f.tb.Mysqld.Shutdown(ctx, f.tb.Cnf, true, time.Minute))
-				cancel()
+				timed := f.timedRoundTrip(b, engine, cfg, nil)
 				record(fmt.Sprintf("%s/%d/backup", engine, n), timed.backup)
-				_, err := f.restore(b, nil)
-				require.NoError(b, err)
 				record(fmt.Sprintf("%s/%d/restore", engine, n), timed.restore)
 			}
 		}
@@ -110,6 +92,44 @@ func BenchmarkVersusXtrabackupEngine(b *testing.B) {
 	}
 	b.Log(out.String())
 	fmt.Print(out.String())
+}
+
+// useVitessXtrabackup points Vitess's xtrabackup engine at mariabackup and
+// mbstream, with compressor comp at level 1, for one benchmark; setStripes
+// sets its stripes through its own flags (parsed in fs).
+func useVitessXtrabackup(b *testing.B, fs *pflag.FlagSet, comp string) (setStripes func(n int)) {
+	rootPath := b.TempDir()
+	require.NoError(b, os.Symlink("/usr/bin/mariabackup", filepath.Join(rootPath, "xtrabackup")))
+	require.NoError(b, os.Symlink("/usr/bin/mbstream", filepath.Join(rootPath, "xbstream")))
+	oldComp := mysqlctl.CompressionEngineName
+	mysqlctl.CompressionEngineName = comp
+	b.Cleanup(func() { mysqlctl.CompressionEngineName = oldComp })
+	return func(n int) {
+		require.NoError(b, fs.Parse([]string{
+			"--xtrabackup-root-path=" + rootPath, "--xtrabackup-user=vt_dba",
+			"--xtrabackup-stream-mode=xbstream", fmt.Sprintf("--xtrabackup-stripes=%d", n),
+			"--compression-level=1",
+		}))
+	}
+}
+
+// timedRoundTrip backs up with engine (cfg for fifo), calls afterBackup if
+// set, and restores, timing both.
+func (f *fixture) timedRoundTrip(b *testing.B, engine string, cfg Config, afterBackup func()) *timedEngine {
+	timed := useTimedEngine(b, engine, cfg)
+	f.engine = engine
+	require.NoError(b, f.backup(b, nil))
+	if afterBackup != nil {
+		afterBackup()
+	}
+	// Stop mysqld before the timed restore, so its lifetime CPU (reaped at
+	// exit) is not counted as the restore's.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	require.NoError(b, f.tb.Mysqld.Shutdown(ctx, f.tb.Cnf, true, time.Minute))
+	cancel()
+	_, err := f.restore(b, nil)
+	require.NoError(b, err)
+	return timed
 }
 
 type measure struct{ wall, cpu time.Duration }

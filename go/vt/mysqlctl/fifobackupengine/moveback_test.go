@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -186,4 +187,32 @@ func TestMoveBackRefusesUntrustedPaths(t *testing.T) {
 		b, _ = os.ReadFile(filepath.Join(root, "ext/db1/u.ibd"))
 		assert.Equal(t, "db1/u.ibd", string(b))
 	})
+}
+
+// TestMoveByRenameAcrossFileSystems: a tablespace that goes to another
+// mount (the temp dir on the root file system -> /dev/shm, a tmpfs) is
+// copied, file or directory, then removed from staging.
+func TestMoveByRenameAcrossFileSystems(t *testing.T) {
+	src := t.TempDir()
+	dst, err := os.MkdirTemp("/dev/shm", "fifo-move-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dst) })
+	var a, b syscall.Stat_t
+	require.NoError(t, syscall.Stat(src, &a))
+	require.NoError(t, syscall.Stat(dst, &b))
+	require.NotEqual(t, a.Dev, b.Dev, "the test needs /dev/shm on another file system than %s", src)
+
+	makeTree(t, src, map[string]string{"t.ibd": "", "db/x.ibd": "", "db/y.frm": ""})
+	require.NoError(t, moveByRename(filepath.Join(src, "t.ibd"), filepath.Join(dst, "t.ibd")))
+	require.NoError(t, moveByRename(filepath.Join(src, "db"), filepath.Join(dst, "db")))
+	requirePlaced(t, dst, map[string]string{"t.ibd": "t.ibd", "db/x.ibd": "db/x.ibd", "db/y.frm": "db/y.frm"})
+	st, err := os.Stat(filepath.Join(dst, "t.ibd"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), st.Mode().Perm(), "the mode is kept")
+	assert.NoFileExists(t, filepath.Join(src, "t.ibd"))
+	assert.NoDirExists(t, filepath.Join(src, "db"))
+	// Never over an existing file.
+	makeTree(t, src, map[string]string{"u.ibd": ""})
+	makeTree(t, dst, map[string]string{"u.ibd": "old"})
+	require.Error(t, moveByRename(filepath.Join(src, "u.ibd"), filepath.Join(dst, "u.ibd")))
 }

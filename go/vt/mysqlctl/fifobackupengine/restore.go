@@ -292,19 +292,51 @@ func isToolMetadata(name string) bool {
 		name == "backup-my.cnf"
 }
 
-// moveByRename renames src to dst; across filesystems (a custom layout) it
-// falls back to a copy, and says so.
+// moveByRename renames src to dst; across filesystems (a custom layout, a
+// tablespace outside the data dir on its own mount) it falls back to a copy
+// of the directory or file, then removes src.
 func moveByRename(src, dst string) error {
 	err := os.Rename(src, dst)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, syscall.EXDEV) {
-		if cerr := os.CopyFS(dst, os.DirFS(src)); cerr == nil {
-			return os.RemoveAll(src)
+		if cerr := copyTree(src, dst); cerr != nil {
+			return vterrors.Wrapf(cerr, "cannot move %s to %s (another file system: copying)", src, dst)
 		}
+		return os.RemoveAll(src)
 	}
 	return vterrors.Wrapf(err, "cannot move %s to %s", src, dst)
+}
+
+// copyTree copies a directory (os.CopyFS) or a regular file to dst, which
+// must not exist.
+func copyTree(src, dst string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		return os.CopyFS(dst, os.DirFS(src))
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, st.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // matchOwner gives the restored files the owner of the tablet directory

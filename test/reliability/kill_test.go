@@ -40,6 +40,9 @@ func startProc(t *testing.T, f *fixture, mode string) *proc {
 		"--fifo-backup-progress-interval=0"}, splitstoragetest.Flags(f.cfg)...)
 	cmd := exec.Command(backupprocBin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Vitess writes temporary client option files (defaults-extra-file-*)
+	// that a killed process leaves behind: they go to the test's directory.
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	p := &proc{cmd: cmd, out: &bytes.Buffer{}, done: make(chan error, 1), phases: make(chan string, 4)}
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

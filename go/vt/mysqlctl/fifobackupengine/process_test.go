@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/testutil/testbin"
+
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 )
@@ -24,7 +26,7 @@ import (
 // FIFO_TEST_HELPER (see TestHelperProcess).
 func helper(t *testing.T, role string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "FIFO_TEST_HELPER="+role)
+	cmd.Env = append(os.Environ(), "FIFO_TEST_HELPER="+role, testbin.HelperEnv)
 	return cmd
 }
 

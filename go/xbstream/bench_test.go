@@ -140,7 +140,7 @@ func BenchmarkExtractVsMbstream(b *testing.B) {
 			f, err := os.Open(path)
 			require.NoError(b, err)
 			defer f.Close()
-			_, err = Extract(context.Background(), dir, []io.Reader{f}, ExtractOptions{})
+			_, err = Extract(context.Background(), dir, ReaderLanes(f), ExtractOptions{})
 			require.NoError(b, err)
 		})
 		t8 += run(func(dir string) {

@@ -78,7 +78,9 @@ func trySplit(stream []byte, n int) ([][]byte, error) {
 	return out, err
 }
 
-func readers(lanes [][]byte) []io.Reader {
+func readers(lanes [][]byte) []Lane { return ReaderLanes(byteReaders(lanes)...) }
+
+func byteReaders(lanes [][]byte) []io.Reader {
 	rs := make([]io.Reader, len(lanes))
 	for i, l := range lanes {
 		rs[i] = bytes.NewReader(l)

@@ -136,7 +136,7 @@ func TestInteropMariabackup(t *testing.T) {
 		t.Helper()
 		dir := filepath.Join(work, name)
 		start := time.Now()
-		st, err := Extract(context.Background(), dir, lanes, ExtractOptions{})
+		st, err := Extract(context.Background(), dir, ReaderLanes(lanes...), ExtractOptions{})
 		require.NoError(t, err, name)
 		n := mariadbtest.TreesEqual(t, ref, dir)
 		t.Logf("%s: Extract wrote %d files, %d MiB in %v; tree equal to mbstream's (%d entries)",

@@ -78,7 +78,7 @@ func TestSplitKeepsIgnorableChunks(t *testing.T) {
 	stream := newSB(t).p("a", 0, "abc").chunk(Chunk{Flags: FlagIgnorable, Type: 'Z', Path: "meta", Payload: []byte("x")}).e("a").bytes()
 	lanes := splitBytes(t, stream, 2)
 	var merged bytes.Buffer
-	require.NoError(t, Merge(&merged, readers(lanes)))
+	require.NoError(t, Merge(&merged, byteReaders(lanes)))
 	assert.Equal(t, stream, merged.Bytes())
 	dir, st, err := extractLanes(t, lanes, ExtractOptions{})
 	require.NoError(t, err)
@@ -140,7 +140,7 @@ func TestSplitEmptyStream(t *testing.T) {
 	assert.Zero(t, st.Files)
 	assert.Empty(t, readTree(t, dir))
 	var merged bytes.Buffer
-	require.NoError(t, Merge(&merged, readers(lanes)))
+	require.NoError(t, Merge(&merged, byteReaders(lanes)))
 	assert.Zero(t, merged.Len())
 }
 
@@ -149,21 +149,21 @@ func TestMerge(t *testing.T) {
 	l0 := newSB(t).p("a", 0, "aa").e("a").bytes()
 	l1 := newSB(t).p("b", 0, "bb").e("b").bytes()
 	var out bytes.Buffer
-	require.NoError(t, Merge(&out, readers([][]byte{l0, nil, l1})))
+	require.NoError(t, Merge(&out, byteReaders([][]byte{l0, nil, l1})))
 	assert.Equal(t, append(bytes.Clone(l0), l1...), out.Bytes())
 
 	stream := skewedStream(t)
 	lanes := splitBytes(t, stream, 3)
 	// Missing lane, truncated lane, corrupt lane, mixed lanes.
-	require.ErrorIs(t, Merge(io.Discard, readers(lanes[:2])), ErrSequence)
-	err := Merge(io.Discard, readers([][]byte{lanes[0], lanes[1], lanes[2][:len(lanes[2])-seqRecordSize]}))
+	require.ErrorIs(t, Merge(io.Discard, byteReaders(lanes[:2])), ErrSequence)
+	err := Merge(io.Discard, byteReaders([][]byte{lanes[0], lanes[1], lanes[2][:len(lanes[2])-seqRecordSize]}))
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.Contains(t, err.Error(), "lane 2:")
 	bad := bytes.Clone(lanes[1])
 	bad[len(bad)-seqRecordSize-3] ^= 1
-	require.ErrorIs(t, Merge(io.Discard, readers([][]byte{lanes[0], bad, lanes[2]})), ErrChecksum)
-	require.ErrorIs(t, Merge(io.Discard, readers([][]byte{lanes[0], l0, lanes[2]})), ErrSequence)
-	require.Error(t, Merge(io.Discard, readers([][]byte{lanes[0], lanes[0], lanes[2]})))
+	require.ErrorIs(t, Merge(io.Discard, byteReaders([][]byte{lanes[0], bad, lanes[2]})), ErrChecksum)
+	require.ErrorIs(t, Merge(io.Discard, byteReaders([][]byte{lanes[0], l0, lanes[2]})), ErrSequence)
+	require.Error(t, Merge(io.Discard, byteReaders([][]byte{lanes[0], lanes[0], lanes[2]})))
 }
 
 // barrierWriter blocks its first Write until all lanes are inside a Write at
@@ -239,7 +239,7 @@ func pxbDealtStreams(t testing.TB, stream []byte, n int) [][]byte {
 func TestSplitStreamsBalancesDealtStreams(t *testing.T) {
 	stream := skewedStream(t)
 	want := t.TempDir()
-	_, err := Extract(context.Background(), want, []io.Reader{bytes.NewReader(stream)}, ExtractOptions{})
+	_, err := Extract(context.Background(), want, ReaderLanes(bytes.NewReader(stream)), ExtractOptions{})
 	require.NoError(t, err)
 	for _, nm := range [][2]int{{4, 4}, {8, 8}, {8, 4}, {2, 8}, {3, 1}} {
 		nSrc, m := nm[0], nm[1]
@@ -253,7 +253,7 @@ func TestSplitStreamsBalancesDealtStreams(t *testing.T) {
 		for i := range bufs {
 			ws[i] = &bufs[i]
 		}
-		stats, err := SplitStreams(context.Background(), readers(srcs), ws, SplitOptions{PieceSize: 16 << 10})
+		stats, err := SplitStreams(context.Background(), byteReaders(srcs), ws, SplitOptions{PieceSize: 16 << 10})
 		require.NoError(t, err)
 		var total, maxB int64
 		for _, st := range stats {
@@ -271,7 +271,7 @@ func TestSplitStreamsBalancesDealtStreams(t *testing.T) {
 		for i := range bufs {
 			lanes[i] = bytes.NewReader(bufs[i].Bytes())
 		}
-		_, err = Extract(context.Background(), got, lanes, ExtractOptions{})
+		_, err = Extract(context.Background(), got, ReaderLanes(lanes...), ExtractOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, readTree(t, want), readTree(t, got), "%d streams -> %d lanes", nSrc, m)
 	}

@@ -3,7 +3,6 @@ package xbstream
 import (
 	"context"
 	"errors"
-	"io"
 )
 
 // Verify reads the lanes exactly as Extract does and runs every check Extract
@@ -21,7 +20,7 @@ import (
 //
 // ExtractStats.Files counts the files the stream would create and Bytes the
 // payload bytes Extract would write.
-func Verify(ctx context.Context, lanes []io.Reader, opts ExtractOptions) (ExtractStats, error) {
+func Verify(ctx context.Context, lanes []Lane, opts ExtractOptions) (ExtractStats, error) {
 	if len(lanes) == 0 {
 		return ExtractStats{}, errors.New("xbstream.Verify: no lanes")
 	}

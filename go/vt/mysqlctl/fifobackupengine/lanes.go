@@ -1,53 +1,78 @@
 package fifobackupengine
 
 import (
-	"errors"
+	"context"
 	"io"
-	"sync"
 	"time"
+
+	"vitess.io/vitess/go/ioutil"
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
-// errLaneStopped is what a lane reader returns once the restore or verify
-// that owns it has stopped.
-var errLaneStopped = errors.New("lane reader stopped")
-
-// laneGuard serializes Read with the shutdown of a lane. xbstream.Extract
-// and Verify return at the first error without waiting for the other lanes'
-// goroutines, which may still be inside Read; closing a decompressor under
-// them (zstd's Decoder is not safe for Close during Read: it panics) would
-// crash the process. Stop waits for an in-flight Read to return (the caller
-// cancels the storage reads first, so it returns promptly) and makes every
-// later Read fail.
-type laneGuard struct {
-	mu      sync.Mutex
-	r       io.Reader
-	stopped bool
+// storedLanes opens the lanes of a stored backup as restore, verify and the
+// operator's tools read them: the storage's reader, then the decompressor the
+// MANIFEST names, metered on both sides (Source:* and Decompressor:* in
+// stats). xbstream.Extract and Verify open each lane in its own goroutine
+// with a context they cancel at the first error, and close it once its reads
+// have stopped.
+type storedLanes struct {
+	bh     backupstorage.BackupHandle
+	m      *Manifest
+	comp   CompressionConfig // the local decompressor settings
+	stats  *phaseStats
+	onRead func(lane, n int) // stored bytes read (progress); may be nil
+	logger logutil.Logger
 }
 
-func (g *laneGuard) Read(p []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.stopped {
-		return 0, errLaneStopped
-	}
-	return g.r.Read(p)
-}
-
-// stop waits up to wait for an in-flight Read to return and marks the lane
-// stopped; it reports false if the Read is still blocked (the caller must
-// then not close what that Read is using).
-func (g *laneGuard) stop(wait time.Duration) bool {
-	deadline := time.Now().Add(wait)
-	for !g.mu.TryLock() {
-		if time.Now().After(deadline) {
-			return false
+func (s *storedLanes) lanes() []xbstream.Lane {
+	srcRead := s.stats.bytesFunc("Source:Read")
+	decRead := s.stats.bytesFunc("Decompressor:Read")
+	lanes := make([]xbstream.Lane, len(s.m.Lanes))
+	for i, lane := range s.m.Lanes {
+		lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
+			start := time.Now()
+			src, err := s.bh.ReadFile(ctx, lane.File)
+			s.stats.since("Source:Open", start)
+			if err != nil {
+				return nil, vterrors.Wrapf(err, "%s: cannot open", lane.File)
+			}
+			metered := func(n int, d time.Duration) {
+				srcRead(n, d)
+				if s.onRead != nil {
+					s.onRead(i, n)
+				}
+			}
+			dec, err := newDecompressor(ctx, s.m, s.comp, ioutil.NewMeteredReader(src, metered), s.logger)
+			if err != nil {
+				src.Close()
+				return nil, vterrors.Wrapf(err, "%s", lane.File)
+			}
+			return &storedLane{Reader: ioutil.NewMeteredReader(dec, decRead), dec: dec, src: src, stats: s.stats}, nil
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	g.stopped = true
-	g.mu.Unlock()
-	return true
+	return lanes
 }
 
-// laneStopWait bounds how long shutdown waits for a lane's Read.
-const laneStopWait = 30 * time.Second
+// storedLane is one open lane; Close closes the decompressor, then the
+// storage's reader.
+type storedLane struct {
+	io.Reader
+	dec, src io.Closer
+	stats    *phaseStats
+}
+
+func (l *storedLane) Close() error {
+	start := time.Now()
+	err := l.dec.Close()
+	l.stats.since("Decompressor:Close", start)
+	start = time.Now()
+	if serr := l.src.Close(); err == nil {
+		err = serr
+	}
+	l.stats.since("Source:Close", start)
+	return err
+}

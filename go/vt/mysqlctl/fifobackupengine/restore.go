@@ -13,9 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -109,72 +106,13 @@ func (r *restoreRun) execute(ctx context.Context) error {
 
 // extract downloads, decompresses and extracts all lanes in parallel.
 func (r *restoreRun) extract(ctx context.Context, staging string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	n := len(r.m.Lanes)
-	sources := make([]io.ReadCloser, n)
-	decomps := make([]io.ReadCloser, n)
-	readers := make([]io.Reader, n)
-	guards := make([]*laneGuard, n)
-	closeAll := func() {
-		// Extract returns at the first error while other lanes may still be
-		// in Read: stop the storage reads and wait for them before closing
-		// (closing a zstd decoder under a Read panics).
-		cancel()
-		for i := range n {
-			if guards[i] != nil && !guards[i].stop(laneStopWait) {
-				r.logger.Warningf("fifo restore: lane %d still reading after %v; not closing it", i, laneStopWait)
-				continue
-			}
-			if decomps[i] != nil {
-				start := time.Now()
-				if err := decomps[i].Close(); err != nil {
-					r.logger.Warningf("fifo restore: lane %d: closing the decompressor: %v", i, err)
-				}
-				r.stats.since("Decompressor:Close", start)
-			}
-			if sources[i] != nil {
-				start := time.Now()
-				sources[i].Close()
-				r.stats.since("Source:Close", start)
-			}
-		}
-	}
-	defer closeAll()
-
-	srcRead := r.stats.bytesFunc("Source:Read")
-	decRead := r.stats.bytesFunc("Decompressor:Read")
-	// Lanes open in parallel; their readers live on after the group, so
-	// they get ctx, not the group's context (cancelled when Wait returns).
-	var g errgroup.Group
-	for i, lane := range r.m.Lanes {
-		g.Go(func() error {
-			start := time.Now()
-			src, err := r.bh.ReadFile(ctx, lane.File)
-			r.stats.since("Source:Open", start)
-			if err != nil {
-				return vterrors.Wrapf(err, "lane %d (%s): cannot open", i, lane.File)
-			}
-			sources[i] = src
-			dec, err := newDecompressor(ctx, r.m, r.cfg.Compression, ioutil.NewMeteredReader(src, srcRead), r.logger)
-			if err != nil {
-				return vterrors.Wrapf(err, "lane %d (%s)", i, lane.File)
-			}
-			decomps[i] = dec
-			guards[i] = &laneGuard{r: ioutil.NewMeteredReader(dec, decRead)}
-			readers[i] = guards[i]
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-
+	lanes := (&storedLanes{bh: r.bh, m: r.m, comp: r.cfg.Compression, stats: r.stats, logger: r.logger}).lanes()
 	r.logger.Infof("fifo restore: extracting %d lanes (%d bytes) into %s", n, r.m.RawBytes, staging)
 	extractWrite := r.stats.bytesFunc("Extract:Write")
 	free := freeBytes(staging)
 	start := time.Now()
-	st, err := xbstream.Extract(ctx, staging, readers, xbstream.ExtractOptions{
+	st, err := xbstream.Extract(ctx, staging, lanes, xbstream.ExtractOptions{
 		OnWrite: func(_ int, n int, d time.Duration) { extractWrite(n, d) },
 	})
 	if err != nil {

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-
-	"golang.org/x/sync/errgroup"
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
@@ -127,57 +124,9 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	if opts.OnManifest != nil {
 		opts.OnManifest(m)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
 	n := len(m.Lanes)
-	sources := make([]io.Closer, n)
-	decomps := make([]io.Closer, n)
-	guards := make([]*laneGuard, n)
-	defer func() {
-		// Stop the storage reads, wait for the lanes' Reads to return, then
-		// close (see laneGuard).
-		cancel()
-		for i := range n {
-			if guards[i] != nil && !guards[i].stop(laneStopWait) {
-				opts.Logger.Warningf("fifo verify: lane %d still reading after %v; not closing it", i, laneStopWait)
-				continue
-			}
-			if decomps[i] != nil {
-				decomps[i].Close()
-			}
-			if sources[i] != nil {
-				sources[i].Close()
-			}
-		}
-	}()
-	readers := make([]io.Reader, n)
-	var g errgroup.Group
-	for i, lane := range m.Lanes {
-		g.Go(func() error {
-			src, err := bh.ReadFile(ctx, lane.File)
-			if err != nil {
-				return vterrors.Wrapf(err, "backup %s: lane %d (%s): cannot open", bh.Name(), i, lane.File)
-			}
-			sources[i] = src
-			var in io.Reader = src
-			if opts.OnRead != nil {
-				in = &countingReader{r: src, f: func(k int) { opts.OnRead(i, k) }}
-			}
-			dec, err := newDecompressor(ctx, m, opts.Compression, in, opts.Logger)
-			if err != nil {
-				return vterrors.Wrapf(err, "backup %s: lane %d (%s)", bh.Name(), i, lane.File)
-			}
-			decomps[i] = dec
-			guards[i] = &laneGuard{r: dec}
-			readers[i] = guards[i]
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return rep, err
-	}
-	st, err := xbstream.Verify(ctx, readers, xbstream.ExtractOptions{})
+	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes()
+	st, err := xbstream.Verify(ctx, lanes, xbstream.ExtractOptions{})
 	rep.Files, rep.Bytes, rep.Lanes = st.Files, st.Bytes, st.Lanes
 	if err != nil {
 		return rep, vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m))
@@ -188,17 +137,4 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		}
 	}
 	return rep, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	f func(int)
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	if n > 0 {
-		c.f(n)
-	}
-	return n, err
 }

@@ -1,0 +1,196 @@
+package xbstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+)
+
+// The order of chunks: each lane's goroutine reads its chunks in order and
+// checks the sequence records of split lanes (see sequence.go) as they come
+// (runLane); once every lane is read, checkSequences checks that the lanes
+// together hold every chunk of the original stream exactly once.
+
+// laneState is what one lane's goroutine knows of its lane.
+type laneState struct {
+	bytes, chunks atomic.Int64
+	sequenced     int8 // 0 unknown, 1 yes, -1 no
+	total         uint64
+	hasEnd        bool
+	cut           uint64
+	hasCut        bool
+	seqs          seqCheck
+}
+
+// runLane reads one lane's chunks in order, checks its sequence records and
+// applies every chunk.
+func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
+	ls := &e.lanes[lane]
+	r := NewReader(lr, WithMaxChunkSize(e.opts.MaxChunkSize))
+	var (
+		pending    bool   // a 'n' record announced the next chunk
+		pendingSeq uint64 // its number
+		lastSeq    uint64
+		haveLast   bool
+		localSeq   uint64              // plain lanes: position in the lane
+		closed     map[string]struct{} // plain lanes: paths whose 'E' went by
+		stopped    bool                // after a cut: read on, write nothing
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := r.Offset()
+		c, err := r.Next()
+		ls.bytes.Store(r.Offset())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		fail := func(err error) error {
+			return &FormatError{Offset: start, Path: c.Path, Msg: err.Error(), Err: err}
+		}
+		if ls.sequenced == 0 {
+			ls.sequenced = -1
+			if c.Type == ChunkSequence {
+				ls.sequenced = 1
+			}
+			if !e.mode.CompareAndSwap(0, int32(ls.sequenced)) && e.mode.Load() != int32(ls.sequenced) {
+				return fail(fmt.Errorf("%w: some lanes carry sequence records (split lanes) and some do not", ErrSequence))
+			}
+		}
+		if ls.hasEnd {
+			return fail(fmt.Errorf("%w: chunk after the lane's end record", ErrSequence))
+		}
+		if c.Type == ChunkSequence {
+			if ls.sequenced != 1 {
+				return fail(fmt.Errorf("%w: sequence record in a lane that did not start with one", ErrSequence))
+			}
+			kind, num, err := parseSeqRecord(c)
+			if err != nil {
+				return fail(err)
+			}
+			if pending {
+				return fail(fmt.Errorf("%w: two sequence records in a row", ErrSequence))
+			}
+			switch kind {
+			case seqNext:
+				if haveLast && num <= lastSeq {
+					return fail(fmt.Errorf("%w: chunk number %d after %d", ErrSequence, num, lastSeq))
+				}
+				if ls.hasCut && num < ls.cut {
+					return fail(fmt.Errorf("%w: chunk number %d after the cut at %d", ErrSequence, num, ls.cut))
+				}
+				pending, pendingSeq = true, num
+			case seqCut:
+				if ls.hasCut || (haveLast && lastSeq >= num) {
+					return fail(fmt.Errorf("%w: misplaced cut record at %d", ErrSequence, num))
+				}
+				ls.hasCut, ls.cut, stopped = true, num, true
+				e.cutSeen.Store(true)
+			case seqEnd:
+				if haveLast && lastSeq >= num {
+					return fail(fmt.Errorf("%w: end record says %d chunks, lane holds chunk %d", ErrSequence, num, lastSeq))
+				}
+				ls.hasEnd, ls.total = true, num
+			}
+			continue
+		}
+		if c.Ignorable() {
+			// Unknown type with the ignorable flag: skip it (see the notes on
+			// mbstream above); in split lanes it still used a number.
+			if pending {
+				ls.seqs.add(pendingSeq)
+				lastSeq, haveLast, pending = pendingSeq, true, false
+			}
+			continue
+		}
+		ls.chunks.Add(1)
+		var seq uint64
+		if ls.sequenced == 1 {
+			if !pending {
+				return fail(fmt.Errorf("%w: chunk without a sequence record in a split lane", ErrSequence))
+			}
+			seq, lastSeq, haveLast, pending = pendingSeq, pendingSeq, true, false
+			ls.seqs.add(seq)
+		} else {
+			seq = localSeq
+			localSeq++
+			if closed == nil {
+				closed = map[string]struct{}{}
+			}
+			if _, ok := closed[c.Path]; ok && !stopped {
+				if e.n > 1 {
+					return fail(fmt.Errorf("%w (not valid in FIFO lanes)", ErrReappears))
+				}
+				// One plain stream: exactly mbstream's stop.
+				stopped = true
+				ls.hasCut, ls.cut = true, seq
+				e.cutSeen.Store(true)
+			}
+			if c.Type == ChunkEOF {
+				closed[c.Path] = struct{}{}
+			}
+		}
+		if stopped {
+			continue
+		}
+		if err := checkPath(c.Path); err != nil {
+			return fail(err)
+		}
+		if err := e.apply(lane, seq, c); err != nil {
+			return fail(err)
+		}
+	}
+	if pending {
+		return &FormatError{Offset: r.Offset(), Msg: "lane ends after a sequence record", Err: ErrSequence}
+	}
+	if ls.sequenced == 1 && !ls.hasEnd {
+		return &FormatError{Offset: r.Offset(), Msg: "split lane has no end record (truncated?)", Err: fmt.Errorf("%w: %w", ErrSequence, io.ErrUnexpectedEOF)}
+	}
+	return nil
+}
+
+// checkSequences checks, once every lane is read, that split lanes hold every
+// chunk of the stream exactly once and agree on its end and on a cut; it
+// reports whether the stream was cut.
+func (e *extractor) checkSequences(sequenced bool) (cut bool, err error) {
+	var totals []uint64
+	var cuts []uint64
+	var seqs seqCheck
+	for i := range e.lanes {
+		ls := &e.lanes[i]
+		if sequenced {
+			if ls.sequenced != 1 {
+				return false, &LaneError{Lane: i, Err: fmt.Errorf("%w: lane is empty or has no sequence records while other lanes are split lanes", ErrSequence)}
+			}
+			totals = append(totals, ls.total)
+			seqs.merge(ls.seqs)
+		}
+		if ls.hasCut {
+			cuts = append(cuts, ls.cut)
+		}
+	}
+	if sequenced {
+		for i, t := range totals {
+			if t != totals[0] {
+				return false, &LaneError{Lane: i, Err: fmt.Errorf("%w: end record says %d chunks, lane 0 says %d (lanes of different backups?)", ErrSequence, t, totals[0])}
+			}
+		}
+		if err := seqs.verify(totals[0]); err != nil {
+			return false, err
+		}
+		if len(cuts) != 0 && len(cuts) != len(e.lanes) {
+			return false, fmt.Errorf("%w: only %d of %d lanes carry the cut record", ErrSequence, len(cuts), len(e.lanes))
+		}
+		for _, c := range cuts {
+			if c != cuts[0] {
+				return false, fmt.Errorf("%w: lanes disagree on the cut (%d vs %d)", ErrSequence, c, cuts[0])
+			}
+		}
+	}
+	return len(cuts) > 0, nil
+}

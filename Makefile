@@ -1,7 +1,9 @@
 # vtfifo: Vitess v24 binaries with the fifo backup engine and the split backup storage.
 #
-#   make demo   - set up everything that is missing, then run the disaster-recovery demo
-#   make test   - set up everything that is missing, then run every test (end to end included)
+#   make demo       - set up everything that is missing, then run the disaster-recovery demo
+#   make test       - set up everything that is missing, then run every test (end to end included)
+#   make test-unit  - the quick tier: Go only (no MariaDB, servers or Vitess binaries)
+#   make check      - gofmt, go vet, staticcheck (pinned in tools/go.mod)
 #
 # Everything is built under build/ (gitignored). Binaries are cached by the Vitess version
 # pinned in go.mod and rebuilt only when a Go source, go.mod or go.sum changes.
@@ -37,11 +39,13 @@ export VTFIFO_INIT_DB_SQL := $(INIT_DB_SQL)
 export VERSITYGW_BIN     := $(TOOLS_DIR)/versitygw
 export FAKE_GCS_BIN      := $(TOOLS_DIR)/fake-gcs-server
 
-.PHONY: help setup system-packages go-modules build tools demo test test-unit test-e2e test-reliability fuzz bench clean flags-doc
+.PHONY: help setup system-packages go-modules build tools demo test test-unit check test-e2e test-reliability fuzz bench clean flags-doc
 
 help:
 	@echo "make demo   set up, build, run the backup/disaster-recovery demo (needs root or sudo for apt)"
 	@echo "make test   set up, build, run all tests including end to end (what .ci/run calls)"
+	@echo "make test-unit  the quick tier after every edit: Go only, no MariaDB/servers (go test -short)"
+	@echo "make check  gofmt, go vet and staticcheck (pinned in tools/go.mod)"
 	@echo "make setup  only install missing Debian packages, Go modules and build the binaries"
 	@echo "make build  only build $(BIN_DIR)/{vttablet,vtbackup,vtctld,mysqlctl,vtctldclient}"
 	@echo "make tools  only build the S3/GCS test servers into $(TOOLS_DIR)"
@@ -107,8 +111,24 @@ demo: setup
 test: setup tools
 	VTFIFO_E2E=require GO=$(GO) scripts/gotest.sh -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
 
+# The quick tier: every test that needs MariaDB, a storage server or a Vitess binary is
+# skipped by the helper that would start it (go/testutil/tier). Needs Go only.
 test-unit:
 	$(GO) test -short -count=1 $(TEST_FLAGS) ./...
+
+STATICCHECK := $(TOOLS_DIR)/staticcheck
+
+# Developer tools live in their own module (tools/go.mod) so they never move the
+# versions Vitess's build uses.
+$(STATICCHECK): tools/go.mod tools/go.sum
+	@mkdir -p $(@D)
+	cd tools && $(GO) build -o $@ honnef.co/go/tools/cmd/staticcheck
+
+check: $(STATICCHECK)
+	@unformatted=$$(gofmt -l go test tools); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
 
 test-reliability: setup tools
 	$(GO) test -timeout 30m -count=1 -v $(TEST_FLAGS) ./test/reliability/

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 )
 
 // realStream returns the path of a real `mariabackup --backup --stream=xbstream
@@ -101,9 +102,7 @@ func streamFacts(t testing.TB, path string) (maxChunk int64, files map[string]in
 //	balance: the largest lane holds at most 5% more than the mean plus one
 //	chunk, for 3 and 8 lanes.
 func TestInteropMariabackup(t *testing.T) {
-	if testing.Short() {
-		t.Skip("interop with a real MariaDB is not run with -short")
-	}
+	tier.Integration(t, "a real MariaDB")
 	stream := realStream(t)
 	fi, err := os.Stat(stream)
 	require.NoError(t, err)

@@ -171,7 +171,6 @@ func TestMerge(t *testing.T) {
 type barrierWriter struct {
 	arrived *sync.WaitGroup
 	once    sync.Once
-	timeout chan struct{}
 }
 
 func (w *barrierWriter) Write(p []byte) (int, error) {

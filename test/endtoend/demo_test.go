@@ -7,14 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
 // TestDemo runs the README's demo (smaller data) so `make demo` cannot rot unnoticed.
 func TestDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
+	tier.Integration(t, "a local Vitess cluster")
 	if _, err := cluster.Discover(cluster.Paths{}); err != nil {
 		if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
 			t.Skip(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
@@ -14,6 +15,7 @@ import (
 // unless VTFIFO_E2E=require (set by `make test`), which makes that a failure.
 func discoverBinaries(t *testing.T) cluster.Paths {
 	t.Helper()
+	tier.Integration(t, "the Vitess binaries built by make build")
 	paths, err := cluster.Discover(cluster.Paths{})
 	if errors.Is(err, cluster.ErrPrereq) && os.Getenv("VTFIFO_E2E") != "require" {
 		t.Skipf("%v (run `make test`, or set VTFIFO_E2E=require to fail instead)", err)
@@ -29,9 +31,7 @@ func discoverBinaries(t *testing.T) cluster.Paths {
 // logs are kept and their path printed when the test fails.
 func startCluster(t *testing.T, opts cluster.Options) *cluster.Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped with -short")
-	}
+	tier.Integration(t, "a local Vitess cluster")
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}

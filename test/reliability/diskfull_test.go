@@ -24,6 +24,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -41,7 +42,7 @@ import (
 // the source data (Vitess's restore_in_progress contract).
 // RELIABILITY_DISKFULL_TRIALS sets the number of trials (default 3).
 func TestDiskFullDuringRestore(t *testing.T) {
-	skipShort(t)
+	tier.Integration(t, "real MariaDB and storage servers")
 	n := trials(t, "RELIABILITY_DISKFULL_TRIALS", 3)
 	// Big enough for the tablet and a restore of the small data set
 	// (~230 MB with mysqld's redo log); tmpfs takes memory only as written.

@@ -27,6 +27,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
 	"github.com/vtfifo/vtfifo/go/testutil/testbin"
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -97,7 +98,7 @@ func newFixture(t *testing.T) *fixture {
 // newFixtureIn is newFixture with the tablet's VTDATAROOT created under
 // parent ("" = the system's temp dir).
 func newFixtureIn(t *testing.T, parent string) *fixture {
-	skipShort(t)
+	tier.Integration(t, "real MariaDB and storage servers")
 	tb := tabletdb.StartIn(t, parent)
 	f := &fixture{t: t, tb: tb}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")
@@ -115,12 +116,6 @@ func newFixtureIn(t *testing.T, parent string) *fixture {
 		delete(backupstorage.BackupStorageMap, storageName)
 	})
 	return f
-}
-
-func skipShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reliability test (real MariaDB, storage servers) skipped with -short")
-	}
 }
 
 // useStorage makes the tests' storage the one with cfg.

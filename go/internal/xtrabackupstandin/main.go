@@ -186,6 +186,7 @@ func run(args []string) error {
 			return stop(fmt.Errorf("mariabackup produced no stream: %w", err))
 		}
 		if os.Getenv("XTRABACKUP_STANDIN_FAIL_LOCK") != "" {
+			//lint:ignore ST1005 Percona XtraBackup's own words
 			return stop(errors.New("Unable to obtain lock: LOCK INSTANCE FOR BACKUP timed out (stand-in told to fail)"))
 		}
 		if v := os.Getenv("XTRABACKUP_STANDIN_LOCK_WAIT"); v != "" {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 )
 
 // Attach wraps a server started elsewhere (for example a Vitess tablet's
@@ -12,6 +13,7 @@ import (
 // starts and stops it: do not call Restart on an attached server.
 func Attach(t testing.TB, socket, dataDir, user, password string) *Server {
 	t.Helper()
+	tier.Integration(t, "a running MariaDB")
 	s := &Server{Socket: socket, DataDir: dataDir, User: user, Password: password, t: t}
 	db, err := sql.Open("mysql", s.DSN(""))
 	require.NoError(t, err)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 )
 
 // SetupHint is appended to the failure raised when a MariaDB binary is missing.
@@ -46,6 +47,7 @@ var (
 // test (it never skips) with a hint to run the project's setup step.
 func LookPath(t testing.TB, name string) string {
 	t.Helper()
+	tier.Integration(t, "MariaDB's "+name)
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 
 	vtconfig "vitess.io/vitess/config"
 	"vitess.io/vitess/go/mysql/collations"
@@ -53,6 +54,7 @@ func Start(t testing.TB) *Tablet {
 // the system's temp dir), e.g. on a file system the test controls.
 func StartIn(t testing.TB, parent string) *Tablet {
 	t.Helper()
+	tier.Integration(t, "a MariaDB tablet")
 	if _, err := os.Stat("/usr/sbin/mariadbd"); err != nil {
 		t.Fatalf("tabletdb: MariaDB is not installed: %s", SetupHint)
 	}

@@ -339,8 +339,7 @@ type env struct {
 	shape   string
 	sizeGiB float64
 	tb      *tabletdb.Tablet
-	raw     int64  // the tool's stream bytes
-	stream  string // a file holding one stream
+	raw     int64 // the tool's stream bytes
 	comp    map[string][]byte
 }
 

@@ -87,8 +87,6 @@ func (res *Results) pipelineCeiling(shape string, size float64, stages ...string
 	return best, what
 }
 
-func mib(b int64) string { return fmt.Sprintf("%d", b>>20) }
-
 func engineLabel(e string) string {
 	switch e {
 	case "xtrabackup":
@@ -304,7 +302,6 @@ func sortedKeys(m map[string]string) []string {
 func chart(res *Results) string {
 	gs, order := groups(res.Runs)
 	type bar struct {
-		label  string
 		engine string
 		op     string
 		wall   float64

@@ -515,7 +515,7 @@ func openFIFO(ctx context.Context, path string, toolDone <-chan struct{}) (*os.F
 		f, err := os.OpenFile(path, os.O_RDONLY, 0)
 		opened <- result{f, err}
 	}()
-	err := ctx.Err()
+	var err error
 	select {
 	case r := <-opened:
 		return r.f, r.err

@@ -47,7 +47,6 @@ type fixture struct {
 	root     string // storage root directory
 	engine   string // backup engine for backup(); "" is fifo
 	static   map[string]string
-	writer   *gtidWriter
 	baseline map[int64]bool // rows of sample.writes restored by the last restore
 }
 

@@ -71,17 +71,6 @@ func (p *phaseStats) timed(op string, d time.Duration) {
 	p.mu.Unlock()
 }
 
-// timedBytes records one occurrence of op that moved n bytes in d.
-func (p *phaseStats) timedBytes(op string, n int64, d time.Duration) {
-	s, t := p.scope(op)
-	s.TimedIncrementBytes(int(n), d)
-	p.mu.Lock()
-	t.bytes += n
-	t.busy += d
-	t.count++
-	p.mu.Unlock()
-}
-
 // since records op as taking the time since start.
 func (p *phaseStats) since(op string, start time.Time) { p.timed(op, time.Since(start)) }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -154,6 +155,7 @@ func RepoRoot() string {
 // the test (it does not skip) when the binary is missing.
 func Binary(t testing.TB, envVar, name string) string {
 	t.Helper()
+	tier.Integration(t, name)
 	p := os.Getenv(envVar)
 	if p == "" {
 		p = filepath.Join(RepoRoot(), "build", "tools", name)

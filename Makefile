@@ -108,7 +108,7 @@ demo: setup
 	$(GO) run ./test/endtoend/cmd/demo
 
 # VTFIFO_E2E=require turns "prerequisite missing" into a failure instead of a skip.
-test: setup tools
+test: setup tools check
 	VTFIFO_E2E=require GO=$(GO) scripts/gotest.sh -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
 
 # The quick tier: every test that needs MariaDB, a storage server or a Vitess binary is

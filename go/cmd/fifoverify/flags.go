@@ -34,7 +34,6 @@ var vttabletFlagPrefixes = []string{
 	"gcs-backup-storage-",
 	"azblob-backup-",
 	"ceph-backup-storage-",
-	"split-storage-",
 	"compression-engine-name",
 	"external-decompressor",
 	"manifest-external-decompressor",
@@ -51,13 +50,17 @@ type options struct {
 	concurrency                int
 	timeout                    time.Duration
 
+	// flags is the parsed set: Vitess's decompression flags are read from it.
+	flags *pflag.FlagSet
+
 	listIncomplete   bool
 	removeIncomplete bool
 	minAge           time.Duration
 }
 
 func registerFlags(fs *pflag.FlagSet) *options {
-	o := &options{}
+	o := &options{flags: fs}
+	splitstorage.RegisterFlags(fs)
 	vt := servenv.GetFlagSetFor("vttablet")
 	vt.VisitAll(func(f *pflag.Flag) {
 		for _, p := range vttabletFlagPrefixes {
@@ -142,7 +145,7 @@ func (o *options) validate() error {
 		return bad("backup-storage-implementation", impl, strings.Join(sortStrings(names), ", "))
 	}
 	if impl == splitstorage.Name {
-		if err := splitstorage.ValidateFlags(); err != nil {
+		if err := splitstorage.FlagConfig().Validate(); err != nil {
 			return err
 		}
 	} else if o.samplePct < 100 || o.listIncomplete || o.removeIncomplete {

@@ -119,7 +119,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
 		// Also when the listing found problems: decoding may find more
 		// (and names the lane and offset).
 		vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
-			Compression: fifobackupengine.CompressionFromFlags(),
+			Compression: fifobackupengine.CompressionFromFlags(o.flags),
 			OnRead:      func(_ int, n int) { prog.add(int64(n), 0) },
 			Logger:      logger,
 			OnManifest:  func(m *fifobackupengine.Manifest) { prog.setTotal(m.StoredBytes) },

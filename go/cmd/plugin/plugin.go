@@ -1,7 +1,8 @@
-// Package plugin links backup plugins into Vitess's stock cobra commands: their flags go
-// into the command's flag set (so they show in --help and are parsed with the others), and
-// their flag validation runs right after Vitess's own PreRunE, so a bad value stops the
-// process at startup instead of at the first backup.
+// Package plugin links backup plugins into Vitess's stock cobra commands: their flags are
+// declared in the command's own flag set (so they show in --help and are parsed with the
+// others), and their validation runs right after Vitess's own PreRunE, so a bad value stops
+// the process at startup instead of at the first backup. It is the one way the plugins'
+// flags reach a Vitess binary.
 package plugin
 
 import (
@@ -11,37 +12,25 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Plugin is what a plugin package exports for the mains.
+// Plugin is what a plugin package exports for the mains: two functions, both given the
+// command's own flag set.
 type Plugin struct {
-	Name          string                  // e.g. "fifo" (engine) or "split" (storage)
-	RegisterFlags func(fs *pflag.FlagSet) // adds the plugin's flags to fs
-	ValidateFlags func() error            // checks the parsed values; nil if none
-	// InUse reports, after flag parsing, whether the process is configured to use the
-	// plugin; ValidateFlags runs only then. nil means always. A storage that is not the
-	// --backup-storage-implementation must not stop a process whose own flags are fine.
-	InUse func() bool
-	// UseFlagSet, if set, is given the command's own flag set, so the plugin
-	// can read Vitess flags it shares (e.g. --compression-level) whichever
-	// flag set it registered into.
-	UseFlagSet func(fs *pflag.FlagSet)
+	Name string // e.g. "fifo" (engine) or "split" (storage)
+	// RegisterFlags declares the plugin's flags in fs.
+	RegisterFlags func(fs *pflag.FlagSet)
+	// ValidateFlags checks the parsed values; it reads from fs the Vitess flags it depends
+	// on (e.g. --backup-engine-implementation), and decides itself whether the process
+	// uses the plugin. nil if none.
+	ValidateFlags func(fs *pflag.FlagSet) error
 }
 
-// Install adds the plugins' flags to cmd.Flags() and wraps cmd.PreRunE to validate them.
-// A flag the command already has (for example because the plugin also registered it with
-// servenv.OnParseFor and the cli package copied it in) is left as it is.
+// Install declares the plugins' flags in cmd.Flags() and wraps cmd.PreRunE to validate
+// them. A plugin flag with the name of one the command has is a programming error: pflag
+// panics, naming it.
 func Install(cmd *cobra.Command, plugins ...Plugin) {
 	for _, p := range plugins {
 		if p.RegisterFlags != nil {
-			fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
-			p.RegisterFlags(fs)
-			fs.VisitAll(func(f *pflag.Flag) {
-				if cmd.Flags().Lookup(f.Name) == nil {
-					cmd.Flags().AddFlag(f)
-				}
-			})
-		}
-		if p.UseFlagSet != nil {
-			p.UseFlagSet(cmd.Flags())
+			p.RegisterFlags(cmd.Flags())
 		}
 	}
 	prev := cmd.PreRunE
@@ -52,10 +41,10 @@ func Install(cmd *cobra.Command, plugins ...Plugin) {
 			}
 		}
 		for _, p := range plugins {
-			if p.ValidateFlags == nil || p.InUse != nil && !p.InUse() {
+			if p.ValidateFlags == nil {
 				continue
 			}
-			if err := p.ValidateFlags(); err != nil {
+			if err := p.ValidateFlags(c.Flags()); err != nil {
 				return fmt.Errorf("invalid %s plugin flags: %w", p.Name, err)
 			}
 		}
@@ -63,16 +52,15 @@ func Install(cmd *cobra.Command, plugins ...Plugin) {
 	}
 }
 
-// FlagNames lists the flags the plugins register (without the leading dashes).
+// FlagNames lists the flags the plugins declare (without the leading dashes).
 func FlagNames(plugins ...Plugin) []string {
 	var names []string
+	fs := pflag.NewFlagSet("names", pflag.ContinueOnError)
 	for _, p := range plugins {
-		if p.RegisterFlags == nil {
-			continue
+		if p.RegisterFlags != nil {
+			p.RegisterFlags(fs)
 		}
-		fs := pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
-		p.RegisterFlags(fs)
-		fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	}
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	return names
 }

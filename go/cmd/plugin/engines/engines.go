@@ -15,35 +15,21 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
-// All backup engine plugins. The engine's own flags are validated whatever the default
-// engine is: a request may pick any engine (vtctldclient Backup --backup-engine). Checks
-// that involve stock flags run only where fifo is the default engine, so a binary that
-// does not use it starts as a stock one would. To link one in, import its package and
-// add a line here.
+// All backup engine plugins. To link one in, import its package and add a line here.
 var All = []plugin.Plugin{
-	{Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: fifobackupengine.ValidateFlags, UseFlagSet: fifobackupengine.UseFlagSet},
-	{Name: "fifo compression", UseFlagSet: defaultEngine.use, InUse: defaultEngine.isFifo, ValidateFlags: fifobackupengine.ValidateCompressionFlags},
-	{Name: "fifo with split storage", UseFlagSet: defaultEngine.use, InUse: fifoWithSplit, ValidateFlags: lanesFitSplitBudget},
+	{Name: "fifo", RegisterFlags: fifobackupengine.RegisterFlags, ValidateFlags: validateFifo},
 }
 
-// defaultEngine reads --backup-engine-implementation from the binary's flag set.
-var defaultEngine = &engineFlag{}
-
-type engineFlag struct{ fs *pflag.FlagSet }
-
-func (e *engineFlag) use(fs *pflag.FlagSet) { e.fs = fs }
-
-func (e *engineFlag) isFifo() bool {
-	if e.fs == nil {
-		return false
+// validateFifo is the engine's own validation plus the one rule between the engine and the
+// split storage, which only the command layer, linking both, can check.
+func validateFifo(fs *pflag.FlagSet) error {
+	if err := fifobackupengine.ValidateFlags(fs); err != nil {
+		return err
 	}
-	f := e.fs.Lookup("backup-engine-implementation")
-	return f != nil && f.Value.String() == "fifo"
-}
-
-// fifoWithSplit: the default engine is fifo and the storage is split.
-func fifoWithSplit() bool {
-	return backupstorage.BackupStorageImplementation == splitstorage.Name && defaultEngine.isFifo()
+	if backupstorage.BackupStorageImplementation == splitstorage.Name && fifobackupengine.IsDefaultEngine(fs) {
+		return lanesFitSplitBudget()
+	}
+	return nil
 }
 
 // lanesFitSplitBudget checks at startup what the split storage would otherwise refuse when

@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/pgzip"
 	"github.com/pierrec/lz4"
 	"github.com/planetscale/pargzip"
+	"github.com/spf13/pflag"
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
@@ -46,9 +47,16 @@ type CompressionConfig struct {
 	Blocks    int // pgzip/pargzip/lz4 blocks in flight per lane
 }
 
-// compressionFromFlags reads Vitess's compression flags: the exported
-// variables where Vitess has them, the flag set for the unexported ones.
-func compressionFromFlags() CompressionConfig {
+// CompressionFromFlags reads Vitess's compression flags: the exported
+// variables where Vitess has them, fs (the command's parsed flag set; nil:
+// the defaults) for the unexported ones.
+func CompressionFromFlags(fs *pflag.FlagSet) CompressionConfig {
+	lookupFlag := func(name string) *pflag.Flag {
+		if fs == nil {
+			return nil
+		}
+		return fs.Lookup(name)
+	}
 	c := CompressionConfig{
 		Enabled:                 true,
 		Engine:                  mysqlctl.CompressionEngineName,

@@ -12,7 +12,6 @@ import (
 	"github.com/google/shlex"
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/servenv"
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -106,30 +105,22 @@ func defaultFlagConfig() Config {
 var flagConfig = defaultFlagConfig()
 
 var (
-	// registeredFlagSets remembers the flag sets we registered into, so the
-	// values of Vitess's compression flags (whose variables are unexported)
-	// can be read from the same set.
-	flagSetsMu         sync.Mutex
-	registeredFlagSets []*pflag.FlagSet
+	// commandFlags is the flag set RegisterFlags declared the engine's flags
+	// in: the command's own, where Vitess's compression flags (whose
+	// variables Vitess keeps unexported) are too.
+	commandFlagsMu sync.Mutex
+	commandFlags   *pflag.FlagSet
 )
 
-func init() {
-	for _, cmd := range []string{"vttablet", "vtbackup", "vtcombo", "vttestserver"} {
-		servenv.OnParseFor(cmd, RegisterFlags)
-	}
-}
-
-// RegisterFlags adds the engine's flags to fs. It is safe to call more than
-// once for the same set.
+// RegisterFlags declares the engine's flags in fs, the command's own flag set
+// (go/cmd/plugin.Install does it for Vitess's binaries; it is the only place
+// they are declared). The engine reads Vitess's compression flags from the
+// same set. Registering sets the defaults, so every command that declares the
+// flags starts from them.
 func RegisterFlags(fs *pflag.FlagSet) {
-	flagSetsMu.Lock()
-	defer flagSetsMu.Unlock()
-	registeredFlagSets = append(registeredFlagSets, fs)
-	if fs.Lookup("fifo-backup-lanes") != nil {
-		return
-	}
-	// Registering sets the defaults (as the split storage's flags do), so every command
-	// that installs the plugin starts from them.
+	commandFlagsMu.Lock()
+	defer commandFlagsMu.Unlock()
+	commandFlags = fs
 	c, d := &flagConfig, defaultFlagConfig()
 	integer := func(p *int, name string, def int, allowed, usage string) {
 		*p = def
@@ -160,20 +151,30 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.ExternalTablespaceDirs, "fifo-backup-external-tablespace-dirs", d.ExternalTablespaceDirs, "directories a restore may write tablespaces to that lived outside the data directory (tables with DATA DIRECTORY, MySQL 8 remote tablespaces), besides MySQL's innodb_directories from my.cnf; comma-separated absolute paths. A restored tablespace's path comes from the backup, so any other is refused.")
 }
 
-// ValidateFlags checks the engine's own flag values; the custom binaries call
-// it before they start so a bad value stops the process naming the flag.
-func ValidateFlags() error {
+// ValidateFlags checks the flags declared in fs (by RegisterFlags) once they
+// are parsed, so a bad value stops the process at startup naming the flag and
+// its allowed values. The engine's own flags are checked whatever the default
+// engine is (a request may pick any engine); Vitess's compression flags, as
+// the engine reads them, only where fifo is the default engine
+// (--backup-engine-implementation): they are stock flags, and elsewhere a
+// stock binary starts with them. A fifo backup checks them again when it
+// begins.
+func ValidateFlags(fs *pflag.FlagSet) error {
 	c := currentConfig()
-	return c.validateOwn()
+	if err := c.validateOwn(); err != nil {
+		return err
+	}
+	if !IsDefaultEngine(fs) {
+		return nil
+	}
+	return c.Compression.Validate()
 }
 
-// ValidateCompressionFlags checks Vitess's compression flags as the engine
-// reads them. They are stock flags: the binaries check them at startup only
-// where fifo is the default engine (elsewhere a stock binary starts with
-// them); a fifo backup checks them again when it begins.
-func ValidateCompressionFlags() error {
-	c := compressionFromFlags()
-	return c.Validate()
+// IsDefaultEngine reports whether fs's --backup-engine-implementation is this
+// engine.
+func IsDefaultEngine(fs *pflag.FlagSet) bool {
+	f := fs.Lookup("backup-engine-implementation")
+	return f != nil && f.Value.String() == engineName
 }
 
 // Validate checks every field, the compression included, and names the flag
@@ -295,37 +296,17 @@ func checkToolBackupFlags(args []string) error {
 	return nil
 }
 
-// UseFlagSet lets the engine read Vitess's own flags (--compression-level and
-// the others whose variables Vitess keeps unexported) from fs, the parsed
-// flag set of the binary. RegisterFlags does this for the sets it is given;
-// a main whose plugin flags were registered elsewhere calls it with its
-// command's flag set.
-func UseFlagSet(fs *pflag.FlagSet) {
-	flagSetsMu.Lock()
-	defer flagSetsMu.Unlock()
-	registeredFlagSets = append(registeredFlagSets, fs)
-}
-
 // FlagConfig is the configuration from the flags, as the next backup or
 // restore will use it.
 func FlagConfig() Config { return currentConfig() }
 
 // currentConfig is the configuration the registered engine uses: the flags,
-// plus Vitess's compression flags read from the same flag sets.
+// plus Vitess's compression flags read from the command's flag set.
 func currentConfig() Config {
 	c := flagConfig
-	c.Compression = compressionFromFlags()
+	commandFlagsMu.Lock()
+	fs := commandFlags
+	commandFlagsMu.Unlock()
+	c.Compression = CompressionFromFlags(fs)
 	return c
-}
-
-// lookupFlag finds a flag by name in the sets RegisterFlags was given.
-func lookupFlag(name string) *pflag.Flag {
-	flagSetsMu.Lock()
-	defer flagSetsMu.Unlock()
-	for _, fs := range registeredFlagSets {
-		if f := fs.Lookup(name); f != nil {
-			return f
-		}
-	}
-	return nil
 }

@@ -81,7 +81,6 @@ func TestFlagsParse(t *testing.T) {
 	defer func() { flagConfig = saved }()
 	fs := pflag.NewFlagSet("vttablet", pflag.ContinueOnError)
 	RegisterFlags(fs)
-	RegisterFlags(fs) // idempotent
 	require.NoError(t, fs.Parse([]string{"--fifo-backup-lanes=8", "--fifo-backup-source=stdout", "--fifo-backup-use-memory=1GiB", "--fifo-backup-read-buffer-size=8MiB"}))
 	assert.Equal(t, 8, flagConfig.Lanes)
 	assert.Equal(t, SourceStdout, flagConfig.Source)

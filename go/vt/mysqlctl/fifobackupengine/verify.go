@@ -75,11 +75,6 @@ func (m *Manifest) checkConsistency() error {
 	return nil
 }
 
-// CompressionFromFlags is the decompression configuration Vitess's flags
-// give (--external-decompressor, --external-decompressor-use-manifest, ...),
-// as a restore in this process would use it.
-func CompressionFromFlags() CompressionConfig { return compressionFromFlags() }
-
 // VerifyOptions configures Verify.
 type VerifyOptions struct {
 	// Compression is the local decompressor configuration (as restore uses

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/servenv"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/utils"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
@@ -93,34 +93,27 @@ const (
 	allowedS3SSEKMSKeyIDOnly = "empty unless --split-storage-s3-sse is aws:kms or aws:kms:dsse"
 )
 
-// RegisterFlags adds the --split-storage-* flags to fs. It is idempotent: flags
-// that fs already has are left alone, so it can be called from a servenv hook and
-// from a custom main on the same flag set.
+// RegisterFlags declares the --split-storage-* flags in fs, the command's own
+// flag set (go/cmd/plugin.Install does it for Vitess's binaries; fifoverify
+// for its own); it is the only place they are declared. Registering sets the
+// defaults.
 func RegisterFlags(fs *pflag.FlagSet) {
 	c := &flagConfig
 	d := DefaultConfig()
 	str := func(p *string, name, def, usage string) {
-		if fs.Lookup(name) == nil {
-			utils.SetFlagStringVar(fs, p, name, def, usage)
-		}
+		utils.SetFlagStringVar(fs, p, name, def, usage)
 	}
 	integer := func(p *int, name string, def int, allowed, usage string) {
-		if fs.Lookup(name) == nil {
-			*p = def
-			utils.SetFlagVar(fs, flagvalue.Int{P: p, Allowed: allowed}, name, usage)
-		}
+		*p = def
+		utils.SetFlagVar(fs, flagvalue.Int{P: p, Allowed: allowed}, name, usage)
 	}
 	dur := func(p *time.Duration, name string, def time.Duration, allowed, usage string) {
-		if fs.Lookup(name) == nil {
-			*p = def
-			utils.SetFlagVar(fs, flagvalue.Duration{P: p, Allowed: allowed}, name, usage)
-		}
+		*p = def
+		utils.SetFlagVar(fs, flagvalue.Duration{P: p, Allowed: allowed}, name, usage)
 	}
 	size := func(p *int64, name string, def int64, allowed, usage string) {
-		if fs.Lookup(name) == nil {
-			*p = def
-			utils.SetFlagVar(fs, flagvalue.Size{P: p, Allowed: allowed}, name, usage)
-		}
+		*p = def
+		utils.SetFlagVar(fs, flagvalue.Size{P: p, Allowed: allowed}, name, usage)
 	}
 	str(&c.Backend, "split-storage-backend", d.Backend, "split backup storage: where part objects go: file, s3 or gcs.")
 	str(&c.Root, "split-storage-root", d.Root, "split backup storage: root directory of the file backend.")
@@ -136,20 +129,12 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	str(&c.S3Region, "split-storage-s3-region", d.S3Region, "split backup storage: S3 region.")
 	str(&c.S3Bucket, "split-storage-s3-bucket", d.S3Bucket, "split backup storage: S3 bucket.")
 	str(&c.S3Prefix, "split-storage-s3-prefix", d.S3Prefix, "split backup storage: key prefix inside the S3 bucket.")
-	if fs.Lookup("split-storage-s3-force-path-style") == nil {
-		flagvalue.BoolVar(fs, &c.S3ForcePathStyle, "split-storage-s3-force-path-style", d.S3ForcePathStyle, "split backup storage: use path-style S3 URLs (most S3-compatible servers).")
-	}
+	flagvalue.BoolVar(fs, &c.S3ForcePathStyle, "split-storage-s3-force-path-style", d.S3ForcePathStyle, "split backup storage: use path-style S3 URLs (most S3-compatible servers).")
 	str(&c.S3SSE, "split-storage-s3-sse", d.S3SSE, "split backup storage: S3 server-side encryption: empty, AES256, aws:kms or aws:kms:dsse.")
 	str(&c.S3SSEKMSKeyID, "split-storage-s3-sse-kms-key-id", d.S3SSEKMSKeyID, "split backup storage: KMS key id for --split-storage-s3-sse=aws:kms.")
 	str(&c.S3StorageClass, "split-storage-s3-storage-class", d.S3StorageClass, "split backup storage: S3 storage class of the objects (e.g. STANDARD_IA); empty: bucket default.")
 	str(&c.GCSBucket, "split-storage-gcs-bucket", d.GCSBucket, "split backup storage: GCS bucket (STORAGE_EMULATOR_HOST is honoured).")
 	str(&c.GCSPrefix, "split-storage-gcs-prefix", d.GCSPrefix, "split backup storage: object name prefix inside the GCS bucket.")
-}
-
-func init() {
-	for _, cmd := range []string{"vttablet", "vtbackup", "vtctld", "vtctl"} {
-		servenv.OnParseFor(cmd, RegisterFlags)
-	}
 }
 
 // FlagConfig returns a copy of the configuration the flags hold now.
@@ -159,12 +144,17 @@ func FlagConfig() Config {
 	return flagConfig
 }
 
-// ValidateFlags checks the --split-storage-* flags; the error names the flag and
-// the allowed values. The custom mains call it at startup so a bad value stops
-// the process before any data moves. The storage also validates on first use.
-func ValidateFlags() error {
-	c := FlagConfig()
-	return c.Validate()
+// ValidateFlags checks the --split-storage-* flags once parsed, where split is
+// the --backup-storage-implementation (a process that does not use the storage
+// must not be stopped by it); the error names the flag and the allowed values.
+// Vitess's binaries run it at startup (go/cmd/plugin.Install), so a bad value
+// stops the process before any data moves. The storage also validates on
+// first use.
+func ValidateFlags(*pflag.FlagSet) error {
+	if backupstorage.BackupStorageImplementation != Name {
+		return nil
+	}
+	return FlagConfig().Validate()
 }
 
 // Validate checks c; see ValidateFlags. Every error names the flag and the allowed values.

@@ -21,7 +21,6 @@ func parseFlags(t *testing.T, args ...string) error {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	splitstorage.RegisterFlags(fs)
-	splitstorage.RegisterFlags(fs) // idempotent: a servenv hook and a main may both register
 	return fs.Parse(args)
 }
 
@@ -34,14 +33,14 @@ func TestFlags(t *testing.T) {
 	assert.Equal(t, int64(256<<20), d.PartSize)
 	assert.Equal(t, int64(4096), d.ObjectsPerTiB())
 	// defaults fit the budget; only the root is missing
-	err := splitstorage.ValidateFlags()
+	err := splitstorage.FlagConfig().Validate()
 	require.Error(t, err)
 	assert.Equal(t, "split backup storage: invalid flags: --split-storage-root must be set when --split-storage-backend=file", err.Error())
 
 	require.NoError(t, parseFlags(t, "--split-storage-root=/tmp/x", "--split-storage-part-size=64MiB", "--split-storage-memory-budget=1GiB"))
 	assert.Equal(t, int64(64<<20), splitstorage.FlagConfig().PartSize)
 	assert.Equal(t, int64(1<<30), splitstorage.FlagConfig().MemoryBudget)
-	require.NoError(t, splitstorage.ValidateFlags())
+	require.NoError(t, splitstorage.FlagConfig().Validate())
 
 	for args, want := range map[string]string{
 		"--split-storage-backend=azure":                                                       `invalid value "azure" for --split-storage-backend: allowed values are file, s3, gcs`,
@@ -58,7 +57,7 @@ func TestFlags(t *testing.T) {
 		"--split-storage-root=/x --split-storage-retry-max-backoff=100ms":                     `invalid value "100ms" for --split-storage-retry-max-backoff: allowed values are a duration >= --split-storage-retry-initial-backoff (500ms)`,
 	} {
 		require.NoError(t, parseFlags(t, strings.Fields(args)...), args)
-		err := splitstorage.ValidateFlags()
+		err := splitstorage.FlagConfig().Validate()
 		require.Error(t, err, args)
 		assert.Contains(t, err.Error(), want, args)
 	}

@@ -42,10 +42,10 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	mysqlctl.CompressionEngineName = *compression
 	backupstorage.BackupStorageImplementation = splitstorage.Name
-	if err := splitstorage.ValidateFlags(); err != nil {
+	if err := splitstorage.ValidateFlags(fs); err != nil {
 		fail(err)
 	}
-	if err := fifobackupengine.ValidateFlags(); err != nil {
+	if err := fifobackupengine.ValidateFlags(fs); err != nil {
 		fail(err)
 	}
 	if dbconfigs.GlobalDBConfigs.Dba.User == "" {

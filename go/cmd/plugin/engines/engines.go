@@ -37,6 +37,9 @@ func validateFifo(fs *pflag.FlagSet) error {
 // must hold one part per lane.
 func lanesFitSplitBudget() error {
 	lanes := fifobackupengine.FlagConfig().Lanes
+	if lanes == 0 {
+		return nil // auto: sized to the budget at each backup
+	}
 	s := splitstorage.FlagConfig()
 	if s.Validate() != nil {
 		return nil // the split storage's own validation names its flag

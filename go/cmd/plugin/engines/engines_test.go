@@ -1,6 +1,9 @@
 package engines
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -12,6 +15,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/storages"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // The engine reads Vitess's compression flags whose variables Vitess keeps
@@ -59,4 +63,39 @@ func TestLanesMustFitTheSplitBudgetAtStartup(t *testing.T) {
 	// Another default engine: the check does not apply.
 	require.NoError(t, run("--backup-storage-implementation=split", "--fifo-backup-lanes=16",
 		"--split-storage-part-size=256MiB", "--split-storage-memory-budget=2GiB"))
+}
+
+// With no engine or storage flag but the storage's root, fifo and split start on a host of
+// any CPU count, and the lanes a backup then opens (--fifo-backup-lanes=0, auto) are all
+// admitted by a real split storage with its default budget.
+func TestDefaultsStartOnAnyCPUCount(t *testing.T) {
+	root := t.TempDir()
+	cmd := &cobra.Command{Use: "vttablet", RunE: func(*cobra.Command, []string) error { return nil }}
+	cmd.Flags().String("backup-engine-implementation", "builtin", "")
+	cmd.Flags().StringVar(&backupstorage.BackupStorageImplementation, "backup-storage-implementation", "", "")
+	plugin.Install(cmd, All...)
+	plugin.Install(cmd, storages.All...)
+	cmd.SetArgs([]string{"--backup-engine-implementation=fifo", "--backup-storage-implementation=split", "--split-storage-root=" + root})
+	require.NoError(t, cmd.Execute())
+	require.Equal(t, 0, fifobackupengine.FlagConfig().Lanes, "the default is auto")
+
+	storage, err := splitstorage.New(splitstorage.FlagConfig())
+	require.NoError(t, err)
+	defer storage.Close()
+	for _, cpus := range []int{1, 2, 9, 16, 64, 128} {
+		bh, err := storage.StartBackup(context.Background(), "ks/0", fmt.Sprintf("cpus-%d", cpus))
+		require.NoError(t, err)
+		lanes := fifobackupengine.AutoLanes(cpus, bh)
+		assert.Equal(t, min(cpus, 8), lanes, "%d CPUs: one lane per CPU, up to the 8 parts the default budget holds", cpus)
+		var writers []io.WriteCloser
+		for i := range lanes {
+			w, err := bh.AddFile(context.Background(), fmt.Sprintf("lane-%03d", i), 0)
+			require.NoError(t, err, "%d CPUs: lane %d of %d refused by the storage", cpus, i, lanes)
+			writers = append(writers, w)
+		}
+		for _, w := range writers {
+			require.NoError(t, w.Close())
+		}
+		require.NoError(t, bh.AbortBackup(context.Background()))
+	}
 }

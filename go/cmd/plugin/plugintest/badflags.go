@@ -42,7 +42,7 @@ var BaseArgs = []string{"--backup-storage-implementation=split", "--split-storag
 // Flags is every flag the fifo engine and the split storage register.
 var Flags = []Flag{
 	// The fifo backup engine (go/vt/mysqlctl/fifobackupengine/flags.go).
-	{Name: "fifo-backup-lanes", Allowed: "1..64", Bad: []string{"0", "65", "-1", "abc", "1.5", "99999999999999999999"}},
+	{Name: "fifo-backup-lanes", Allowed: "0 (auto) or 1..64", Bad: []string{"65", "-1", "abc", "1.5", "99999999999999999999"}},
 	{Name: "fifo-backup-source", Allowed: "auto, fifo, stdout", Bad: []string{"pipe", "", "FIFO"}},
 	{Name: "fifo-backup-tool-flavor", Allowed: "xtrabackup, mariabackup", Bad: []string{"percona", "XtraBackup", "mysqlbackup"}},
 	{Name: "fifo-backup-parallel", Allowed: "1..256", Bad: []string{"0", "257", "-4", "abc"}},

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ func (e *Engine) ExecuteBackup(ctx context.Context, params mysqlctl.BackupParams
 	cfg := e.config()
 	if err := cfg.Validate(); err != nil {
 		return mysqlctl.BackupUnusable, err
+	}
+	if cfg.Lanes == 0 {
+		cfg.Lanes = AutoLanes(runtime.NumCPU(), bh)
+		params.Logger.Infof("fifo backup: %d lanes (--fifo-backup-lanes=0: one per CPU of %d, at most %d and what the storage can write at once)", cfg.Lanes, runtime.NumCPU(), maxLanes)
 	}
 	run := &backupRun{cfg: cfg, params: params, bh: bh, stats: newPhaseStats(params.Stats), logger: params.Logger}
 	start := time.Now()

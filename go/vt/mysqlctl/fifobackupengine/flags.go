@@ -3,7 +3,6 @@ package fifobackupengine
 import (
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +49,7 @@ const (
 
 // The allowed values of each flag, as its errors name them.
 const (
-	allowedLanes          = "1..64"
+	allowedLanes          = "0 (auto) or 1..64"
 	allowedFIFOStreams    = "0 (as many as --fifo-backup-lanes) or 1..64"
 	allowedSource         = "auto, fifo, stdout"
 	allowedFlavor         = "xtrabackup, mariabackup (or empty to detect)"
@@ -93,7 +92,6 @@ type Config struct {
 // defaultFlagConfig is the flags' defaults.
 func defaultFlagConfig() Config {
 	return Config{
-		Lanes:       min(runtime.NumCPU(), maxLanes),
 		Source:      SourceAuto,
 		Parallel:    4,
 		FIFOTimeout: 60 * time.Second,
@@ -134,7 +132,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		*p = def
 		fs.Var(flagvalue.Size{P: p, Allowed: allowed}, name, usage)
 	}
-	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; defaults to the number of CPUs. The tool's stream is dealt to them by bytes, whatever the source.")
+	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; 0 (auto) picks one per CPU, at most 64 and at most what the backup storage can write at once (the split storage: the parts its memory budget holds). The tool's stream is dealt to them by bytes, whatever the source.")
 	integer(&c.FIFOStreams, "fifo-backup-fifo-streams", d.FIFOStreams, allowedFIFOStreams, "number of FIFO streams Percona XtraBackup writes (its --fifo-streams) with source fifo; 0 uses as many as --fifo-backup-lanes. Their chunks are dealt to the lanes by bytes, so the two need not match.")
 	fs.StringVar(&c.Source, "fifo-backup-source", d.Source, "where the backup stream comes from: auto|fifo|stdout. fifo uses Percona XtraBackup's --fifo-streams (>= 8.0.33); stdout splits the tool's single stream into lanes at chunk boundaries; auto picks fifo when the tool supports it.")
 	fs.StringVar(&c.ToolPath, "fifo-backup-tool-path", d.ToolPath, "path of the backup tool (xtrabackup or mariabackup); empty looks up xtrabackup, then mariabackup, in PATH.")
@@ -191,7 +189,7 @@ func (c *Config) validateOwn() error {
 	bad := func(flag, value, allowed string) error {
 		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --%s: allowed values are %s", value, flag, allowed)
 	}
-	if c.Lanes < 1 || c.Lanes > maxLanes {
+	if c.Lanes < 0 || c.Lanes > maxLanes {
 		return bad("fifo-backup-lanes", strconv.Itoa(c.Lanes), allowedLanes)
 	}
 	switch c.Source {
@@ -249,6 +247,24 @@ func (c *Config) validateOwn() error {
 		return bad("fifo-backup-prepare-flags", c.PrepareFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))
 	}
 	return nil
+}
+
+// concurrentFiles is what a storage's BackupHandle may implement to say how
+// many files it can have open for writing at once (the split storage: the
+// parts its memory budget holds). The engine and the storage never import
+// each other: this interface is the whole contract.
+type concurrentFiles interface {
+	WritableFilesAtOnce() int
+}
+
+// AutoLanes is --fifo-backup-lanes=0: one lane per CPU, at most 64, and no
+// more than bh (the backup's storage handle) can write at once when it says.
+func AutoLanes(cpus int, bh any) int {
+	n := min(cpus, maxLanes)
+	if w, ok := bh.(concurrentFiles); ok {
+		n = min(n, w.WritableFilesAtOnce())
+	}
+	return max(n, 1)
 }
 
 // streams is the number of FIFO streams the tool is asked for.

@@ -3,6 +3,7 @@ package fifobackupengine
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -48,6 +49,12 @@ func TestBackupRestoreRealMariaDB(t *testing.T) {
 			require.NotNil(t, m)
 		})
 	}
+	// The default, --fifo-backup-lanes=0: one lane per CPU, at most what the
+	// split storage's budget holds (the fixture's: 8 parts).
+	t.Run("stdout/auto-lanes/zstd", func(t *testing.T) {
+		f.roundTrip(t, testConfig(0, SourceStdout, zstdConfig()))
+		assert.Len(t, f.latestManifest(t).Lanes, min(runtime.NumCPU(), 8))
+	})
 }
 
 // TestBackupRecordsEveryPhase checks the per-phase stats: every operation is

@@ -31,8 +31,8 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 		mutate func(*Config)
 		want   []string
 	}{
-		{"lanes zero", func(c *Config) { c.Lanes = 0 }, []string{"--fifo-backup-lanes", "1..64"}},
-		{"lanes too many", func(c *Config) { c.Lanes = 65 }, []string{"--fifo-backup-lanes", "1..64"}},
+		{"lanes negative", func(c *Config) { c.Lanes = -1 }, []string{"--fifo-backup-lanes", "0 (auto) or 1..64"}},
+		{"lanes too many", func(c *Config) { c.Lanes = 65 }, []string{"--fifo-backup-lanes", "0 (auto) or 1..64"}},
 		{"source", func(c *Config) { c.Source = "pipe" }, []string{"--fifo-backup-source", "auto, fifo, stdout"}},
 		{"flavor", func(c *Config) { c.ToolFlavor = "mysqlbackup" }, []string{"--fifo-backup-tool-flavor", "xtrabackup, mariabackup"}},
 		{"parallel", func(c *Config) { c.Parallel = 0 }, []string{"--fifo-backup-parallel", "1..256"}},
@@ -304,4 +304,25 @@ func TestOpenFilesLimitPassed(t *testing.T) {
 	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 0)
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(args, " "), "--open-files-limit")
+}
+
+type writableFiles int
+
+func (w writableFiles) WritableFilesAtOnce() int { return int(w) }
+
+// TestAutoLanes: --fifo-backup-lanes=0 is one lane per CPU, at most 64, and at
+// most what the storage's handle says it can write at once.
+func TestAutoLanes(t *testing.T) {
+	for _, c := range []struct {
+		cpus int
+		bh   any
+		want int
+	}{
+		{1, nil, 1}, {2, nil, 2}, {9, nil, 9}, {16, nil, 16}, {64, nil, 64}, {128, nil, 64},
+		{1, writableFiles(8), 1}, {9, writableFiles(8), 8}, {128, writableFiles(8), 8},
+		{128, writableFiles(100), 64},
+		{16, writableFiles(0), 1}, // the storage then refuses the lane, naming its budget
+	} {
+		assert.Equal(t, c.want, AutoLanes(c.cpus, c.bh), "%d CPUs, storage %v", c.cpus, c.bh)
+	}
 }

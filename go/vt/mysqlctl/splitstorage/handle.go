@@ -83,6 +83,24 @@ func (h *Handle) where(file string) string {
 	return fmt.Sprintf("backup %s/%s, file %s", h.dir, h.name, file)
 }
 
+// Wait returns once no part upload of this backup is in flight, with the
+// errors recorded for its files. Vitess v25 adds it to BackupHandle (an engine
+// waits before EndBackup); with v24 nothing calls it, and every file's Close
+// already waits for its own parts.
+func (h *Handle) Wait() error {
+	h.wg.Wait()
+	return h.Error()
+}
+
+// WritableFilesAtOnce says how many more files can be open for writing at
+// once: every one holds a filling part, so the memory budget's parts, less
+// those of the files open now in this process (the fifo engine sizes its
+// automatic lane count by it).
+func (h *Handle) WritableFilesAtOnce() int {
+	p := h.e.pool
+	return int(p.budget/p.partSize - p.writers.Load())
+}
+
 // AddFile is part of backupstorage.BackupHandle. The stream is cut into parts
 // of exactly the configured part size; filesize is not used for that.
 func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (io.WriteCloser, error) {

@@ -2,6 +2,7 @@ package splitstorage_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"testing"
 
@@ -28,6 +29,8 @@ func TestAddFileRefusesMoreWritersThanPartsInBudget(t *testing.T) {
 	bh, err := bs.StartBackup(ctx, "ks/0", "writers")
 	require.NoError(t, err)
 
+	writable := bh.(interface{ WritableFilesAtOnce() int })
+	assert.Equal(t, 4, writable.WritableFilesAtOnce())
 	var open []io.WriteCloser
 	for _, name := range []string{"a", "b", "c", "d"} {
 		w, err := bh.AddFile(ctx, name, -1)
@@ -36,17 +39,39 @@ func TestAddFileRefusesMoreWritersThanPartsInBudget(t *testing.T) {
 		require.NoError(t, err)
 		open = append(open, w)
 	}
+	assert.Equal(t, 0, writable.WritableFilesAtOnce())
 	_, err = bh.AddFile(ctx, "e", -1)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "--split-storage-memory-budget")
 	assert.Contains(t, err.Error(), "--split-storage-part-size")
 
 	require.NoError(t, open[0].Close())
+	assert.Equal(t, 1, writable.WritableFilesAtOnce())
 	w, err := bh.AddFile(ctx, "f", -1)
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	for _, w := range open[1:] {
 		require.NoError(t, w.Close())
 	}
+	require.NoError(t, bh.AbortBackup(ctx))
+}
+
+// Wait (Vitess v25's BackupHandle) returns once no upload is in flight, with
+// the errors recorded for the backup's files.
+func TestWaitReportsRecordedErrors(t *testing.T) {
+	bs, err := splitstorage.New(splitstoragetest.Local(t).Config)
+	require.NoError(t, err)
+	ctx := context.Background()
+	bh, err := bs.StartBackup(ctx, "ks/0", "wait")
+	require.NoError(t, err)
+	waiter := bh.(interface{ Wait() error })
+	w, err := bh.AddFile(ctx, "a", -1)
+	require.NoError(t, err)
+	_, err = w.Write(make([]byte, 3<<20))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, waiter.Wait())
+	bh.RecordError("b", errors.New("lane b failed"))
+	require.ErrorContains(t, waiter.Wait(), "lane b failed")
 	require.NoError(t, bh.AbortBackup(ctx))
 }

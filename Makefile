@@ -21,6 +21,7 @@ STAMP_DIR      := $(BUILD_DIR)/stamps
 
 VERSITYGW_VERSION      ?= v1.8.0
 FAKE_GCS_SERVER_VERSION ?= v1.56.1
+AZURITE_VERSION        ?= 3.35.0
 
 TEST_TIMEOUT ?= 75m
 TEST_FLAGS   ?=
@@ -38,6 +39,7 @@ export VTFIFO_TOOLS_DIR  := $(TOOLS_DIR)
 export VTFIFO_INIT_DB_SQL := $(INIT_DB_SQL)
 export VERSITYGW_BIN     := $(TOOLS_DIR)/versitygw
 export FAKE_GCS_BIN      := $(TOOLS_DIR)/fake-gcs-server
+export AZURITE_BLOB_BIN  := $(TOOLS_DIR)/azurite/node_modules/.bin/azurite-blob
 
 .PHONY: help setup system-packages go-modules build tools demo test test-unit check test-e2e test-reliability fuzz bench clean flags-doc
 
@@ -48,7 +50,7 @@ help:
 	@echo "make check  gofmt, go vet and staticcheck (pinned in tools/go.mod)"
 	@echo "make setup  only install missing Debian packages, Go modules and build the binaries"
 	@echo "make build  only build $(BIN_DIR)/{vttablet,vtbackup,vtctld,mysqlctl,vtctldclient}"
-	@echo "make tools  only build the S3/GCS test servers into $(TOOLS_DIR)"
+	@echo "make tools  only build the S3/GCS/Azure test servers into $(TOOLS_DIR)"
 	@echo "make fuzz   run the fuzz targets for FUZZTIME=$(FUZZTIME) each"
 	@echo "make bench  side-by-side benchmarks (BENCH_PROFILE=standard|quick|full) -> docs/benchmarks.md"
 
@@ -88,7 +90,9 @@ $(INIT_DB_SQL): go.mod go.sum scripts/gen-init-db-sql.sh
 	@mkdir -p $(@D)
 	scripts/gen-init-db-sql.sh $(VITESS_VERSION) $@
 
-tools: $(TOOLS_DIR)/versitygw $(TOOLS_DIR)/fake-gcs-server
+AZURITE_BLOB := $(TOOLS_DIR)/azurite/node_modules/.bin/azurite-blob
+
+tools: $(TOOLS_DIR)/versitygw $(TOOLS_DIR)/fake-gcs-server $(AZURITE_BLOB)
 
 # Installed on their own (never added to go.mod). A stamp per version forces a rebuild
 # when the version changes.
@@ -102,6 +106,13 @@ $(TOOLS_DIR)/fake-gcs-server: $(STAMP_DIR)/fake-gcs-server-$(FAKE_GCS_SERVER_VER
 $(STAMP_DIR)/fake-gcs-server-$(FAKE_GCS_SERVER_VERSION):
 	@mkdir -p $(TOOLS_DIR) $(@D)
 	GOBIN=$(TOOLS_DIR) $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_SERVER_VERSION)
+	@touch $@
+
+# Azurite (Azure Blob Storage emulator) from the npm registry, pinned, into its own prefix.
+$(AZURITE_BLOB): $(STAMP_DIR)/azurite-$(AZURITE_VERSION)
+$(STAMP_DIR)/azurite-$(AZURITE_VERSION): | system-packages
+	@mkdir -p $(TOOLS_DIR)/azurite $(@D)
+	npm install --prefix $(TOOLS_DIR)/azurite --no-audit --no-fund azurite@$(AZURITE_VERSION)
 	@touch $@
 
 demo: setup

@@ -22,6 +22,10 @@ for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ $status == "install ok installed" ]] || missing+=("$p")
 done
+# Azurite, the Azure test server (make tools), is an npm package: Node.js and npm from
+# Debian, unless the machine has its own (a nodesource nodejs brings npm and conflicts
+# with Debian's npm package).
+command -v npm >/dev/null || missing+=(nodejs npm)
 
 if ((${#missing[@]})); then
   echo "setup: installing missing Debian packages: ${missing[*]}"

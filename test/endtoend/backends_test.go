@@ -25,12 +25,12 @@ type storageBackend struct {
 }
 
 // storageBackends lists the backends under test: the split storage on local disk, on S3
-// (versitygw) and on GCS (fake-gcs-server), each with the fifo engine. With
+// (versitygw), on GCS (fake-gcs-server) and on Azure (Azurite), each with the fifo engine. With
 // VTFIFO_E2E_BASELINE=1 Vitess's own xtrabackup engine + file storage run the same flows
 // too (the reference the plugins are compared with).
 func storageBackends() []storageBackend {
 	var out []storageBackend
-	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS} {
+	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
 		name := "split-" + kind
 		if kind == splitstorage.BackendFile {
 			name = "split-local"
@@ -72,6 +72,17 @@ func splitBackend(name, kind string) storageBackend {
 				} else {
 					srv = splitstoragetest.Start(t, kind)
 					srv.Setenv(t) // for open, in this process
+				}
+				if kind == splitstorage.BackendAzure {
+					// The key file, where the cluster's user can read it.
+					key, err := os.ReadFile(srv.Config.AzureKeyFile)
+					if err != nil {
+						return cluster.Storage{}, err
+					}
+					srv.Config.AzureKeyFile = filepath.Join(c.Root, "azure.key")
+					if err := c.WriteFileOwned(srv.Config.AzureKeyFile, key, 0o600); err != nil {
+						return cluster.Storage{}, err
+					}
 				}
 				// Small parts so a few MB of sample data spans many part objects.
 				srv.Config.PartSize = 1 << 20

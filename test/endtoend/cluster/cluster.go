@@ -83,6 +83,12 @@ func (c *Cluster) logf(format string, args ...any) {
 // MkdirOwned creates dir (and parents) owned by the user the cluster's processes run as.
 func (c *Cluster) MkdirOwned(dir string) error { return c.user.mkdir(dir) }
 
+// WriteFileOwned writes a file the cluster's processes can read (owned by the
+// user they run as).
+func (c *Cluster) WriteFileOwned(path string, data []byte, mode os.FileMode) error {
+	return c.user.writeFile(path, data, mode)
+}
+
 // Bin returns the path of a Vitess binary as the cluster runs it.
 func (c *Cluster) Bin(name string) string { return c.bins[name] }
 

@@ -59,7 +59,7 @@ var Flags = []Flag{
 	{Name: "fifo-backup-fifo-dir", Free: "any directory; the tool creates the FIFOs under it at the backup, empty uses the tablet's tmp dir"},
 
 	// The split backup storage (go/vt/mysqlctl/splitstorage/config.go).
-	{Name: "split-storage-backend", Allowed: "file, s3, gcs", Bad: []string{"tape", "", "S3", "azure"}},
+	{Name: "split-storage-backend", Allowed: "file, s3, gcs, azure", Bad: []string{"tape", "", "S3", "azblob"}},
 	{Name: "split-storage-root", Allowed: "must be set when --split-storage-backend=file", Bad: []string{""}, With: []string{"--split-storage-backend=file"}},
 	{Name: "split-storage-part-size", Allowed: "1MiB..5GiB", Bad: []string{"0", "1048575", "512KiB", "5368709121", "6GiB", "-1", "-1MiB", "abc"}},
 	{Name: "split-storage-memory-budget", Allowed: "--split-storage-part-size x (max(--split-storage-upload-concurrency, --split-storage-read-ahead) + 1)", Bad: []string{"abc", "-1", "-2GiB"}},
@@ -78,6 +78,11 @@ var Flags = []Flag{
 	{Name: "split-storage-gcs-bucket", Allowed: "must be set when --split-storage-backend=gcs", Bad: []string{""}, With: []string{"--split-storage-backend=gcs"}},
 	{Name: "split-storage-s3-prefix", Free: "any key prefix inside the bucket"},
 	{Name: "split-storage-gcs-prefix", Free: "any object name prefix inside the bucket"},
+	{Name: "split-storage-azure-account", Allowed: "must be set when --split-storage-backend=azure", Bad: []string{""}, With: []string{"--split-storage-backend=azure", "--split-storage-azure-container=c", "--split-storage-azure-key-file=/k"}},
+	{Name: "split-storage-azure-container", Allowed: "must be set when --split-storage-backend=azure", Bad: []string{""}, With: []string{"--split-storage-backend=azure", "--split-storage-azure-account=a", "--split-storage-azure-key-file=/k"}},
+	{Name: "split-storage-azure-key-file", Allowed: "must be set when --split-storage-backend=azure", Bad: []string{""}, With: []string{"--split-storage-backend=azure", "--split-storage-azure-account=a", "--split-storage-azure-container=c"}},
+	{Name: "split-storage-azure-endpoint", Allowed: "http:// or https:// URL", Bad: []string{"localhost:10000", "ftp://blob.example.com", "http://"}},
+	{Name: "split-storage-azure-prefix", Free: "any blob name prefix inside the container"},
 	{Name: "split-storage-s3-storage-class", Free: "S3-compatible stores define their own classes (Ceph placement targets); the store refuses an unknown one"},
 }
 

@@ -17,9 +17,10 @@ import (
 
 // Backend names accepted by --split-storage-backend.
 const (
-	BackendFile = "file"
-	BackendS3   = "s3"
-	BackendGCS  = "gcs"
+	BackendFile  = "file"
+	BackendS3    = "s3"
+	BackendGCS   = "gcs"
+	BackendAzure = "azure"
 )
 
 // Limits enforced by ValidateFlags / Config.Validate.
@@ -32,7 +33,7 @@ const (
 // Config is everything the split storage needs. The flags fill one package-level
 // Config; tests and tools can build their own with DefaultConfig and New.
 type Config struct {
-	Backend string // file | s3 | gcs
+	Backend string // file | s3 | gcs | azure
 	Root    string // file backend: local directory
 
 	PartSize          int64 // bytes per part object (the last part of a file may be shorter)
@@ -56,6 +57,12 @@ type Config struct {
 
 	GCSBucket string
 	GCSPrefix string
+
+	AzureAccount   string
+	AzureContainer string
+	AzurePrefix    string
+	AzureEndpoint  string // the service URL; empty: https://<account>.blob.core.windows.net/
+	AzureKeyFile   string // a file holding the account's shared key (never the key itself in a flag)
 }
 
 // DefaultConfig returns the defaults of the flags.
@@ -81,7 +88,7 @@ var (
 
 // The allowed values of each flag, as its errors name them.
 const (
-	allowedBackend           = "file, s3, gcs"
+	allowedBackend           = "file, s3, gcs, azure"
 	allowedPartSize          = "1MiB..5GiB"
 	allowedMemoryBudget      = "a size >= --split-storage-part-size x (max(--split-storage-upload-concurrency, --split-storage-read-ahead) + 1)"
 	allowedConcurrency       = "1..256"
@@ -90,6 +97,7 @@ const (
 	allowedRetryMaxBackoff   = "a duration >= --split-storage-retry-initial-backoff"
 	allowedS3SSE             = "empty, AES256, aws:kms, aws:kms:dsse"
 	allowedS3Endpoint        = "empty (AWS) or an http:// or https:// URL with a host"
+	allowedAzureEndpoint     = "empty (https://<account>.blob.core.windows.net/) or an http:// or https:// URL with a host"
 	allowedS3SSEKMSKeyIDOnly = "empty unless --split-storage-s3-sse is aws:kms or aws:kms:dsse"
 )
 
@@ -135,6 +143,11 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	str(&c.S3StorageClass, "split-storage-s3-storage-class", d.S3StorageClass, "split backup storage: S3 storage class of the objects (e.g. STANDARD_IA); empty: bucket default.")
 	str(&c.GCSBucket, "split-storage-gcs-bucket", d.GCSBucket, "split backup storage: GCS bucket (STORAGE_EMULATOR_HOST is honoured).")
 	str(&c.GCSPrefix, "split-storage-gcs-prefix", d.GCSPrefix, "split backup storage: object name prefix inside the GCS bucket.")
+	str(&c.AzureAccount, "split-storage-azure-account", d.AzureAccount, "split backup storage: Azure storage account name.")
+	str(&c.AzureContainer, "split-storage-azure-container", d.AzureContainer, "split backup storage: Azure blob container.")
+	str(&c.AzurePrefix, "split-storage-azure-prefix", d.AzurePrefix, "split backup storage: blob name prefix inside the Azure container.")
+	str(&c.AzureEndpoint, "split-storage-azure-endpoint", d.AzureEndpoint, "split backup storage: Azure blob service URL, http:// or https:// (empty: https://<account>.blob.core.windows.net/).")
+	str(&c.AzureKeyFile, "split-storage-azure-key-file", d.AzureKeyFile, "split backup storage: file holding the Azure storage account's shared key (read at startup; the key never goes in a flag).")
 }
 
 // FlagConfig returns a copy of the configuration the flags hold now.
@@ -180,6 +193,14 @@ func (c Config) Validate() error {
 		if c.GCSBucket == "" {
 			bad("--split-storage-gcs-bucket must be set when --split-storage-backend=gcs")
 		}
+	case BackendAzure:
+		for _, f := range []struct{ flag, v string }{
+			{"account", c.AzureAccount}, {"container", c.AzureContainer}, {"key-file", c.AzureKeyFile},
+		} {
+			if f.v == "" {
+				bad("--split-storage-azure-%s must be set when --split-storage-backend=azure", f.flag)
+			}
+		}
 	default:
 		invalid("split-storage-backend", c.Backend, allowedBackend)
 	}
@@ -196,6 +217,11 @@ func (c Config) Validate() error {
 	if c.S3Endpoint != "" {
 		if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			invalid("split-storage-s3-endpoint", c.S3Endpoint, allowedS3Endpoint)
+		}
+	}
+	if c.AzureEndpoint != "" {
+		if u, err := url.Parse(c.AzureEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			invalid("split-storage-azure-endpoint", c.AzureEndpoint, allowedAzureEndpoint)
 		}
 	}
 	if c.PartSize < MinPartSize || c.PartSize > MaxPartSize {

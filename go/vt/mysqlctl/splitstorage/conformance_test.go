@@ -22,7 +22,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-var backends = []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS}
+var backends = []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure}
 
 // TestConformance runs one suite against every backend.
 func TestConformance(t *testing.T) {

@@ -47,3 +47,11 @@ func (s *Storage) RetryingBackendForTest(ctx context.Context) (Backend, error) {
 	}
 	return e.be, nil
 }
+
+// SetAzureBlocksForTest lowers the size above which the Azure backend writes a
+// part as staged blocks, and the block size, until the test ends.
+func SetAzureBlocksForTest(t interface{ Cleanup(func()) }, single, block int64) {
+	oldSingle, oldBlock := azureSingleUpload, azureBlockSize
+	azureSingleUpload, azureBlockSize = single, block
+	t.Cleanup(func() { azureSingleUpload, azureBlockSize = oldSingle, oldBlock })
+}

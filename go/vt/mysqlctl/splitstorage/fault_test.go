@@ -22,7 +22,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-var remoteBackends = []string{splitstorage.BackendS3, splitstorage.BackendGCS}
+var remoteBackends = []string{splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure}
 
 // proxied starts a server of kind behind a fault proxy and returns a storage
 // talking through the proxy, with a logger that keeps the retry log lines.
@@ -141,7 +141,7 @@ func TestFaultsRandom(t *testing.T) {
 	for _, kind := range remoteBackends {
 		t.Run(kind, func(t *testing.T) {
 			nfiles, mib := 20, int64(256)
-			if kind == splitstorage.BackendGCS || testing.Short() {
+			if kind != splitstorage.BackendS3 {
 				nfiles, mib = 8, 16
 			}
 			if v := os.Getenv("SPLIT_FAULT_FILE_MIB"); v != "" {

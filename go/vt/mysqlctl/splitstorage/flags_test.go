@@ -43,7 +43,9 @@ func TestFlags(t *testing.T) {
 	require.NoError(t, splitstorage.FlagConfig().Validate())
 
 	for args, want := range map[string]string{
-		"--split-storage-backend=azure":                                                       `invalid value "azure" for --split-storage-backend: allowed values are file, s3, gcs`,
+		"--split-storage-backend=tape":                                                        `invalid value "tape" for --split-storage-backend: allowed values are file, s3, gcs, azure`,
+		"--split-storage-backend=azure --split-storage-azure-account=a":                       "--split-storage-azure-container must be set",
+		"--split-storage-root=/x --split-storage-azure-endpoint=localhost:10000":              `invalid value "localhost:10000" for --split-storage-azure-endpoint: allowed values are empty`,
 		"--split-storage-part-size=512KiB --split-storage-root=/x":                            `invalid value "512KiB" for --split-storage-part-size: allowed values are 1MiB..5GiB`,
 		"--split-storage-part-size=1048575 --split-storage-root=/x":                           `invalid value "1048575" for --split-storage-part-size: allowed values are 1MiB..5GiB`,
 		"--split-storage-upload-concurrency=0 --split-storage-root=/x":                        `invalid value "0" for --split-storage-upload-concurrency: allowed values are 1..256`,

@@ -141,6 +141,8 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 			b, err = newS3Backend(ctx, c)
 		case BackendGCS:
 			b, err = newGCSBackend(ctx, c)
+		case BackendAzure:
+			b, err = newAzureBackend(c)
 		}
 		if err != nil {
 			return nil, err

@@ -1,12 +1,13 @@
 // Package splitstoragetest starts the object stores the split storage is tested
-// against (versitygw for S3, fake-gcs-server for GCS, or a temp directory) and
+// against (versitygw for S3, fake-gcs-server for GCS, Azurite for Azure, or a
+// temp directory) and
 // puts a fault-injecting HTTP proxy in front of them. Engine and end-to-end
 // tests reuse it: every server comes with a splitstorage.Config, the
 // equivalent --split-storage-* flags, and the environment a client needs.
 //
 // The server binaries are not Go module dependencies (they would upgrade
 // modules Vitess uses); `make tools` installs them into <repo>/build/tools.
-// VERSITYGW_BIN and FAKE_GCS_BIN override the paths.
+// VERSITYGW_BIN, FAKE_GCS_BIN and AZURITE_BLOB_BIN override the paths.
 package splitstoragetest
 
 import (
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -41,7 +43,7 @@ const (
 
 // Server is one store to test against.
 type Server struct {
-	// Kind is splitstorage.BackendFile, BackendS3 or BackendGCS.
+	// Kind is splitstorage.BackendFile, BackendS3, BackendGCS or BackendAzure.
 	Kind string
 	// Addr is host:port of the server (empty for file).
 	Addr string
@@ -92,6 +94,11 @@ func Flags(c splitstorage.Config) []string {
 		"s3-storage-class":      c.S3StorageClass,
 		"gcs-bucket":            c.GCSBucket,
 		"gcs-prefix":            c.GCSPrefix,
+		"azure-account":         c.AzureAccount,
+		"azure-container":       c.AzureContainer,
+		"azure-prefix":          c.AzurePrefix,
+		"azure-endpoint":        c.AzureEndpoint,
+		"azure-key-file":        c.AzureKeyFile,
 	}
 	var out []string
 	for k, v := range f {
@@ -166,6 +173,17 @@ func Binary(t testing.TB, envVar, name string) string {
 	return p
 }
 
+// serverDirs makes a temp dir for a server's log and files, and its data dir in it.
+func serverDirs(t testing.TB) (dir, data string) {
+	t.Helper()
+	dir = t.TempDir()
+	data = filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	return dir, data
+}
+
 // FreePort returns a free TCP port on 127.0.0.1.
 func FreePort(t testing.TB) int {
 	t.Helper()
@@ -232,11 +250,7 @@ func StartS3(t testing.TB) *Server {
 func StartS3WithSecret(t testing.TB, secret string) *Server {
 	t.Helper()
 	bin := Binary(t, "VERSITYGW_BIN", "versitygw")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o750); err != nil {
-		t.Fatal(err)
-	}
+	dir, data := serverDirs(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	startProcess(t, "versitygw", bin, []string{"--quiet", "--port", addr, "posix", data},
 		[]string{"ROOT_ACCESS_KEY=" + S3AccessKey, "ROOT_SECRET_KEY=" + secret}, addr, filepath.Join(dir, "versitygw.log"))
@@ -277,11 +291,7 @@ func StartS3WithSecret(t testing.TB, secret string) *Server {
 func StartGCS(t testing.TB) *Server {
 	t.Helper()
 	bin := Binary(t, "FAKE_GCS_BIN", "fake-gcs-server")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o750); err != nil {
-		t.Fatal(err)
-	}
+	dir, data := serverDirs(t)
 	port := FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	startProcess(t, "fake-gcs-server", bin, []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
@@ -305,7 +315,55 @@ func StartGCS(t testing.TB) *Server {
 	}}
 }
 
-// Start starts a Server of the given kind (file, s3 or gcs).
+// Azurite's development account (its documented, public key: not a secret).
+const (
+	AzureAccount   = "devstoreaccount1"
+	azureDevKey    = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	AzureContainer = "split-test"
+)
+
+// StartAzure starts Azurite's blob service (npm package azurite, which `make
+// tools` installs into build/tools/azurite) on a free port with its data in a
+// temp dir, creates the container AzureContainer, and returns the Server; the
+// account key is in a file named by Config.AzureKeyFile.
+func StartAzure(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary(t, "AZURITE_BLOB_BIN", filepath.Join("azurite", "node_modules", ".bin", "azurite-blob"))
+	dir, data := serverDirs(t)
+	port := FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	startProcess(t, "azurite-blob", bin, []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
+		"--location", data, "--silent", "--skipApiVersionCheck", "--loose", "--disableProductStyleUrl"},
+		nil, addr, filepath.Join(dir, "azurite.log"))
+	keyFile := filepath.Join(dir, "azure.key")
+	if err := os.WriteFile(keyFile, []byte(azureDevKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + addr + "/" + AzureAccount
+	cred, err := container.NewSharedKeyCredential(AzureAccount, azureDevKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := container.NewClientWithSharedKeyCredential(endpoint+"/"+AzureContainer, cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.Create(ctx, nil); err != nil {
+		t.Fatalf("creating container %s on Azurite: %v", AzureContainer, err)
+	}
+	c := TestConfig()
+	c.Backend = splitstorage.BackendAzure
+	c.AzureAccount = AzureAccount
+	c.AzureContainer = AzureContainer
+	c.AzurePrefix = "backups"
+	c.AzureEndpoint = endpoint
+	c.AzureKeyFile = keyFile
+	return &Server{Kind: splitstorage.BackendAzure, Addr: addr, Config: c, Dir: data, Env: map[string]string{}}
+}
+
+// Start starts a Server of the given kind (file, s3, gcs or azure).
 func Start(t testing.TB, kind string) *Server {
 	t.Helper()
 	switch kind {
@@ -315,13 +373,15 @@ func Start(t testing.TB, kind string) *Server {
 		return StartS3(t)
 	case splitstorage.BackendGCS:
 		return StartGCS(t)
+	case splitstorage.BackendAzure:
+		return StartAzure(t)
 	}
 	t.Fatalf("unknown split storage backend %q", kind)
 	return nil
 }
 
-// WithProxy returns a copy of s that talks to the store through p (S3 and GCS
-// only); it sets p.PreserveHost as the store needs.
+// WithProxy returns a copy of s that talks to the store through p (S3, GCS and
+// Azure); it sets p.PreserveHost as the store needs.
 func (s *Server) WithProxy(p *FaultProxy) *Server {
 	p.PreserveHost = s.Kind == splitstorage.BackendS3
 	c := *s
@@ -334,6 +394,8 @@ func (s *Server) WithProxy(p *FaultProxy) *Server {
 		c.Config.S3Endpoint = "http://" + p.Addr
 	case splitstorage.BackendGCS:
 		c.Env["STORAGE_EMULATOR_HOST"] = p.Addr
+	case splitstorage.BackendAzure:
+		c.Config.AzureEndpoint = "http://" + p.Addr + "/" + AzureAccount
 	}
 	c.Addr = p.Addr
 	return &c

@@ -1,0 +1,73 @@
+package fifobackupengine
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"vitess.io/vitess/go/ioutil"
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// ExportOptions configures Export.
+type ExportOptions struct {
+	// Compression is the local decompressor configuration, as restore uses it.
+	Compression CompressionConfig
+	Logger      logutil.Logger
+}
+
+// Export writes a backup to w as one stock xbstream, the stream Percona's
+// `xbstream -x` and MariaDB's `mbstream -x` extract into the tool's files:
+// the lanes are read through the storage and the decompressor as restore
+// reads them (storedLanes) and merged back (xbstream.Merge: split lanes in
+// their original chunk order by their sequence records, FIFO lanes one after
+// another), every chunk's CRC32 checked on the way and every lane's length
+// against the MANIFEST. It is how a backup is restored where there is no
+// Vitess. It returns the bytes written.
+func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opts ExportOptions) (int64, error) {
+	if opts.Logger == nil {
+		opts.Logger = logutil.NewConsoleLogger()
+	}
+	m, err := readManifest(ctx, bh)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), logger: opts.Logger}).lanes()
+	readers := make([]io.Reader, len(lanes))
+	counts := make([]int64, len(lanes))
+	var opened []io.Closer
+	// Merge reads every lane from this goroutine: once it has returned, no
+	// Read is in progress and the lanes can be closed.
+	defer func() {
+		for _, c := range opened {
+			c.Close()
+		}
+	}()
+	for i, open := range lanes {
+		rc, err := open(ctx)
+		if err != nil {
+			return 0, vterrors.Wrapf(err, "backup %s: lane %d", bh.Name(), i)
+		}
+		opened = append(opened, rc)
+		readers[i] = ioutil.NewMeteredReader(rc, func(n int, _ time.Duration) { counts[i] += int64(n) })
+	}
+	var written int64
+	out := ioutil.NewMeteredWriter(w, func(n int, _ time.Duration) { written += int64(n) })
+	if err := xbstream.Merge(out, readers); err != nil {
+		return written, vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m))
+	}
+	for i, l := range m.Lanes {
+		if l.RawBytes > 0 && counts[i] != l.RawBytes {
+			return written, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, l.File, counts[i], l.RawBytes)
+		}
+	}
+	return written, nil
+}

@@ -41,13 +41,13 @@ func faultyStore(t *testing.T, f *fixture, kind string) (*splitstoragetest.Fault
 
 // TestTransientFaults: 503 SlowDown, 500, connection reset mid-body (request
 // and response) and 2 s stalls on 10% of all requests, during backup and
-// during restore, through the real engine, S3 (versitygw) and GCS
-// (fake-gcs-server). Every backup must succeed and every restore must give
+// during restore, through the real engine, S3 (versitygw), GCS
+// (fake-gcs-server) and Azure (Azurite). Every backup must succeed and every restore must give
 // back the source data. RELIABILITY_FAULT_TRIALS sets the trials per
 // backend (default 3; the full count is 20).
 func TestTransientFaults(t *testing.T) {
 	n := trials(t, "RELIABILITY_FAULT_TRIALS", 3)
-	for _, kind := range []string{splitstorage.BackendS3, splitstorage.BackendGCS} {
+	for _, kind := range []string{splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t)
 			p, _ := faultyStore(t, f, kind)

@@ -3,6 +3,7 @@ package endtoend
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,4 +69,39 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestDefaultsPassStartupValidation: with fifo as the engine and split as the storage and no
+// other plugin flag but the storage's root, vttablet and vtbackup get past the plugins'
+// startup validation whatever the host's CPU count (--fifo-backup-lanes defaults to auto);
+// 64 explicit lanes are refused at startup, naming the flags, with the default budget.
+func TestDefaultsPassStartupValidation(t *testing.T) {
+	paths := discoverBinaries(t)
+	for _, bin := range []string{"vttablet", "vtbackup"} {
+		for _, c := range []struct {
+			extra []string
+			ok    bool
+		}{
+			{nil, true},
+			{[]string{"--fifo-backup-lanes=64"}, false},
+			{[]string{"--fifo-backup-lanes=64", "--split-storage-part-size=16MiB"}, true},
+		} {
+			t.Run(fmt.Sprintf("%s/%v", bin, c.extra), func(t *testing.T) {
+				args := append([]string{"--config-file-not-found-handling=ignore", "--topo-implementation=none-on-purpose",
+					"--backup-engine-implementation=fifo", "--backup-storage-implementation=split", "--split-storage-root=" + t.TempDir()}, c.extra...)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, filepath.Join(paths.BinDir, bin), args...)
+				cmd.Dir = t.TempDir()
+				out, _ := cmd.CombinedOutput()
+				refused := strings.Contains(string(out), "plugin flags")
+				if c.ok && (refused || !strings.Contains(string(out), "servenv.Init")) {
+					t.Fatalf("%s did not get past the plugins' validation (to servenv.Init) with %v:\n%s", bin, args, lastLines(string(out), 10))
+				}
+				if !c.ok && (!refused || !strings.Contains(string(out), "--split-storage-memory-budget")) {
+					t.Fatalf("%s must refuse %v at startup naming the budget:\n%s", bin, args, lastLines(string(out), 10))
+				}
+			})
+		}
+	}
 }

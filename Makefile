@@ -66,8 +66,9 @@ $(STAMP_DIR)/go-mod-download: go.mod go.sum
 	$(GO) mod download
 	@mkdir -p $(@D) && touch $@
 
-# Operator tools of the project (fifoverify: check a backup in place).
-TOOL_BINS := $(BIN_DIR)/fifoverify
+# Operator tools of the project (vtfifo: verify and export backups where they are stored;
+# fifoverify: vtfifo verify under its first name).
+TOOL_BINS := $(BIN_DIR)/vtfifo $(BIN_DIR)/fifoverify
 
 build: $(PLUGIN_BINS) $(STOCK_BINS) $(INIT_DB_SQL) $(TOOL_BINS)
 

@@ -1,4 +1,4 @@
-package main
+package vtfifocli
 
 import (
 	"fmt"
@@ -50,6 +50,8 @@ type options struct {
 	concurrency                int
 	timeout                    time.Duration
 
+	// prog names the program in messages (fifoverify, vtfifo verify).
+	prog string
 	// flags is the parsed set: Vitess's decompression flags are read from it.
 	flags *pflag.FlagSet
 
@@ -58,8 +60,10 @@ type options struct {
 	minAge           time.Duration
 }
 
-func registerFlags(fs *pflag.FlagSet) *options {
-	o := &options{flags: fs}
+// registerBackupFlags declares what every subcommand needs: the storage (the
+// same flags as vttablet's) and which backup.
+func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
+	o := &options{flags: fs, prog: prog}
 	splitstorage.RegisterFlags(fs)
 	vt := servenv.GetFlagSetFor("vttablet")
 	vt.VisitAll(func(f *pflag.Flag) {
@@ -72,17 +76,21 @@ func registerFlags(fs *pflag.FlagSet) *options {
 	fs.StringVar(&o.keyspace, "keyspace", "", "keyspace of the backups (with --shard)")
 	fs.StringVar(&o.shard, "shard", "", "shard of the backups (with --keyspace)")
 	fs.StringVar(&o.backupDir, "backup-dir", "", "backup directory in the storage (keyspace/shard), instead of --keyspace and --shard")
-	fs.StringVar(&o.backup, "backup", "", "name of the backup to check (as GetBackups lists it); empty checks the latest complete one")
+	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
+	return o
+}
+
+// registerVerifyFlags declares verify's own flags.
+func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
 	fs.Int64Var(&o.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
 	fs.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (on a terminal), always, never")
 	fs.DurationVar(&o.progressInterval, "progress-interval", 10*time.Second, "how often progress is printed when stderr is not a terminal (with --progress=always)")
 	fs.IntVar(&o.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 	fs.BoolVar(&o.listIncomplete, "list-incomplete", false, "list the backups that were started and never completed (split storage), then exit")
 	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups that were started and never completed, and started more than --incomplete-min-age ago (split storage), then exit")
 	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups started at least this long ago (a backup still running is incomplete too)")
-	return o
 }
 
 func (o *options) dir() string {
@@ -92,10 +100,12 @@ func (o *options) dir() string {
 	return mysqlctl.GetBackupDir(o.keyspace, o.shard)
 }
 
-func (o *options) validate() error {
-	bad := func(flag, value, allowed string) error {
-		return fmt.Errorf("invalid value %q for --%s: allowed values are %s", value, flag, allowed)
-	}
+func invalid(flag, value, allowed string) error {
+	return fmt.Errorf("invalid value %q for --%s: allowed values are %s", value, flag, allowed)
+}
+
+// validateBackup checks the flags of registerBackupFlags.
+func (o *options) validateBackup() error {
 	switch {
 	case o.backupDir != "" && (o.keyspace != "" || o.shard != ""):
 		return fmt.Errorf("--backup-dir and --keyspace/--shard are exclusive: give one")
@@ -103,35 +113,13 @@ func (o *options) validate() error {
 		return fmt.Errorf("--keyspace and --shard (or --backup-dir) are required")
 	}
 	if strings.Contains(o.dir(), "..") || strings.HasPrefix(o.dir(), "/") {
-		return bad("backup-dir", o.dir(), "a keyspace/shard path without '..' or a leading '/'")
+		return invalid("backup-dir", o.dir(), "a keyspace/shard path without '..' or a leading '/'")
 	}
 	if o.backup != "" && (strings.ContainsAny(o.backup, "/\\\x00") || strings.HasPrefix(o.backup, ".")) {
-		return bad("backup", o.backup, "a backup name as GetBackups lists it (no '/', not starting with '.')")
-	}
-	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.sample), "%"), 64)
-	if err != nil || pct <= 0 || pct > 100 {
-		return bad("sample", o.sample, "a percentage in (0%, 100%], e.g. 5%")
-	}
-	o.samplePct = pct
-	switch o.progress {
-	case "auto", "always", "never":
-	default:
-		return bad("progress", o.progress, "auto, always, never")
-	}
-	if o.progressInterval < 100*time.Millisecond {
-		return bad("progress-interval", o.progressInterval.String(), "100ms or more")
-	}
-	if o.concurrency < 1 || o.concurrency > 64 {
-		return bad("concurrency", strconv.Itoa(o.concurrency), "1..64")
+		return invalid("backup", o.backup, "a backup name as GetBackups lists it (no '/', not starting with '.')")
 	}
 	if o.timeout < 0 {
-		return bad("timeout", o.timeout.String(), "0 (no limit) or a positive duration")
-	}
-	if o.minAge < 0 {
-		return bad("incomplete-min-age", o.minAge.String(), "a duration >= 0")
-	}
-	if o.listIncomplete && o.removeIncomplete {
-		return fmt.Errorf("--list-incomplete and --remove-incomplete are exclusive")
+		return invalid("timeout", o.timeout.String(), "0 (no limit) or a positive duration")
 	}
 	impl := backupstorage.BackupStorageImplementation
 	if impl == "" {
@@ -142,13 +130,39 @@ func (o *options) validate() error {
 		for n := range backupstorage.BackupStorageMap {
 			names = append(names, n)
 		}
-		return bad("backup-storage-implementation", impl, strings.Join(sortStrings(names), ", "))
+		return invalid("backup-storage-implementation", impl, strings.Join(sortStrings(names), ", "))
 	}
 	if impl == splitstorage.Name {
-		if err := splitstorage.FlagConfig().Validate(); err != nil {
-			return err
-		}
-	} else if o.samplePct < 100 || o.listIncomplete || o.removeIncomplete {
+		return splitstorage.FlagConfig().Validate()
+	}
+	return nil
+}
+
+// validateVerify checks verify's own flags.
+func (o *options) validateVerify() error {
+	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.sample), "%"), 64)
+	if err != nil || pct <= 0 || pct > 100 {
+		return invalid("sample", o.sample, "a percentage in (0%, 100%], e.g. 5%")
+	}
+	o.samplePct = pct
+	switch o.progress {
+	case "auto", "always", "never":
+	default:
+		return invalid("progress", o.progress, "auto, always, never")
+	}
+	if o.progressInterval < 100*time.Millisecond {
+		return invalid("progress-interval", o.progressInterval.String(), "100ms or more")
+	}
+	if o.concurrency < 1 || o.concurrency > 64 {
+		return invalid("concurrency", strconv.Itoa(o.concurrency), "1..64")
+	}
+	if o.minAge < 0 {
+		return invalid("incomplete-min-age", o.minAge.String(), "a duration >= 0")
+	}
+	if o.listIncomplete && o.removeIncomplete {
+		return fmt.Errorf("--list-incomplete and --remove-incomplete are exclusive")
+	}
+	if impl := backupstorage.BackupStorageImplementation; impl != splitstorage.Name && (o.samplePct < 100 || o.listIncomplete || o.removeIncomplete) {
 		return fmt.Errorf("--sample below 100%%, --list-incomplete and --remove-incomplete need --backup-storage-implementation=split (it is %s)", impl)
 	}
 	return nil

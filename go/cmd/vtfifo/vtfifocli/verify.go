@@ -1,4 +1,4 @@
-package main
+package vtfifocli
 
 import (
 	"context"
@@ -27,56 +27,74 @@ import (
 
 func sortStrings(s []string) []string { sort.Strings(s); return s }
 
-func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
+// withTimeout applies --timeout to ctx.
+func (o *options) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
+		return context.WithTimeout(ctx, o.timeout)
 	}
+	return context.WithCancel(ctx)
+}
+
+// openStorage opens the backup storage the flags name, logging to stderr.
+func (o *options) openStorage(stderr io.Writer) (backupstorage.BackupStorage, logutil.Logger, error) {
 	base, err := backupstorage.GetBackupStorage()
 	if err != nil {
-		fmt.Fprintf(stderr, "fifoverify: %v\n", err)
-		return 1
+		return nil, nil, err
 	}
 	logger := logutil.NewCallbackLogger(func(ev *logutilpb.Event) {
 		fmt.Fprintf(stderr, "%s\n", logutil.EventString(ev))
 	})
-	bs := base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()})
+	return base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()}), logger, nil
+}
+
+// pickBackup finds the backup --backup names in the flags' directory, or the
+// latest complete one; otherwise it says why on stdout (FAIL: ...).
+func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage, stdout io.Writer) (backupstorage.BackupHandle, bool) {
+	dir := o.dir()
+	bhs, err := bs.ListBackups(ctx, dir)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
+		return nil, false
+	}
+	if o.backup == "" {
+		if len(bhs) == 0 {
+			fmt.Fprintf(stdout, "FAIL: no complete backup in %s\n", dir)
+			return nil, false
+		}
+		return bhs[len(bhs)-1], true
+	}
+	for _, h := range bhs {
+		if h.Name() == o.backup {
+			return h, true
+		}
+	}
+	fmt.Fprintf(stdout, "FAIL: backup %s/%s: %s\n", dir, o.backup, o.whyMissing(ctx, bs, dir))
+	return nil, false
+}
+
+func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	bs, logger, err := o.openStorage(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", o.prog, err)
+		return 1
+	}
 	defer bs.Close()
 	dir := o.dir()
 
 	if o.listIncomplete || o.removeIncomplete {
 		return o.incomplete(ctx, bs, dir, stdout, stderr)
 	}
-
-	bhs, err := bs.ListBackups(ctx, dir)
-	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
+	bh, ok := o.pickBackup(ctx, bs, stdout)
+	if !ok {
 		return 1
 	}
-	var bh backupstorage.BackupHandle
-	if o.backup == "" {
-		if len(bhs) == 0 {
-			fmt.Fprintf(stdout, "FAIL: no complete backup in %s\n", dir)
-			return 1
-		}
-		bh = bhs[len(bhs)-1]
-	} else {
-		for _, h := range bhs {
-			if h.Name() == o.backup {
-				bh = h
-			}
-		}
-		if bh == nil {
-			fmt.Fprintf(stdout, "FAIL: backup %s/%s: %s\n", dir, o.backup, o.whyMissing(ctx, bs, dir))
-			return 1
-		}
-	}
 	where := dir + "/" + bh.Name()
-	fmt.Fprintf(stderr, "fifoverify: checking backup %s (%s storage)\n", where, backupstorage.BackupStorageImplementation)
+	fmt.Fprintf(stderr, "%s: checking backup %s (%s storage)\n", o.prog, where, backupstorage.BackupStorageImplementation)
 
 	start := time.Now()
-	prog := newProgress(o, stderr, where)
+	prog := newProgress(o, stderr, o.prog+" "+where)
 	var problems []string
 	summary := ""
 
@@ -93,7 +111,7 @@ func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
 			if seed == 0 {
 				seed = time.Now().UnixNano()
 			}
-			fmt.Fprintf(stderr, "fifoverify: sampling %g%% of the parts (--sample-seed=%d)\n", o.samplePct, seed)
+			fmt.Fprintf(stderr, "%s: sampling %g%% of the parts (--sample-seed=%d)\n", o.prog, o.samplePct, seed)
 			popts.Sample = func(file string, part int) bool {
 				h := fnv.New64a()
 				fmt.Fprintf(h, "%d/%s/%d", seed, file, part)
@@ -194,7 +212,7 @@ func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage
 func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage, dir string, stdout, stderr io.Writer) int {
 	s, ok := bs.(*splitstorage.Storage)
 	if !ok {
-		fmt.Fprintf(stderr, "fifoverify: --list-incomplete/--remove-incomplete need the split storage\n")
+		fmt.Fprintf(stderr, "%s: --list-incomplete/--remove-incomplete need the split storage\n", o.prog)
 		return 2
 	}
 	inc, err := s.ListIncomplete(ctx, dir)
@@ -299,7 +317,7 @@ func (p *progress) line() string {
 		rate = float64(b) / el
 	}
 	var s strings.Builder
-	fmt.Fprintf(&s, "fifoverify %s: %s", p.what, humanize.IBytes(uint64(b)))
+	fmt.Fprintf(&s, "%s: %s", p.what, humanize.IBytes(uint64(b)))
 	if t := p.total.Load(); t > 0 {
 		fmt.Fprintf(&s, " of %s (%.0f%%)", humanize.IBytes(uint64(t)), 100*float64(b)/float64(t))
 	}

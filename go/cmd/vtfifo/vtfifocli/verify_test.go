@@ -1,4 +1,4 @@
-package main
+package vtfifocli
 
 import (
 	"bytes"
@@ -40,7 +40,7 @@ func TestInvalidFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(context.Background(), append(append([]string{}, base...), tc.args...), &out, &errOut)
+			code := Verify(context.Background(), "fifoverify", append(append([]string{}, base...), tc.args...), &out, &errOut)
 			assert.Equal(t, 2, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
 			for _, w := range tc.want {
 				assert.Contains(t, errOut.String(), w)
@@ -49,13 +49,13 @@ func TestInvalidFlags(t *testing.T) {
 	}
 	t.Run("no keyspace", func(t *testing.T) {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), []string{"--backup-storage-implementation=split", "--split-storage-root=" + root}, &out, &errOut)
+		code := Verify(context.Background(), "fifoverify", []string{"--backup-storage-implementation=split", "--split-storage-root=" + root}, &out, &errOut)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut.String(), "--keyspace and --shard (or --backup-dir) are required")
 	})
 	t.Run("traversal in backup-dir", func(t *testing.T) {
 		var out, errOut bytes.Buffer
-		code := run(context.Background(), []string{"--backup-storage-implementation=split", "--split-storage-root=" + root, "--backup-dir=../../etc"}, &out, &errOut)
+		code := Verify(context.Background(), "fifoverify", []string{"--backup-storage-implementation=split", "--split-storage-root=" + root, "--backup-dir=../../etc"}, &out, &errOut)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut.String(), "--backup-dir")
 	})

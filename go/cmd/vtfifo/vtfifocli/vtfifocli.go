@@ -1,0 +1,163 @@
+// Package vtfifocli is the operator's command line, vtfifo (and fifoverify,
+// its verify subcommand under the old name): commands that read fifo backups
+// where they are stored, through the same storage flags as vttablet, without
+// a Vitess cluster. Exit status: 0 done, 1 a failed check or an unreadable
+// backup, 2 a usage error.
+package vtfifocli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+)
+
+// Run runs cmd with a context cancelled on SIGINT or SIGTERM, and exits the
+// process with the status cmd returns (the mains of vtfifo and fifoverify).
+func Run(cmd func(ctx context.Context) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cmd(ctx)
+	stop()
+	os.Exit(code)
+}
+
+// Main runs vtfifo with args (without the program name) and returns its exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	code := 0
+	sub := func(use, short, long, example string, run func(context.Context, string, []string, io.Writer, io.Writer) int) *cobra.Command {
+		return &cobra.Command{
+			Use: use, Short: short, Long: long, Example: example,
+			// Each subcommand parses its own flags (one code path with fifoverify).
+			DisableFlagParsing: true,
+			Run: func(_ *cobra.Command, args []string) {
+				code = run(ctx, "vtfifo "+use, args, stdout, stderr)
+			},
+		}
+	}
+	root := &cobra.Command{
+		Use:   "vtfifo",
+		Short: "Read, check and export fifo backups where they are stored, without Vitess",
+		Long: "vtfifo reads fifo backups through the same storage flags as vttablet (--backup-storage-implementation,\n" +
+			"--split-storage-*, the compression flags) and needs no Vitess cluster.\n" +
+			"Exit status: 0 done, 1 a failed check or an unreadable backup, 2 a usage error.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stderr)
+	root.SetErr(stderr)
+	root.AddCommand(
+		sub("verify", "Check a backup without restoring it (every part, lane and chunk)",
+			"Reads a backup as restore would and writes nothing: every part's size and checksum (split storage),\n"+
+				"every lane decompressed, every xbstream chunk and its CRC32. Prints OK, or what is wrong and where.\n"+
+				"Run `vtfifo verify --help` for its flags (the same as fifoverify's).",
+			"  vtfifo verify --backup-storage-implementation=split --split-storage-backend=s3 --split-storage-s3-bucket=b \\\n"+
+				"      --keyspace=commerce --shard=0 [--backup=NAME] [--sample=5%]",
+			Verify),
+		sub("export", "Write a backup as one stock xbstream (for xbstream -x / mbstream -x)",
+			"Writes the backup's lanes merged back into one standard xbstream, which Percona's `xbstream -x` or\n"+
+				"MariaDB's `mbstream -x` extract into the tool's files; then `xtrabackup --prepare` (or mariabackup's)\n"+
+				"makes a data directory. Every chunk's CRC32 and every lane's length are checked on the way.\n"+
+				"Run `vtfifo export --help` for its flags.",
+			"  vtfifo export --backup-storage-implementation=split --split-storage-root=/backups \\\n"+
+				"      --keyspace=commerce --shard=0 -o - | mbstream -x -C /restore/datadir",
+			Export),
+	)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "vtfifo: %v\n", err)
+		return 2
+	}
+	return code
+}
+
+// parse parses args into fs; it returns -1 to go on, or the exit status.
+func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Writer) int {
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, fs.FlagUsages()) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", prog, fs.Args())
+		return 2
+	}
+	return -1
+}
+
+// Verify is `vtfifo verify` and fifoverify: it checks a backup where it is
+// stored (see docs/reliability.md) and returns the exit status.
+func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	o := registerBackupFlags(fs, prog)
+	o.registerVerifyFlags(fs)
+	if code := parse(fs, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\nExit status: 0 OK, 1 damaged or unreadable, 2 usage error.", args, stderr); code >= 0 {
+		return code
+	}
+	if err := errors.Join(o.validateBackup(), o.validateVerify()); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 2
+	}
+	return o.run(ctx, stdout, stderr)
+}
+
+// Export is `vtfifo export`: the backup as one stock xbstream on stdout or
+// in a new file (never over an existing one; removed if the export fails).
+func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
+	o := registerBackupFlags(fs, prog)
+	output := fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
+	if code := parse(fs, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stderr); code >= 0 {
+		return code
+	}
+	if err := o.validateBackup(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 2
+	}
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	bs, logger, err := o.openStorage(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		return 1
+	}
+	defer bs.Close()
+	bh, ok := o.pickBackup(ctx, bs, stdout)
+	if !ok {
+		return 1
+	}
+	var w io.Writer = stdout
+	var file *os.File
+	if *output != "-" {
+		if file, err = os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+			return 2
+		}
+		w = file
+	}
+	n, err := fifobackupengine.Export(ctx, bh, w, fifobackupengine.ExportOptions{Compression: fifobackupengine.CompressionFromFlags(o.flags), Logger: logger})
+	if file != nil {
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(*output)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: FAIL: %v\n", prog, err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, o.dir(), bh.Name(), *output)
+	return 0
+}

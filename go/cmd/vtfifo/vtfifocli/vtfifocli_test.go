@@ -1,0 +1,122 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
+)
+
+// A backup the engine took (four zstd lanes from Percona-style FIFO streams,
+// in Vitess's file storage), kept as test data by the engine's package.
+const backupData = "../../../vt/mysqlctl/fifobackupengine/testdata/backup-3baf113-fifo"
+
+func storageCopy(t *testing.T) (root string, args []string) {
+	root = t.TempDir()
+	require.NoError(t, os.CopyFS(root, os.DirFS(backupData)))
+	return root, []string{"--backup-storage-implementation=file", "--file-backup-storage-root=" + root, "--keyspace=ks", "--shard=0"}
+}
+
+// TestExportExtractsToTheLanesTree: `vtfifo export -o FILE` writes one
+// stream that extracts to the tree the backup's lanes extract to; it never
+// writes over an existing file; `vtfifo verify` says OK on the same backup.
+func TestExportExtractsToTheLanesTree(t *testing.T) {
+	root, args := storageCopy(t)
+	out := filepath.Join(t.TempDir(), "backup.xbstream")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append([]string{"export", "-o", out}, args...), &stdout, &stderr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	assert.Contains(t, stderr.String(), "wrote ")
+
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	exported := filepath.Join(t.TempDir(), "exported")
+	_, err = xbstream.Extract(context.Background(), exported, xbstream.ReaderLanes(f), xbstream.ExtractOptions{})
+	require.NoError(t, err)
+
+	// The lanes themselves, decompressed and extracted together.
+	dir := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	var lanes []io.Reader
+	for i := range 4 {
+		z, err := os.Open(filepath.Join(dir, "lane-00"+string(rune('0'+i))+".xbstream.zst"))
+		require.NoError(t, err)
+		defer z.Close()
+		d, err := zstd.NewReader(z)
+		require.NoError(t, err)
+		defer d.Close()
+		lanes = append(lanes, d)
+	}
+	fromLanes := filepath.Join(t.TempDir(), "lanes")
+	st, err := xbstream.Extract(context.Background(), fromLanes, xbstream.ReaderLanes(lanes...), xbstream.ExtractOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, st.Files, 200)
+	assert.Equal(t, tree(t, fromLanes), tree(t, exported))
+
+	stdout.Reset()
+	stderr.Reset()
+	assert.Equal(t, 2, Main(context.Background(), append([]string{"export", "-o", out}, args...), &stdout, &stderr), "over an existing file")
+	assert.Contains(t, stderr.String(), "file exists")
+
+	stdout.Reset()
+	code = Main(context.Background(), append([]string{"verify", "--progress=never"}, args...), &stdout, &stderr)
+	assert.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	assert.Contains(t, stdout.String(), "OK")
+}
+
+// A damaged lane: export fails (exit 1) naming the lane, and leaves no file.
+func TestExportOfADamagedBackupFails(t *testing.T) {
+	root, args := storageCopy(t)
+	lane := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989", "lane-001.xbstream.zst")
+	data, err := os.ReadFile(lane)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(lane, data[:len(data)/2], 0o640))
+	out := filepath.Join(t.TempDir(), "backup.xbstream")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append([]string{"export", "-o", out}, args...), &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr.String(), "lane 1")
+	assert.NoFileExists(t, out)
+}
+
+// Usage errors exit 2; --help exits 0.
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"export", "--keyspace=ks"}, 2, "--keyspace and --shard"},
+		{[]string{"export", "--help"}, 0, "--output"},
+		{[]string{"verify", "--help"}, 0, "--sample"},
+		{[]string{"nosuch"}, 2, "unknown command"},
+		{[]string{"export", "extra-arg", "--keyspace=ks", "--shard=0"}, 2, "unexpected arguments"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, c.code, Main(context.Background(), c.args, &stdout, &stderr), "%v: %s", c.args, stderr.String())
+		assert.Contains(t, stderr.String(), c.want, "%v", c.args)
+	}
+}
+
+// tree maps path -> content of the regular files under dir.
+func tree(t *testing.T, dir string) map[string]string {
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = string(b)
+		return err
+	}))
+	return out
+}

@@ -7,15 +7,21 @@ package vtfifocli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
@@ -69,6 +75,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"  vtfifo export --backup-storage-implementation=split --split-storage-root=/backups \\\n"+
 				"      --keyspace=commerce --shard=0 -o - | mbstream -x -C /restore/datadir",
 			Export),
+		sub("ls", "List the complete backups of a shard with their engine, time, size, lanes and position",
+			"Lists the complete backups in --keyspace/--shard (or --backup-dir), oldest first, as GetBackups does,\n"+
+				"with what each MANIFEST says. --json prints one JSON array.",
+			"  vtfifo ls --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0",
+			List),
 	)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -111,33 +122,58 @@ func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	return o.run(ctx, stdout, stderr)
 }
 
-// Export is `vtfifo export`: the backup as one stock xbstream on stdout or
-// in a new file (never over an existing one; removed if the export fails).
-func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+// session is a subcommand's parsed flags and open storage.
+type session struct {
+	o      *options
+	ctx    context.Context
+	bs     backupstorage.BackupStorage
+	logger logutil.Logger
+	close  func()
+}
+
+// openSession parses args (the backup flags, plus those extra declares),
+// validates them and opens the storage. A session of nil comes with the exit
+// status; otherwise the caller calls close.
+func openSession(ctx context.Context, prog, usage string, args []string, stderr io.Writer, extra func(*pflag.FlagSet)) (*session, int) {
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	o := registerBackupFlags(fs, prog)
-	output := fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
-	if code := parse(fs, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stderr); code >= 0 {
-		return code
+	extra(fs)
+	if code := parse(fs, prog, usage, args, stderr); code >= 0 {
+		return nil, code
 	}
 	if err := o.validateBackup(); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return 2
+		return nil, 2
 	}
 	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
 	bs, logger, err := o.openStorage(stderr)
 	if err != nil {
+		cancel()
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return 1
+		return nil, 1
 	}
-	defer bs.Close()
-	bh, ok := o.pickBackup(ctx, bs, stdout)
+	return &session{o: o, ctx: ctx, bs: bs, logger: logger, close: func() { bs.Close(); cancel() }}, -1
+}
+
+// Export is `vtfifo export`: the backup as one stock xbstream on stdout or
+// in a new file (never over an existing one; removed if the export fails).
+func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var output *string
+	s, code := openSession(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stderr,
+		func(fs *pflag.FlagSet) {
+			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	bh, ok := s.o.pickBackup(s.ctx, s.bs, stdout)
 	if !ok {
 		return 1
 	}
 	var w io.Writer = stdout
 	var file *os.File
+	var err error
 	if *output != "-" {
 		if file, err = os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640); err != nil {
 			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
@@ -145,7 +181,7 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		}
 		w = file
 	}
-	n, err := fifobackupengine.Export(ctx, bh, w, fifobackupengine.ExportOptions{Compression: fifobackupengine.CompressionFromFlags(o.flags), Logger: logger})
+	n, err := fifobackupengine.Export(s.ctx, bh, w, fifobackupengine.ExportOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
 	if file != nil {
 		if cerr := file.Close(); err == nil {
 			err = cerr
@@ -158,6 +194,101 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		fmt.Fprintf(stderr, "%s: FAIL: %v\n", prog, err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, o.dir(), bh.Name(), *output)
+	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, s.o.dir(), bh.Name(), *output)
 	return 0
+}
+
+// BackupInfo is one backup as `vtfifo ls` shows it.
+type BackupInfo struct {
+	Name        string
+	Engine      string
+	Time        string `json:",omitempty"`
+	Position    string `json:",omitempty"`
+	Lanes       int    `json:",omitempty"`
+	RawBytes    int64  `json:",omitempty"`
+	StoredBytes int64  `json:",omitempty"`
+	Compression string `json:",omitempty"`
+	Tool        string `json:",omitempty"`
+	// Problem says why the MANIFEST could not be read, if it could not.
+	Problem string `json:",omitempty"`
+}
+
+// List is `vtfifo ls`.
+func List(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var asJSON *bool
+	s, code := openSession(ctx, prog, "Lists the complete backups of a shard with what their MANIFEST says.\nExit status: 0 done, 1 the storage cannot be listed, 2 usage error.", args, stderr,
+		func(fs *pflag.FlagSet) { asJSON = fs.Bool("json", false, "print one JSON array instead of a table") })
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: cannot list backups in %s: %v\n", prog, s.o.dir(), err)
+		return 1
+	}
+	infos := make([]BackupInfo, 0, len(bhs))
+	for _, bh := range bhs {
+		infos = append(infos, describe(s.ctx, bh))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(infos); err != nil {
+			return 1
+		}
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tENGINE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION")
+	for _, b := range infos {
+		if b.Problem != "" {
+			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t%s\n", b.Name, b.Problem)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Time, b.Lanes,
+			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position)
+	}
+	if err := tw.Flush(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// describe reads a backup's MANIFEST: a fifo one in full, another engine's
+// (builtin, xtrabackup) for its engine, time and position.
+func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
+	info := BackupInfo{Name: bh.Name()}
+	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
+	if err != nil {
+		info.Problem = "cannot read MANIFEST: " + err.Error()
+		return info
+	}
+	defer r.Close()
+	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		info.Problem = "cannot read MANIFEST: " + err.Error()
+		return info
+	}
+	var base mysqlctl.BackupManifest
+	if err := json.Unmarshal(doc, &base); err != nil {
+		info.Problem = "MANIFEST is not JSON: " + err.Error()
+		return info
+	}
+	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()
+	if base.BackupMethod != "fifo" {
+		return info
+	}
+	m, err := fifobackupengine.ParseManifest(doc)
+	if err != nil {
+		info.Problem = "MANIFEST: " + err.Error()
+		return info
+	}
+	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes
+	info.Compression = "none"
+	if m.Compressed {
+		info.Compression = m.CompressionEngine
+	}
+	info.Tool = m.ToolFlavor + " " + m.ToolVersion
+	return info
 }

@@ -3,6 +3,7 @@ package vtfifocli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -87,6 +88,27 @@ func TestExportOfADamagedBackupFails(t *testing.T) {
 	assert.NoFileExists(t, out)
 }
 
+// `vtfifo ls` shows what the MANIFEST says, as a table and as JSON.
+func TestList(t *testing.T) {
+	_, args := storageCopy(t)
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, Main(context.Background(), append([]string{"ls"}, args...), &stdout, &stderr), stderr.String())
+	assert.Regexp(t, `(?m)^2026-11-23\.050519\.zone1-0000004989\s+fifo\s+\S+\s+4\s`, stdout.String())
+
+	stdout.Reset()
+	require.Equal(t, 0, Main(context.Background(), append([]string{"ls", "--json"}, args...), &stdout, &stderr), stderr.String())
+	var infos []BackupInfo
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &infos))
+	require.Len(t, infos, 1)
+	b := infos[0]
+	assert.Equal(t, "fifo", b.Engine)
+	assert.Equal(t, 4, b.Lanes)
+	assert.Equal(t, "zstd", b.Compression)
+	assert.Greater(t, b.RawBytes, b.StoredBytes)
+	assert.NotEmpty(t, b.Position)
+	assert.Empty(t, b.Problem)
+}
+
 // Usage errors exit 2; --help exits 0.
 func TestUsage(t *testing.T) {
 	for _, c := range []struct {
@@ -97,6 +119,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"export", "--keyspace=ks"}, 2, "--keyspace and --shard"},
 		{[]string{"export", "--help"}, 0, "--output"},
 		{[]string{"verify", "--help"}, 0, "--sample"},
+		{[]string{"ls", "--help"}, 0, "--json"},
 		{[]string{"nosuch"}, 2, "unknown command"},
 		{[]string{"export", "extra-arg", "--keyspace=ks", "--shard=0"}, 2, "unexpected arguments"},
 	} {

@@ -72,15 +72,10 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 	return nil, false
 }
 
-func (o *options) run(ctx context.Context, stdout, stderr io.Writer) int {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	bs, logger, err := o.openStorage(stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", o.prog, err)
-		return 1
-	}
-	defer bs.Close()
+// verify checks the backup the session's flags name (or lists or removes
+// the incomplete ones) and returns the exit status.
+func (s *session) verify(stdout, stderr io.Writer) int {
+	o, ctx, bs, logger := s.o, s.ctx, s.bs, s.logger
 	dir := o.dir()
 
 	if o.listIncomplete || o.removeIncomplete {

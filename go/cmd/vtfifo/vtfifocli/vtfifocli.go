@@ -109,17 +109,13 @@ func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Write
 // Verify is `vtfifo verify` and fifoverify: it checks a backup where it is
 // stored (see docs/reliability.md) and returns the exit status.
 func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
-	o := registerBackupFlags(fs, prog)
-	o.registerVerifyFlags(fs)
-	if code := parse(fs, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\nExit status: 0 OK, 1 damaged or unreadable, 2 usage error.", args, stderr); code >= 0 {
+	s, code := openSession(ctx, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\nExit status: 0 OK, 1 damaged or unreadable, 2 usage error.", args, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error { o.registerVerifyFlags(fs); return o.validateVerify })
+	if s == nil {
 		return code
 	}
-	if err := errors.Join(o.validateBackup(), o.validateVerify()); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return 2
-	}
-	return o.run(ctx, stdout, stderr)
+	defer s.close()
+	return s.verify(stdout, stderr)
 }
 
 // session is a subcommand's parsed flags and open storage.
@@ -131,17 +127,22 @@ type session struct {
 	close  func()
 }
 
-// openSession parses args (the backup flags, plus those extra declares),
-// validates them and opens the storage. A session of nil comes with the exit
-// status; otherwise the caller calls close.
-func openSession(ctx context.Context, prog, usage string, args []string, stderr io.Writer, extra func(*pflag.FlagSet)) (*session, int) {
+// openSession parses args (the backup flags, plus the subcommand's own that
+// extra declares, returning their check or nil), validates them and opens
+// the storage. A nil session comes with the exit status; otherwise the
+// caller calls close.
+func openSession(ctx context.Context, prog, usage string, args []string, stderr io.Writer, extra func(*pflag.FlagSet, *options) func() error) (*session, int) {
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	o := registerBackupFlags(fs, prog)
-	extra(fs)
+	check := extra(fs, o)
 	if code := parse(fs, prog, usage, args, stderr); code >= 0 {
 		return nil, code
 	}
-	if err := o.validateBackup(); err != nil {
+	err := o.validateBackup()
+	if err == nil && check != nil {
+		err = check()
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return nil, 2
 	}
@@ -160,8 +161,9 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var output *string
 	s, code := openSession(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stderr,
-		func(fs *pflag.FlagSet) {
+		func(fs *pflag.FlagSet, _ *options) func() error {
 			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
+			return nil
 		})
 	if s == nil {
 		return code
@@ -217,7 +219,10 @@ type BackupInfo struct {
 func List(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var asJSON *bool
 	s, code := openSession(ctx, prog, "Lists the complete backups of a shard with what their MANIFEST says.\nExit status: 0 done, 1 the storage cannot be listed, 2 usage error.", args, stderr,
-		func(fs *pflag.FlagSet) { asJSON = fs.Bool("json", false, "print one JSON array instead of a table") })
+		func(fs *pflag.FlagSet, _ *options) func() error {
+			asJSON = fs.Bool("json", false, "print one JSON array instead of a table")
+			return nil
+		})
 	if s == nil {
 		return code
 	}

@@ -91,7 +91,9 @@ func azureErr(err error) error {
 		switch code := re.StatusCode; {
 		case code == http.StatusNotFound:
 			return fmt.Errorf("%w: %v", ErrNotExist, err)
-		case code == http.StatusConflict || code == http.StatusPreconditionFailed:
+		case code == http.StatusPreconditionFailed:
+			// If-None-Match: * on a blob that exists (a 409 without the
+			// BlobAlreadyExists code is a lease or state conflict: permanent).
 			return fmt.Errorf("%w: %v", ErrExists, err)
 		case retryableStatus(code):
 			return transient(err)

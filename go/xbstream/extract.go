@@ -116,11 +116,7 @@ func (e *extractor) run(ctx context.Context, lanes []Lane) (ExtractStats, error)
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	for i, open := range lanes {
-		wg.Go(func() {
-			if err := e.readLane(ctx, i, open); err != nil {
-				cancel(&LaneError{Lane: i, Err: err})
-			}
-		})
+		wg.Go(func() { e.readLane(ctx, cancel, i, open) })
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
@@ -134,19 +130,23 @@ func (e *extractor) run(ctx context.Context, lanes []Lane) (ExtractStats, error)
 	return e.stats(), err
 }
 
-// readLane opens one lane, applies its chunks and closes it; a failure to
-// close (a decompressor that exited with an error) fails the lane.
-func (e *extractor) readLane(ctx context.Context, lane int, open Lane) (err error) {
+// readLane opens one lane, applies its chunks and closes it. A failure
+// cancels ctx before the lane is closed: closing may need it (an external
+// decompressor blocked writing what nobody reads exits only when killed). A
+// failure to close (a decompressor that exited with an error) fails the lane.
+func (e *extractor) readLane(ctx context.Context, cancel context.CancelCauseFunc, lane int, open Lane) {
+	fail := func(err error) { cancel(&LaneError{Lane: lane, Err: err}) }
 	r, err := open(ctx)
 	if err != nil {
-		return err
+		fail(err)
+		return
 	}
-	defer func() {
-		if cerr := r.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("closing the lane: %w", cerr)
-		}
-	}()
-	return e.runLane(ctx, lane, r)
+	if err := e.runLane(ctx, lane, r); err != nil {
+		fail(err)
+	}
+	if err := r.Close(); err != nil {
+		fail(fmt.Errorf("closing the lane: %w", err))
+	}
 }
 
 // fileState is what the chunks so far say of one file.

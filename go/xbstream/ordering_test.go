@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,7 +101,36 @@ func TestExtractLaneErrors(t *testing.T) {
 		}
 		assert.True(t, blocked.closed.Load(), "Extract returned before closing the lane")
 	})
+	t.Run("a lane whose close waits for the cancellation", func(t *testing.T) {
+		// Like an external decompressor: after a failed Read, Close returns
+		// only once the context the lane was opened with is done.
+		bad := bytes.Clone(lanes[0])
+		bad[len(bad)-seqRecordSize-10] ^= 1
+		done := make(chan error, 1)
+		go func() {
+			_, err := Extract(context.Background(), t.TempDir(), []Lane{
+				func(ctx context.Context) (io.ReadCloser, error) {
+					return &closeWaitsForCtx{Reader: bytes.NewReader(bad), ctx: ctx}, nil
+				},
+				ReaderLanes(bytes.NewReader(lanes[1]))[0],
+			}, ExtractOptions{})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, ErrChecksum)
+		case <-time.After(30 * time.Second):
+			t.Fatal("Extract closed a failed lane before cancelling its context, and hangs")
+		}
+	})
 }
+
+type closeWaitsForCtx struct {
+	io.Reader
+	ctx context.Context
+}
+
+func (c *closeWaitsForCtx) Close() error { <-c.ctx.Done(); return nil }
 
 // ctxBlockedReader blocks in Read until the context its lane was opened with
 // is done.

@@ -46,8 +46,10 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	counts := make([]int64, len(lanes))
 	var opened []io.Closer
 	// Merge reads every lane from this goroutine: once it has returned, no
-	// Read is in progress and the lanes can be closed.
+	// Read is in progress and the lanes can be closed, the context cancelled
+	// first (an external decompressor still writing exits only when killed).
 	defer func() {
+		cancel()
 		for _, c := range opened {
 			c.Close()
 		}

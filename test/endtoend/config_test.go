@@ -73,8 +73,9 @@ func lastLines(s string, n int) string {
 
 // TestDefaultsPassStartupValidation: with fifo as the engine and split as the storage and no
 // other plugin flag but the storage's root, vttablet and vtbackup get past the plugins'
-// startup validation whatever the host's CPU count (--fifo-backup-lanes defaults to auto);
-// 64 explicit lanes are refused at startup, naming the flags, with the default budget.
+// startup validation whatever the host's CPU count (--fifo-backup-lanes defaults to auto),
+// and with 64 explicit lanes; lanes whose parts exceed the spool's whole file system are
+// refused at startup, naming the flags.
 func TestDefaultsPassStartupValidation(t *testing.T) {
 	paths := discoverBinaries(t)
 	for _, bin := range []string{"vttablet", "vtbackup"} {
@@ -83,8 +84,10 @@ func TestDefaultsPassStartupValidation(t *testing.T) {
 			ok    bool
 		}{
 			{nil, true},
-			{[]string{"--fifo-backup-lanes=64"}, false},
+			{[]string{"--fifo-backup-lanes=64"}, true},
 			{[]string{"--fifo-backup-lanes=64", "--split-storage-part-size=16MiB"}, true},
+			// 64 lanes and 256 uploads of 5 GiB parts (1.6 TB) exceed any test machine's spool.
+			{[]string{"--fifo-backup-lanes=64", "--split-storage-part-size=5GiB", "--split-storage-upload-concurrency=256"}, false},
 		} {
 			t.Run(fmt.Sprintf("%s/%v", bin, c.extra), func(t *testing.T) {
 				args := append([]string{"--config-file-not-found-handling=ignore", "--topo-implementation=none-on-purpose",
@@ -98,8 +101,8 @@ func TestDefaultsPassStartupValidation(t *testing.T) {
 				if c.ok && (refused || !strings.Contains(string(out), "servenv.Init")) {
 					t.Fatalf("%s did not get past the plugins' validation (to servenv.Init) with %v:\n%s", bin, args, lastLines(string(out), 10))
 				}
-				if !c.ok && (!refused || !strings.Contains(string(out), "--split-storage-memory-budget")) {
-					t.Fatalf("%s must refuse %v at startup naming the budget:\n%s", bin, args, lastLines(string(out), 10))
+				if !c.ok && (!refused || !strings.Contains(string(out), "--split-storage-spool-dir")) {
+					t.Fatalf("%s must refuse %v at startup naming the spool:\n%s", bin, args, lastLines(string(out), 10))
 				}
 			})
 		}

@@ -3,14 +3,11 @@
 package engines
 
 import (
-	"fmt"
-
 	"github.com/spf13/pflag"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
-	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -27,27 +24,23 @@ func validateFifo(fs *pflag.FlagSet) error {
 		return err
 	}
 	if backupstorage.BackupStorageImplementation == splitstorage.Name && fifobackupengine.IsDefaultEngine(fs) {
-		return lanesFitSplitBudget()
+		return lanesFitSplitSpool()
 	}
 	return nil
 }
 
-// lanesFitSplitBudget checks at startup what the split storage would otherwise refuse when
-// the first backup opens its lanes: every lane holds a filling part, so the memory budget
-// must hold one part per lane.
-func lanesFitSplitBudget() error {
+// lanesFitSplitSpool checks at startup what no backup could ever do: every lane fills a
+// part in the split storage's spool, beside the backup's uploads, so an explicit lane count
+// whose parts exceed the whole spool file system stops the process. Free space changes; it
+// is checked when each backup starts.
+func lanesFitSplitSpool() error {
 	lanes := fifobackupengine.FlagConfig().Lanes
 	if lanes == 0 {
-		return nil // auto: sized to the budget at each backup
+		return nil // auto: sized to the spool's free space at each backup
 	}
 	s := splitstorage.FlagConfig()
 	if s.Validate() != nil {
 		return nil // the split storage's own validation names its flag
 	}
-	if parts := s.MemoryBudget / s.PartSize; int64(lanes) > parts {
-		return fmt.Errorf("invalid value \"%d\" for --fifo-backup-lanes: allowed values are 1..%d with --split-storage-memory-budget=%s and --split-storage-part-size=%s "+
-			"(every lane holds a part, and the budget holds %d): lower the lanes, raise the budget or lower the part size",
-			lanes, parts, flagvalue.FormatSize(s.MemoryBudget), flagvalue.FormatSize(s.PartSize), parts)
-	}
-	return nil
+	return s.SpoolCanHold(lanes, "--fifo-backup-lanes")
 }

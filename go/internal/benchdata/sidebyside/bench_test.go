@@ -265,7 +265,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		Settings: map[string]string{
 			"profile":      p.String(),
 			"tool":         "mariabackup --backup --stream=xbstream --parallel=4 for every engine",
-			"split":        "part 256 MiB, budget 2 GiB, upload concurrency 4, read-ahead 2 (flag defaults)",
+			"split":        "part 256 MiB, parts spooled to $TMPDIR, upload concurrency 4, read budget 64 MiB, read-ahead 8 MiB (flag defaults)",
 			"peer storage": "Vitess file storage (local) / Vitess s3 storage (s3), same disk / same versitygw",
 		},
 	}
@@ -681,12 +681,15 @@ const (
 // compare runs every engine at lane count n, repeat times, interleaved.
 func (e *env) compare(st, comp string, n int) {
 	engines := []string{engXtra, engStdout, engFIFO}
+	if v := os.Getenv("BENCH_ENGINES"); v != "" { // e.g. xtrabackup,fifo-stdout
+		engines = strings.Split(v, ",")
+	}
 	if n == 1 {
-		engines = engines[:2] // one lane is always stdout, even with the stand-in
+		engines = slices.DeleteFunc(slices.Clone(engines), func(e string) bool { return e == engFIFO }) // one lane is always stdout, even with the stand-in
 	}
 	for rep := range e.p.Repeat {
 		for _, eng := range engines {
-			bk, rs := e.roundTrip(st, comp, eng, n, 256<<20, 2<<30)
+			bk, rs := e.roundTrip(st, comp, eng, n, 256<<20, splitstorage.DefaultConfig().MemoryBudget)
 			bk.Rep, rs.Rep = rep, rep
 			e.res.Runs = append(e.res.Runs, bk, rs)
 		}
@@ -699,8 +702,7 @@ func (e *env) sweep() {
 	for rep := range e.p.SweepRepeat {
 		for _, mib := range e.p.PartsMiB {
 			part := int64(mib) << 20
-			budget := max(int64(2)<<30, part*int64(n+4+1))
-			bk, _ := e.roundTrip("local", e.plan.compressors()[0], engStdout, n, part, budget)
+			bk, _ := e.roundTrip("local", e.plan.compressors()[0], engStdout, n, part, splitstorage.DefaultConfig().MemoryBudget)
 			bk.Rep = rep
 			e.res.Sweep = append(e.res.Sweep, bk)
 		}

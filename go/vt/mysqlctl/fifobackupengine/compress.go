@@ -163,7 +163,8 @@ func (c *CompressionConfig) newCompressor(ctx context.Context, w io.Writer, logg
 		lw.Header = lz4.Header{CompressionLevel: c.Level}
 		return lw, nil
 	case mysqlctl.ZstdCompressor:
-		zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(c.Level)))
+		level := zstd.EncoderLevelFromZstd(c.Level)
+		zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(level), zstd.WithWindowSize(zstdWindow(level)))
 		if err != nil {
 			return nil, vterrors.Wrap(err, "cannot create zstd compressor")
 		}
@@ -182,7 +183,7 @@ func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, 
 	switch m.CompressionEngine {
 	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor:
 		// pargzip only compresses; its output is plain gzip.
-		d, err := pgzip.NewReader(r)
+		d, err := pgzip.NewReaderN(r, gzipReadBlock, gzipReadBlocks)
 		if err != nil {
 			return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
 		}
@@ -209,6 +210,28 @@ func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, 
 	}
 	return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q in MANIFEST", m.CompressionEngine)
 }
+
+// Every lane has its own compressor, so their memory is paid once per lane
+// (up to 64): the window of the fast zstd levels is that of the zstd command
+// at levels 1-3 (windowLog 19-21) instead of the library's 8 MiB, which
+// takes ~3 MiB per lane instead of ~9 and lets a restore's decoders hold 1-2
+// MiB of history each; the higher levels keep the library's window.
+func zstdWindow(level zstd.EncoderLevel) int {
+	switch level {
+	case zstd.SpeedFastest:
+		return 1 << 20
+	case zstd.SpeedDefault:
+		return 2 << 20
+	}
+	return 8 << 20
+}
+
+// gzip decompresses serially, lanes give the parallelism: each lane's reader
+// reads ahead two 512 KiB blocks (pgzip's default is four of 1 MiB).
+const (
+	gzipReadBlock  = 512 << 10
+	gzipReadBlocks = 2
+)
 
 type nopWriteCloser struct{ io.Writer }
 

@@ -68,7 +68,6 @@ func (f *fixture) useSplitStorage(t testing.TB) {
 	cfg := splitstorage.DefaultConfig()
 	cfg.Root = t.TempDir()
 	cfg.PartSize = 32 << 20
-	cfg.MemoryBudget = 256 << 20
 	cfg.UploadConcurrency = 4
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)

@@ -132,7 +132,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		*p = def
 		fs.Var(flagvalue.Size{P: p, Allowed: allowed}, name, usage)
 	}
-	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; 0 (auto) picks one per CPU, at most 64 and at most what the backup storage can write at once (the split storage: the parts its memory budget holds). The tool's stream is dealt to them by bytes, whatever the source.")
+	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; 0 (auto) picks one per CPU, at most 64 and at most what the backup storage can write at once (the split storage: the parts its spool directory has free space for). The tool's stream is dealt to them by bytes, whatever the source.")
 	integer(&c.FIFOStreams, "fifo-backup-fifo-streams", d.FIFOStreams, allowedFIFOStreams, "number of FIFO streams Percona XtraBackup writes (its --fifo-streams) with source fifo; 0 uses as many as --fifo-backup-lanes. Their chunks are dealt to the lanes by bytes, so the two need not match.")
 	fs.StringVar(&c.Source, "fifo-backup-source", d.Source, "where the backup stream comes from: auto|fifo|stdout. fifo uses Percona XtraBackup's --fifo-streams (>= 8.0.33); stdout splits the tool's single stream into lanes at chunk boundaries; auto picks fifo when the tool supports it.")
 	fs.StringVar(&c.ToolPath, "fifo-backup-tool-path", d.ToolPath, "path of the backup tool (xtrabackup or mariabackup); empty looks up xtrabackup, then mariabackup, in PATH.")
@@ -251,7 +251,7 @@ func (c *Config) validateOwn() error {
 
 // concurrentFiles is what a storage's BackupHandle may implement to say how
 // many files it can have open for writing at once (the split storage: the
-// parts its memory budget holds). The engine and the storage never import
+// parts its spool directory has room for). The engine and the storage never import
 // each other: this interface is the whole contract.
 type concurrentFiles interface {
 	WritableFilesAtOnce() int

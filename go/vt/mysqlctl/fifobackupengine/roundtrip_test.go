@@ -34,6 +34,7 @@ func TestBackupRestoreRealMariaDB(t *testing.T) {
 		{"stdout/1-lane/zstd", testConfig(1, SourceStdout, zstdConfig())},
 		{"stdout/3-lanes/zstd", testConfig(3, SourceStdout, zstdConfig())},
 		{"stdout/8-lanes/zstd", testConfig(8, SourceStdout, zstdConfig())},
+		{"stdout/64-lanes/zstd", testConfig(64, SourceStdout, zstdConfig())},
 		{"fifo-stand-in/4-streams-4-lanes/zstd", withTool(testConfig(4, SourceFIFO, zstdConfig()), standinPath)},
 		{"stdout/3-lanes/none", testConfig(3, SourceStdout, CompressionConfig{})},
 		{"stdout/3-lanes/pgzip", testConfig(3, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.PgzipCompressor, Level: 1, BlockSize: 250000, Blocks: 2})},
@@ -49,11 +50,11 @@ func TestBackupRestoreRealMariaDB(t *testing.T) {
 			require.NotNil(t, m)
 		})
 	}
-	// The default, --fifo-backup-lanes=0: one lane per CPU, at most what the
-	// split storage's budget holds (the fixture's: 8 parts).
+	// The default, --fifo-backup-lanes=0: one lane per CPU, at most 64 and
+	// what the split storage's spool has room for (here: plenty).
 	t.Run("stdout/auto-lanes/zstd", func(t *testing.T) {
 		f.roundTrip(t, testConfig(0, SourceStdout, zstdConfig()))
-		assert.Len(t, f.latestManifest(t).Lanes, min(runtime.NumCPU(), 8))
+		assert.Len(t, f.latestManifest(t).Lanes, min(runtime.NumCPU(), 64))
 	})
 }
 

@@ -3,6 +3,7 @@ package splitstorage
 import (
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -36,10 +37,11 @@ type Config struct {
 	Backend string // file | s3 | gcs | azure
 	Root    string // file backend: local directory
 
-	PartSize          int64 // bytes per part object (the last part of a file may be shorter)
-	MemoryBudget      int64 // bytes of part buffers the process may hold, writes and reads together
-	UploadConcurrency int   // parts in flight per backup
-	ReadAhead         int   // parts fetched ahead per ReadFile
+	PartSize          int64  // bytes per part object (the last part of a file may be shorter)
+	SpoolDir          string // where parts wait for their upload; empty: os.TempDir()
+	MemoryBudget      int64  // bytes of read-ahead buffers all files being read share
+	UploadConcurrency int    // parts in flight per backup
+	ReadAhead         int64  // bytes read ahead of the reader per file, at most
 
 	RetryMaxAttempts    int           // attempts per request, first one included
 	RetryInitialBackoff time.Duration // first backoff; doubles up to RetryMaxBackoff, full jitter
@@ -70,9 +72,9 @@ func DefaultConfig() Config {
 	return Config{
 		Backend:             BackendFile,
 		PartSize:            256 << 20,
-		MemoryBudget:        2 << 30,
+		MemoryBudget:        64 << 20,
 		UploadConcurrency:   4,
-		ReadAhead:           2,
+		ReadAhead:           8 << 20,
 		RetryMaxAttempts:    10,
 		RetryInitialBackoff: 500 * time.Millisecond,
 		RetryMaxBackoff:     30 * time.Second,
@@ -90,7 +92,9 @@ var (
 const (
 	allowedBackend           = "file, s3, gcs, azure"
 	allowedPartSize          = "1MiB..5GiB"
-	allowedMemoryBudget      = "a size >= --split-storage-part-size x (max(--split-storage-upload-concurrency, --split-storage-read-ahead) + 1)"
+	allowedMemoryBudget      = "a size >= 0"
+	allowedReadAhead         = "1MiB..1GiB"
+	allowedSpoolDir          = "empty (the system's temporary directory) or an existing directory"
 	allowedConcurrency       = "1..256"
 	allowedRetryMaxAttempts  = "1..100"
 	allowedPositiveDuration  = "a duration > 0"
@@ -123,12 +127,13 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		*p = def
 		utils.SetFlagVar(fs, flagvalue.Size{P: p, Allowed: allowed}, name, usage)
 	}
-	str(&c.Backend, "split-storage-backend", d.Backend, "split backup storage: where part objects go: file, s3 or gcs.")
+	str(&c.Backend, "split-storage-backend", d.Backend, "split backup storage: where part objects go: file, s3, gcs or azure.")
 	str(&c.Root, "split-storage-root", d.Root, "split backup storage: root directory of the file backend.")
 	size(&c.PartSize, "split-storage-part-size", d.PartSize, allowedPartSize, "split backup storage: size of every part object (the last part of a file may be shorter); human units accepted (e.g. 256MiB). No other setting changes it.")
-	size(&c.MemoryBudget, "split-storage-memory-budget", d.MemoryBudget, allowedMemoryBudget, "split backup storage: bytes of part buffers the process may hold; must be >= part-size x (max(upload-concurrency, read-ahead) + 1).")
+	str(&c.SpoolDir, "split-storage-spool-dir", d.SpoolDir, "split backup storage: directory where each part waits on disk, nameless, until it is uploaded (empty: $TMPDIR or /tmp); a backup needs part-size x (files written at once + upload-concurrency) free there and checks it before it starts.")
+	size(&c.MemoryBudget, "split-storage-memory-budget", d.MemoryBudget, allowedMemoryBudget, "split backup storage: bytes of read-ahead buffers that all files being read share (each file also has one 1 MiB buffer of its own); writes hold no part in memory.")
 	integer(&c.UploadConcurrency, "split-storage-upload-concurrency", d.UploadConcurrency, allowedConcurrency, "split backup storage: part uploads in flight per backup.")
-	integer(&c.ReadAhead, "split-storage-read-ahead", d.ReadAhead, allowedConcurrency, "split backup storage: parts downloaded ahead of the reader per file.")
+	size(&c.ReadAhead, "split-storage-read-ahead", d.ReadAhead, allowedReadAhead, "split backup storage: bytes downloaded ahead of the reader per file, at most (taken from --split-storage-memory-budget while it lasts).")
 	integer(&c.RetryMaxAttempts, "split-storage-retry-max-attempts", d.RetryMaxAttempts, allowedRetryMaxAttempts, "split backup storage: attempts per request (first one included) on transient errors.")
 	dur(&c.RetryInitialBackoff, "split-storage-retry-initial-backoff", d.RetryInitialBackoff, allowedPositiveDuration, "split backup storage: first retry backoff; doubles per attempt (full jitter).")
 	dur(&c.RetryMaxBackoff, "split-storage-retry-max-backoff", d.RetryMaxBackoff, allowedRetryMaxBackoff, "split backup storage: largest retry backoff.")
@@ -230,8 +235,8 @@ func (c Config) Validate() error {
 	if c.UploadConcurrency < 1 || c.UploadConcurrency > 256 {
 		invalid("split-storage-upload-concurrency", c.UploadConcurrency, allowedConcurrency)
 	}
-	if c.ReadAhead < 1 || c.ReadAhead > 256 {
-		invalid("split-storage-read-ahead", c.ReadAhead, allowedConcurrency)
+	if c.ReadAhead < 1<<20 || c.ReadAhead > 1<<30 {
+		invalid("split-storage-read-ahead", flagvalue.FormatSize(c.ReadAhead), allowedReadAhead)
 	}
 	if c.RetryMaxAttempts < 1 || c.RetryMaxAttempts > 100 {
 		invalid("split-storage-retry-max-attempts", c.RetryMaxAttempts, allowedRetryMaxAttempts)
@@ -248,18 +253,9 @@ func (c Config) Validate() error {
 	if c.MemoryBudget < 0 {
 		invalid("split-storage-memory-budget", c.MemoryBudget, allowedMemoryBudget)
 	}
-	if len(errs) == 0 {
-		// Memory: every writer path holds at most UploadConcurrency parts being
-		// uploaded plus the part being filled; every reader the same with ReadAhead.
-		for _, s := range []struct {
-			flag string
-			n    int
-		}{{"--split-storage-upload-concurrency", c.UploadConcurrency}, {"--split-storage-read-ahead", c.ReadAhead}} {
-			need := c.PartSize * int64(s.n+1)
-			if need > c.MemoryBudget {
-				bad("--split-storage-memory-budget=%s is too small: --split-storage-part-size=%s x (%s=%d + 1) = %s must fit in it (allowed values are sizes >= %s)",
-					flagvalue.FormatSize(c.MemoryBudget), flagvalue.FormatSize(c.PartSize), s.flag, s.n, flagvalue.FormatSize(need), flagvalue.FormatSize(need))
-			}
+	if c.SpoolDir != "" {
+		if fi, err := os.Stat(c.SpoolDir); err != nil || !fi.IsDir() {
+			invalid("split-storage-spool-dir", c.SpoolDir, allowedSpoolDir)
 		}
 	}
 	if len(errs) > 0 {

@@ -11,25 +11,25 @@ func (s *Storage) RawBackendForTest(ctx context.Context) (Backend, error) {
 	return e.be.Backend, nil
 }
 
-// PoolForTest reports the budget and chunk size of the storage's memory pool.
-func (s *Storage) PoolForTest(ctx context.Context) (budget, chunk int64) {
+// ReadBudgetHeldForTest reports the bytes of the read budget borrowed now.
+func (s *Storage) ReadBudgetHeldForTest(ctx context.Context) int64 {
 	e, _ := s.env(ctx)
-	return e.pool.budget, e.pool.chunkSize
+	return e.budget.held.Load()
 }
 
-// PoolHeldForTest reports the bytes of the memory budget reserved now.
-func (s *Storage) PoolHeldForTest(ctx context.Context) int64 {
+// SpoolForTest reports the spool's bytes promised and on disk now.
+func (s *Storage) SpoolForTest(ctx context.Context) (reserved, live int64) {
 	e, _ := s.env(ctx)
-	return e.pool.held.Load()
+	e.spool.mu.Lock()
+	defer e.spool.mu.Unlock()
+	return e.spool.reserved, e.spool.live.Load()
 }
 
-// DropIdlePoolsForTest frees the chunks every idle pool keeps for reuse.
-func DropIdlePoolsForTest() {
-	poolsMu.Lock()
-	defer poolsMu.Unlock()
-	for _, p := range pools {
-		p.dropIdle()
-	}
+// SetFreeSpaceForTest makes the spool see free bytes in every directory until the test ends.
+func SetFreeSpaceForTest(t interface{ Cleanup(func()) }, free int64) {
+	old := freeSpace
+	freeSpace = func(string) (int64, error) { return free, nil }
+	t.Cleanup(func() { freeSpace = old })
 }
 
 // ForgetTakenCredentialsForTest undoes TakeEnvCredentials.

@@ -149,9 +149,9 @@ func TestFaultsRandom(t *testing.T) {
 			}
 			s, p, _ := proxied(t, kind, func(c *splitstorage.Config) {
 				c.PartSize = 32 << 20
-				c.MemoryBudget = 256 << 20
+				c.MemoryBudget = 64 << 20
 				c.UploadConcurrency = 4
-				c.ReadAhead = 2
+				c.ReadAhead = 8 << 20
 				c.RetryMaxAttempts = 10
 			})
 			p.StallFor = 20 * time.Second

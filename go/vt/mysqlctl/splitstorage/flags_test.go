@@ -54,7 +54,8 @@ func TestFlags(t *testing.T) {
 		"--split-storage-root=/x --split-storage-s3-sse=rot13":                                `invalid value "rot13" for --split-storage-s3-sse: allowed values`,
 		"--split-storage-root=/x --split-storage-s3-endpoint=localhost:9000":                  `invalid value "localhost:9000" for --split-storage-s3-endpoint: allowed values are empty (AWS) or an http:// or https:// URL`,
 		"--split-storage-backend=gcs":                                                         "--split-storage-gcs-bucket must be set",
-		"--split-storage-root=/x --split-storage-memory-budget=256MiB":                        "--split-storage-memory-budget=256MiB is too small",
+		"--split-storage-root=/x --split-storage-read-ahead=2":                                `invalid value "2" for --split-storage-read-ahead: allowed values are 1MiB..1GiB`,
+		"--split-storage-root=/x --split-storage-spool-dir=/nonexistent/spool":                `invalid value "/nonexistent/spool" for --split-storage-spool-dir: allowed values are empty (the system's temporary directory) or an existing directory`,
 		"--split-storage-root=/x --split-storage-retry-max-attempts=0":                        `invalid value "0" for --split-storage-retry-max-attempts: allowed values are 1..100`,
 		"--split-storage-root=/x --split-storage-retry-max-backoff=100ms":                     `invalid value "100ms" for --split-storage-retry-max-backoff: allowed values are a duration >= --split-storage-retry-initial-backoff (500ms)`,
 	} {
@@ -68,7 +69,7 @@ func TestFlags(t *testing.T) {
 	require.ErrorContains(t, err, "allowed values are 1MiB..5GiB")
 	err = parseFlags(t, "--split-storage-read-ahead=two")
 	require.ErrorContains(t, err, "split-storage-read-ahead")
-	require.ErrorContains(t, err, "allowed values are 1..256")
+	require.ErrorContains(t, err, "allowed values are 1MiB..1GiB")
 	err = parseFlags(t, "--split-storage-request-timeout=30")
 	require.ErrorContains(t, err, "split-storage-request-timeout")
 	require.ErrorContains(t, err, "allowed values are a duration > 0")

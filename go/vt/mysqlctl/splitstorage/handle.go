@@ -3,6 +3,7 @@ package splitstorage
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,24 +16,32 @@ import (
 
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	mysqlctlerrors "vitess.io/vitess/go/vt/mysqlctl/errors"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
-// Index is the JSON document stored as <file>.index once all of a file's parts are stored.
+// Index is the JSON document stored as <file>.index once all of a file's
+// parts are stored. Version 2 adds a CRC32C per block of BlockSize bytes of
+// every part, so a reader verifies each block before it hands out any of its
+// bytes without holding a whole part.
 type Index struct {
-	Version  int         `json:"version"`
-	Backup   string      `json:"backup"`
-	File     string      `json:"file"`
-	PartSize int64       `json:"part_size"`
-	Size     int64       `json:"size"`
-	Parts    []PartEntry `json:"parts"`
+	Version   int         `json:"version"`
+	Backup    string      `json:"backup"`
+	File      string      `json:"file"`
+	PartSize  int64       `json:"part_size"`
+	BlockSize int64       `json:"block_size,omitempty"`
+	Size      int64       `json:"size"`
+	Parts     []PartEntry `json:"parts"`
 }
 
 // PartEntry describes one part object.
 type PartEntry struct {
 	Size   int64  `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
+	// Blocks holds the big-endian CRC32C of each block of the part (version 2).
+	Blocks []byte `json:"blocks,omitempty"`
 }
 
 // Complete is the JSON document stored as .complete, last, by EndBackup.
@@ -63,6 +72,7 @@ type Handle struct {
 	mu          sync.Mutex
 	files       map[string]*fileState
 	ended       bool
+	spoolHeld   int64 // spool bytes reserved for the uploads, until the backup ends
 }
 
 type fileState struct {
@@ -93,12 +103,20 @@ func (h *Handle) Wait() error {
 }
 
 // WritableFilesAtOnce says how many more files can be open for writing at
-// once: every one holds a filling part, so the memory budget's parts, less
-// those of the files open now in this process (the fifo engine sizes its
-// automatic lane count by it).
+// once: every one fills a part in the spool, so the parts the spool
+// directory's free space still holds (the fifo engine sizes its automatic
+// lane count by it).
 func (h *Handle) WritableFilesAtOnce() int {
-	p := h.e.pool
-	return int(p.budget/p.partSize - p.writers.Load())
+	return h.e.spool.headroom(h.e.cfg.PartSize)
+}
+
+// releaseSpool gives back the spool room reserved for the backup's uploads.
+func (h *Handle) releaseSpool() {
+	h.mu.Lock()
+	n := h.spoolHeld
+	h.spoolHeld = 0
+	h.mu.Unlock()
+	h.e.spool.unreserve(n)
 }
 
 // AddFile is part of backupstorage.BackupHandle. The stream is cut into parts
@@ -118,8 +136,8 @@ func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (
 	if _, dup := h.files[filename]; dup {
 		return nil, fmt.Errorf("split storage: %s: added twice", h.where(filename))
 	}
-	if err := h.e.pool.openWriter(); err != nil {
-		return nil, fmt.Errorf("split storage: %s: %w", h.where(filename), err)
+	if err := h.e.spool.reserve(h.e.cfg.PartSize, fmt.Sprintf("%s: one part of --split-storage-part-size=%s", h.where(filename), flagvalue.FormatSize(h.e.cfg.PartSize))); err != nil {
+		return nil, err
 	}
 	st := &fileState{open: true}
 	h.files[filename] = st
@@ -163,6 +181,7 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+	h.releaseSpool()
 	defer h.cancel()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
@@ -261,10 +280,11 @@ func (h *Handle) AbortBackup(ctx context.Context) error {
 	h.mu.Unlock()
 	h.cancel()
 	h.wg.Wait()
+	h.releaseSpool()
 	return removeBackup(ctx, h.e, h.dir, h.name)
 }
 
-// fileWriter cuts one AddFile stream into parts.
+// fileWriter cuts one AddFile stream into parts, each spooled to disk.
 type fileWriter struct {
 	h      *Handle
 	st     *fileState
@@ -272,7 +292,7 @@ type fileWriter struct {
 	ctx    context.Context
 	cancel func()
 
-	cur    *partBuffer
+	cur    *spoolPart
 	nparts int
 	size   int64
 	closed bool
@@ -312,35 +332,46 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		if w.cur == nil {
-			b, err := newPartBuffer(w.ctx, w.h.e.pool, ps)
+			part, err := w.h.e.spool.newPart()
 			if err != nil {
-				if ferr := w.failed(); ferr != nil {
-					return written, ferr
-				}
-				return written, w.fail(fmt.Errorf("split storage: %s: waiting for memory: %w", w.h.where(w.file), err))
+				return written, w.fail(fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), w.nparts+1, err))
 			}
-			w.cur = b
+			w.cur = part
 		}
 		n := int(min(int64(len(p)), ps-w.cur.size))
 		if err := w.cur.write(p[:n]); err != nil {
-			return written, w.fail(err)
+			return written, w.fail(fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), w.nparts+1, err))
 		}
 		p = p[n:]
 		written += n
 		w.size += int64(n)
 		if w.cur.size == ps {
-			w.submit()
+			if err := w.submit(); err != nil {
+				return written, err
+			}
 		}
 	}
 	return written, nil
 }
 
-func (w *fileWriter) submit() {
-	buf := w.cur
+// submit uploads the filled part in the background once an upload slot is
+// free; the writer waits for the slot, so the parts on disk stay within
+// what the backup reserved.
+func (w *fileWriter) submit() error {
+	part := w.cur
 	w.cur = nil
-	buf.shrink()
+	part.seal()
 	w.nparts++
 	n := w.nparts
+	select {
+	case w.h.uploadSlots <- struct{}{}:
+	case <-w.ctx.Done():
+		part.release()
+		if err := w.failed(); err != nil {
+			return err
+		}
+		return w.fail(fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), n, w.ctx.Err()))
+	}
 	w.mu.Lock()
 	w.parts = append(w.parts, PartEntry{})
 	w.mu.Unlock()
@@ -349,29 +380,25 @@ func (w *fileWriter) submit() {
 	go func() {
 		defer w.h.wg.Done()
 		defer w.wg.Done()
-		defer buf.release()
-		if err := w.upload(n, buf); err != nil {
+		defer func() { <-w.h.uploadSlots }()
+		defer part.release()
+		if err := w.upload(n, part); err != nil {
 			w.fail(err)
 		}
 	}()
+	return nil
 }
 
-func (w *fileWriter) upload(n int, buf *partBuffer) error {
-	select {
-	case w.h.uploadSlots <- struct{}{}:
-		defer func() { <-w.h.uploadSlots }()
-	case <-w.ctx.Done():
-		return fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), n, w.ctx.Err())
-	}
+func (w *fileWriter) upload(n int, part *spoolPart) error {
 	key := PartKey(w.h.dir, w.h.name, w.file, n)
 	start := time.Now()
-	err := w.h.e.be.Put(w.ctx, key, buf.reader(), buf.size, PutOptions{CRC32C: buf.crc})
+	err := w.h.e.be.Put(w.ctx, key, part.reader(), part.size, PutOptions{CRC32C: part.crc})
 	if err != nil {
 		return fmt.Errorf("split storage: %s, part %d (%s): upload: %w", w.h.where(w.file), n, key, err)
 	}
-	w.h.e.stats.Scope(stats.Operation("Part:Upload")).TimedIncrementBytes(int(buf.size), time.Since(start))
+	w.h.e.stats.Scope(stats.Operation("Part:Upload")).TimedIncrementBytes(int(part.size), time.Since(start))
 	w.mu.Lock()
-	w.parts[n-1] = PartEntry{Size: buf.size, CRC32C: buf.crc}
+	w.parts[n-1] = part.entry()
 	w.mu.Unlock()
 	return nil
 }
@@ -384,7 +411,7 @@ func (w *fileWriter) Close() error {
 	w.closed = true
 	err := w.finish()
 	w.cancel()
-	w.h.e.pool.closeWriter()
+	w.h.e.spool.unreserve(w.h.e.cfg.PartSize)
 	w.h.mu.Lock()
 	w.st.open = false
 	w.st.err = err
@@ -401,7 +428,7 @@ func (w *fileWriter) Close() error {
 func (w *fileWriter) finish() error {
 	if w.cur != nil {
 		if w.cur.size > 0 && w.failed() == nil {
-			w.submit()
+			_ = w.submit() // an error is the file's, returned below
 		} else {
 			w.cur.release()
 			w.cur = nil
@@ -411,7 +438,7 @@ func (w *fileWriter) finish() error {
 	if err := w.failed(); err != nil {
 		return err
 	}
-	idx := Index{Version: 1, Backup: w.h.dir + "/" + w.h.name, File: w.file, PartSize: w.h.e.cfg.PartSize, Size: w.size, Parts: w.parts}
+	idx := Index{Version: 2, Backup: w.h.dir + "/" + w.h.name, File: w.file, PartSize: w.h.e.cfg.PartSize, BlockSize: crcBlockSize, Size: w.size, Parts: w.parts}
 	doc, err := json.Marshal(idx)
 	if err != nil {
 		return err
@@ -426,9 +453,12 @@ func (w *fileWriter) finish() error {
 	return nil
 }
 
-// ReadFile is part of backupstorage.BackupHandle: it streams the parts in order,
-// fetching up to read-ahead parts in parallel and checking each part's size and
-// CRC32C against the index before handing out any of its bytes.
+// ReadFile is part of backupstorage.BackupHandle: it streams the parts in
+// order, one request per part (resumed from the byte reached if it breaks),
+// reading ahead up to --split-storage-read-ahead bytes, and checks every
+// block's CRC32C (version 2 indexes) before handing out any of its bytes,
+// and each part's size and CRC32C at its end. Memory: one block buffer per
+// file, read-ahead from the shared --split-storage-memory-budget.
 func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, error) {
 	if !h.readOnly {
 		return nil, errors.New("split storage: ReadFile cannot be called on a read-write backup")
@@ -450,68 +480,84 @@ func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, 
 	if err != nil {
 		return nil, fmt.Errorf("split storage: %s: index %s: %w", h.where(filename), key, err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	r := &fileReader{h: h, idx: idx, ctx: rctx, cancel: cancel,
-		results: make([]chan fetchResult, len(idx.Parts)), slots: make(chan struct{}, h.e.cfg.ReadAhead+1)}
-	for i := range r.results {
-		r.results[i] = make(chan fetchResult, 1)
+	bs := idx.BlockSize
+	if bs == 0 {
+		bs = crcBlockSize // version 1: checked per part only
 	}
-	r.prodDone = make(chan struct{})
+	bs = min(bs, max(idx.PartSize, 1))
+	maxBufs := 1 + int(h.e.cfg.ReadAhead/bs)
+	rctx, cancel := context.WithCancel(ctx)
+	r := &fileReader{h: h, idx: idx, blockSize: bs, maxBufs: maxBufs, ctx: rctx, cancel: cancel,
+		blocks: make(chan readBlock, maxBufs+1), free: make(chan []byte, maxBufs), prodDone: make(chan struct{})}
 	go r.produce()
 	return r, nil
 }
 
-type fetchResult struct {
-	buf *partBuffer
+// readBlock is a verified block, or the error that ends the file.
+type readBlock struct {
+	buf []byte
 	err error
 }
 
 type fileReader struct {
-	h        *Handle
-	idx      Index
-	ctx      context.Context
-	cancel   context.CancelFunc
-	results  []chan fetchResult
-	slots    chan struct{}
-	prodDone chan struct{}
-	started  int // parts whose fetch started (written by produce before prodDone closes)
+	h         *Handle
+	idx       Index
+	blockSize int64
+	maxBufs   int
+	ctx       context.Context
+	cancel    context.CancelFunc
+	blocks    chan readBlock // verified blocks, in order, then the error or io.EOF that ends them
+	free      chan []byte    // buffers the reader has consumed
+	prodDone  chan struct{}
 
-	next   int
-	cur    *partBuffer
-	curR   *partReader
+	// producer side
+	bufs     int   // buffers made
+	borrowed int64 // bytes of them taken from the read budget
+
+	// reader side
+	curBuf []byte // the block being read, whole
+	cur    []byte // what is left of it
 	err    error
 	closed bool
+}
+
+// buffer returns a block buffer: one the reader gave back, a new one while
+// the read-ahead allows and the budget has room, or else the next one given
+// back (the reader always has one buffer of its own, so this ends).
+func (r *fileReader) buffer() ([]byte, error) {
+	select {
+	case b := <-r.free:
+		return b, nil
+	default:
+	}
+	if r.bufs == 0 || (r.bufs < r.maxBufs && r.h.e.budget.tryTake(r.blockSize)) {
+		if r.bufs > 0 {
+			r.borrowed += r.blockSize
+		}
+		r.bufs++
+		return getBlock(r.blockSize), nil
+	}
+	select {
+	case b := <-r.free:
+		return b, nil
+	case <-r.ctx.Done():
+		return nil, r.ctx.Err()
+	}
 }
 
 func (r *fileReader) produce() {
 	defer close(r.prodDone)
 	for i := range r.idx.Parts {
-		select {
-		case r.slots <- struct{}{}:
-		case <-r.ctx.Done():
+		if err := r.fetch(i + 1); err != nil {
+			r.blocks <- readBlock{err: err}
 			return
 		}
-		// Reserve memory here, in part order: a later part must never hold the
-		// memory the part the reader waits for needs.
-		buf, err := newPartBuffer(r.ctx, r.h.e.pool, r.idx.Parts[i].Size)
-		r.started = i + 1
-		if err != nil {
-			r.results[i] <- fetchResult{nil, fmt.Errorf("split storage: %s, part %d: waiting for memory: %w", r.h.where(r.idx.File), i+1, err)}
-			return
-		}
-		go func() {
-			err := r.fetch(i+1, buf)
-			if err != nil {
-				buf.release()
-				buf = nil
-			}
-			r.results[i] <- fetchResult{buf, err}
-		}()
 	}
+	r.blocks <- readBlock{err: io.EOF}
 }
 
-// fetch downloads part n into buf and verifies it; on error the caller releases buf.
-func (r *fileReader) fetch(n int, buf *partBuffer) error {
+// fetch streams part n, block by block, verifying each.
+func (r *fileReader) fetch(n int) error {
 	want := r.idx.Parts[n-1]
 	key := PartKey(r.h.dir, r.h.name, r.idx.File, n)
 	where := fmt.Sprintf("split storage: %s, part %d (%s)", r.h.where(r.idx.File), n, key)
@@ -523,56 +569,70 @@ func (r *fileReader) fetch(n int, buf *partBuffer) error {
 		}
 		return fmt.Errorf("%s: download: %w", where, err)
 	}
-	err = buf.readFrom(body, want.Size)
-	got := buf.size
-	if err == nil && got == want.Size {
-		// One byte more means the object is longer than the index says.
-		var one [1]byte
-		if n, _ := io.ReadFull(body, one[:]); n > 0 {
-			got++
+	defer body.Close()
+	var (
+		got int64
+		crc uint32
+	)
+	for blk := 0; got < want.Size; blk++ {
+		buf, err := r.buffer()
+		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		k, err := io.ReadFull(body, buf[:min(r.blockSize, want.Size-got)])
+		got += int64(k)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return fmt.Errorf("%s: size mismatch: expected %d bytes, found %d", where, want.Size, got)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: download: %w", where, err)
+		}
+		b := buf[:k]
+		crc = crc32.Update(crc, castagnoli, b)
+		if want.Blocks != nil {
+			if exp, found := binary.BigEndian.Uint32(want.Blocks[4*blk:]), crc32.Checksum(b, castagnoli); exp != found {
+				return fmt.Errorf("%s: checksum mismatch in bytes %d..%d: expected crc32c %08x, found %08x", where, got-int64(k), got-1, exp, found)
+			}
+		}
+		if got == want.Size {
+			// One byte more means the object is longer than the index says.
+			var one [1]byte
+			if m, _ := io.ReadFull(body, one[:]); m > 0 {
+				return fmt.Errorf("%s: size mismatch: expected %d bytes, found %d or more", where, want.Size, got+1)
+			}
+			if crc != want.CRC32C {
+				return fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, crc)
+			}
+			r.h.e.stats.Scope(stats.Operation("Part:Download")).TimedIncrementBytes(int(want.Size), time.Since(start))
+		}
+		select {
+		case r.blocks <- readBlock{buf: b}:
+		case <-r.ctx.Done():
+			return fmt.Errorf("%s: %w", where, r.ctx.Err())
 		}
 	}
-	body.Close()
-	if err != nil {
-		return fmt.Errorf("%s: download: %w", where, err)
-	}
-	if got != want.Size {
-		more := ""
-		if got > want.Size {
-			more = " or more"
-		}
-		return fmt.Errorf("%s: size mismatch: expected %d bytes, found %d%s", where, want.Size, got, more)
-	}
-	if buf.crc != want.CRC32C {
-		got := buf.crc
-		return fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, got)
-	}
-	r.h.e.stats.Scope(stats.Operation("Part:Download")).TimedIncrementBytes(int(want.Size), time.Since(start))
 	return nil
 }
 
-// advance drops the part read and waits for the next one; io.EOF at the end.
+// advance gives back the block read and waits for the next one; io.EOF at the end.
 func (r *fileReader) advance() error {
 	if r.err != nil {
 		return r.err
 	}
-	if r.cur != nil {
-		r.cur.release()
-		r.cur, r.curR = nil, nil
-		<-r.slots
-	}
-	if r.next >= len(r.results) {
-		return io.EOF
+	if r.curBuf != nil {
+		r.free <- r.curBuf[:cap(r.curBuf)]
+		r.curBuf, r.cur = nil, nil
 	}
 	select {
-	case res := <-r.results[r.next]:
-		r.next++
-		if res.err != nil {
-			r.err = res.err
-			r.cancel()
+	case blk := <-r.blocks:
+		if blk.err != nil {
+			r.err = blk.err
+			if blk.err != io.EOF {
+				r.cancel()
+			}
 			return r.err
 		}
-		r.cur, r.curR = res.buf, res.buf.reader()
+		r.curBuf, r.cur = blk.buf, blk.buf
 		return nil
 	case <-r.ctx.Done():
 		r.err = fmt.Errorf("split storage: %s: %w", r.h.where(r.idx.File), r.ctx.Err())
@@ -581,19 +641,21 @@ func (r *fileReader) advance() error {
 }
 
 func (r *fileReader) Read(p []byte) (int, error) {
-	for r.curR == nil || r.curR.Len() == 0 {
+	for len(r.cur) == 0 {
 		if err := r.advance(); err != nil {
 			return 0, err
 		}
 	}
-	return r.curR.Read(p)
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	return n, nil
 }
 
-// WriteTo streams whole chunks to w (io.Copy uses it).
+// WriteTo hands whole blocks to w (io.Copy uses it).
 func (r *fileReader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	for {
-		for r.curR == nil || r.curR.Len() == 0 {
+		for len(r.cur) == 0 {
 			if err := r.advance(); err != nil {
 				if err == io.EOF {
 					return total, nil
@@ -601,8 +663,9 @@ func (r *fileReader) WriteTo(w io.Writer) (int64, error) {
 				return total, err
 			}
 		}
-		n, err := r.curR.WriteTo(w)
-		total += n
+		n, err := w.Write(r.cur)
+		total += int64(n)
+		r.cur = r.cur[n:]
 		if err != nil {
 			r.err = err
 			return total, err
@@ -616,15 +679,21 @@ func (r *fileReader) Close() error {
 	}
 	r.closed = true
 	r.cancel()
-	if r.cur != nil {
-		r.cur.release()
-		r.cur, r.curR = nil, nil
-	}
 	<-r.prodDone
-	for i := r.next; i < r.started; i++ {
-		if res := <-r.results[i]; res.buf != nil {
-			res.buf.release()
+	// Every buffer is back now: hand them to the next readers.
+	if r.curBuf != nil {
+		putBlock(r.curBuf)
+		r.curBuf, r.cur = nil, nil
+	}
+	for len(r.blocks) > 0 {
+		if blk := <-r.blocks; blk.buf != nil {
+			putBlock(blk.buf)
 		}
 	}
+	for len(r.free) > 0 {
+		putBlock(<-r.free)
+	}
+	r.h.e.budget.give(r.borrowed)
+	r.borrowed = 0
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // ParseIndex decodes a file's part index (<file>.index) and checks that it is
-// one this storage could have written for file of backup dir/name: version 1,
+// one this storage could have written for file of backup dir/name: version 1 or 2,
 // the backup and file names, a part size within limits, every part but the
 // last exactly part_size bytes, the last 1..part_size bytes, and a total that
 // is the sum of the parts. A hand-edited or damaged index fails here, naming
@@ -17,14 +17,17 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 	if err := strictJSON(doc, &idx); err != nil {
 		return Index{}, fmt.Errorf("corrupt index: %w", err)
 	}
-	if idx.Version != 1 {
-		return Index{}, fmt.Errorf("corrupt index: version %d, want 1", idx.Version)
+	if idx.Version != 1 && idx.Version != 2 {
+		return Index{}, fmt.Errorf("corrupt index: version %d, want 1 or 2", idx.Version)
 	}
 	if idx.File != file || idx.Backup != dir+"/"+name {
 		return Index{}, fmt.Errorf("index is for %s, file %s", idx.Backup, idx.File)
 	}
 	if idx.PartSize < 1 || idx.PartSize > MaxPartSize {
 		return Index{}, fmt.Errorf("corrupt index: part_size %d out of range 1..%d", idx.PartSize, int64(MaxPartSize))
+	}
+	if idx.Version >= 2 && (idx.BlockSize < 1<<10 || idx.BlockSize > idx.PartSize) {
+		return Index{}, fmt.Errorf("corrupt index: block_size %d out of range 1024..%d", idx.BlockSize, idx.PartSize)
 	}
 	if len(idx.Parts) > MaxParts {
 		return Index{}, fmt.Errorf("corrupt index: %d parts, at most %d", len(idx.Parts), MaxParts)
@@ -37,6 +40,13 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 			return Index{}, fmt.Errorf("corrupt index: part %d has size %d, want 1..%d", i+1, p.Size, idx.PartSize)
 		case !last && p.Size != idx.PartSize:
 			return Index{}, fmt.Errorf("corrupt index: part %d of %d has size %d, want the part size %d", i+1, len(idx.Parts), p.Size, idx.PartSize)
+		}
+		if idx.Version >= 2 {
+			if want := 4 * ((p.Size + idx.BlockSize - 1) / idx.BlockSize); int64(len(p.Blocks)) != want {
+				return Index{}, fmt.Errorf("corrupt index: part %d has %d bytes of block checksums, want %d", i+1, len(p.Blocks), want)
+			}
+		} else if p.Blocks != nil {
+			return Index{}, fmt.Errorf("corrupt index: part %d has block checksums in a version 1 index", i+1)
 		}
 		sum += p.Size
 	}

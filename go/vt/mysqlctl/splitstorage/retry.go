@@ -207,9 +207,12 @@ func (rr *resumingReader) Read(p []byte) (int, error) {
 				return 0, err
 			}
 		}
+		// The watchdog runs only while a Read waits on the body: a reader
+		// that pauses (a restore's lane waiting on its disk) is not a stall.
+		rr.wd.kick()
 		n, err := rr.body.Read(p)
+		rr.wd.pause()
 		if n > 0 {
-			rr.wd.kick()
 			rr.offset += int64(n)
 			if rr.remaining > 0 {
 				rr.remaining -= int64(n)
@@ -275,6 +278,9 @@ func newWatchdog(parent context.Context, d time.Duration) *watchdog {
 }
 
 func (w *watchdog) kick() { w.timer.Reset(w.d) }
+
+// pause holds the watchdog until the next kick.
+func (w *watchdog) pause() { w.timer.Stop() }
 
 // stop ends the watchdog and says whether it had fired.
 func (w *watchdog) stop() bool {

@@ -25,6 +25,8 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // Name is the key of this storage in backupstorage.BackupStorageMap.
@@ -52,7 +54,6 @@ type Storage struct {
 	mu      sync.Mutex
 	cfg     Config
 	base    Backend
-	pool    *memPool
 	retries *atomic.Int64
 }
 
@@ -92,29 +93,11 @@ func (s *Storage) Close() error {
 	return err
 }
 
-var (
-	poolsMu sync.Mutex
-	pools   = map[[2]int64]*memPool{}
-)
-
-// sharedPool returns the process-wide pool for a budget and part size: every
-// storage instance with the same settings shares one budget.
-func sharedPool(budget, partSize int64) *memPool {
-	poolsMu.Lock()
-	defer poolsMu.Unlock()
-	k := [2]int64{budget, partSize}
-	if p := pools[k]; p != nil {
-		return p
-	}
-	p := newMemPool(budget, partSize)
-	pools[k] = p
-	return p
-}
-
 type env struct {
 	cfg    Config
 	be     *retrying
-	pool   *memPool
+	spool  *spool
+	budget *readBudget
 	logger logutil.Logger
 	stats  stats.Stats
 }
@@ -147,14 +130,15 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.cfg, s.base, s.pool = c, b, sharedPool(c.MemoryBudget, c.PartSize)
+		s.cfg, s.base = c, b
 	}
 	st := s.params.Stats.Scope(stats.Component(stats.BackupStorage), stats.Implementation(Name))
 	pol := retryPolicy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
 	return &env{
 		cfg:    s.cfg,
 		be:     newRetrying(s.base, pol, s.params.Logger, st, s.retries),
-		pool:   s.pool,
+		spool:  spoolFor(s.cfg.SpoolDir),
+		budget: sharedReadBudget(s.cfg.MemoryBudget),
 		logger: s.params.Logger,
 		stats:  st,
 	}, nil
@@ -274,12 +258,27 @@ func (s *Storage) StartBackup(ctx context.Context, dir, name string) (backupstor
 	if err != nil {
 		return nil, err
 	}
+	// The spool room for this backup's uploads, before anything is stored.
+	uploads := e.cfg.PartSize * int64(e.cfg.UploadConcurrency)
+	if err := e.spool.reserve(uploads, fmt.Sprintf("backup %s/%s: --split-storage-upload-concurrency=%d uploads of --split-storage-part-size=%s", dir, name, e.cfg.UploadConcurrency, flagvalue.FormatSize(e.cfg.PartSize))); err != nil {
+		return nil, err
+	}
+	h, err := s.startBackup(ctx, e, dir, name)
+	if err != nil {
+		e.spool.unreserve(uploads)
+		return nil, err
+	}
+	h.spoolHeld = uploads
+	return h, nil
+}
+
+func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*Handle, error) {
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	host, _ := os.Hostname()
 	doc, _ := json.Marshal(startedDoc{Token: hex.EncodeToString(tok[:]), Host: host, Started: time.Now().UTC(), PartSize: e.cfg.PartSize})
 	key := backupPrefix(dir, name) + startedMarker
-	err = e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
+	err := e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
 	if errors.Is(err, ErrExists) {
 		// Ours, from an attempt whose answer was lost?
 		if got, rerr := readSmall(ctx, e.be, key); rerr == nil && string(got) == string(doc) {

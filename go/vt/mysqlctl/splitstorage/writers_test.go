@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,37 +14,45 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-// More files open for writing than the budget has parts for would let a lane
-// splitter and the storage wait on each other forever: the file that would
-// overflow is refused at AddFile, before any of its data moves, naming the
-// flags; closing a file makes room again.
-func TestAddFileRefusesMoreWritersThanPartsInBudget(t *testing.T) {
+// The spool's disk is promised before data moves: a backup reserves its
+// uploads at StartBackup, each file one part at AddFile. What does not fit
+// is refused there, naming the directory, the space and the flags, and
+// stores nothing; closing a file makes room again.
+func TestSpoolSpaceIsCheckedBeforeData(t *testing.T) {
 	cfg := splitstoragetest.Local(t).Config
+	cfg.SpoolDir = t.TempDir()
 	cfg.PartSize = 4 << 20
-	cfg.MemoryBudget = 16 << 20 // 4 parts
 	cfg.UploadConcurrency = 2
-	cfg.ReadAhead = 2
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 	ctx := context.Background()
+
+	splitstorage.SetFreeSpaceForTest(t, 7<<20) // less than the 2 uploads' 8 MiB
+	_, err = bs.StartBackup(ctx, "ks/0", "nospace")
+	require.Error(t, err)
+	for _, want := range []string{cfg.SpoolDir, "--split-storage-spool-dir", "--split-storage-upload-concurrency=2", "--split-storage-part-size=4MiB", "needs 8MiB", "7MiB are free"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	bhs, err := bs.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	assert.Empty(t, bhs, "a refused backup must store nothing")
+
+	splitstorage.SetFreeSpaceForTest(t, 24<<20) // the uploads and 4 files
 	bh, err := bs.StartBackup(ctx, "ks/0", "writers")
 	require.NoError(t, err)
-
 	writable := bh.(interface{ WritableFilesAtOnce() int })
 	assert.Equal(t, 4, writable.WritableFilesAtOnce())
 	var open []io.WriteCloser
 	for _, name := range []string{"a", "b", "c", "d"} {
 		w, err := bh.AddFile(ctx, name, -1)
 		require.NoError(t, err)
-		_, err = w.Write(make([]byte, 1<<20))
-		require.NoError(t, err)
 		open = append(open, w)
 	}
 	assert.Equal(t, 0, writable.WritableFilesAtOnce())
 	_, err = bh.AddFile(ctx, "e", -1)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "--split-storage-memory-budget")
-	assert.Contains(t, err.Error(), "--split-storage-part-size")
+	assert.Contains(t, err.Error(), "file e: one part of --split-storage-part-size=4MiB")
+	assert.Contains(t, err.Error(), "--fifo-backup-lanes")
 
 	require.NoError(t, open[0].Close())
 	assert.Equal(t, 1, writable.WritableFilesAtOnce())
@@ -54,6 +63,36 @@ func TestAddFileRefusesMoreWritersThanPartsInBudget(t *testing.T) {
 		require.NoError(t, w.Close())
 	}
 	require.NoError(t, bh.AbortBackup(ctx))
+	reserved, live := bs.SpoolForTest(ctx)
+	assert.Zero(t, reserved)
+	assert.Zero(t, live)
+}
+
+// Spool files have no name: while parts are being written the spool
+// directory stays empty, so a process killed at any moment leaves nothing
+// there, and the space comes back when the parts are uploaded.
+func TestSpoolFilesHaveNoName(t *testing.T) {
+	cfg := splitstoragetest.Local(t).Config
+	cfg.SpoolDir = t.TempDir()
+	cfg.PartSize = 4 << 20
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	bh, err := bs.StartBackup(ctx, "ks/0", "noname")
+	require.NoError(t, err)
+	w, err := bh.AddFile(ctx, "a", -1)
+	require.NoError(t, err)
+	_, err = w.Write(make([]byte, 3<<20)) // most of a part, still in the spool
+	require.NoError(t, err)
+	_, live := bs.SpoolForTest(ctx)
+	assert.Equal(t, int64(3<<20), live)
+	entries, err := os.ReadDir(cfg.SpoolDir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "a spool file has a name")
+	require.NoError(t, w.Close())
+	require.NoError(t, bh.EndBackup(ctx))
+	_, live = bs.SpoolForTest(ctx)
+	assert.Zero(t, live)
 }
 
 // Wait (Vitess v25's BackupHandle) returns once no upload is in flight, with

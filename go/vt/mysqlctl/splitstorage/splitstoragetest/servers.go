@@ -62,7 +62,7 @@ func TestConfig() splitstorage.Config {
 	c.PartSize = 4 << 20
 	c.MemoryBudget = 64 << 20
 	c.UploadConcurrency = 4
-	c.ReadAhead = 2
+	c.ReadAhead = 2 << 20
 	c.RetryMaxAttempts = 6
 	c.RetryInitialBackoff = 10 * time.Millisecond
 	c.RetryMaxBackoff = 200 * time.Millisecond
@@ -79,7 +79,8 @@ func Flags(c splitstorage.Config) []string {
 		"part-size":             strconv.FormatInt(c.PartSize, 10),
 		"memory-budget":         strconv.FormatInt(c.MemoryBudget, 10),
 		"upload-concurrency":    strconv.Itoa(c.UploadConcurrency),
-		"read-ahead":            strconv.Itoa(c.ReadAhead),
+		"read-ahead":            strconv.FormatInt(c.ReadAhead, 10),
+		"spool-dir":             c.SpoolDir,
 		"retry-max-attempts":    strconv.Itoa(c.RetryMaxAttempts),
 		"retry-initial-backoff": c.RetryInitialBackoff.String(),
 		"retry-max-backoff":     c.RetryMaxBackoff.String(),

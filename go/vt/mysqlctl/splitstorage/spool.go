@@ -1,0 +1,206 @@
+package splitstorage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+)
+
+// A part waits on local disk, in a spool file, from its first byte until its
+// upload ends: the process holds no part in memory, so memory does not grow
+// with the part size or the number of files written at once, and a retry
+// reads the part again from the file. Spool files have no name (see
+// createSpoolFile): a killed process leaves nothing behind.
+//
+// Disk: every file open for writing fills one part, and each backup uploads
+// up to --split-storage-upload-concurrency more; a full part waits for an
+// upload slot before its file starts the next one. Those bytes are reserved
+// against the free space of the spool directory when the backup starts and
+// when each file is added, so a backup that cannot fit fails before the tool
+// runs, naming the directory, the space and the flags.
+type spool struct {
+	dir string
+
+	mu       sync.Mutex
+	reserved int64        // bytes promised to open files and running backups
+	live     atomic.Int64 // bytes in this process's spool files now (already out of the free space)
+}
+
+var (
+	spoolsMu sync.Mutex
+	spools   = map[string]*spool{}
+)
+
+// spoolFor returns the process-wide spool of dir (empty: os.TempDir()): every
+// storage instance spooling there shares one reservation account.
+func spoolFor(dir string) *spool {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	spoolsMu.Lock()
+	defer spoolsMu.Unlock()
+	if s := spools[dir]; s != nil {
+		return s
+	}
+	s := &spool{dir: dir}
+	spools[dir] = s
+	return s
+}
+
+// freeSpace is the space available to this process in dir; tests replace it.
+var freeSpace = diskFree
+
+// available is what the spool can still promise: the free space, plus what
+// its own files take now (they are counted in reserved), less the promises.
+func (s *spool) available() (int64, error) {
+	free, err := freeSpace(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("split storage: checking the free space of the spool directory %s (--split-storage-spool-dir): %w", s.dir, err)
+	}
+	return free + s.live.Load() - s.reserved, nil
+}
+
+// reserve promises n bytes of the spool for what, or fails naming the space
+// missing and the flags that size it.
+func (s *spool) reserve(n int64, what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	avail, err := s.available()
+	if err != nil {
+		return err
+	}
+	if n > avail {
+		return fmt.Errorf("split storage: the spool directory %s (--split-storage-spool-dir) cannot hold %s: it needs %s, and %s are free there beyond the %s promised to the files and backups of this process: free space there, point --split-storage-spool-dir at a larger disk, or lower --split-storage-part-size, --split-storage-upload-concurrency or the files written at once (for the fifo engine, --fifo-backup-lanes)",
+			s.dir, what, flagvalue.FormatSize(n), flagvalue.FormatSize(max(avail, 0)), flagvalue.FormatSize(s.reserved))
+	}
+	s.reserved += n
+	return nil
+}
+
+func (s *spool) unreserve(n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved -= n
+}
+
+// headroom is how many more parts of partSize the spool could promise now.
+func (s *spool) headroom(partSize int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	avail, err := s.available()
+	if err != nil || avail < 0 {
+		return 0
+	}
+	return int(min(avail/partSize, 1<<20))
+}
+
+// SpoolCanHold says whether the spool's file system, were it empty, could
+// hold files parts being filled at once beside one backup's uploads; the
+// error names flag (what sets files) and the allowed values.
+func (c Config) SpoolCanHold(files int, flag string) error {
+	dir := c.SpoolDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	size, err := diskSize(dir)
+	if err != nil {
+		return nil // checked again, against the free space, when a backup starts
+	}
+	need := c.PartSize * int64(files+c.UploadConcurrency)
+	if need <= size {
+		return nil
+	}
+	allowed := "none with these settings"
+	if most := size/c.PartSize - int64(c.UploadConcurrency); most >= 1 {
+		allowed = fmt.Sprintf("1..%d", most)
+	}
+	return fmt.Errorf("invalid value \"%d\" for %s: the file system of --split-storage-spool-dir (%s, %s in all) cannot hold a part of --split-storage-part-size=%s for each beside --split-storage-upload-concurrency=%d uploads: allowed values are %s (or lower the part size, or point the spool at a larger disk)",
+		files, flag, dir, flagvalue.FormatSize(size), flagvalue.FormatSize(c.PartSize), c.UploadConcurrency, allowed)
+}
+
+// crcBlockSize is the unit of the per-block checksums in a part's index entry:
+// a reader hands out no byte of a block before the block's checksum matched,
+// and needs a buffer of only this size to do so.
+const crcBlockSize = 1 << 20
+
+// spoolPart is one part being filled or uploaded.
+type spoolPart struct {
+	s        *spool
+	f        *os.File
+	size     int64
+	crc      uint32
+	blockCRC uint32
+	blocks   []byte // big-endian CRC32C of each crcBlockSize block, the last one once sealed
+}
+
+func (s *spool) newPart() (*spoolPart, error) {
+	f, err := createSpoolFile(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("creating a spool file in %s (--split-storage-spool-dir): %w", s.dir, err)
+	}
+	return &spoolPart{s: s, f: f}, nil
+}
+
+func (p *spoolPart) write(b []byte) error {
+	n, err := p.f.Write(b)
+	p.s.live.Add(int64(n))
+	if err != nil {
+		return fmt.Errorf("writing a spool file in %s (--split-storage-spool-dir): %w", p.s.dir, err)
+	}
+	p.crc = crc32.Update(p.crc, castagnoli, b)
+	for len(b) > 0 {
+		k := min(len(b), int(crcBlockSize-p.size%crcBlockSize))
+		p.blockCRC = crc32.Update(p.blockCRC, castagnoli, b[:k])
+		p.size += int64(k)
+		b = b[k:]
+		if p.size%crcBlockSize == 0 {
+			p.blocks = binary.BigEndian.AppendUint32(p.blocks, p.blockCRC)
+			p.blockCRC = 0
+		}
+	}
+	return nil
+}
+
+// seal closes the last block's checksum; the part takes no more bytes.
+func (p *spoolPart) seal() {
+	if p.size%crcBlockSize != 0 {
+		p.blocks = binary.BigEndian.AppendUint32(p.blocks, p.blockCRC)
+		p.blockCRC = 0
+	}
+}
+
+// reader reads the part from its start; a retry seeks it back.
+func (p *spoolPart) reader() io.ReadSeeker { return io.NewSectionReader(p.f, 0, p.size) }
+
+func (p *spoolPart) entry() PartEntry {
+	return PartEntry{Size: p.size, CRC32C: p.crc, Blocks: p.blocks}
+}
+
+// release closes the file, which frees its disk space.
+func (p *spoolPart) release() {
+	if p == nil || p.f == nil {
+		return
+	}
+	p.f.Close()
+	p.s.live.Add(-p.size)
+	p.f = nil
+}
+
+// createUnlinked creates a temporary file in dir and removes its name at once.
+func createUnlinked(dir string) (*os.File, error) {
+	f, err := os.CreateTemp(dir, "vtfifo-spool-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}

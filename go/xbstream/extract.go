@@ -45,6 +45,8 @@ type ExtractOptions struct {
 	OnWrite func(lane int, n int, d time.Duration)
 	// MaxOpenFiles bounds the file handles kept open across lanes (default 256).
 	MaxOpenFiles int
+	// ListFiles fills ExtractStats.FileSizes.
+	ListFiles bool
 	// AllowCut makes a stream cut (a path appearing again after its 'E' chunk)
 	// succeed as `mbstream -x` does, instead of returning ErrStreamCut after
 	// writing the same tree.
@@ -59,6 +61,9 @@ type ExtractStats struct {
 	Bytes int64
 	// Lanes has the stream bytes and chunks read from each lane.
 	Lanes []LaneStats
+	// FileSizes has every file's path and size (holes included), with
+	// ExtractOptions.ListFiles.
+	FileSizes map[string]int64
 }
 
 // Extract reads the lanes concurrently, one goroutine per lane, and writes every
@@ -186,6 +191,16 @@ func (e *extractor) stats() ExtractStats {
 	s := ExtractStats{Files: int(e.handles.created.Load()), Bytes: e.bytes.Load(), Lanes: make([]LaneStats, e.n)}
 	for i := range e.lanes {
 		s.Lanes[i] = LaneStats{Bytes: e.lanes[i].bytes.Load(), Chunks: e.lanes[i].chunks.Load()}
+	}
+	if e.opts.ListFiles {
+		e.mu.Lock()
+		s.FileSizes = make(map[string]int64, len(e.files))
+		for p, f := range e.files {
+			f.mu.Lock()
+			s.FileSizes[p] = int64(f.size)
+			f.mu.Unlock()
+		}
+		e.mu.Unlock()
 	}
 	return s
 }

@@ -80,6 +80,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				"with what each MANIFEST says. --json prints one JSON array.",
 			"  vtfifo ls --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0",
 			List),
+		sub("show", "Show a backup: its MANIFEST, lanes and parts, and with --files the files it holds",
+			"Shows the backup (--backup, or the newest complete one) as its MANIFEST describes it, each lane's\n"+
+				"bytes and chunks, and on the split storage its parts. --files also lists the files of the data\n"+
+				"directory in the backup, by reading and checking every lane as verify does. --json prints one object.",
+			"  vtfifo show --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 --files",
+			Show),
 	)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -142,4 +143,92 @@ func tree(t *testing.T, dir string) map[string]string {
 		return err
 	}))
 	return out
+}
+
+// TestShow: `vtfifo show` prints the MANIFEST's facts and the lanes; with
+// --files, the data directory's files as extracting the lanes would write
+// them; --json says the same in one object; an unknown backup exits 1.
+func TestShow(t *testing.T) {
+	root, args := storageCopy(t)
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append([]string{"show", "--files"}, args...), &stdout, &stderr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	out := stdout.String()
+	for _, want := range []string{"Backup:", "ks/0/2026-11-23.050519.zone1-0000004989", "Compression:", "zstd", "lane-003.xbstream.zst", "ibdata1", "files, "} {
+		assert.Contains(t, out, want)
+	}
+
+	stdout.Reset()
+	code = Main(context.Background(), append([]string{"show", "--files", "--json"}, args...), &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	var rep ShowReport
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	assert.Len(t, rep.Lanes, 4)
+
+	// The files and sizes are those the lanes extract to.
+	dir := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	var lanes []io.Reader
+	for i := range 4 {
+		z, err := os.Open(filepath.Join(dir, "lane-00"+string(rune('0'+i))+".xbstream.zst"))
+		require.NoError(t, err)
+		defer z.Close()
+		d, err := zstd.NewReader(z)
+		require.NoError(t, err)
+		defer d.Close()
+		lanes = append(lanes, d)
+	}
+	tree := t.TempDir()
+	st, err := xbstream.Extract(context.Background(), tree, xbstream.ReaderLanes(lanes...), xbstream.ExtractOptions{})
+	require.NoError(t, err)
+	require.Len(t, rep.Files, st.Files)
+	for p, n := range rep.Files {
+		fi, err := os.Stat(filepath.Join(tree, p))
+		require.NoError(t, err, p)
+		assert.Equal(t, fi.Size(), n, p)
+	}
+
+	stdout.Reset()
+	code = Main(context.Background(), append([]string{"show", "--backup=no-such-backup"}, args...), &stdout, &stderr)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout.String(), "no-such-backup")
+}
+
+// TestShowSplitParts: on the split storage, show lists each lane's parts.
+func TestShowSplitParts(t *testing.T) {
+	src := filepath.Join(backupData, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	root := t.TempDir()
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root, cfg.PartSize = root, 1<<20
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	defer bs.Close()
+	ctx := context.Background()
+	bh, err := bs.StartBackup(ctx, "ks/0", "copied")
+	require.NoError(t, err)
+	entries, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		w, err := bh.AddFile(ctx, e.Name(), int64(len(data)))
+		require.NoError(t, err)
+		_, err = w.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+	}
+	require.NoError(t, bh.EndBackup(ctx))
+
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, []string{"show", "--json", "--backup-storage-implementation=split", "--split-storage-backend=file",
+		"--split-storage-part-size=1MiB", "--split-storage-root=" + root, "--keyspace=ks", "--shard=0"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	var rep ShowReport
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	require.Len(t, rep.Lanes, 4)
+	for _, l := range rep.Lanes {
+		fi, err := os.Stat(filepath.Join(src, l.File))
+		require.NoError(t, err)
+		assert.Equal(t, int64(1<<20), l.PartSize, l.File)
+		assert.Equal(t, int((fi.Size()+1<<20-1)>>20), l.Parts, l.File)
+	}
 }

@@ -86,7 +86,9 @@ type VerifyOptions struct {
 	OnRead func(lane int, n int)
 	// OnManifest, if set, is called once the MANIFEST is read and checked.
 	OnManifest func(*Manifest)
-	Logger     logutil.Logger
+	// ListFiles fills VerifyReport.FileSizes.
+	ListFiles bool
+	Logger    logutil.Logger
 }
 
 // VerifyReport is what Verify read.
@@ -97,6 +99,9 @@ type VerifyReport struct {
 	Bytes int64
 	// Lanes are the uncompressed stream bytes and chunks read per lane.
 	Lanes []xbstream.LaneStats
+	// FileSizes are the files of the tool's backup directory and their
+	// sizes, with VerifyOptions.ListFiles.
+	FileSizes map[string]int64
 }
 
 // Verify reads a backup as restore does and writes nothing: the MANIFEST
@@ -121,8 +126,8 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	}
 	n := len(m.Lanes)
 	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes()
-	st, err := xbstream.Verify(ctx, lanes, xbstream.ExtractOptions{})
-	rep.Files, rep.Bytes, rep.Lanes = st.Files, st.Bytes, st.Lanes
+	st, err := xbstream.Verify(ctx, lanes, xbstream.ExtractOptions{ListFiles: opts.ListFiles})
+	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
 		return rep, vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m))
 	}

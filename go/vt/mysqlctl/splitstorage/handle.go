@@ -463,22 +463,9 @@ func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, 
 	if !h.readOnly {
 		return nil, errors.New("split storage: ReadFile cannot be called on a read-write backup")
 	}
-	if err := checkName("file name", filename, false); err != nil {
+	idx, err := h.Index(ctx, filename)
+	if err != nil {
 		return nil, err
-	}
-	key := IndexKey(h.dir, h.name, filename)
-	start := time.Now()
-	doc, err := readSmall(ctx, h.e.be, key)
-	if err != nil {
-		if errors.Is(err, ErrNotExist) {
-			return nil, fmt.Errorf("split storage: %s: no such file in the backup (index %s missing): %w", h.where(filename), key, err)
-		}
-		return nil, fmt.Errorf("split storage: %s: reading index: %w", h.where(filename), err)
-	}
-	h.e.stats.Scope(stats.Operation("Index:Read")).TimedIncrementBytes(len(doc), time.Since(start))
-	idx, err := ParseIndex(doc, h.dir, h.name, filename)
-	if err != nil {
-		return nil, fmt.Errorf("split storage: %s: index %s: %w", h.where(filename), key, err)
 	}
 	bs := idx.BlockSize
 	if bs == 0 {
@@ -491,6 +478,28 @@ func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, 
 		blocks: make(chan readBlock, maxBufs+1), free: make(chan []byte, maxBufs), prodDone: make(chan struct{})}
 	go r.produce()
 	return r, nil
+}
+
+// Index reads and checks the part index of a file of the backup.
+func (h *Handle) Index(ctx context.Context, filename string) (Index, error) {
+	if err := checkName("file name", filename, false); err != nil {
+		return Index{}, err
+	}
+	key := IndexKey(h.dir, h.name, filename)
+	start := time.Now()
+	doc, err := readSmall(ctx, h.e.be, key)
+	if err != nil {
+		if errors.Is(err, ErrNotExist) {
+			return Index{}, fmt.Errorf("split storage: %s: no such file in the backup (index %s missing): %w", h.where(filename), key, err)
+		}
+		return Index{}, fmt.Errorf("split storage: %s: reading index: %w", h.where(filename), err)
+	}
+	h.e.stats.Scope(stats.Operation("Index:Read")).TimedIncrementBytes(len(doc), time.Since(start))
+	idx, err := ParseIndex(doc, h.dir, h.name, filename)
+	if err != nil {
+		return Index{}, fmt.Errorf("split storage: %s: index %s: %w", h.where(filename), key, err)
+	}
+	return idx, nil
 }
 
 // readBlock is a verified block, or the error that ends the file.

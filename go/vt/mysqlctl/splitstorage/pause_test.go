@@ -22,7 +22,7 @@ func TestPausedReaderIsNotAStall(t *testing.T) {
 	c := srv.Config
 	c.PartSize = 4 << 20
 	c.ReadAhead = 1 << 20
-	c.RequestTimeout = 300 * time.Millisecond
+	c.RequestTimeout = time.Second
 	s := newStorage(t, c)
 	ctx := context.Background()
 	bh, err := s.StartBackup(ctx, "ks/0", "pause")
@@ -41,7 +41,7 @@ func TestPausedReaderIsNotAStall(t *testing.T) {
 	v := newVerify(7, 12<<20)
 	_, err = io.CopyN(v, r, 5<<20) // into the second part
 	require.NoError(t, err)
-	time.Sleep(4 * c.RequestTimeout)
+	time.Sleep(3 * c.RequestTimeout)
 	_, err = io.Copy(v, r)
 	require.NoError(t, err)
 	require.NoError(t, v.check())

@@ -1,0 +1,165 @@
+package vtfifocli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// ShowLane is one lane as `vtfifo show` prints it; the part fields are the
+// split storage's (absent on another storage).
+type ShowLane struct {
+	fifobackupengine.LaneInfo
+	Parts    int   `json:",omitempty"`
+	PartSize int64 `json:",omitempty"`
+}
+
+// ShowReport is `vtfifo show --json`.
+type ShowReport struct {
+	Backup   string
+	Manifest json.RawMessage
+	Lanes    []ShowLane
+	// Files are the files of the tool's backup directory (with --files).
+	Files map[string]int64 `json:",omitempty"`
+}
+
+// indexer is the split storage's handle: its lanes' part indexes.
+type indexer interface {
+	Index(ctx context.Context, file string) (splitstorage.Index, error)
+}
+
+// Show is `vtfifo show`: a backup's MANIFEST, its lanes and parts, and with
+// --files the files of the data directory it holds (read from the lanes).
+func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var files, asJSON *bool
+	s, code := openSession(ctx, prog, "Shows a fifo backup: its MANIFEST, lanes and parts, and with --files the files it holds.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stderr,
+		func(fs *pflag.FlagSet, _ *options) func() error {
+			files = fs.Bool("files", false, "also list the files of the data directory in the backup (reads and checks every lane, like verify)")
+			asJSON = fs.Bool("json", false, "print one JSON object instead of text")
+			return nil
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	bh, ok := s.o.pickBackup(s.ctx, s.bs, stdout)
+	if !ok {
+		return 1
+	}
+	rep, err := show(s.ctx, bh, *files, fifobackupengine.VerifyOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: FAIL: backup %s/%s: %v\n", prog, s.o.dir(), bh.Name(), err)
+		return 1
+	}
+	rep.Backup = s.o.dir() + "/" + bh.Name()
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if enc.Encode(rep) != nil {
+			return 1
+		}
+		return 0
+	}
+	printShow(stdout, rep)
+	return 0
+}
+
+func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vopts fifobackupengine.VerifyOptions) (ShowReport, error) {
+	var rep ShowReport
+	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
+	if err != nil {
+		return rep, err
+	}
+	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	r.Close()
+	if err != nil {
+		return rep, fmt.Errorf("reading the MANIFEST: %w", err)
+	}
+	m, err := fifobackupengine.ParseManifest(doc)
+	if err != nil {
+		return rep, fmt.Errorf("MANIFEST: %w", err)
+	}
+	rep.Manifest = doc
+	ix, _ := bh.(indexer)
+	for _, l := range m.Lanes {
+		sl := ShowLane{LaneInfo: l}
+		if ix != nil {
+			idx, err := ix.Index(ctx, l.File)
+			if err != nil {
+				return rep, err
+			}
+			sl.Parts, sl.PartSize = len(idx.Parts), idx.PartSize
+		}
+		rep.Lanes = append(rep.Lanes, sl)
+	}
+	if withFiles {
+		vopts.ListFiles = true
+		vr, err := fifobackupengine.Verify(ctx, bh, vopts)
+		if err != nil {
+			return rep, err
+		}
+		rep.Files = vr.FileSizes
+	}
+	return rep, nil
+}
+
+func printShow(w io.Writer, rep ShowReport) {
+	var m fifobackupengine.Manifest
+	_ = json.Unmarshal(rep.Manifest, &m)
+	compression := "none"
+	if m.Compressed {
+		compression = fmt.Sprintf("%s (level %d)", m.CompressionEngine, m.CompressionLevel)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, kv := range [][2]string{
+		{"Backup", rep.Backup},
+		{"Time", m.BackupTime + " .. " + m.FinishedTime},
+		{"Engine", m.BackupMethod},
+		{"Position", m.Position.String()},
+		{"Tool", m.ToolFlavor + " " + m.ToolVersion},
+		{"Server", m.MySQLVersion},
+		{"Source", m.Source},
+		{"Compression", compression},
+		{"Size", fmt.Sprintf("%s from the tool, %s stored", humanize.IBytes(uint64(m.RawBytes)), humanize.IBytes(uint64(m.StoredBytes)))},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LANE\tFILE\tRAW\tSTORED\tCHUNKS\tPARTS")
+	for i, l := range rep.Lanes {
+		parts := "-"
+		if l.PartSize > 0 {
+			parts = fmt.Sprintf("%d x %s", l.Parts, humanize.IBytes(uint64(l.PartSize)))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", i, l.File, humanize.IBytes(uint64(l.RawBytes)), humanize.IBytes(uint64(l.StoredBytes)), l.Chunks, parts)
+	}
+	tw.Flush()
+	if rep.Files == nil {
+		return
+	}
+	paths := make([]string, 0, len(rep.Files))
+	var total int64
+	for p, n := range rep.Files {
+		paths = append(paths, p)
+		total += n
+	}
+	sort.Strings(paths)
+	fmt.Fprintf(w, "\n%d files, %s:\n", len(paths), humanize.IBytes(uint64(total)))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	for _, p := range paths {
+		fmt.Fprintf(tw, "%d\t  %s\t\n", rep.Files[p], p)
+	}
+	tw.Flush()
+}

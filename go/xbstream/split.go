@@ -36,6 +36,10 @@ type SplitOptions struct {
 	PieceSize int
 }
 
+// maxChunksInFlight is how many chunks the lanes may be writing at once,
+// beyond the one each source is parsing.
+const maxChunksInFlight = 8
+
 // splitItem is what the dealer hands a lane: the encoded sequence record and
 // chunk header, and the payload, in a buffer owned by the item until the lane
 // has written it.
@@ -97,8 +101,13 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 	defer cancel(nil)
 
 	stats := make([]LaneStats, n)
-	free := make(chan *splitItem, n+len(srcs))
-	for range n + len(srcs) {
+	// Each pooled item comes to hold a whole chunk of the tool (10 MiB by
+	// default): the pool, not the lane count, bounds that memory. Lanes past
+	// maxChunksInFlight wait for an item; they could only compete for the
+	// same cores anyway.
+	items := min(n, maxChunksInFlight) + len(srcs)
+	free := make(chan *splitItem, items)
+	for range items {
 		free <- &splitItem{pooled: true}
 	}
 	release := func(it *splitItem) {

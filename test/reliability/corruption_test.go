@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,8 +37,6 @@ func runVerify(t testing.TB, cfg splitstorage.Config, env []string, args ...stri
 	}
 	return code, string(out)
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // TestCorruptionDetected: one flipped byte, one truncated part, one missing
 // part, a MANIFEST edited by hand (bytes only, and a careful edit with its
@@ -99,7 +96,7 @@ func TestCorruptionDetected(t *testing.T) {
 		var idx splitstorage.Index
 		require.NoError(t, json.Unmarshal(doc, &idx))
 		require.Len(t, idx.Parts, 1)
-		idx.Parts[0] = splitstorage.PartEntry{Size: int64(len(data)), CRC32C: crc32.Checksum(data, castagnoli)}
+		idx.Parts[0] = splitstorage.PartEntryOf(data, idx.BlockSize)
 		idx.Size = int64(len(data))
 		nd, _ := json.Marshal(idx)
 		require.NoError(t, os.WriteFile(p, data, 0o640))

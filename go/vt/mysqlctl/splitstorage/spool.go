@@ -178,6 +178,16 @@ func (p *spoolPart) seal() {
 // reader reads the part from its start; a retry seeks it back.
 func (p *spoolPart) reader() io.ReadSeeker { return io.NewSectionReader(p.f, 0, p.size) }
 
+// PartEntryOf is the index entry of a part holding data, with block
+// checksums of blockSize (an index's BlockSize; 0: none, as in version 1).
+func PartEntryOf(data []byte, blockSize int64) PartEntry {
+	e := PartEntry{Size: int64(len(data)), CRC32C: crc32.Checksum(data, castagnoli)}
+	for off := int64(0); blockSize > 0 && off < e.Size; off += blockSize {
+		e.Blocks = binary.BigEndian.AppendUint32(e.Blocks, crc32.Checksum(data[off:min(off+blockSize, e.Size)], castagnoli))
+	}
+	return e
+}
+
 func (p *spoolPart) entry() PartEntry {
 	return PartEntry{Size: p.size, CRC32C: p.crc, Blocks: p.blocks}
 }

@@ -213,13 +213,13 @@ func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, 
 
 // Every lane has its own compressor, so their memory is paid once per lane
 // (up to 64): the window of the fast zstd levels is that of the zstd command
-// at levels 1-3 (windowLog 19-21) instead of the library's 8 MiB, which
-// takes ~3 MiB per lane instead of ~9 and lets a restore's decoders hold 1-2
-// MiB of history each; the higher levels keep the library's window.
+// at levels 1 and 3 (windowLog 19 and 21) instead of the library's 8 MiB,
+// which takes ~2 MiB per lane instead of ~9 and lets a restore's decoders
+// hold 0.5-2 MiB of history each; the higher levels keep the library's window.
 func zstdWindow(level zstd.EncoderLevel) int {
 	switch level {
 	case zstd.SpeedFastest:
-		return 1 << 20
+		return 512 << 10
 	case zstd.SpeedDefault:
 		return 2 << 20
 	}

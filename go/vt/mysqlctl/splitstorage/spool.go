@@ -127,7 +127,7 @@ func (c Config) SpoolCanHold(files int, flag string) error {
 // crcBlockSize is the unit of the per-block checksums in a part's index entry:
 // a reader hands out no byte of a block before the block's checksum matched,
 // and needs a buffer of only this size to do so.
-const crcBlockSize = 1 << 20
+const crcBlockSize = 256 << 10
 
 // spoolPart is one part being filled or uploaded.
 type spoolPart struct {

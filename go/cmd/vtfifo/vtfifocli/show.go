@@ -56,7 +56,7 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	if !ok {
 		return 1
 	}
-	rep, err := show(s.ctx, bh, *files, fifobackupengine.VerifyOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
+	rep, m, err := show(s.ctx, bh, *files, fifobackupengine.VerifyOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: FAIL: backup %s/%s: %v\n", prog, s.o.dir(), bh.Name(), err)
 		return 1
@@ -70,24 +70,24 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		}
 		return 0
 	}
-	printShow(stdout, rep)
+	printShow(stdout, rep, m)
 	return 0
 }
 
-func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vopts fifobackupengine.VerifyOptions) (ShowReport, error) {
+func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vopts fifobackupengine.VerifyOptions) (ShowReport, *fifobackupengine.Manifest, error) {
 	var rep ShowReport
 	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
 	if err != nil {
-		return rep, err
+		return rep, nil, err
 	}
 	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
 	r.Close()
 	if err != nil {
-		return rep, fmt.Errorf("reading the MANIFEST: %w", err)
+		return rep, nil, fmt.Errorf("reading the MANIFEST: %w", err)
 	}
 	m, err := fifobackupengine.ParseManifest(doc)
 	if err != nil {
-		return rep, fmt.Errorf("MANIFEST: %w", err)
+		return rep, nil, fmt.Errorf("MANIFEST: %w", err)
 	}
 	rep.Manifest = doc
 	ix, _ := bh.(indexer)
@@ -96,7 +96,7 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vo
 		if ix != nil {
 			idx, err := ix.Index(ctx, l.File)
 			if err != nil {
-				return rep, err
+				return rep, nil, err
 			}
 			sl.Parts, sl.PartSize = len(idx.Parts), idx.PartSize
 		}
@@ -106,16 +106,14 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vo
 		vopts.ListFiles = true
 		vr, err := fifobackupengine.Verify(ctx, bh, vopts)
 		if err != nil {
-			return rep, err
+			return rep, nil, err
 		}
 		rep.Files = vr.FileSizes
 	}
-	return rep, nil
+	return rep, m, nil
 }
 
-func printShow(w io.Writer, rep ShowReport) {
-	var m fifobackupengine.Manifest
-	_ = json.Unmarshal(rep.Manifest, &m)
+func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 	compression := "none"
 	if m.Compressed {
 		compression = fmt.Sprintf("%s (level %d)", m.CompressionEngine, m.CompressionLevel)

@@ -27,6 +27,26 @@ func storageCopy(t *testing.T) (root string, args []string) {
 	return root, []string{"--backup-storage-implementation=file", "--file-backup-storage-root=" + root, "--keyspace=ks", "--shard=0"}
 }
 
+// extractLanes decompresses the test backup's four zstd lanes (in the
+// file storage under root) and extracts them together into a new directory.
+func extractLanes(t *testing.T, root string) (string, xbstream.ExtractStats) {
+	dir := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	var lanes []io.Reader
+	for i := range 4 {
+		z, err := os.Open(filepath.Join(dir, "lane-00"+string(rune('0'+i))+".xbstream.zst"))
+		require.NoError(t, err)
+		defer z.Close()
+		d, err := zstd.NewReader(z)
+		require.NoError(t, err)
+		defer d.Close()
+		lanes = append(lanes, d)
+	}
+	out := filepath.Join(t.TempDir(), "lanes")
+	st, err := xbstream.Extract(context.Background(), out, xbstream.ReaderLanes(lanes...), xbstream.ExtractOptions{})
+	require.NoError(t, err)
+	return out, st
+}
+
 // TestExportExtractsToTheLanesTree: `vtfifo export -o FILE` writes one
 // stream that extracts to the tree the backup's lanes extract to; it never
 // writes over an existing file; `vtfifo verify` says OK on the same backup.
@@ -46,20 +66,7 @@ func TestExportExtractsToTheLanesTree(t *testing.T) {
 	require.NoError(t, err)
 
 	// The lanes themselves, decompressed and extracted together.
-	dir := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
-	var lanes []io.Reader
-	for i := range 4 {
-		z, err := os.Open(filepath.Join(dir, "lane-00"+string(rune('0'+i))+".xbstream.zst"))
-		require.NoError(t, err)
-		defer z.Close()
-		d, err := zstd.NewReader(z)
-		require.NoError(t, err)
-		defer d.Close()
-		lanes = append(lanes, d)
-	}
-	fromLanes := filepath.Join(t.TempDir(), "lanes")
-	st, err := xbstream.Extract(context.Background(), fromLanes, xbstream.ReaderLanes(lanes...), xbstream.ExtractOptions{})
-	require.NoError(t, err)
+	fromLanes, st := extractLanes(t, root)
 	assert.Greater(t, st.Files, 200)
 	assert.Equal(t, tree(t, fromLanes), tree(t, exported))
 
@@ -166,23 +173,10 @@ func TestShow(t *testing.T) {
 	assert.Len(t, rep.Lanes, 4)
 
 	// The files and sizes are those the lanes extract to.
-	dir := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
-	var lanes []io.Reader
-	for i := range 4 {
-		z, err := os.Open(filepath.Join(dir, "lane-00"+string(rune('0'+i))+".xbstream.zst"))
-		require.NoError(t, err)
-		defer z.Close()
-		d, err := zstd.NewReader(z)
-		require.NoError(t, err)
-		defer d.Close()
-		lanes = append(lanes, d)
-	}
-	tree := t.TempDir()
-	st, err := xbstream.Extract(context.Background(), tree, xbstream.ReaderLanes(lanes...), xbstream.ExtractOptions{})
-	require.NoError(t, err)
+	extracted, st := extractLanes(t, root)
 	require.Len(t, rep.Files, st.Files)
 	for p, n := range rep.Files {
-		fi, err := os.Stat(filepath.Join(tree, p))
+		fi, err := os.Stat(filepath.Join(extracted, p))
 		require.NoError(t, err, p)
 		assert.Equal(t, fi.Size(), n, p)
 	}

@@ -73,8 +73,8 @@ func TestToolDiesWithParent(t *testing.T) {
 	child, err := strconv.Atoi(line[:len(line)-1])
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
-	_, alive := readProcess(child)
-	require.True(t, alive, "the child runs")
+	// Just after exec, /proc/pid/cmdline can still be empty for a moment.
+	require.Eventually(t, func() bool { _, alive := readProcess(child); return alive }, 5*time.Second, 5*time.Millisecond, "the child runs")
 
 	require.NoError(t, parent.Process.Signal(syscall.SIGKILL))
 	_ = parent.Wait()

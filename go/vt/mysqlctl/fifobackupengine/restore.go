@@ -53,6 +53,7 @@ type restoreRun struct {
 	m      *Manifest
 	stats  *phaseStats
 	logger logutil.Logger
+	onRead func(lane, n int) // stored bytes read (progress); may be nil
 }
 
 func (r *restoreRun) execute(ctx context.Context) error {
@@ -62,8 +63,8 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if tool.Flavor != r.m.ToolFlavor {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is %s (%s)", r.m.ToolFlavor, r.m.ToolVersion, tool.Flavor, tool.Version)
+	if err := r.checkTool(tool); err != nil {
+		return err
 	}
 
 	// Mark the restore as in progress before touching data (Vitess's
@@ -98,7 +99,7 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := r.extract(ctx, staging); err != nil {
 		return err
 	}
-	if err := r.prepare(ctx, tool, staging); err != nil {
+	if err := r.prepare(ctx, tool, cnf.Path, staging); err != nil {
 		return err
 	}
 	return r.moveBack(staging)
@@ -107,7 +108,7 @@ func (r *restoreRun) execute(ctx context.Context) error {
 // extract downloads, decompresses and extracts all lanes in parallel.
 func (r *restoreRun) extract(ctx context.Context, staging string) error {
 	n := len(r.m.Lanes)
-	lanes := (&storedLanes{bh: r.bh, m: r.m, comp: r.cfg.Compression, stats: r.stats, logger: r.logger}).lanes()
+	lanes := (&storedLanes{bh: r.bh, m: r.m, comp: r.cfg.Compression, stats: r.stats, onRead: r.onRead, logger: r.logger}).lanes()
 	r.logger.Infof("fifo restore: extracting %d lanes (%d bytes) into %s", n, r.m.RawBytes, staging)
 	extractWrite := r.stats.bytesFunc("Extract:Write")
 	free := freeBytes(staging)
@@ -158,13 +159,22 @@ func laneNames(m *Manifest) string {
 	return strings.Join(names, ", ")
 }
 
-// prepare runs the tool's --prepare on the staging directory.
-func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, staging string) error {
+// checkTool refuses a tool of another flavor than the backup's.
+func (r *restoreRun) checkTool(tool *backupTool) error {
+	if tool.Flavor != r.m.ToolFlavor {
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is %s (%s)", r.m.ToolFlavor, r.m.ToolVersion, tool.Flavor, tool.Version)
+	}
+	return nil
+}
+
+// prepare runs the tool's --prepare on the extracted files in staging, with
+// defaultsFile as its --defaults-file (empty: --no-defaults).
+func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile, staging string) error {
 	openFiles, err := toolOpenFiles(staging)
 	if err != nil {
 		return err
 	}
-	args, err := tool.prepareArgs(&r.cfg, r.params.Cnf.Path, staging, openFiles)
+	args, err := tool.prepareArgs(&r.cfg, defaultsFile, staging, openFiles)
 	if err != nil {
 		return err
 	}

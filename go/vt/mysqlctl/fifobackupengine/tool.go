@@ -187,9 +187,15 @@ func parallel(cfg *Config, source string) int {
 }
 
 // prepareArgs builds the tool's argv for --prepare of an extracted backup.
-// openFiles as in backupArgs: applying the redo opens tablespaces too.
+// openFiles as in backupArgs: applying the redo opens tablespaces too. An
+// empty defaultsFile reads no option file (the tool still reads the
+// backup's own backup-my.cnf).
 func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64) ([]string, error) {
-	args := []string{"--defaults-file=" + defaultsFile, "--prepare", "--target-dir=" + targetDir}
+	defaults := "--no-defaults"
+	if defaultsFile != "" {
+		defaults = "--defaults-file=" + defaultsFile
+	}
+	args := []string{defaults, "--prepare", "--target-dir=" + targetDir}
 	if openFiles > 0 {
 		args = append(args, fmt.Sprintf("--open-files-limit=%d", openFiles))
 	}

@@ -1,0 +1,138 @@
+package fifobackupengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// RestoreDirOptions configures RestoreToDir.
+type RestoreDirOptions struct {
+	// Config gives the tool (for Prepare) and the local decompressor
+	// settings, as a tablet's restore uses them.
+	Config Config
+	// Prepare runs the tool's --prepare after the extraction, so the
+	// directory is a data directory mysqld starts on.
+	Prepare bool
+	// DefaultsFile is the tool's --defaults-file for --prepare; empty reads
+	// no option file (the tool reads the backup's backup-my.cnf itself).
+	DefaultsFile string
+	// OnManifest, if set, is called once the MANIFEST is read and checked.
+	OnManifest func(*Manifest)
+	// OnRead is called with the stored bytes read from a lane (progress).
+	OnRead func(lane int, n int)
+	Stats  backupstats.Stats
+	Logger logutil.Logger
+}
+
+// RestoreDirReport is what RestoreToDir did.
+type RestoreDirReport struct {
+	Manifest *Manifest
+	Files    int
+	Bytes    int64
+	// Tool is the tool that prepared the files ("" without Prepare).
+	Tool string
+}
+
+// RestoreToDir restores a backup into dir with no Vitess process, topology
+// or tablet: the lanes read in parallel and extracted as a tablet's restore
+// extracts them (every chunk's CRC32, every lane's length against the
+// MANIFEST), then, with Prepare, the tool's --prepare, which leaves a data
+// directory mysqld starts on (--datadir=dir; the tool's own metadata files,
+// xtrabackup_* / mariadb_backup_* and backup-my.cnf, stay beside the data).
+// dir must not exist or be empty: nothing in it is ever overwritten. On any
+// error what RestoreToDir wrote is removed (dir too if it created it).
+func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string, opts RestoreDirOptions) (RestoreDirReport, error) {
+	var rep RestoreDirReport
+	if opts.Logger == nil {
+		opts.Logger = logutil.NewConsoleLogger()
+	}
+	m, err := readManifest(ctx, bh)
+	if err != nil {
+		return rep, err
+	}
+	rep.Manifest = m
+	if opts.OnManifest != nil {
+		opts.OnManifest(m)
+	}
+	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead}
+	// The tool is checked before anything is downloaded.
+	var tool *backupTool
+	if opts.Prepare {
+		if tool, err = detectTool(ctx, &run.cfg); err != nil {
+			return rep, err
+		}
+		if err := run.checkTool(tool); err != nil {
+			return rep, err
+		}
+	}
+	cleanup, err := claimEmptyDir(dir)
+	if err != nil {
+		return rep, err
+	}
+	start := time.Now()
+	err = run.extract(ctx, dir)
+	if err == nil && opts.Prepare {
+		err = run.prepare(ctx, tool, opts.DefaultsFile, dir)
+		rep.Tool = tool.Flavor + " " + tool.Version
+	}
+	opts.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s into %s: per-phase stats", bh.Name(), dir), time.Since(start)))
+	if err != nil {
+		cleanup()
+		return rep, vterrors.Wrapf(err, "fifo restore of backup %s into %s failed", bh.Name(), dir)
+	}
+	rep.Files, rep.Bytes = countFiles(dir)
+	return rep, nil
+}
+
+// claimEmptyDir creates dir, or checks that it is an empty directory, and
+// returns what removes everything written into it afterwards.
+func claimEmptyDir(dir string) (cleanup func(), err error) {
+	if err := os.Mkdir(dir, 0o750); err == nil {
+		return func() { os.RemoveAll(dir) }, nil
+	} else if !errors.Is(err, os.ErrExist) {
+		return nil, vterrors.Wrapf(err, "cannot create the target directory")
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "cannot open the target directory")
+	}
+	defer f.Close()
+	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore never writes over files", dir)
+		}
+		return nil, vterrors.Wrapf(err, "cannot read the target directory %s", dir)
+	}
+	return func() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}, nil
+}
+
+// countFiles returns the regular files under dir and their bytes.
+func countFiles(dir string) (files int, bytes int64) {
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				files++
+				bytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	return files, bytes
+}

@@ -182,7 +182,7 @@ func (h *Handle) VerifyParts(ctx context.Context, opts VerifyPartsOptions) (Veri
 	}
 	var extra []string
 	for k := range sizes {
-		if !expected[k] && !badIndex[partFile(prefix, k)] {
+		if !expected[k] && !badIndex[partFile(prefix, k)] && !isSidecarKey(prefix, k) {
 			extra = append(extra, k)
 		}
 	}

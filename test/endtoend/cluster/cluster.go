@@ -177,7 +177,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, err
 		}
 	}
-	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient"} {
+	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient", "vtfifo"} {
 		p, err := stageFile(filepath.Join(opts.Paths.BinDir, b), filepath.Join(root, "bin"), user)
 		if err != nil {
 			return c, err

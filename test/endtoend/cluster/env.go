@@ -97,7 +97,7 @@ func Discover(p Paths) (Paths, error) {
 	p.ToolsDir = pick(p.ToolsDir, "VTFIFO_TOOLS_DIR", "build/tools")
 	p.InitDBSQL = pick(p.InitDBSQL, "VTFIFO_INIT_DB_SQL", "build/vitess-{v}/init_db_mariadb.sql")
 	var missing []string
-	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient"} {
+	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient", "vtfifo"} {
 		if _, err := os.Stat(filepath.Join(p.BinDir, b)); err != nil {
 			missing = append(missing, filepath.Join(p.BinDir, b)+" (make build)")
 		}

@@ -19,8 +19,8 @@ import (
 	_ "vitess.io/vitess/go/vt/mysqlctl/gcsbackupstorage"
 	_ "vitess.io/vitess/go/vt/mysqlctl/s3backupstorage"
 
-	// The engine (its MANIFEST and decompressors) and the split storage.
-	_ "github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	// The engine (its MANIFEST, decompressors and restore) and the split storage.
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -65,6 +65,9 @@ type options struct {
 func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	o := &options{flags: fs, prog: prog}
 	splitstorage.RegisterFlags(fs)
+	// The engine's flags: the tool that prepares a restore, and so that a
+	// vttablet flag file's engine lines parse here too.
+	fifobackupengine.RegisterFlags(fs)
 	vt := servenv.GetFlagSetFor("vttablet")
 	vt.VisitAll(func(f *pflag.Flag) {
 		for _, p := range vttabletFlagPrefixes {
@@ -81,12 +84,31 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	return o
 }
 
+// registerProgressFlags declares the progress flags of the commands that
+// read whole backups.
+func (o *options) registerProgressFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (on a terminal), always, never")
+	fs.DurationVar(&o.progressInterval, "progress-interval", 10*time.Second, "how often progress is printed when stderr is not a terminal (with --progress=always)")
+}
+
+// validateProgress checks the flags of registerProgressFlags.
+func (o *options) validateProgress() error {
+	switch o.progress {
+	case "auto", "always", "never":
+	default:
+		return invalid("progress", o.progress, "auto, always, never")
+	}
+	if o.progressInterval < 100*time.Millisecond {
+		return invalid("progress-interval", o.progressInterval.String(), "100ms or more")
+	}
+	return nil
+}
+
 // registerVerifyFlags declares verify's own flags.
 func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
 	fs.Int64Var(&o.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
-	fs.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (on a terminal), always, never")
-	fs.DurationVar(&o.progressInterval, "progress-interval", 10*time.Second, "how often progress is printed when stderr is not a terminal (with --progress=always)")
+	o.registerProgressFlags(fs)
 	fs.IntVar(&o.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
 	fs.BoolVar(&o.listIncomplete, "list-incomplete", false, "list the backups that were started and never completed (split storage), then exit")
 	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups that were started and never completed, and started more than --incomplete-min-age ago (split storage), then exit")
@@ -132,6 +154,9 @@ func (o *options) validateBackup() error {
 		}
 		return invalid("backup-storage-implementation", impl, strings.Join(sortStrings(names), ", "))
 	}
+	if err := fifobackupengine.ValidateFlags(o.flags); err != nil {
+		return err
+	}
 	if impl == splitstorage.Name {
 		return splitstorage.FlagConfig().Validate()
 	}
@@ -145,13 +170,8 @@ func (o *options) validateVerify() error {
 		return invalid("sample", o.sample, "a percentage in (0%, 100%], e.g. 5%")
 	}
 	o.samplePct = pct
-	switch o.progress {
-	case "auto", "always", "never":
-	default:
-		return invalid("progress", o.progress, "auto, always, never")
-	}
-	if o.progressInterval < 100*time.Millisecond {
-		return invalid("progress-interval", o.progressInterval.String(), "100ms or more")
+	if err := o.validateProgress(); err != nil {
+		return err
 	}
 	if o.concurrency < 1 || o.concurrency > 64 {
 		return invalid("concurrency", strconv.Itoa(o.concurrency), "1..64")

@@ -24,6 +24,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // Run runs cmd with a context cancelled on SIGINT or SIGTERM, and exits the
@@ -86,6 +87,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				"directory in the backup, by reading and checking every lane as verify does. --json prints one object.",
 			"  vtfifo show --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 --files",
 			Show),
+		sub("restore", "Restore a backup into a directory without Vitess (--prepare: a data directory mysqld starts on)",
+			"Restores the backup (--backup, or the newest complete one) into --target-dir, which must not exist or be\n"+
+				"empty, reading the lanes in parallel and checking every part and chunk as a tablet's restore does. With\n"+
+				"--prepare the tool (xtrabackup or mariabackup) prepares it: start mysqld with --datadir on it.\n"+
+				"No Vitess process, topology or tablet is needed. See docs/disaster-recovery.md.",
+			"  vtfifo restore --backup-storage-implementation=split --split-storage-backend=s3 --split-storage-s3-bucket=b \\\n"+
+				"      --keyspace=commerce --shard=0 --target-dir=/var/lib/mysql-restored --prepare",
+			Restore),
+		sub("test-restore", "Prove a backup restorable: restore, prepare, start a throwaway mysqld, CHECK TABLE every table",
+			"Restores and prepares the backup into a scratch directory, starts a throwaway mysqld on it (its own socket,\n"+
+				"no network, no grants, no replication, no events), runs CHECK TABLE and counts the rows of every table,\n"+
+				"stops it and removes the scratch directory. The verification record (when, tool and server versions,\n"+
+				"tables, rows, duration, outcome) is stored beside the backup on the split storage; `vtfifo ls` shows it.",
+			"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n"+
+				"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp",
+			TestRestore),
 	)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -217,6 +234,8 @@ type BackupInfo struct {
 	StoredBytes int64  `json:",omitempty"`
 	Compression string `json:",omitempty"`
 	Tool        string `json:",omitempty"`
+	// Verification is the backup's latest test restore (split storage).
+	Verification *testrestore.Record `json:",omitempty"`
 	// Problem says why the MANIFEST could not be read, if it could not.
 	Problem string `json:",omitempty"`
 }
@@ -251,14 +270,18 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION")
+	fmt.Fprintln(tw, "NAME\tENGINE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
 	for _, b := range infos {
 		if b.Problem != "" {
-			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t%s\n", b.Name, b.Problem)
+			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t\t%s\n", b.Name, b.Problem)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Time, b.Lanes,
-			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position)
+		verified := "-"
+		if b.Verification != nil {
+			verified = b.Verification.Summary()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Time, b.Lanes,
+			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, verified)
 	}
 	if err := tw.Flush(); err != nil {
 		return 1
@@ -301,5 +324,10 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 		info.Compression = m.CompressionEngine
 	}
 	info.Tool = m.ToolFlavor + " " + m.ToolVersion
+	rec, err := verification(ctx, bh)
+	if err != nil {
+		info.Problem = "cannot read its verification record: " + err.Error()
+	}
+	info.Verification = rec
 	return info
 }

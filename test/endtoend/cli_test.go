@@ -1,0 +1,171 @@
+package endtoend
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
+)
+
+// TestOperatorCLI runs vtfifo's subcommands against a real backup the engine
+// took on a real tablet, on local disk and on S3 (versitygw):
+//   - ls before and after a test-restore: the verification record shows;
+//   - test-restore: restore, prepare with mariabackup, a throwaway mariadbd,
+//     CHECK TABLE on every table, the record stored; verify still passes
+//     with the record beside the backup; a server that cannot start on the
+//     files gives exit 1 and a failed record;
+//   - restore --prepare: a stock mariadbd starts on the directory and every
+//     table's row count and CHECKSUM TABLE equal the source's;
+//   - export | mbstream -x gives the same files as restore without --prepare;
+//   - bad input: a missing flag, a non-empty target, an unknown backup, a bad
+//     flag value: one clear line, exit 2 or 1.
+func TestOperatorCLI(t *testing.T) {
+	for _, sb := range storageBackends() {
+		if sb.name != "split-local" && sb.name != "split-s3" {
+			continue
+		}
+		t.Run(sb.name, func(t *testing.T) { runOperatorCLI(t, sb) })
+	}
+}
+
+func runOperatorCLI(t *testing.T, sb storageBackend) {
+	c := startCluster(t, cluster.Options{PrepareStorage: sb.prepare(t)})
+	ctx := ctxFor(t, 20*time.Minute)
+	p, err := c.NewTablet(100)
+	must(t, err)
+	p.Engine = engineFor(c, sb.engine)
+	must(t, p.InitMySQL(ctx))
+	must(t, p.Start(ctx, cluster.StartOptions{}))
+	must(t, initShardPrimary(ctx, c, p))
+	must(t, p.LoadSampleData(ctx, sampleRows))
+	must(t, p.Backup(ctx, true, ""))
+	want, err := p.Checksums(ctx)
+	must(t, err)
+	names, err := c.GetBackups(ctx)
+	must(t, err)
+	name := names[len(names)-1]
+
+	// The tool the tablets use (mariabackup behind the xtrabackup name).
+	tool := []string{"--fifo-backup-tool-path=" + c.XtrabackupRoot + "/xtrabackup", "--fifo-backup-tool-flavor=mariabackup", "--progress=never"}
+	vtfifo := func(t *testing.T, wantCode int, args ...string) string {
+		t.Helper()
+		out, code, err := c.Vtfifo(ctx, args...)
+		must(t, err)
+		if code != wantCode {
+			t.Fatalf("vtfifo %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
+		}
+		return out
+	}
+	listed := func(t *testing.T) map[string]json.RawMessage {
+		var infos []struct {
+			Name         string
+			Verification json.RawMessage
+		}
+		out := vtfifo(t, 0, "ls", "--json")
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &infos); err != nil {
+			t.Fatalf("vtfifo ls --json: %v\n%s", err, out)
+		}
+		m := map[string]json.RawMessage{}
+		for _, i := range infos {
+			m[i.Name] = i.Verification
+		}
+		return m
+	}
+
+	t.Run("test-restore", func(t *testing.T) {
+		if v, ok := listed(t)[name]; !ok || len(v) != 0 {
+			t.Fatalf("before any test restore: ls lists %s: %v, verification %s", name, ok, v)
+		}
+		// A server that cannot start on the files (another page size): the
+		// run fails, and says so in the record ls shows.
+		out := vtfifo(t, 1, append([]string{"test-restore", "--backup=" + name, "--mysqld-flags=--innodb-page-size=4k", "--start-timeout=2m"}, tool...)...)
+		if !strings.Contains(out, "FAIL: test restore of") || !strings.Contains(out, "mysqld exited while starting") {
+			t.Fatalf("test-restore with a wrong page size:\n%s", out)
+		}
+		var failed struct{ Outcome, Error string }
+		must(t, json.Unmarshal(listed(t)[name], &failed))
+		if failed.Outcome != "failed" || !strings.Contains(failed.Error, "mysqld exited") {
+			t.Fatalf("record after a failed test restore: %+v", failed)
+		}
+		if out := vtfifo(t, 0, "ls"); !strings.Contains(out, "failed") {
+			t.Fatalf("ls does not show the failed record:\n%s", out)
+		}
+
+		out = vtfifo(t, 0, append([]string{"test-restore", "--backup=" + name}, tool...)...)
+		if !strings.Contains(out, "OK: test restore of") || !strings.Contains(out, "passed") {
+			t.Fatalf("test-restore output:\n%s", out)
+		}
+		var rec struct {
+			Outcome, Tool, Server string
+			Tables                int
+			Rows                  int64
+		}
+		must(t, json.Unmarshal(listed(t)[name], &rec))
+		var rows int64
+		for _, s := range want {
+			rows += s.Rows
+		}
+		if rec.Outcome != "passed" || rec.Tables < len(want) || rec.Rows < rows || !strings.Contains(rec.Server, "MariaDB") || !strings.Contains(rec.Tool, "mariabackup") {
+			t.Fatalf("verification record %+v: want passed, >= %d tables, >= %d rows, a MariaDB server and mariabackup", rec, len(want), rows)
+		}
+		if out := vtfifo(t, 0, "ls"); !strings.Contains(out, "passed") {
+			t.Fatalf("ls does not show the record:\n%s", out)
+		}
+		// The record is no stray object to verify.
+		vtfifo(t, 0, "verify", "--progress=never")
+		// Nothing left in the scratch space.
+		if left, _ := filepath.Glob(filepath.Join(c.TmpDir, "vtfifo-test-restore-*")); len(left) > 0 {
+			t.Fatalf("scratch directories left behind: %v", left)
+		}
+	})
+
+	restored := filepath.Join(c.TmpDir, "restored")
+	t.Run("restore-prepare-starts-mariadbd", func(t *testing.T) {
+		out := vtfifo(t, 0, append([]string{"restore", "--target-dir=" + restored, "--prepare"}, tool...)...)
+		if !strings.Contains(out, "OK: backup") {
+			t.Fatalf("restore output:\n%s", out)
+		}
+		srv, proc, err := c.StartMysqld(ctx, "restored-mysqld", restored)
+		must(t, err)
+		defer proc.Stop(time.Minute)
+		checkData(ctx, t, srv, want)
+	})
+
+	t.Run("export-equals-restore", func(t *testing.T) {
+		stream := filepath.Join(c.TmpDir, "backup.xbstream")
+		vtfifo(t, 0, "export", "-o", stream)
+		f, err := os.Open(stream)
+		must(t, err)
+		defer f.Close()
+		fromExport := filepath.Join(t.TempDir(), "mbstream")
+		mariadbtest.MbstreamExtract(t, fromExport, f)
+		extracted := filepath.Join(c.TmpDir, "extracted")
+		vtfifo(t, 0, "restore", "--target-dir="+extracted, "--progress=never")
+		if n := mariadbtest.TreesEqual(t, fromExport, extracted); n < 10 {
+			t.Fatalf("only %d entries compared", n)
+		}
+	})
+
+	t.Run("bad-input", func(t *testing.T) {
+		for _, tc := range []struct {
+			code int
+			args []string
+			want string
+		}{
+			{2, []string{"restore"}, "--target-dir is required"},
+			{1, []string{"restore", "--target-dir=" + restored}, "is not empty"},
+			{1, append([]string{"test-restore", "--backup=2020-01-01.000000.zone1-0000000001"}, tool...), "no such complete backup"},
+			{2, []string{"test-restore", "--buffer-pool-size=1KiB"}, "--buffer-pool-size"},
+			{2, []string{"test-restore", "--mysqld-flags=-x"}, "--mysqld-flags"},
+		} {
+			if out := vtfifo(t, tc.code, tc.args...); !strings.Contains(out, tc.want) {
+				t.Errorf("vtfifo %s: want %q in:\n%s", strings.Join(tc.args, " "), tc.want, out)
+			}
+		}
+	})
+}

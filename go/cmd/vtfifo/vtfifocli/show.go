@@ -42,7 +42,7 @@ type indexer interface {
 // --files the files of the data directory it holds (read from the lanes).
 func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var files, asJSON *bool
-	s, code := openSession(ctx, prog, "Shows a fifo backup: its MANIFEST, lanes and parts, and with --files the files it holds.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stderr,
+	s, bh, code := openBackup(ctx, prog, "Shows a fifo backup: its MANIFEST, lanes and parts, and with --files the files it holds.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stdout, stderr,
 		func(fs *pflag.FlagSet, _ *options) func() error {
 			files = fs.Bool("files", false, "also list the files of the data directory in the backup (reads and checks every lane, like verify)")
 			asJSON = fs.Bool("json", false, "print one JSON object instead of text")
@@ -52,10 +52,6 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return code
 	}
 	defer s.close()
-	bh, ok := s.o.pickBackup(s.ctx, s.bs, stdout)
-	if !ok {
-		return 1
-	}
 	rep, m, err := show(s.ctx, bh, *files, fifobackupengine.VerifyOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: FAIL: backup %s/%s: %v\n", prog, s.o.dir(), bh.Name(), err)

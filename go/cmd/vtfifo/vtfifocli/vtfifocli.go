@@ -179,11 +179,27 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 	return &session{o: o, ctx: ctx, bs: bs, logger: logger, close: func() { bs.Close(); cancel() }}, -1
 }
 
+// openBackup is openSession for the subcommands that read one backup: it
+// also picks the backup the flags name (pickBackup). A nil session comes
+// with the exit status; otherwise the caller calls close.
+func openBackup(ctx context.Context, prog, usage string, args []string, stdout, stderr io.Writer, extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
+	s, code := openSession(ctx, prog, usage, args, stderr, extra)
+	if s == nil {
+		return nil, nil, code
+	}
+	bh, ok := s.o.pickBackup(s.ctx, s.bs, stdout)
+	if !ok {
+		s.close()
+		return nil, nil, 1
+	}
+	return s, bh, -1
+}
+
 // Export is `vtfifo export`: the backup as one stock xbstream on stdout or
 // in a new file (never over an existing one; removed if the export fails).
 func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var output *string
-	s, code := openSession(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stderr,
+	s, bh, code := openBackup(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stdout, stderr,
 		func(fs *pflag.FlagSet, _ *options) func() error {
 			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
 			return nil
@@ -192,10 +208,6 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		return code
 	}
 	defer s.close()
-	bh, ok := s.o.pickBackup(s.ctx, s.bs, stdout)
-	if !ok {
-		return 1
-	}
 	var w io.Writer = stdout
 	var file *os.File
 	var err error

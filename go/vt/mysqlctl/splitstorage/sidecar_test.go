@@ -56,3 +56,59 @@ func TestSidecars(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, objs, "removing the backup removes its sidecars")
 }
+
+// TestQuarantine: a quarantined backup leaves ListBackups (so no restore
+// chooses it) but keeps its objects; ListIncomplete shows why; Release
+// makes it complete and readable again; RemoveBackup removes it whole.
+func TestQuarantine(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.Local(t)
+	s := newStorage(t, srv.Config)
+	be, err := s.RawBackendForTest(ctx)
+	require.NoError(t, err)
+	dir := "ks/0"
+	for _, name := range []string{"a", "b"} {
+		bh, err := s.StartBackup(ctx, dir, name)
+		require.NoError(t, err)
+		require.NoError(t, writeFile(ctx, bh, "f", newGen(1, 1000), rand.New(rand.NewPCG(1, 1))))
+		require.NoError(t, bh.EndBackup(ctx))
+	}
+	names := func() []string {
+		bhs, err := s.ListBackups(ctx, dir)
+		require.NoError(t, err)
+		var out []string
+		for _, bh := range bhs {
+			out = append(out, bh.Name())
+		}
+		return out
+	}
+
+	h := findBackup(t, s, dir, "b").(*splitstorage.Handle)
+	require.NoError(t, h.Quarantine(ctx, "test restore failed: mysqld did not start"))
+	assert.Equal(t, []string{"a"}, names(), "a quarantined backup is not listed")
+	inc, err := s.ListIncomplete(ctx, dir)
+	require.NoError(t, err)
+	require.Len(t, inc, 1)
+	assert.Equal(t, "b", inc[0].Name)
+	assert.Equal(t, "test restore failed: mysqld did not start", inc[0].Quarantined)
+	assert.Error(t, h.Quarantine(ctx, "again"), "only a complete backup is quarantined")
+	assert.Error(t, h.PutSidecar(ctx, "verification", []byte(`{}`)), "a quarantined backup is not complete")
+	require.ErrorIs(t, s.Release(ctx, dir, "a"), splitstorage.ErrNotExist, "a is not quarantined")
+
+	require.NoError(t, s.Release(ctx, dir, "b"))
+	assert.Equal(t, []string{"a", "b"}, names())
+	h = findBackup(t, s, dir, "b").(*splitstorage.Handle)
+	_, err = h.VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+	require.NoError(t, err, "released, the backup verifies")
+	_, err = readAll(ctx, h, "f")
+	require.NoError(t, err)
+	inc, err = s.ListIncomplete(ctx, dir)
+	require.NoError(t, err)
+	assert.Empty(t, inc)
+
+	require.NoError(t, h.Quarantine(ctx, "again"))
+	require.NoError(t, s.RemoveBackup(ctx, dir, "b"))
+	objs, err := be.List(ctx, dir+"/b/", false)
+	require.NoError(t, err)
+	assert.Empty(t, objs, "removing a quarantined backup removes it whole")
+}

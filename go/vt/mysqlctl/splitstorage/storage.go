@@ -301,17 +301,23 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 // and last again, in case the backup was still running and completed meanwhile
 // (its EndBackup then finds objects missing and fails).
 func (s *Storage) RemoveBackup(ctx context.Context, dir, name string) error {
-	if err := checkName("directory", dir, true); err != nil {
-		return err
-	}
-	if err := checkName("backup name", name, false); err != nil {
-		return err
-	}
-	e, err := s.env(ctx)
+	e, err := s.backupEnv(ctx, dir, name)
 	if err != nil {
 		return err
 	}
 	return removeBackup(ctx, e, dir, name)
+}
+
+// backupEnv checks a backup's directory and name and returns the storage's
+// environment, for the operations on one backup by name.
+func (s *Storage) backupEnv(ctx context.Context, dir, name string) (*env, error) {
+	if err := checkName("directory", dir, true); err != nil {
+		return nil, err
+	}
+	if err := checkName("backup name", name, false); err != nil {
+		return nil, err
+	}
+	return s.env(ctx)
 }
 
 func removeBackup(ctx context.Context, e *env, dir, name string) error {

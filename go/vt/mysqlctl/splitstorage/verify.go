@@ -283,11 +283,15 @@ type IncompleteBackup struct {
 	Host    string
 	Objects int
 	Bytes   int64
+	// Quarantined is why the backup was quarantined after it completed
+	// (Handle.Quarantine); empty for one that never completed.
+	Quarantined string
 }
 
 // ListIncomplete returns the backups in dir that have no completion marker
 // (never listed by ListBackups, never restored from), sorted by name. A
-// backup still being taken is among them: look at Started before removing.
+// backup still being taken is among them: look at Started before removing;
+// so is a quarantined one, with its reason.
 // RemoveBackup removes one.
 func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteBackup, error) {
 	e, names, err := s.backupNames(ctx, dir)
@@ -308,6 +312,11 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 			if strictJSON(doc, &sd) == nil {
 				ib.Started, ib.Host = sd.Started, sd.Host
 			}
+		}
+		if q, err := readQuarantine(ctx, e.be, prefix); err == nil {
+			ib.Quarantined = q.Reason
+		} else if !errors.Is(err, ErrNotExist) {
+			ib.Quarantined = "unreadable quarantine marker: " + err.Error()
 		}
 		objs, err := e.be.List(ctx, prefix, false)
 		if err != nil {

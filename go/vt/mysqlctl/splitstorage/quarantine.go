@@ -1,0 +1,79 @@
+package splitstorage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// A quarantined backup is a complete one that proved unusable after it
+// completed (it failed its test restore): its completion marker is moved
+// into the quarantine marker, so that ListBackups, and with it every
+// restore, no longer sees it, while its objects stay for inspection.
+// ListIncomplete shows it with the reason; Release puts it back; RemoveBackup
+// removes it.
+const quarantineMarker = ".quarantined"
+
+type quarantineDoc struct {
+	Reason   string          `json:"reason"`
+	At       time.Time       `json:"at"`
+	Complete json.RawMessage `json:"complete"`
+}
+
+// Quarantine takes this complete backup out of the list restores choose
+// from, keeping reason (no secret in it: it is stored).
+func (h *Handle) Quarantine(ctx context.Context, reason string) error {
+	prefix := backupPrefix(h.dir, h.name)
+	complete, err := readSmall(ctx, h.e.be, prefix+completeMarker)
+	if err != nil {
+		return fmt.Errorf("split storage: quarantining backup %s/%s: it is not complete: %w", h.dir, h.name, err)
+	}
+	doc, err := json.Marshal(quarantineDoc{Reason: reason, At: time.Now().UTC(), Complete: complete})
+	if err != nil {
+		return err
+	}
+	if err := h.e.be.Put(ctx, prefix+quarantineMarker, bytes.NewReader(doc), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
+		return fmt.Errorf("split storage: quarantining backup %s/%s: %w", h.dir, h.name, err)
+	}
+	if err := h.e.be.Delete(ctx, prefix+completeMarker); err != nil {
+		return fmt.Errorf("split storage: quarantining backup %s/%s: %w", h.dir, h.name, err)
+	}
+	return nil
+}
+
+// Release puts a quarantined backup back among the complete ones.
+func (s *Storage) Release(ctx context.Context, dir, name string) error {
+	e, err := s.backupEnv(ctx, dir, name)
+	if err != nil {
+		return err
+	}
+	prefix := backupPrefix(dir, name)
+	q, err := readQuarantine(ctx, e.be, prefix)
+	if err != nil {
+		return fmt.Errorf("split storage: releasing backup %s/%s: %w", dir, name, err)
+	}
+	if _, err := ParseComplete(q.Complete, dir, name); err != nil {
+		return fmt.Errorf("split storage: releasing backup %s/%s: its saved completion marker: %w", dir, name, err)
+	}
+	if err := e.be.Put(ctx, prefix+completeMarker, bytes.NewReader(q.Complete), int64(len(q.Complete)), PutOptions{CRC32C: crc32c(q.Complete)}); err != nil {
+		return fmt.Errorf("split storage: releasing backup %s/%s: %w", dir, name, err)
+	}
+	if err := e.be.Delete(ctx, prefix+quarantineMarker); err != nil {
+		return fmt.Errorf("split storage: releasing backup %s/%s: %w", dir, name, err)
+	}
+	return nil
+}
+
+func readQuarantine(ctx context.Context, be Backend, prefix string) (quarantineDoc, error) {
+	var q quarantineDoc
+	doc, err := readSmall(ctx, be, prefix+quarantineMarker)
+	if err != nil {
+		return q, err
+	}
+	if err := json.Unmarshal(doc, &q); err != nil {
+		return q, fmt.Errorf("quarantine marker: %w", err)
+	}
+	return q, nil
+}

@@ -35,7 +35,7 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	if opts.Logger == nil {
 		opts.Logger = logutil.NewConsoleLogger()
 	}
-	m, err := readManifest(ctx, bh)
+	m, err := ReadManifest(ctx, bh)
 	if err != nil {
 		return 0, err
 	}

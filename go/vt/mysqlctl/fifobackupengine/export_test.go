@@ -34,7 +34,7 @@ func TestExportIsAStockXbstream(t *testing.T) {
 			require.NoError(t, f.backup(t, nil))
 			bhs := f.backupHandles(t)
 			bh := bhs[len(bhs)-1]
-			m, err := readManifest(context.Background(), bh)
+			m, err := ReadManifest(context.Background(), bh)
 			require.NoError(t, err)
 
 			var stream bytes.Buffer

@@ -20,7 +20,7 @@ import (
 func (f *fixture) latestManifest(t testing.TB) *Manifest {
 	bhs := f.backupHandles(t)
 	require.NotEmpty(t, bhs)
-	m, err := readManifest(context.Background(), bhs[len(bhs)-1])
+	m, err := ReadManifest(context.Background(), bhs[len(bhs)-1])
 	require.NoError(t, err)
 	return m
 }

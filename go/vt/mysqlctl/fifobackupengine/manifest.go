@@ -75,8 +75,8 @@ func laneFileName(i int, ext string) string {
 	return fmt.Sprintf("lane-%03d.xbstream%s", i, ext)
 }
 
-// readManifest reads and checks the MANIFEST of a backup.
-func readManifest(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, error) {
+// ReadManifest reads and checks the MANIFEST of a backup.
+func ReadManifest(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, error) {
 	r, err := bh.ReadFile(ctx, manifestFileName)
 	if err != nil {
 		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())

@@ -31,7 +31,7 @@ import (
 // and the next restore starts over.
 func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestoreParams, bh backupstorage.BackupHandle) (*mysqlctl.BackupManifest, error) {
 	cfg := e.config()
-	m, err := readManifest(ctx, bh)
+	m, err := ReadManifest(ctx, bh)
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if opts.Logger == nil {
 		opts.Logger = logutil.NewConsoleLogger()
 	}
-	m, err := readManifest(ctx, bh)
+	m, err := ReadManifest(ctx, bh)
 	if err != nil {
 		return rep, err
 	}

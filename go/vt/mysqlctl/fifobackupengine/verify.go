@@ -116,7 +116,7 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		opts.Logger = logutil.NewConsoleLogger()
 	}
 	var rep VerifyReport
-	m, err := readManifest(ctx, bh)
+	m, err := ReadManifest(ctx, bh)
 	if err != nil {
 		return rep, err
 	}

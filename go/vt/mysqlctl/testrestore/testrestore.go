@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/user"
@@ -107,9 +106,11 @@ type Options struct {
 }
 
 // Run test-restores bh and returns its record. A failed check is a record
-// with Outcome Failed (and a nil error); the error is for a run that could
-// not reach a verdict: ctx cancelled. The scratch directory is removed and
-// mysqld stopped before Run returns, whatever happened.
+// with Outcome Failed (and a nil error). The error is for a run that reached
+// no verdict on the backup, so that nothing is recorded: no server binary,
+// one of another flavor than the backup's, ctx cancelled. The scratch
+// directory is removed and mysqld stopped before Run returns, whatever
+// happened.
 func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Record, error) {
 	if opts.Logger == nil {
 		opts.Logger = logutil.NewConsoleLogger()
@@ -125,7 +126,11 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	}
 	rec := Record{Version: 1, Backup: bh.Directory() + "/" + bh.Name(), Started: time.Now().UTC()}
 	rec.Host, _ = os.Hostname()
-	err := run(ctx, bh, opts, &rec)
+	srv, err := serverFor(ctx, bh, opts.MysqldPath)
+	if err != nil {
+		return rec, fmt.Errorf("test restore of %s: %w", rec.Backup, err)
+	}
+	err = run(ctx, bh, opts, srv, &rec)
 	rec.Duration = time.Since(rec.Started).Round(time.Second).String()
 	if ctx.Err() != nil {
 		return rec, fmt.Errorf("test restore of %s interrupted: %w", rec.Backup, ctx.Err())
@@ -137,24 +142,29 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	return rec, nil
 }
 
-func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, rec *Record) error {
-	logger := opts.Logger
-	mysqld, err := findMysqld(opts.MysqldPath)
+// serverFor finds the server binary that can start bh: of the backup's
+// flavor (MariaDB or MySQL).
+func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) (*server, error) {
+	mysqld, err := findMysqld(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	version, mariadb, err := serverVersion(ctx, mysqld)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	m, err := manifestOf(ctx, bh)
+	m, err := fifobackupengine.ReadManifest(ctx, bh)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if want := m.ToolFlavor == fifobackupengine.FlavorMariabackup; want != mariadb {
-		return fmt.Errorf("the backup was taken with %s from %s, but %s is %s", m.ToolFlavor, m.MySQLVersion, mysqld, version)
+		return nil, fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor, m.MySQLVersion, mysqld, version)
 	}
+	return &server{bin: mysqld, mariadb: mariadb}, nil
+}
 
+func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) error {
+	logger := opts.Logger
 	parent := opts.ScratchParent
 	if parent == "" {
 		parent = os.TempDir()
@@ -192,12 +202,12 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, rec *
 			return err
 		}
 	}
-	srv := &server{bin: mysqld, dir: scratch, dataDir: dataDir, mariadb: mariadb, runAs: runAs, logger: logger}
+	srv.dir, srv.dataDir, srv.runAs, srv.logger = scratch, dataDir, runAs, logger
 	args, err := srv.args(opts)
 	if err != nil {
 		return err
 	}
-	logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", mysqld, dataDir)
+	logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", srv.bin, dataDir)
 	db, err := srv.start(ctx, args, opts.StartTimeout)
 	if err != nil {
 		return err
@@ -208,19 +218,6 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, rec *
 		return fmt.Errorf("SELECT VERSION(): %w", err)
 	}
 	return checkTables(ctx, db, opts.CheckConcurrency, rec, logger)
-}
-
-func manifestOf(ctx context.Context, bh backupstorage.BackupHandle) (*fifobackupengine.Manifest, error) {
-	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read MANIFEST: %w", err)
-	}
-	defer r.Close()
-	doc, err := io.ReadAll(io.LimitReader(r, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read MANIFEST: %w", err)
-	}
-	return fifobackupengine.ParseManifest(doc)
 }
 
 // findMysqld resolves the server binary.

@@ -1,0 +1,82 @@
+package testrestore
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/shlex"
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+)
+
+// Flags are the settings of a test restore as flags, declared once for
+// every command: `vtfifo test-restore` names them bare (--scratch-dir),
+// vtbackup with its prefix (--fifo-backup-test-restore-scratch-dir).
+type Flags struct {
+	prefix      string
+	scratch     string
+	mysqld      string
+	mysqldFlags string
+	bufferPool  int64
+	timeout     time.Duration
+	parsed      []string
+}
+
+// Register declares the flags in fs, each name preceded by prefix.
+func (f *Flags) Register(fs *pflag.FlagSet, prefix string) {
+	f.prefix, f.bufferPool, f.timeout = prefix, 128<<20, 15*time.Minute
+	fs.StringVar(&f.scratch, prefix+"scratch-dir", "", "directory under which the test restore's scratch data directory is made (it needs room for the restored backup); empty: $TMPDIR or /tmp")
+	fs.StringVar(&f.mysqld, prefix+"mysqld-path", "", "the server binary of the test restore; empty looks for mysqld, then mariadbd, under $VT_MYSQL_ROOT, in PATH and /usr/sbin")
+	fs.StringVar(&f.mysqldFlags, prefix+"mysqld-flags", "", "extra flags for the test restore's throwaway mysqld, split like a shell would (e.g. --lower-case-table-names=1)")
+	fs.Var(flagvalue.Size{P: &f.bufferPool, Allowed: "8MiB..1TiB"}, prefix+"buffer-pool-size", "the test restore's mysqld --innodb-buffer-pool-size")
+	fs.Var(flagvalue.Duration{P: &f.timeout, Allowed: "1s or more"}, prefix+"start-timeout", "how long the test restore's mysqld may take to start on the restored files (crash recovery included)")
+}
+
+// Validate checks the parsed values; an error names the flag and what it
+// allows.
+func (f *Flags) Validate() error {
+	bad := func(name, value, allowed string) error {
+		return fmt.Errorf("invalid value %q for --%s%s: allowed values are %s", value, f.prefix, name, allowed)
+	}
+	if f.bufferPool < 8<<20 || f.bufferPool > 1<<40 {
+		return bad("buffer-pool-size", flagvalue.FormatSize(f.bufferPool), "8MiB..1TiB")
+	}
+	if f.timeout < time.Second {
+		return bad("start-timeout", f.timeout.String(), "1s or more")
+	}
+	if f.scratch != "" && !filepath.IsAbs(f.scratch) {
+		return bad("scratch-dir", f.scratch, "an absolute directory path")
+	}
+	const flagsAllowed = "flags that each start with --, split like a shell would"
+	flags, err := shlex.Split(f.mysqldFlags)
+	if err != nil {
+		return bad("mysqld-flags", f.mysqldFlags, flagsAllowed+" ("+err.Error()+")")
+	}
+	for _, fl := range flags {
+		if !strings.HasPrefix(fl, "--") {
+			return bad("mysqld-flags", f.mysqldFlags, flagsAllowed)
+		}
+	}
+	f.parsed = flags
+	return nil
+}
+
+// Options are Run's options from the validated flags; the restore reads
+// the engine's flags (compression, lanes, tool).
+func (f *Flags) Options(logger logutil.Logger) Options {
+	return Options{
+		Restore:       fifobackupengine.RestoreDirOptions{Config: fifobackupengine.FlagConfig()},
+		ScratchParent: f.scratch,
+		MysqldPath:    f.mysqld,
+		MysqldFlags:   f.parsed,
+		BufferPool:    f.bufferPool,
+		StartTimeout:  f.timeout,
+		Logger:        logger,
+	}
+}

@@ -19,11 +19,16 @@ HDR
 # (go/vt/mysqlctl/splitstorage/config.go, fifobackupengine/flags.go). Keep in sync, and with
 # the table of bad values in go/cmd/plugin/plugintest/badflags.go.
 declare -A allowed=(
-  [--split-storage-backend]='file, s3, gcs'
+  [--split-storage-backend]='file, s3, gcs, azure'
   [--split-storage-part-size]='1MiB .. 5GiB'
   [--split-storage-memory-budget]='a size >= 0'
   [--split-storage-spool-dir]='empty or an existing directory'
   [--split-storage-upload-concurrency]='1 .. 256'
+  [--fifo-backup-test-restore-buffer-pool-size]='8MiB .. 1TiB'
+  [--fifo-backup-test-restore-start-timeout]='1s or more'
+  [--fifo-backup-test-restore-scratch-dir]='empty or an absolute path'
+  [--fifo-backup-test-restore-mysqld-flags]='flags that each start with --'
+  [--fifo-backup-test-restore]='needs --backup-storage-implementation=split'
   [--split-storage-read-ahead]='1 MiB .. 1 GiB'
   [--split-storage-retry-max-attempts]='1 .. 100'
   [--split-storage-retry-initial-backoff]='> 0'

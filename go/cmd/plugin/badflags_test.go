@@ -18,11 +18,12 @@ import (
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/engines"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/plugintest"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/storages"
+	"github.com/vtfifo/vtfifo/go/cmd/plugin/testrestoreplugin"
 )
 
 // allPlugins is what vttablet and vtbackup install (go/cmd/vttablet/main.go).
 func allPlugins() []plugin.Plugin {
-	return append(append([]plugin.Plugin{}, engines.All...), storages.All...)
+	return append(append([]plugin.Plugin{testrestoreplugin.Plugin}, engines.All...), storages.All...)
 }
 
 // newCommand is vttablet's command as far as the plugins see it: stand-ins for the Vitess

@@ -13,11 +13,13 @@ import (
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/engines"
 	"github.com/vtfifo/vtfifo/go/cmd/plugin/storages"
+	"github.com/vtfifo/vtfifo/go/cmd/plugin/testrestoreplugin"
 )
 
 func main() {
 	defer exit.Recover()
-	plugin.Install(cli.Main, append(append([]plugin.Plugin{}, engines.All...), storages.All...)...)
+	plugin.Install(cli.Main, append(append([]plugin.Plugin{testrestoreplugin.Plugin}, engines.All...), storages.All...)...)
+	testrestoreplugin.Wrap(cli.Main)
 	cli.Main.SetGlobalNormalizationFunc(utils.NormalizeUnderscoresToDashes)
 	if err := cli.Main.Execute(); err != nil {
 		log.Error(fmt.Sprint(err))

@@ -58,6 +58,14 @@ var Flags = []Flag{
 	{Name: "fifo-backup-user", Free: "any MySQL user name; empty uses --db-dba-user"},
 	{Name: "fifo-backup-fifo-dir", Free: "any directory; the tool creates the FIFOs under it at the backup, empty uses the tablet's tmp dir"},
 
+	// vtbackup's test restore after each backup (go/cmd/plugin/testrestoreplugin, go/vt/mysqlctl/testrestore/flags.go).
+	{Name: "fifo-backup-test-restore", Allowed: "true, false", Bad: []string{"yes", "abc"}},
+	{Name: "fifo-backup-test-restore-scratch-dir", Allowed: "an absolute directory path", Bad: []string{"relative/dir", "tmp"}},
+	{Name: "fifo-backup-test-restore-mysqld-flags", Allowed: "flags that each start with --, split like a shell would", Bad: []string{"-x", "skip-grant-tables", `--x="unterminated`}},
+	{Name: "fifo-backup-test-restore-buffer-pool-size", Allowed: "8MiB..1TiB", Bad: []string{"4MiB", "2TiB", "0", "-1", "abc"}},
+	{Name: "fifo-backup-test-restore-start-timeout", Allowed: "1s or more", Bad: []string{"0", "500ms", "-1s", "abc"}},
+	{Name: "fifo-backup-test-restore-mysqld-path", Free: "any path: the server is looked up when the test restore runs"},
+
 	// The split backup storage (go/vt/mysqlctl/splitstorage/config.go).
 	{Name: "split-storage-backend", Allowed: "file, s3, gcs, azure", Bad: []string{"tape", "", "S3", "azblob"}},
 	{Name: "split-storage-root", Allowed: "must be set when --split-storage-backend=file", Bad: []string{""}, With: []string{"--split-storage-backend=file"}},
@@ -121,6 +129,10 @@ var CrossFlag = []Case{
 	{Name: "lanes>spool-file-system", Flag: "fifo-backup-lanes", Allowed: "cannot hold a part of --split-storage-part-size=5GiB for each beside --split-storage-upload-concurrency=256 uploads: allowed values are",
 		Args: []string{"--backup-engine-implementation=fifo", "--fifo-backup-lanes=64", "--split-storage-part-size=5GiB", "--split-storage-upload-concurrency=256"}},
 
+	// The test restore stores its record beside the backup: the split storage only.
+	{Name: "test-restore-with-file-storage", Flag: "backup-storage-implementation", Allowed: "allowed values are split",
+		Args: []string{"--fifo-backup-test-restore", "--backup-storage-implementation=file"}},
+
 	// Vitess's compression flags, which the fifo engine validates at startup where it is the default engine.
 	{Name: "compression-engine-name=brotli", Flag: "compression-engine-name", Allowed: "pgzip, pargzip, zstd, lz4, external",
 		Args: []string{"--backup-engine-implementation=fifo", "--compression-engine-name=brotli"}},
@@ -168,6 +180,11 @@ func EngineFlag(arg string) bool {
 
 // Binaries are the binaries that take every flag of c.
 func (c Case) Binaries() []string {
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--fifo-backup-test-restore") {
+			return []string{"vtbackup"}
+		}
+	}
 	for _, a := range c.Args {
 		if EngineFlag(a) {
 			return []string{"vttablet", "vtbackup"}

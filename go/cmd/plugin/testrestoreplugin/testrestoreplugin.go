@@ -1,0 +1,146 @@
+// Package testrestoreplugin is vtbackup's --fifo-backup-test-restore: after
+// the backup, once vtbackup's own mysqld has stopped, it proves the new
+// backup restorable (testrestore.Run, as `vtfifo test-restore` does), stores
+// the verification record beside it, and on a failed test quarantines it,
+// so that no restore ever chooses it, and fails vtbackup, as a failed backup
+// does.
+package testrestoreplugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/cmd/plugin"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+var (
+	testRestore      bool
+	testRestoreFlags testrestore.Flags
+)
+
+const testRestorePrefix = "fifo-backup-test-restore"
+
+// Plugin declares and validates the flags; Wrap does the work.
+var Plugin = plugin.Plugin{
+	Name: "test restore",
+	RegisterFlags: func(fs *pflag.FlagSet) {
+		flagvalue.BoolVar(fs, &testRestore, testRestorePrefix, false, "after the backup, prove it restorable: restore and prepare it into a scratch directory, start a throwaway mysqld, CHECK TABLE every table; the record is stored beside the backup, and a backup that fails is quarantined (no restore chooses it) and vtbackup exits 1 (split storage only)")
+		testRestoreFlags.Register(fs, testRestorePrefix+"-")
+	},
+	ValidateFlags: func(fs *pflag.FlagSet) error {
+		if err := testRestoreFlags.Validate(); err != nil {
+			return err
+		}
+		if testRestore && backupstorage.BackupStorageImplementation != splitstorage.Name {
+			return fmt.Errorf("invalid value %q for --backup-storage-implementation with --%s: allowed values are %s (the record is stored beside the backup)", backupstorage.BackupStorageImplementation, testRestorePrefix, splitstorage.Name)
+		}
+		return nil
+	},
+}
+
+// Wrap makes cmd (vtbackup's) test-restore the backup its RunE took.
+func Wrap(cmd *cobra.Command) {
+	run := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if !testRestore {
+			return run(c, args)
+		}
+		ctx := c.Context()
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		dir, err := backupDir(c.Flags())
+		if err != nil {
+			return err
+		}
+		before, err := backupNames(ctx, dir)
+		if err != nil {
+			return err
+		}
+		if err := run(c, args); err != nil {
+			return err
+		}
+		return testNewBackup(ctx, dir, before)
+	}
+}
+
+func backupDir(fs *pflag.FlagSet) (string, error) {
+	ks, err := fs.GetString("init-keyspace")
+	if err != nil {
+		return "", err
+	}
+	shard, err := fs.GetString("init-shard")
+	if err != nil {
+		return "", err
+	}
+	return ks + "/" + shard, nil
+}
+
+func backupNames(ctx context.Context, dir string) ([]string, error) {
+	bs, err := backupstorage.GetBackupStorage()
+	if err != nil {
+		return nil, err
+	}
+	defer bs.Close()
+	bhs, err := bs.ListBackups(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: listing the backups in %s: %w", testRestorePrefix, dir, err)
+	}
+	var names []string
+	for _, bh := range bhs {
+		names = append(names, bh.Name())
+	}
+	return names, nil
+}
+
+// testNewBackup test-restores the newest backup of dir that is not in
+// before; vtbackup may have taken none (--min-backup-interval).
+func testNewBackup(ctx context.Context, dir string, before []string) error {
+	bs, err := backupstorage.GetBackupStorage()
+	if err != nil {
+		return err
+	}
+	defer bs.Close()
+	bhs, err := bs.ListBackups(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("--%s: listing the backups in %s: %w", testRestorePrefix, dir, err)
+	}
+	logger := logutil.NewConsoleLogger()
+	var bh backupstorage.BackupHandle
+	for _, h := range bhs {
+		if !slices.Contains(before, h.Name()) {
+			bh = h // sorted oldest first: the last new one is the newest
+		}
+	}
+	if bh == nil {
+		logger.Infof("test restore: vtbackup took no new backup in %s, nothing to test", dir)
+		return nil
+	}
+	rec, err := testrestore.Run(ctx, bh, testRestoreFlags.Options(logger))
+	if err != nil {
+		return err
+	}
+	doc, _ := json.Marshal(rec)
+	logger.Infof("test restore: %s: %s", rec.Summary(), doc)
+	if err := testrestore.Store(ctx, bh, rec); err != nil {
+		return fmt.Errorf("test restore of %s/%s: storing its record: %w", dir, bh.Name(), err)
+	}
+	if rec.Outcome == testrestore.Passed {
+		return nil
+	}
+	if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
+		return fmt.Errorf("test restore of %s/%s failed (%s), and the backup could not be quarantined: %w", dir, bh.Name(), rec.Error, err)
+	}
+	return fmt.Errorf("test restore of %s/%s failed, the backup is quarantined (no restore chooses it; `vtfifo release` puts it back): %s", dir, bh.Name(), rec.Error)
+}

@@ -194,6 +194,9 @@ func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage
 		inc, err := s.ListIncomplete(ctx, dir)
 		if err == nil {
 			for _, b := range inc {
+				if b.Name == o.backup && b.Quarantined != "" {
+					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined)
+				}
 				if b.Name == o.backup {
 					return fmt.Sprintf("incomplete: started %s on %s, never completed (a failed or killed backup, or one still running); restore never picks it; remove it with --remove-incomplete",
 						b.Started.Format(time.RFC3339), b.Host)
@@ -222,9 +225,14 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 		if b.Started.IsZero() {
 			line = fmt.Sprintf("%s/%s: no readable start marker, %d objects, %s", dir, b.Name, b.Objects, humanize.IBytes(uint64(b.Bytes)))
 		}
+		if b.Quarantined != "" {
+			line += "; quarantined: " + b.Quarantined
+		}
 		switch {
 		case o.listIncomplete:
 			fmt.Fprintf(stdout, "incomplete %s\n", line)
+		case b.Quarantined != "":
+			fmt.Fprintf(stdout, "kept %s (release it with `vtfifo release`, or remove it with `vtfifo rm`)\n", line)
 		case !b.Started.IsZero() && age < o.minAge:
 			fmt.Fprintf(stdout, "kept %s: younger than --incomplete-min-age=%v (may still be running)\n", line, o.minAge)
 		default:

@@ -103,6 +103,25 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n"+
 				"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp",
 			TestRestore),
+		sub("rm", "Remove one backup, named with --backup (complete, quarantined, or incomplete and old enough)",
+			"Removes the backup --backup names: a complete one, a quarantined one, or an incomplete one started more than\n"+
+				"--incomplete-min-age ago (a younger one may still be running: refused). rm never picks a backup itself.",
+			"  vtfifo rm --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 \\\n"+
+				"      --backup=2026-11-23.162035.zone1-0000000100",
+			Remove),
+		sub("prune", "Remove the complete backups beyond the newest --keep and older than --keep-within",
+			"Keeps the newest --keep complete backups (at least 1) and every backup younger than --keep-within, and removes\n"+
+				"the other complete ones, oldest first. --dry-run prints what it would remove.",
+			"  vtfifo prune --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 \\\n"+
+				"      --keep=7 --keep-within=168h --dry-run",
+			Prune),
+		sub("release", "Put a quarantined backup back among those restores choose from",
+			"A backup that failed its test restore (vtbackup --fifo-backup-test-restore, or test-restore\n"+
+				"--quarantine-on-failure) is quarantined: restores no longer choose it and `verify --list-incomplete` shows\n"+
+				"why. release makes it complete again, for a failure that was the test's environment, not the backup.",
+			"  vtfifo release --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 \\\n"+
+				"      --backup=2026-11-23.162035.zone1-0000000100",
+			Release),
 	)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -336,7 +355,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 		info.Compression = m.CompressionEngine
 	}
 	info.Tool = m.ToolFlavor + " " + m.ToolVersion
-	rec, err := verification(ctx, bh)
+	rec, err := testrestore.Load(ctx, bh)
 	if err != nil {
 		info.Problem = "cannot read its verification record: " + err.Error()
 	}

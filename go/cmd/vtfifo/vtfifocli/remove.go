@@ -1,0 +1,188 @@
+package vtfifocli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// Remove is `vtfifo rm`: one backup, named with --backup (rm never picks
+// one on its own), complete, quarantined or incomplete. An incomplete one
+// started less than --incomplete-min-age ago may still be running: refused.
+func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var minAge *time.Duration
+	s, code := openSession(ctx, prog, "Removes one backup: complete, quarantined, or incomplete and older than --incomplete-min-age.\nExit status: 0 removed, 1 refused or failed, 2 usage error.", args, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
+			return func() error {
+				if o.backup == "" {
+					return errors.New("--backup is required: rm removes the backup it names, never one it picks")
+				}
+				if *minAge < 0 {
+					return invalid("incomplete-min-age", minAge.String(), "a duration >= 0")
+				}
+				return nil
+			}
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	dir, name := s.o.dir(), s.o.backup
+	bhs, err := s.bs.ListBackups(s.ctx, dir)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
+		return 1
+	}
+	what := ""
+	for _, bh := range bhs {
+		if bh.Name() == name {
+			what = "complete backup"
+		}
+	}
+	if sp, ok := s.bs.(*splitstorage.Storage); ok && what == "" {
+		inc, err := sp.ListIncomplete(s.ctx, dir)
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL: %v\n", err)
+			return 1
+		}
+		for _, b := range inc {
+			switch {
+			case b.Name != name:
+			case b.Quarantined != "":
+				what = "quarantined backup"
+			case b.Started.IsZero() || time.Since(b.Started) >= *minAge:
+				what = "incomplete backup"
+			default:
+				fmt.Fprintf(stdout, "FAIL: refused: backup %s/%s is incomplete and was started %v ago on %s: it may still be running (--incomplete-min-age=%v)\n",
+					dir, name, time.Since(b.Started).Round(time.Second), b.Host, *minAge)
+				return 1
+			}
+		}
+	}
+	if what == "" {
+		fmt.Fprintf(stdout, "FAIL: backup %s/%s: no such backup\n", dir, name)
+		return 1
+	}
+	if err := s.bs.RemoveBackup(s.ctx, dir, name); err != nil {
+		fmt.Fprintf(stdout, "FAIL: removing backup %s/%s: %v\n", dir, name, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "removed %s %s/%s\n", what, dir, name)
+	return 0
+}
+
+// Prune is `vtfifo prune`: removes the complete backups that are neither
+// among the newest --keep nor younger than --keep-within.
+func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var keep *int
+	var within *time.Duration
+	var dryRun *bool
+	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep nor younger than --keep-within.\nExit status: 0 done, 1 a removal failed, 2 usage error.", args, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			keep = fs.Int("keep", 0, "how many of the newest complete backups are always kept (at least 1; required)")
+			within = fs.Duration("keep-within", 0, "also keep every backup younger than this (e.g. 168h)")
+			dryRun = fs.Bool("dry-run", false, "print what would be removed, remove nothing")
+			return func() error {
+				if o.backup != "" {
+					return errors.New("--backup is not for prune: it chooses by --keep and --keep-within")
+				}
+				if *keep < 1 {
+					return invalid("keep", fmt.Sprint(*keep), "1 or more (the newest backup is never pruned)")
+				}
+				if *within < 0 {
+					return invalid("keep-within", within.String(), "a duration >= 0")
+				}
+				return nil
+			}
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	dir := s.o.dir()
+	bhs, err := s.bs.ListBackups(s.ctx, dir)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
+		return 1
+	}
+	failed := false
+	for _, bh := range pruneCandidates(bhs, *keep, *within, time.Now()) {
+		where := dir + "/" + bh.Name()
+		if *dryRun {
+			fmt.Fprintf(stdout, "would remove %s\n", where)
+			continue
+		}
+		if err := s.bs.RemoveBackup(s.ctx, dir, bh.Name()); err != nil {
+			fmt.Fprintf(stdout, "FAIL removing %s: %v\n", where, err)
+			failed = true
+			continue
+		}
+		fmt.Fprintf(stdout, "removed %s\n", where)
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// pruneCandidates are the backups of bhs (oldest first, as ListBackups
+// returns them) beyond the newest keep and older than within; a name that
+// carries no time (not Vitess's <date>.<time>.<alias>) is kept.
+func pruneCandidates(bhs []backupstorage.BackupHandle, keep int, within time.Duration, now time.Time) []backupstorage.BackupHandle {
+	var out []backupstorage.BackupHandle
+	for i, bh := range bhs {
+		if i >= len(bhs)-keep {
+			break
+		}
+		t, _, err := mysqlctl.ParseBackupName(bh.Directory(), bh.Name())
+		if err != nil || t == nil || now.Sub(*t) < within {
+			continue
+		}
+		out = append(out, bh)
+	}
+	return out
+}
+
+// Release is `vtfifo release`: a quarantined backup back among the complete
+// ones that restores choose from.
+func Release(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	s, code := openSession(ctx, prog, "Puts a quarantined backup (one that failed its test restore) back among the backups restores choose from.\nExit status: 0 released, 1 not quarantined or failed, 2 usage error.", args, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			return func() error {
+				if o.backup == "" {
+					return errors.New("--backup is required")
+				}
+				return nil
+			}
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	sp, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		fmt.Fprintf(stderr, "%s: only the split storage quarantines backups\n", prog)
+		return 2
+	}
+	dir, name := s.o.dir(), s.o.backup
+	if err := sp.Release(s.ctx, dir, name); err != nil {
+		if errors.Is(err, splitstorage.ErrNotExist) {
+			fmt.Fprintf(stdout, "FAIL: backup %s/%s is not quarantined\n", dir, name)
+			return 1
+		}
+		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "released %s/%s: restores may choose it again\n", dir, name)
+	return 0
+}

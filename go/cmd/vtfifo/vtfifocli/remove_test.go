@@ -1,0 +1,111 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+func run(t *testing.T, wantCode int, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), args, &stdout, &stderr)
+	require.Equal(t, wantCode, code, "vtfifo %s\nstdout: %s\nstderr: %s", strings.Join(args, " "), stdout.String(), stderr.String())
+	return stdout.String() + stderr.String()
+}
+
+// TestRemoveAndPrune: rm removes the backup it names and nothing else, and
+// refuses to guess; prune keeps the newest --keep and those younger than
+// --keep-within; --dry-run removes nothing.
+func TestRemoveAndPrune(t *testing.T) {
+	root, args := storageCopy(t)
+	src := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	now := time.Now().UTC()
+	var names []string
+	for _, age := range []time.Duration{96 * time.Hour, 72 * time.Hour, 48 * time.Hour, time.Hour} {
+		name := now.Add(-age).Format("2006-01-02.150405") + ".zone1-0000000100"
+		require.NoError(t, os.CopyFS(filepath.Join(root, "ks", "0", name), os.DirFS(src)))
+		names = append(names, name)
+	}
+	require.NoError(t, os.RemoveAll(src))
+	cmd := func(wantCode int, sub string, extra ...string) string {
+		return run(t, wantCode, append(append([]string{sub}, args...), extra...)...)
+	}
+	listed := func() string { return cmd(0, "ls") }
+
+	assert.Contains(t, cmd(2, "rm"), "--backup is required")
+	assert.Contains(t, cmd(1, "rm", "--backup=2020-01-01.000000.zone1-0000000100"), "no such backup")
+	assert.Contains(t, cmd(0, "rm", "--backup="+names[1]), "removed complete backup ks/0/"+names[1])
+	assert.NotContains(t, listed(), names[1])
+
+	assert.Contains(t, cmd(2, "prune"), "--keep")
+	assert.Contains(t, cmd(2, "prune", "--keep=0"), "invalid value \"0\" for --keep")
+	assert.Contains(t, cmd(2, "prune", "--keep=1", "--keep-within=-1h"), "--keep-within")
+	assert.Contains(t, cmd(2, "prune", "--keep=1", "--backup="+names[0]), "--backup is not for prune")
+	out := cmd(0, "prune", "--keep=1", "--keep-within=60h", "--dry-run")
+	assert.Contains(t, out, "would remove ks/0/"+names[0])
+	assert.NotContains(t, out, names[2], "younger than --keep-within")
+	for _, n := range []string{names[0], names[2], names[3]} {
+		assert.Contains(t, listed(), n, "--dry-run removes nothing")
+	}
+	out = cmd(0, "prune", "--keep=1", "--keep-within=24h")
+	assert.Contains(t, out, "removed ks/0/"+names[0])
+	assert.Contains(t, out, "removed ks/0/"+names[2])
+	l := listed()
+	assert.NotContains(t, l, names[0])
+	assert.NotContains(t, l, names[2])
+	assert.Contains(t, l, names[3], "the newest is kept")
+	assert.Contains(t, cmd(0, "prune", "--keep=1"), "", "nothing left to prune")
+	assert.Contains(t, listed(), names[3])
+	assert.Contains(t, cmd(2, "release", "--backup="+names[3]), "only the split storage")
+}
+
+// TestRemoveRefusesARunningBackup: on the split storage an incomplete backup
+// started less than --incomplete-min-age ago may still be running: refused;
+// once older it is removed; a quarantined one is removed or released.
+func TestRemoveRefusesARunningBackup(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.Local(t)
+	s, err := splitstorage.New(srv.Config)
+	require.NoError(t, err)
+	// Started and never ended: a running (or killed) backup.
+	_, err = s.StartBackup(ctx, "ks/0", "2026-11-23.100000.zone1-0000000100")
+	require.NoError(t, err)
+	for _, name := range []string{"2026-11-23.110000.zone1-0000000100", "2026-11-23.120000.zone1-0000000100"} {
+		bh, err := s.StartBackup(ctx, "ks/0", name)
+		require.NoError(t, err)
+		require.NoError(t, bh.EndBackup(ctx))
+	}
+	args := append(srv.Flags(), "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0")
+	cmd := func(wantCode int, sub string, extra ...string) string {
+		return run(t, wantCode, append(append([]string{sub}, args...), extra...)...)
+	}
+	assert.Contains(t, cmd(1, "rm", "--backup=2026-11-23.100000.zone1-0000000100"), "may still be running")
+	assert.Contains(t, cmd(0, "rm", "--backup=2026-11-23.100000.zone1-0000000100", "--incomplete-min-age=0s"), "removed incomplete backup")
+
+	bhs, err := s.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	require.Len(t, bhs, 2)
+	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
+	assert.Contains(t, cmd(1, "show", "--backup=2026-11-23.120000.zone1-0000000100"), "quarantined: test restore failed")
+	assert.Contains(t, cmd(1, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined")
+	assert.Contains(t, cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100"), "released ks/0/2026-11-23.120000")
+	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
+	assert.Contains(t, cmd(0, "rm", "--backup=2026-11-23.120000.zone1-0000000100"), "removed quarantined backup")
+	bhs, err = s.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	require.Len(t, bhs, 1)
+	inc, err := s.ListIncomplete(ctx, "ks/0")
+	require.NoError(t, err)
+	assert.Empty(t, inc)
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,9 @@ import (
 //     table's row count and CHECKSUM TABLE equal the source's;
 //   - export | mbstream -x gives the same files as restore without --prepare;
 //   - bad input: a missing flag, a non-empty target, an unknown backup, a bad
-//     flag value: one clear line, exit 2 or 1.
+//     flag value: one clear line, exit 2 or 1;
+//   - vtbackup --fifo-backup-test-restore: a record for a passing backup; a
+//     failing one quarantined, never listed, then released and removed.
 func TestOperatorCLI(t *testing.T) {
 	for _, sb := range storageBackends() {
 		if sb.name != "split-local" && sb.name != "split-s3" {
@@ -166,6 +170,64 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			if out := vtfifo(t, tc.code, tc.args...); !strings.Contains(out, tc.want) {
 				t.Errorf("vtfifo %s: want %q in:\n%s", strings.Join(tc.args, " "), tc.want, out)
 			}
+		}
+	})
+
+	// vtbackup --fifo-backup-test-restore: a new backup that passes gets its
+	// record; one that fails is quarantined (GetBackups, and so every
+	// restore, no longer sees it) and fails vtbackup; release puts it back,
+	// rm removes it.
+	t.Run("vtbackup-test-restore-quarantine-release-rm", func(t *testing.T) {
+		vo := cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 10,
+			Extra: []string{"--fifo-backup-test-restore", "--fifo-backup-test-restore-scratch-dir=" + c.TmpDir}}
+		before, err := c.GetBackups(ctx)
+		must(t, err)
+		_, err = c.RunVtbackup(ctx, vo)
+		must(t, err)
+		after, err := c.GetBackups(ctx)
+		must(t, err)
+		if len(after) != len(before)+1 {
+			t.Fatalf("after vtbackup: %v, want %v and one more", after, before)
+		}
+		var rec struct{ Outcome string }
+		must(t, json.Unmarshal(listed(t)[after[len(after)-1]], &rec))
+		if rec.Outcome != "passed" {
+			t.Fatalf("vtbackup's test restore of %s: %+v", after[len(after)-1], rec)
+		}
+
+		vo.Extra = append(vo.Extra, "--fifo-backup-test-restore-mysqld-flags=--innodb-page-size=4k", "--fifo-backup-test-restore-start-timeout=2m")
+		res, err := c.RunVtbackup(ctx, vo)
+		if err == nil || !strings.Contains(res.Output, "the backup is quarantined") {
+			t.Fatalf("vtbackup with a failing test restore: err %v, want exit 1 and the backup quarantined:\n%s", err, res.Output)
+		}
+		listedNow, err := c.GetBackups(ctx)
+		must(t, err)
+		if !slices.Equal(listedNow, after) {
+			t.Fatalf("GetBackups lists %v after the failed test restore, want %v: a quarantined backup is never listed", listedNow, after)
+		}
+		out := vtfifo(t, 0, "verify", "--list-incomplete")
+		m := regexp.MustCompile(`(?m)^incomplete \S+/(\S+): .*; quarantined: test restore failed`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("verify --list-incomplete does not show the quarantined backup:\n%s", out)
+		}
+		quarantined := m[1]
+		vtfifo(t, 1, "show", "--backup="+quarantined)
+		vtfifo(t, 0, "release", "--backup="+quarantined)
+		released, err := c.GetBackups(ctx)
+		must(t, err)
+		if !slices.Contains(released, quarantined) {
+			t.Fatalf("released backup %s is not listed: %v", quarantined, released)
+		}
+		must(t, json.Unmarshal(listed(t)[quarantined], &rec))
+		if rec.Outcome != "failed" {
+			t.Fatalf("the released backup's record: %+v, want failed", rec)
+		}
+		vtfifo(t, 2, "rm")
+		vtfifo(t, 0, "rm", "--backup="+quarantined)
+		final, err := c.GetBackups(ctx)
+		must(t, err)
+		if !slices.Equal(final, after) {
+			t.Fatalf("after rm: %v, want %v", final, after)
 		}
 	})
 }

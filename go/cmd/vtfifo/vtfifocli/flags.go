@@ -58,6 +58,8 @@ type options struct {
 	listIncomplete   bool
 	removeIncomplete bool
 	minAge           time.Duration
+
+	files configFiles
 }
 
 // registerBackupFlags declares what every subcommand needs: the storage (the
@@ -81,6 +83,7 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	fs.StringVar(&o.backupDir, "backup-dir", "", "backup directory in the storage (keyspace/shard), instead of --keyspace and --shard")
 	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
+	o.files.register(fs)
 	return o
 }
 

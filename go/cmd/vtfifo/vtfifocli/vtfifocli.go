@@ -180,7 +180,10 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 	if code := parse(fs, prog, usage, args, stderr); code >= 0 {
 		return nil, code
 	}
-	err := o.validateBackup()
+	err := o.files.apply(fs, prog, stderr)
+	if err == nil {
+		err = o.validateBackup()
+	}
 	if err == nil && check != nil {
 		err = check()
 	}

@@ -45,10 +45,12 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	dir, _ := filepath.Abs(*targetDir)
 	where := s.o.dir() + "/" + bh.Name()
 	prog2 := newProgress(s.o, stderr, prog+" "+where)
+	cfg := fifobackupengine.FlagConfig()
+	cfg.Progress = 0 // the command shows its own (--progress)
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
-		Config: fifobackupengine.FlagConfig(), Prepare: *prepare, DefaultsFile: *defaultsFile,
-		OnManifest: func(m *fifobackupengine.Manifest) { prog2.setTotal(m.StoredBytes) },
-		OnRead:     func(_ int, n int) { prog2.add(int64(n), 0) },
+		Config: cfg, Prepare: *prepare, DefaultsFile: *defaultsFile,
+		OnManifest: prog2.setLanes,
+		OnRead:     prog2.addLane,
 		Logger:     s.logger,
 	})
 	prog2.stop()
@@ -97,8 +99,9 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	where := s.o.dir() + "/" + bh.Name()
 	prog2 := newProgress(s.o, stderr, prog+" "+where)
 	opts := tr.Options(s.logger)
-	opts.Restore.OnManifest = func(m *fifobackupengine.Manifest) { prog2.setTotal(m.StoredBytes) }
-	opts.Restore.OnRead = func(_ int, n int) { prog2.add(int64(n), 0) }
+	opts.Restore.Config.Progress = 0 // the command shows its own (--progress)
+	opts.Restore.OnManifest = prog2.setLanes
+	opts.Restore.OnRead = prog2.addLane
 	rec, err := testrestore.Run(s.ctx, bh, opts)
 	prog2.stop()
 	if err != nil {

@@ -6,11 +6,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
-	"os"
 	"sort"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -133,9 +129,9 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 		// (and names the lane and offset).
 		vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
 			Compression: fifobackupengine.CompressionFromFlags(o.flags),
-			OnRead:      func(_ int, n int) { prog.add(int64(n), 0) },
+			OnRead:      prog.addLane,
 			Logger:      logger,
-			OnManifest:  func(m *fifobackupengine.Manifest) { prog.setTotal(m.StoredBytes) },
+			OnManifest:  prog.setLanes,
 		})
 		if err != nil {
 			problems = append(problems, err.Error())
@@ -251,95 +247,4 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 		return 1
 	}
 	return 0
-}
-
-// progress prints bytes done, parts, rate on stderr: a line redrawn in
-// place on a terminal, or one line every --progress-interval otherwise
-// (--progress=always).
-type progress struct {
-	out      io.Writer
-	what     string
-	tty      bool
-	bytes    atomic.Int64
-	parts    atomic.Int64
-	total    atomic.Int64
-	start    time.Time
-	done     chan struct{}
-	wg       sync.WaitGroup
-	stopOnce sync.Once
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func newProgress(o *options, out io.Writer, what string) *progress {
-	p := &progress{out: out, what: what, tty: isTerminal(out), start: time.Now(), done: make(chan struct{})}
-	on := o.progress == "always" || (o.progress == "auto" && p.tty)
-	if !on {
-		return p
-	}
-	every := o.progressInterval
-	if p.tty {
-		every = 250 * time.Millisecond
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				if p.tty {
-					p.print()
-					fmt.Fprintln(p.out)
-				}
-				return
-			case <-t.C:
-				p.print()
-			}
-		}
-	}()
-	return p
-}
-
-func (p *progress) add(n int64, parts int64) { p.bytes.Add(n); p.parts.Add(parts) }
-func (p *progress) setTotal(n int64)         { p.total.Store(n) }
-
-func (p *progress) line() string {
-	b := p.bytes.Load()
-	el := time.Since(p.start).Seconds()
-	rate := 0.0
-	if el > 0 {
-		rate = float64(b) / el
-	}
-	var s strings.Builder
-	fmt.Fprintf(&s, "%s: %s", p.what, humanize.IBytes(uint64(b)))
-	if t := p.total.Load(); t > 0 {
-		fmt.Fprintf(&s, " of %s (%.0f%%)", humanize.IBytes(uint64(t)), 100*float64(b)/float64(t))
-	}
-	if n := p.parts.Load(); n > 0 {
-		fmt.Fprintf(&s, ", %d parts", n)
-	}
-	fmt.Fprintf(&s, ", %s/s", humanize.IBytes(uint64(rate)))
-	return s.String()
-}
-
-func (p *progress) print() {
-	if p.tty {
-		fmt.Fprintf(p.out, "\r\033[K%s", p.line())
-	} else {
-		fmt.Fprintln(p.out, p.line())
-	}
-}
-
-func (p *progress) stop() {
-	p.stopOnce.Do(func() { close(p.done) })
-	p.wg.Wait()
 }

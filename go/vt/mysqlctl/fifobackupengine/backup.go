@@ -603,17 +603,31 @@ func (b *backupRun) writeManifest(ctx context.Context, m *Manifest) error {
 
 // progress logs bytes done, rate and ETA every interval until stopped.
 func (b *backupRun) progress(ctx context.Context) (stop func()) {
-	if b.cfg.Progress <= 0 {
+	estimate := dataSize(b.params.Cnf)
+	return logProgress(ctx, b.cfg.Progress, func(elapsed time.Duration) {
+		var raw, stored int64
+		for _, l := range b.lanes {
+			raw += l.raw.Load()
+			stored += l.stored.Load()
+		}
+		b.logger.Infof("fifo backup: %s", progressLine(raw, stored, estimate, elapsed))
+	})
+}
+
+// logProgress calls log every interval (0: never) with the time since it
+// started, until the returned stop is called or ctx ends; stop returns once
+// its goroutine has.
+func logProgress(ctx context.Context, every time.Duration, log func(elapsed time.Duration)) (stop func()) {
+	if every <= 0 {
 		return func() {}
 	}
-	estimate := dataSize(b.params.Cnf)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		start := time.Now()
-		t := time.NewTicker(b.cfg.Progress)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
@@ -622,12 +636,7 @@ func (b *backupRun) progress(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				var raw, stored int64
-				for _, l := range b.lanes {
-					raw += l.raw.Load()
-					stored += l.stored.Load()
-				}
-				b.logger.Infof("fifo backup: %s", progressLine(raw, stored, estimate, time.Since(start)))
+				log(time.Since(start))
 			}
 		}
 	}()

@@ -145,7 +145,7 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.FIFODir, "fifo-backup-fifo-dir", d.FIFODir, "directory for the tool's FIFO streams (source fifo); empty uses a fresh directory under the tablet's tmp dir.")
 	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open each of its FIFOs (its --fifo-timeout: that many tries, one a second); 2s..1h. The engine waits for the FIFOs to appear as long as the tool runs.")
 	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves the tool's default.")
-	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup logs bytes done, rate and ETA; 0 disables.")
+	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup or restore logs bytes done, rate and ETA; 0 disables.")
 	fs.StringSliceVar(&c.ExternalTablespaceDirs, "fifo-backup-external-tablespace-dirs", d.ExternalTablespaceDirs, "directories a restore may write tablespaces to that lived outside the data directory (tables with DATA DIRECTORY, MySQL 8 remote tablespaces), besides MySQL's innodb_directories from my.cnf; comma-separated absolute paths. A restored tablespace's path comes from the backup, so any other is refused.")
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -108,7 +109,18 @@ func (r *restoreRun) execute(ctx context.Context) error {
 // extract downloads, decompresses and extracts all lanes in parallel.
 func (r *restoreRun) extract(ctx context.Context, staging string) error {
 	n := len(r.m.Lanes)
-	lanes := (&storedLanes{bh: r.bh, m: r.m, comp: r.cfg.Compression, stats: r.stats, onRead: r.onRead, logger: r.logger}).lanes()
+	var read atomic.Int64
+	onRead := func(lane, n int) {
+		read.Add(int64(n))
+		if r.onRead != nil {
+			r.onRead(lane, n)
+		}
+	}
+	stopProgress := logProgress(ctx, r.cfg.Progress, func(elapsed time.Duration) {
+		r.logger.Infof("fifo restore: %s", restoreProgressLine(read.Load(), r.m.StoredBytes, elapsed))
+	})
+	defer stopProgress()
+	lanes := (&storedLanes{bh: r.bh, m: r.m, comp: r.cfg.Compression, stats: r.stats, onRead: onRead, logger: r.logger}).lanes()
 	r.logger.Infof("fifo restore: extracting %d lanes (%d bytes) into %s", n, r.m.RawBytes, staging)
 	extractWrite := r.stats.bytesFunc("Extract:Write")
 	free := freeBytes(staging)
@@ -361,4 +373,19 @@ func removeExistingFiles(cnf *mysqlctl.Mycnf) error {
 		}
 	}
 	return nil
+}
+
+// restoreProgressLine is a restore's progress: stored bytes read of the
+// MANIFEST's total, rate and ETA.
+func restoreProgressLine(read, total int64, elapsed time.Duration) string {
+	rate := float64(read) / elapsed.Seconds()
+	line := fmt.Sprintf("%.2f GiB of %.2f GiB stored read", float64(read)/(1<<30), float64(total)/(1<<30))
+	if total > 0 {
+		line += fmt.Sprintf(" (%.0f%%)", min(100, 100*float64(read)/float64(total)))
+	}
+	line += fmt.Sprintf(", %.1f MiB/s", rate/(1<<20))
+	if rate > 0 && total > read {
+		line += fmt.Sprintf(", ETA %v", (time.Duration(float64(total-read)/rate) * time.Second).Round(time.Second))
+	}
+	return line
 }

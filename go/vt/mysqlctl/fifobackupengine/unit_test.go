@@ -326,3 +326,10 @@ func TestAutoLanes(t *testing.T) {
 		assert.Equal(t, c.want, AutoLanes(c.cpus, c.bh), "%d CPUs, storage %v", c.cpus, c.bh)
 	}
 }
+
+// A restore logs what it has read of the MANIFEST's stored bytes, the rate
+// and the ETA (--fifo-backup-progress-interval).
+func TestRestoreProgressLine(t *testing.T) {
+	assert.Equal(t, "0.50 GiB of 2.00 GiB stored read (25%), 51.2 MiB/s, ETA 30s", restoreProgressLine(512<<20, 2<<30, 10*time.Second))
+	assert.Equal(t, "2.00 GiB of 2.00 GiB stored read (100%), 204.8 MiB/s", restoreProgressLine(2<<30, 2<<30, 10*time.Second))
+}

@@ -2,6 +2,7 @@ package splitstorage
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -110,7 +111,27 @@ const (
 // for its own); it is the only place they are declared. Registering sets the
 // defaults.
 func RegisterFlags(fs *pflag.FlagSet) {
-	c := &flagConfig
+	registerFlagsInto(fs, &flagConfig)
+}
+
+// ConfigFromArgs parses --split-storage-* flags (args holds nothing else)
+// into a Config of their own, apart from the process's flags: a second
+// storage, such as the destination of a copy. The result is validated.
+func ConfigFromArgs(args []string) (Config, error) {
+	c := DefaultConfig()
+	fs := pflag.NewFlagSet("split storage", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	registerFlagsInto(fs, &c)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("not split storage flags: %q", fs.Args())
+	}
+	return c, c.Validate()
+}
+
+func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	d := DefaultConfig()
 	str := func(p *string, name, def, usage string) {
 		utils.SetFlagStringVar(fs, p, name, def, usage)

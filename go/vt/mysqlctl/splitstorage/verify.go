@@ -70,6 +70,14 @@ func (p Problem) Error() string {
 // against the index, streamed (no part is held in memory). It returns every
 // problem found (up to MaxProblems), each a Problem, joined.
 func (h *Handle) VerifyParts(ctx context.Context, opts VerifyPartsOptions) (VerifyPartsReport, error) {
+	doc, err := readSmall(ctx, h.e.be, backupPrefix(h.dir, h.name)+completeMarker)
+	return h.verifyAgainst(ctx, doc, err, opts)
+}
+
+// verifyAgainst is VerifyParts against the completion marker doc (or the
+// error reading it): a copy checks its destination against the source's
+// marker before it writes the marker there.
+func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, opts VerifyPartsOptions) (VerifyPartsReport, error) {
 	var rep VerifyPartsReport
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
@@ -98,9 +106,8 @@ func (h *Handle) VerifyParts(ctx context.Context, opts VerifyPartsOptions) (Veri
 	}
 
 	prefix := backupPrefix(h.dir, h.name)
-	doc, err := readSmall(ctx, h.e.be, prefix+completeMarker)
-	if err != nil {
-		report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", err)})
+	if docErr != nil {
+		report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr)})
 		return result()
 	}
 	comp, err := ParseComplete(doc, h.dir, h.name)

@@ -109,3 +109,59 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, inc)
 }
+
+// TestCopy: `vtfifo copy` copies a backup to a second split storage named
+// by a flag file (its split-storage lines) and --to; the copy verifies,
+// the destination refuses it a second time; --remove-source moves.
+func TestCopy(t *testing.T) {
+	ctx := context.Background()
+	srcSrv, dstSrv := splitstoragetest.Local(t), splitstoragetest.Local(t)
+	s, err := splitstorage.New(srcSrv.Config)
+	require.NoError(t, err)
+	for _, name := range []string{"2026-11-23.110000.zone1-0000000100", "2026-11-23.120000.zone1-0000000100"} {
+		bh, err := s.StartBackup(ctx, "ks/0", name)
+		require.NoError(t, err)
+		w, err := bh.AddFile(ctx, "MANIFEST", -1)
+		require.NoError(t, err)
+		_, err = w.Write([]byte(strings.Repeat(name, 1000)))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		require.NoError(t, bh.EndBackup(ctx))
+	}
+	toFile := filepath.Join(t.TempDir(), "dr.flags")
+	require.NoError(t, os.WriteFile(toFile, []byte("--port=1\n--split-storage-backend=file\n--split-storage-root=/nonexistent\n"), 0o600))
+	args := append(srcSrv.Flags(), "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0", "--progress=never")
+	cmd := func(wantCode int, extra ...string) string {
+		return run(t, wantCode, append(append([]string{"copy"}, args...), extra...)...)
+	}
+	assert.Contains(t, cmd(2), "--to-flags-file or --to is required")
+	assert.Contains(t, cmd(2, "--to=--port=1"), "invalid value \"--port=1\" for --to")
+	assert.Contains(t, cmd(2, "--to-flags-file="+toFile, "--to=--split-storage-part-size=1"), "--split-storage-part-size")
+	to := []string{"--to-flags-file=" + toFile, "--to=--split-storage-root=" + dstSrv.Dir}
+	assert.Contains(t, cmd(0, to...), "OK: backup ks/0/2026-11-23.120000.zone1-0000000100 copied")
+	assert.Contains(t, cmd(1, to...), "already holds it")
+	out := cmd(0, append(to, "--backup=2026-11-23.110000.zone1-0000000100", "--remove-source")...)
+	assert.Contains(t, out, "removed the source")
+
+	d, err := splitstorage.New(dstSrv.Config)
+	require.NoError(t, err)
+	for _, st := range []*splitstorage.Storage{s, d} {
+		bhs, err := st.ListBackups(ctx, "ks/0")
+		require.NoError(t, err)
+		var names []string
+		for _, bh := range bhs {
+			names = append(names, bh.Name())
+		}
+		if st == s {
+			assert.Equal(t, []string{"2026-11-23.120000.zone1-0000000100"}, names, "moved away from the source")
+		} else {
+			assert.Equal(t, []string{"2026-11-23.110000.zone1-0000000100", "2026-11-23.120000.zone1-0000000100"}, names)
+		}
+	}
+	bhs, err := d.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	for _, bh := range bhs {
+		_, err := bh.(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+		require.NoError(t, err, "the copy %s verifies", bh.Name())
+	}
+}

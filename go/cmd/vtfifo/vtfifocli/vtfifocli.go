@@ -103,6 +103,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n"+
 				"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp",
 			TestRestore),
+		sub("copy", "Copy a backup to a second split storage (another bucket, region, prefix or backend), verified there",
+			"Copies the backup (--backup, or the newest complete one) to the storage that --to-flags-file (its --split-storage-*\n"+
+				"lines) and --to describe. Every object goes through a temporary file; the destination is verified (every index,\n"+
+				"every part's size and CRC32C read back) before its completion marker is written, so it is never listed there\n"+
+				"before it is whole. A copy that stopped is resumed by running it again; --remove-source makes it a move.",
+			"  vtfifo copy --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0 \\\n"+
+				"      --to-flags-file=/etc/vitess/dr-region.flags --to=--split-storage-s3-prefix=protected",
+			Copy),
 		sub("rm", "Remove one backup, named with --backup (complete, quarantined, or incomplete and old enough)",
 			"Removes the backup --backup names: a complete one, a quarantined one, or an incomplete one started more than\n"+
 				"--incomplete-min-age ago (a younger one may still be running: refused). rm never picks a backup itself.",

@@ -1,0 +1,103 @@
+package vtfifocli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// Copy is `vtfifo copy`: a complete backup copied to a second split storage
+// (another bucket, region, prefix or backend), verified there before it is
+// listed there; resumable; --remove-source moves it.
+func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var toFiles, toFlags []string
+	var removeSource *bool
+	var concurrency *int
+	var dst splitstorage.Config
+	s, bh, code := openBackup(ctx, prog, "Copies a complete backup to a second split storage, verified there (every part's size and CRC32C) before its\n"+
+		"completion marker is written; a re-run copies only what is missing or wrong.\nExit status: 0 copied, 1 failed, 2 usage error.", args, stdout, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			fs.StringSliceVar(&toFiles, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines skipped), e.g. another tablet's; repeatable")
+			fs.StringArrayVar(&toFlags, "to", nil, "a destination storage flag, after those of --to-flags-file, e.g. --to=--split-storage-s3-bucket=backups-dr; repeatable")
+			removeSource = fs.Bool("remove-source", false, "remove the backup from the source once it is copied and verified (a move)")
+			concurrency = fs.Int("concurrency", 0, "objects copied at once (0: the destination's --split-storage-upload-concurrency)")
+			o.registerProgressFlags(fs)
+			return func() error {
+				if len(toFiles) == 0 && len(toFlags) == 0 {
+					return errors.New("--to-flags-file or --to is required: the destination storage")
+				}
+				if *concurrency < 0 || *concurrency > 256 {
+					return invalid("concurrency", fmt.Sprint(*concurrency), "0 (the destination's upload concurrency) or 1..256")
+				}
+				var dargs []string
+				for _, f := range toFiles {
+					pairs, err := readFlagsFile(f)
+					if err != nil {
+						return fmt.Errorf("--to-flags-file: %w", err)
+					}
+					for _, p := range pairs {
+						if strings.HasPrefix(p[1], "split-storage-") {
+							dargs = append(dargs, "--"+p[1]+"="+p[2])
+						}
+					}
+				}
+				for _, f := range toFlags {
+					if !strings.HasPrefix(f, "--split-storage-") {
+						return invalid("to", f, "--split-storage-* flags")
+					}
+					dargs = append(dargs, f)
+				}
+				var err error
+				if dst, err = splitstorage.ConfigFromArgs(dargs); err != nil {
+					return fmt.Errorf("the destination (--to-flags-file, --to): %w", err)
+				}
+				return o.validateProgress()
+			}
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	src, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		fmt.Fprintf(stderr, "%s: the source must be the split storage (--backup-storage-implementation=split)\n", prog)
+		return 2
+	}
+	to, err := splitstorage.New(dst)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: the destination: %v\n", err)
+		return 1
+	}
+	defer to.Close()
+	dir, name := s.o.dir(), bh.Name()
+	where := dir + "/" + name
+	p := newProgress(s.o, stderr, prog+" "+where)
+	rep, err := src.CopyBackup(s.ctx, to, dir, name, splitstorage.CopyOptions{
+		Concurrency: *concurrency,
+		OnObject: func(_ string, size int64, _ bool) {
+			p.add(size, 1)
+		},
+	})
+	p.stop()
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "OK: backup %s copied: %d objects (%s), %d copied (%s), the rest already there; verified at the destination\n",
+		where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)), rep.Copied, humanize.IBytes(uint64(rep.CopiedBytes)))
+	if *removeSource {
+		if err := src.RemoveBackup(s.ctx, dir, name); err != nil {
+			fmt.Fprintf(stdout, "FAIL: the copy is complete, but removing the source failed: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "removed the source %s\n", where)
+	}
+	return 0
+}

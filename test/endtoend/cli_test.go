@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
@@ -28,6 +30,9 @@ import (
 //     flag value: one clear line, exit 2 or 1;
 //   - vtbackup --fifo-backup-test-restore: a record for a passing backup; a
 //     failing one quarantined, never listed, then released and removed.
+//   - copy (S3 only): to another prefix of the bucket, verified there, and a
+//     new tablet bootstraps from the copy after the primary is lost; to GCS
+//     (fake-gcs-server), verified there; a second copy is refused.
 func TestOperatorCLI(t *testing.T) {
 	for _, sb := range storageBackends() {
 		if sb.name != "split-local" && sb.name != "split-s3" {
@@ -228,6 +233,66 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		must(t, err)
 		if !slices.Equal(final, after) {
 			t.Fatalf("after rm: %v, want %v", final, after)
+		}
+	})
+
+	// copy: S3 -> S3 under another prefix (a tablet restores from the copy)
+	// and S3 -> GCS (fake-gcs-server), each verified at the destination; a
+	// second copy to the same place is refused.
+	t.Run("copy", func(t *testing.T) {
+		if sb.name != "split-s3" {
+			t.Skip("copy runs from the S3 backend (the local one is covered by the unit tests)")
+		}
+		var tablet []string
+		for _, f := range c.Storage.Flags {
+			if strings.HasPrefix(f, "--split-storage-") {
+				tablet = append(tablet, f)
+			}
+		}
+		flagsFile := filepath.Join(c.Root, "tablet-storage.flags")
+		must(t, c.WriteFileOwned(flagsFile, []byte(strings.Join(tablet, "\n")+"\n"), 0o644))
+		out := vtfifo(t, 0, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-s3-prefix=dr")
+		if !strings.Contains(out, "OK: backup") || !strings.Contains(out, "verified at the destination") {
+			t.Fatalf("copy output:\n%s", out)
+		}
+		if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-s3-prefix=dr"); !strings.Contains(out, "already holds it") {
+			t.Fatalf("a second copy:\n%s", out)
+		}
+		// The copy verifies at the destination (the tablets' flags, another prefix).
+		vout, code, err := c.VtfifoWith(ctx, nil, append(append([]string{"verify", "--backup=" + name, "--progress=never"}, c.Storage.Flags...), "--split-storage-s3-prefix=dr")...)
+		must(t, err)
+		if code != 0 {
+			t.Fatalf("verify at the destination: exit %d\n%s", code, vout)
+		}
+
+		// Disaster: the primary is gone; a new tablet restores from the copy
+		// (the newest backup there) and serves the source's data. (With the
+		// primary up, a MariaDB replica cannot attach: shared/CONTEXT.md.)
+		must(t, p.Destroy(ctx))
+		r, err := c.NewTablet(103)
+		must(t, err)
+		r.Engine = engineFor(c, sb.engine)
+		r.ExtraArgs = append(r.ExtraArgs, "--split-storage-s3-prefix=dr")
+		must(t, r.InitMySQL(ctx))
+		must(t, r.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+		checkData(ctx, t, r, want)
+		if log, _ := os.ReadFile(r.Vttablet.LogPath); !strings.Contains(string(log), name) {
+			t.Fatalf("vttablet-103 did not restore %s from the copy", name)
+		}
+
+		gcs := splitstoragetest.Start(t, splitstorage.BackendGCS)
+		copyArgs := append([]string{"copy", "--backup=" + name, "--progress=never", "--to-flags-file=" + flagsFile,
+			"--to=--split-storage-backend=gcs", "--to=--split-storage-gcs-bucket=" + gcs.Config.GCSBucket, "--to=--split-storage-gcs-prefix=" + gcs.Config.GCSPrefix}, c.Storage.Flags...)
+		out, code, err = c.VtfifoWith(ctx, gcs.Environ(), copyArgs...)
+		must(t, err)
+		if code != 0 || !strings.Contains(out, "verified at the destination") {
+			t.Fatalf("copy to GCS: exit %d\n%s", code, out)
+		}
+		gcsFlags := append(gcs.Flags(), "--backup-storage-implementation=split", "--backup="+name, "--progress=never")
+		vout, code, err = c.VtfifoWith(ctx, gcs.Environ(), append([]string{"verify"}, gcsFlags...)...)
+		must(t, err)
+		if code != 0 || !strings.Contains(vout, "OK") {
+			t.Fatalf("verify at GCS: exit %d\n%s", code, vout)
 		}
 	})
 }

@@ -16,9 +16,14 @@ import (
 // returns the combined output and the exit status (err only when it could
 // not run or was killed).
 func (c *Cluster) Vtfifo(ctx context.Context, args ...string) (string, int, error) {
+	return c.VtfifoWith(ctx, nil, append(append([]string{}, args...), c.Storage.Flags...)...)
+}
+
+// VtfifoWith runs vtfifo with the cluster's keyspace and shard but no
+// storage flags of its own (args give them; env is added to the storage's).
+func (c *Cluster) VtfifoWith(ctx context.Context, env []string, args ...string) (string, int, error) {
 	full := append(append([]string{}, args...), "--keyspace="+c.Keyspace, "--shard="+c.Shard)
-	full = append(full, c.Storage.Flags...)
-	out, err := c.run(ctx, "vtfifo", c.storageEnv(), c.Bin("vtfifo"), full...)
+	out, err := c.run(ctx, "vtfifo", append(append([]string{}, c.storageEnv()...), env...), c.Bin("vtfifo"), full...)
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -81,6 +81,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := src.CopyBackup(s.ctx, to, dir, name, splitstorage.CopyOptions{
 		Concurrency: *concurrency,
+		Move:        *removeSource,
 		OnObject: func(_ string, size int64, _ bool) {
 			p.add(size, 1)
 		},

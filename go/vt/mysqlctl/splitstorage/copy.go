@@ -19,6 +19,10 @@ type CopyOptions struct {
 	// OnObject is called after each object with its size and whether it was
 	// copied (false: the destination already had it). Called concurrently.
 	OnObject func(key string, size int64, copied bool)
+	// Move says the source goes once the copy is done: on one file system
+	// the objects are then hard-linked, not copied (a copy that stays must
+	// not share its bytes with the source).
+	Move bool
 }
 
 // CopyReport says what CopyBackup did.
@@ -80,7 +84,7 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 	var mu sync.Mutex
 	copyAll := func(objs []ObjectInfo) error {
 		return forEach(ctx, conc, objs, func(ctx context.Context, o ObjectInfo) error {
-			copied, err := copyObject(ctx, se.be, de.be, o, de.cfg.SpoolDir)
+			copied, err := copyObject(ctx, se.be, de.be, o, de.cfg.SpoolDir, opts.Move)
 			if err != nil {
 				return fmt.Errorf("split storage: copying backup %s: %s: %w", where, o.Key, err)
 			}
@@ -124,9 +128,10 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 
 // copyObject copies o from src to dst unless dst has it already (same size;
 // for objects small enough to compare, the same bytes), and reports whether
-// it copied. The bytes go through a temporary file in spoolDir, so a retried
-// upload can read them again.
-func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir string) (bool, error) {
+// it copied: server-side where dst can (same S3 endpoint; same file system
+// for a move), otherwise through a temporary file in spoolDir, so a retried
+// upload can read the bytes again.
+func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir string, move bool) (bool, error) {
 	if have, err := dst.Stat(ctx, o.Key); err == nil && have.Size == o.Size {
 		if o.Size > maxSidecarBytes {
 			return false, nil // a part: its CRC32C is checked by the verification after the copy
@@ -138,6 +143,11 @@ func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir st
 		}
 	} else if err != nil && !errors.Is(err, ErrNotExist) {
 		return false, err
+	}
+	if c, ok := dst.(serverCopier); ok && (move || !isLocal(dst)) {
+		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, PutOptions{}); copied || err != nil {
+			return copied, err
+		}
 	}
 	r, err := src.Get(ctx, o.Key, 0, -1)
 	if err != nil {
@@ -201,4 +211,12 @@ func flatten(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+func isLocal(b Backend) bool {
+	if r, ok := b.(*retrying); ok {
+		b = r.Backend
+	}
+	_, ok := b.(*localBackend)
+	return ok
 }

@@ -98,3 +98,44 @@ func TestCopyBackup(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not complete at the source")
 }
+
+// TestCopyBackupServerSideS3: between two prefixes of one S3 endpoint every
+// object is copied by the server (CopyObject): counted at the server, no
+// part of the source is downloaded; the copy verifies and reads back equal.
+func TestCopyBackupServerSideS3(t *testing.T) {
+	ctx := context.Background()
+	base := splitstoragetest.Start(t, splitstorage.BackendS3)
+	p := splitstoragetest.NewFaultProxy(t, strings.TrimPrefix(base.Config.S3Endpoint, "http://"))
+	srv := base.WithProxy(p)
+	srv.Setenv(t)
+	srcCfg, dstCfg := srv.Config, srv.Config
+	dstCfg.S3Prefix = "dr"
+	src, dst := newStorage(t, srcCfg), newStorage(t, dstCfg)
+	dir, name := "ks/0", "2026-11-23.130000.zone1-0000000100"
+	bh, err := src.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	require.NoError(t, writeFile(ctx, bh, "f", newGen(7, 9<<20), rand.New(rand.NewPCG(1, 7))))
+	require.NoError(t, bh.EndBackup(ctx))
+
+	before := len(p.Seen())
+	rep, err := src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, rep.Objects, rep.Copied)
+	var copies, sourcePartGets int
+	for _, r := range p.Seen()[before:] {
+		if strings.HasPrefix(r, "PUT ") && strings.Contains(r, "/dr/") && strings.Contains(r, ".part-") {
+			copies++
+		}
+		if strings.HasPrefix(r, "GET ") && strings.Contains(r, "/"+srcCfg.S3Prefix+"/") && strings.Contains(r, ".part-") {
+			sourcePartGets++
+		}
+	}
+	assert.Equal(t, 0, sourcePartGets, "no part of the source is downloaded")
+	assert.GreaterOrEqual(t, copies, 3, "each part copied by the server (9 MiB in 4 MiB parts)")
+	dh := findBackup(t, dst, dir, name)
+	want, err := readAll(ctx, findBackup(t, src, dir, name), "f")
+	require.NoError(t, err)
+	got, err := readAll(ctx, dh, "f")
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(want, got))
+}

@@ -29,6 +29,7 @@ type s3Backend struct {
 	kmsKeyID     string
 	storageClass types.StorageClass
 	desc         string
+	endpoint     string // endpoint and region: backends with the same copy server-side
 }
 
 func newS3Backend(ctx context.Context, c Config) (*s3Backend, error) {
@@ -63,6 +64,7 @@ func newS3Backend(ctx context.Context, c Config) (*s3Backend, error) {
 		ep = "aws"
 	}
 	b.desc = fmt.Sprintf("s3:%s/%s/%s", ep, c.S3Bucket, b.prefix)
+	b.endpoint = ep + "|" + c.S3Region
 	return b, nil
 }
 

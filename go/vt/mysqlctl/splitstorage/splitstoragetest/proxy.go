@@ -68,6 +68,7 @@ type FaultProxy struct {
 	counts   map[Fault]int
 
 	requests atomic.Int64
+	seen     []string // "METHOD path" of every request
 }
 
 type rule struct {
@@ -185,8 +186,19 @@ func (p *FaultProxy) pick(r *http.Request, seq int64) Fault {
 	return f
 }
 
+// Seen returns "METHOD path" of every request that reached the proxy, in
+// order (what a test counts at the server).
+func (p *FaultProxy) Seen() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.seen...)
+}
+
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := p.requests.Add(1)
+	p.mu.Lock()
+	p.seen = append(p.seen, r.Method+" "+r.URL.Path)
+	p.mu.Unlock()
 	switch f := p.pick(r, seq); f {
 	case None:
 		p.rp.ServeHTTP(w, r)

@@ -99,17 +99,29 @@ func TestCopyBackup(t *testing.T) {
 	assert.Contains(t, err.Error(), "not complete at the source")
 }
 
-// TestCopyBackupServerSideS3: between two prefixes of one S3 endpoint every
-// object is copied by the server (CopyObject): counted at the server, no
-// part of the source is downloaded; the copy verifies and reads back equal.
-func TestCopyBackupServerSideS3(t *testing.T) {
+// TestCopyBackupServerSide: between two prefixes of one S3 endpoint
+// (CopyObject) or of GCS (rewrite) every object is copied by the server:
+// counted at the server, no part of the source is downloaded; the copy
+// verifies and reads back equal.
+func TestCopyBackupServerSide(t *testing.T) {
+	for _, kind := range []string{splitstorage.BackendS3, splitstorage.BackendGCS} {
+		t.Run(kind, func(t *testing.T) { copyServerSide(t, kind) })
+	}
+}
+
+func copyServerSide(t *testing.T, kind string) {
 	ctx := context.Background()
-	base := splitstoragetest.Start(t, splitstorage.BackendS3)
-	p := splitstoragetest.NewFaultProxy(t, strings.TrimPrefix(base.Config.S3Endpoint, "http://"))
+	base := splitstoragetest.Start(t, kind)
+	target := strings.TrimPrefix(base.Config.S3Endpoint, "http://")
+	if kind == splitstorage.BackendGCS {
+		target = base.Env["STORAGE_EMULATOR_HOST"]
+	}
+	p := splitstoragetest.NewFaultProxy(t, strings.TrimPrefix(target, "http://"))
 	srv := base.WithProxy(p)
 	srv.Setenv(t)
 	srcCfg, dstCfg := srv.Config, srv.Config
-	dstCfg.S3Prefix = "dr"
+	srcPrefix := srcCfg.S3Prefix + srcCfg.GCSPrefix
+	dstCfg.S3Prefix, dstCfg.GCSPrefix = "dr", "dr"
 	src, dst := newStorage(t, srcCfg), newStorage(t, dstCfg)
 	dir, name := "ks/0", "2026-11-23.130000.zone1-0000000100"
 	bh, err := src.StartBackup(ctx, dir, name)
@@ -123,19 +135,18 @@ func TestCopyBackupServerSideS3(t *testing.T) {
 	assert.Equal(t, rep.Objects, rep.Copied)
 	var copies, sourcePartGets int
 	for _, r := range p.Seen()[before:] {
-		if strings.HasPrefix(r, "PUT ") && strings.Contains(r, "/dr/") && strings.Contains(r, ".part-") {
+		if !strings.HasPrefix(r, "GET ") && strings.Contains(r, "dr/") && strings.Contains(r, ".part-") {
 			copies++
 		}
-		if strings.HasPrefix(r, "GET ") && strings.Contains(r, "/"+srcCfg.S3Prefix+"/") && strings.Contains(r, ".part-") {
+		if strings.HasPrefix(r, "GET ") && strings.Contains(r, srcPrefix+"/") && strings.Contains(r, ".part-") {
 			sourcePartGets++
 		}
 	}
 	assert.Equal(t, 0, sourcePartGets, "no part of the source is downloaded")
-	assert.GreaterOrEqual(t, copies, 3, "each part copied by the server (9 MiB in 4 MiB parts)")
-	dh := findBackup(t, dst, dir, name)
+	assert.GreaterOrEqual(t, copies, 3, "each part copied by the server (9 MiB in 4 MiB parts): %v", p.Seen()[before:])
 	want, err := readAll(ctx, findBackup(t, src, dir, name), "f")
 	require.NoError(t, err)
-	got, err := readAll(ctx, dh, "f")
+	got, err := readAll(ctx, findBackup(t, dst, dir, name), "f")
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(want, got))
 }

@@ -134,3 +134,17 @@ func (b *s3Backend) CopyFrom(ctx context.Context, src Backend, key string, size 
 	}
 	return true, nil
 }
+
+// CopyFrom copies an object of another bucket or prefix with GCS's rewrite
+// (the Go client repeats it until done): every GCS backend of a process
+// talks to one service (STORAGE_EMULATOR_HOST included).
+func (b *gcsBackend) CopyFrom(ctx context.Context, src Backend, key string, size int64, opts PutOptions) (bool, error) {
+	sb, ok := src.(*gcsBackend)
+	if !ok {
+		return false, nil
+	}
+	if _, err := b.bucket.Object(b.prefix + key).CopierFrom(sb.bucket.Object(sb.prefix + key)).Run(ctx); err != nil {
+		return false, fmt.Errorf("server-side copy from %s: %w", sb, gcsErr(err))
+	}
+	return true, nil
+}

@@ -91,8 +91,8 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "FAIL: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "OK: backup %s copied: %d objects (%s), %d copied (%s), the rest already there; verified at the destination\n",
-		where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)), rep.Copied, humanize.IBytes(uint64(rep.CopiedBytes)))
+	fmt.Fprintf(stdout, "OK: backup %s copied: %d objects (%s), %d copied (%s; %d of them by the storage service, server-side), the rest already there; verified at the destination\n",
+		where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)), rep.Copied, humanize.IBytes(uint64(rep.CopiedBytes)), rep.ServerSide)
 	if *removeSource {
 		if err := src.RemoveBackup(s.ctx, dir, name); err != nil {
 			fmt.Fprintf(stdout, "FAIL: the copy is complete, but removing the source failed: %v\n", err)

@@ -29,6 +29,9 @@ type CopyOptions struct {
 type CopyReport struct {
 	Objects, Copied    int
 	Bytes, CopiedBytes int64
+	// ServerSide of the copied objects were copied by the storage service
+	// (their bytes never passed through this process).
+	ServerSide int
 }
 
 // CopyBackup copies the complete backup dir/name of s to dst, under the same
@@ -84,7 +87,7 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 	var mu sync.Mutex
 	copyAll := func(objs []ObjectInfo) error {
 		return forEach(ctx, conc, objs, func(ctx context.Context, o ObjectInfo) error {
-			copied, err := copyObject(ctx, se.be, de.be, o, de.cfg.SpoolDir, opts.Move)
+			copied, server, err := copyObject(ctx, se.be, de.be, o, de.cfg.SpoolDir, opts.Move)
 			if err != nil {
 				return fmt.Errorf("split storage: copying backup %s: %s: %w", where, o.Key, err)
 			}
@@ -94,6 +97,9 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 			if copied {
 				rep.Copied++
 				rep.CopiedBytes += o.Size
+			}
+			if server {
+				rep.ServerSide++
 			}
 			mu.Unlock()
 			if opts.OnObject != nil {
@@ -131,44 +137,44 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 // it copied: server-side where dst can (same S3 endpoint; same file system
 // for a move), otherwise through a temporary file in spoolDir, so a retried
 // upload can read the bytes again.
-func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir string, move bool) (bool, error) {
+func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir string, move bool) (copied, serverSide bool, err error) {
 	if have, err := dst.Stat(ctx, o.Key); err == nil && have.Size == o.Size {
 		if o.Size > maxSidecarBytes {
-			return false, nil // a part: its CRC32C is checked by the verification after the copy
+			return false, false, nil // a part: its CRC32C is checked by the verification after the copy
 		}
 		a, errA := readSmall(ctx, src, o.Key)
 		b, errB := readSmall(ctx, dst, o.Key)
 		if errA == nil && errB == nil && bytes.Equal(a, b) {
-			return false, nil
+			return false, false, nil
 		}
 	} else if err != nil && !errors.Is(err, ErrNotExist) {
-		return false, err
+		return false, false, err
 	}
 	if c, ok := dst.(serverCopier); ok && (move || !isLocal(dst)) {
 		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, PutOptions{}); copied || err != nil {
-			return copied, err
+			return copied, copied, err
 		}
 	}
 	r, err := src.Get(ctx, o.Key, 0, -1)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer r.Close()
 	f, err := os.CreateTemp(spoolDir, "vtfifo-copy-")
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	defer f.Close()
 	_ = os.Remove(f.Name()) // nameless: nothing stays behind a killed copy
 	h := crc32.New(castagnoli)
 	n, err := io.Copy(io.MultiWriter(f, h), r)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if n != o.Size {
-		return false, fmt.Errorf("read %d bytes, the listing says %d", n, o.Size)
+		return false, false, fmt.Errorf("read %d bytes, the listing says %d", n, o.Size)
 	}
-	return true, dst.Put(ctx, o.Key, io.NewSectionReader(f, 0, n), n, PutOptions{CRC32C: h.Sum32()})
+	return true, false, dst.Put(ctx, o.Key, io.NewSectionReader(f, 0, n), n, PutOptions{CRC32C: h.Sum32()})
 }
 
 // forEach runs fn on every item, conc at a time, and returns the first

@@ -76,6 +76,7 @@ func TestCopyBackup(t *testing.T) {
 	rep, err := src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
 	require.NoError(t, err)
 	assert.Less(t, rep.Copied, rep.Objects, "the re-run copies only what is missing or was removed: %+v", rep)
+	assert.Zero(t, rep.ServerSide, "a copy that stays is never hard-linked")
 	assert.GreaterOrEqual(t, rep.Copied, 1, "%+v", rep)
 	require.Equal(t, 1, listed())
 	dh := findBackup(t, dst, dir, name).(*splitstorage.Handle)
@@ -133,6 +134,7 @@ func copyServerSide(t *testing.T, kind string) {
 	rep, err := src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, rep.Objects, rep.Copied)
+	assert.Equal(t, rep.Copied, rep.ServerSide)
 	var copies, sourcePartGets int
 	for _, r := range p.Seen()[before:] {
 		if !strings.HasPrefix(r, "GET ") && strings.Contains(r, "dr/") && strings.Contains(r, ".part-") {

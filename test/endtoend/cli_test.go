@@ -201,6 +201,9 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 
 		vo.Extra = append(vo.Extra, "--fifo-backup-test-restore-mysqld-flags=--innodb-page-size=4k", "--fifo-backup-test-restore-start-timeout=2m")
+		// Retention that would prune every older backup: a new backup that
+		// fails its test must not cost them (vtbackup's pruning waits for it).
+		vo.MinRetentionCount, vo.MinRetentionTime = 1, time.Second
 		res, err := c.RunVtbackup(ctx, vo)
 		if err == nil || !strings.Contains(res.Output, "the backup is quarantined") {
 			t.Fatalf("vtbackup with a failing test restore: err %v, want exit 1 and the backup quarantined:\n%s", err, res.Output)

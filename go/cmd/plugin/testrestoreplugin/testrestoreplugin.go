@@ -3,7 +3,7 @@
 // backup restorable (testrestore.Run, as `vtfifo test-restore` does), stores
 // the verification record beside it, and on a failed test quarantines it,
 // so that no restore ever chooses it, and fails vtbackup, as a failed backup
-// does.
+// does. vtbackup's pruning (--min-retention-*) runs only after a passed test.
 package testrestoreplugin
 
 import (
@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/retention"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -35,7 +37,7 @@ const testRestorePrefix = "fifo-backup-test-restore"
 var Plugin = plugin.Plugin{
 	Name: "test restore",
 	RegisterFlags: func(fs *pflag.FlagSet) {
-		flagvalue.BoolVar(fs, &testRestore, testRestorePrefix, false, "after the backup, prove it restorable: restore and prepare it into a scratch directory, start a throwaway mysqld, CHECK TABLE every table; the record is stored beside the backup, and a backup that fails is quarantined (no restore chooses it) and vtbackup exits 1 (split storage only)")
+		flagvalue.BoolVar(fs, &testRestore, testRestorePrefix, false, "after the backup, prove it restorable: restore and prepare it into a scratch directory, start a throwaway mysqld, CHECK TABLE every table; the record is stored beside the backup, and a backup that fails is quarantined (no restore chooses it) and vtbackup exits 1; old backups are pruned (--min-retention-*) only after the new one passed (split storage only)")
 		testRestoreFlags.Register(fs, testRestorePrefix+"-")
 	},
 	ValidateFlags: func(fs *pflag.FlagSet) error {
@@ -68,11 +70,52 @@ func Wrap(cmd *cobra.Command) {
 		if err != nil {
 			return err
 		}
+		// vtbackup prunes right after its backup: a backup that then fails
+		// its test would have cost the good ones. Its pruning is held back
+		// and done here, with its own rule, once the new backup passed.
+		keepFor, err := c.Flags().GetDuration("min-retention-time")
+		if err != nil {
+			return err
+		}
+		keep, err := c.Flags().GetInt("min-retention-count")
+		if err != nil {
+			return err
+		}
+		if err := c.Flags().Set("min-retention-time", "0"); err != nil {
+			return err
+		}
 		if err := run(c, args); err != nil {
 			return err
 		}
-		return testNewBackup(ctx, dir, before)
+		if err := testNewBackup(ctx, dir, before); err != nil {
+			return err
+		}
+		return prune(ctx, dir, keep, keepFor)
 	}
+}
+
+// prune is vtbackup's pruning (retention.Candidates), after the test.
+func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) error {
+	if keepFor == 0 {
+		return nil // vtbackup's "pruning disabled"
+	}
+	bs, err := backupstorage.GetBackupStorage()
+	if err != nil {
+		return err
+	}
+	defer bs.Close()
+	bhs, err := bs.ListBackups(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("pruning %s: %w", dir, err)
+	}
+	logger := logutil.NewConsoleLogger()
+	for _, bh := range retention.Candidates(bhs, keep, keepFor, time.Now()) {
+		logger.Infof("test restore passed: removing old backup %s/%s (--min-retention-count=%d, --min-retention-time=%v)", dir, bh.Name(), keep, keepFor)
+		if err := bs.RemoveBackup(ctx, dir, bh.Name()); err != nil {
+			return fmt.Errorf("pruning %s: removing %s: %w", dir, bh.Name(), err)
+		}
+	}
+	return nil
 }
 
 func backupDir(fs *pflag.FlagSet) (string, error) {

@@ -9,9 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-
+	"github.com/vtfifo/vtfifo/go/internal/retention"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -116,7 +114,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	failed := false
-	for _, bh := range pruneCandidates(bhs, *keep, *within, time.Now()) {
+	for _, bh := range retention.Candidates(bhs, *keep, *within, time.Now()) {
 		where := dir + "/" + bh.Name()
 		if *dryRun {
 			fmt.Fprintf(stdout, "would remove %s\n", where)
@@ -133,24 +131,6 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	return 0
-}
-
-// pruneCandidates are the backups of bhs (oldest first, as ListBackups
-// returns them) beyond the newest keep and older than within; a name that
-// carries no time (not Vitess's <date>.<time>.<alias>) is kept.
-func pruneCandidates(bhs []backupstorage.BackupHandle, keep int, within time.Duration, now time.Time) []backupstorage.BackupHandle {
-	var out []backupstorage.BackupHandle
-	for i, bh := range bhs {
-		if i >= len(bhs)-keep {
-			break
-		}
-		t, _, err := mysqlctl.ParseBackupName(bh.Directory(), bh.Name())
-		if err != nil || t == nil || now.Sub(*t) < within {
-			continue
-		}
-		out = append(out, bh)
-	}
-	return out
 }
 
 // Release is `vtfifo release`: a quarantined backup back among the complete

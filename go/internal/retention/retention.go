@@ -1,0 +1,31 @@
+// Package retention is vtbackup's rule for which old backups go, shared by
+// `vtfifo prune` and vtbackup --fifo-backup-test-restore (which prunes only
+// once the new backup passed its test).
+package retention
+
+import (
+	"time"
+
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+)
+
+// Candidates are the backups of bhs (oldest first, as ListBackups returns
+// them) that vtbackup's rule removes: outside the newest keep and at least
+// within old, oldest first, stopping at the first younger one. A name that
+// carries no time (not Vitess's <date>.<time>.<alias>) stops the scan: it
+// is kept, and so is everything newer.
+func Candidates(bhs []backupstorage.BackupHandle, keep int, within time.Duration, now time.Time) []backupstorage.BackupHandle {
+	var out []backupstorage.BackupHandle
+	for i, bh := range bhs {
+		if i >= len(bhs)-keep {
+			break
+		}
+		t, _, err := mysqlctl.ParseBackupName(bh.Directory(), bh.Name())
+		if err != nil || t == nil || now.Sub(*t) < within {
+			break
+		}
+		out = append(out, bh)
+	}
+	return out
+}

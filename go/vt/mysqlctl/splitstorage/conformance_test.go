@@ -19,6 +19,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -100,7 +101,7 @@ func names(bhs []backupstorage.BackupHandle) []string {
 	return out
 }
 
-func objects(t *testing.T, s *splitstorage.Storage, prefix string) []splitstorage.ObjectInfo {
+func objects(t *testing.T, s *splitstorage.Storage, prefix string) []backend.ObjectInfo {
 	t.Helper()
 	be, err := s.RawBackendForTest(context.Background())
 	require.NoError(t, err)
@@ -168,7 +169,7 @@ func runConformance(t *testing.T, srv *splitstoragetest.Server) {
 
 		// Every part has exactly the part size but the last of each file; names sort in part order.
 		objs := objects(t, s, dir+"/2026-01-01.000000.zone1-0000000100/")
-		parts := map[string][]splitstorage.ObjectInfo{}
+		parts := map[string][]backend.ObjectInfo{}
 		for _, o := range objs {
 			if k, _, ok := strings.Cut(o.Key, ".part-"); ok {
 				parts[k] = append(parts[k], o)
@@ -302,7 +303,7 @@ func runCorruption(t *testing.T, s *splitstorage.Storage) {
 		return b
 	}
 	put := func(key string, b []byte) {
-		require.NoError(t, be.Put(ctx, key, bytes.NewReader(b), int64(len(b)), splitstorage.PutOptions{CRC32C: crc32c(b)}))
+		require.NoError(t, be.Put(ctx, key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32c(b)}))
 	}
 	b := get(splitstorage.PartKey(dir, name, "flip", 2))
 	b[12345] ^= 0x20

@@ -9,6 +9,9 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 )
 
 // CopyOptions configures CopyBackup.
@@ -70,7 +73,7 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 	if err != nil {
 		return rep, fmt.Errorf("split storage: copying backup %s: %w", where, err)
 	}
-	var data, sidecars []ObjectInfo
+	var data, sidecars []backend.ObjectInfo
 	for _, o := range objs {
 		switch {
 		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker:
@@ -85,8 +88,8 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 		conc = de.cfg.UploadConcurrency
 	}
 	var mu sync.Mutex
-	copyAll := func(objs []ObjectInfo) error {
-		return forEach(ctx, conc, objs, func(ctx context.Context, o ObjectInfo) error {
+	copyAll := func(objs []backend.ObjectInfo) error {
+		return forEach(ctx, conc, objs, func(ctx context.Context, o backend.ObjectInfo) error {
 			copied, server, err := copyObject(ctx, se.be, de.be, o, de.cfg.SpoolDir, opts.Move)
 			if err != nil {
 				return fmt.Errorf("split storage: copying backup %s: %s: %w", where, o.Key, err)
@@ -123,7 +126,7 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 		}
 		return rep, fmt.Errorf("split storage: copy of backup %s failed its verification at the destination %s (the damaged objects were removed there; run the copy again): %w", where, de.be, err)
 	}
-	if err := de.be.Put(ctx, prefix+completeMarker, bytes.NewReader(complete), int64(len(complete)), PutOptions{CRC32C: crc32c(complete)}); err != nil {
+	if err := de.be.Put(ctx, prefix+completeMarker, bytes.NewReader(complete), int64(len(complete)), backend.PutOptions{CRC32C: crc32c(complete)}); err != nil {
 		return rep, fmt.Errorf("split storage: copying backup %s: writing its completion marker: %w", where, err)
 	}
 	if err := copyAll(sidecars); err != nil {
@@ -137,7 +140,7 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 // it copied: server-side where dst can (same S3 endpoint; same file system
 // for a move), otherwise through a temporary file in spoolDir, so a retried
 // upload can read the bytes again.
-func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir string, move bool) (copied, serverSide bool, err error) {
+func copyObject(ctx context.Context, src, dst backend.Backend, o backend.ObjectInfo, spoolDir string, move bool) (copied, serverSide bool, err error) {
 	if have, err := dst.Stat(ctx, o.Key); err == nil && have.Size == o.Size {
 		if o.Size > maxSidecarBytes {
 			return false, false, nil // a part: its CRC32C is checked by the verification after the copy
@@ -150,8 +153,8 @@ func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir st
 	} else if err != nil && !errors.Is(err, ErrNotExist) {
 		return false, false, err
 	}
-	if c, ok := dst.(serverCopier); ok && (move || !isLocal(dst)) {
-		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, PutOptions{}); copied || err != nil {
+	if c, ok := dst.(backend.ServerCopier); ok && (move || !isLocal(dst)) {
+		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, backend.PutOptions{}); copied || err != nil {
 			return copied, copied, err
 		}
 	}
@@ -174,7 +177,7 @@ func copyObject(ctx context.Context, src, dst Backend, o ObjectInfo, spoolDir st
 	if n != o.Size {
 		return false, false, fmt.Errorf("read %d bytes, the listing says %d", n, o.Size)
 	}
-	return true, false, dst.Put(ctx, o.Key, io.NewSectionReader(f, 0, n), n, PutOptions{CRC32C: h.Sum32()})
+	return true, false, dst.Put(ctx, o.Key, io.NewSectionReader(f, 0, n), n, backend.PutOptions{CRC32C: h.Sum32()})
 }
 
 // forEach runs fn on every item, conc at a time, and returns the first
@@ -219,10 +222,7 @@ func flatten(err error) []error {
 	return []error{err}
 }
 
-func isLocal(b Backend) bool {
-	if r, ok := b.(*retrying); ok {
-		b = r.Backend
-	}
-	_, ok := b.(*localBackend)
+func isLocal(b backend.Backend) bool {
+	_, ok := backend.Innermost(b).(*local.Backend)
 	return ok
 }

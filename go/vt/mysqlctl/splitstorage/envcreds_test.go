@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/s3"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -20,8 +21,8 @@ func TestTakeEnvCredentials(t *testing.T) {
 	srv := splitstoragetest.StartS3WithSecret(t, "TAKEN-SECRET-1234")
 	srv.Setenv(t)
 	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Cleanup(splitstorage.ForgetTakenCredentialsForTest)
-	require.True(t, splitstorage.TakeEnvCredentials())
+	t.Cleanup(s3.ForgetTakenCredentials)
+	require.True(t, s3.TakeEnvCredentials())
 	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
 		_, set := os.LookupEnv(v)
 		assert.False(t, set, "%s still in the environment", v)
@@ -29,7 +30,7 @@ func TestTakeEnvCredentials(t *testing.T) {
 	for _, kv := range os.Environ() {
 		assert.NotContains(t, kv, "TAKEN-SECRET-1234")
 	}
-	assert.False(t, splitstorage.TakeEnvCredentials(), "nothing left to take")
+	assert.False(t, s3.TakeEnvCredentials(), "nothing left to take")
 
 	ctx := context.Background()
 	s, err := splitstorage.New(srv.Config)
@@ -47,7 +48,7 @@ func TestTakeEnvCredentials(t *testing.T) {
 	require.Len(t, bhs, 1)
 
 	// Without them (and nothing else in the chain) it cannot.
-	splitstorage.ForgetTakenCredentialsForTest()
+	s3.ForgetTakenCredentials()
 	s2, err := splitstorage.New(srv.Config)
 	require.NoError(t, err)
 	_, err = s2.ListBackups(ctx, "ks/0")

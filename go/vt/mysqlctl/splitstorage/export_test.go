@@ -1,9 +1,13 @@
 package splitstorage
 
-import "context"
+import (
+	"context"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+)
 
 // RawBackendForTest returns the storage's backend without the retrying wrapper.
-func (s *Storage) RawBackendForTest(ctx context.Context) (Backend, error) {
+func (s *Storage) RawBackendForTest(ctx context.Context) (backend.Backend, error) {
 	e, err := s.env(ctx)
 	if err != nil {
 		return nil, err
@@ -32,26 +36,11 @@ func SetFreeSpaceForTest(t interface{ Cleanup(func()) }, free int64) {
 	t.Cleanup(func() { freeSpace = old })
 }
 
-// ForgetTakenCredentialsForTest undoes TakeEnvCredentials.
-func ForgetTakenCredentialsForTest() {
-	envCreds.Lock()
-	defer envCreds.Unlock()
-	envCreds.creds = nil
-}
-
 // RetryingBackendForTest returns the storage's backend with the retrying wrapper.
-func (s *Storage) RetryingBackendForTest(ctx context.Context) (Backend, error) {
+func (s *Storage) RetryingBackendForTest(ctx context.Context) (backend.Backend, error) {
 	e, err := s.env(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return e.be, nil
-}
-
-// SetAzureBlocksForTest lowers the size above which the Azure backend writes a
-// part as staged blocks, and the block size, until the test ends.
-func SetAzureBlocksForTest(t interface{ Cleanup(func()) }, single, block int64) {
-	oldSingle, oldBlock := azureSingleUpload, azureBlockSize
-	azureSingleUpload, azureBlockSize = single, block
-	t.Cleanup(func() { azureSingleUpload, azureBlockSize = oldSingle, oldBlock })
 }

@@ -19,6 +19,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -225,7 +226,7 @@ func TestOneRetryLayer(t *testing.T) {
 			}
 			sum := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
 			key := "ks/0/one-layer/obj"
-			require.NoError(t, be.Put(ctx, key, bytes.NewReader(data), int64(len(data)), splitstorage.PutOptions{CRC32C: sum}))
+			require.NoError(t, be.Put(ctx, key, bytes.NewReader(data), int64(len(data)), backend.PutOptions{CRC32C: sum}))
 
 			once := func(name string, fault splitstoragetest.Fault, op func() error) {
 				t.Helper()
@@ -237,7 +238,7 @@ func TestOneRetryLayer(t *testing.T) {
 			}
 			for _, f := range []splitstoragetest.Fault{splitstoragetest.SlowDown, splitstoragetest.InternalError, splitstoragetest.CutRequest} {
 				once("put/"+f.String(), f, func() error {
-					return be.Put(ctx, key+"2", bytes.NewReader(data), int64(len(data)), splitstorage.PutOptions{CRC32C: sum})
+					return be.Put(ctx, key+"2", bytes.NewReader(data), int64(len(data)), backend.PutOptions{CRC32C: sum})
 				})
 				once("get/"+f.String(), f, func() error {
 					r, err := be.Get(ctx, key, 0, -1)

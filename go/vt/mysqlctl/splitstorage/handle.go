@@ -18,6 +18,7 @@ import (
 	mysqlctlerrors "vitess.io/vitess/go/vt/mysqlctl/errors"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
@@ -203,7 +204,7 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts})
 	key := backupPrefix(h.dir, h.name) + completeMarker
 	start := time.Now()
-	if err := h.e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
+	if err := h.e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: completing backup %s/%s: %w", h.dir, h.name, err)
 	}
 	if _, err := h.checkStored(ctx, want); err != nil {
@@ -392,7 +393,7 @@ func (w *fileWriter) submit() error {
 func (w *fileWriter) upload(n int, part *spoolPart) error {
 	key := PartKey(w.h.dir, w.h.name, w.file, n)
 	start := time.Now()
-	err := w.h.e.be.Put(w.ctx, key, part.reader(), part.size, PutOptions{CRC32C: part.crc})
+	err := w.h.e.be.Put(w.ctx, key, part.reader(), part.size, backend.PutOptions{CRC32C: part.crc})
 	if err != nil {
 		return fmt.Errorf("split storage: %s, part %d (%s): upload: %w", w.h.where(w.file), n, key, err)
 	}
@@ -445,7 +446,7 @@ func (w *fileWriter) finish() error {
 	}
 	key := IndexKey(w.h.dir, w.h.name, w.file)
 	start := time.Now()
-	if err := w.h.e.be.Put(w.ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
+	if err := w.h.e.be.Put(w.ctx, key, strings.NewReader(string(doc)), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: %s: writing index: %w", w.h.where(w.file), err)
 	}
 	w.indexSize = int64(len(doc))

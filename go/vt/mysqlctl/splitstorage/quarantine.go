@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 // A quarantined backup is a complete one that proved unusable after it
@@ -34,7 +36,7 @@ func (h *Handle) Quarantine(ctx context.Context, reason string) error {
 	if err != nil {
 		return err
 	}
-	if err := h.e.be.Put(ctx, prefix+quarantineMarker, bytes.NewReader(doc), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
+	if err := h.e.be.Put(ctx, prefix+quarantineMarker, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: quarantining backup %s/%s: %w", h.dir, h.name, err)
 	}
 	if err := h.e.be.Delete(ctx, prefix+completeMarker); err != nil {
@@ -57,7 +59,7 @@ func (s *Storage) Release(ctx context.Context, dir, name string) error {
 	if _, err := ParseComplete(q.Complete, dir, name); err != nil {
 		return fmt.Errorf("split storage: releasing backup %s/%s: its saved completion marker: %w", dir, name, err)
 	}
-	if err := e.be.Put(ctx, prefix+completeMarker, bytes.NewReader(q.Complete), int64(len(q.Complete)), PutOptions{CRC32C: crc32c(q.Complete)}); err != nil {
+	if err := e.be.Put(ctx, prefix+completeMarker, bytes.NewReader(q.Complete), int64(len(q.Complete)), backend.PutOptions{CRC32C: crc32c(q.Complete)}); err != nil {
 		return fmt.Errorf("split storage: releasing backup %s/%s: %w", dir, name, err)
 	}
 	if err := e.be.Delete(ctx, prefix+quarantineMarker); err != nil {
@@ -66,7 +68,7 @@ func (s *Storage) Release(ctx context.Context, dir, name string) error {
 	return nil
 }
 
-func readQuarantine(ctx context.Context, be Backend, prefix string) (quarantineDoc, error) {
+func readQuarantine(ctx context.Context, be backend.Backend, prefix string) (quarantineDoc, error) {
 	var q quarantineDoc
 	doc, err := readSmall(ctx, be, prefix+quarantineMarker)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 // Sidecars are small documents stored beside a complete backup's files after
@@ -36,7 +38,7 @@ func (h *Handle) PutSidecar(ctx context.Context, sidecar string, doc []byte) err
 		return fmt.Errorf("split storage: backup %s/%s is not complete: %w", h.dir, h.name, err)
 	}
 	key := sidecarKey(h.dir, h.name, sidecar)
-	if err := h.e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), PutOptions{CRC32C: crc32c(doc)}); err != nil {
+	if err := h.e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: backup %s/%s: storing %s: %w", h.dir, h.name, sidecar, err)
 	}
 	// A removal that listed the backup before this Put would leave the

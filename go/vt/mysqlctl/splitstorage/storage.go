@@ -27,6 +27,12 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/azure"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/gcs"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/retry"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/s3"
 )
 
 // Name is the key of this storage in backupstorage.BackupStorageMap.
@@ -53,7 +59,7 @@ type Storage struct {
 
 	mu      sync.Mutex
 	cfg     Config
-	base    Backend
+	base    backend.Backend
 	retries *atomic.Int64
 }
 
@@ -93,9 +99,33 @@ func (s *Storage) Close() error {
 	return err
 }
 
+// ErrNotExist and ErrExists are the backends' errors, under the names callers
+// of this package know.
+var (
+	ErrNotExist = backend.ErrNotExist
+	ErrExists   = backend.ErrExists
+)
+
+// OpenBackend returns the backend c names, without the retrying wrapper.
+func OpenBackend(ctx context.Context, c Config) (backend.Backend, error) {
+	switch c.Backend {
+	case BackendFile:
+		return local.New(c.Root)
+	case BackendS3:
+		return s3.New(ctx, s3.Config{Endpoint: c.S3Endpoint, Region: c.S3Region, Bucket: c.S3Bucket, Prefix: c.S3Prefix,
+			ForcePathStyle: c.S3ForcePathStyle, SSE: c.S3SSE, SSEKMSKeyID: c.S3SSEKMSKeyID, StorageClass: c.S3StorageClass})
+	case BackendGCS:
+		return gcs.New(ctx, gcs.Config{Bucket: c.GCSBucket, Prefix: c.GCSPrefix})
+	case BackendAzure:
+		return azure.New(azure.Config{Account: c.AzureAccount, Container: c.AzureContainer, Prefix: c.AzurePrefix,
+			Endpoint: c.AzureEndpoint, KeyFile: c.AzureKeyFile})
+	}
+	return nil, backend.Permanent(fmt.Errorf("--split-storage-backend %q: must be one of %s", c.Backend, allowedBackend))
+}
+
 type env struct {
 	cfg    Config
-	be     *retrying
+	be     *retry.Backend
 	spool  *spool
 	budget *readBudget
 	logger logutil.Logger
@@ -113,30 +143,17 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
-		var (
-			b   Backend
-			err error
-		)
-		switch c.Backend {
-		case BackendFile:
-			b, err = newLocalBackend(c.Root)
-		case BackendS3:
-			b, err = newS3Backend(ctx, c)
-		case BackendGCS:
-			b, err = newGCSBackend(ctx, c)
-		case BackendAzure:
-			b, err = newAzureBackend(c)
-		}
+		b, err := OpenBackend(ctx, c)
 		if err != nil {
 			return nil, err
 		}
 		s.cfg, s.base = c, b
 	}
 	st := s.params.Stats.Scope(stats.Component(stats.BackupStorage), stats.Implementation(Name))
-	pol := retryPolicy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
+	pol := retry.Policy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
 	return &env{
 		cfg:    s.cfg,
-		be:     newRetrying(s.base, pol, s.params.Logger, st, s.retries),
+		be:     retry.New(s.base, pol, s.params.Logger, st, s.retries),
 		spool:  spoolFor(s.cfg.SpoolDir),
 		budget: sharedReadBudget(s.cfg.MemoryBudget),
 		logger: s.params.Logger,
@@ -278,7 +295,7 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	host, _ := os.Hostname()
 	doc, _ := json.Marshal(startedDoc{Token: hex.EncodeToString(tok[:]), Host: host, Started: time.Now().UTC(), PartSize: e.cfg.PartSize})
 	key := backupPrefix(dir, name) + startedMarker
-	err := e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
+	err := e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
 	if errors.Is(err, ErrExists) {
 		// Ours, from an attempt whose answer was lost?
 		if got, rerr := readSmall(ctx, e.be, key); rerr == nil && string(got) == string(doc) {
@@ -362,7 +379,7 @@ func removeBackup(ctx context.Context, e *env, dir, name string) error {
 	return nil
 }
 
-func readSmall(ctx context.Context, be Backend, key string) ([]byte, error) {
+func readSmall(ctx context.Context, be backend.Backend, key string) ([]byte, error) {
 	r, err := be.Get(ctx, key, 0, -1)
 	if err != nil {
 		return nil, err

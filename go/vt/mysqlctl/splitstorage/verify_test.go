@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -64,7 +65,7 @@ func TestVerifyParts(t *testing.T) {
 		return b
 	}
 	put := func(key string, b []byte) {
-		require.NoError(t, be.Put(ctx, key, bytes.NewReader(b), int64(len(b)), splitstorage.PutOptions{}))
+		require.NoError(t, be.Put(ctx, key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{}))
 	}
 	// a: flipped byte in part 2; b: part 3 truncated; c: part 4 missing;
 	// d: index edited by hand (size); e: untouched; plus a stray object.

@@ -32,6 +32,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 // Test credentials of the S3 server (not secrets: a throwaway local server).
@@ -400,4 +401,17 @@ func (s *Server) WithProxy(p *FaultProxy) *Server {
 	}
 	c.Addr = p.Addr
 	return &c
+}
+
+// StartBackend starts a server of kind (as Start) and returns its raw
+// backend, for the backend-level suite: environment set, closed at cleanup.
+func StartBackend(t *testing.T, kind string) backend.Backend {
+	srv := Start(t, kind)
+	srv.Setenv(t)
+	b, err := splitstorage.OpenBackend(context.Background(), srv.Config)
+	if err != nil {
+		t.Fatalf("opening the %s backend: %v", kind, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }

@@ -1,4 +1,5 @@
-package splitstorage
+// Package azure is the backend for Azure Blob Storage (block blobs).
+package azure
 
 import (
 	"context"
@@ -17,61 +18,84 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
-// Azure writes a part of up to azureSingleUpload bytes with one Put Blob; a
+// Azure writes a part of up to Config.SingleUpload bytes with one Put Blob; a
 // larger one (parts go up to 5GiB, one Put Blob to 5000MiB) as blocks of
-// azureBlockSize committed by one Put Block List. Either way the part is one
+// Config.BlockSize committed by one Put Block List. Either way the part is one
 // blob, created whole or not at all.
-var (
-	azureSingleUpload int64 = 256 << 20
-	azureBlockSize    int64 = 128 << 20
+const (
+	DefaultSingleUpload int64 = 256 << 20
+	DefaultBlockSize    int64 = 128 << 20
 )
 
-// azureBackend stores objects as block blobs in an Azure Storage container,
-// authenticated with the account's shared key read from
-// --split-storage-azure-key-file. The SDK's own retries are off (see
-// s3Backend).
-type azureBackend struct {
-	client *container.Client
-	prefix string
-	desc   string
+// Config is where the backend stores objects and how it authenticates.
+type Config struct {
+	Account   string
+	Container string
+	Prefix    string
+	Endpoint  string // the service URL; empty: https://<account>.blob.core.windows.net/
+	KeyFile   string // a file holding the account's shared key (--split-storage-azure-key-file)
+
+	SingleUpload int64 // 0: DefaultSingleUpload
+	BlockSize    int64 // 0: DefaultBlockSize
 }
 
-func newAzureBackend(c Config) (*azureBackend, error) {
-	key, err := os.ReadFile(c.AzureKeyFile)
+// Backend stores objects as block blobs in an Azure Storage container,
+// authenticated with the account's shared key read from
+// --split-storage-azure-key-file. The SDK's own retries are off (see
+// the s3 backend).
+type Backend struct {
+	client       *container.Client
+	prefix       string
+	desc         string
+	singleUpload int64
+	blockSize    int64
+}
+
+// New returns the backend for c.
+func New(c Config) (*Backend, error) {
+	key, err := os.ReadFile(c.KeyFile)
 	if err != nil {
 		// The error names the file, never its content.
-		return nil, permanent(fmt.Errorf("reading --split-storage-azure-key-file: %w", err))
+		return nil, backend.Permanent(fmt.Errorf("reading --split-storage-azure-key-file: %w", err))
 	}
-	cred, err := container.NewSharedKeyCredential(c.AzureAccount, strings.TrimSpace(string(key)))
+	cred, err := container.NewSharedKeyCredential(c.Account, strings.TrimSpace(string(key)))
 	if err != nil {
-		return nil, permanent(fmt.Errorf("the key in --split-storage-azure-key-file %s is not a shared key of account %s (it must be base64)", c.AzureKeyFile, c.AzureAccount))
+		return nil, backend.Permanent(fmt.Errorf("the key in --split-storage-azure-key-file %s is not a shared key of account %s (it must be base64)", c.KeyFile, c.Account))
 	}
-	endpoint := c.AzureEndpoint
+	endpoint := c.Endpoint
 	if endpoint == "" {
-		endpoint = fmt.Sprintf("https://%s.blob.core.windows.net/", c.AzureAccount)
+		endpoint = fmt.Sprintf("https://%s.blob.core.windows.net/", c.Account)
 	}
-	containerURL := strings.TrimRight(endpoint, "/") + "/" + c.AzureContainer
+	containerURL := strings.TrimRight(endpoint, "/") + "/" + c.Container
 	client, err := container.NewClientWithSharedKeyCredential(containerURL, cred, &container.ClientOptions{
 		ClientOptions: azcore.ClientOptions{
 			Retry:     policy.RetryOptions{MaxRetries: -1}, // one try: the retrying wrapper retries
-			Transport: newHTTPClient(),
+			Transport: backend.NewHTTPClient(),
 		},
 	})
 	if err != nil {
-		return nil, permanent(fmt.Errorf("creating Azure client for %s: %w", containerURL, err))
+		return nil, backend.Permanent(fmt.Errorf("creating Azure client for %s: %w", containerURL, err))
 	}
-	b := &azureBackend{client: client, prefix: normPrefix(c.AzurePrefix)}
-	b.desc = fmt.Sprintf("azure:%s/%s/%s", c.AzureAccount, c.AzureContainer, b.prefix)
+	b := &Backend{client: client, prefix: backend.NormPrefix(c.Prefix), singleUpload: c.SingleUpload, blockSize: c.BlockSize}
+	if b.singleUpload <= 0 {
+		b.singleUpload = DefaultSingleUpload
+	}
+	if b.blockSize <= 0 {
+		b.blockSize = DefaultBlockSize
+	}
+	b.desc = fmt.Sprintf("azure:%s/%s/%s", c.Account, c.Container, b.prefix)
 	return b, nil
 }
 
-func (b *azureBackend) String() string { return b.desc }
-func (b *azureBackend) Close() error   { return nil }
+func (b *Backend) String() string { return b.desc }
+func (b *Backend) Close() error   { return nil }
 
-// azureErr maps the service's errors onto the Backend's: a missing blob is
-// ErrNotExist, a failed if-none-match ErrExists, a missing container or a
+// azureErr maps the service's errors onto the backend package's: a missing blob is
+// backend.ErrNotExist, a failed if-none-match backend.ErrExists, a missing container or a
 // refused key permanent, throttling and 5xx transient.
 func azureErr(err error) error {
 	if err == nil {
@@ -79,46 +103,46 @@ func azureErr(err error) error {
 	}
 	switch {
 	case bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ResourceNotFound):
-		return fmt.Errorf("%w: %v", ErrNotExist, err)
+		return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 	case bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet):
-		return fmt.Errorf("%w: %v", ErrExists, err)
+		return fmt.Errorf("%w: %v", backend.ErrExists, err)
 	case bloberror.HasCode(err, bloberror.ContainerNotFound, bloberror.AuthenticationFailed, bloberror.AuthorizationFailure,
 		bloberror.InsufficientAccountPermissions, bloberror.AccountIsDisabled):
-		return permanent(err)
+		return backend.Permanent(err)
 	}
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
 		switch code := re.StatusCode; {
 		case code == http.StatusNotFound:
-			return fmt.Errorf("%w: %v", ErrNotExist, err)
+			return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 		case code == http.StatusPreconditionFailed:
 			// If-None-Match: * on a blob that exists (a 409 without the
 			// BlobAlreadyExists code is a lease or state conflict: permanent).
-			return fmt.Errorf("%w: %v", ErrExists, err)
-		case retryableStatus(code):
-			return transient(err)
+			return fmt.Errorf("%w: %v", backend.ErrExists, err)
+		case backend.RetryableStatus(code):
+			return backend.Transient(err)
 		default:
-			return permanent(err)
+			return backend.Permanent(err)
 		}
 	}
 	return err
 }
 
-func (b *azureBackend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts PutOptions) error {
+func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts backend.PutOptions) error {
 	bb := b.client.NewBlockBlobClient(b.prefix + key)
 	var cond *blob.AccessConditions
 	if opts.IfNotExists {
 		etagAny := azcore.ETagAny
 		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny}}
 	}
-	if size <= azureSingleUpload {
+	if size <= b.singleUpload {
 		_, err := bb.Upload(ctx, nopSeekCloser{r}, &blockblob.UploadOptions{AccessConditions: cond})
 		return azureErr(err)
 	}
 	var ids []string
-	for off, i := int64(0), 0; off < size; off, i = off+azureBlockSize, i+1 {
+	for off, i := int64(0), 0; off < size; off, i = off+b.blockSize, i+1 {
 		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "part-block-%06d", i))
-		sec := &seekSection{r: r, base: off, size: min(azureBlockSize, size-off)}
+		sec := &seekSection{r: r, base: off, size: min(b.blockSize, size-off)}
 		if _, err := bb.StageBlock(ctx, id, sec, nil); err != nil {
 			return azureErr(err)
 		}
@@ -128,7 +152,7 @@ func (b *azureBackend) Put(ctx context.Context, key string, r io.ReadSeeker, siz
 	return azureErr(err)
 }
 
-func (b *azureBackend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+func (b *Backend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	if length == 0 {
 		return io.NopCloser(strings.NewReader("")), nil
 	}
@@ -143,26 +167,26 @@ func (b *azureBackend) Get(ctx context.Context, key string, offset, length int64
 	return resp.Body, nil
 }
 
-func (b *azureBackend) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
 	props, err := b.client.NewBlobClient(b.prefix+key).GetProperties(ctx, nil)
 	if err != nil {
-		return ObjectInfo{}, azureErr(err)
+		return backend.ObjectInfo{}, azureErr(err)
 	}
 	var size int64
 	if props.ContentLength != nil {
 		size = *props.ContentLength
 	}
-	return ObjectInfo{Key: key, Size: size}, nil
+	return backend.ObjectInfo{Key: key, Size: size}, nil
 }
 
-func (b *azureBackend) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
+func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
 	full := b.prefix + prefix
-	var out []ObjectInfo
+	var out []backend.ObjectInfo
 	add := func(name *string, size *int64, dir bool) {
 		if name == nil {
 			return
 		}
-		o := ObjectInfo{Key: strings.TrimPrefix(*name, b.prefix), Dir: dir}
+		o := backend.ObjectInfo{Key: strings.TrimPrefix(*name, b.prefix), Dir: dir}
 		if size != nil {
 			o.Size = *size
 		}
@@ -190,7 +214,7 @@ func (b *azureBackend) List(ctx context.Context, prefix string, dirs bool) ([]Ob
 	if err != nil {
 		return nil, azureErr(err)
 	}
-	sortInfos(out)
+	backend.SortInfos(out)
 	return out, nil
 }
 
@@ -206,10 +230,10 @@ func eachPage[T any](ctx context.Context, p *runtime.Pager[T], fn func(T)) error
 	return nil
 }
 
-func (b *azureBackend) Delete(ctx context.Context, key string) error {
+func (b *Backend) Delete(ctx context.Context, key string) error {
 	_, err := b.client.NewBlobClient(b.prefix+key).Delete(ctx, nil)
 	err = azureErr(err)
-	if errors.Is(err, ErrNotExist) {
+	if errors.Is(err, backend.ErrNotExist) {
 		return nil
 	}
 	return err

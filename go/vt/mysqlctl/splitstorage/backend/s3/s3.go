@@ -1,4 +1,5 @@
-package splitstorage
+// Package s3 is the backend for S3 and S3-compatible object stores.
+package s3
 
 import (
 	"context"
@@ -15,13 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
-// s3Backend stores objects in an S3 bucket (AWS or any S3-compatible server).
+// Backend stores objects in an S3 bucket (AWS or any S3-compatible server).
 // Credentials come from the standard AWS chain (environment, shared files, IMDS,
 // web identity...); see TakeEnvCredentials. The SDK's own retries are off: the retrying wrapper is the
 // single place where requests are retried, logged and counted.
-type s3Backend struct {
+type Backend struct {
 	client       *s3.Client
 	bucket       string
 	prefix       string
@@ -32,61 +35,58 @@ type s3Backend struct {
 	endpoint     string // endpoint and region: backends with the same copy server-side
 }
 
-func newS3Backend(ctx context.Context, c Config) (*s3Backend, error) {
-	opts := []func(*config.LoadOptions) error{config.WithRegion(c.S3Region)}
+// Config is where and how the backend stores objects.
+type Config struct {
+	Endpoint       string // empty: AWS
+	Region         string
+	Bucket         string
+	Prefix         string
+	ForcePathStyle bool
+	SSE            string // "", AES256, aws:kms, aws:kms:dsse
+	SSEKMSKeyID    string
+	StorageClass   string
+}
+
+// New returns the backend for c. Credentials are those TakeEnvCredentials
+// took, or else the SDK's default chain.
+func New(ctx context.Context, c Config) (*Backend, error) {
+	opts := []func(*config.LoadOptions) error{config.WithRegion(c.Region)}
 	if p := takenCredentials(); p != nil {
 		opts = append(opts, config.WithCredentialsProvider(p))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("loading AWS configuration: %w", err))
+		return nil, backend.Permanent(fmt.Errorf("loading AWS configuration: %w", err))
 	}
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	cfg.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 	cfg.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if c.S3Endpoint != "" {
-			o.BaseEndpoint = aws.String(c.S3Endpoint)
+		if c.Endpoint != "" {
+			o.BaseEndpoint = aws.String(c.Endpoint)
 		}
-		o.UsePathStyle = c.S3ForcePathStyle
-		o.HTTPClient = newHTTPClient()
+		o.UsePathStyle = c.ForcePathStyle
+		o.HTTPClient = backend.NewHTTPClient()
 	})
-	b := &s3Backend{
+	b := &Backend{
 		client:       client,
-		bucket:       c.S3Bucket,
-		prefix:       normPrefix(c.S3Prefix),
-		sse:          types.ServerSideEncryption(c.S3SSE),
-		kmsKeyID:     c.S3SSEKMSKeyID,
-		storageClass: types.StorageClass(c.S3StorageClass),
+		bucket:       c.Bucket,
+		prefix:       backend.NormPrefix(c.Prefix),
+		sse:          types.ServerSideEncryption(c.SSE),
+		kmsKeyID:     c.SSEKMSKeyID,
+		storageClass: types.StorageClass(c.StorageClass),
 	}
-	ep := c.S3Endpoint
+	ep := c.Endpoint
 	if ep == "" {
 		ep = "aws"
 	}
-	b.desc = fmt.Sprintf("s3:%s/%s/%s", ep, c.S3Bucket, b.prefix)
-	b.endpoint = ep + "|" + c.S3Region
+	b.desc = fmt.Sprintf("s3:%s/%s/%s", ep, c.Bucket, b.prefix)
+	b.endpoint = ep + "|" + c.Region
 	return b, nil
 }
 
-// newHTTPClient returns a client with enough idle connections for parallel parts.
-func newHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64
-	t.DisableCompression = true
-	return &http.Client{Transport: t}
-}
-
-func normPrefix(p string) string {
-	p = strings.Trim(p, "/")
-	if p == "" {
-		return ""
-	}
-	return p + "/"
-}
-
-func (b *s3Backend) String() string { return b.desc }
-func (b *s3Backend) Close() error   { return nil }
+func (b *Backend) String() string { return b.desc }
+func (b *Backend) Close() error   { return nil }
 
 func crc32cBase64(sum uint32) string {
 	var buf [4]byte
@@ -101,30 +101,30 @@ func s3Err(err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
 	if errors.As(err, &nsk) || errors.As(err, &nf) {
-		return fmt.Errorf("%w: %v", ErrNotExist, err)
+		return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
 		case "NoSuchKey", "NotFound":
-			return fmt.Errorf("%w: %v", ErrNotExist, err)
+			return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 		case "PreconditionFailed", "ConditionalRequestConflict":
-			return fmt.Errorf("%w: %v", ErrExists, err)
+			return fmt.Errorf("%w: %v", backend.ErrExists, err)
 		}
 	}
-	var hs httpStatusError
+	var hs backend.HTTPStatusError
 	if errors.As(err, &hs) {
 		switch hs.HTTPStatusCode() {
 		case http.StatusNotFound:
-			return fmt.Errorf("%w: %v", ErrNotExist, err)
+			return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 		case http.StatusPreconditionFailed:
-			return fmt.Errorf("%w: %v", ErrExists, err)
+			return fmt.Errorf("%w: %v", backend.ErrExists, err)
 		}
 	}
 	return err
 }
 
-func (b *s3Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts PutOptions) error {
+func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts backend.PutOptions) error {
 	in := &s3.PutObjectInput{
 		Bucket:            aws.String(b.bucket),
 		Key:               aws.String(b.prefix + key),
@@ -149,7 +149,7 @@ func (b *s3Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size i
 	return s3Err(err)
 }
 
-func (b *s3Backend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+func (b *Backend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.prefix + key)}
 	switch {
 	case length == 0:
@@ -166,20 +166,20 @@ func (b *s3Backend) Get(ctx context.Context, key string, offset, length int64) (
 	return out.Body, nil
 }
 
-func (b *s3Backend) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
 	out, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.prefix + key)})
 	if err != nil {
-		return ObjectInfo{}, s3Err(err)
+		return backend.ObjectInfo{}, s3Err(err)
 	}
-	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength)}, nil
+	return backend.ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength)}, nil
 }
 
-func (b *s3Backend) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
+func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(b.prefix + prefix)}
 	if dirs {
 		in.Delimiter = aws.String("/")
 	}
-	var out []ObjectInfo
+	var out []backend.ObjectInfo
 	p := s3.NewListObjectsV2Paginator(b.client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -187,20 +187,20 @@ func (b *s3Backend) List(ctx context.Context, prefix string, dirs bool) ([]Objec
 			return nil, s3Err(err)
 		}
 		for _, o := range page.Contents {
-			out = append(out, ObjectInfo{Key: strings.TrimPrefix(aws.ToString(o.Key), b.prefix), Size: aws.ToInt64(o.Size)})
+			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(aws.ToString(o.Key), b.prefix), Size: aws.ToInt64(o.Size)})
 		}
 		for _, cp := range page.CommonPrefixes {
-			out = append(out, ObjectInfo{Key: strings.TrimPrefix(aws.ToString(cp.Prefix), b.prefix), Dir: true})
+			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(aws.ToString(cp.Prefix), b.prefix), Dir: true})
 		}
 	}
-	sortInfos(out)
+	backend.SortInfos(out)
 	return out, nil
 }
 
-func (b *s3Backend) Delete(ctx context.Context, key string) error {
+func (b *Backend) Delete(ctx context.Context, key string) error {
 	_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(b.prefix + key)})
 	err = s3Err(err)
-	if errors.Is(err, ErrNotExist) {
+	if errors.Is(err, backend.ErrNotExist) {
 		return nil
 	}
 	return err

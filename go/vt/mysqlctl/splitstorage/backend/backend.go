@@ -1,12 +1,19 @@
-package splitstorage
+// Package backend is the small object-store interface the split storage
+// writes through, and what its implementations share: the errors every one
+// maps its service's errors onto, and which of them a retry may fix.
+// Implementations live in the sub-packages (local, s3, gcs, azure);
+// behaviour (retries) is added by wrapping one (retry).
+package backend
 
 import (
 	"context"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -61,8 +68,8 @@ func (p permanentError) Error() string        { return p.err.Error() }
 func (p permanentError) Unwrap() error        { return p.err }
 func (p permanentError) Is(target error) bool { return target == ErrPermanent }
 
-// permanent marks err as not retryable.
-func permanent(err error) error {
+// Permanent marks err as not retryable.
+func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -74,16 +81,22 @@ type transientError struct{ err error }
 func (p transientError) Error() string { return p.err.Error() }
 func (p transientError) Unwrap() error { return p.err }
 
-// transient marks err as retryable whatever it wraps.
-func transient(err error) error {
+// Transient marks err as retryable whatever it wraps.
+func Transient(err error) error {
 	if err == nil {
 		return nil
 	}
 	return transientError{err}
 }
 
-// httpStatusError is what the store SDKs' errors have in common.
-type httpStatusError interface{ HTTPStatusCode() int }
+// MarkedTransient says whether err was marked with Transient.
+func MarkedTransient(err error) bool {
+	var te transientError
+	return errors.As(err, &te)
+}
+
+// HTTPStatusError is what the store SDKs' errors have in common.
+type HTTPStatusError interface{ HTTPStatusCode() int }
 
 // errorCoder matches smithy.APIError.
 type errorCoder interface{ ErrorCode() string }
@@ -115,14 +128,11 @@ func IsTransient(err error) bool {
 			return false
 		}
 	}
-	var hs httpStatusError
+	var hs HTTPStatusError
 	if errors.As(err, &hs) {
 		if code := hs.HTTPStatusCode(); code != 0 {
-			return retryableStatus(code)
+			return RetryableStatus(code)
 		}
-	}
-	if code := googleStatus(err); code != 0 {
-		return retryableStatus(code)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
@@ -140,7 +150,9 @@ func IsTransient(err error) bool {
 	return true
 }
 
-func retryableStatus(code int) bool {
+// RetryableStatus says whether a request answered with HTTP status code may
+// succeed if tried again: timeouts, throttling and server errors.
+func RetryableStatus(code int) bool {
 	switch {
 	case code == 408 || code == 429 || code >= 500:
 		return true
@@ -150,4 +162,49 @@ func retryableStatus(code int) bool {
 	return true
 }
 
-func sortInfos(o []ObjectInfo) { sort.Slice(o, func(i, j int) bool { return o[i].Key < o[j].Key }) }
+// SortInfos sorts o by key, as List returns it.
+func SortInfos(o []ObjectInfo) { sort.Slice(o, func(i, j int) bool { return o[i].Key < o[j].Key }) }
+
+// ServerCopier is a Backend that copies an object of another Backend to the
+// same key without the bytes passing through this process, where both are on
+// one service (one S3 endpoint, one GCS service, one file system).
+type ServerCopier interface {
+	// CopyFrom copies src's key here. ok is false, with nothing done, when
+	// src is not one it can copy from (another service, an object larger
+	// than one copy request takes): the caller streams it instead.
+	CopyFrom(ctx context.Context, src Backend, key string, size int64, opts PutOptions) (ok bool, err error)
+}
+
+// Unwrapper is a wrapper around a Backend (retry): server-side copies look
+// through it for the backend that holds the objects.
+type Unwrapper interface{ Unwrap() Backend }
+
+// Innermost returns b with every wrapper taken off.
+func Innermost(b Backend) Backend {
+	for {
+		u, ok := b.(Unwrapper)
+		if !ok {
+			return b
+		}
+		b = u.Unwrap()
+	}
+}
+
+// NewHTTPClient returns a client with enough idle connections for parallel
+// parts, for the network backends.
+func NewHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.DisableCompression = true
+	return &http.Client{Transport: t}
+}
+
+// NormPrefix turns a configured prefix into "" or "a/b/": keys are appended to it.
+func NormPrefix(p string) string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return ""
+	}
+	return p + "/"
+}

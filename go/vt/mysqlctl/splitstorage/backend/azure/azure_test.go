@@ -1,4 +1,4 @@
-package splitstorage_test
+package azure_test
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/azure"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -21,18 +23,18 @@ import (
 // existing blob, and a retried Put (the same reader again) gives the same blob.
 func TestAzureLargePartAsBlocks(t *testing.T) {
 	srv := splitstoragetest.StartAzure(t)
-	splitstorage.SetAzureBlocksForTest(t, 1<<20, 1<<20+7) // blocks of an odd size
-	s := newStorage(t, srv.Config)
-	ctx := context.Background()
-	be, err := s.RawBackendForTest(ctx)
+	c := config(srv.Config)
+	c.SingleUpload, c.BlockSize = 1<<20, 1<<20+7 // blocks of an odd size
+	be, err := azure.New(c)
 	require.NoError(t, err)
+	ctx := context.Background()
 
 	data := make([]byte, 5<<20+123)
 	for i := range data {
 		data[i] = byte(rand.Uint32())
 	}
 	r := bytes.NewReader(data)
-	require.NoError(t, be.Put(ctx, "big", r, int64(len(data)), splitstorage.PutOptions{IfNotExists: true}))
+	require.NoError(t, be.Put(ctx, "big", r, int64(len(data)), backend.PutOptions{IfNotExists: true}))
 	read := func(off, n int64) []byte {
 		rc, err := be.Get(ctx, "big", off, n)
 		require.NoError(t, err)
@@ -50,30 +52,33 @@ func TestAzureLargePartAsBlocks(t *testing.T) {
 
 	_, err = r.Seek(0, io.SeekStart)
 	require.NoError(t, err)
-	err = be.Put(ctx, "big", r, int64(len(data)), splitstorage.PutOptions{IfNotExists: true})
-	require.ErrorIs(t, err, splitstorage.ErrExists)
+	err = be.Put(ctx, "big", r, int64(len(data)), backend.PutOptions{IfNotExists: true})
+	require.ErrorIs(t, err, backend.ErrExists)
 	_, err = r.Seek(0, io.SeekStart)
 	require.NoError(t, err)
-	require.NoError(t, be.Put(ctx, "big", r, int64(len(data)), splitstorage.PutOptions{}))
+	require.NoError(t, be.Put(ctx, "big", r, int64(len(data)), backend.PutOptions{}))
 	assert.Equal(t, data, read(0, -1))
 }
 
 // A key file that is missing or not a key fails naming the flag, never
 // showing what the file holds.
 func TestAzureKeyFileErrors(t *testing.T) {
-	c := splitstoragetest.TestConfig()
-	c.Backend = splitstorage.BackendAzure
-	c.AzureAccount, c.AzureContainer = "acct", "c"
+	c := azure.Config{Account: "acct", Container: "c"}
 	open := func() error {
-		_, err := newStorage(t, c).RawBackendForTest(context.Background())
+		_, err := azure.New(c)
 		return err
 	}
-	c.AzureKeyFile = filepath.Join(t.TempDir(), "missing")
+	c.KeyFile = filepath.Join(t.TempDir(), "missing")
 	require.ErrorContains(t, open(), "--split-storage-azure-key-file")
 
-	c.AzureKeyFile = filepath.Join(t.TempDir(), "key")
-	require.NoError(t, os.WriteFile(c.AzureKeyFile, []byte("not base64 !!! secret-looking-text"), 0o600))
+	c.KeyFile = filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(c.KeyFile, []byte("not base64 !!! secret-looking-text"), 0o600))
 	err := open()
 	require.ErrorContains(t, err, "--split-storage-azure-key-file")
 	assert.NotContains(t, err.Error(), "secret-looking-text")
+}
+
+// config is the Azure part of a split storage configuration.
+func config(c splitstorage.Config) azure.Config {
+	return azure.Config{Account: c.AzureAccount, Container: c.AzureContainer, Prefix: c.AzurePrefix, Endpoint: c.AzureEndpoint, KeyFile: c.AzureKeyFile}
 }

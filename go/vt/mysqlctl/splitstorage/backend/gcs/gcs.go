@@ -1,4 +1,5 @@
-package splitstorage
+// Package gcs is the backend for Google Cloud Storage.
+package gcs
 
 import (
 	"context"
@@ -15,31 +16,40 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
-// gcsBackend stores objects in a Google Cloud Storage bucket. Credentials come
+// Backend stores objects in a Google Cloud Storage bucket. Credentials come
 // from Application Default Credentials; STORAGE_EMULATOR_HOST points the client
-// at an emulator. The library's retries are off (see s3Backend), and so is its
+// at an emulator. The library's retries are off (see the s3 backend), and so is its
 // reader's own reopen of a broken body (see oneRequestPerGet).
-type gcsBackend struct {
+type Backend struct {
 	client *storage.Client
 	bucket *storage.BucketHandle
 	prefix string
 	desc   string
 }
 
-func newGCSBackend(ctx context.Context, c Config) (*gcsBackend, error) {
+// Config is where the backend stores objects.
+type Config struct {
+	Bucket string
+	Prefix string
+}
+
+// New returns the backend for c.
+func New(ctx context.Context, c Config) (*Backend, error) {
 	hc, err := newGCSHTTPClient(ctx)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("creating GCS client: %w", err))
+		return nil, backend.Permanent(fmt.Errorf("creating GCS client: %w", err))
 	}
 	client, err := storage.NewClient(ctx, option.WithHTTPClient(hc))
 	if err != nil {
-		return nil, permanent(fmt.Errorf("creating GCS client: %w", err))
+		return nil, backend.Permanent(fmt.Errorf("creating GCS client: %w", err))
 	}
 	client.SetRetry(storage.WithPolicy(storage.RetryNever))
-	b := &gcsBackend{client: client, bucket: client.Bucket(c.GCSBucket), prefix: normPrefix(c.GCSPrefix)}
-	b.desc = fmt.Sprintf("gcs:%s/%s", c.GCSBucket, b.prefix)
+	b := &Backend{client: client, bucket: client.Bucket(c.Bucket), prefix: backend.NormPrefix(c.Prefix)}
+	b.desc = fmt.Sprintf("gcs:%s/%s", c.Bucket, b.prefix)
 	return b, nil
 }
 
@@ -47,7 +57,7 @@ func newGCSBackend(ctx context.Context, c Config) (*gcsBackend, error) {
 // Default Credentials and the storage scopes, or no authentication against an
 // emulator) over our transport wrapped in oneRequestPerGet.
 func newGCSHTTPClient(ctx context.Context) (*http.Client, error) {
-	base := oneRequestPerGet{newHTTPClient().Transport}
+	base := oneRequestPerGet{backend.NewHTTPClient().Transport}
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" {
 		return &http.Client{Transport: base}, nil
 	}
@@ -59,7 +69,7 @@ func newGCSHTTPClient(ctx context.Context) (*http.Client, error) {
 	return &http.Client{Transport: t}, nil
 }
 
-// getAttempt marks the context of one Backend.Get: the requests made under it.
+// getAttempt marks the context of one backend.Backend.Get: the requests made under it.
 type getAttempt struct{}
 
 // errReopenRefused is what the GCS library's reader gets when it tries to
@@ -83,8 +93,8 @@ func (t oneRequestPerGet) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.RoundTripper.RoundTrip(req)
 }
 
-func (b *gcsBackend) String() string { return b.desc }
-func (b *gcsBackend) Close() error   { return b.client.Close() }
+func (b *Backend) String() string { return b.desc }
+func (b *Backend) Close() error   { return b.client.Close() }
 
 func googleStatus(err error) int {
 	var ge *googleapi.Error
@@ -99,21 +109,26 @@ func gcsErr(err error) error {
 		return nil
 	}
 	if errors.Is(err, storage.ErrObjectNotExist) {
-		return fmt.Errorf("%w: %v", ErrNotExist, err)
+		return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 	}
 	if errors.Is(err, storage.ErrBucketNotExist) {
-		return permanent(err)
+		return backend.Permanent(err)
 	}
-	switch googleStatus(err) {
-	case 404:
-		return fmt.Errorf("%w: %v", ErrNotExist, err)
-	case 412:
-		return fmt.Errorf("%w: %v", ErrExists, err)
+	switch code := googleStatus(err); {
+	case code == 404:
+		return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
+	case code == 412:
+		return fmt.Errorf("%w: %v", backend.ErrExists, err)
+	case code == 0:
+		return err
+	case backend.RetryableStatus(code):
+		return backend.Transient(err)
+	default:
+		return backend.Permanent(err)
 	}
-	return err
 }
 
-func (b *gcsBackend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts PutOptions) error {
+func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts backend.PutOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	obj := b.bucket.Object(b.prefix + key)
@@ -133,7 +148,7 @@ func (b *gcsBackend) Put(ctx context.Context, key string, r io.ReadSeeker, size 
 	return gcsErr(w.Close())
 }
 
-func (b *gcsBackend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+func (b *Backend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	if length == 0 {
 		return io.NopCloser(strings.NewReader("")), nil
 	}
@@ -145,22 +160,22 @@ func (b *gcsBackend) Get(ctx context.Context, key string, offset, length int64) 
 	return r, nil
 }
 
-func (b *gcsBackend) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
 	a, err := b.bucket.Object(b.prefix + key).Attrs(ctx)
 	if err != nil {
-		return ObjectInfo{}, gcsErr(err)
+		return backend.ObjectInfo{}, gcsErr(err)
 	}
-	return ObjectInfo{Key: key, Size: a.Size}, nil
+	return backend.ObjectInfo{Key: key, Size: a.Size}, nil
 }
 
-func (b *gcsBackend) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
+func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
 	q := &storage.Query{Prefix: b.prefix + prefix}
 	if dirs {
 		q.Delimiter = "/"
 	}
 	_ = q.SetAttrSelection([]string{"Name", "Size", "Prefix"})
 	it := b.bucket.Objects(ctx, q)
-	var out []ObjectInfo
+	var out []backend.ObjectInfo
 	for {
 		a, err := it.Next()
 		if err == iterator.Done {
@@ -170,18 +185,18 @@ func (b *gcsBackend) List(ctx context.Context, prefix string, dirs bool) ([]Obje
 			return nil, gcsErr(err)
 		}
 		if a.Prefix != "" {
-			out = append(out, ObjectInfo{Key: strings.TrimPrefix(a.Prefix, b.prefix), Dir: true})
+			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(a.Prefix, b.prefix), Dir: true})
 			continue
 		}
-		out = append(out, ObjectInfo{Key: strings.TrimPrefix(a.Name, b.prefix), Size: a.Size})
+		out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(a.Name, b.prefix), Size: a.Size})
 	}
-	sortInfos(out)
+	backend.SortInfos(out)
 	return out, nil
 }
 
-func (b *gcsBackend) Delete(ctx context.Context, key string) error {
+func (b *Backend) Delete(ctx context.Context, key string) error {
 	err := gcsErr(b.bucket.Object(b.prefix + key).Delete(ctx))
-	if errors.Is(err, ErrNotExist) {
+	if errors.Is(err, backend.ErrNotExist) {
 		return nil
 	}
 	return err

@@ -1,4 +1,5 @@
-package splitstorage
+// Package local is the file backend: objects are files under a root directory.
+package local
 
 import (
 	"context"
@@ -13,12 +14,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
-// localBackend stores objects as files under a root directory. A Put writes a
+// Backend stores objects as files under a root directory. A Put writes a
 // temporary file, fsyncs it, renames it into place and fsyncs the directory, so
 // an object is either absent or complete after a crash.
-type localBackend struct {
+type Backend struct {
 	root string
 }
 
@@ -28,24 +31,24 @@ const (
 	localTmpMark  = ".tmp-"
 )
 
-func newLocalBackend(root string) (*localBackend, error) {
+func New(root string) (*Backend, error) {
 	if root == "" {
-		return nil, permanent(errors.New("--split-storage-root is empty"))
+		return nil, backend.Permanent(errors.New("--split-storage-root is empty"))
 	}
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil, permanent(err)
+		return nil, backend.Permanent(err)
 	}
-	return &localBackend{root: abs}, nil
+	return &Backend{root: abs}, nil
 }
 
-func (l *localBackend) String() string { return "file:" + l.root }
-func (l *localBackend) Close() error   { return nil }
+func (l *Backend) String() string { return "file:" + l.root }
+func (l *Backend) Close() error   { return nil }
 
-func (l *localBackend) path(key string) (string, error) {
+func (l *Backend) path(key string) (string, error) {
 	clean := path.Clean("/" + key)
 	if clean == "/" || strings.Contains(key, "\\") || clean != "/"+strings.TrimSuffix(key, "/") {
-		return "", permanent(fmt.Errorf("invalid object key %q", key))
+		return "", backend.Permanent(fmt.Errorf("invalid object key %q", key))
 	}
 	return filepath.Join(l.root, filepath.FromSlash(clean[1:])), nil
 }
@@ -55,12 +58,12 @@ func localErr(err error) error {
 		return nil
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %v", ErrNotExist, err)
+		return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 	}
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: %v", ErrExists, err)
+		return fmt.Errorf("%w: %v", backend.ErrExists, err)
 	}
-	return permanent(err)
+	return backend.Permanent(err)
 }
 
 func syncDir(dir string) error {
@@ -72,7 +75,7 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-func (l *localBackend) mkdirs(dir string) error {
+func (l *Backend) mkdirs(dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
@@ -91,7 +94,7 @@ func (l *localBackend) mkdirs(dir string) error {
 	return nil
 }
 
-func (l *localBackend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts PutOptions) error {
+func (l *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int64, opts backend.PutOptions) error {
 	p, err := l.path(key)
 	if err != nil {
 		return err
@@ -119,7 +122,7 @@ func (l *localBackend) Put(ctx context.Context, key string, r io.ReadSeeker, siz
 		return localErr(err)
 	}
 	if n != size {
-		return permanent(fmt.Errorf("put %s: wrote %d bytes, expected %d", key, n, size))
+		return backend.Permanent(fmt.Errorf("put %s: wrote %d bytes, expected %d", key, n, size))
 	}
 	if err := f.Sync(); err != nil {
 		return localErr(err)
@@ -152,7 +155,7 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-func (l *localBackend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+func (l *Backend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	p, err := l.path(key)
 	if err != nil {
 		return nil, err
@@ -176,22 +179,22 @@ func (l *localBackend) Get(ctx context.Context, key string, offset, length int64
 	}{io.LimitReader(f, length), f}, nil
 }
 
-func (l *localBackend) Stat(ctx context.Context, key string) (ObjectInfo, error) {
+func (l *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
 	p, err := l.path(key)
 	if err != nil {
-		return ObjectInfo{}, err
+		return backend.ObjectInfo{}, err
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return ObjectInfo{}, localErr(err)
+		return backend.ObjectInfo{}, localErr(err)
 	}
 	if fi.IsDir() {
-		return ObjectInfo{}, fmt.Errorf("%w: %s is a directory", ErrNotExist, key)
+		return backend.ObjectInfo{}, fmt.Errorf("%w: %s is a directory", backend.ErrNotExist, key)
 	}
-	return ObjectInfo{Key: key, Size: fi.Size()}, nil
+	return backend.ObjectInfo{Key: key, Size: fi.Size()}, nil
 }
 
-func (l *localBackend) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
+func (l *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
 	// prefix is a "directory" (ends in '/') or a name prefix inside one.
 	dirKey, namePrefix := path.Split(prefix)
 	base := l.root
@@ -202,7 +205,7 @@ func (l *localBackend) List(ctx context.Context, prefix string, dirs bool) ([]Ob
 		}
 		base = p
 	}
-	var out []ObjectInfo
+	var out []backend.ObjectInfo
 	entries, err := os.ReadDir(base)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -218,7 +221,7 @@ func (l *localBackend) List(ctx context.Context, prefix string, dirs bool) ([]Ob
 		key := dirKey + name
 		if e.IsDir() {
 			if dirs {
-				out = append(out, ObjectInfo{Key: key + "/", Dir: true})
+				out = append(out, backend.ObjectInfo{Key: key + "/", Dir: true})
 				continue
 			}
 			err := filepath.WalkDir(filepath.Join(base, name), func(p string, d fs.DirEntry, err error) error {
@@ -236,7 +239,7 @@ func (l *localBackend) List(ctx context.Context, prefix string, dirs bool) ([]Ob
 					return nil
 				}
 				rel, _ := filepath.Rel(l.root, p)
-				out = append(out, ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size()})
+				out = append(out, backend.ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size()})
 				return nil
 			})
 			if err != nil {
@@ -248,13 +251,13 @@ func (l *localBackend) List(ctx context.Context, prefix string, dirs bool) ([]Ob
 		if err != nil {
 			continue
 		}
-		out = append(out, ObjectInfo{Key: key, Size: info.Size()})
+		out = append(out, backend.ObjectInfo{Key: key, Size: info.Size()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
 }
 
-func (l *localBackend) Delete(ctx context.Context, key string) error {
+func (l *Backend) Delete(ctx context.Context, key string) error {
 	p, err := l.path(key)
 	if err != nil {
 		return err

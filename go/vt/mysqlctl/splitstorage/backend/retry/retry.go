@@ -1,4 +1,7 @@
-package splitstorage
+// Package retry wraps a backend.Backend so that every request is retried with
+// backoff on transient errors, cancelled when it stalls, and a cut download is
+// resumed where it broke.
+package retry
 
 import (
 	"context"
@@ -12,17 +15,19 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
-// retryPolicy is the exponential backoff with full jitter of the retrying backend.
-type retryPolicy struct {
+// Policy is the exponential backoff with full jitter of the retrying backend.
+type Policy struct {
 	MaxAttempts    int
 	InitialBackoff time.Duration
 	MaxBackoff     time.Duration
 	RequestTimeout time.Duration
 }
 
-func (p retryPolicy) backoff(attempt int) time.Duration {
+func (p Policy) backoff(attempt int) time.Duration {
 	d := p.InitialBackoff
 	for i := 1; i < attempt && d < p.MaxBackoff; i++ {
 		d *= 2
@@ -32,30 +37,35 @@ func (p retryPolicy) backoff(attempt int) time.Duration {
 	return time.Duration(rand.Int64N(int64(d))+1) + time.Millisecond
 }
 
-// retrying wraps a Backend: every call is retried with backoff on transient
+// Backend wraps a backend.Backend: every call is retried with backoff on transient
 // errors, each attempt is cancelled when it moves no byte for RequestTimeout,
 // and Get returns a reader that resumes a body cut mid-way at the offset
 // reached. Every retry is logged and counted (Retries and the stats scope).
-type retrying struct {
-	Backend
-	policy  retryPolicy
+type Backend struct {
+	backend.Backend
+	policy  Policy
 	logger  logutil.Logger
 	stats   stats.Stats // scoped to Operation("Retry")
 	retries *atomic.Int64
 }
 
-func newRetrying(b Backend, policy retryPolicy, logger logutil.Logger, st stats.Stats, counter *atomic.Int64) *retrying {
+// New wraps b. Retries are logged to logger, timed in st's Operation("Retry")
+// scope and counted in counter (nil: a counter of its own).
+func New(b backend.Backend, policy Policy, logger logutil.Logger, st stats.Stats, counter *atomic.Int64) *Backend {
 	if counter == nil {
 		counter = new(atomic.Int64)
 	}
-	return &retrying{Backend: b, policy: policy, logger: logger, stats: st.Scope(stats.Operation("Retry")), retries: counter}
+	return &Backend{Backend: b, policy: policy, logger: logger, stats: st.Scope(stats.Operation("Retry")), retries: counter}
 }
 
+// Unwrap returns the backend wrapped.
+func (r *Backend) Unwrap() backend.Backend { return r.Backend }
+
 // Retries returns how many retries this backend has made.
-func (r *retrying) Retries() int64 { return r.retries.Load() }
+func (r *Backend) Retries() int64 { return r.retries.Load() }
 
 // do runs fn until it succeeds, fails permanently or runs out of attempts.
-func (r *retrying) do(ctx context.Context, op, key string, fn func(ctx context.Context, kick func()) error) error {
+func (r *Backend) do(ctx context.Context, op, key string, fn func(ctx context.Context, kick func()) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -70,11 +80,10 @@ func (r *retrying) do(ctx context.Context, op, key string, fn func(ctx context.C
 		if err == nil {
 			return nil
 		}
-		var te transientError
-		if stalled && ctx.Err() == nil && !errors.As(err, &te) {
-			err = transient(fmt.Errorf("no progress for %v: %w", r.policy.RequestTimeout, err))
+		if stalled && ctx.Err() == nil && !backend.MarkedTransient(err) {
+			err = backend.Transient(fmt.Errorf("no progress for %v: %w", r.policy.RequestTimeout, err))
 		}
-		if ctx.Err() != nil || !IsTransient(err) {
+		if ctx.Err() != nil || !backend.IsTransient(err) {
 			return err
 		}
 		if attempt >= r.policy.MaxAttempts {
@@ -86,7 +95,7 @@ func (r *retrying) do(ctx context.Context, op, key string, fn func(ctx context.C
 	}
 }
 
-func (r *retrying) sleep(ctx context.Context, op, key string, attempt int, cause error) error {
+func (r *Backend) sleep(ctx context.Context, op, key string, attempt int, cause error) error {
 	d := r.policy.backoff(attempt)
 	n := r.retries.Add(1)
 	r.stats.TimedIncrement(d)
@@ -101,14 +110,14 @@ func (r *retrying) sleep(ctx context.Context, op, key string, attempt int, cause
 	}
 }
 
-func (r *retrying) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, opts PutOptions) error {
+func (r *Backend) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, opts backend.PutOptions) error {
 	first := true
 	return r.do(ctx, "put", key, func(ctx context.Context, kick func()) error {
 		if _, err := body.Seek(0, io.SeekStart); err != nil {
-			return permanent(err)
+			return backend.Permanent(err)
 		}
 		err := r.Backend.Put(ctx, key, &kickReadSeeker{body, kick}, size, opts)
-		if errors.Is(err, ErrExists) && !first {
+		if errors.Is(err, backend.ErrExists) && !first {
 			// An earlier attempt may have written it and lost the answer; the caller
 			// decides (see StartBackup's token check).
 			return fmt.Errorf("%w (on a retry)", err)
@@ -118,8 +127,8 @@ func (r *retrying) Put(ctx context.Context, key string, body io.ReadSeeker, size
 	})
 }
 
-func (r *retrying) Stat(ctx context.Context, key string) (ObjectInfo, error) {
-	var oi ObjectInfo
+func (r *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, error) {
+	var oi backend.ObjectInfo
 	err := r.do(ctx, "stat", key, func(ctx context.Context, kick func()) error {
 		var err error
 		oi, err = r.Backend.Stat(ctx, key)
@@ -128,8 +137,8 @@ func (r *retrying) Stat(ctx context.Context, key string) (ObjectInfo, error) {
 	return oi, err
 }
 
-func (r *retrying) List(ctx context.Context, prefix string, dirs bool) ([]ObjectInfo, error) {
-	var out []ObjectInfo
+func (r *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
+	var out []backend.ObjectInfo
 	err := r.do(ctx, "list", prefix, func(ctx context.Context, kick func()) error {
 		var err error
 		out, err = r.Backend.List(ctx, prefix, dirs)
@@ -138,7 +147,7 @@ func (r *retrying) List(ctx context.Context, prefix string, dirs bool) ([]Object
 	return out, err
 }
 
-func (r *retrying) Delete(ctx context.Context, key string) error {
+func (r *Backend) Delete(ctx context.Context, key string) error {
 	return r.do(ctx, "delete", key, func(ctx context.Context, kick func()) error {
 		return r.Backend.Delete(ctx, key)
 	})
@@ -146,7 +155,7 @@ func (r *retrying) Delete(ctx context.Context, key string) error {
 
 // Get opens key and returns a reader that, when the body breaks, reopens it at
 // the offset reached (with backoff), up to the attempt limit per break.
-func (r *retrying) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+func (r *Backend) Get(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	rr := &resumingReader{r: r, ctx: ctx, key: key, offset: offset, remaining: length}
 	if err := rr.open(); err != nil {
 		return nil, err
@@ -155,7 +164,7 @@ func (r *retrying) Get(ctx context.Context, key string, offset, length int64) (i
 }
 
 type resumingReader struct {
-	r         *retrying
+	r         *Backend
 	ctx       context.Context
 	key       string
 	offset    int64
@@ -176,7 +185,7 @@ func (rr *resumingReader) openOnce(_ context.Context, _ func()) error {
 	if err != nil {
 		stalled := wd.stop()
 		if stalled && rr.ctx.Err() == nil {
-			err = transient(fmt.Errorf("no progress for %v: %w", rr.r.policy.RequestTimeout, err))
+			err = backend.Transient(fmt.Errorf("no progress for %v: %w", rr.r.policy.RequestTimeout, err))
 		}
 		return err
 	}
@@ -230,9 +239,9 @@ func (rr *resumingReader) Read(p []byte) (int, error) {
 		}
 		stalled := rr.closeBody()
 		if stalled && rr.ctx.Err() == nil {
-			err = transient(fmt.Errorf("no progress for %v: %w", rr.r.policy.RequestTimeout, err))
+			err = backend.Transient(fmt.Errorf("no progress for %v: %w", rr.r.policy.RequestTimeout, err))
 		}
-		if rr.ctx.Err() != nil || !IsTransient(err) {
+		if rr.ctx.Err() != nil || !backend.IsTransient(err) {
 			return n, err
 		}
 		if attempt >= rr.r.policy.MaxAttempts {

@@ -30,6 +30,8 @@ declare -A allowed=(
   [--fifo-backup-test-restore-mysqld-flags]='flags that each start with --'
   [--fifo-backup-test-restore]='needs --backup-storage-implementation=split'
   [--split-storage-read-ahead]='1 MiB .. 1 GiB'
+  [--split-storage-upload-limit]='0 (no limit) or 1 MiB .. 1 TiB per second'
+  [--split-storage-download-limit]='0 (no limit) or 1 MiB .. 1 TiB per second'
   [--split-storage-retry-max-attempts]='1 .. 100'
   [--split-storage-retry-initial-backoff]='> 0'
   [--split-storage-retry-max-backoff]='>= retry-initial-backoff'

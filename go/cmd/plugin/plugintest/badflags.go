@@ -74,6 +74,8 @@ var Flags = []Flag{
 	{Name: "split-storage-spool-dir", Allowed: "an existing directory", Bad: []string{"/nonexistent/vtfifo-spool"}},
 	{Name: "split-storage-upload-concurrency", Allowed: "1..256", Bad: []string{"0", "257", "-1", "abc"}},
 	{Name: "split-storage-read-ahead", Allowed: "1MiB..1GiB", Bad: []string{"0", "2", "2GiB", "-1", "abc"}},
+	{Name: "split-storage-upload-limit", Allowed: "0 (no limit) or 1MiB..1TiB (bytes per second)", Bad: []string{"1KiB", "100", "2TiB", "-1", "abc"}},
+	{Name: "split-storage-download-limit", Allowed: "0 (no limit) or 1MiB..1TiB (bytes per second)", Bad: []string{"512KiB", "2TiB", "-1MiB", "abc"}},
 	{Name: "split-storage-retry-max-attempts", Allowed: "1..100", Bad: []string{"0", "101", "-1", "abc"}},
 	{Name: "split-storage-retry-initial-backoff", Allowed: "a duration > 0", Bad: []string{"0", "-1s", "abc"}},
 	{Name: "split-storage-retry-max-backoff", Allowed: "a duration >= --split-storage-retry-initial-backoff", Bad: []string{"100ms", "0", "-1s", "abc"}},

@@ -43,6 +43,8 @@ type Config struct {
 	MemoryBudget      int64  // bytes of read-ahead buffers all files being read share
 	UploadConcurrency int    // parts in flight per backup
 	ReadAhead         int64  // bytes read ahead of the reader per file, at most
+	UploadLimit       int64  // bytes per second all uploads of the process share; 0: no limit
+	DownloadLimit     int64  // bytes per second all downloads of the process share; 0: no limit
 
 	RetryMaxAttempts    int           // attempts per request, first one included
 	RetryInitialBackoff time.Duration // first backoff; doubles up to RetryMaxBackoff, full jitter
@@ -95,6 +97,7 @@ const (
 	allowedPartSize          = "1MiB..5GiB"
 	allowedMemoryBudget      = "a size >= 0"
 	allowedReadAhead         = "1MiB..1GiB"
+	allowedRateLimit         = "0 (no limit) or 1MiB..1TiB (bytes per second)"
 	allowedSpoolDir          = "empty (the system's temporary directory) or an existing directory"
 	allowedConcurrency       = "1..256"
 	allowedRetryMaxAttempts  = "1..100"
@@ -155,6 +158,8 @@ func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	size(&c.MemoryBudget, "split-storage-memory-budget", d.MemoryBudget, allowedMemoryBudget, "split backup storage: bytes of read-ahead buffers that all files being read share (each file also has one 256 KiB buffer of its own); writes hold no part in memory.")
 	integer(&c.UploadConcurrency, "split-storage-upload-concurrency", d.UploadConcurrency, allowedConcurrency, "split backup storage: part uploads in flight per backup.")
 	size(&c.ReadAhead, "split-storage-read-ahead", d.ReadAhead, allowedReadAhead, "split backup storage: bytes downloaded ahead of the reader per file, at most (taken from --split-storage-memory-budget while it lasts).")
+	size(&c.UploadLimit, "split-storage-upload-limit", d.UploadLimit, allowedRateLimit, "split backup storage: bytes per second that all uploads of this storage share (e.g. 200MiB), so a backup leaves network for live traffic; 0: no limit. Server-side copies are not limited.")
+	size(&c.DownloadLimit, "split-storage-download-limit", d.DownloadLimit, allowedRateLimit, "split backup storage: bytes per second that all downloads of this storage share (restore, verify, copy); 0: no limit.")
 	integer(&c.RetryMaxAttempts, "split-storage-retry-max-attempts", d.RetryMaxAttempts, allowedRetryMaxAttempts, "split backup storage: attempts per request (first one included) on transient errors.")
 	dur(&c.RetryInitialBackoff, "split-storage-retry-initial-backoff", d.RetryInitialBackoff, allowedPositiveDuration, "split backup storage: first retry backoff; doubles per attempt (full jitter).")
 	dur(&c.RetryMaxBackoff, "split-storage-retry-max-backoff", d.RetryMaxBackoff, allowedRetryMaxBackoff, "split backup storage: largest retry backoff.")
@@ -255,6 +260,14 @@ func (c Config) Validate() error {
 	}
 	if c.UploadConcurrency < 1 || c.UploadConcurrency > 256 {
 		invalid("split-storage-upload-concurrency", c.UploadConcurrency, allowedConcurrency)
+	}
+	for _, l := range []struct {
+		flag string
+		v    int64
+	}{{"split-storage-upload-limit", c.UploadLimit}, {"split-storage-download-limit", c.DownloadLimit}} {
+		if l.v != 0 && (l.v < 1<<20 || l.v > 1<<40) {
+			invalid(l.flag, flagvalue.FormatSize(l.v), allowedRateLimit)
+		}
 	}
 	if c.ReadAhead < 1<<20 || c.ReadAhead > 1<<30 {
 		invalid("split-storage-read-ahead", flagvalue.FormatSize(c.ReadAhead), allowedReadAhead)

@@ -8,11 +8,10 @@ import (
 
 // RawBackendForTest returns the storage's backend without the retrying wrapper.
 func (s *Storage) RawBackendForTest(ctx context.Context) (backend.Backend, error) {
-	e, err := s.env(ctx)
-	if err != nil {
+	if _, err := s.env(ctx); err != nil {
 		return nil, err
 	}
-	return e.be.Backend, nil
+	return s.base, nil
 }
 
 // ReadBudgetHeldForTest reports the bytes of the read budget borrowed now.

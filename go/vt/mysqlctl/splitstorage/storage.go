@@ -30,6 +30,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/azure"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/gcs"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/limiter"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/retry"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/s3"
@@ -60,6 +61,7 @@ type Storage struct {
 	mu      sync.Mutex
 	cfg     Config
 	base    backend.Backend
+	limits  *limiter.Limits
 	retries *atomic.Int64
 }
 
@@ -125,7 +127,7 @@ func OpenBackend(ctx context.Context, c Config) (backend.Backend, error) {
 
 type env struct {
 	cfg    Config
-	be     *retry.Backend
+	be     backend.Backend // limiter over retry over the store
 	spool  *spool
 	budget *readBudget
 	logger logutil.Logger
@@ -147,13 +149,13 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.cfg, s.base = c, b
+		s.cfg, s.base, s.limits = c, b, limiter.NewLimits(c.UploadLimit, c.DownloadLimit)
 	}
 	st := s.params.Stats.Scope(stats.Component(stats.BackupStorage), stats.Implementation(Name))
 	pol := retry.Policy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
 	return &env{
 		cfg:    s.cfg,
-		be:     retry.New(s.base, pol, s.params.Logger, st, s.retries),
+		be:     s.limits.Wrap(retry.New(s.base, pol, s.params.Logger, st, s.retries)),
 		spool:  spoolFor(s.cfg.SpoolDir),
 		budget: sharedReadBudget(s.cfg.MemoryBudget),
 		logger: s.params.Logger,

@@ -13,7 +13,8 @@ type interval struct{ off, end, firstSeq, lastSeq uint64 }
 // disjoint, and merged where adjacent ranges were written in stream order.
 type intervals []interval
 
-// insert records [off, end) written by chunk number seq, merging it with its
+// insert records [off, end) written by chunk number seq (or a piece of it,
+// pieces in offset order), merging it with its
 // neighbours when they are adjacent and in stream order.
 func (ivs *intervals) insert(off, end, seq uint64) error {
 	s := *ivs
@@ -26,7 +27,8 @@ func (ivs *intervals) insert(off, end, seq uint64) error {
 		r := s[i]
 		return fmt.Errorf("%w: bytes [%d, %d) written again (already [%d, %d))", ErrOverlap, off, end, r.off, r.end)
 	}
-	left := i > 0 && s[i-1].end == off && s[i-1].lastSeq < seq
+	// <= on the left: the pieces of one chunk (extractPiece) share its number.
+	left := i > 0 && s[i-1].end == off && s[i-1].lastSeq <= seq
 	right := i < len(s) && s[i].off == end && seq < s[i].firstSeq
 	switch {
 	case left && right:

@@ -23,6 +23,13 @@ type laneState struct {
 	seqs          seqCheck
 }
 
+// extractPiece is the most of a chunk a lane holds in memory: a longer chunk
+// (the tool's own, up to 64 MiB with Percona's read buffer) is read and
+// written in pieces, its CRC32 checked at its last piece. A mismatch fails
+// the extraction after the earlier pieces were written, which is the fate of
+// everything a failed extraction wrote.
+const extractPiece = 256 << 10
+
 // runLane reads one lane's chunks in order, checks its sequence records and
 // applies every chunk.
 func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
@@ -36,13 +43,14 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 		localSeq   uint64              // plain lanes: position in the lane
 		closed     map[string]struct{} // plain lanes: paths whose 'E' went by
 		stopped    bool                // after a cut: read on, write nothing
+		seq        uint64              // number of the chunk being applied
 	)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		start := r.Offset()
-		c, err := r.Next()
+		c, err := r.readPiece(&r.buf, extractPiece)
 		ls.bytes.Store(r.Offset())
 		if err == io.EOF {
 			break
@@ -52,6 +60,15 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 		}
 		fail := func(err error) error {
 			return &FormatError{Offset: start, Path: c.Path, Msg: err.Error(), Err: err}
+		}
+		if r.cont { // the rest of the chunk being applied, checked with its first piece
+			if stopped {
+				continue
+			}
+			if err := e.apply(lane, seq, c); err != nil {
+				return fail(err)
+			}
+			continue
 		}
 		if ls.sequenced == 0 {
 			ls.sequenced = -1
@@ -109,7 +126,6 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 			continue
 		}
 		ls.chunks.Add(1)
-		var seq uint64
 		if ls.sequenced == 1 {
 			if !pending {
 				return fail(fmt.Errorf("%w: chunk without a sequence record in a split lane", ErrSequence))

@@ -24,6 +24,19 @@ type Reader struct {
 	rawMap   []byte
 	chunk    Chunk
 	err      error // sticky
+	piece    pieceState
+	cont     bool // the last readPiece returned a piece after the first of its chunk
+}
+
+// pieceState is the payload chunk readPiece is handing out in pieces.
+type pieceState struct {
+	active   bool
+	start    int64  // stream offset of the chunk's header, for errors
+	length   uint64 // the whole payload
+	left     uint64 // payload bytes not read yet
+	crc      uint32 // of the pieces read so far
+	stored   uint32
+	nextFrom uint64 // file offset of the next piece
 }
 
 // ReaderOption configures a Reader.
@@ -96,32 +109,87 @@ func (r *Reader) failIO(start int64, path, what string, err error) error {
 // beyond the declared and checked length).
 func (r *Reader) read(buf *[]byte) (*Chunk, error) {
 	start := r.off
+	c, length, crc, stored, err := r.header()
+	if err != nil || c.Type == ChunkEOF {
+		return c, err
+	}
+	return r.payload(buf, start, c, length, crc, stored)
+}
+
+// readPiece is read for a caller that wants at most max payload bytes at a
+// time: a payload chunk longer than that comes as consecutive pieces, each
+// a chunk of its own (the offset advanced, no stored CRC), read into *buf.
+// The chunk's CRC32 is checked when its last piece is read, so an error may
+// come after earlier pieces were handed out: the caller must treat the whole
+// stream as failed then, as Split does. Other chunks come whole, as read.
+func (r *Reader) readPiece(buf *[]byte, max int) (*Chunk, error) {
+	r.cont = r.piece.active
+	if !r.piece.active {
+		start := r.off
+		c, length, crc, stored, err := r.header()
+		if err != nil || c.Type == ChunkEOF {
+			return c, err
+		}
+		if c.Type != ChunkPayload || length <= uint64(max) {
+			return r.payload(buf, start, c, length, crc, stored)
+		}
+		r.piece = pieceState{active: true, start: start, length: length, left: length, crc: crc, stored: stored, nextFrom: c.Offset}
+	}
+	ps, c := &r.piece, &r.chunk
+	n := int(min(ps.left, uint64(max)))
+	var k int
+	var err error
+	*buf, k, err = readFullGrow(r.br, *buf, n)
+	r.off += int64(k)
+	if err != nil {
+		ps.active = false
+		return nil, r.failIO(ps.start, c.Path, "payload", err)
+	}
+	c.Offset, c.Payload, c.crc, c.hasCRC = ps.nextFrom, *buf, 0, false
+	ps.crc = crc32.Update(ps.crc, crc32.IEEETable, c.Payload)
+	ps.left -= uint64(n)
+	ps.nextFrom += uint64(n)
+	if ps.left == 0 {
+		ps.active = false
+		if ps.crc != ps.stored {
+			return nil, r.fail(ps.start, c.Path, fmt.Sprintf("payload CRC32 mismatch (stored 0x%08x, computed 0x%08x, %d bytes at file offset %d)",
+				ps.stored, ps.crc, ps.length, ps.nextFrom-ps.length), ErrChecksum)
+		}
+	}
+	return c, nil
+}
+
+// header parses a chunk up to its payload: the header, the path and, for a
+// payload or sparse chunk, the payload's length, offset and stored CRC32, and
+// the sparse map (crc is the CRC32 of the map so far).
+func (r *Reader) header() (c *Chunk, length uint64, crc, stored uint32, err error) {
+	start := r.off
 	hdr := r.hdr[:14]
 	n, err := io.ReadFull(r.br, hdr)
 	r.off += int64(n)
 	if err != nil {
 		if n == 0 && errors.Is(err, io.EOF) {
-			return nil, io.EOF
+			return nil, 0, 0, 0, io.EOF
 		}
-		return nil, r.failIO(start, "", "chunk header", err)
+		return nil, 0, 0, 0, r.failIO(start, "", "chunk header", err)
 	}
 	if string(hdr[:8]) != Magic {
-		return nil, r.fail(start, "", fmt.Sprintf("wrong chunk magic %q", hdr[:8]), ErrBadMagic)
+		return nil, 0, 0, 0, r.fail(start, "", fmt.Sprintf("wrong chunk magic %q", hdr[:8]), ErrBadMagic)
 	}
-	c := &r.chunk
+	c = &r.chunk
 	*c = Chunk{Flags: hdr[8], Type: ChunkType(hdr[9])}
 	if !c.Type.Known() && c.Flags&FlagIgnorable == 0 {
-		return nil, r.fail(start, "", fmt.Sprintf("unknown chunk type %v (flags 0x%02x)", c.Type, c.Flags), ErrUnknownType)
+		return nil, 0, 0, 0, r.fail(start, "", fmt.Sprintf("unknown chunk type %v (flags 0x%02x)", c.Type, c.Flags), ErrUnknownType)
 	}
 	pathLen := binary.LittleEndian.Uint32(hdr[10:14])
 	if pathLen > MaxPathLen {
-		return nil, r.fail(start, "", fmt.Sprintf("path length %d exceeds %d", pathLen, MaxPathLen), ErrPathTooLong)
+		return nil, 0, 0, 0, r.fail(start, "", fmt.Sprintf("path length %d exceeds %d", pathLen, MaxPathLen), ErrPathTooLong)
 	}
 	p := r.pathBuf[:pathLen]
 	n, err = io.ReadFull(r.br, p)
 	r.off += int64(n)
 	if err != nil {
-		return nil, r.failIO(start, "", "path", err)
+		return nil, 0, 0, 0, r.failIO(start, "", "path", err)
 	}
 	// Consecutive chunks usually share a path: reuse the string.
 	if string(p) != r.lastPath {
@@ -129,7 +197,7 @@ func (r *Reader) read(buf *[]byte) (*Chunk, error) {
 	}
 	c.Path = r.lastPath
 	if c.Type == ChunkEOF {
-		return c, nil
+		return c, 0, 0, 0, nil
 	}
 
 	var mapCount uint32
@@ -137,7 +205,7 @@ func (r *Reader) read(buf *[]byte) (*Chunk, error) {
 		n, err = io.ReadFull(r.br, r.hdr[:4])
 		r.off += int64(n)
 		if err != nil {
-			return nil, r.failIO(start, c.Path, "sparse map count", err)
+			return nil, 0, 0, 0, r.failIO(start, c.Path, "sparse map count", err)
 		}
 		mapCount = binary.LittleEndian.Uint32(r.hdr[:4])
 	}
@@ -145,26 +213,25 @@ func (r *Reader) read(buf *[]byte) (*Chunk, error) {
 	n, err = io.ReadFull(r.br, h)
 	r.off += int64(n)
 	if err != nil {
-		return nil, r.failIO(start, c.Path, "payload header", err)
+		return nil, 0, 0, 0, r.failIO(start, c.Path, "payload header", err)
 	}
-	length := binary.LittleEndian.Uint64(h[0:8])
+	length = binary.LittleEndian.Uint64(h[0:8])
 	c.Offset = binary.LittleEndian.Uint64(h[8:16])
-	stored := binary.LittleEndian.Uint32(h[16:20])
+	stored = binary.LittleEndian.Uint32(h[16:20])
 	mapBytes := uint64(mapCount) * 8
 	if length > uint64(r.maxChunk) || mapBytes > uint64(r.maxChunk) || length+mapBytes > uint64(r.maxChunk) {
-		return nil, r.fail(start, c.Path, fmt.Sprintf("chunk of %d payload bytes and %d sparse map entries exceeds the %d byte limit",
+		return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("chunk of %d payload bytes and %d sparse map entries exceeds the %d byte limit",
 			length, mapCount, r.maxChunk), ErrChunkTooLarge)
 	}
 	if c.Offset > 1<<62 {
-		return nil, r.fail(start, c.Path, fmt.Sprintf("payload offset %d out of range", c.Offset), ErrChunkTooLarge)
+		return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("payload offset %d out of range", c.Offset), ErrChunkTooLarge)
 	}
 
-	crc := uint32(0)
 	if mapCount > 0 {
 		r.rawMap, n, err = readFullGrow(r.br, r.rawMap, int(mapBytes))
 		r.off += int64(n)
 		if err != nil {
-			return nil, r.failIO(start, c.Path, "sparse map", err)
+			return nil, 0, 0, 0, r.failIO(start, c.Path, "sparse map", err)
 		}
 		crc = crc32.Update(crc, crc32.IEEETable, r.rawMap)
 		if cap(r.sparse) < int(mapCount) {
@@ -181,16 +248,23 @@ func (r *Reader) read(buf *[]byte) (*Chunk, error) {
 			sum += uint64(s.Len)
 		}
 		if sum != length {
-			return nil, r.fail(start, c.Path, fmt.Sprintf("sparse map writes %d bytes but the payload has %d", sum, length), ErrBadSparseMap)
+			return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("sparse map writes %d bytes but the payload has %d", sum, length), ErrBadSparseMap)
 		}
 		c.Sparse = r.sparse
 	} else if c.Type == ChunkSparse {
 		if length != 0 {
-			return nil, r.fail(start, c.Path, fmt.Sprintf("sparse chunk without a map carries %d payload bytes", length), ErrBadSparseMap)
+			return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("sparse chunk without a map carries %d payload bytes", length), ErrBadSparseMap)
 		}
 		c.Sparse = r.sparse[:0]
 	}
+	return c, length, crc, stored, nil
+}
 
+// payload reads the payload of the chunk header parsed (started at stream
+// offset start) into *buf and checks its CRC32.
+func (r *Reader) payload(buf *[]byte, start int64, c *Chunk, length uint64, crc, stored uint32) (*Chunk, error) {
+	var n int
+	var err error
 	*buf, n, err = readFullGrow(r.br, *buf, int(length))
 	r.off += int64(n)
 	if err != nil {

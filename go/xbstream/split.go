@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -27,12 +26,14 @@ type SplitOptions struct {
 	// ReadBufferSize is the source's bufio size (default 1 MiB).
 	ReadBufferSize int
 	// PieceSize, when > 0, bounds what is dealt to a lane at a time: a larger
-	// payload chunk is dealt as consecutive pieces, each a chunk of its own
-	// with its own CRC, so the lanes' balance does not depend on the tool's
-	// chunk size (10 MiB by default, up to the read buffer with Percona).
-	// Extract writes the same files; Merge then gives a stream with the same
-	// content in smaller chunks instead of the original bytes. 0 deals whole
-	// chunks.
+	// payload chunk is read and dealt as consecutive pieces, each a chunk of
+	// its own with its own CRC, so neither the lanes' balance nor the
+	// splitter's memory depends on the tool's chunk size (10 MiB by default,
+	// up to the read buffer with Percona). The source chunk's CRC is checked
+	// at its last piece; a mismatch fails the split (its earlier pieces are
+	// already in the lanes). Extract writes the same files; Merge then gives
+	// a stream with the same content in smaller chunks instead of the
+	// original bytes. 0 deals whole chunks.
 	PieceSize int
 }
 
@@ -42,17 +43,12 @@ const maxChunksInFlight = 8
 
 // splitItem is what the dealer hands a lane: the encoded sequence record and
 // chunk header, and the payload, in a buffer owned by the item until the lane
-// has written it.
+// has written it. Pooled items go back to the pool then.
 type splitItem struct {
 	hdr     []byte
 	payload []byte
 	data    []byte // payload storage, reused
 	pooled  bool
-	// owner is the pooled item whose data the payload is in (itself for a
-	// whole chunk, nil for a sequence record); refs counts the pieces of the
-	// owner not yet written: the last one returns the owner to the pool.
-	owner *splitItem
-	refs  atomic.Int32
 }
 
 // Split reads one xbstream from src (the stdout of xtrabackup/mariabackup) and
@@ -101,18 +97,18 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 	defer cancel(nil)
 
 	stats := make([]LaneStats, n)
-	// Each pooled item comes to hold a whole chunk of the tool (10 MiB by
-	// default): the pool, not the lane count, bounds that memory. Lanes past
-	// maxChunksInFlight wait for an item; they could only compete for the
-	// same cores anyway.
+	// Each pooled item comes to hold a piece (or, without PieceSize, a whole
+	// chunk of the tool): the pool, not the lane count, bounds that memory.
+	// Lanes past maxChunksInFlight wait for an item; they could only compete
+	// for the same cores anyway.
 	items := min(n, maxChunksInFlight) + len(srcs)
 	free := make(chan *splitItem, items)
 	for range items {
 		free <- &splitItem{pooled: true}
 	}
 	release := func(it *splitItem) {
-		if o := it.owner; o != nil && o.refs.Add(-1) == 0 {
-			free <- o
+		if it.pooled {
+			free <- it
 		}
 	}
 	work := make([]chan *splitItem, n)
@@ -159,7 +155,13 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 				case <-ctx.Done():
 					return
 				}
-				c, err := r.read(&it.data)
+				var c *Chunk
+				var err error
+				if opts.PieceSize > 0 {
+					c, err = r.readPiece(&it.data, opts.PieceSize)
+				} else {
+					c, err = r.read(&it.data)
+				}
 				if err != nil {
 					free <- it
 					if err != io.EOF {
@@ -223,53 +225,28 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 				closed[c.Path] = struct{}{}
 			}
 		}
-		// A payload chunk larger than a piece goes out as pieces, each a chunk
-		// of its own; the pooled item holds the payload until the last one is
-		// written.
-		pieces := 1
-		if opts.PieceSize > 0 && c.Type == ChunkPayload && len(c.Payload) > opts.PieceSize {
-			pieces = (len(c.Payload) + opts.PieceSize - 1) / opts.PieceSize
+		var err error
+		it.hdr = appendSeqRecord(it.hdr[:0], seqNext, seq)
+		if it.hdr, err = appendHeader(it.hdr, c, true); err != nil { // cannot happen for a chunk the reader accepted
+			cancel(err)
+			release(it)
+			return false
 		}
-		it.owner = it
-		it.refs.Store(int32(pieces))
-		whole := *c
-		for k := range pieces {
-			pc, out := &whole, it
-			if pieces > 1 {
-				lo, hi := k*opts.PieceSize, min((k+1)*opts.PieceSize, len(c.Payload))
-				pc = &Chunk{Flags: c.Flags, Type: c.Type, Path: c.Path, Offset: c.Offset + uint64(lo), Payload: c.Payload[lo:hi]}
-				if k > 0 {
-					out = &splitItem{owner: it}
-				}
-			}
-			var err error
-			out.hdr = appendSeqRecord(out.hdr[:0], seqNext, seq)
-			if out.hdr, err = appendHeader(out.hdr, pc, true); err != nil { // cannot happen for a chunk the reader accepted
-				cancel(err)
-				for range pieces - k {
-					release(it)
-				}
-				return false
-			}
-			out.payload = nil
-			if c.Type != ChunkEOF {
-				out.payload = pc.Payload
-			}
-			lane := 0
-			for i := 1; i < n; i++ {
-				if assigned[i] < assigned[lane] {
-					lane = i
-				}
-			}
-			assigned[lane] += int64(len(out.hdr) + len(out.payload))
-			if !send(lane, out) {
-				for range pieces - k - 1 {
-					release(it)
-				}
-				return false
-			}
-			seq++
+		it.payload = nil
+		if c.Type != ChunkEOF {
+			it.payload = c.Payload
 		}
+		lane := 0
+		for i := 1; i < n; i++ {
+			if assigned[i] < assigned[lane] {
+				lane = i
+			}
+		}
+		assigned[lane] += int64(len(it.hdr) + len(it.payload))
+		if !send(lane, it) {
+			return false
+		}
+		seq++
 		return true
 	}
 	for p := range in {
@@ -307,7 +284,7 @@ func writeItem(w io.Writer, it *splitItem, st *LaneStats) error {
 			return err
 		}
 	}
-	if it.owner != nil {
+	if it.pooled { // a chunk, not a sequence record
 		st.Chunks++
 	}
 	return nil

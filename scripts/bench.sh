@@ -20,7 +20,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export VERSITYGW_BIN="${VERSITYGW_BIN:-$PWD/build/tools/versitygw}"
-export BENCH_COMMAND="${BENCH_COMMAND:-BENCH_PROFILE=${BENCH_PROFILE:-standard} scripts/bench.sh}"
+# The command the report publishes: this one, with the BENCH_ variables it was given.
+if [[ -z "${BENCH_COMMAND:-}" ]]; then
+  BENCH_COMMAND="$(env | { grep -E '^BENCH_[A-Z_]+=' || true; } | sort | tr '\n' ' ')scripts/bench.sh"
+fi
+export BENCH_COMMAND
 mkdir -p build/bench
+# go test runs in the package's directory: relative paths are the caller's.
+for v in BENCH_OUT BENCH_DOC; do
+  p="${!v:-}"
+  if [[ -n "$p" && "$p" != "-" && "$p" != /* ]]; then export "$v=$PWD/$p"; fi
+done
 go test -run '^$' -bench BenchmarkSideBySide -benchtime 1x -timeout 0 -v \
   ./go/internal/benchdata/sidebyside/ 2>&1 | tee build/bench/bench.log | grep --line-buffered -E 'bench:|^(---|ok|FAIL|PASS)|Error'

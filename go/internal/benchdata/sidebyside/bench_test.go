@@ -40,6 +40,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
 const (
@@ -411,7 +412,28 @@ func (e *env) ceilings() {
 	require.NoError(b, cmd.Run())
 	stream := buf.Bytes()
 
-	// 2. The compressors alone, all cores, 8 MiB chunks.
+	// 2. What every restore does after reading and decompressing: the
+	// stream's files written to the restores' disk alone (the engine's
+	// extraction, one lane, from memory), then the tool's --prepare alone
+	// on them, as the engine runs it (backup-my.cnf, 512 MiB).
+	var xw, xc, pw, pc []float64
+	for range e.p.Repeat {
+		dir := filepath.Join(e.tb.Root, "ceiling-restore")
+		require.NoError(b, os.RemoveAll(dir))
+		t0, c0 := time.Now(), cpuTime()
+		_, err := xbstream.Extract(context.Background(), dir, xbstream.ReaderLanes(bytes.NewReader(buf.Bytes())), xbstream.ExtractOptions{})
+		require.NoError(b, err)
+		xw, xc = append(xw, time.Since(t0).Seconds()), append(xc, (cpuTime()-c0).Seconds())
+		t0, c0 = time.Now(), cpuTime()
+		out, err := exec.Command("/usr/bin/mariabackup", "--no-defaults", "--prepare", "--use-memory=512M", "--target-dir="+dir).CombinedOutput()
+		require.NoError(b, err, "mariabackup --prepare: %s", tailOf(string(out)))
+		pw, pc = append(pw, time.Since(t0).Seconds()), append(pc, (cpuTime()-c0).Seconds())
+		require.NoError(b, os.RemoveAll(dir))
+	}
+	e.addCeiling("write-files-local", "the stream's files written to the restores' disk (xbstream.Extract, one lane, from memory)", e.raw, xw, xc)
+	e.addCeiling("prepare", "mariabackup --prepare --use-memory=512M on those files, alone", e.raw, pw, pc)
+
+	// 3. The compressors alone, all cores, 8 MiB chunks.
 	e.comp = map[string][]byte{}
 	for _, comp := range e.plan.compressors() {
 		var cw, cc, dw, dc []float64
@@ -442,7 +464,7 @@ func (e *env) ceilings() {
 	stream = nil
 	buf = bytes.Buffer{}
 
-	// 3. The storage alone: the split storage writing and reading the
+	// 4. The storage alone: the split storage writing and reading the
 	// compressed bytes from memory, as many files as the largest lane count.
 	data := e.comp[e.plan.compressors()[0]]
 	for _, st := range e.plan.storages() {

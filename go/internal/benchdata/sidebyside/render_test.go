@@ -87,6 +87,23 @@ func TestPipelineCeiling(t *testing.T) {
 	assert.Equal(t, "compress-zstd", what)
 }
 
+// TestRestoreCeiling: reading, decompressing and writing the files overlap;
+// the prepare comes after them.
+func TestRestoreCeiling(t *testing.T) {
+	res := &Results{Machine: map[string]string{"nproc": "16"}, Ceilings: []Ceiling{
+		{Shape: "mixed", SizeGiB: 1, Name: "decompress-zstd", Wall: []float64{0.3}, CPU: []float64{0.6}},
+		{Shape: "mixed", SizeGiB: 1, Name: "storage-read-local", Wall: []float64{0.4}, CPU: []float64{0.5}},
+		{Shape: "mixed", SizeGiB: 1, Name: "write-files-local", Wall: []float64{1.1}, CPU: []float64{0.9}},
+	}}
+	c, what := res.restoreCeiling("mixed", 1, "zstd", "local")
+	assert.InDelta(t, 1.1, c, 1e-9, "an older run without prepare: the pipeline alone")
+	assert.Equal(t, "write-files-local", what)
+	res.Ceilings = append(res.Ceilings, Ceiling{Shape: "mixed", SizeGiB: 1, Name: "prepare", Wall: []float64{2}, CPU: []float64{1.8}})
+	c, what = res.restoreCeiling("mixed", 1, "zstd", "local")
+	assert.InDelta(t, 3.1, c, 1e-9)
+	assert.Equal(t, "write-files-local + prepare", what)
+}
+
 // TestMerge: a re-run data set replaces the first run's figures for it, and
 // only for it.
 func TestMerge(t *testing.T) {

@@ -105,7 +105,7 @@ func TestCopyBackup(t *testing.T) {
 // counted at the server, no part of the source is downloaded; the copy
 // verifies and reads back equal.
 func TestCopyBackupServerSide(t *testing.T) {
-	for _, kind := range []string{splitstorage.BackendS3, splitstorage.BackendGCS} {
+	for _, kind := range []string{splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
 		t.Run(kind, func(t *testing.T) { copyServerSide(t, kind) })
 	}
 }
@@ -113,16 +113,12 @@ func TestCopyBackupServerSide(t *testing.T) {
 func copyServerSide(t *testing.T, kind string) {
 	ctx := context.Background()
 	base := splitstoragetest.Start(t, kind)
-	target := strings.TrimPrefix(base.Config.S3Endpoint, "http://")
-	if kind == splitstorage.BackendGCS {
-		target = base.Env["STORAGE_EMULATOR_HOST"]
-	}
-	p := splitstoragetest.NewFaultProxy(t, strings.TrimPrefix(target, "http://"))
+	p := splitstoragetest.NewFaultProxy(t, base.Addr)
 	srv := base.WithProxy(p)
 	srv.Setenv(t)
 	srcCfg, dstCfg := srv.Config, srv.Config
-	srcPrefix := srcCfg.S3Prefix + srcCfg.GCSPrefix
-	dstCfg.S3Prefix, dstCfg.GCSPrefix = "dr", "dr"
+	srcPrefix := srcCfg.S3Prefix + srcCfg.GCSPrefix + srcCfg.AzurePrefix
+	dstCfg.S3Prefix, dstCfg.GCSPrefix, dstCfg.AzurePrefix = "dr", "dr", "dr"
 	src, dst := newStorage(t, srcCfg), newStorage(t, dstCfg)
 	dir, name := "ks/0", "2026-11-23.130000.zone1-0000000100"
 	bh, err := src.StartBackup(ctx, dir, name)

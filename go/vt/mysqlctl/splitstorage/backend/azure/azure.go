@@ -53,6 +53,7 @@ type Backend struct {
 	desc         string
 	singleUpload int64
 	blockSize    int64
+	service      string // account and endpoint: backends with the same copy server-side
 }
 
 // New returns the backend for c.
@@ -80,7 +81,8 @@ func New(c Config) (*Backend, error) {
 	if err != nil {
 		return nil, backend.Permanent(fmt.Errorf("creating Azure client for %s: %w", containerURL, err))
 	}
-	b := &Backend{client: client, prefix: backend.NormPrefix(c.Prefix), singleUpload: c.SingleUpload, blockSize: c.BlockSize}
+	b := &Backend{client: client, prefix: backend.NormPrefix(c.Prefix), singleUpload: c.SingleUpload, blockSize: c.BlockSize,
+		service: c.Account + "|" + strings.TrimRight(endpoint, "/")}
 	if b.singleUpload <= 0 {
 		b.singleUpload = DefaultSingleUpload
 	}

@@ -33,6 +33,8 @@ type Backend struct {
 	storageClass types.StorageClass
 	desc         string
 	endpoint     string // endpoint and region: backends with the same copy server-side
+	maxCopy      int64  // the largest object one CopyObject copies
+	copyPart     int64  // the range of one UploadPartCopy above that
 }
 
 // Config is where and how the backend stores objects.
@@ -45,6 +47,12 @@ type Config struct {
 	SSE            string // "", AES256, aws:kms, aws:kms:dsse
 	SSEKMSKeyID    string
 	StorageClass   string
+
+	// MaxCopyObject is the largest object a server-side copy moves with one
+	// CopyObject (0: S3's limit, 5 GB); a larger one is copied by
+	// UploadPartCopy in ranges of CopyPartSize (0: 1 GiB).
+	MaxCopyObject int64
+	CopyPartSize  int64
 }
 
 // New returns the backend for c. Credentials are those TakeEnvCredentials
@@ -75,6 +83,14 @@ func New(ctx context.Context, c Config) (*Backend, error) {
 		sse:          types.ServerSideEncryption(c.SSE),
 		kmsKeyID:     c.SSEKMSKeyID,
 		storageClass: types.StorageClass(c.StorageClass),
+		maxCopy:      c.MaxCopyObject,
+		copyPart:     c.CopyPartSize,
+	}
+	if b.maxCopy <= 0 {
+		b.maxCopy = maxCopyObject
+	}
+	if b.copyPart <= 0 {
+		b.copyPart = 1 << 30
 	}
 	ep := c.Endpoint
 	if ep == "" {
@@ -83,6 +99,16 @@ func New(ctx context.Context, c Config) (*Backend, error) {
 	b.desc = fmt.Sprintf("s3:%s/%s/%s", ep, c.Bucket, b.prefix)
 	b.endpoint = ep + "|" + c.Region
 	return b, nil
+}
+
+// objectSettings are what every object written gets: server-side
+// encryption, its KMS key, the storage class (empty: the bucket's defaults).
+func (b *Backend) objectSettings() (types.ServerSideEncryption, *string, types.StorageClass) {
+	var kms *string
+	if b.sse != "" && b.kmsKeyID != "" {
+		kms = aws.String(b.kmsKeyID)
+	}
+	return b.sse, kms, b.storageClass
 }
 
 func (b *Backend) String() string { return b.desc }
@@ -136,15 +162,7 @@ func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 	if opts.IfNotExists {
 		in.IfNoneMatch = aws.String("*")
 	}
-	if b.sse != "" {
-		in.ServerSideEncryption = b.sse
-		if b.kmsKeyID != "" {
-			in.SSEKMSKeyId = aws.String(b.kmsKeyID)
-		}
-	}
-	if b.storageClass != "" {
-		in.StorageClass = b.storageClass
-	}
+	in.ServerSideEncryption, in.SSEKMSKeyId, in.StorageClass = b.objectSettings()
 	_, err := b.client.PutObject(ctx, in)
 	return s3Err(err)
 }

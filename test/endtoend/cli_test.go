@@ -1,6 +1,7 @@
 package endtoend
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -32,7 +33,8 @@ import (
 //     failing one quarantined, never listed, then released and removed.
 //   - copy (S3 only): to another prefix of the bucket, verified there, and a
 //     new tablet bootstraps from the copy after the primary is lost; to GCS
-//     (fake-gcs-server), verified there; a second copy is refused.
+//     (fake-gcs-server): killed halfway (SIGKILL), not listed there, resumed
+//     and verified there; a second copy is refused.
 func TestOperatorCLI(t *testing.T) {
 	for _, sb := range storageBackends() {
 		if sb.name != "split-local" && sb.name != "split-s3" {
@@ -286,12 +288,41 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		gcs := splitstoragetest.Start(t, splitstorage.BackendGCS)
 		copyArgs := append([]string{"copy", "--backup=" + name, "--progress=never", "--to-flags-file=" + flagsFile,
 			"--to=--split-storage-backend=gcs", "--to=--split-storage-gcs-bucket=" + gcs.Config.GCSBucket, "--to=--split-storage-gcs-prefix=" + gcs.Config.GCSPrefix}, c.Storage.Flags...)
+		gcsFlags := append(gcs.Flags(), "--backup-storage-implementation=split", "--backup="+name, "--progress=never")
+
+		// Killed halfway: the source's reads held to 1 MiB/s, the copy is
+		// SIGKILLed half way through its bytes; the destination lists
+		// nothing, and the next run resumes it.
+		var infos []struct {
+			Name        string
+			StoredBytes int64
+		}
+		lsOut := vtfifo(t, 0, "ls", "--json")
+		must(t, json.Unmarshal([]byte(lsOut[strings.Index(lsOut, "["):]), &infos))
+		var stored int64
+		for _, i := range infos {
+			if i.Name == name {
+				stored = i.StoredBytes
+			}
+		}
+		half := time.Duration(float64(stored)/2/(1<<20)*float64(time.Second)) + 500*time.Millisecond
+		killCtx, cancel := context.WithTimeout(ctx, half)
+		out, code, _ = c.VtfifoWith(killCtx, gcs.Environ(), append(copyArgs, "--split-storage-download-limit=1MiB")...)
+		cancel()
+		if code != -1 {
+			t.Fatalf("the copy held to 1 MiB/s (%d bytes stored) was not killed after %v: exit %d\n%s", stored, half, code, out)
+		}
+		lout, _, err := c.VtfifoWith(ctx, gcs.Environ(), append([]string{"ls", "--backup-storage-implementation=split"}, gcs.Flags()...)...)
+		must(t, err)
+		if strings.Contains(lout, name) {
+			t.Fatalf("a killed copy is listed at the destination:\n%s", lout)
+		}
 		out, code, err = c.VtfifoWith(ctx, gcs.Environ(), copyArgs...)
 		must(t, err)
 		if code != 0 || !strings.Contains(out, "verified at the destination") {
-			t.Fatalf("copy to GCS: exit %d\n%s", code, out)
+			t.Fatalf("copy to GCS, resumed: exit %d\n%s", code, out)
 		}
-		gcsFlags := append(gcs.Flags(), "--backup-storage-implementation=split", "--backup="+name, "--progress=never")
+		t.Logf("killed after %v (%d bytes stored), then resumed: %s", half, stored, strings.TrimSpace(out))
 		vout, code, err = c.VtfifoWith(ctx, gcs.Environ(), append([]string{"verify"}, gcsFlags...)...)
 		must(t, err)
 		if code != 0 || !strings.Contains(vout, "OK") {

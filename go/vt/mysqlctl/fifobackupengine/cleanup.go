@@ -70,15 +70,26 @@ func claimWorkDir(dir string) (func(), error) {
 
 // removeStaleWorkDirs removes the work directories named prefix* under
 // parent left by runs whose process died without cleaning up (SIGKILL, OOM
-// kill, power loss): those whose owner is not a live process. A directory
-// without an owner file, or whose owner lives, is left alone.
+// kill, power loss): those whose owner is not a live process, and owner
+// records left without their directory. A directory without an owner file,
+// or whose owner lives, is left alone.
 func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if !e.IsDir() {
+			// An owner record whose directory is gone: its process was killed
+			// in release, between removing the directory and the record.
+			if base, ok := strings.CutSuffix(e.Name(), ownerSuffix); ok {
+				if _, err := os.Lstat(filepath.Join(parent, base)); errors.Is(err, os.ErrNotExist) {
+					_ = os.Remove(filepath.Join(parent, e.Name()))
+				}
+			}
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())

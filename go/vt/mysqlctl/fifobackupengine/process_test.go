@@ -157,8 +157,17 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(parent, dir+ownerSuffix), []byte(owner), 0o600))
 		}
 	}
+	// Owner records without their directory (a process killed in release,
+	// between removing the directory and the record): removed, whoever they
+	// name; another prefix's is not this call's.
+	for _, orphan := range []string{"fifo-restore-orphan", "fifo-backup-orphan"} {
+		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(strconv.Itoa(self)), 0o600))
+	}
 	require.NotEmpty(t, processStart(self))
 	removeStaleWorkDirs(parent, stagingDirPrefix, logutil.NewMemoryLogger())
+	assert.NoFileExists(t, filepath.Join(parent, "fifo-restore-orphan"+ownerSuffix))
+	assert.FileExists(t, filepath.Join(parent, "fifo-backup-orphan"+ownerSuffix))
+	assert.FileExists(t, filepath.Join(parent, "fifo-restore-mine"+ownerSuffix), "a live owner's record stays")
 	for dir, kept := range map[string]bool{"fifo-restore-mine": true, "fifo-restore-reused": false, "fifo-restore-dead": false,
 		"fifo-restore-oldformat": true, "fifo-restore-noowner": true, "fifo-backup-dead": true} {
 		_, err := os.Stat(filepath.Join(parent, dir))

@@ -31,7 +31,7 @@ import (
 //     flag value: one clear line, exit 2 or 1;
 //   - vtbackup --fifo-backup-test-restore: a record for a passing backup; a
 //     failing one quarantined, never listed, then released and removed.
-//   - copy (S3 only): to another prefix of the bucket, verified there, and a
+//   - copy: on local disk, to another root, verified there; from S3, to another prefix of the bucket, verified there, and a
 //     new tablet bootstraps from the copy after the primary is lost; to GCS
 //     (fake-gcs-server): killed halfway (SIGKILL), not listed there, resumed
 //     and verified there; a second copy is refused.
@@ -245,9 +245,6 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	// and S3 -> GCS (fake-gcs-server), each verified at the destination; a
 	// second copy to the same place is refused.
 	t.Run("copy", func(t *testing.T) {
-		if sb.name != "split-s3" {
-			t.Skip("copy runs from the S3 backend (the local one is covered by the unit tests)")
-		}
 		var tablet []string
 		for _, f := range c.Storage.Flags {
 			if strings.HasPrefix(f, "--split-storage-") {
@@ -256,6 +253,29 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 		flagsFile := filepath.Join(c.Root, "tablet-storage.flags")
 		must(t, c.WriteFileOwned(flagsFile, []byte(strings.Join(tablet, "\n")+"\n"), 0o644))
+		if sb.name != "split-s3" {
+			// Local disk: to another root, verified there; a second copy is
+			// refused. (The server-side copies, the kill and the disaster
+			// drill run from S3, below.)
+			dr := filepath.Join(c.Root, "dr-storage")
+			must(t, c.MkdirOwned(dr))
+			out := vtfifo(t, 0, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-root="+dr)
+			if !strings.Contains(out, "OK: backup") || !strings.Contains(out, "verified at the destination") {
+				t.Fatalf("copy output (local to local):\n%s", out)
+			}
+			if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-root="+dr); !strings.Contains(out, "already holds it") {
+				t.Fatalf("a second copy:\n%s", out)
+			}
+			vout, code, err := c.VtfifoWith(ctx, nil, append(append([]string{"verify", "--backup=" + name, "--progress=never"}, c.Storage.Flags...), "--split-storage-root="+dr)...)
+			must(t, err)
+			if code != 0 || !strings.Contains(vout, "OK") {
+				t.Fatalf("verify at the destination root: exit %d\n%s", code, vout)
+			}
+			if _, err := os.Stat(filepath.Join(dr, c.Keyspace, c.Shard, name, ".complete")); err != nil {
+				t.Fatalf("the copy is not complete under %s: %v", dr, err)
+			}
+			return
+		}
 		out := vtfifo(t, 0, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-s3-prefix=dr")
 		if !strings.Contains(out, "OK: backup") || !strings.Contains(out, "verified at the destination") || strings.Contains(out, "; 0 of them by the storage service") {
 			t.Fatalf("copy output (S3 to S3: server-side):\n%s", out)

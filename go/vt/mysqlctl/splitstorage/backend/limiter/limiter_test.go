@@ -97,3 +97,21 @@ func TestCancelWhileWaiting(t *testing.T) {
 	_, err = b.Stat(context.Background(), "k")
 	assert.ErrorIs(t, err, backend.ErrNotExist, "nothing half-written is left")
 }
+
+// A server-side copy passes through the wrapper to the store's own (a hard
+// link between two local roots), and is not limited: no byte passes
+// through the process.
+func TestServerCopyPassesThrough(t *testing.T) {
+	ctx := context.Background()
+	src, dst := newLocal(t), limiter.NewLimits(1<<20, 1<<20).Wrap(newLocal(t))
+	data := make([]byte, 8<<20)
+	require.NoError(t, src.Put(ctx, "k", bytes.NewReader(data), int64(len(data)), backend.PutOptions{}))
+	copier, ok := dst.(backend.ServerCopier)
+	require.True(t, ok)
+	copied, err := copier.CopyFrom(ctx, src, "k", int64(len(data)), backend.PutOptions{})
+	require.NoError(t, err)
+	assert.True(t, copied)
+	info, err := dst.Stat(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(len(data)), info.Size)
+}

@@ -61,8 +61,29 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 	}
 	prefix := backupPrefix(dir, name)
 	complete, err := readSmall(ctx, se.be, prefix+completeMarker)
+	if errors.Is(err, ErrNotExist) {
+		// A retired base copies as a complete backup.
+		var r retiredDoc
+		if r, err = readRetired(ctx, se.be, prefix); err == nil {
+			complete = r.Complete
+		}
+	}
 	if err != nil {
 		return rep, fmt.Errorf("split storage: copying backup %s: it is not complete at the source: %w", where, err)
+	}
+	// An incremental backup is only of use where its base is.
+	base, err := baseOf(ctx, se.be, dir, name)
+	if err != nil {
+		return rep, fmt.Errorf("split storage: copying backup %s: %w", where, err)
+	}
+	if base != "" {
+		state, err := backupState(ctx, de.be, dir, base)
+		if err != nil {
+			return rep, fmt.Errorf("split storage: copying backup %s: %w", where, err)
+		}
+		if state == "" {
+			return rep, fmt.Errorf("split storage: copying backup %s: it is incremental and its base %s/%s is not at the destination %s: copy the base first: %w", where, dir, base, de.be, ErrNotExist)
+		}
 	}
 	if _, err := de.be.Stat(ctx, prefix+completeMarker); err == nil {
 		return rep, fmt.Errorf("split storage: copying backup %s: the destination %s already holds it: %w", where, de.be, ErrExists)
@@ -76,7 +97,7 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 	var data, sidecars []backend.ObjectInfo
 	for _, o := range objs {
 		switch {
-		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker:
+		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker || o.Key == prefix+retiredMarker:
 		case isSidecarKey(prefix, o.Key):
 			sidecars = append(sidecars, o)
 		default:

@@ -74,6 +74,7 @@ type Handle struct {
 	files       map[string]*fileState
 	ended       bool
 	spoolHeld   int64 // spool bytes reserved for the uploads, until the backup ends
+	base        string // the backup this one depends on (SetBase); "" for none
 }
 
 type fileState struct {
@@ -200,6 +201,9 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 		}
 		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
 	}
+	if err := h.checkBase(ctx); err != nil {
+		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
+	}
 	sort.Strings(names)
 	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts})
 	key := backupPrefix(h.dir, h.name) + completeMarker
@@ -282,7 +286,7 @@ func (h *Handle) AbortBackup(ctx context.Context) error {
 	h.cancel()
 	h.wg.Wait()
 	h.releaseSpool()
-	return removeBackup(ctx, h.e, h.dir, h.name)
+	return h.s.removeChained(ctx, h.e, h.dir, h.name)
 }
 
 // fileWriter cuts one AddFile stream into parts, each spooled to disk.

@@ -318,13 +318,15 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 // RemoveBackup is part of backupstorage.BackupStorage: it deletes every object of
 // the backup, the completion marker first so that it leaves the listing at once,
 // and last again, in case the backup was still running and completed meanwhile
-// (its EndBackup then finds objects missing and fails).
+// (its EndBackup then finds objects missing and fails). A backup that others
+// depend on as their base is retired instead: out of the listing, kept until
+// its last dependent goes (see chain.go).
 func (s *Storage) RemoveBackup(ctx context.Context, dir, name string) error {
 	e, err := s.backupEnv(ctx, dir, name)
 	if err != nil {
 		return err
 	}
-	return removeBackup(ctx, e, dir, name)
+	return s.removeChained(ctx, e, dir, name)
 }
 
 // backupEnv checks a backup's directory and name and returns the storage's

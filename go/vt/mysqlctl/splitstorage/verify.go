@@ -70,7 +70,14 @@ func (p Problem) Error() string {
 // against the index, streamed (no part is held in memory). It returns every
 // problem found (up to MaxProblems), each a Problem, joined.
 func (h *Handle) VerifyParts(ctx context.Context, opts VerifyPartsOptions) (VerifyPartsReport, error) {
-	doc, err := readSmall(ctx, h.e.be, backupPrefix(h.dir, h.name)+completeMarker)
+	prefix := backupPrefix(h.dir, h.name)
+	doc, err := readSmall(ctx, h.e.be, prefix+completeMarker)
+	if errors.Is(err, ErrNotExist) {
+		// A retired base keeps its completion marker in its retired one.
+		if r, rerr := readRetired(ctx, h.e.be, prefix); rerr == nil {
+			doc, err = r.Complete, nil
+		}
+	}
 	return h.verifyAgainst(ctx, doc, err, opts)
 }
 
@@ -127,7 +134,7 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 			sizes[o.Key] = o.Size
 		}
 	}
-	expected := map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true}
+	expected := map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true, prefix + baseMarker: true, prefix + retiredMarker: true}
 	type job struct {
 		file string
 		n    int
@@ -293,6 +300,9 @@ type IncompleteBackup struct {
 	// Quarantined is why the backup was quarantined after it completed
 	// (Handle.Quarantine); empty for one that never completed.
 	Quarantined string
+	// RetiredFor lists the backups a removed backup is kept for as their
+	// base (see chain.go); it goes when they do.
+	RetiredFor []string
 }
 
 // ListIncomplete returns the backups in dir that have no completion marker
@@ -318,6 +328,14 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 			var sd startedDoc
 			if strictJSON(doc, &sd) == nil {
 				ib.Started, ib.Host = sd.Started, sd.Host
+			}
+		}
+		if r, err := readRetired(ctx, e.be, prefix); err == nil {
+			if ib.RetiredFor, err = dependents(ctx, e, dir, names, name); err != nil {
+				return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+			}
+			if len(ib.RetiredFor) == 0 {
+				ib.RetiredFor = r.Dependents
 			}
 		}
 		if q, err := readQuarantine(ctx, e.be, prefix); err == nil {

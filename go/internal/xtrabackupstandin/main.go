@@ -33,7 +33,10 @@
 //     up to that size.
 //   - --fifo-streams=1 (the default) streams to stdout; --version prints a
 //     Percona-style line on stderr that says it is a stand-in.
-//   - anything else (--prepare, ...) runs mariabackup with the same flags.
+//   - anything else (--prepare, ...) runs mariabackup with the same flags,
+//     less --apply-log-only (Percona's rule for a chain's prepares but the
+//     last): mariabackup 10.2+ has no such option, its prepare
+//     never rolls back.
 //
 // What it does not prove: that the byte's value, Percona's redo copying, its
 // file set (MySQL 8's #innodb_redo, undo tablespaces, xtrabackup_tablespaces)
@@ -48,6 +51,7 @@
 //	XTRABACKUP_STANDIN_FAIL_LOCK=1         exit 1 before creating the FIFOs, as on a lock timeout
 //	XTRABACKUP_STANDIN_FAIL_AFTER=n        exit 1 after streaming n bytes of payload
 //	XTRABACKUP_STANDIN_ARGS_TO=file        write the argv given to mariabackup there
+//	XTRABACKUP_STANDIN_PREPARES_TO=file    append one line per prepare there (apply-log-only and the argv)
 //	MARIABACKUP=path                       the mariabackup to run (default: PATH)
 package main
 
@@ -101,6 +105,7 @@ func run(args []string) error {
 		readBuffer          int64
 		parallel            = 1
 		passed              []string
+		applyLogOnly        bool
 	)
 	for _, a := range args {
 		k, v, _ := strings.Cut(a, "=")
@@ -129,6 +134,13 @@ func run(args []string) error {
 			}
 			fifoTimeout = n
 			continue
+		case "--apply-log-only":
+			// Percona's prepare of a chain's backups but the last; mariabackup
+			// (10.2+) has no such option and never rolls back at prepare.
+			if !asMaria {
+				applyLogOnly = true
+				continue
+			}
 		case "--read-buffer-size":
 			if !asMaria {
 				n, err := strconv.ParseInt(v, 10, 64)
@@ -147,6 +159,13 @@ func run(args []string) error {
 	}
 	if backup {
 		passed = append(passed, fmt.Sprintf("--parallel=%d", parallel))
+	}
+	if f := os.Getenv("XTRABACKUP_STANDIN_PREPARES_TO"); f != "" && !backup {
+		// Each prepare's Percona-only flag, for tests of the chain's order.
+		if pf, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			fmt.Fprintf(pf, "apply-log-only=%t %s\n", applyLogOnly, strings.Join(passed, " "))
+			pf.Close()
+		}
 	}
 	if f := os.Getenv("XTRABACKUP_STANDIN_ARGS_TO"); f != "" && backup {
 		_ = os.WriteFile(f, []byte(strings.Join(passed, "\n")+"\n"), 0o600)

@@ -773,6 +773,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 		engineName = "fifo"
 		cfg := fifobackupengine.Config{
 			Lanes: n, Source: fifobackupengine.SourceStdout, Parallel: 4, FIFOTimeout: 60 * time.Second, UseMemory: 512 << 20,
+			IncrementalBase: fifobackupengine.BaseLatest, MaxChainLength: 6,
 			Compression: fifobackupengine.CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2},
 		}
 		if eng == engFIFO {

@@ -65,6 +65,7 @@ type backupRun struct {
 	logger logutil.Logger
 
 	tool        *backupTool
+	base        *member // the base of an incremental backup; nil for a full
 	source      string
 	lanes       []*laneWriter
 	streamBytes []atomic.Int64 // read from each of the tool's streams
@@ -107,6 +108,14 @@ func (b *backupRun) execute(ctx context.Context) error {
 		return vterrors.Wrap(err, "can't get MySQL version")
 	}
 
+	here, fresh, err := loadLineage(b.params.Cnf)
+	if err != nil {
+		b.logger.Warningf("fifo backup: %v; the backup cannot be a base for incremental ones", err)
+	} else if fresh != "" {
+		b.logger.Infof("fifo backup: a new lineage for the data directory: %s", fresh)
+	}
+	b.base = b.planDelta(ctx, here, pos, mysqlVersion)
+
 	workDir, release, err := newWorkDir(b.params.Cnf.TmpDir, workDirPrefix, b.logger)
 	if err != nil {
 		return vterrors.Wrap(err, "cannot create the backup's work directory")
@@ -118,6 +127,8 @@ func (b *backupRun) execute(ctx context.Context) error {
 		return err
 	}
 	streamErr := b.stream(ctx, workDir)
+	// The tool has exited: its consistent point is behind us.
+	consistent := time.Now().UTC()
 	closeErr := b.closeLanes()
 	if streamErr != nil {
 		return streamErr
@@ -142,7 +153,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 			Hostname:       hostname,
 			Keyspace:       b.params.Keyspace,
 			Shard:          b.params.Shard,
-			BackupTime:     mysqlctl.FormatRFC3339(b.params.BackupTime.UTC()),
+			BackupTime:     mysqlctl.FormatRFC3339(consistent),
 			FinishedTime:   mysqlctl.FormatRFC3339(time.Now().UTC()),
 			MySQLVersion:   mysqlVersion,
 			// Physical backups restore into the same server version, which is
@@ -159,6 +170,22 @@ func (b *backupRun) execute(ctx context.Context) error {
 		ToolVersion:          b.tool.Version,
 		ToolParams:           redactFlags(b.cfg.BackupFlags),
 		LSN:                  lsnsFromCheckpoints(workDir),
+		StartTime:            mysqlctl.FormatRFC3339(b.params.BackupTime.UTC()),
+		Lineage:              here.Instance,
+	}
+	if b.base != nil {
+		base := b.base.m
+		m.BaseBackup, m.FullBackup, m.ChainLength = base.BackupName, base.FullBackup, base.ChainLength+1
+		if !base.isDelta() {
+			m.FullBackup = base.BackupName
+		}
+		// The tool must have taken what was asked (a hand-edited option file
+		// cannot make a full of it, or start elsewhere).
+		if m.LSN.BackupType != "incremental" || m.LSN.From != base.LSN.To {
+			return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool was asked for an incremental backup from LSN %s but its checkpoints say backup_type %q from_lsn %q", base.LSN.To, m.LSN.BackupType, m.LSN.From)
+		}
+	} else if m.LSN.BackupType == "incremental" {
+		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool took an incremental backup (from_lsn %s) where a full one was asked for", m.LSN.From)
 	}
 	if b.source == SourceFIFO {
 		m.FIFOStreams = len(b.streamBytes)
@@ -289,6 +316,10 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 	args, err := b.tool.backupArgs(&b.cfg, b.params.Cnf.Path, b.params.Cnf.SocketFile, user, workDir, b.source, fifoDir, openFiles)
 	if err != nil {
 		return err
+	}
+	if b.base != nil {
+		// Both tools: copy the pages above this LSN, the base's to_lsn.
+		args = append(args, "--incremental-lsn="+b.base.m.LSN.To)
 	}
 
 	toolCtx, killTool := context.WithCancel(ctx)

@@ -24,6 +24,7 @@ import (
 const (
 	workDirPrefix    = "fifo-backup-"
 	stagingDirPrefix = "fifo-restore-"
+	deltaDirPrefix   = "fifo-delta-"
 )
 
 // ownerSuffix names the file beside a work directory (outside it: the tool

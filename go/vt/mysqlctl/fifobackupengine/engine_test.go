@@ -97,6 +97,9 @@ func testConfig(lanes int, source string, comp CompressionConfig) Config {
 		UseMemory:   128 << 20,
 		Progress:    2 * time.Second,
 		Compression: comp,
+
+		IncrementalBase: BaseLatest,
+		MaxChainLength:  6,
 	}
 }
 
@@ -140,7 +143,19 @@ func (f *fixture) restore(t testing.TB, stats backupstats.Stats) (*mysqlctl.Back
 	if stats == nil {
 		stats = backupstats.NoStats()
 	}
-	m, err := mysqlctl.Restore(ctx, mysqlctl.RestoreParams{
+	params := restoreParams(f, time.Now())
+	params.Stats = stats
+	m, err := mysqlctl.Restore(ctx, params)
+	if err == nil {
+		// The pool's connections died with the old mysqld.
+		f.srv = mariadbtest.Attach(f.t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
+	}
+	return m, err
+}
+
+// restoreParams restores the newest backup at or before at.
+func restoreParams(f *fixture, at time.Time) mysqlctl.RestoreParams {
+	return mysqlctl.RestoreParams{
 		Cnf:                  f.tb.Cnf,
 		Mysqld:               f.tb.Mysqld,
 		Logger:               logutil.NewConsoleLogger(),
@@ -149,16 +164,11 @@ func (f *fixture) restore(t testing.TB, stats backupstats.Stats) (*mysqlctl.Back
 		DbName:               sampleDB,
 		Keyspace:             testKeyspace,
 		Shard:                testShard,
-		StartTime:            time.Now(),
-		Stats:                stats,
+		StartTime:            at,
+		Stats:                backupstats.NoStats(),
 		MysqlShutdownTimeout: time.Minute,
 		AllowedBackupEngines: []string{cmp.Or(f.engine, engineName)},
-	})
-	if err == nil {
-		// The pool's connections died with the old mysqld.
-		f.srv = mariadbtest.Attach(f.t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
 	}
-	return m, err
 }
 
 // backupHandles lists the shard's backups in the fixture's storage, oldest first.

@@ -60,6 +60,15 @@ const (
 	allowedProgress       = "0 (off) or a positive duration"
 	allowedToolFlags      = "flags split like a shell would (balanced quotes, no trailing backslash)"
 	allowedExternalDirs   = "absolute, clean directory paths, comma-separated"
+	allowedFullInterval   = "0 (off: every backup is full) or 1m..8760h"
+	allowedBase           = "latest, full"
+	allowedMaxChainLength = "1..1000"
+)
+
+// Bases of an incremental backup (--fifo-backup-incremental-base).
+const (
+	BaseLatest = "latest" // a chain: each delta on the one before
+	BaseFull   = "full"   // differential: every delta on the full
 )
 
 // Config is everything the engine reads from its flags. Tests build one
@@ -85,6 +94,14 @@ type Config struct {
 	// innodb_directories are added from my.cnf).
 	ExternalTablespaceDirs []string
 
+	// Incremental backups (incremental.go): a delta is taken unless a full
+	// is due every FullInterval (0: every backup is full), on the latest
+	// backup of the chain or on its full (IncrementalBase), at most
+	// MaxChainLength deltas after a full.
+	FullInterval    time.Duration
+	IncrementalBase string
+	MaxChainLength  int
+
 	// Compression, from Vitess's own flags (see compress.go).
 	Compression CompressionConfig
 }
@@ -97,6 +114,9 @@ func defaultFlagConfig() Config {
 		FIFOTimeout: 60 * time.Second,
 		UseMemory:   512 << 20,
 		Progress:    10 * time.Second,
+
+		IncrementalBase: BaseLatest,
+		MaxChainLength:  6,
 	}
 }
 
@@ -146,6 +166,9 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open each of its FIFOs (its --fifo-timeout: that many tries, one a second); 2s..1h. The engine waits for the FIFOs to appear as long as the tool runs.")
 	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves the tool's default.")
 	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup or restore logs bytes done, rate and ETA; 0 disables.")
+	duration(&c.FullInterval, "fifo-backup-full-interval", d.FullInterval, allowedFullInterval, "take incremental backups (the InnoDB pages changed since a base backup) and a full one when the last full is older than this, e.g. 168h; 0 (the default) takes every backup full. A full is also taken, and the log says why, when no usable base exists. Needs the split backup storage, which keeps a base until its last delta is removed.")
+	fs.StringVar(&c.IncrementalBase, "fifo-backup-incremental-base", d.IncrementalBase, "what an incremental backup is taken against: latest (the newest backup of the chain: small deltas, a restore applies them all) or full (the chain's full backup: each delta holds every change since the full, a restore applies one).")
+	integer(&c.MaxChainLength, "fifo-backup-max-chain-length", d.MaxChainLength, allowedMaxChainLength, "most incremental backups after a full; the next backup is full. 1..1000.")
 	fs.StringSliceVar(&c.ExternalTablespaceDirs, "fifo-backup-external-tablespace-dirs", d.ExternalTablespaceDirs, "directories a restore may write tablespaces to that lived outside the data directory (tables with DATA DIRECTORY, MySQL 8 remote tablespaces), besides MySQL's innodb_directories from my.cnf; comma-separated absolute paths. A restored tablespace's path comes from the backup, so any other is refused.")
 }
 
@@ -231,6 +254,17 @@ func (c *Config) validateOwn() error {
 	if c.Progress < 0 {
 		return bad("fifo-backup-progress-interval", c.Progress.String(), allowedProgress)
 	}
+	if c.FullInterval != 0 && (c.FullInterval < time.Minute || c.FullInterval > 8760*time.Hour) {
+		return bad("fifo-backup-full-interval", c.FullInterval.String(), allowedFullInterval)
+	}
+	switch c.IncrementalBase {
+	case BaseLatest, BaseFull:
+	default:
+		return bad("fifo-backup-incremental-base", c.IncrementalBase, allowedBase)
+	}
+	if c.MaxChainLength < 1 || c.MaxChainLength > 1000 {
+		return bad("fifo-backup-max-chain-length", strconv.Itoa(c.MaxChainLength), allowedMaxChainLength)
+	}
 	backupFlags, err := shlex.Split(c.BackupFlags)
 	if err != nil {
 		return bad("fifo-backup-backup-flags", redactFlags(c.BackupFlags), fmt.Sprintf("%s; %v", allowedToolFlags, err))
@@ -290,6 +324,9 @@ var refusedToolFlags = []struct{ prefix, why string }{
 	{"parallel", "use --fifo-backup-parallel"},
 	{"stream", "the engine streams xbstream"},
 	{"target-dir", "the engine sets it"},
+	{"incremental-lsn", "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"},
+	{"incremental-basedir", "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"},
+	{"incremental-history", "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"},
 	{"extra-lsndir", "the engine sets it"},
 }
 

@@ -53,7 +53,31 @@ type Manifest struct {
 	ToolVersion string
 	ToolParams  string `json:",omitempty"`
 	LSN         LSNs
+
+	// StartTime is when the backup began (the time in its name).
+	// BackupTime is when the tool finished: its data's consistent point is
+	// at or before it (XtraBackup and mariabackup take it at the end), which
+	// is what Vitess compares a restore-to time and --restore-from-backup-ts
+	// with.
+	StartTime string `json:",omitempty"`
+
+	// Incremental backups (incremental.go). In Vitess's sense every fifo
+	// backup is full (BackupManifest.Incremental is false): restoring a delta
+	// restores its chain, the full first. LSN.From is the base's LSN.To.
+	//
+	// BaseBackup is the backup this one holds the changed pages since.
+	BaseBackup string `json:",omitempty"`
+	// FullBackup is the full backup its chain starts from.
+	FullBackup string `json:",omitempty"`
+	// ChainLength counts the deltas from the full to this one (0: a full).
+	ChainLength int `json:",omitempty"`
+	// Lineage names the life of the data directory it was taken from
+	// (lineage.go): a delta is only taken against a backup of the same.
+	Lineage string `json:",omitempty"`
 }
+
+// isDelta reports whether the backup is an incremental one.
+func (m *Manifest) isDelta() bool { return m.BaseBackup != "" }
 
 // LaneInfo describes one lane file of the backup.
 type LaneInfo struct {
@@ -121,6 +145,14 @@ func (m *Manifest) check() error {
 	case FlavorXtrabackup, FlavorMariabackup:
 	default:
 		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "unknown tool flavor %q", m.ToolFlavor)
+	}
+	switch {
+	case m.Incremental:
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental in Vitess's sense, which the fifo engine never writes")
+	case m.BaseBackup == "" && (m.FullBackup != "" || m.ChainLength != 0):
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "has no BaseBackup but FullBackup %q and ChainLength %d", m.FullBackup, m.ChainLength)
+	case m.BaseBackup != "" && (m.FullBackup == "" || m.ChainLength < 1 || m.LSN.From == "" || m.BaseBackup == m.BackupName):
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental (BaseBackup %q) but FullBackup %q, ChainLength %d or LSN.From %q is wrong", m.BaseBackup, m.FullBackup, m.ChainLength, m.LSN.From)
 	}
 	return nil
 }

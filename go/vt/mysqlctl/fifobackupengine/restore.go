@@ -52,6 +52,7 @@ type restoreRun struct {
 	params mysqlctl.RestoreParams
 	bh     backupstorage.BackupHandle
 	m      *Manifest
+	chain  []member // what restores m, full first (resolveChain)
 	stats  *phaseStats
 	logger logutil.Logger
 	onRead func(lane, n int) // stored bytes read (progress); may be nil
@@ -65,6 +66,10 @@ func (r *restoreRun) execute(ctx context.Context) error {
 		return err
 	}
 	if err := r.checkTool(tool); err != nil {
+		return err
+	}
+	// So is every backup of its chain.
+	if err := r.resolveChain(ctx); err != nil {
 		return err
 	}
 
@@ -97,18 +102,73 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	// Nothing half-extracted stays behind, whatever failed.
 	defer release()
 
-	if err := r.extract(ctx, staging); err != nil {
+	if err := r.restoreChain(ctx, tool, cnf.Path, staging); err != nil {
 		return err
 	}
-	if err := r.prepare(ctx, tool, cnf.Path, staging); err != nil {
+	if err := r.moveBack(staging); err != nil {
 		return err
 	}
-	return r.moveBack(staging)
+	// The next backup of this data directory may be a delta on this chain.
+	if err := restoredLineage(cnf, chainNames(r.chain)); err != nil {
+		r.logger.Warningf("fifo restore: %v; the next backup will be full", err)
+	}
+	return nil
 }
 
-// extract downloads, decompresses and extracts all lanes in parallel.
-func (r *restoreRun) extract(ctx context.Context, staging string) error {
-	n := len(r.m.Lanes)
+// resolveChain finds and checks what restores r.m (incremental.go).
+func (r *restoreRun) resolveChain(ctx context.Context) error {
+	chain, err := resolveChain(ctx, member{bh: r.bh, m: r.m})
+	if err != nil {
+		return err
+	}
+	r.chain = chain
+	if len(chain) > 1 {
+		r.logger.Infof("fifo restore: %s is incremental: restoring its chain %v", r.m.BackupName, chainNames(chain))
+	}
+	return nil
+}
+
+// restoreChain extracts the backups of r.chain and prepares them into dir
+// (tool nil: extracts a full backup only). A full alone gets one --prepare.
+// A chain follows the tools' rules for incrementals: the full is prepared
+// without the rollback phase (Percona's --apply-log-only; mariabackup never
+// rolls back at --prepare), then each delta is extracted into a directory of
+// its own beside dir and applied with --incremental-dir, the last one
+// (Percona) with the rollback.
+func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, defaultsFile, dir string) error {
+	if err := r.extract(ctx, r.chain[0], dir); err != nil {
+		return err
+	}
+	if tool == nil {
+		return nil
+	}
+	last := len(r.chain) - 1
+	redoOnly := tool.Flavor == FlavorXtrabackup
+	if err := r.prepare(ctx, tool, defaultsFile, dir, "", redoOnly && last > 0); err != nil {
+		return err
+	}
+	for i := 1; i <= last; i++ {
+		delta, release, err := newWorkDir(filepath.Dir(filepath.Clean(dir)), deltaDirPrefix, r.logger)
+		if err != nil {
+			return vterrors.Wrap(err, "cannot create a directory for an incremental backup")
+		}
+		err = r.extract(ctx, r.chain[i], delta)
+		if err == nil {
+			err = r.prepare(ctx, tool, defaultsFile, dir, delta, redoOnly && i < last)
+		}
+		release()
+		if err != nil {
+			return vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
+		}
+	}
+	return nil
+}
+
+// extract downloads, decompresses and extracts all lanes of one backup in
+// parallel into staging.
+func (r *restoreRun) extract(ctx context.Context, c member, staging string) error {
+	bh, m := c.bh, c.m
+	n := len(m.Lanes)
 	var read atomic.Int64
 	onRead := func(lane, n int) {
 		read.Add(int64(n))
@@ -117,11 +177,11 @@ func (r *restoreRun) extract(ctx context.Context, staging string) error {
 		}
 	}
 	stopProgress := logProgress(ctx, r.cfg.Progress, func(elapsed time.Duration) {
-		r.logger.Infof("fifo restore: %s", restoreProgressLine(read.Load(), r.m.StoredBytes, elapsed))
+		r.logger.Infof("fifo restore: %s", restoreProgressLine(read.Load(), m.StoredBytes, elapsed))
 	})
 	defer stopProgress()
-	lanes := (&storedLanes{bh: r.bh, m: r.m, comp: r.cfg.Compression, stats: r.stats, onRead: onRead, logger: r.logger}).lanes()
-	r.logger.Infof("fifo restore: extracting %d lanes (%d bytes) into %s", n, r.m.RawBytes, staging)
+	lanes := (&storedLanes{bh: bh, m: m, comp: r.cfg.Compression, stats: r.stats, onRead: onRead, logger: r.logger}).lanes()
+	r.logger.Infof("fifo restore: extracting %d lanes of %s (%d bytes) into %s", n, m.BackupName, m.RawBytes, staging)
 	extractWrite := r.stats.bytesFunc("Extract:Write")
 	free := freeBytes(staging)
 	start := time.Now()
@@ -132,15 +192,15 @@ func (r *restoreRun) extract(ctx context.Context, staging string) error {
 		if errors.Is(err, syscall.ENOSPC) {
 			// Say how much room the restore needs, not only where it ran out.
 			return vterrors.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %d bytes there (its stream's size), %s when the extraction began, %d were written",
-				laneNames(r.m), staging, r.m.RawBytes, freeText(free), st.Bytes)
+				laneNames(m), staging, m.RawBytes, freeText(free), st.Bytes)
 		}
-		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(r.m))
+		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m))
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
 	// Every lane must have been read to its end, as recorded at backup time.
 	for i, ls := range st.Lanes {
-		if i < n && r.m.Lanes[i].RawBytes > 0 && ls.Bytes != r.m.Lanes[i].RawBytes {
-			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, r.m.Lanes[i].File, ls.Bytes, r.m.Lanes[i].RawBytes)
+		if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
+			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes)
 		}
 	}
 	return nil
@@ -180,13 +240,16 @@ func (r *restoreRun) checkTool(tool *backupTool) error {
 }
 
 // prepare runs the tool's --prepare on the extracted files in staging, with
-// defaultsFile as its --defaults-file (empty: --no-defaults).
-func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile, staging string) error {
+// defaultsFile as its --defaults-file (empty: --no-defaults), applying the
+// incremental backup extracted in deltaDir if not empty; redoOnly leaves
+// out the rollback phase (Percona's --apply-log-only), for a chain's backups
+// but the last.
+func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile, staging, deltaDir string, redoOnly bool) error {
 	openFiles, err := toolOpenFiles(staging)
 	if err != nil {
 		return err
 	}
-	args, err := tool.prepareArgs(&r.cfg, defaultsFile, staging, openFiles)
+	args, err := tool.prepareArgs(&r.cfg, defaultsFile, staging, openFiles, deltaDir, redoOnly)
 	if err != nil {
 		return err
 	}

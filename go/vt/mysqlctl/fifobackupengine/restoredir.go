@@ -43,6 +43,9 @@ type RestoreDirReport struct {
 	Bytes    int64
 	// Tool is the tool that prepared the files ("" without Prepare).
 	Tool string
+	// Chain is what was restored, full first (one backup unless it is
+	// incremental).
+	Chain []string
 }
 
 // RestoreToDir restores a backup into dir with no Vitess process, topology
@@ -77,14 +80,19 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 			return rep, err
 		}
 	}
+	if err := run.resolveChain(ctx); err != nil {
+		return rep, err
+	}
+	if len(run.chain) > 1 && !opts.Prepare {
+		return rep, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the tool has applied its chain %v; restore it with prepare", m.BackupName, m.BaseBackup, chainNames(run.chain))
+	}
 	cleanup, err := claimEmptyDir(dir)
 	if err != nil {
 		return rep, err
 	}
 	start := time.Now()
-	err = run.extract(ctx, dir)
+	err = run.restoreChain(ctx, tool, opts.DefaultsFile, dir)
 	if err == nil && opts.Prepare {
-		err = run.prepare(ctx, tool, opts.DefaultsFile, dir)
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}
 	opts.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s into %s: per-phase stats", bh.Name(), dir), time.Since(start)))
@@ -93,6 +101,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		return rep, vterrors.Wrapf(err, "fifo restore of backup %s into %s failed", bh.Name(), dir)
 	}
 	rep.Files, rep.Bytes = countFiles(dir)
+	rep.Chain = chainNames(run.chain)
 	return rep, nil
 }
 

@@ -190,12 +190,24 @@ func parallel(cfg *Config, source string) int {
 // openFiles as in backupArgs: applying the redo opens tablespaces too. An
 // empty defaultsFile reads no option file (the tool still reads the
 // backup's own backup-my.cnf).
-func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64) ([]string, error) {
+//
+// deltaDir (if not empty) is an extracted incremental backup to apply
+// (--incremental-dir); redoOnly asks Percona XtraBackup to skip the rollback
+// phase (--apply-log-only), as every prepare of a chain but the last must.
+// mariabackup (10.2 and later) has no such option: its --prepare never rolls
+// back, the server does when it starts.
+func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64, deltaDir string, redoOnly bool) ([]string, error) {
 	defaults := "--no-defaults"
 	if defaultsFile != "" {
 		defaults = "--defaults-file=" + defaultsFile
 	}
 	args := []string{defaults, "--prepare", "--target-dir=" + targetDir}
+	if redoOnly && t.Flavor == FlavorXtrabackup {
+		args = append(args, "--apply-log-only")
+	}
+	if deltaDir != "" {
+		args = append(args, "--incremental-dir="+deltaDir)
+	}
 	if openFiles > 0 {
 		args = append(args, fmt.Sprintf("--open-files-limit=%d", openFiles))
 	}

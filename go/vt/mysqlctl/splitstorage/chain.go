@@ -75,16 +75,21 @@ func (h *Handle) SetBase(ctx context.Context, base string) error {
 	h.mu.Unlock()
 	doc, _ := json.Marshal(baseDoc{Base: base})
 	key := backupPrefix(h.dir, h.name) + baseMarker
-	if err := h.e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)}); err != nil {
-		return fmt.Errorf("split storage: backup %s/%s: recording its base %s: %w", h.dir, h.name, base, err)
-	}
-	// Checked after the record: a removal of the base that missed the record
-	// has deleted its completion marker by now (see removeChained).
-	if err := h.checkBase(ctx); err != nil {
+	err := h.e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
+	if err != nil {
+		err = fmt.Errorf("split storage: backup %s/%s: recording its base %s: %w", h.dir, h.name, base, err)
+	} else if err = h.checkBase(ctx); err != nil {
+		// Checked after the record: a removal of the base that missed the
+		// record has deleted its completion marker by now (removeChained).
 		h.e.be.Delete(ctx, key)
-		return err
 	}
-	return nil
+	if err != nil {
+		// The backup may go on as a full one.
+		h.mu.Lock()
+		h.base = ""
+		h.mu.Unlock()
+	}
+	return err
 }
 
 // checkBase fails unless this backup's base is complete or retired.
@@ -308,4 +313,14 @@ func readRetired(ctx context.Context, be backend.Backend, prefix string) (retire
 		return r, fmt.Errorf("retired marker: %w", err)
 	}
 	return r, nil
+}
+
+// StoredSize returns the size of a file of the backup from its index,
+// without reading its parts: a cheap check that the file is all there.
+func (h *Handle) StoredSize(ctx context.Context, filename string) (int64, error) {
+	idx, err := h.Index(ctx, filename)
+	if err != nil {
+		return 0, err
+	}
+	return idx.Size, nil
 }

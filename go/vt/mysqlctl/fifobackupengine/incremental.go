@@ -1,0 +1,240 @@
+package fifobackupengine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"vitess.io/vitess/go/mysql/replication"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// Incremental backups. With --fifo-backup-full-interval set, an ordinary
+// backup request takes a delta: the tool copies only the InnoDB pages whose
+// LSN is above its base's LSN.To (--incremental-lsn), and the MANIFEST names
+// the base, the chain's full backup and its length. The base is the newest
+// backup of the newest full's chain (or that full, with
+// --fifo-backup-incremental-base=full). A full is taken instead, and the log
+// says why, when one is due or no base is usable (chooseBase). Restoring a
+// delta restores its chain: the full, then every delta in order, each
+// prepared by the tool's rules for incrementals (prepareChain).
+//
+// Chains need a storage that keeps a base while a delta depends on it: the
+// split storage does (its BackupHandle implements chainHandle), and retires a
+// removed base until its last dependent goes. With any other storage every
+// backup is full.
+
+// chainHandle is what a storage's BackupHandle implements to hold incremental
+// chains (the split storage's chain.go). The engine and the storage never
+// import each other: this interface is the whole contract.
+type chainHandle interface {
+	// SetBase records, before any file is written, that this backup depends
+	// on base; the storage keeps the base while this backup exists.
+	SetBase(ctx context.Context, base string) error
+	// Siblings lists the complete backups of the handle's directory.
+	Siblings(ctx context.Context) ([]backupstorage.BackupHandle, error)
+	// Sibling opens a backup of the handle's directory by name: a complete
+	// one, or one removed from the list but kept as a base.
+	Sibling(ctx context.Context, name string) (backupstorage.BackupHandle, error)
+}
+
+// storedSizer is what a storage's BackupHandle may implement to say a stored
+// file's size without reading it (the split storage: from its index).
+type storedSizer interface {
+	StoredSize(ctx context.Context, file string) (int64, error)
+}
+
+// member is one backup of a chain.
+type member struct {
+	bh backupstorage.BackupHandle
+	m  *Manifest
+}
+
+// chainNames lists a chain's backup names, full first.
+func chainNames(chain []member) []string {
+	names := make([]string, len(chain))
+	for i, c := range chain {
+		names[i] = c.m.BackupName
+	}
+	return names
+}
+
+// resolveChain returns the chain that restores target, full first, target
+// last. Every base is opened by name through the storage and checked: a
+// fifo MANIFEST of the same tool, whose LSN.To is the next one's LSN.From,
+// every lane stored whole where the storage can tell. The error names the
+// base that is missing or damaged.
+func resolveChain(ctx context.Context, target member) ([]member, error) {
+	chain := []member{target}
+	for cur := target; cur.m.isDelta(); {
+		if len(chain) > maxChainLength+1 {
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its chain is longer than %d backups (a loop?)", target.m.BackupName, maxChainLength)
+		}
+		name := cur.m.BaseBackup
+		ch, ok := cur.bh.(chainHandle)
+		if !ok {
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental on base %s, but its storage cannot open other backups (incremental chains need the split storage)", cur.m.BackupName, name)
+		}
+		bh, err := ch.Sibling(ctx, name)
+		if err != nil {
+			return nil, vterrors.Wrapf(err, "backup %s: its base %s is missing", cur.m.BackupName, name)
+		}
+		m, err := ReadManifest(ctx, bh)
+		if err != nil {
+			return nil, vterrors.Wrapf(err, "backup %s: its base %s is damaged", cur.m.BackupName, name)
+		}
+		switch {
+		case m.BackupName != name:
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s has the MANIFEST of %s", cur.m.BackupName, name, m.BackupName)
+		case m.ToolFlavor != target.m.ToolFlavor:
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s was taken with %s, it with %s", cur.m.BackupName, name, m.ToolFlavor, target.m.ToolFlavor)
+		case m.LSN.To == "" || m.LSN.To != cur.m.LSN.From:
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s starts at LSN %q but its base %s ends at LSN %q", cur.m.BackupName, cur.m.LSN.From, name, m.LSN.To)
+		case m.ChainLength != cur.m.ChainLength-1 || (m.isDelta() && m.FullBackup != cur.m.FullBackup) || (!m.isDelta() && name != cur.m.FullBackup):
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s (chain of %s, length %d) does not follow its base %s (chain of %s, length %d)", cur.m.BackupName, cur.m.FullBackup, cur.m.ChainLength, name, m.FullBackup, m.ChainLength)
+		}
+		cur = member{bh: bh, m: m}
+		chain = append(chain, cur)
+	}
+	slices.Reverse(chain)
+	for _, c := range chain {
+		if err := checkLanesStored(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return chain, nil
+}
+
+// checkLanesStored checks, where the storage can say without reading them,
+// that every lane of a backup is stored whole.
+func checkLanesStored(ctx context.Context, c member) error {
+	s, ok := c.bh.(storedSizer)
+	if !ok {
+		return nil
+	}
+	for _, l := range c.m.Lanes {
+		n, err := s.StoredSize(ctx, l.File)
+		if err != nil {
+			return vterrors.Wrapf(err, "backup %s is damaged: lane %s", c.m.BackupName, l.File)
+		}
+		if n != l.StoredBytes {
+			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", c.m.BackupName, l.File, n, l.StoredBytes)
+		}
+	}
+	return nil
+}
+
+// baseChoice is what the choice of a base depends on.
+type baseChoice struct {
+	cfg          *Config
+	now          time.Time
+	tool         *backupTool
+	mysqlVersion string
+	pos          replication.Position // the server's, before the backup
+	here         lineage
+	dir          string
+}
+
+// chooseBase picks the base of the next backup among the complete backups of
+// its directory (manifests oldest first; nil for one that is unreadable),
+// or returns why the backup is full. The base still needs its chain checked
+// (resolveChain).
+func (c *baseChoice) chooseBase(backups []*Manifest) (base *Manifest, whyFull string) {
+	var full *Manifest
+	for i := len(backups) - 1; i >= 0; i-- {
+		if m := backups[i]; m != nil && !m.isDelta() {
+			full = backups[i]
+			break
+		}
+	}
+	if full == nil {
+		return nil, fmt.Sprintf("no complete fifo full backup in %s", c.dir)
+	}
+	consistent, err := mysqlctl.ParseRFC3339(full.BackupTime)
+	if err != nil {
+		return nil, fmt.Sprintf("the last full backup %s has an unreadable BackupTime %q", full.BackupName, full.BackupTime)
+	}
+	if age := c.now.Sub(consistent); age >= c.cfg.FullInterval {
+		return nil, fmt.Sprintf("the last full backup %s is %v old: a full is due every %v (--fifo-backup-full-interval)", full.BackupName, age.Round(time.Minute), c.cfg.FullInterval)
+	}
+	base = full
+	if c.cfg.IncrementalBase == BaseLatest {
+		for i := len(backups) - 1; i >= 0; i-- {
+			if m := backups[i]; m != nil && m.FullBackup == full.BackupName {
+				base = m
+				break
+			}
+		}
+	}
+	switch {
+	case base.ChainLength+1 > c.cfg.MaxChainLength:
+		return nil, fmt.Sprintf("a delta on %s would be number %d after the full %s, more than --fifo-backup-max-chain-length=%d", base.BackupName, base.ChainLength+1, full.BackupName, c.cfg.MaxChainLength)
+	case base.ToolFlavor != c.tool.Flavor || base.ToolVersion != c.tool.Version:
+		return nil, fmt.Sprintf("the base %s was taken with %s (%s), the tool here is %s (%s)", base.BackupName, base.ToolFlavor, base.ToolVersion, c.tool.Flavor, c.tool.Version)
+	case base.MySQLVersion != c.mysqlVersion:
+		return nil, fmt.Sprintf("the base %s was taken on MySQL %s, the server here is %s", base.BackupName, base.MySQLVersion, c.mysqlVersion)
+	case base.LSN.To == "":
+		return nil, fmt.Sprintf("the base %s recorded no LSN", base.BackupName)
+	case !c.here.descendsFrom(base):
+		return nil, fmt.Sprintf("this data directory does not descend from the base %s (taken from another data directory, and this one was not restored from its chain): its pages have other LSNs", base.BackupName)
+	case !c.pos.AtLeast(base.Position):
+		return nil, fmt.Sprintf("the server's position %v does not contain the base %s's %v", c.pos, base.BackupName, base.Position)
+	}
+	return base, ""
+}
+
+// planDelta decides whether this backup is a delta, and on which base; nil
+// for a full, with the reason logged.
+func (b *backupRun) planDelta(ctx context.Context, here lineage, pos replication.Position, mysqlVersion string) *member {
+	if b.cfg.FullInterval == 0 {
+		return nil
+	}
+	full := func(why string) *member {
+		b.logger.Infof("fifo backup: taking a full backup: %s", why)
+		return nil
+	}
+	ch, ok := b.bh.(chainHandle)
+	if !ok {
+		return full("the backup storage cannot keep incremental chains (use --backup-storage-implementation=split)")
+	}
+	bhs, err := ch.Siblings(ctx)
+	if err != nil {
+		return full(fmt.Sprintf("cannot list the backups of %s: %v", b.bh.Directory(), err))
+	}
+	// MANIFESTs newest first, down to the newest fifo full: all a choice needs.
+	manifests := make([]*Manifest, len(bhs))
+	handles := map[*Manifest]backupstorage.BackupHandle{}
+	for i := len(bhs) - 1; i >= 0; i-- {
+		m, err := ReadManifest(ctx, bhs[i])
+		if err != nil {
+			b.logger.Warningf("fifo backup: not a base: %v", err)
+			continue
+		}
+		manifests[i], handles[m] = m, bhs[i]
+		if !m.isDelta() {
+			break
+		}
+	}
+	c := &baseChoice{cfg: &b.cfg, now: time.Now(), tool: b.tool, mysqlVersion: mysqlVersion, pos: pos, here: here, dir: b.bh.Directory()}
+	base, why := c.chooseBase(manifests)
+	if base == nil {
+		return full(why)
+	}
+	chain, err := resolveChain(ctx, member{bh: handles[base], m: base})
+	if err != nil {
+		return full(fmt.Sprintf("the chain of the base %s is not usable: %v", base.BackupName, err))
+	}
+	if err := ch.SetBase(ctx, base.BackupName); err != nil {
+		return full(fmt.Sprintf("cannot record %s as the base: %v", base.BackupName, err))
+	}
+	b.logger.Infof("fifo backup: incremental, on %s (LSN %s; chain %v)", base.BackupName, base.LSN.To, chainNames(chain))
+	return &member{bh: handles[base], m: base}
+}
+
+// maxChainLength bounds a chain a restore follows, whatever a MANIFEST says.
+const maxChainLength = 1000

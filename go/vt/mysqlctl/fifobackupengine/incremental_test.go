@@ -1,0 +1,200 @@
+package fifobackupengine
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"regexp"
+	"strconv"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/mysqlctl"
+
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+)
+
+func incrementalConfig() Config {
+	cfg := testConfig(3, SourceStdout, zstdConfig())
+	cfg.FullInterval = time.Hour
+	return cfg
+}
+
+// changeStatic changes a few rows of an InnoDB, an Aria and a partitioned
+// table (what a delta must carry) and returns every static table's checksum.
+func (f *fixture) changeStatic(t *testing.T, round int) map[string]string {
+	f.srv.Exec(t, "UPDATE sample.t0001 SET n = n + ? WHERE id % 7 = 0", round)
+	f.srv.Exec(t, "INSERT INTO sample.t0002 (id, v, n) VALUES (?, 'added', ?)", 1000000+round, round)
+	f.srv.Exec(t, "UPDATE sample.aria_t SET v = CONCAT(v, ?) WHERE id % 3 = 0", round)
+	f.srv.Exec(t, "UPDATE sample.part_t SET v = CONCAT(v, ?) WHERE id % 5 = 0", round)
+	return mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes")
+}
+
+// TestIncrementalChainRealMariaDB: with --fifo-backup-full-interval set, the
+// second and third backups are deltas on the one before (page changes only);
+// restoring the latest restores the chain to the exact data at its
+// position; a restore-to-time picks the middle one; after a restore the
+// next backup is a delta on the restored chain. A base removed or damaged by
+// hand fails the restore before mysqld is touched, naming the base.
+func TestIncrementalChainRealMariaDB(t *testing.T) {
+	f := newFixture(t, mariadbtest.Options{Tables: 200, RowsPerTable: 20, BigTableBytes: 32 << 20})
+	useEngine(t, incrementalConfig())
+	w := startWriter(t, f.srv.DB())
+	defer func() {
+		select {
+		case <-w.stop:
+		default:
+			w.finish(t)
+		}
+	}()
+
+	var (
+		static [3]map[string]string
+		ms     [3]*Manifest
+	)
+	for i := range 3 {
+		static[i] = f.changeStatic(t, i+1)
+		// The tool's to_lsn is the last checkpoint: flush, so that it is
+		// recent, as on a server that has run a while.
+		checkpoint(t, f.srv.DB())
+		time.Sleep(1100 * time.Millisecond) // backup names have seconds
+		require.NoError(t, f.backup(t, nil))
+		ms[i] = f.latestManifest(t)
+	}
+	w.finish(t)
+
+	full, d1, d2 := ms[0], ms[1], ms[2]
+	assert.Empty(t, full.BaseBackup, "the first backup is full")
+	assert.Equal(t, "full-backuped", full.LSN.BackupType)
+	assert.Equal(t, full.BackupName, d1.BaseBackup)
+	assert.Equal(t, full.BackupName, d1.FullBackup)
+	assert.Equal(t, 1, d1.ChainLength)
+	assert.Equal(t, "incremental", d1.LSN.BackupType)
+	assert.Equal(t, full.LSN.To, d1.LSN.From)
+	assert.Equal(t, d1.BackupName, d2.BaseBackup)
+	assert.Equal(t, full.BackupName, d2.FullBackup)
+	assert.Equal(t, 2, d2.ChainLength)
+	assert.Equal(t, d1.LSN.To, d2.LSN.From)
+	assert.Equal(t, full.Lineage, d2.Lineage)
+	assert.False(t, d2.Incremental, "every fifo backup is full in Vitess's sense")
+	assert.Less(t, d1.RawBytes*3, full.RawBytes, "a delta holds the changed pages, not the data set (%d vs %d bytes)", d1.RawBytes, full.RawBytes)
+	t.Logf("full %d bytes, deltas %d and %d bytes", full.RawBytes, d1.RawBytes, d2.RawBytes)
+
+	// The latest restores through its chain to its exact position.
+	check := func(m *mysqlctl.BackupManifest, want *Manifest, static map[string]string) {
+		t.Helper()
+		require.Equal(t, want.BackupName, m.BackupName)
+		assert.Equal(t, static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"), "static tables at %s", want.BackupName)
+		assert.Equal(t, w.expectedAt(t, m.Position.String()), writtenRows(t, f.srv.DB()), "sample.writes at %s's position %v", want.BackupName, m.Position)
+	}
+	m, err := f.restore(t, nil)
+	require.NoError(t, err)
+	check(m, d2, static[2])
+
+	// After the restore, the next backup is a delta on the restored chain.
+	require.NoError(t, f.backup(t, nil))
+	d3 := f.latestManifest(t)
+	assert.Equal(t, d2.BackupName, d3.BaseBackup)
+	assert.Equal(t, 3, d3.ChainLength)
+	assert.NotEqual(t, d2.Lineage, d3.Lineage, "a restore starts a new lineage")
+
+	// A restore to a time before the last delta picks the middle one
+	// (BackupTime is the consistent point; StartTime the name's time).
+	consistent, err := mysqlctl.ParseRFC3339(d1.BackupTime)
+	require.NoError(t, err)
+	m, err = f.restoreAt(t, consistent)
+	require.NoError(t, err)
+	check(m, d1, static[1])
+
+	// The base removed by hand: the restore fails naming it, before mysqld
+	// is stopped.
+	f.srv.Exec(t, "CREATE TABLE sample.after_restore (id INT PRIMARY KEY)")
+	lane := filepath.Join(f.root, testKeyspace, testShard, d1.BackupName, full.Lanes[0].File+".index")
+	require.FileExists(t, lane)
+	require.NoError(t, os.Rename(lane, lane+".moved"))
+	_, err = f.restore(t, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "backup "+d1.BackupName+" is damaged: lane "+full.Lanes[0].File)
+	assertUntouched(t, f)
+	require.NoError(t, os.Rename(lane+".moved", lane))
+
+	require.NoError(t, os.Rename(filepath.Join(f.root, testKeyspace, testShard, full.BackupName), filepath.Join(f.root, "gone")))
+	_, err = f.restore(t, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "its base "+full.BackupName+" is missing")
+	assertUntouched(t, f)
+}
+
+// checkpoint has InnoDB flush its dirty pages and waits until its last
+// checkpoint has passed the LSN it had when asked.
+func checkpoint(t *testing.T, db *sql.DB) {
+	t.Helper()
+	_, err := db.Exec("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+	require.NoError(t, err)
+	defer db.Exec("SET GLOBAL innodb_max_dirty_pages_pct = 90")
+	read := func(re *regexp.Regexp) int64 {
+		var typ, name, status string
+		require.NoError(t, db.QueryRow("SHOW ENGINE INNODB STATUS").Scan(&typ, &name, &status))
+		m := re.FindStringSubmatch(status)
+		require.NotNil(t, m, "no %v in SHOW ENGINE INNODB STATUS", re)
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	target := read(regexp.MustCompile(`Log sequence number\s+(\d+)`))
+	ckpt := regexp.MustCompile(`Last checkpoint at\s+(\d+)`)
+	require.Eventually(t, func() bool { return read(ckpt) >= target }, time.Minute, 200*time.Millisecond, "InnoDB did not checkpoint past %d", target)
+}
+
+// assertUntouched checks that a failed restore left mysqld running on its
+// data, and no restore_in_progress.
+func assertUntouched(t *testing.T, f *fixture) {
+	t.Helper()
+	var n int
+	require.NoError(t, f.srv.DB().QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'sample' AND table_name = 'after_restore'").Scan(&n))
+	assert.Equal(t, 1, n, "mysqld still serves its data")
+	assert.NoFileExists(t, filepath.Join(f.tb.Cnf.TabletDir(), mysqlctl.RestoreState))
+}
+
+// TestIncrementalNeedsLineage: a data directory that does not descend from
+// the newest backup (its lineage file gone: another engine restored it, or
+// another replica took the backup) takes a full backup and says why.
+func TestIncrementalNeedsLineage(t *testing.T) {
+	f := newFixture(t, mariadbtest.Options{Tables: 200, RowsPerTable: 5, BigTableBytes: 4 << 20})
+	useEngine(t, incrementalConfig())
+	require.NoError(t, f.backup(t, nil))
+	require.NoError(t, os.Remove(filepath.Join(f.tb.Cnf.TabletDir(), lineageFileName)))
+	time.Sleep(1100 * time.Millisecond)
+	require.NoError(t, f.backup(t, nil))
+	m := f.latestManifest(t)
+	assert.Empty(t, m.BaseBackup, "not a descendant: a full backup")
+
+	// Its own next backup is a delta on it.
+	time.Sleep(1100 * time.Millisecond)
+	require.NoError(t, f.backup(t, nil))
+	d := f.latestManifest(t)
+	assert.Equal(t, m.BackupName, d.BaseBackup)
+
+	// Incrementals off: every backup is full.
+	useEngine(t, testConfig(3, SourceStdout, zstdConfig()))
+	time.Sleep(1100 * time.Millisecond)
+	require.NoError(t, f.backup(t, nil))
+	assert.Empty(t, f.latestManifest(t).BaseBackup)
+}
+
+// restoreAt is restore with a restore-from-backup-ts.
+func (f *fixture) restoreAt(t testing.TB, at time.Time) (*mysqlctl.BackupManifest, error) {
+	f.activate(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	m, err := mysqlctl.Restore(ctx, restoreParams(f, at))
+	if err == nil {
+		f.srv = mariadbtest.Attach(f.t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
+	}
+	return m, err
+}
+

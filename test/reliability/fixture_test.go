@@ -82,12 +82,14 @@ var smallData = mariadbtest.Options{Database: sampleDB, Tables: 50, RowsPerTable
 
 func engineConfig() fifobackupengine.Config {
 	return fifobackupengine.Config{
-		Lanes:       3,
-		Source:      fifobackupengine.SourceStdout,
-		Parallel:    2,
-		FIFOTimeout: 30 * time.Second,
-		UseMemory:   64 << 20,
-		Compression: fifobackupengine.CompressionConfig{Enabled: true, Engine: mysqlctl.ZstdCompressor, Level: 1, BlockSize: 250000, Blocks: 2},
+		Lanes:           3,
+		Source:          fifobackupengine.SourceStdout,
+		Parallel:        2,
+		FIFOTimeout:     30 * time.Second,
+		UseMemory:       64 << 20,
+		IncrementalBase: fifobackupengine.BaseLatest,
+		MaxChainLength:  6,
+		Compression:     fifobackupengine.CompressionConfig{Enabled: true, Engine: mysqlctl.ZstdCompressor, Level: 1, BlockSize: 250000, Blocks: 2},
 	}
 }
 

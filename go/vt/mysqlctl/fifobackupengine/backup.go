@@ -98,6 +98,10 @@ func (b *backupRun) execute(ctx context.Context) error {
 		conn.Close()
 		return vterrors.Wrap(err, "unable to obtain the server's position")
 	}
+	// On MySQL, gtid_purged as Vitess's PITR wants it (its path finders order
+	// backups by position plus purged set); MariaDB has none.
+	purged, err := conn.GetGTIDPurged()
+	hasPurged := err == nil && purged.GTIDSet != nil
 	serverUUID, err := conn.GetServerUUID()
 	conn.Close()
 	if err != nil {
@@ -186,6 +190,9 @@ func (b *backupRun) execute(ctx context.Context) error {
 		}
 	} else if m.LSN.BackupType == "incremental" {
 		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool took an incremental backup (from_lsn %s) where a full one was asked for", m.LSN.From)
+	}
+	if hasPurged {
+		m.PurgedPosition = purged
 	}
 	if b.source == SourceFIFO {
 		m.FIFOStreams = len(b.streamBytes)

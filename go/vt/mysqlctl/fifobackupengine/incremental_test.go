@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -197,4 +197,3 @@ func (f *fixture) restoreAt(t testing.TB, at time.Time) (*mysqlctl.BackupManifes
 	}
 	return m, err
 }
-

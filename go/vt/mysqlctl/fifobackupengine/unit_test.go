@@ -52,6 +52,11 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 		{"tool flag --read-buffer-size", func(c *Config) { c.BackupFlags = "--read-buffer-size=256M" }, []string{"--fifo-backup-backup-flags", "use --fifo-backup-read-buffer-size"}},
 		{"tool flag --fifo-streams", func(c *Config) { c.BackupFlags = "--fifo-streams 8" }, []string{"--fifo-backup-backup-flags", "use --fifo-backup-fifo-streams"}},
 		{"progress", func(c *Config) { c.Progress = -time.Second }, []string{"--fifo-backup-progress-interval", "0 (off) or a positive duration"}},
+		{"full interval", func(c *Config) { c.FullInterval = time.Second }, []string{"--fifo-backup-full-interval", "0 (off: every backup is full) or 1m..8760h"}},
+		{"incremental base", func(c *Config) { c.IncrementalBase = "previous" }, []string{"--fifo-backup-incremental-base", "latest, full"}},
+		{"max chain length", func(c *Config) { c.MaxChainLength = 0 }, []string{"--fifo-backup-max-chain-length", "1..1000"}},
+		{"tool flag --incremental-lsn", func(c *Config) { c.BackupFlags = "--incremental-lsn=5" }, []string{"--fifo-backup-backup-flags", "--incremental-lsn", "--fifo-backup-full-interval"}},
+		{"tool flag --incremental-basedir", func(c *Config) { c.BackupFlags = "--incremental-basedir=/b" }, []string{"--fifo-backup-backup-flags", "--incremental-basedir"}},
 		{"backup flags", func(c *Config) { c.BackupFlags = `--x="unterminated` }, []string{"--fifo-backup-backup-flags", "balanced quotes"}},
 		{"prepare flags", func(c *Config) { c.PrepareFlags = `'` }, []string{"--fifo-backup-prepare-flags", "balanced quotes"}},
 		{"compression engine", func(c *Config) { c.Compression.Engine = "brotli" }, []string{"--compression-engine-name", "pgzip, pargzip, zstd, lz4, external"}},
@@ -189,12 +194,19 @@ func TestManifestCheckRejectsHandEdits(t *testing.T) {
 	}
 	require.NoError(t, good().check())
 	for name, mutate := range map[string]func(*Manifest){
-		"method":     func(m *Manifest) { m.BackupMethod = "xtrabackup" },
-		"no lanes":   func(m *Manifest) { m.Lanes = nil },
-		"lane path":  func(m *Manifest) { m.Lanes[1].File = "../../etc/passwd" },
-		"lane twice": func(m *Manifest) { m.Lanes[2] = m.Lanes[1] },
-		"source":     func(m *Manifest) { m.Source = "tape" },
-		"flavor":     func(m *Manifest) { m.ToolFlavor = "" },
+		"method":             func(m *Manifest) { m.BackupMethod = "xtrabackup" },
+		"no lanes":           func(m *Manifest) { m.Lanes = nil },
+		"lane path":          func(m *Manifest) { m.Lanes[1].File = "../../etc/passwd" },
+		"lane twice":         func(m *Manifest) { m.Lanes[2] = m.Lanes[1] },
+		"source":             func(m *Manifest) { m.Source = "tape" },
+		"flavor":             func(m *Manifest) { m.ToolFlavor = "" },
+		"vitess incremental": func(m *Manifest) { m.Incremental = true },
+		"chain without base": func(m *Manifest) { m.ChainLength = 1 },
+		"base without chain": func(m *Manifest) { m.BaseBackup, m.FullBackup, m.LSN.From = "b", "b", "5" },
+		"base without lsn":   func(m *Manifest) { m.BaseBackup, m.FullBackup, m.ChainLength = "b", "b", 1 },
+		"its own base": func(m *Manifest) {
+			m.BaseBackup, m.FullBackup, m.ChainLength, m.LSN.From, m.BackupName = "b", "b", 1, "5", "b"
+		},
 	} {
 		m := good()
 		mutate(m)

@@ -60,6 +60,9 @@ declare -A allowed=(
   [--fifo-backup-use-memory]='0 .. 1PiB (0: tool default)'
   [--fifo-backup-backup-flags]='shell words (balanced quotes)'
   [--fifo-backup-prepare-flags]='shell words (balanced quotes)'
+  [--fifo-backup-full-interval]='0 (off: every backup full) or 1m .. 8760h'
+  [--fifo-backup-incremental-base]='latest, full'
+  [--fifo-backup-max-chain-length]='1 .. 1000'
   [--compression-engine-name]='pargzip, pgzip, zstd, lz4, external (needs --external-compressor)'
   [--min-retention-count]='>= 1'
 )

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -78,6 +82,21 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	defer to.Close()
 	dir, name := s.o.dir(), bh.Name()
 	where := dir + "/" + name
+	// An incremental backup is of use only where its chain is: its bases
+	// missing at the destination are copied first, the oldest first.
+	bases, err := missingBases(s.ctx, src, to, dir, bh)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		return 1
+	}
+	for _, base := range bases {
+		rep, err := src.CopyBackup(s.ctx, to, dir, base, splitstorage.CopyOptions{Concurrency: *concurrency})
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL: copying %s, a base of %s: %v\n", dir+"/"+base, where, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "OK: base %s/%s of %s copied first: %d objects (%s)\n", dir, base, where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)))
+	}
 	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := src.CopyBackup(s.ctx, to, dir, name, splitstorage.CopyOptions{
 		Concurrency: *concurrency,
@@ -101,4 +120,36 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "removed the source %s\n", where)
 	}
 	return 0
+}
+
+// missingBases lists the bases of bh's chain that the destination lacks,
+// the oldest first.
+func missingBases(ctx context.Context, src, dst *splitstorage.Storage, dir string, bh backupstorage.BackupHandle) ([]string, error) {
+	var missing []string
+	for cur := bh; ; {
+		m, err := fifobackupengine.ReadManifest(ctx, cur)
+		if err != nil {
+			if len(missing) == 0 {
+				return nil, nil // not a fifo backup: no chain
+			}
+			return nil, err
+		}
+		if m.BaseBackup == "" {
+			break
+		}
+		if _, err := dst.OpenBackup(ctx, dir, m.BaseBackup); err == nil {
+			break
+		} else if !errors.Is(err, splitstorage.ErrNotExist) {
+			return nil, err
+		}
+		missing = append(missing, m.BaseBackup)
+		if len(missing) > 1000 {
+			return nil, fmt.Errorf("backup %s/%s: its chain is longer than 1000 backups", dir, bh.Name())
+		}
+		if cur, err = src.OpenBackup(ctx, dir, m.BaseBackup); err != nil {
+			return nil, fmt.Errorf("backup %s/%s: its base %s: %w", dir, bh.Name(), m.BaseBackup, err)
+		}
+	}
+	slices.Reverse(missing)
+	return missing, nil
 }

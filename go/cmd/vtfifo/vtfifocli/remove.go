@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -56,6 +57,10 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		for _, b := range inc {
 			switch {
 			case b.Name != name:
+			case len(b.RetiredFor) > 0:
+				fmt.Fprintf(stdout, "FAIL: refused: backup %s/%s was removed from the list already and is kept as the base of %s: it goes when they do\n",
+					dir, name, strings.Join(b.RetiredFor, ", "))
+				return 1
 			case b.Quarantined != "":
 				what = "quarantined backup"
 			case b.Started.IsZero() || time.Since(b.Started) >= *minAge:
@@ -71,12 +76,33 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		fmt.Fprintf(stdout, "FAIL: backup %s/%s: no such backup\n", dir, name)
 		return 1
 	}
-	if err := s.bs.RemoveBackup(s.ctx, dir, name); err != nil {
+	done, err := removeBackup(s, dir, name)
+	if err != nil {
 		fmt.Fprintf(stdout, "FAIL: removing backup %s/%s: %v\n", dir, name, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "removed %s %s/%s\n", what, dir, name)
+	fmt.Fprintf(stdout, "%s %s %s/%s\n", done, what, dir, name)
 	return 0
+}
+
+// removeBackup removes one backup and says what became of it: removed, or,
+// for the base of incremental backups in the split storage, removed from
+// the list and kept until they go.
+func removeBackup(s *session, dir, name string) (string, error) {
+	var deps []string
+	if sp, ok := s.bs.(*splitstorage.Storage); ok {
+		var err error
+		if deps, err = sp.Dependents(s.ctx, dir, name); err != nil {
+			return "", err
+		}
+	}
+	if err := s.bs.RemoveBackup(s.ctx, dir, name); err != nil {
+		return "", err
+	}
+	if len(deps) > 0 {
+		return fmt.Sprintf("removed from the list (its objects stay as the base of %s, and go with the last of them):", strings.Join(deps, ", ")), nil
+	}
+	return "removed", nil
 }
 
 // Prune is `vtfifo prune`: removes the complete backups that are neither
@@ -120,12 +146,13 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 			fmt.Fprintf(stdout, "would remove %s\n", where)
 			continue
 		}
-		if err := s.bs.RemoveBackup(s.ctx, dir, bh.Name()); err != nil {
+		done, err := removeBackup(s, dir, bh.Name())
+		if err != nil {
 			fmt.Fprintf(stdout, "FAIL removing %s: %v\n", where, err)
 			failed = true
 			continue
 		}
-		fmt.Fprintf(stdout, "removed %s\n", where)
+		fmt.Fprintf(stdout, "%s %s\n", done, where)
 	}
 	if failed {
 		return 1

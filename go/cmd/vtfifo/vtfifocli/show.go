@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,6 +110,13 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vo
 	return rep, m, nil
 }
 
+func backupType(m *fifobackupengine.Manifest) string {
+	if m.BaseBackup == "" {
+		return "full"
+	}
+	return fmt.Sprintf("incremental, %d after the full %s, on %s (LSN %s .. %s)", m.ChainLength, m.FullBackup, m.BaseBackup, m.LSN.From, m.LSN.To)
+}
+
 func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 	compression := "none"
 	if m.Compressed {
@@ -117,7 +125,8 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, kv := range [][2]string{
 		{"Backup", rep.Backup},
-		{"Time", m.BackupTime + " .. " + m.FinishedTime},
+		{"Time", cmp.Or(m.StartTime, "?") + " .. " + m.FinishedTime + " (consistent at " + m.BackupTime + ")"},
+		{"Type", backupType(m)},
 		{"Engine", m.BackupMethod},
 		{"Position", m.Position.String()},
 		{"Tool", m.ToolFlavor + " " + m.ToolVersion},

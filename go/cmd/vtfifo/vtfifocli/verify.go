@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -190,6 +191,9 @@ func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage
 		inc, err := s.ListIncomplete(ctx, dir)
 		if err == nil {
 			for _, b := range inc {
+				if b.Name == o.backup && len(b.RetiredFor) > 0 {
+					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it", strings.Join(b.RetiredFor, ", "))
+				}
 				if b.Name == o.backup && b.Quarantined != "" {
 					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined)
 				}
@@ -224,9 +228,14 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 		if b.Quarantined != "" {
 			line += "; quarantined: " + b.Quarantined
 		}
+		if len(b.RetiredFor) > 0 {
+			line += "; removed from the list, kept as the base of " + strings.Join(b.RetiredFor, ", ")
+		}
 		switch {
 		case o.listIncomplete:
 			fmt.Fprintf(stdout, "incomplete %s\n", line)
+		case len(b.RetiredFor) > 0:
+			fmt.Fprintf(stdout, "kept %s (it goes with the last of them)\n", line)
 		case b.Quarantined != "":
 			fmt.Fprintf(stdout, "kept %s (release it with `vtfifo release`, or remove it with `vtfifo rm`)\n", line)
 		case !b.Started.IsZero() && age < o.minAge:

@@ -276,6 +276,10 @@ type BackupInfo struct {
 	StoredBytes int64  `json:",omitempty"`
 	Compression string `json:",omitempty"`
 	Tool        string `json:",omitempty"`
+	// Base is the backup an incremental one holds the changes since, and
+	// ChainLength its place after the chain's full (0 for a full).
+	Base        string `json:",omitempty"`
+	ChainLength int    `json:",omitempty"`
 	// Verification is the backup's latest test restore (split storage).
 	Verification *testrestore.Record `json:",omitempty"`
 	// Problem says why the MANIFEST could not be read, if it could not.
@@ -312,17 +316,21 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
+	fmt.Fprintln(tw, "NAME\tENGINE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
 	for _, b := range infos {
 		if b.Problem != "" {
-			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t\t%s\n", b.Name, b.Problem)
+			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t\t\t%s\n", b.Name, b.Problem)
 			continue
 		}
 		verified := "-"
 		if b.Verification != nil {
 			verified = b.Verification.Summary()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Time, b.Lanes,
+		kind := "full"
+		if b.Base != "" {
+			kind = fmt.Sprintf("delta %d on %s", b.ChainLength, b.Base)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, kind, b.Time, b.Lanes,
 			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, verified)
 	}
 	if err := tw.Flush(); err != nil {
@@ -366,6 +374,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 		info.Compression = m.CompressionEngine
 	}
 	info.Tool = m.ToolFlavor + " " + m.ToolVersion
+	info.Base, info.ChainLength = m.BaseBackup, m.ChainLength
 	rec, err := testrestore.Load(ctx, bh)
 	if err != nil {
 		info.Problem = "cannot read its verification record: " + err.Error()

@@ -209,6 +209,7 @@ func (b *backupRun) planDelta(ctx context.Context, here lineage, pos replication
 	// MANIFESTs newest first, down to the newest fifo full: all a choice needs.
 	manifests := make([]*Manifest, len(bhs))
 	handles := map[*Manifest]backupstorage.BackupHandle{}
+	var newestDelta *Manifest
 	for i := len(bhs) - 1; i >= 0; i-- {
 		m, err := ReadManifest(ctx, bhs[i])
 		if err != nil {
@@ -217,7 +218,21 @@ func (b *backupRun) planDelta(ctx context.Context, here lineage, pos replication
 		}
 		manifests[i], handles[m] = m, bhs[i]
 		if !m.isDelta() {
+			newestDelta = nil
 			break
+		}
+		if newestDelta == nil {
+			newestDelta = m
+		}
+	}
+	if newestDelta != nil {
+		// No full listed after it: retention retired the chain's full, which
+		// the storage keeps for its deltas.
+		if bh, err := ch.Sibling(ctx, newestDelta.FullBackup); err == nil {
+			if m, err := ReadManifest(ctx, bh); err == nil && !m.isDelta() {
+				manifests = append([]*Manifest{m}, manifests...)
+				handles[m] = bh
+			}
 		}
 	}
 	c := &baseChoice{cfg: &b.cfg, now: time.Now(), tool: b.tool, mysqlVersion: mysqlVersion, pos: pos, here: here, dir: b.bh.Directory()}

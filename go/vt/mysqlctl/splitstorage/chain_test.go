@@ -158,4 +158,22 @@ func TestCopyChain(t *testing.T) {
 	assert.Equal(t, []string{"b-delta"}, deps, "the copy keeps the chain")
 }
 
+// TestQuarantineTakesDependents: a quarantined base takes the backups that
+// depend on it out of the list too: none of them would restore.
+func TestQuarantineTakesDependents(t *testing.T) {
+	ctx := context.Background()
+	s := newStorage(t, splitstoragetest.Local(t).Config)
+	dir := "ks/0"
+	chainBackup(t, s, dir, "a-full", "")
+	chainBackup(t, s, dir, "b-delta", "a-full")
+	chainBackup(t, s, dir, "c-delta", "b-delta")
+	chainBackup(t, s, dir, "d-full", "")
+	require.NoError(t, findBackup(t, s, dir, "b-delta").(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
+	assert.Equal(t, []string{"a-full", "d-full"}, listed(t, s, dir))
+	inc, err := s.ListIncomplete(ctx, dir)
+	require.NoError(t, err)
+	require.Len(t, inc, 2)
+	assert.Equal(t, "its base b-delta is quarantined: test restore failed", inc[1].Quarantined)
+}
+
 var _ backupstorage.BackupHandle = splitstorage.ChainHandle(nil)

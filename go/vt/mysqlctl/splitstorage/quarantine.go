@@ -25,7 +25,9 @@ type quarantineDoc struct {
 }
 
 // Quarantine takes this complete backup out of the list restores choose
-// from, keeping reason (no secret in it: it is stored).
+// from, keeping reason (no secret in it: it is stored), and with it every
+// complete backup that depends on it as its base (chain.go). Release puts
+// back only the one it names.
 func (h *Handle) Quarantine(ctx context.Context, reason string) error {
 	prefix := backupPrefix(h.dir, h.name)
 	complete, err := readSmall(ctx, h.e.be, prefix+completeMarker)
@@ -41,6 +43,20 @@ func (h *Handle) Quarantine(ctx context.Context, reason string) error {
 	}
 	if err := h.e.be.Delete(ctx, prefix+completeMarker); err != nil {
 		return fmt.Errorf("split storage: quarantining backup %s/%s: %w", h.dir, h.name, err)
+	}
+	// Its incremental dependents cannot restore without it: out of the list too.
+	deps, err := h.s.Dependents(ctx, h.dir, h.name)
+	if err != nil {
+		return fmt.Errorf("split storage: quarantined backup %s/%s, but not its dependents: %w", h.dir, h.name, err)
+	}
+	for _, d := range deps {
+		if state, err := backupState(ctx, h.e.be, h.dir, d); err != nil || state != "complete" {
+			continue
+		}
+		dh := &Handle{s: h.s, e: h.e, dir: h.dir, name: d, readOnly: true}
+		if err := dh.Quarantine(ctx, fmt.Sprintf("its base %s is quarantined: %s", h.name, reason)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

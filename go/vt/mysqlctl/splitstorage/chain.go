@@ -304,15 +304,7 @@ func retire(ctx context.Context, e *env, dir, name string, deps []string) error 
 
 // readRetired reads a retired backup's marker.
 func readRetired(ctx context.Context, be backend.Backend, prefix string) (retiredDoc, error) {
-	var r retiredDoc
-	doc, err := readSmall(ctx, be, prefix+retiredMarker)
-	if err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(doc, &r); err != nil {
-		return r, fmt.Errorf("retired marker: %w", err)
-	}
-	return r, nil
+	return readMarker[retiredDoc](ctx, be, prefix+retiredMarker)
 }
 
 // StoredSize returns the size of a file of the backup from its index,

@@ -85,13 +85,18 @@ func (s *Storage) Release(ctx context.Context, dir, name string) error {
 }
 
 func readQuarantine(ctx context.Context, be backend.Backend, prefix string) (quarantineDoc, error) {
-	var q quarantineDoc
-	doc, err := readSmall(ctx, be, prefix+quarantineMarker)
+	return readMarker[quarantineDoc](ctx, be, prefix+quarantineMarker)
+}
+
+// readMarker reads a small JSON marker object into a T.
+func readMarker[T any](ctx context.Context, be backend.Backend, key string) (T, error) {
+	var v T
+	doc, err := readSmall(ctx, be, key)
 	if err != nil {
-		return q, err
+		return v, err
 	}
-	if err := json.Unmarshal(doc, &q); err != nil {
-		return q, fmt.Errorf("quarantine marker: %w", err)
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return v, fmt.Errorf("%s: %w", key, err)
 	}
-	return q, nil
+	return v, nil
 }

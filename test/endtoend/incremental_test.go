@@ -155,7 +155,6 @@ func runIncremental(t *testing.T, sb storageBackend) {
 	})
 }
 
-
 // checkChains checks, in the storage itself, that every listed fifo backup's
 // chain is whole: every base opens by name and has a readable MANIFEST.
 func checkChains(ctx context.Context, t *testing.T, c *cluster.Cluster, sb storageBackend) {

@@ -73,7 +73,7 @@ type Handle struct {
 	mu          sync.Mutex
 	files       map[string]*fileState
 	ended       bool
-	spoolHeld   int64 // spool bytes reserved for the uploads, until the backup ends
+	spoolHeld   int64  // spool bytes reserved for the uploads, until the backup ends
 	base        string // the backup this one depends on (SetBase); "" for none
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
@@ -61,6 +62,9 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	what := "extracted (not prepared: run the tool's --prepare, or restore with --prepare)"
 	if *prepare {
 		what = "prepared with " + rep.Tool + "; start it with mysqld --datadir=" + dir
+	}
+	if len(rep.Chain) > 1 {
+		what = fmt.Sprintf("incremental: its chain %s applied in order; %s", strings.Join(rep.Chain, ", "), what)
 	}
 	fmt.Fprintf(stdout, "OK: backup %s restored into %s: %d files, %s, position %s; %s\n",
 		where, dir, rep.Files, humanize.IBytes(uint64(rep.Bytes)), rep.Manifest.Position, what)

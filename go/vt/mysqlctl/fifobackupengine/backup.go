@@ -64,11 +64,12 @@ type backupRun struct {
 	stats  *phaseStats
 	logger logutil.Logger
 
-	tool        *backupTool
-	base        *member // the base of an incremental backup; nil for a full
-	source      string
-	lanes       []*laneWriter
-	streamBytes []atomic.Int64 // read from each of the tool's streams
+	tool         *backupTool
+	base         *member // the base of an incremental backup; nil for a full
+	toolDiskRead int64   // bytes the tool read from disk (-1: unknown)
+	source       string
+	lanes        []*laneWriter
+	streamBytes  []atomic.Int64 // read from each of the tool's streams
 }
 
 func (b *backupRun) execute(ctx context.Context) error {
@@ -175,6 +176,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 		ToolParams:           redactFlags(b.cfg.BackupFlags),
 		LSN:                  lsnsFromCheckpoints(workDir),
 		StartTime:            mysqlctl.FormatRFC3339(b.params.BackupTime.UTC()),
+		ToolDiskReadBytes:    b.toolDiskRead,
 		Lineage:              here.Instance,
 	}
 	if b.base != nil {
@@ -398,6 +400,9 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 		<-toolDone
 	}
 	b.stats.since("Tool:Run", toolStart)
+	if cmd.ProcessState != nil {
+		b.toolDiskRead = diskReadBytes(cmd.ProcessState)
+	}
 	stderr.flush()
 	if toolErr != nil && !killed {
 		err := vterrors.Errorf(vtrpcpb.Code_INTERNAL, "%s exited with an error: %v; its last output:\n%s", b.tool.Flavor, toolErr, stderr.tail())
@@ -635,7 +640,7 @@ func (b *backupRun) writeManifest(ctx context.Context, m *Manifest) error {
 	if err := w.Close(); err != nil {
 		return vterrors.Wrap(err, "cannot close the MANIFEST")
 	}
-	b.logger.Infof("fifo backup %s: %d lanes, %d bytes from the tool, %d bytes stored, position %v", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes, m.Position)
+	b.logger.Infof("fifo backup %s: %d lanes, %d bytes from the tool, %d bytes stored, position %v; the tool read %d bytes from disk (page cache hits not counted)", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes, m.Position, m.ToolDiskReadBytes)
 	return nil
 }
 

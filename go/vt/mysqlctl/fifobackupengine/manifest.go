@@ -53,6 +53,11 @@ type Manifest struct {
 	ToolVersion string
 	ToolParams  string `json:",omitempty"`
 	LSN         LSNs
+	// ToolDiskReadBytes is what the tool read from disk (its rusage; reads
+	// the page cache served are not counted; -1: unknown): a delta reads
+	// every page with mariabackup, only the changed ones with Percona's
+	// --page-tracking.
+	ToolDiskReadBytes int64 `json:",omitempty"`
 
 	// StartTime is when the backup began (the time in its name).
 	// BackupTime is when the tool finished: its data's consistent point is

@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -12,4 +13,14 @@ import (
 // the rest.)
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// diskReadBytes is what an exited process read from storage devices (its
+// rusage's blocks in, 512 bytes each): reads the page cache served are not
+// in it.
+func diskReadBytes(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Inblock * 512
+	}
+	return -1
 }

@@ -193,7 +193,10 @@ func parallel(cfg *Config, source string) int {
 //
 // deltaDir (if not empty) is an extracted incremental backup to apply
 // (--incremental-dir); redoOnly asks Percona XtraBackup to skip the rollback
-// phase (--apply-log-only), as every prepare of a chain but the last must.
+// phase (--apply-log-only, xtrabackup.cc's xtrabackup_apply_log_only), as
+// every prepare of a chain but the last must (Percona's documentation on
+// incremental backups). Not run here: checked as arguments and through the
+// stand-in only.
 // mariabackup (10.2 and later) has no such option: its --prepare never rolls
 // back, the server does when it starts.
 func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64, deltaDir string, redoOnly bool) ([]string, error) {

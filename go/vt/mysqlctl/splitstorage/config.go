@@ -15,6 +15,7 @@ import (
 	"vitess.io/vitess/go/vt/utils"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
 // Backend names accepted by --split-storage-backend.
@@ -68,6 +69,10 @@ type Config struct {
 	AzurePrefix    string
 	AzureEndpoint  string // the service URL; empty: https://<account>.blob.core.windows.net/
 	AzureKeyFile   string // a file holding the account's shared key (never the key itself in a flag)
+
+	// EncryptionKeyFile holds the master keys (crypt.LoadKeyring); empty:
+	// backups are written in the clear (encrypted ones still cannot be read).
+	EncryptionKeyFile string
 }
 
 // DefaultConfig returns the defaults of the flags.
@@ -107,6 +112,8 @@ const (
 	allowedS3Endpoint        = "empty (AWS) or an http:// or https:// URL with a host"
 	allowedAzureEndpoint     = "empty (https://<account>.blob.core.windows.net/) or an http:// or https:// URL with a host"
 	allowedS3SSEKMSKeyIDOnly = "empty unless --split-storage-s3-sse is aws:kms or aws:kms:dsse"
+	allowedKeyFile           = "empty (no encryption) or a readable file of lines \"<id> <base64 of 32 random bytes>\" (vtfifo keygen writes one)"
+	allowedEncryptedPartSize = "a multiple of 256KiB (the encryption frame) in 1MiB..5GiB when --split-storage-encryption-key-file is set"
 )
 
 // RegisterFlags declares the --split-storage-* flags in fs, the command's own
@@ -179,6 +186,7 @@ func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	str(&c.AzurePrefix, "split-storage-azure-prefix", d.AzurePrefix, "split backup storage: blob name prefix inside the Azure container.")
 	str(&c.AzureEndpoint, "split-storage-azure-endpoint", d.AzureEndpoint, "split backup storage: Azure blob service URL, http:// or https:// (empty: https://<account>.blob.core.windows.net/).")
 	str(&c.AzureKeyFile, "split-storage-azure-key-file", d.AzureKeyFile, "split backup storage: file holding the Azure storage account's shared key (read at startup; the key never goes in a flag).")
+	str(&c.EncryptionKeyFile, "split-storage-encryption-key-file", d.EncryptionKeyFile, "split backup storage: file of master keys, one \"<id> <base64 of 32 bytes>\" per line: every backup is encrypted (AES-256-GCM) under a random data key wrapped by the first key; every key listed decrypts (rotation). Empty: no encryption.")
 }
 
 // FlagConfig returns a copy of the configuration the flags hold now.
@@ -257,6 +265,13 @@ func (c Config) Validate() error {
 	}
 	if c.PartSize < MinPartSize || c.PartSize > MaxPartSize {
 		invalid("split-storage-part-size", flagvalue.FormatSize(c.PartSize), allowedPartSize)
+	}
+	if c.EncryptionKeyFile != "" {
+		if _, err := crypt.LoadKeyring(c.EncryptionKeyFile); err != nil {
+			bad("invalid value %q for --split-storage-encryption-key-file: %v: allowed values are %s", c.EncryptionKeyFile, err, allowedKeyFile)
+		} else if c.PartSize%crcBlockSize != 0 && c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize {
+			invalid("split-storage-part-size", flagvalue.FormatSize(c.PartSize), allowedEncryptedPartSize)
+		}
 	}
 	if c.UploadConcurrency < 1 || c.UploadConcurrency > 256 {
 		invalid("split-storage-upload-concurrency", c.UploadConcurrency, allowedConcurrency)

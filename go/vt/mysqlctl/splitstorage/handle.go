@@ -19,6 +19,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
 func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
@@ -26,15 +27,18 @@ func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 // Index is the JSON document stored as <file>.index once all of a file's
 // parts are stored. Version 2 adds a CRC32C per block of BlockSize bytes of
 // every part, so a reader verifies each block before it hands out any of its
-// bytes without holding a whole part.
+// bytes without holding a whole part. Version 3 is an encrypted file: each
+// block is a frame sealed on its own (see encryption.go); Size is then the
+// file's bytes before encryption, and the parts' sizes what is stored.
 type Index struct {
-	Version   int         `json:"version"`
-	Backup    string      `json:"backup"`
-	File      string      `json:"file"`
-	PartSize  int64       `json:"part_size"`
-	BlockSize int64       `json:"block_size,omitempty"`
-	Size      int64       `json:"size"`
-	Parts     []PartEntry `json:"parts"`
+	Version    int         `json:"version"`
+	Backup     string      `json:"backup"`
+	File       string      `json:"file"`
+	PartSize   int64       `json:"part_size"`
+	BlockSize  int64       `json:"block_size,omitempty"`
+	Encryption string      `json:"encryption,omitempty"`
+	Size       int64       `json:"size"`
+	Parts      []PartEntry `json:"parts"`
 }
 
 // PartEntry describes one part object.
@@ -75,6 +79,11 @@ type Handle struct {
 	ended       bool
 	spoolHeld   int64  // spool bytes reserved for the uploads, until the backup ends
 	base        string // the backup this one depends on (SetBase); "" for none
+
+	// dataKey encrypts the files written (nil: in the clear); on the read
+	// side it is unwrapped when the first encrypted file is read.
+	keyMu   sync.Mutex
+	dataKey *crypt.DataKey
 }
 
 type fileState struct {
@@ -141,11 +150,23 @@ func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (
 	if err := h.e.spool.reserve(h.e.cfg.PartSize, fmt.Sprintf("%s: one part of --split-storage-part-size=%s", h.where(filename), flagvalue.FormatSize(h.e.cfg.PartSize))); err != nil {
 		return nil, err
 	}
+	var fc *crypt.File
+	if h.dataKey != nil {
+		var err error
+		if fc, err = h.dataKey.File(filename); err != nil {
+			h.e.spool.unreserve(h.e.cfg.PartSize)
+			return nil, fmt.Errorf("split storage: %s: %w", h.where(filename), err)
+		}
+	}
 	st := &fileState{open: true}
 	h.files[filename] = st
 	fctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(h.ctx, cancel)
-	return &fileWriter{h: h, st: st, file: filename, ctx: fctx, cancel: func() { stop(); cancel() }}, nil
+	w := &fileWriter{h: h, st: st, file: filename, ctx: fctx, cancel: func() { stop(); cancel() }, fc: fc}
+	if fc != nil {
+		w.frame = getBlock(frameSize)[:0]
+	}
+	return w, nil
 }
 
 // EndBackup is part of backupstorage.BackupHandle: after every file is closed
@@ -299,8 +320,13 @@ type fileWriter struct {
 
 	cur    *spoolPart
 	nparts int
-	size   int64
+	size   int64 // bytes written to the file (before encryption)
 	closed bool
+
+	// Encryption (fc nil: in the clear): the frame being filled, sealed in
+	// place once full and more bytes come, or at Close as the last one.
+	fc    *crypt.File
+	frame []byte
 
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -333,6 +359,47 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	if err := w.failed(); err != nil {
 		return 0, err
 	}
+	if w.fc == nil {
+		n, err := w.store(p)
+		w.size += int64(n)
+		return n, err
+	}
+	written := 0
+	for len(p) > 0 {
+		room := frameSize - crypt.Overhead - len(w.frame)
+		if room == 0 {
+			// Full, and more is coming: it is not the last frame.
+			if err := w.sealFrame(false); err != nil {
+				return written, err
+			}
+			continue
+		}
+		n := copy(w.frame[len(w.frame):len(w.frame)+room], p)
+		w.frame = w.frame[:len(w.frame)+n]
+		p = p[n:]
+		written += n
+		w.size += int64(n)
+	}
+	return written, nil
+}
+
+// sealFrame encrypts the frame being filled at its place (the part being
+// filled, its next frame) and stores it. A part holds whole frames: the part
+// size is a multiple of the frame size.
+func (w *fileWriter) sealFrame(last bool) error {
+	frame := 0
+	if w.cur != nil {
+		frame = int(w.cur.size / frameSize)
+	}
+	sealed := w.fc.Seal(w.frame[:0], w.frame, w.nparts+1, frame, last)
+	_, err := w.store(sealed)
+	w.frame = w.frame[:0]
+	return err
+}
+
+// store cuts bytes as they are stored into parts, each spooled to disk and
+// uploaded once full.
+func (w *fileWriter) store(p []byte) (int, error) {
 	ps := w.h.e.cfg.PartSize
 	written := 0
 	for len(p) > 0 {
@@ -349,7 +416,6 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 		}
 		p = p[n:]
 		written += n
-		w.size += int64(n)
 		if w.cur.size == ps {
 			if err := w.submit(); err != nil {
 				return written, err
@@ -431,6 +497,14 @@ func (w *fileWriter) Close() error {
 }
 
 func (w *fileWriter) finish() error {
+	if w.fc != nil {
+		// The last frame, even empty: a file cut short then fails to open.
+		if w.failed() == nil {
+			_ = w.sealFrame(true) // an error is the file's, returned below
+		}
+		putBlock(w.frame)
+		w.frame = nil
+	}
 	if w.cur != nil {
 		if w.cur.size > 0 && w.failed() == nil {
 			_ = w.submit() // an error is the file's, returned below
@@ -444,6 +518,9 @@ func (w *fileWriter) finish() error {
 		return err
 	}
 	idx := Index{Version: 2, Backup: w.h.dir + "/" + w.h.name, File: w.file, PartSize: w.h.e.cfg.PartSize, BlockSize: crcBlockSize, Size: w.size, Parts: w.parts}
+	if w.fc != nil {
+		idx.Version, idx.Encryption = 3, crypt.Algorithm
+	}
 	doc, err := json.Marshal(idx)
 	if err != nil {
 		return err
@@ -477,9 +554,15 @@ func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, 
 		bs = crcBlockSize // version 1: checked per part only
 	}
 	bs = min(bs, max(idx.PartSize, 1))
+	var fc *crypt.File
+	if idx.Encryption != "" {
+		if fc, err = h.fileCipher(ctx, filename); err != nil {
+			return nil, err
+		}
+	}
 	maxBufs := 1 + int(h.e.cfg.ReadAhead/bs)
 	rctx, cancel := context.WithCancel(ctx)
-	r := &fileReader{h: h, idx: idx, blockSize: bs, maxBufs: maxBufs, ctx: rctx, cancel: cancel,
+	r := &fileReader{h: h, idx: idx, fc: fc, blockSize: bs, maxBufs: maxBufs, ctx: rctx, cancel: cancel,
 		blocks: make(chan readBlock, maxBufs+1), free: make(chan []byte, maxBufs), prodDone: make(chan struct{})}
 	go r.produce()
 	return r, nil
@@ -516,6 +599,7 @@ type readBlock struct {
 type fileReader struct {
 	h         *Handle
 	idx       Index
+	fc        *crypt.File // nil: stored in the clear
 	blockSize int64
 	maxBufs   int
 	ctx       context.Context
@@ -618,6 +702,14 @@ func (r *fileReader) fetch(n int) error {
 				return fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, crc)
 			}
 			r.h.e.stats.Scope(stats.Operation("Part:Download")).TimedIncrementBytes(int(want.Size), time.Since(start))
+		}
+		if r.fc != nil {
+			last := n == len(r.idx.Parts) && got == want.Size
+			plain, err := r.fc.Open(b[:0], b, n, blk, last)
+			if err != nil {
+				return fmt.Errorf("%s: frame %d (bytes %d..%d) does not decrypt: %w: the object was altered, or is another part's, file's or backup's, or the file was cut short", where, blk, got-int64(k), got-1, err)
+			}
+			b = plain
 		}
 		select {
 		case r.blocks <- readBlock{buf: b}:

@@ -7,7 +7,8 @@ import (
 )
 
 // ParseIndex decodes a file's part index (<file>.index) and checks that it is
-// one this storage could have written for file of backup dir/name: version 1 or 2,
+// one this storage could have written for file of backup dir/name: version 1, 2
+// or 3 (encrypted),
 // the backup and file names, a part size within limits, every part but the
 // last exactly part_size bytes, the last 1..part_size bytes, and a total that
 // is the sum of the parts. A hand-edited or damaged index fails here, naming
@@ -17,8 +18,11 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 	if err := strictJSON(doc, &idx); err != nil {
 		return Index{}, fmt.Errorf("corrupt index: %w", err)
 	}
-	if idx.Version != 1 && idx.Version != 2 {
-		return Index{}, fmt.Errorf("corrupt index: version %d, want 1 or 2", idx.Version)
+	if idx.Version < 1 || idx.Version > 3 {
+		return Index{}, fmt.Errorf("corrupt index: version %d, want 1..3", idx.Version)
+	}
+	if (idx.Version == 3) != (idx.Encryption != "") {
+		return Index{}, fmt.Errorf("corrupt index: version %d with encryption %q", idx.Version, idx.Encryption)
 	}
 	if idx.File != file || idx.Backup != dir+"/"+name {
 		return Index{}, fmt.Errorf("index is for %s, file %s", idx.Backup, idx.File)
@@ -50,7 +54,11 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 		}
 		sum += p.Size
 	}
-	if sum != idx.Size {
+	if idx.Version == 3 {
+		if err := checkEncryptedIndex(idx); err != nil {
+			return Index{}, err
+		}
+	} else if sum != idx.Size {
 		return Index{}, fmt.Errorf("corrupt index: size %d but its parts add up to %d", idx.Size, sum)
 	}
 	return idx, nil

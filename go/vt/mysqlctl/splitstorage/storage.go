@@ -34,6 +34,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/retry"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/s3"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
 // Name is the key of this storage in backupstorage.BackupStorageMap.
@@ -62,6 +63,7 @@ type Storage struct {
 	cfg     Config
 	base    backend.Backend
 	limits  *limiter.Limits
+	keys    *crypt.Keyring // nil: backups are written in the clear
 	retries *atomic.Int64
 }
 
@@ -130,6 +132,7 @@ type env struct {
 	be     backend.Backend // limiter over retry over the store
 	spool  *spool
 	budget *readBudget
+	keys   *crypt.Keyring
 	logger logutil.Logger
 	stats  stats.Stats
 }
@@ -145,11 +148,19 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		if err := c.Validate(); err != nil {
 			return nil, err
 		}
+		var keys *crypt.Keyring
+		if c.EncryptionKeyFile != "" {
+			kr, err := crypt.LoadKeyring(c.EncryptionKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("split storage: --split-storage-encryption-key-file: %w", err)
+			}
+			keys = kr
+		}
 		b, err := OpenBackend(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		s.cfg, s.base, s.limits = c, b, limiter.NewLimits(c.UploadLimit, c.DownloadLimit)
+		s.cfg, s.base, s.limits, s.keys = c, b, limiter.NewLimits(c.UploadLimit, c.DownloadLimit), keys
 	}
 	st := s.params.Stats.Scope(stats.Component(stats.BackupStorage), stats.Implementation(Name))
 	pol := retry.Policy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
@@ -158,6 +169,7 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		be:     s.limits.Wrap(retry.New(s.base, pol, s.params.Logger, st, s.retries)),
 		spool:  spoolFor(s.cfg.SpoolDir),
 		budget: sharedReadBudget(s.cfg.MemoryBudget),
+		keys:   s.keys,
 		logger: s.params.Logger,
 		stats:  st,
 	}, nil
@@ -261,6 +273,8 @@ type startedDoc struct {
 	Host     string    `json:"host"`
 	Started  time.Time `json:"started"`
 	PartSize int64     `json:"part_size"`
+	// Encryption is the backup's data key, wrapped (nil: in the clear).
+	Encryption *crypt.Envelope `json:"encryption,omitempty"`
 }
 
 // StartBackup is part of backupstorage.BackupStorage. It fails if the backup
@@ -295,7 +309,16 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	host, _ := os.Hostname()
-	doc, _ := json.Marshal(startedDoc{Token: hex.EncodeToString(tok[:]), Host: host, Started: time.Now().UTC(), PartSize: e.cfg.PartSize})
+	started := startedDoc{Token: hex.EncodeToString(tok[:]), Host: host, Started: time.Now().UTC(), PartSize: e.cfg.PartSize}
+	var dataKey *crypt.DataKey
+	if e.keys != nil {
+		dk, env, err := e.keys.NewDataKey(dir + "/" + name)
+		if err != nil {
+			return nil, fmt.Errorf("split storage: starting backup %s/%s: making its data key: %w", dir, name, err)
+		}
+		dataKey, started.Encryption = &dk, &env
+	}
+	doc, _ := json.Marshal(started)
 	key := backupPrefix(dir, name) + startedMarker
 	err := e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
 	if errors.Is(err, ErrExists) {
@@ -311,7 +334,7 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	}
 	// StartBackup's ctx is only valid for this call: the backup lives on its own.
 	bctx, cancel := context.WithCancel(context.Background())
-	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, ctx: bctx, cancel: cancel,
+	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, dataKey: dataKey, ctx: bctx, cancel: cancel,
 		uploadSlots: make(chan struct{}, e.cfg.UploadConcurrency), files: map[string]*fileState{}}, nil
 }
 

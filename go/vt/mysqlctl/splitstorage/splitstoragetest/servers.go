@@ -33,6 +33,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
 // Test credentials of the S3 server (not secrets: a throwaway local server).
@@ -101,6 +102,7 @@ func Flags(c splitstorage.Config) []string {
 		"azure-prefix":          c.AzurePrefix,
 		"azure-endpoint":        c.AzureEndpoint,
 		"azure-key-file":        c.AzureKeyFile,
+		"encryption-key-file":   c.EncryptionKeyFile,
 	}
 	var out []string
 	for k, v := range f {
@@ -414,4 +416,24 @@ func StartBackend(t *testing.T, kind string) backend.Backend {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// KeyFile writes a key file with a new random key for each of ids (the first
+// encrypts) in a temporary directory, mode 0400, and returns its path.
+func KeyFile(t testing.TB, ids ...string) string {
+	t.Helper()
+	var doc strings.Builder
+	doc.WriteString("# test keys: the first encrypts, all decrypt\n")
+	for _, id := range ids {
+		line, err := crypt.NewKeyLine(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc.WriteString(line + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "split-keys")
+	if err := os.WriteFile(path, []byte(doc.String()), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

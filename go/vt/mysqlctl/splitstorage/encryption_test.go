@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -170,7 +169,7 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 		t.Run(d.name, func(t *testing.T) {
 			name := "damaged-" + strings.ReplaceAll(d.name, " ", "-")
 			require.NoError(t, writeOneFile(ctx, s, dir, name, d.file, files[d.file]))
-			tamper(t, be, dir, name, d.file, d.mutate)
+			splitstoragetest.Tamper(t, be, dir, name, d.file, d.mutate)
 			r, err := findBackup(t, s, dir, name).ReadFile(ctx, d.file)
 			var got []byte
 			if err == nil {
@@ -245,30 +244,4 @@ func get(t *testing.T, be backend.Backend, key string) []byte {
 func put(t *testing.T, be backend.Backend, key string, b []byte) {
 	t.Helper()
 	require.NoError(t, be.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32c(b)}))
-}
-
-// tamper rewrites the parts of a file with mutate's result and makes its
-// index agree with them: sizes, checksums and the size the frames hold.
-func tamper(t *testing.T, be backend.Backend, dir, name, file string, mutate func([][]byte) [][]byte) {
-	t.Helper()
-	ikey := splitstorage.IndexKey(dir, name, file)
-	var idx splitstorage.Index
-	require.NoError(t, json.Unmarshal(get(t, be, ikey), &idx))
-	var parts [][]byte
-	for i := range idx.Parts {
-		parts = append(parts, get(t, be, splitstorage.PartKey(dir, name, file, i+1)))
-	}
-	parts = mutate(parts)
-	for i := len(parts); i < len(idx.Parts); i++ {
-		require.NoError(t, be.Delete(context.Background(), splitstorage.PartKey(dir, name, file, i+1)))
-	}
-	idx.Parts, idx.Size = nil, 0
-	for i, p := range parts {
-		put(t, be, splitstorage.PartKey(dir, name, file, i+1), p)
-		idx.Parts = append(idx.Parts, splitstorage.PartEntryOf(p, idx.BlockSize))
-		idx.Size += int64(len(p)) - (int64(len(p))+idx.BlockSize-1)/idx.BlockSize*crypt.Overhead
-	}
-	doc, err := json.Marshal(idx)
-	require.NoError(t, err)
-	put(t, be, ikey, doc)
 }

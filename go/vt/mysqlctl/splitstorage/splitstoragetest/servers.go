@@ -13,7 +13,10 @@ package splitstoragetest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -436,4 +439,59 @@ func KeyFile(t testing.TB, ids ...string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// Tamper rewrites the part objects of a file of a backup with mutate's
+// result and makes its index agree with them (sizes, checksums, and for an
+// encrypted file the bytes its frames hold), as someone who can write the
+// bucket could: what is left to catch it is the encryption.
+func Tamper(t testing.TB, be backend.Backend, dir, name, file string, mutate func(parts [][]byte) [][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	get := func(key string) []byte {
+		r, err := be.Get(ctx, key, 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		b, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	put := func(key string, b []byte) {
+		if err := be.Put(ctx, key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ikey := splitstorage.IndexKey(dir, name, file)
+	var idx splitstorage.Index
+	if err := json.Unmarshal(get(ikey), &idx); err != nil {
+		t.Fatal(err)
+	}
+	var parts [][]byte
+	for i := range idx.Parts {
+		parts = append(parts, get(splitstorage.PartKey(dir, name, file, i+1)))
+	}
+	parts = mutate(parts)
+	for i := len(parts); i < len(idx.Parts); i++ {
+		if err := be.Delete(ctx, splitstorage.PartKey(dir, name, file, i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx.Parts, idx.Size = nil, 0
+	for i, p := range parts {
+		put(splitstorage.PartKey(dir, name, file, i+1), p)
+		idx.Parts = append(idx.Parts, splitstorage.PartEntryOf(p, idx.BlockSize))
+		idx.Size += int64(len(p))
+		if idx.Encryption != "" {
+			idx.Size -= (int64(len(p)) + idx.BlockSize - 1) / idx.BlockSize * crypt.Overhead
+		}
+	}
+	doc, err := json.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(ikey, doc)
 }

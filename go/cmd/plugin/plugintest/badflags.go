@@ -97,6 +97,7 @@ var Flags = []Flag{
 	{Name: "split-storage-azure-key-file", Allowed: "must be set when --split-storage-backend=azure", Bad: []string{""}, With: []string{"--split-storage-backend=azure", "--split-storage-azure-account=a", "--split-storage-azure-container=c"}},
 	{Name: "split-storage-azure-endpoint", Allowed: "http:// or https:// URL", Bad: []string{"localhost:10000", "ftp://blob.example.com", "http://"}},
 	{Name: "split-storage-azure-prefix", Free: "any blob name prefix inside the container"},
+	{Name: "split-storage-encryption-key-file", Allowed: `empty (no encryption) or a readable file of lines "<id> <base64 of 32 random bytes>"`, Bad: []string{"/nonexistent/vtfifo-keys", "/dev/null"}},
 	{Name: "split-storage-s3-storage-class", Free: "S3-compatible stores define their own classes (Ceph placement targets); the store refuses an unknown one"},
 }
 

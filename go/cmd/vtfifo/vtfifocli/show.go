@@ -32,11 +32,16 @@ type ShowReport struct {
 	Lanes    []ShowLane
 	// Files are the files of the tool's backup directory (with --files).
 	Files map[string]int64 `json:",omitempty"`
+	// EncryptionKeyID names the master key of an encrypted backup on the
+	// split storage ("" in the clear).
+	EncryptionKeyID string `json:",omitempty"`
 }
 
-// indexer is the split storage's handle: its lanes' part indexes.
+// indexer is the split storage's handle: its lanes' part indexes and
+// encryption.
 type indexer interface {
 	Index(ctx context.Context, file string) (splitstorage.Index, error)
+	EncryptionKeyID(ctx context.Context) (string, error)
 }
 
 // Show is `vtfifo show`: a backup's MANIFEST, its lanes and parts, and with
@@ -88,6 +93,11 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vo
 	}
 	rep.Manifest = doc
 	ix, _ := bh.(indexer)
+	if ix != nil {
+		if rep.EncryptionKeyID, err = ix.EncryptionKeyID(ctx); err != nil {
+			return rep, nil, err
+		}
+	}
 	for _, l := range m.Lanes {
 		sl := ShowLane{LaneInfo: l}
 		if ix != nil {
@@ -117,6 +127,13 @@ func backupType(m *fifobackupengine.Manifest) string {
 	return fmt.Sprintf("incremental, %d after the full %s, on %s (LSN %s .. %s)", m.ChainLength, m.FullBackup, m.BaseBackup, m.LSN.From, m.LSN.To)
 }
 
+func encryption(keyID string) string {
+	if keyID == "" {
+		return "none"
+	}
+	return "AES-256-GCM, data key wrapped by key ID " + keyID
+}
+
 func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 	compression := "none"
 	if m.Compressed {
@@ -133,6 +150,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Server", m.MySQLVersion},
 		{"Source", m.Source},
 		{"Compression", compression},
+		{"Encryption", encryption(rep.EncryptionKeyID)},
 		{"Size", fmt.Sprintf("%s from the tool, %s stored", humanize.IBytes(uint64(m.RawBytes)), humanize.IBytes(uint64(m.StoredBytes)))},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])

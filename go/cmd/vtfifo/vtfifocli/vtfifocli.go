@@ -24,6 +24,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -130,6 +131,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"  vtfifo release --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 \\\n"+
 				"      --backup=2026-11-23.162035.zone1-0000000100",
 			Release),
+		keygen(stdout),
 	)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -137,6 +139,30 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return code
+}
+
+// keygen is `vtfifo keygen`: a new master key, as a key file line.
+func keygen(stdout io.Writer) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "keygen --id ID",
+		Short: "Print a new key file line for --split-storage-encryption-key-file",
+		Long: "Prints \"<id> <base64 of 32 random bytes>\": a new master key for --split-storage-encryption-key-file.\n" +
+			"Put it first in the key file to encrypt new backups with it, and keep the older lines: every key listed\n" +
+			"decrypts. The key goes to stdout only. See docs/encryption.md.",
+		Example: "  (umask 077; vtfifo keygen --id 2026-11 > keys.new && cat /etc/vitess/backup-keys >> keys.new)",
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			line, err := crypt.NewKeyLine(id)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(stdout, line)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "the key's ID, stored with every backup it encrypts (A-Z a-z 0-9 . _ : -, up to 64)")
+	return cmd
 }
 
 // parse parses args into fs; it returns -1 to go on, or the exit status.

@@ -187,12 +187,10 @@ func TestShow(t *testing.T) {
 	assert.Contains(t, stdout.String(), "no-such-backup")
 }
 
-// TestShowSplitParts: on the split storage, show lists each lane's parts.
-func TestShowSplitParts(t *testing.T) {
+// splitCopy stores the test backup in a split storage made of cfg, as
+// backup ks/0/copied.
+func splitCopy(t *testing.T, cfg splitstorage.Config) {
 	src := filepath.Join(backupData, "ks", "0", "2026-11-23.050519.zone1-0000004989")
-	root := t.TempDir()
-	cfg := splitstorage.DefaultConfig()
-	cfg.Root, cfg.PartSize = root, 1<<20
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 	defer bs.Close()
@@ -211,6 +209,16 @@ func TestShowSplitParts(t *testing.T) {
 		require.NoError(t, w.Close())
 	}
 	require.NoError(t, bh.EndBackup(ctx))
+}
+
+// TestShowSplitParts: on the split storage, show lists each lane's parts.
+func TestShowSplitParts(t *testing.T) {
+	src := filepath.Join(backupData, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	root := t.TempDir()
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root, cfg.PartSize = root, 1<<20
+	splitCopy(t, cfg)
+	ctx := context.Background()
 
 	var stdout, stderr bytes.Buffer
 	code := Main(ctx, []string{"show", "--json", "--backup-storage-implementation=split", "--split-storage-backend=file",
@@ -224,5 +232,55 @@ func TestShowSplitParts(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(1<<20), l.PartSize, l.File)
 		assert.Equal(t, int((fi.Size()+1<<20-1)>>20), l.Parts, l.File)
+	}
+}
+
+// TestEncryptedBackup: keygen makes a key file line; with the key file,
+// show names the key and verify and export read the backup; without it,
+// they fail saying which key it needs.
+func TestEncryptedBackup(t *testing.T) {
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, Main(ctx, []string{"keygen", "--id", "k1"}, &stdout, &stderr), stderr.String())
+	keys := filepath.Join(t.TempDir(), "keys")
+	require.NoError(t, os.WriteFile(keys, stdout.Bytes(), 0o400))
+	assert.Equal(t, 2, Main(ctx, []string{"keygen", "--id", "no spaces"}, &stdout, &stderr), "a usage error")
+
+	root := t.TempDir()
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root, cfg.PartSize, cfg.EncryptionKeyFile = root, 1<<20, keys
+	splitCopy(t, cfg)
+	args := []string{"--backup-storage-implementation=split", "--split-storage-backend=file",
+		"--split-storage-part-size=1MiB", "--split-storage-root=" + root, "--keyspace=ks", "--shard=0"}
+	withKey := append([]string{"--split-storage-encryption-key-file=" + keys}, args...)
+
+	stdout.Reset()
+	code := Main(ctx, append([]string{"show"}, withKey...), &stdout, &stderr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	assert.Regexp(t, `Encryption:\s+AES-256-GCM, data key wrapped by key ID k1`, stdout.String())
+
+	stdout.Reset()
+	code = Main(ctx, append([]string{"verify"}, withKey...), &stdout, &stderr)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+
+	out := filepath.Join(t.TempDir(), "backup.xbstream")
+	code = Main(ctx, append([]string{"export", "-o", out}, withKey...), &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr: %s", stderr.String())
+	exported, err := os.Open(out)
+	require.NoError(t, err)
+	defer exported.Close()
+	dir := filepath.Join(t.TempDir(), "exported")
+	_, err = xbstream.Extract(ctx, dir, xbstream.ReaderLanes(exported), xbstream.ExtractOptions{})
+	require.NoError(t, err)
+	fileRoot, _ := storageCopy(t)
+	lanes, _ := extractLanes(t, fileRoot)
+	assert.Equal(t, tree(t, lanes), tree(t, dir), "the encrypted backup exports to the backup's files")
+
+	for _, cmd := range []string{"show", "verify"} {
+		stdout.Reset()
+		stderr.Reset()
+		code = Main(ctx, append([]string{cmd}, args...), &stdout, &stderr)
+		assert.Equal(t, 1, code, cmd)
+		assert.Contains(t, stdout.String()+stderr.String(), `is encrypted (key ID "k1"): set --split-storage-encryption-key-file`, cmd)
 	}
 }

@@ -3,6 +3,7 @@ package splitstorage_test
 import (
 	"context"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -116,4 +117,25 @@ func TestRegisteredStorage(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	assert.Equal(t, `{"BackupMethod":"fifo"}`, string(b))
+}
+
+func TestEncryptionFlags(t *testing.T) {
+	c := splitstoragetest.Local(t).Config
+	c.EncryptionKeyFile = splitstoragetest.KeyFile(t, "k1")
+	require.NoError(t, c.Validate())
+
+	c.PartSize = 1<<20 + 4096
+	err := c.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `invalid value "1028KiB" for --split-storage-part-size: allowed values are a multiple of 256KiB (the encryption frame) in 1MiB..5GiB when --split-storage-encryption-key-file is set`)
+
+	c.PartSize = 1 << 20
+	secret := "c2VjcmV0LWtleS1ieXRlcy10aGF0LWFyZS10b28tc2hvcnQ=" // 31 bytes
+	c.EncryptionKeyFile = t.TempDir() + "/keys"
+	require.NoError(t, os.WriteFile(c.EncryptionKeyFile, []byte("k1 "+secret+"\n"), 0o600))
+	err = c.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "for --split-storage-encryption-key-file")
+	assert.Contains(t, err.Error(), `line 1: the key of ID "k1" is not the base64 of 32 bytes`)
+	assert.NotContains(t, err.Error(), secret[:10], "the key is never in an error")
 }

@@ -108,6 +108,23 @@ func engineLabel(e string) string {
 	return e
 }
 
+// laterMeasurements points to what was measured apart from this report,
+// after the figures published here.
+const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figures below were measured with parts held in
+> memory. Since then parts wait on disk and reads stream 256 KiB blocks: see
+> [benchmarks-memory.md](benchmarks-memory.md) and [benchmarks-memory-64.md](benchmarks-memory-64.md)
+> (1 GiB, lanes 1, 8, 64, zstd and pgzip, local and S3, part sizes 16 MiB .. 5 GiB).
+
+> **Incremental backups (2026-11-23)**: a delta after 1 % and 10 % of the pages of a 4 GiB data
+> set changed, side by side with the full, and the restore of full + 1 and full + 6 deltas
+> against the full alone: [benchmarks-incremental.md](benchmarks-incremental.md).
+
+> **Encryption (2026-11-24)**: backup and restore wall and CPU time with
+> --split-storage-encryption-key-file against the same storage in the clear, at 2 and 8 lanes:
+> [benchmarks-encryption.md](benchmarks-encryption.md).
+
+`
+
 // Render writes the Markdown report and the SVG chart.
 func Render(res *Results, docPath, svgPath string) error {
 	var b strings.Builder
@@ -120,6 +137,7 @@ func Render(res *Results, docPath, svgPath string) error {
 	w("> **The machine is shared and noisy**: other jobs may use the same cores while this runs (see the notes for this run). ")
 	w("Every figure is the median of the repeats listed; take differences under ~20%% as noise. ")
 	w("The S3 server (versitygw) runs on the same cores as everything else; there is no network.\n\n")
+	w("%s", laterMeasurements)
 	w("## Machine and versions\n\n| | |\n|---|---|\n")
 	for _, k := range sortedKeys(res.Machine) {
 		w("| %s | `%s` |\n", k, res.Machine[k])

@@ -25,17 +25,21 @@ type storageBackend struct {
 }
 
 // storageBackends lists the backends under test: the split storage on local disk, on S3
-// (versitygw), on GCS (fake-gcs-server) and on Azure (Azurite), each with the fifo engine. With
+// (versitygw), on GCS (fake-gcs-server) and on Azure (Azurite), each with the fifo engine; on
+// GCS and Azure every backup is encrypted (--split-storage-encryption-key-file). With
 // VTFIFO_E2E_BASELINE=1 Vitess's own xtrabackup engine + file storage run the same flows
 // too (the reference the plugins are compared with).
 func storageBackends() []storageBackend {
 	var out []storageBackend
 	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
-		name := "split-" + kind
+		name, encrypted := "split-"+kind, kind == splitstorage.BackendGCS || kind == splitstorage.BackendAzure
 		if kind == splitstorage.BackendFile {
 			name = "split-local"
 		}
-		out = append(out, splitBackend(name, kind))
+		if encrypted {
+			name += "-encrypted"
+		}
+		out = append(out, splitBackend(name, kind, encrypted))
 	}
 	if os.Getenv("VTFIFO_E2E_BASELINE") != "" {
 		out = append(out, storageBackend{name: "baseline-xtrabackup-file", impl: "file", engine: "xtrabackup",
@@ -52,9 +56,10 @@ func storageBackends() []storageBackend {
 	return out
 }
 
-// splitBackend is the split storage on one backend. Servers are started by the test (as
-// the test's user); the local backend's root is owned by the cluster's user.
-func splitBackend(name, kind string) storageBackend {
+// splitBackend is the split storage on one backend, its backups encrypted or not. Servers
+// are started by the test (as the test's user); the local backend's root is owned by the
+// cluster's user.
+func splitBackend(name, kind string, encrypted bool) storageBackend {
 	var cfg splitstorage.Config
 	return storageBackend{name: name, impl: splitstorage.Name, engine: "fifo",
 		prepare: func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error) {
@@ -81,6 +86,17 @@ func splitBackend(name, kind string) storageBackend {
 					}
 					srv.Config.AzureKeyFile = filepath.Join(c.Root, "azure.key")
 					if err := c.WriteFileOwned(srv.Config.AzureKeyFile, key, 0o600); err != nil {
+						return cluster.Storage{}, err
+					}
+				}
+				if encrypted {
+					// A key file the cluster's user reads; this process uses the same one.
+					srv.Config.EncryptionKeyFile = filepath.Join(c.Root, "backup-keys")
+					keys, err := os.ReadFile(splitstoragetest.KeyFile(t, "e2e-1"))
+					if err != nil {
+						return cluster.Storage{}, err
+					}
+					if err := c.WriteFileOwned(srv.Config.EncryptionKeyFile, keys, 0o400); err != nil {
 						return cluster.Storage{}, err
 					}
 				}

@@ -24,11 +24,18 @@ import (
 //	FIFO_BENCH_DATA_MB=1024 FIFO_BENCH_LANES=2,8 go test -run '^$' -bench Encryption \
 //	  -benchtime 1x -timeout 60m ./go/vt/mysqlctl/fifobackupengine/
 //
-// FIFO_BENCH_DATA_MB (default 512), FIFO_BENCH_LANES (default "2,8") and
-// FIFO_BENCH_REPEAT (default 3) change the set-up.
+// FIFO_BENCH_DATA_MB (default 512), FIFO_BENCH_LANES (default "2,8"),
+// FIFO_BENCH_REPEAT (default 3) and FIFO_BENCH_COMPRESSION (zstd, the
+// default, or none: every byte of the data is then encrypted, the worst
+// case) change the set-up.
 func BenchmarkEncryption(b *testing.B) {
 	dataMB := envInt("FIFO_BENCH_DATA_MB", 512)
 	repeat := envInt("FIFO_BENCH_REPEAT", 3)
+	comp := CompressionConfig{Enabled: true, Engine: mysqlctl.ZstdCompressor, Level: 1, BlockSize: 250000, Blocks: 2}
+	compName := "zstd level 1"
+	if envString("FIFO_BENCH_COMPRESSION", "zstd") == "none" {
+		comp, compName = CompressionConfig{}, "no compression"
+	}
 	var lanes []int
 	for _, s := range strings.Split(envString("FIFO_BENCH_LANES", "2,8"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -52,8 +59,9 @@ func BenchmarkEncryption(b *testing.B) {
 	b.Cleanup(func() { backupstorage.BackupStorageMap["split-test"] = old })
 
 	samples := map[string][]measure{}
+	var stored int64
 	for _, n := range lanes {
-		cfg := testConfig(n, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.ZstdCompressor, Level: 1, BlockSize: 250000, Blocks: 2})
+		cfg := testConfig(n, SourceStdout, comp)
 		cfg.Progress = 0
 		for i := range repeat {
 			modes := []string{"clear", "encrypted"}
@@ -66,6 +74,7 @@ func BenchmarkEncryption(b *testing.B) {
 				timed := f.timedRoundTrip(b, engineName, cfg, nil)
 				samples[fmt.Sprintf("%s/%d/backup", mode, n)] = append(samples[fmt.Sprintf("%s/%d/backup", mode, n)], timed.backup)
 				samples[fmt.Sprintf("%s/%d/restore", mode, n)] = append(samples[fmt.Sprintf("%s/%d/restore", mode, n)], timed.restore)
+				stored = f.latestManifest(b).StoredBytes
 			}
 		}
 	}
@@ -77,7 +86,7 @@ func BenchmarkEncryption(b *testing.B) {
 		return median(w), median(c)
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%d MiB of data, zstd level 1, split storage on local disk (64 MiB parts), medians of %d runs\n", dataMB, repeat)
+	fmt.Fprintf(&out, "\n%d MiB of data, %s, %d MiB stored (what is encrypted), split storage on local disk (64 MiB parts), medians of %d runs\n", dataMB, compName, stored>>20, repeat)
 	fmt.Fprintf(&out, "%-8s %-3s %13s %13s %13s %13s %10s %10s\n", "OP", "N", "clear wall s", "clear cpu s", "enc wall s", "enc cpu s", "wall ratio", "cpu ratio")
 	for _, n := range lanes {
 		for _, op := range []string{"backup", "restore"} {

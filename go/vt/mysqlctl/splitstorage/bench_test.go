@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,11 +51,48 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 }
 
+// BenchmarkEncryptionCost writes and reads back 2 files of
+// SPLIT_BENCH_FILE_MIB (default 1024) MiB on local disk (64 MiB parts,
+// upload concurrency 4), in the clear and with --split-storage-encryption-key-file,
+// and reports the CPU seconds per GiB of each side besides the throughput:
+//
+//	go test -run '^$' -bench EncryptionCost -benchtime 1x -count 5 ./go/vt/mysqlctl/splitstorage/
+func BenchmarkEncryptionCost(b *testing.B) {
+	fileMiB := int64(1024)
+	if v := os.Getenv("SPLIT_BENCH_FILE_MIB"); v != "" {
+		fmt.Sscan(v, &fileMiB)
+	}
+	srv := splitstoragetest.Local(b)
+	for _, mode := range []string{"clear", "encrypted"} {
+		b.Run(mode, func(b *testing.B) {
+			c := srv.Config
+			c.PartSize = 64 << 20
+			c.UploadConcurrency = 4
+			if mode == "encrypted" {
+				c.EncryptionKeyFile = splitstoragetest.KeyFile(b, "bench")
+			}
+			s, err := splitstorage.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			benchOnce(b, s, 2, fileMiB<<20, c.PartSize)
+		})
+	}
+}
+
+// processCPU is this process's user+system time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize int64) {
 	ctx := context.Background()
 	total := int64(nfiles) * size
 	b.SetBytes(total)
-	var readDur time.Duration
+	var readDur, writeCPU, readCPU time.Duration
 	var peak uint64
 	for i := 0; b.Loop(); i++ {
 		name := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
@@ -65,6 +103,7 @@ func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize
 		base := ms.HeapInuse
 		b.StartTimer()
 		h := sampleHeap(10 * time.Millisecond)
+		cpu := processCPU()
 		bh, err := s.StartBackup(ctx, "bench/0", name)
 		if err != nil {
 			b.Fatal(err)
@@ -96,10 +135,11 @@ func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize
 			}
 		}
 		b.StopTimer()
+		writeCPU += processCPU() - cpu
 		if reserved, live := s.SpoolForTest(ctx); reserved != 0 || live != 0 {
 			b.Fatalf("spool: %d bytes still reserved, %d on disk after EndBackup", reserved, live)
 		}
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		rbh := findBackupB(b, s, name)
 		errs = make(chan error, nfiles)
 		for f := range nfiles {
@@ -122,6 +162,7 @@ func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize
 			}
 		}
 		readDur += time.Since(start)
+		readCPU += processCPU() - cpu
 		peak = max(peak, h.Stop()-base)
 		if err := s.RemoveBackup(ctx, "bench/0", name); err != nil {
 			b.Fatal(err)
@@ -130,6 +171,9 @@ func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize
 	}
 	b.ReportMetric(float64(total*int64(b.N))/(1<<20)/readDur.Seconds(), "read-MiB/s")
 	b.ReportMetric(float64((1<<30+partSize-1)/partSize), "objects/GiB")
+	gib := float64(total*int64(b.N)) / (1 << 30)
+	b.ReportMetric(writeCPU.Seconds()/gib, "write-cpu-s/GiB")
+	b.ReportMetric(readCPU.Seconds()/gib, "read-cpu-s/GiB")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB-over-baseline")
 }
 

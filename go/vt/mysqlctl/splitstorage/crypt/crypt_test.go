@@ -155,3 +155,31 @@ func TestLoadKeyring(t *testing.T) {
 	_, err = LoadKeyring(path + ".missing")
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 }
+
+// BenchmarkFrame seals and opens 256 KiB frames in place, as the storage does.
+func BenchmarkFrame(b *testing.B) {
+	kr, _ := keyring(&testing.T{}, "k1")
+	dk, _, err := kr.NewDataKey("ks/0/b")
+	require.NoError(b, err)
+	f, err := dk.File("lane-000")
+	require.NoError(b, err)
+	buf := make([]byte, 256<<10)
+	plain := buf[:len(buf)-Overhead]
+	b.Run("seal", func(b *testing.B) {
+		b.SetBytes(int64(len(plain)))
+		for i := range b.N {
+			f.Seal(plain[:0], plain, 1, i, false)
+		}
+	})
+	sealed := f.Seal(plain[:0], plain, 1, 0, false)
+	work := make([]byte, len(sealed))
+	b.Run("open", func(b *testing.B) {
+		b.SetBytes(int64(len(plain)))
+		for range b.N {
+			copy(work, sealed)
+			if _, err := f.Open(work[:0], work, 1, 0, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -18,6 +18,7 @@ type storageBackend struct {
 	name   string
 	impl   string // --backup-storage-implementation, also its stats label
 	engine string // the engine under test with this storage
+	keyID  string // the encryption key that wraps every backup ("": in the clear)
 	// prepare returns the cluster's PrepareStorage hook (servers are started there).
 	prepare func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error)
 	// open opens the same storage inside the test process, to read manifests.
@@ -61,7 +62,11 @@ func storageBackends() []storageBackend {
 // cluster's user.
 func splitBackend(name, kind string, encrypted bool) storageBackend {
 	var cfg splitstorage.Config
-	return storageBackend{name: name, impl: splitstorage.Name, engine: "fifo",
+	keyID := ""
+	if encrypted {
+		keyID = "e2e-1"
+	}
+	return storageBackend{name: name, impl: splitstorage.Name, engine: "fifo", keyID: keyID,
 		prepare: func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error) {
 			return func(c *cluster.Cluster) (cluster.Storage, error) {
 				var srv *splitstoragetest.Server
@@ -92,7 +97,7 @@ func splitBackend(name, kind string, encrypted bool) storageBackend {
 				if encrypted {
 					// A key file the cluster's user reads; this process uses the same one.
 					srv.Config.EncryptionKeyFile = filepath.Join(c.Root, "backup-keys")
-					keys, err := os.ReadFile(splitstoragetest.KeyFile(t, "e2e-1"))
+					keys, err := os.ReadFile(splitstoragetest.KeyFile(t, keyID))
 					if err != nil {
 						return cluster.Storage{}, err
 					}

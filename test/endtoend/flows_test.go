@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
@@ -255,6 +256,17 @@ func checkNewestBackup(ctx context.Context, t *testing.T, c *cluster.Cluster, sb
 	newest := manifests[len(manifests)-1]
 	if newest.BackupName != names[len(names)-1] || newest.BackupMethod != engine {
 		t.Fatalf("newest backup %s has BackupMethod %q, want %s %q", newest.BackupName, newest.BackupMethod, names[len(names)-1], engine)
+	}
+	if sb.keyID != "" {
+		bhs, err := bs.ListBackups(ctx, c.Keyspace+"/"+c.Shard)
+		must(t, err)
+		for _, bh := range bhs {
+			id, err := bh.(*splitstorage.Handle).EncryptionKeyID(ctx)
+			must(t, err)
+			if id != sb.keyID {
+				t.Fatalf("backup %s: encryption key ID %q, want %q: every backup is encrypted", bh.Name(), id, sb.keyID)
+			}
+		}
 	}
 }
 

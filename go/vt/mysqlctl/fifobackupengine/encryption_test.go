@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -48,17 +47,13 @@ func filesHolding(t *testing.T, root, value string) []string {
 	return found
 }
 
-// encryptedStorage registers the fixture's split storage on srv with the
-// key file (empty: none).
+// encryptedStorage registers the fixture's split storage on srv, with 1 MiB
+// parts (several per lane) and the key file (empty: none).
 func (f *fixture) encryptedStorage(t *testing.T, srv *splitstoragetest.Server, keyFile string) {
 	cfg := srv.Config
-	cfg.PartSize = 1 << 20 // several parts per lane
+	cfg.PartSize = 1 << 20
 	cfg.EncryptionKeyFile = keyFile
-	bs, err := splitstorage.New(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { bs.Close() })
-	backupstorage.BackupStorageMap["split-test"] = bs
-	f.storage, f.root = "split-test", srv.Dir
+	f.useSplitConfig(t, cfg, srv.Dir)
 }
 
 // TestEncryptedBackupRealMariaDB: with a key file, no object of a fifo

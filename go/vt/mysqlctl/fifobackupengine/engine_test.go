@@ -43,9 +43,10 @@ type fixture struct {
 	t        testing.TB // the test that owns the tablet
 	tb       *tabletdb.Tablet
 	srv      *mariadbtest.Server
-	storage  string // storage implementation name for backupstorage
-	root     string // storage root directory
-	engine   string // backup engine for backup(); "" is fifo
+	storage  string              // storage implementation name for backupstorage
+	root     string              // storage root directory
+	split    splitstorage.Config // the split storage's, when it is used
+	engine   string              // backup engine for backup(); "" is fifo
 	static   map[string]string
 	baseline map[int64]bool // rows of sample.writes restored by the last restore
 }
@@ -69,10 +70,18 @@ func (f *fixture) useSplitStorage(t testing.TB) {
 	cfg.Root = t.TempDir()
 	cfg.PartSize = 32 << 20
 	cfg.UploadConcurrency = 4
+	f.useSplitConfig(t, cfg, cfg.Root)
+}
+
+// useSplitConfig stores backups in the split storage cfg describes, whose
+// objects are files under root (the local backend's root, or a test
+// server's data directory).
+func (f *fixture) useSplitConfig(t testing.TB, cfg splitstorage.Config, root string) {
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
+	t.Cleanup(func() { bs.Close() })
 	backupstorage.BackupStorageMap["split-test"] = bs
-	f.storage, f.root = "split-test", cfg.Root
+	f.storage, f.root, f.split = "split-test", root, cfg
 }
 
 // useFileStorage stores backups in Vitess's own file storage, which has no

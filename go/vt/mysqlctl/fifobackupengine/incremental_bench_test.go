@@ -1,10 +1,9 @@
 package fifobackupengine
 
 import (
+	"context"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
 // BenchmarkIncrementalChain measures incremental backups on a real MariaDB
@@ -26,11 +27,24 @@ import (
 //	go test -run '^$' -bench IncrementalChain -benchtime 1x -timeout 60m \
 //	  ./go/vt/mysqlctl/fifobackupengine/
 //
-// FIFO_BENCH_DATA_MB (default 1024) and FIFO_BENCH_LANES (default 2) change
-// the set-up.
+// FIFO_BENCH_DATA_MB (default 1024), FIFO_BENCH_LANES (default 2),
+// FIFO_BENCH_STORAGE (local, the default, or s3: versitygw on 127.0.0.1) and
+// FIFO_BENCH_RESTORE_REPEAT (default 1: each restore once; more prints every
+// wall time and their median) change the set-up.
 func BenchmarkIncrementalChain(b *testing.B) {
 	dataMB := envInt("FIFO_BENCH_DATA_MB", 1024)
+	repeat := envInt("FIFO_BENCH_RESTORE_REPEAT", 1)
+	storage := envString("FIFO_BENCH_STORAGE", "local")
 	f := newFixture(b, mariadbtest.Options{Tables: 200, BigTableBytes: int64(dataMB) << 20})
+	if storage == "s3" {
+		srv := splitstoragetest.StartS3(b)
+		srv.Setenv(b)
+		cfg := srv.Config
+		cfg.PartSize = f.split.PartSize
+		f.useSplitConfig(b, cfg, srv.Dir)
+	}
+	be, err := splitstorage.OpenBackend(context.Background(), f.split)
+	require.NoError(b, err)
 	cfg := incrementalConfig()
 	cfg.Lanes = envInt("FIFO_BENCH_LANES", 2)
 	cfg.MaxChainLength = 10
@@ -63,9 +77,13 @@ func BenchmarkIncrementalChain(b *testing.B) {
 		require.NoError(b, f.backup(b, nil))
 		wall := time.Since(start)
 		m := f.latestManifest(b)
-		table = append(table, row{what, wall, m.ToolDiskReadBytes, m.RawBytes, m.StoredBytes, countObjects(b, filepath.Join(f.root, testKeyspace, testShard, m.BackupName))})
+		objs, err := be.List(context.Background(), testKeyspace+"/"+testShard+"/"+m.BackupName+"/", false)
+		require.NoError(b, err)
+		table = append(table, row{what, wall, m.ToolDiskReadBytes, m.RawBytes, m.StoredBytes, int64(len(objs))})
 		return m
 	}
+	var restoreOrder []string
+	restoreWalls := map[string][]float64{}
 	restore := func(what string, m *Manifest) {
 		at, err := time.Parse(time.RFC3339, m.BackupTime)
 		require.NoError(b, err)
@@ -73,7 +91,10 @@ func BenchmarkIncrementalChain(b *testing.B) {
 		got, err := f.restoreAt(b, at)
 		require.NoError(b, err)
 		require.Equal(b, m.BackupName, got.BackupName)
-		table = append(table, row{what: what, wall: time.Since(start)})
+		if restoreWalls[what] == nil {
+			restoreOrder = append(restoreOrder, what)
+		}
+		restoreWalls[what] = append(restoreWalls[what], time.Since(start).Seconds())
 	}
 
 	full := backup("full backup")
@@ -90,12 +111,15 @@ func BenchmarkIncrementalChain(b *testing.B) {
 	// The first restore also stops the server that loaded the data (a large
 	// dirty buffer pool): one not counted, so that all three start alike.
 	restore("restore (warm-up, not compared): full + 6 deltas", last)
-	restore("restore: full alone", full)
-	restore("restore: full + 1 delta", d1)
-	restore("restore: full + 6 deltas", last)
+	for range repeat {
+		// Interleaved, so that drift on the machine falls on all three alike.
+		restore("restore: full alone", full)
+		restore("restore: full + 1 delta", d1)
+		restore("restore: full + 6 deltas", last)
+	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "data set %d MiB (%d pages in the big table), %d lanes, zstd, split storage on local disk\n", dataMB, pages, cfg.Lanes)
+	fmt.Fprintf(&out, "data set %d MiB (%d pages in the big table), %d lanes, zstd, split storage on %s\n", dataMB, pages, cfg.Lanes, storage)
 	fmt.Fprintf(&out, "| what | wall s | read from disk by the tool MiB | from the tool MiB | stored MiB | objects |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range table {
 		if r.raw == 0 {
@@ -104,17 +128,14 @@ func BenchmarkIncrementalChain(b *testing.B) {
 		}
 		fmt.Fprintf(&out, "| %s | %.1f | %.1f | %.1f | %.1f | %d |\n", r.what, r.wall.Seconds(), float64(r.read)/(1<<20), float64(r.raw)/(1<<20), float64(r.stored)/(1<<20), r.objs)
 	}
+	fmt.Fprintf(&out, "\n| restore | wall s (median) | runs |\n|---|---:|---|\n")
+	for _, what := range restoreOrder {
+		var runs []string
+		for _, w := range restoreWalls[what] {
+			runs = append(runs, fmt.Sprintf("%.1f", w))
+		}
+		fmt.Fprintf(&out, "| %s | %.1f | %s |\n", what, median(restoreWalls[what]), strings.Join(runs, ", "))
+	}
 	// Benchmarks truncate their log: the table goes to stdout.
 	fmt.Print(out.String())
-}
-
-func countObjects(t testing.TB, dir string) int64 {
-	var n int64
-	require.NoError(t, filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			n++
-		}
-		return err
-	}))
-	return n
 }

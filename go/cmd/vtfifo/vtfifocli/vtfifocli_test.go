@@ -276,6 +276,9 @@ func TestEncryptedBackup(t *testing.T) {
 	lanes, _ := extractLanes(t, fileRoot)
 	assert.Equal(t, tree(t, lanes), tree(t, dir), "the encrypted backup exports to the backup's files")
 
+	stdout.Reset()
+	Main(ctx, append([]string{"ls"}, args...), &stdout, &stderr)
+	assert.Contains(t, stdout.String(), `cannot read MANIFEST: split storage: backup ks/0/copied is encrypted (key ID "k1")`, "ls says why it cannot read the backup")
 	for _, cmd := range []string{"show", "verify"} {
 		stdout.Reset()
 		stderr.Reset()

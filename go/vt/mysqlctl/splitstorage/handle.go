@@ -542,12 +542,36 @@ func (w *fileWriter) finish() error {
 // and each part's size and CRC32C at its end. Memory: one block buffer per
 // file, read-ahead from the shared --split-storage-memory-budget.
 func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, error) {
+	return h.openReader(ctx, filename, 0, -1)
+}
+
+// ReadFileRange is ReadFile for the n bytes of the file from offset off
+// (offsets in the file's bytes, before encryption): it downloads, with
+// ranged requests, only the blocks that hold them, and verifies each block
+// (and opens each frame) before it hands out any byte of it. A range that
+// goes past the end of the file is an error. Files indexed without block
+// checksums (version 1) are read a whole part at a time, checked at its end.
+func (h *Handle) ReadFileRange(ctx context.Context, filename string, off, n int64) (io.ReadCloser, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("split storage: %s: invalid range of %d bytes at %d", h.where(filename), n, off)
+	}
+	return h.openReader(ctx, filename, off, n)
+}
+
+// openReader reads n bytes of the file from off (n < 0: to its end).
+func (h *Handle) openReader(ctx context.Context, filename string, off, n int64) (io.ReadCloser, error) {
 	if !h.readOnly {
 		return nil, errors.New("split storage: ReadFile cannot be called on a read-write backup")
 	}
 	idx, err := h.Index(ctx, filename)
 	if err != nil {
 		return nil, err
+	}
+	if n < 0 {
+		n = idx.Size - off
+	}
+	if off+n > idx.Size {
+		return nil, fmt.Errorf("split storage: %s: range of %d bytes at %d goes past the end of the file (%d bytes)", h.where(filename), n, off, idx.Size)
 	}
 	bs := idx.BlockSize
 	if bs == 0 {
@@ -562,7 +586,7 @@ func (h *Handle) ReadFile(ctx context.Context, filename string) (io.ReadCloser, 
 	}
 	maxBufs := 1 + int(h.e.cfg.ReadAhead/bs)
 	rctx, cancel := context.WithCancel(ctx)
-	r := &fileReader{h: h, idx: idx, fc: fc, blockSize: bs, maxBufs: maxBufs, ctx: rctx, cancel: cancel,
+	r := &fileReader{h: h, idx: idx, fc: fc, blockSize: bs, lo: off, hi: off + n, maxBufs: maxBufs, ctx: rctx, cancel: cancel,
 		blocks: make(chan readBlock, maxBufs+1), free: make(chan []byte, maxBufs), prodDone: make(chan struct{})}
 	go r.produce()
 	return r, nil
@@ -590,10 +614,11 @@ func (h *Handle) Index(ctx context.Context, filename string) (Index, error) {
 	return idx, nil
 }
 
-// readBlock is a verified block, or the error that ends the file.
+// readBlock is a verified block (buf, whole, to give back; data, the bytes
+// of it to hand out), or the error that ends the file.
 type readBlock struct {
-	buf []byte
-	err error
+	buf, data []byte
+	err       error
 }
 
 type fileReader struct {
@@ -601,6 +626,7 @@ type fileReader struct {
 	idx       Index
 	fc        *crypt.File // nil: stored in the clear
 	blockSize int64
+	lo, hi    int64 // the file's bytes read: [lo, hi)
 	maxBufs   int
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -645,22 +671,53 @@ func (r *fileReader) buffer() ([]byte, error) {
 
 func (r *fileReader) produce() {
 	defer close(r.prodDone)
-	for i := range r.idx.Parts {
-		if err := r.fetch(i + 1); err != nil {
-			r.blocks <- readBlock{err: err}
-			return
+	var partStart int64 // the file's offset of the part's first byte
+	for i, p := range r.idx.Parts {
+		size := r.plainBytes(p.Size)
+		// A part that holds none of the file's bytes (the last frame of
+		// an empty encrypted file) is read where the range reaches it: it
+		// authenticates the file's end.
+		if (partStart < r.hi && partStart+size > r.lo) || (size == 0 && partStart >= r.lo && partStart <= r.hi) {
+			if err := r.fetch(i+1, partStart); err != nil {
+				r.blocks <- readBlock{err: err}
+				return
+			}
 		}
+		partStart += size
 	}
 	r.blocks <- readBlock{err: io.EOF}
 }
 
-// fetch streams part n, block by block, verifying each.
-func (r *fileReader) fetch(n int) error {
+// plainBytes is how many of the file's bytes stored bytes hold: all of them
+// in the clear, less a tag per frame when encrypted.
+func (r *fileReader) plainBytes(stored int64) int64 {
+	if r.fc == nil {
+		return stored
+	}
+	return stored - (stored+r.blockSize-1)/r.blockSize*crypt.Overhead
+}
+
+// fetch streams part n (whose first byte is the file's byte partStart),
+// block by block, verifying each: the blocks that hold [r.lo, r.hi), with one
+// ranged request, or the whole part where there are no block checksums.
+func (r *fileReader) fetch(n int, partStart int64) error {
 	want := r.idx.Parts[n-1]
 	key := PartKey(r.h.dir, r.h.name, r.idx.File, n)
 	where := fmt.Sprintf("split storage: %s, part %d (%s)", r.h.where(r.idx.File), n, key)
+	plainBlock := r.plainBytes(r.blockSize)
+	first, last := int64(0), (want.Size-1)/r.blockSize
+	if want.Blocks != nil {
+		first = max(r.lo-partStart, 0) / plainBlock
+		last = min((min(r.hi, partStart+r.plainBytes(want.Size))-1-partStart)/plainBlock, last)
+	}
+	begin, end := first*r.blockSize, min((last+1)*r.blockSize, want.Size)
+	whole := begin == 0 && end == want.Size
+	length := end - begin
+	if whole {
+		length = -1 // and check that the object is no longer
+	}
 	start := time.Now()
-	body, err := r.h.e.be.Get(r.ctx, key, 0, -1)
+	body, err := r.h.e.be.Get(r.ctx, key, begin, length)
 	if err != nil {
 		if errors.Is(err, ErrNotExist) {
 			return fmt.Errorf("%s: part missing: expected %d bytes, found no object: %w", where, want.Size, err)
@@ -669,15 +726,15 @@ func (r *fileReader) fetch(n int) error {
 	}
 	defer body.Close()
 	var (
-		got int64
+		got = begin
 		crc uint32
 	)
-	for blk := 0; got < want.Size; blk++ {
+	for blk := int(first); got < end; blk++ {
 		buf, err := r.buffer()
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		k, err := io.ReadFull(body, buf[:min(r.blockSize, want.Size-got)])
+		k, err := io.ReadFull(body, buf[:min(r.blockSize, end-got)])
 		got += int64(k)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return fmt.Errorf("%s: size mismatch: expected %d bytes, found %d", where, want.Size, got)
@@ -692,7 +749,7 @@ func (r *fileReader) fetch(n int) error {
 				return fmt.Errorf("%s: checksum mismatch in bytes %d..%d: expected crc32c %08x, found %08x", where, got-int64(k), got-1, exp, found)
 			}
 		}
-		if got == want.Size {
+		if whole && got == want.Size {
 			// One byte more means the object is longer than the index says.
 			var one [1]byte
 			if m, _ := io.ReadFull(body, one[:]); m > 0 {
@@ -701,7 +758,9 @@ func (r *fileReader) fetch(n int) error {
 			if crc != want.CRC32C {
 				return fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, crc)
 			}
-			r.h.e.stats.Scope(stats.Operation("Part:Download")).TimedIncrementBytes(int(want.Size), time.Since(start))
+		}
+		if got == end {
+			r.h.e.stats.Scope(stats.Operation("Part:Download")).TimedIncrementBytes(int(end-begin), time.Since(start))
 		}
 		if r.fc != nil {
 			last := n == len(r.idx.Parts) && got == want.Size
@@ -711,8 +770,11 @@ func (r *fileReader) fetch(n int) error {
 			}
 			b = plain
 		}
+		// Only the bytes of the range (whole blocks, but at its ends).
+		blockStart := partStart + int64(blk)*plainBlock
+		data := b[min(max(r.lo-blockStart, 0), int64(len(b))):min(max(r.hi-blockStart, 0), int64(len(b)))]
 		select {
-		case r.blocks <- readBlock{buf: b}:
+		case r.blocks <- readBlock{buf: buf, data: data}:
 		case <-r.ctx.Done():
 			return fmt.Errorf("%s: %w", where, r.ctx.Err())
 		}
@@ -738,7 +800,7 @@ func (r *fileReader) advance() error {
 			}
 			return r.err
 		}
-		r.curBuf, r.cur = blk.buf, blk.buf
+		r.curBuf, r.cur = blk.buf, blk.data
 		return nil
 	case <-r.ctx.Done():
 		r.err = fmt.Errorf("split storage: %s: %w", r.h.where(r.idx.File), r.ctx.Err())

@@ -39,12 +39,7 @@ func BenchmarkVersusXtrabackupEngine(b *testing.B) {
 	dataMB := envInt("FIFO_BENCH_DATA_MB", 512)
 	repeat := envInt("FIFO_BENCH_REPEAT", 3)
 	comp := envString("FIFO_BENCH_COMPRESSION", mysqlctl.ZstdCompressor)
-	var lanes []int
-	for _, s := range strings.Split(envString("FIFO_BENCH_LANES", "1,2"), ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		require.NoError(b, err)
-		lanes = append(lanes, n)
-	}
+	lanes := envInts(b, "FIFO_BENCH_LANES", "1,2")
 
 	// Registering Vitess's flags resets their variables to the defaults:
 	// build the flag set before the fixture points the file storage.
@@ -198,6 +193,17 @@ func envInt(name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// envInts reads a comma-separated list of integers (def when unset).
+func envInts(b *testing.B, name, def string) []int {
+	var out []int
+	for _, s := range strings.Split(envString(name, def), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		require.NoError(b, err, "%s", name)
+		out = append(out, n)
+	}
+	return out
 }
 
 func envString(name, def string) string {

@@ -2,7 +2,6 @@ package fifobackupengine
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -36,12 +35,7 @@ func BenchmarkEncryption(b *testing.B) {
 	if envString("FIFO_BENCH_COMPRESSION", "zstd") == "none" {
 		comp, compName = CompressionConfig{}, "no compression"
 	}
-	var lanes []int
-	for _, s := range strings.Split(envString("FIFO_BENCH_LANES", "2,8"), ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		require.NoError(b, err)
-		lanes = append(lanes, n)
-	}
+	lanes := envInts(b, "FIFO_BENCH_LANES", "2,8")
 	f := newFixture(b, mariadbtest.Options{Tables: 200, BigTableBytes: int64(dataMB) << 20})
 	storages := map[string]backupstorage.BackupStorage{}
 	for _, mode := range []string{"clear", "encrypted"} {

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -86,7 +85,7 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 	}
 	objs := objects(t, s, dir+"/b1/")
 	for _, o := range objs {
-		b := get(t, be, o.Key)
+		b := splitstoragetest.Get(t, be, o.Key)
 		assert.NotContains(t, string(b), planted[:16], o.Key)
 		for _, k := range keys {
 			assert.False(t, bytes.Contains(b, k), "%s holds a master key", o.Key)
@@ -104,7 +103,7 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 			assert.Equal(t, c.PartSize, p.Size, "%s part %d: every part but the last has the part size", f, i+1)
 		}
 	}
-	started := get(t, be, dir+"/b1/.started")
+	started := splitstoragetest.Get(t, be, dir+"/b1/.started")
 	assert.Contains(t, string(started), `"key_id":"k1"`)
 
 	// With the key: every file whole.
@@ -154,9 +153,15 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 			[]string{"part 2", "frame 1 (bytes 262144..524287) does not decrypt"}, plainPerPart + (256<<10 - crypt.Overhead)},
 		{"parts swapped", "lane-0", func(p [][]byte) [][]byte { p[0], p[1] = p[1], p[0]; return p },
 			[]string{"part 1", "frame 0", "does not decrypt"}, 0},
-		{"part of another backup", "lane-0", func(p [][]byte) [][]byte { p[2] = get(t, be, splitstorage.PartKey(dir, "b2", "lane-0", 3)); return p },
+		{"part of another backup", "lane-0", func(p [][]byte) [][]byte {
+			p[2] = splitstoragetest.Get(t, be, splitstorage.PartKey(dir, "b2", "lane-0", 3))
+			return p
+		},
 			[]string{"part 3", "frame 0", "does not decrypt"}, 2 * plainPerPart},
-		{"part of another file", "exact", func(p [][]byte) [][]byte { p[0] = get(t, be, splitstorage.PartKey(dir, "b1", "lane-0", 1)); return p },
+		{"part of another file", "exact", func(p [][]byte) [][]byte {
+			p[0] = splitstoragetest.Get(t, be, splitstorage.PartKey(dir, "b1", "lane-0", 1))
+			return p
+		},
 			[]string{"part 1", "frame 0", "does not decrypt"}, 0},
 		{"last frame truncated", "lane-0", func(p [][]byte) [][]byte { l := p[len(p)-1]; p[len(p)-1] = l[:len(l)-100]; return p },
 			[]string{"part 4", "frame 0", "does not decrypt"}, 3 * plainPerPart},
@@ -188,9 +193,9 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 	// A flipped byte the index does not know about is caught by its CRC32C first.
 	require.NoError(t, writeOneFile(ctx, s, dir, "flipped-plain", "lane-0", files["lane-0"]))
 	key := splitstorage.PartKey(dir, "flipped-plain", "lane-0", 2)
-	b := get(t, be, key)
+	b := splitstoragetest.Get(t, be, key)
 	b[5] ^= 0x40
-	put(t, be, key, b)
+	splitstoragetest.Put(t, be, key, b)
 	_, err = readAll(ctx, findBackup(t, s, dir, "flipped-plain"), "lane-0")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "part 2")
@@ -229,19 +234,4 @@ func writeKeys(t *testing.T, doc string) string {
 	path := t.TempDir() + "/keys"
 	require.NoError(t, os.WriteFile(path, []byte(doc), 0o600))
 	return path
-}
-
-func get(t *testing.T, be backend.Backend, key string) []byte {
-	t.Helper()
-	r, err := be.Get(context.Background(), key, 0, -1)
-	require.NoError(t, err)
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	require.NoError(t, err)
-	return b
-}
-
-func put(t *testing.T, be backend.Backend, key string, b []byte) {
-	t.Helper()
-	require.NoError(t, be.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32c(b)}))
 }

@@ -92,9 +92,9 @@ func runReadFileRange(t *testing.T, srv *splitstoragetest.Server, encrypted bool
 	// Outside the range, parts and blocks are not read: part 1 gone and
 	// block 0 of part 3 damaged, a range in block 2 of part 3 still reads.
 	require.NoError(t, be.Delete(ctx, splitstorage.PartKey(dir, name, "f", 1)))
-	p3 := get(t, be, splitstorage.PartKey(dir, name, "f", 3))
+	p3 := splitstoragetest.Get(t, be, splitstorage.PartKey(dir, name, "f", 3))
 	p3[100] ^= 1
-	put(t, be, splitstorage.PartKey(dir, name, "f", 3), p3)
+	splitstoragetest.Put(t, be, splitstorage.PartKey(dir, name, "f", 3), p3)
 	off := 2*plainPart + 2*block + 7
 	got, err = read("f", off, 1000)
 	require.NoError(t, err)

@@ -441,6 +441,29 @@ func KeyFile(t testing.TB, ids ...string) string {
 	return path
 }
 
+// Get returns the object at key, read from be directly.
+func Get(t testing.TB, be backend.Backend, key string) []byte {
+	t.Helper()
+	r, err := be.Get(context.Background(), key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Put stores b at key in be directly, with its CRC32C.
+func Put(t testing.TB, be backend.Backend, key string, b []byte) {
+	t.Helper()
+	if err := be.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Tamper rewrites the part objects of a file of a backup with mutate's
 // result and makes its index agree with them (sizes, checksums, and for an
 // encrypted file the bytes its frames hold), as someone who can write the
@@ -448,23 +471,8 @@ func KeyFile(t testing.TB, ids ...string) string {
 func Tamper(t testing.TB, be backend.Backend, dir, name, file string, mutate func(parts [][]byte) [][]byte) {
 	t.Helper()
 	ctx := context.Background()
-	get := func(key string) []byte {
-		r, err := be.Get(ctx, key, 0, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		b, err := io.ReadAll(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	put := func(key string, b []byte) {
-		if err := be.Put(ctx, key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	get := func(key string) []byte { return Get(t, be, key) }
+	put := func(key string, b []byte) { Put(t, be, key, b) }
 	ikey := splitstorage.IndexKey(dir, name, file)
 	var idx splitstorage.Index
 	if err := json.Unmarshal(get(ikey), &idx); err != nil {

@@ -47,6 +47,17 @@ type ExtractOptions struct {
 	MaxOpenFiles int
 	// ListFiles fills ExtractStats.FileSizes.
 	ListFiles bool
+	// Select, if set, extracts only the files it accepts (by path) from
+	// partial lanes: each lane is a stretch, or stretches one after another,
+	// of a split lane, every one starting at a chunk boundary (with its
+	// sequence record), as a ChunkObserver recorded them. The chunks of other
+	// paths are read, checked and skipped. What cannot be checked without the
+	// whole stream is left out (every chunk exactly once, the end records);
+	// what can is required: each selected file that appears must be covered
+	// from offset 0 without gap and have its end-of-file chunk. The caller
+	// checks that every file it wanted is in ExtractStats.FileSizes (with
+	// ListFiles). A stream cut (see AllowCut) fails a selective extraction.
+	Select func(path string) bool
 	// AllowCut makes a stream cut (a path appearing again after its 'E' chunk)
 	// succeed as `mbstream -x` does, instead of returning ErrStreamCut after
 	// writing the same tree.
@@ -344,7 +355,7 @@ func (e *extractor) finish() error {
 	sort.Strings(paths)
 	for _, p := range paths {
 		fs := e.files[p]
-		if !sequenced && !cut && !fs.hasEOF {
+		if !fs.hasEOF && (e.opts.Select != nil || (!sequenced && !cut)) {
 			return fmt.Errorf("%s: %w: no end-of-file chunk (truncated lane?)", p, io.ErrUnexpectedEOF)
 		}
 		if err := fs.ivs.check(); err != nil {

@@ -151,7 +151,7 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 				closed[c.Path] = struct{}{}
 			}
 		}
-		if stopped {
+		if stopped || (e.opts.Select != nil && !e.opts.Select(c.Path)) {
 			continue
 		}
 		if err := checkPath(c.Path); err != nil {
@@ -164,7 +164,7 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 	if pending {
 		return &FormatError{Offset: r.Offset(), Msg: "lane ends after a sequence record", Err: ErrSequence}
 	}
-	if ls.sequenced == 1 && !ls.hasEnd {
+	if ls.sequenced == 1 && !ls.hasEnd && e.opts.Select == nil {
 		return &FormatError{Offset: r.Offset(), Msg: "split lane has no end record (truncated?)", Err: fmt.Errorf("%w: %w", ErrSequence, io.ErrUnexpectedEOF)}
 	}
 	return nil
@@ -177,6 +177,15 @@ func (e *extractor) checkSequences(sequenced bool) (cut bool, err error) {
 	var totals []uint64
 	var cuts []uint64
 	var seqs seqCheck
+	if e.opts.Select != nil {
+		// Partial lanes: only their order was checked (runLane).
+		for i := range e.lanes {
+			if e.lanes[i].hasCut {
+				return false, &LaneError{Lane: i, Err: fmt.Errorf("%w: the stream was cut (a path appears again after its end): extract it whole", ErrSequence)}
+			}
+		}
+		return false, nil
+	}
 	for i := range e.lanes {
 		ls := &e.lanes[i]
 		if sequenced {

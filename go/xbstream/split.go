@@ -37,6 +37,17 @@ type SplitOptions struct {
 	PieceSize int
 }
 
+// A ChunkObserver lane writer is told of every chunk of the stream dealt to
+// it, before the chunk's bytes (its sequence record first) are written, from
+// the goroutine that writes them. A lane whose reader can start at any chunk
+// boundary (a compressor restarting its frame there) can record which files
+// each stretch of it holds, so that a restore of some files reads only those
+// stretches (ExtractOptions.Select). Sequence records that are not followed
+// by a chunk (cut and end records) are not announced.
+type ChunkObserver interface {
+	BeginChunk(path string) error
+}
+
 // maxChunksInFlight is how many chunks the lanes may be writing at once,
 // beyond the one each source is parsing.
 const maxChunksInFlight = 8
@@ -45,6 +56,7 @@ const maxChunksInFlight = 8
 // chunk header, and the payload, in a buffer owned by the item until the lane
 // has written it. Pooled items go back to the pool then.
 type splitItem struct {
+	path    string // the chunk's path (a chunk, not a sequence record)
 	hdr     []byte
 	payload []byte
 	data    []byte // payload storage, reused
@@ -232,6 +244,7 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 			release(it)
 			return false
 		}
+		it.path = c.Path
 		it.payload = nil
 		if c.Type != ChunkEOF {
 			it.payload = c.Payload
@@ -272,6 +285,11 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 }
 
 func writeItem(w io.Writer, it *splitItem, st *LaneStats) error {
+	if o, ok := w.(ChunkObserver); ok && it.pooled {
+		if err := o.BeginChunk(it.path); err != nil {
+			return err
+		}
+	}
 	n, err := w.Write(it.hdr)
 	st.Bytes += int64(n)
 	if err != nil {

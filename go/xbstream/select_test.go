@@ -1,0 +1,145 @@
+package xbstream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// observedLane is a lane writer that starts a stretch at every chunk
+// boundary past every bytes and records the paths each stretch holds, as
+// the engine's seekable lanes do.
+type observedLane struct {
+	bytes.Buffer
+	every   int
+	starts  []int
+	holding [][]string
+}
+
+func (l *observedLane) BeginChunk(path string) error {
+	if len(l.starts) == 0 || l.Len()-l.starts[len(l.starts)-1] >= l.every {
+		l.starts = append(l.starts, l.Len())
+		l.holding = append(l.holding, nil)
+	}
+	h := &l.holding[len(l.holding)-1]
+	if len(*h) == 0 || (*h)[len(*h)-1] != path {
+		*h = append(*h, path)
+	}
+	return nil
+}
+
+// stretches returns the lane's stretches that hold any of paths, one after
+// another.
+func (l *observedLane) stretches(want func(string) bool) []byte {
+	var out []byte
+	for i, start := range l.starts {
+		end := l.Len()
+		if i+1 < len(l.starts) {
+			end = l.starts[i+1]
+		}
+		if slices.ContainsFunc(l.holding[i], want) {
+			out = append(out, l.Bytes()[start:end]...)
+		}
+	}
+	return out
+}
+
+func observedSplit(t *testing.T, stream []byte, n, every int) []*observedLane {
+	t.Helper()
+	lanes := make([]*observedLane, n)
+	ws := make([]io.Writer, n)
+	for i := range lanes {
+		lanes[i] = &observedLane{every: every}
+		ws[i] = lanes[i]
+	}
+	_, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: 4 << 10})
+	require.NoError(t, err)
+	return lanes
+}
+
+func TestSelectExtractsFromStretches(t *testing.T) {
+	s := newSB(t)
+	want := map[string]string{}
+	for i := range 40 {
+		p := fmt.Sprintf("db/t%02d.ibd", i)
+		data := patterned(1000+i*997, byte(i))
+		s.file(p, data, 3000)
+		want[p] = string(data)
+	}
+	big := patterned(200<<10, 99)
+	s.file("ibdata1", big, 16<<10)
+	want["ibdata1"] = string(big)
+	s.e("db/empty.ibd")
+	want["db/empty.ibd"] = ""
+	stream := s.bytes()
+
+	lanes := observedSplit(t, stream, 3, 8<<10)
+	for _, picked := range [][]string{{"db/t07.ibd"}, {"ibdata1", "db/t39.ibd", "db/empty.ibd"}, {"db/t00.ibd", "db/t01.ibd"}} {
+		sel := func(p string) bool { return slices.Contains(picked, p) }
+		parts := make([][]byte, len(lanes))
+		read := 0
+		for i, l := range lanes {
+			parts[i] = l.stretches(sel)
+			read += len(parts[i])
+		}
+		dir := t.TempDir()
+		st, err := Extract(context.Background(), dir, readers(parts), ExtractOptions{Select: sel, ListFiles: true})
+		require.NoError(t, err, picked)
+		got := readTree(t, dir)
+		require.Len(t, got, len(picked))
+		for _, p := range picked {
+			require.Equal(t, want[p], got[p], p)
+			require.Contains(t, st.FileSizes, p)
+		}
+		if !slices.Contains(picked, "ibdata1") {
+			require.Less(t, read, len(stream)/4, "only the stretches holding %v are read", picked)
+		}
+	}
+}
+
+func TestSelectRefusesIncompleteFiles(t *testing.T) {
+	s := newSB(t)
+	s.file("a.ibd", patterned(64<<10, 1), 4<<10)
+	s.file("b.ibd", patterned(64<<10, 2), 4<<10)
+	lanes := observedSplit(t, s.bytes(), 2, 4<<10)
+	sel := func(p string) bool { return p == "a.ibd" }
+	parts := make([][]byte, len(lanes))
+	for i, l := range lanes {
+		parts[i] = l.stretches(sel)
+	}
+
+	// A stretch left out in the middle of the file: a gap.
+	gap := slices.Clone(parts)
+	first := lanes[0]
+	require.Contains(t, first.holding[0], "a.ibd")
+	gap[0] = gap[0][first.starts[1]-first.starts[0]:]
+	_, err := Extract(context.Background(), t.TempDir(), readers(gap), ExtractOptions{Select: sel})
+	require.ErrorContains(t, err, "a.ibd: file has a gap")
+
+	// The last stretches (with the 'E' chunk) left out: no end of file.
+	var cut [][]byte
+	for _, l := range lanes {
+		var b []byte
+		for i := range l.starts {
+			if slices.Contains(l.holding[i], "a.ibd") && i < len(l.starts)-1 && !slices.Contains(l.holding[i+1], "b.ibd") {
+				end := l.starts[i+1]
+				b = append(b, l.Bytes()[l.starts[i]:end]...)
+			}
+		}
+		cut = append(cut, b)
+	}
+	_, err = Extract(context.Background(), t.TempDir(), readers(cut), ExtractOptions{Select: sel})
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+
+	// Stretches out of order within a lane.
+	l := lanes[0]
+	require.Greater(t, len(l.starts), 2)
+	swapped := append(slices.Clone(l.Bytes()[l.starts[1]:l.starts[2]]), l.Bytes()[l.starts[0]:l.starts[1]]...)
+	_, err = Extract(context.Background(), t.TempDir(), readers([][]byte{swapped, parts[1]}), ExtractOptions{Select: sel})
+	require.ErrorIs(t, err, ErrSequence)
+}

@@ -44,6 +44,7 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 		closed     map[string]struct{} // plain lanes: paths whose 'E' went by
 		stopped    bool                // after a cut: read on, write nothing
 		seq        uint64              // number of the chunk being applied
+		skipped    bool                // the chunk being read is not selected
 	)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -62,7 +63,7 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 			return &FormatError{Offset: start, Path: c.Path, Msg: err.Error(), Err: err}
 		}
 		if r.cont { // the rest of the chunk being applied, checked with its first piece
-			if stopped {
+			if stopped || skipped {
 				continue
 			}
 			if err := e.apply(lane, seq, c); err != nil {
@@ -151,7 +152,8 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 				closed[c.Path] = struct{}{}
 			}
 		}
-		if stopped || (e.opts.Select != nil && !e.opts.Select(c.Path)) {
+		skipped = e.opts.Select != nil && !e.opts.Select(c.Path)
+		if stopped || skipped {
 			continue
 		}
 		if err := checkPath(c.Path); err != nil {

@@ -49,7 +49,7 @@ func (l *observedLane) stretches(want func(string) bool) []byte {
 	return out
 }
 
-func observedSplit(t *testing.T, stream []byte, n, every int) []*observedLane {
+func observedSplit(t *testing.T, stream []byte, n, every, pieceSize int) []*observedLane {
 	t.Helper()
 	lanes := make([]*observedLane, n)
 	ws := make([]io.Writer, n)
@@ -57,7 +57,7 @@ func observedSplit(t *testing.T, stream []byte, n, every int) []*observedLane {
 		lanes[i] = &observedLane{every: every}
 		ws[i] = lanes[i]
 	}
-	_, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: 4 << 10})
+	_, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: pieceSize})
 	require.NoError(t, err)
 	return lanes
 }
@@ -76,10 +76,16 @@ func TestSelectExtractsFromStretches(t *testing.T) {
 	want["ibdata1"] = string(big)
 	s.e("db/empty.ibd")
 	want["db/empty.ibd"] = ""
+	// One chunk longer than what Extract reads at a time: its pieces are
+	// skipped (or written) with its first.
+	huge := patterned(3*extractPiece, 5)
+	s.file("db/huge.ibd", huge, len(huge))
+	want["db/huge.ibd"] = string(huge)
 	stream := s.bytes()
 
-	lanes := observedSplit(t, stream, 3, 8<<10)
-	for _, picked := range [][]string{{"db/t07.ibd"}, {"ibdata1", "db/t39.ibd", "db/empty.ibd"}, {"db/t00.ibd", "db/t01.ibd"}} {
+	// Whole chunks dealt: the huge chunk stays one chunk.
+	lanes := observedSplit(t, stream, 3, 8<<10, 0)
+	for _, picked := range [][]string{{"db/t07.ibd"}, {"ibdata1", "db/t39.ibd", "db/empty.ibd"}, {"db/t00.ibd", "db/t01.ibd"}, {"db/huge.ibd", "db/t20.ibd"}} {
 		sel := func(p string) bool { return slices.Contains(picked, p) }
 		parts := make([][]byte, len(lanes))
 		read := 0
@@ -96,7 +102,7 @@ func TestSelectExtractsFromStretches(t *testing.T) {
 			require.Equal(t, want[p], got[p], p)
 			require.Contains(t, st.FileSizes, p)
 		}
-		if !slices.Contains(picked, "ibdata1") {
+		if !slices.Contains(picked, "ibdata1") && !slices.Contains(picked, "db/huge.ibd") {
 			require.Less(t, read, len(stream)/4, "only the stretches holding %v are read", picked)
 		}
 	}
@@ -106,7 +112,7 @@ func TestSelectRefusesIncompleteFiles(t *testing.T) {
 	s := newSB(t)
 	s.file("a.ibd", patterned(64<<10, 1), 4<<10)
 	s.file("b.ibd", patterned(64<<10, 2), 4<<10)
-	lanes := observedSplit(t, s.bytes(), 2, 4<<10)
+	lanes := observedSplit(t, s.bytes(), 2, 4<<10, 4<<10)
 	sel := func(p string) bool { return p == "a.ibd" }
 	parts := make([][]byte, len(lanes))
 	for i, l := range lanes {

@@ -96,6 +96,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"  vtfifo restore --backup-storage-implementation=split --split-storage-backend=s3 --split-storage-s3-bucket=b \\\n"+
 				"      --keyspace=commerce --shard=0 --target-dir=/var/lib/mysql-restored --prepare",
 			Restore),
+		sub("restore-table", "Restore some tables of a backup, reading only the frames that hold them; import them into a live server",
+			"Restores the tables --table names (db.table, db.*; InnoDB, partitions included) and the files the tool needs\n"+
+				"to prepare them into --target-dir, reading only the lane frames that hold them (the whole lanes for backups\n"+
+				"without a lane index, which it says), prepares them with the tool's --export, checks every .cfg, and writes\n"+
+				"each table's definition, read from the backup's own files by a throwaway read-only mysqld, as db/table.sql.\n"+
+				"With --into-mysql or --into-tablet it imports them into that live server on this host, under their own name\n"+
+				"or --as: CREATE TABLE, DISCARD TABLESPACE, the files copied in, IMPORT TABLESPACE, CHECK TABLE and a row\n"+
+				"count, not binary-logged. An existing table is never replaced. See docs/table-restore.md.",
+			"  vtfifo restore-table --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce \\\n"+
+				"      --shard=0 --table=commerce.orders --target-dir=/var/tmp/orders --into-tablet=zone1-0000000100 --as=commerce.orders_restored",
+			RestoreTable),
 		sub("test-restore", "Prove a backup restorable: restore, prepare, start a throwaway mysqld, CHECK TABLE every table",
 			"Restores and prepares the backup into a scratch directory, starts a throwaway mysqld on it (its own socket,\n"+
 				"no network, no grants, no replication, no events), runs CHECK TABLE and counts the rows of every table,\n"+

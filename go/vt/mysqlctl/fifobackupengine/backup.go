@@ -208,7 +208,25 @@ func (b *backupRun) execute(ctx context.Context) error {
 		m.RawBytes += info.RawBytes
 		m.StoredBytes += info.StoredBytes
 	}
+	if ix := b.laneIndex(); ix != nil {
+		if err := writeLaneIndex(ctx, b.bh, ix); err != nil {
+			return err
+		}
+		m.LaneIndex = laneIndexFileName
+	}
 	return b.writeManifest(ctx, m)
+}
+
+// laneIndex is the index of seekable lanes, nil when they are not.
+func (b *backupRun) laneIndex() *LaneIndex {
+	frames := make([]*laneFrames, len(b.lanes))
+	for i, l := range b.lanes {
+		if l.frames == nil {
+			return nil
+		}
+		frames[i] = l.frames
+	}
+	return buildLaneIndex(frames)
 }
 
 func loadAll(v []atomic.Int64) []int64 {
@@ -230,6 +248,33 @@ type laneWriter struct {
 	stored atomic.Int64
 	chunks int64
 	closed bool
+
+	// Seekable lanes (laneindex.go): frames is nil when the compressor
+	// cannot restart (an external command).
+	frames        *laneFrames
+	nextFrame     func(io.WriteCloser) (io.WriteCloser, error)
+	setCompressor func(io.WriteCloser)
+}
+
+// BeginChunk is xbstream.ChunkObserver: past frameSize raw bytes, the chunk
+// starts a new compressed frame; the frame's files are recorded.
+func (l *laneWriter) BeginChunk(path string) error {
+	if l.frames == nil {
+		return nil
+	}
+	raw := l.raw.Load()
+	if l.frames.startsFrame(raw) {
+		if len(l.frames.frames) > 0 {
+			comp, err := l.nextFrame(l.comp)
+			if err != nil {
+				return fmt.Errorf("lane %d (%s): restarting the compressor: %w", l.index, l.name, err)
+			}
+			l.setCompressor(comp)
+		}
+		l.frames.add(Frame{Stored: l.stored.Load(), Raw: raw})
+	}
+	l.frames.note(path)
+	return nil
 }
 
 func (l *laneWriter) Write(p []byte) (int, error) {
@@ -260,8 +305,17 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 			b.lanes = append(b.lanes, l)
 			return vterrors.Wrapf(err, "lane %d: cannot start the compressor", i)
 		}
-		l.comp = comp
-		l.in = ioutil.NewMeteredWriter(comp, compWrite)
+		l.setCompressor = func(comp io.WriteCloser) {
+			l.comp = comp
+			l.in = ioutil.NewMeteredWriter(comp, compWrite)
+		}
+		l.setCompressor(comp)
+		if b.cfg.Compression.seekable() {
+			l.frames = newLaneFrames()
+			l.nextFrame = func(comp io.WriteCloser) (io.WriteCloser, error) {
+				return b.cfg.Compression.nextFrame(ctx, comp, dest, b.logger)
+			}
+		}
 		b.lanes = append(b.lanes, l)
 	}
 	return nil

@@ -175,6 +175,33 @@ func (c *CompressionConfig) newCompressor(ctx context.Context, w io.Writer, logg
 	return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q", c.Engine)
 }
 
+// seekable reports whether a lane written with this configuration can be
+// read from any frame start: every built-in codec's reader takes a frame,
+// or frames one after another, on its own; an external command's output
+// cannot be cut.
+func (c *CompressionConfig) seekable() bool {
+	return !c.Enabled || c.Engine != mysqlctl.ExternalCompressor
+}
+
+// nextFrame ends comp's frame (everything it was given reaches w) and
+// returns the compressor of the next one, writing to w: comp itself reset
+// where the library can do so without losing its settings (zstd), a new
+// one otherwise (pgzip and lz4 reset their level and concurrency; pargzip
+// has no Reset).
+func (c *CompressionConfig) nextFrame(ctx context.Context, comp io.WriteCloser, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
+	if err := comp.Close(); err != nil {
+		return nil, err
+	}
+	switch comp := comp.(type) {
+	case nopWriteCloser:
+		return comp, nil
+	case *zstd.Encoder:
+		comp.Reset(w)
+		return comp, nil
+	}
+	return c.newCompressor(ctx, w, logger)
+}
+
 // newDecompressor wraps r in the decompressor for a backup written with m.
 func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, r io.Reader, logger logutil.Logger) (io.ReadCloser, error) {
 	if !m.Compressed {

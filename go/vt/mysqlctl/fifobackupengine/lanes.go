@@ -2,6 +2,7 @@ package fifobackupengine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -26,6 +27,17 @@ type storedLanes struct {
 	stats  *phaseStats
 	onRead func(lane, n int) // stored bytes read (progress); may be nil
 	logger logutil.Logger
+	// stretches, if set, has for each lane the stretches of whole frames to
+	// read, one after another (a table restore, laneindex.go); nil reads
+	// every lane whole.
+	stretches [][]byteRange
+}
+
+// rangeReader is a storage that reads part of a file, such as the split
+// storage (its Handle.ReadFileRange). Others read a lane from its start and
+// skip what is not wanted.
+type rangeReader interface {
+	ReadFileRange(ctx context.Context, filename string, off, n int64) (io.ReadCloser, error)
 }
 
 func (s *storedLanes) lanes() []xbstream.Lane {
@@ -33,13 +45,8 @@ func (s *storedLanes) lanes() []xbstream.Lane {
 	decRead := s.stats.bytesFunc("Decompressor:Read")
 	lanes := make([]xbstream.Lane, len(s.m.Lanes))
 	for i, lane := range s.m.Lanes {
-		lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
-			start := time.Now()
-			src, err := s.bh.ReadFile(ctx, lane.File)
-			s.stats.since("Source:Open", start)
-			if err != nil {
-				return nil, vterrors.Wrapf(err, "%s: cannot open", lane.File)
-			}
+		// decompress reads src, a whole lane or a stretch of whole frames.
+		decompress := func(ctx context.Context, src io.ReadCloser) (io.ReadCloser, error) {
 			metered := func(n int, d time.Duration) {
 				srcRead(n, d)
 				if s.onRead != nil {
@@ -53,8 +60,123 @@ func (s *storedLanes) lanes() []xbstream.Lane {
 			}
 			return &storedLane{Reader: ioutil.NewMeteredReader(dec, decRead), dec: dec, src: src, stats: s.stats}, nil
 		}
+		open := func(ctx context.Context, r *byteRange) (io.ReadCloser, error) {
+			start := time.Now()
+			var src io.ReadCloser
+			var err error
+			if r == nil {
+				src, err = s.bh.ReadFile(ctx, lane.File)
+			} else {
+				src, err = s.bh.(rangeReader).ReadFileRange(ctx, lane.File, r.off, r.n)
+			}
+			s.stats.since("Source:Open", start)
+			if err != nil {
+				return nil, vterrors.Wrapf(err, "%s: cannot open", lane.File)
+			}
+			return decompress(ctx, src)
+		}
+		switch {
+		case s.stretches == nil:
+			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) { return open(ctx, nil) }
+		case isRangeReader(s.bh):
+			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
+				return &stretchReader{ranges: s.stretches[i], open: func(r byteRange) (io.ReadCloser, error) { return open(ctx, &r) }}, nil
+			}
+		default:
+			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
+				start := time.Now()
+				whole, err := s.bh.ReadFile(ctx, lane.File)
+				s.stats.since("Source:Open", start)
+				if err != nil {
+					return nil, vterrors.Wrapf(err, "%s: cannot open", lane.File)
+				}
+				skip := &skippingReader{r: whole}
+				return &stretchReader{ranges: s.stretches[i], whole: whole, open: func(r byteRange) (io.ReadCloser, error) {
+					src, err := skip.stretch(r)
+					if err != nil {
+						return nil, vterrors.Wrapf(err, "%s", lane.File)
+					}
+					return decompress(ctx, src)
+				}}, nil
+			}
+		}
 	}
 	return lanes
+}
+
+func isRangeReader(bh backupstorage.BackupHandle) bool {
+	_, ok := bh.(rangeReader)
+	return ok
+}
+
+// stretchReader reads stretches of a lane one after another, each opened
+// (and decompressed) on its own when the previous one ends.
+type stretchReader struct {
+	ranges []byteRange
+	open   func(byteRange) (io.ReadCloser, error)
+	cur    io.ReadCloser
+	whole  io.Closer // the lane read whole, where the storage has no ranges
+}
+
+func (s *stretchReader) Read(p []byte) (int, error) {
+	for {
+		if s.cur == nil {
+			if len(s.ranges) == 0 {
+				return 0, io.EOF
+			}
+			cur, err := s.open(s.ranges[0])
+			if err != nil {
+				return 0, err
+			}
+			s.cur, s.ranges = cur, s.ranges[1:]
+		}
+		n, err := s.cur.Read(p)
+		if err == io.EOF {
+			err = s.cur.Close()
+			s.cur = nil
+			if n > 0 || err != nil {
+				return n, err
+			}
+			continue
+		}
+		return n, err
+	}
+}
+
+func (s *stretchReader) Close() error {
+	var err error
+	if s.cur != nil {
+		err = s.cur.Close()
+	}
+	if s.whole != nil {
+		if werr := s.whole.Close(); err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// skippingReader hands out stretches of a file read from its start,
+// discarding what lies between them.
+type skippingReader struct {
+	r   io.Reader
+	pos int64
+}
+
+func (s *skippingReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.pos += int64(n)
+	return n, err
+}
+
+func (s *skippingReader) stretch(r byteRange) (io.ReadCloser, error) {
+	if r.off < s.pos {
+		return nil, fmt.Errorf("stretch at %d is behind the read position %d", r.off, s.pos)
+	}
+	if _, err := io.CopyN(io.Discard, s, r.off-s.pos); err != nil {
+		return nil, fmt.Errorf("skipping to %d: %w", r.off, err)
+	}
+	return io.NopCloser(io.LimitReader(s, r.n)), nil
 }
 
 // storedLane is one open lane; Close closes the decompressor, then the

@@ -39,6 +39,9 @@ type Manifest struct {
 	// StreamBytes is what was read from each of the tool's streams.
 	StreamBytes []int64 `json:",omitempty"`
 	Lanes       []LaneInfo
+	// LaneIndex is the file mapping the stream's files to the lanes' frames
+	// (laneindex.go); empty where lanes are not seekable.
+	LaneIndex string `json:",omitempty"`
 	// RawBytes and StoredBytes are the sums over the lanes.
 	RawBytes    int64
 	StoredBytes int64

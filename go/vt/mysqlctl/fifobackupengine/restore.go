@@ -56,6 +56,14 @@ type restoreRun struct {
 	stats  *phaseStats
 	logger logutil.Logger
 	onRead func(lane, n int) // stored bytes read (progress); may be nil
+
+	// subset, if set, restores only some tables (tables.go); tables is what
+	// the chain's full backup holds of them.
+	subset    *tableSubset
+	tables    []*TableFiles
+	readBytes atomic.Int64 // stored bytes read, every backup of the chain
+	// readStreamBytes is what the frames read hold, every backup of the chain.
+	readStreamBytes int64
 }
 
 func (r *restoreRun) execute(ctx context.Context) error {
@@ -144,7 +152,7 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 	}
 	last := len(r.chain) - 1
 	redoOnly := tool.Flavor == FlavorXtrabackup
-	if err := r.prepare(ctx, tool, defaultsFile, dir, "", redoOnly && last > 0); err != nil {
+	if err := r.prepare(ctx, tool, defaultsFile, dir, "", redoOnly && last > 0, r.subset != nil && last == 0); err != nil {
 		return err
 	}
 	for i := 1; i <= last; i++ {
@@ -154,12 +162,15 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 		}
 		err = r.extract(ctx, r.chain[i], delta)
 		if err == nil {
-			err = r.prepare(ctx, tool, defaultsFile, dir, delta, redoOnly && i < last)
+			err = r.prepare(ctx, tool, defaultsFile, dir, delta, redoOnly && i < last, r.subset != nil && i == last)
 		}
 		release()
 		if err != nil {
 			return vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
 		}
+	}
+	if r.subset != nil {
+		return checkExported(dir, r.tables)
 	}
 	return nil
 }
@@ -172,22 +183,32 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 	var read atomic.Int64
 	onRead := func(lane, n int) {
 		read.Add(int64(n))
+		r.readBytes.Add(int64(n))
 		if r.onRead != nil {
 			r.onRead(lane, n)
 		}
 	}
+	from := &storedLanes{bh: bh, m: m, comp: r.cfg.Compression, stats: r.stats, onRead: onRead, logger: r.logger}
+	opts := xbstream.ExtractOptions{}
+	toRead, what := m.StoredBytes, fmt.Sprintf("%d lanes of %s (%d bytes)", n, m.BackupName, m.RawBytes)
+	var want []string // a table restore's files, where the lane index names them
+	if r.subset != nil {
+		var err error
+		if want, toRead, what, err = r.selectFrames(ctx, c, from, &opts); err != nil {
+			return err
+		}
+	}
 	stopProgress := logProgress(ctx, r.cfg.Progress, func(elapsed time.Duration) {
-		r.logger.Infof("fifo restore: %s", restoreProgressLine(read.Load(), m.StoredBytes, elapsed))
+		r.logger.Infof("fifo restore: %s", restoreProgressLine(read.Load(), toRead, elapsed))
 	})
 	defer stopProgress()
-	lanes := (&storedLanes{bh: bh, m: m, comp: r.cfg.Compression, stats: r.stats, onRead: onRead, logger: r.logger}).lanes()
-	r.logger.Infof("fifo restore: extracting %d lanes of %s (%d bytes) into %s", n, m.BackupName, m.RawBytes, staging)
+	lanes := from.lanes()
+	r.logger.Infof("fifo restore: extracting %s into %s", what, staging)
 	extractWrite := r.stats.bytesFunc("Extract:Write")
 	free := freeBytes(staging)
 	start := time.Now()
-	st, err := xbstream.Extract(ctx, staging, lanes, xbstream.ExtractOptions{
-		OnWrite: func(_ int, n int, d time.Duration) { extractWrite(n, d) },
-	})
+	opts.OnWrite = func(_ int, n int, d time.Duration) { extractWrite(n, d) }
+	st, err := xbstream.Extract(ctx, staging, lanes, opts)
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			// Say how much room the restore needs, not only where it ran out.
@@ -197,6 +218,9 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m))
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
+	if r.subset != nil {
+		return r.checkSubset(c, want, st.FileSizes)
+	}
 	// Every lane must have been read to its end, as recorded at backup time.
 	for i, ls := range st.Lanes {
 		if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
@@ -244,7 +268,7 @@ func (r *restoreRun) checkTool(tool *backupTool) error {
 // incremental backup extracted in deltaDir if not empty; redoOnly leaves
 // out the rollback phase (Percona's --apply-log-only), for a chain's backups
 // but the last.
-func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile, staging, deltaDir string, redoOnly bool) error {
+func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile, staging, deltaDir string, redoOnly, export bool) error {
 	openFiles, err := toolOpenFiles(staging)
 	if err != nil {
 		return err
@@ -252,6 +276,11 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile
 	args, err := tool.prepareArgs(&r.cfg, defaultsFile, staging, openFiles, deltaDir, redoOnly)
 	if err != nil {
 		return err
+	}
+	if export {
+		// Both tools: write a .cfg per .ibd for IMPORT TABLESPACE (after a
+		// slow shutdown, so the files need no undo or change buffer).
+		args = append(args[:2:2], append([]string{"--export"}, args[2:]...)...)
 	}
 	r.logger.Infof("fifo restore: running %s %s", tool.Path, strings.Join(redactArgs(args), " "))
 	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)

@@ -28,6 +28,14 @@ type RestoreDirOptions struct {
 	// DefaultsFile is the tool's --defaults-file for --prepare; empty reads
 	// no option file (the tool reads the backup's backup-my.cnf itself).
 	DefaultsFile string
+	// Tables, if set, restores only these tables (TablePattern: db.table,
+	// db.*) and the files the tool needs to prepare them, read from only the
+	// frames that hold them where the backup has a lane index; the tool
+	// prepares with --export (Prepare must be set), leaving each table's
+	// .ibd (one per partition) with its .cfg, and its .frm on MariaDB, for
+	// ALTER TABLE ... IMPORT TABLESPACE. The directory is then a data
+	// directory with only those tables.
+	Tables []TablePattern
 	// OnManifest, if set, is called once the MANIFEST is read and checked.
 	OnManifest func(*Manifest)
 	// OnRead is called with the stored bytes read from a lane (progress).
@@ -46,6 +54,20 @@ type RestoreDirReport struct {
 	// Chain is what was restored, full first (one backup unless it is
 	// incremental).
 	Chain []string
+	// Tables is what a table restore restored (Options.Tables), with
+	// Exported the files it left for each (relative to the directory).
+	Tables []RestoredTable
+	// ReadBytes is the stored bytes read, every backup of the chain;
+	// StoredBytes what the chain holds; ReadStreamBytes and StreamBytes the
+	// same before compression.
+	ReadBytes, StoredBytes       int64
+	ReadStreamBytes, StreamBytes int64
+}
+
+// RestoredTable is one table of a table restore.
+type RestoredTable struct {
+	TableFiles
+	Exported []string
 }
 
 // RestoreToDir restores a backup into dir with no Vitess process, topology
@@ -70,6 +92,12 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		opts.OnManifest(m)
 	}
 	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead}
+	if opts.Tables != nil {
+		if !opts.Prepare {
+			return rep, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "a table restore prepares the files (with --export): set Prepare")
+		}
+		run.subset = &tableSubset{patterns: opts.Tables}
+	}
 	// The tool is checked before anything is downloaded.
 	var tool *backupTool
 	if opts.Prepare {
@@ -102,6 +130,14 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	}
 	rep.Files, rep.Bytes = countFiles(dir)
 	rep.Chain = chainNames(run.chain)
+	rep.ReadBytes, rep.ReadStreamBytes = run.readBytes.Load(), run.readStreamBytes
+	for _, c := range run.chain {
+		rep.StoredBytes += c.m.StoredBytes
+		rep.StreamBytes += c.m.RawBytes
+	}
+	for _, t := range run.tables {
+		rep.Tables = append(rep.Tables, RestoredTable{TableFiles: *t, Exported: exportedFiles(t)})
+	}
 	return rep, nil
 }
 

@@ -1,0 +1,197 @@
+package vtfifocli
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/go-sql-driver/mysql"
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/topo/topoproto"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// RestoreTable is `vtfifo restore-table`: some tables of a backup restored
+// into a directory, ready for IMPORT TABLESPACE, reading only the frames that
+// hold them; with --into-mysql or --into-tablet imported into a live server.
+func RestoreTable(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var (
+		tables                    *[]string
+		targetDir, as, mysqldPath *string
+		intoMySQL, intoTablet     *string
+		user                      *string
+	)
+	s, bh, code := openBackup(ctx, prog, "Restores tables of a fifo backup into a new or empty directory, prepared with the tool's --export;\n"+
+		"--into-mysql or --into-tablet imports them into a live server on this host.\nExit status: 0 done, 1 failed (nothing in the live server changed), 2 usage error.", args, stdout, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			tables = fs.StringArray("table", nil, "a table to restore, db.table or db.* (repeatable; required)")
+			targetDir = fs.String("target-dir", "", "directory to restore into: it must not exist or be empty (required)")
+			as = fs.String("as", "", "import the one table under this name, db.table (default: its own name)")
+			intoMySQL = fs.String("into-mysql", "", "import into the server at this Unix socket (on this host)")
+			intoTablet = fs.String("into-tablet", "", "import into the mysqld of this tablet alias on this host (its socket from $VTDATAROOT/vt_<uid>/my.cnf)")
+			user = fs.String("mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
+			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway read-only server that reads the tables' definitions from the backup (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
+			return func() error {
+				if *targetDir == "" {
+					return errors.New("--target-dir is required")
+				}
+				if _, err := fifobackupengine.ParseTablePatterns(*tables); err != nil {
+					return err
+				}
+				if *intoMySQL != "" && *intoTablet != "" {
+					return errors.New("--into-mysql and --into-tablet: give one")
+				}
+				if *as != "" {
+					if *intoMySQL == "" && *intoTablet == "" {
+						return errors.New("--as needs --into-mysql or --into-tablet")
+					}
+					if len(*tables) != 1 || strings.HasSuffix((*tables)[0], ".*") {
+						return errors.New("--as renames one table: give exactly one --table db.table")
+					}
+					if db, t, ok := strings.Cut(*as, "."); !ok || db == "" || t == "" {
+						return fmt.Errorf("invalid value %q for --as: allowed values are db.table", *as)
+					}
+				}
+				if *intoTablet != "" {
+					if _, err := topoproto.ParseTabletAlias(*intoTablet); err != nil {
+						return fmt.Errorf("invalid value %q for --into-tablet: allowed values are tablet aliases such as zone1-0000000100: %v", *intoTablet, err)
+					}
+				}
+				return nil
+			}
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	patterns, _ := fifobackupengine.ParseTablePatterns(*tables)
+	dir, _ := filepath.Abs(*targetDir)
+	where := s.o.dir() + "/" + bh.Name()
+
+	// The live server is reached, and the names checked there, before
+	// anything is downloaded.
+	var live *sql.DB
+	if *intoMySQL != "" || *intoTablet != "" {
+		socket := *intoMySQL
+		if *intoTablet != "" {
+			var err error
+			if socket, err = tabletSocket(*intoTablet); err != nil {
+				fmt.Fprintf(stdout, "FAIL: %v\n", err)
+				return 1
+			}
+		}
+		c := mysql.NewConfig()
+		c.User, c.Passwd, c.Net, c.Addr = *user, os.Getenv("MYSQL_PWD"), "unix", socket
+		db, err := sql.Open("mysql", c.FormatDSN())
+		if err == nil {
+			err = db.PingContext(s.ctx)
+		}
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL: cannot reach the live server at %s as %s: %v\n", socket, *user, err)
+			return 1
+		}
+		defer db.Close()
+		live = db
+		for _, p := range patterns {
+			if p.Table == "*" {
+				continue
+			}
+			to := tableimport.Target{DB: p.DB, Table: p.Table}
+			if *as != "" {
+				to.DB, to.Table, _ = strings.Cut(*as, ".")
+			}
+			if err := tableimport.Absent(s.ctx, live, to); err != nil {
+				fmt.Fprintf(stdout, "FAIL: %v\n", err)
+				return 1
+			}
+		}
+	}
+
+	cfg := fifobackupengine.FlagConfig()
+	cfg.Progress = 0
+	start := time.Now()
+	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
+		Config: cfg, Prepare: true, Tables: patterns, Logger: s.logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
+		where, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
+		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), time.Since(start).Round(time.Millisecond), rep.Tool, dir)
+
+	names := make([][2]string, len(rep.Tables))
+	for i, t := range rep.Tables {
+		names[i] = [2]string{t.DB, t.Table}
+	}
+	defs, _, err := testrestore.Definitions(s.ctx, dir, names, testrestore.Options{MysqldPath: *mysqldPath, Logger: s.logger})
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: reading the tables' definitions from the restored files: %v\n", err)
+		return 1
+	}
+	for _, t := range rep.Tables {
+		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
+		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
+		if err := os.WriteFile(def, []byte(defs[t.Name()]+";\n"), 0o640); err != nil {
+			fmt.Fprintf(stdout, "FAIL: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
+	}
+	if live == nil {
+		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE (or rerun with --into-mysql/--into-tablet)\n", len(rep.Tables), dir)
+		return 0
+	}
+	failed := 0
+	for _, t := range rep.Tables {
+		to := tableimport.Target{DB: t.DB, Table: t.Table}
+		if *as != "" {
+			to.DB, to.Table, _ = strings.Cut(*as, ".")
+		}
+		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, s.logger)
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL: importing %s as %s: %v\n", t.Name(), to, err)
+			failed++
+			continue
+		}
+		fmt.Fprintf(stdout, "OK: %s imported as %s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, res.Rows, res.Check, res.Checksum)
+	}
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func partitionedNote(p bool) string {
+	if p {
+		return ", partitioned"
+	}
+	return ""
+}
+
+// tabletSocket finds the mysqld socket of a tablet on this host, as Vitess
+// lays it out ($VTDATAROOT/vt_<uid>/my.cnf).
+func tabletSocket(alias string) (string, error) {
+	a, err := topoproto.ParseTabletAlias(alias)
+	if err != nil {
+		return "", err
+	}
+	cnf, err := mysqlctl.ReadMycnf(&mysqlctl.Mycnf{Path: mysqlctl.MycnfFile(a.Uid)}, 0)
+	if err != nil {
+		return "", fmt.Errorf("tablet %s: cannot read %s (is the tablet on this host, and $VTDATAROOT set?): %v", alias, mysqlctl.MycnfFile(a.Uid), err)
+	}
+	return cnf.SocketFile, nil
+}

@@ -1,0 +1,306 @@
+package fifobackupengine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/xbstream"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// Restoring some tables (RestoreDirOptions.Tables). The files the tools need
+// to prepare and export a subset, from their sources (docs/design/
+// research-prepare-export.md):
+//   - Percona XtraBackup 8.0/8.4: xtrabackup_checkpoints, xtrabackup_info,
+//     xtrabackup_logfile, backup-my.cnf, ibdata*, mysql.ibd, the undo
+//     tablespaces (undo_NNN, *.ibu), xtrabackup_tablespaces and
+//     xtrabackup_keys when present; a missing .ibd of another table only
+//     warns (PXB treats the tablespace as dropped).
+//   - mariabackup 10.11: xtrabackup_checkpoints, backup-my.cnf, ibdata1,
+//     undoNNN, ib_logfile0 (the copied redo), and the table's .frm (its
+//     --export runs FLUSH TABLES ... FOR EXPORT in an embedded server and
+//     silently writes no .cfg without it); a missing .ibd is tolerated.
+// Every file at the top of the backup is therefore taken (they are the
+// tool's metadata, the system and undo tablespaces, the redo and the Aria
+// log), with the undo tablespaces anywhere, and every file of the tables
+// asked for: a table's files are named by the table, partitions after '#P#'
+// (MariaDB) or '#p#' (MySQL), a delta's with .delta and .meta appended.
+
+// TablePattern is one --table: a database and a table name, either of which
+// may be "*".
+type TablePattern struct{ DB, Table string }
+
+func (p TablePattern) String() string { return p.DB + "." + p.Table }
+
+// ParseTablePatterns reads db.table, db.* patterns (names as the server
+// shows them; a name holding a '.' is not supported).
+func ParseTablePatterns(specs []string) ([]TablePattern, error) {
+	var out []TablePattern
+	for _, s := range specs {
+		db, table, ok := strings.Cut(s, ".")
+		if !ok || db == "" || table == "" || strings.Contains(table, ".") || db == "*" {
+			return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --table: allowed values are db.table or db.*", s)
+		}
+		out = append(out, TablePattern{db, table})
+	}
+	if len(out) == 0 {
+		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--table is required: db.table or db.*")
+	}
+	return out, nil
+}
+
+func (p TablePattern) matches(db, table string) bool {
+	return p.DB == db && (p.Table == "*" || p.Table == table)
+}
+
+// TableFiles is one table found in a backup.
+type TableFiles struct {
+	DB, Table string
+	// Engine is what the files say: InnoDB (.ibd), Aria, MyISAM, CSV,
+	// ARCHIVE; "" when only a definition was found (a view).
+	Engine string
+	// Partitioned: its data is in one .ibd per partition.
+	Partitioned bool
+	Paths       []string
+}
+
+func (t *TableFiles) Name() string { return t.DB + "." + t.Table }
+
+// toolFile reports whether p is one of the files the tool needs to prepare
+// any subset.
+func toolFile(p string) bool {
+	base := path.Base(p)
+	return !strings.Contains(p, "/") || strings.HasSuffix(base, ".ibu") || strings.HasPrefix(base, "undo")
+}
+
+// engines by the extension of a data file.
+var engineByExt = map[string]string{
+	"ibd": "InnoDB", "MAD": "Aria", "MAI": "Aria", "MYD": "MyISAM", "MYI": "MyISAM",
+	"CSV": "CSV", "CSM": "CSV", "ARZ": "ARCHIVE",
+}
+
+// tableOf returns the database and table (names decoded as the server shows
+// them) whose file p is, and the file's extension; ok is false for files
+// that are no table's.
+func tableOf(p string) (db, table, ext string, partition, ok bool) {
+	dir, file := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	if dir == "" || strings.Contains(dir, "/") || strings.HasPrefix(file, "#sql") {
+		return "", "", "", false, false
+	}
+	file = strings.TrimSuffix(strings.TrimSuffix(file, ".delta"), ".meta")
+	i := strings.LastIndexByte(file, '.')
+	if i <= 0 {
+		return "", "", "", false, false
+	}
+	name, ext := file[:i], file[i+1:]
+	if j := strings.Index(name, "#P#"); j > 0 {
+		name, partition = name[:j], true
+	} else if j := strings.Index(name, "#p#"); j > 0 {
+		name, partition = name[:j], true
+	}
+	switch ext {
+	case "ibd", "frm", "par", "MAD", "MAI", "MYD", "MYI", "CSV", "CSM", "ARZ", "TRG", "isl":
+	default:
+		return "", "", "", false, false
+	}
+	return decodeName(dir), decodeName(name), ext, partition, true
+}
+
+// decodeName undoes the server's file name encoding of identifiers where it
+// is @XXXX (a code point in hex); other encodings are kept as written.
+func decodeName(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '@' && i+5 <= len(s) {
+			if r, err := strconv.ParseUint(s[i+1:i+5], 16, 32); err == nil {
+				b.WriteRune(rune(r))
+				i += 4
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// tableSubset is what a table restore takes from a backup.
+type tableSubset struct {
+	patterns []TablePattern
+}
+
+// wants reports whether the restore takes path p.
+func (s *tableSubset) wants(p string) bool {
+	if toolFile(p) {
+		return true
+	}
+	db, table, _, _, ok := tableOf(p)
+	return ok && slices.ContainsFunc(s.patterns, func(tp TablePattern) bool { return tp.matches(db, table) })
+}
+
+// tables groups paths (a backup's, or what was extracted) into the tables
+// the patterns ask for. Every pattern must match a table with data files: a
+// name that matches nothing, or only a view, is an error naming it.
+func (s *tableSubset) tables(paths []string, backup string) ([]*TableFiles, error) {
+	byName := map[string]*TableFiles{}
+	var order []string
+	for _, p := range paths {
+		db, table, ext, partition, ok := tableOf(p)
+		if !ok || !slices.ContainsFunc(s.patterns, func(tp TablePattern) bool { return tp.matches(db, table) }) {
+			continue
+		}
+		key := db + "." + table
+		t := byName[key]
+		if t == nil {
+			t = &TableFiles{DB: db, Table: table}
+			byName[key] = t
+			order = append(order, key)
+		}
+		t.Paths = append(t.Paths, p)
+		if e, ok := engineByExt[ext]; ok {
+			t.Engine = e
+		}
+		t.Partitioned = t.Partitioned || partition
+	}
+	slices.Sort(order)
+	var out []*TableFiles
+	for _, k := range order {
+		if t := byName[k]; t.Engine != "" {
+			out = append(out, t)
+		}
+	}
+	for _, tp := range s.patterns {
+		found := slices.ContainsFunc(out, func(t *TableFiles) bool { return tp.matches(t.DB, t.Table) })
+		if found {
+			continue
+		}
+		if tp.Table != "*" {
+			if t := byName[tp.String()]; t != nil {
+				return nil, vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "%s in backup %s has a definition but no data file (a view?): only tables are restored", tp, backup)
+			}
+		}
+		return nil, vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "no table %s in backup %s", tp, backup)
+	}
+	for _, t := range out {
+		if t.Engine != "InnoDB" {
+			return nil, vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: restore-table imports InnoDB tables only; restore the backup whole (vtfifo restore) and copy the table's files from there", t.Name(), backup, t.Engine)
+		}
+	}
+	return out, nil
+}
+
+// checkExported checks, after the tool's --prepare --export, that every
+// InnoDB data file of tables has its .cfg beside it: without it MariaDB
+// refuses to import a table with secondary indexes and MySQL imports
+// without checking the schema, and mariabackup says nothing when it wrote
+// none.
+func checkExported(dir string, tables []*TableFiles) error {
+	for _, t := range tables {
+		for _, p := range t.Paths {
+			if !strings.HasSuffix(p, ".ibd") {
+				continue
+			}
+			cfg := strings.TrimSuffix(p, ".ibd") + ".cfg"
+			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(cfg))); err != nil {
+				return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "table %s: the tool's --export wrote no %s (for %s): the table cannot be imported safely; see the tool's output above", t.Name(), cfg, p)
+			}
+		}
+	}
+	return nil
+}
+
+// exportedFiles lists what a table restore leaves for table t in the
+// target directory: the data and export files, and the definition where
+// the server keeps one in a file.
+func exportedFiles(t *TableFiles) []string {
+	var out []string
+	for _, p := range t.Paths {
+		if strings.HasSuffix(p, ".delta") || strings.HasSuffix(p, ".meta") {
+			continue
+		}
+		out = append(out, p)
+		if strings.HasSuffix(p, ".ibd") {
+			out = append(out, strings.TrimSuffix(p, ".ibd")+".cfg")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// selectFrames sets up the extraction of one backup of a table restore's
+// chain: only the tables' and the tool's files, from only the frames that
+// hold them where the backup has a lane index, from whole lanes where it has
+// none. It returns the paths the index says must come out, the stored bytes
+// to read and a line saying what is read.
+func (r *restoreRun) selectFrames(ctx context.Context, c member, from *storedLanes, opts *xbstream.ExtractOptions) (want []string, toRead int64, what string, err error) {
+	m := c.m
+	opts.Select, opts.ListFiles = r.subset.wants, true
+	ix, err := ReadLaneIndex(ctx, c.bh, m)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if ix == nil {
+		r.logger.Warningf("fifo restore: backup %s has no lane index (taken before lanes were seekable, or with an external compressor): reading all %d stored bytes of its lanes for the tables' files", m.BackupName, m.StoredBytes)
+		r.readStreamBytes += m.RawBytes
+		return nil, m.StoredBytes, fmt.Sprintf("the tables' files from the whole lanes of %s (%d stored bytes)", m.BackupName, m.StoredBytes), nil
+	}
+	if r.tables == nil {
+		if r.tables, err = r.subset.tables(ix.Paths, m.BackupName); err != nil {
+			return nil, 0, "", err
+		}
+	}
+	selected := make([]bool, len(ix.Paths))
+	for i, p := range ix.Paths {
+		if selected[i] = r.subset.wants(p); selected[i] {
+			want = append(want, p)
+		}
+	}
+	from.stretches = make([][]byteRange, len(m.Lanes))
+	var raw int64
+	for i, l := range m.Lanes {
+		ranges, rawBytes := ix.framesFor(i, l.StoredBytes, l.RawBytes, selected)
+		from.stretches[i] = ranges
+		raw += rawBytes
+		for _, br := range ranges {
+			toRead += br.n
+		}
+	}
+	r.readStreamBytes += raw
+	what = fmt.Sprintf("%d files from %d of %d stored bytes (%.1f%%, %d stream bytes) of %s",
+		len(want), toRead, m.StoredBytes, 100*float64(toRead)/float64(max(m.StoredBytes, 1)), raw, m.BackupName)
+	return want, toRead, what, nil
+}
+
+// checkSubset checks what one backup of a table restore's chain gave: every
+// file its index named (each whole: Extract checked that), or, without an
+// index, the tables asked for.
+func (r *restoreRun) checkSubset(c member, want []string, got map[string]int64) error {
+	for _, p := range want {
+		if _, ok := got[p]; !ok {
+			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s: its lane index names it but the frames read did not hold it", c.m.BackupName, p)
+		}
+	}
+	if r.tables == nil {
+		paths := make([]string, 0, len(got))
+		for p := range got {
+			paths = append(paths, p)
+		}
+		slices.Sort(paths)
+		var err error
+		r.tables, err = r.subset.tables(paths, c.m.BackupName)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package fifobackupengine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+
+	"github.com/vtfifo/vtfifo/go/internal/benchdata"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+)
+
+// BenchmarkFrames measures what seekable lanes cost and give: for each
+// frame size (0: one frame per lane, as before lanes were seekable), the
+// backup's and a full restore's wall and CPU seconds and stored bytes, and
+// what a table restore of one small table reads. Run it with
+//
+//	FIFO_BENCH_DATA_MB=1024 FIFO_BENCH_FRAME_MB=0,1,8 FIFO_BENCH_REPEAT=3 \
+//	  go test -run '^$' -bench Frames -benchtime 1x -timeout 60m ./go/vt/mysqlctl/fifobackupengine/
+//
+// Runs of the frame sizes alternate; the table prints medians.
+func BenchmarkFrames(b *testing.B) {
+	dataMB := envInt("FIFO_BENCH_DATA_MB", 512)
+	repeat := envInt("FIFO_BENCH_REPEAT", 3)
+	lanes := envInt("FIFO_BENCH_LANES", 2)
+	comp := envString("FIFO_BENCH_COMPRESSION", mysqlctl.ZstdCompressor)
+	sizes := envInts(b, "FIFO_BENCH_FRAME_MB", "0,1,8")
+	f := newFixture(b, mariadbtest.Options{Tables: 200})
+	_, err := benchdata.Load(context.Background(), f.srv.DB(), benchdata.Options{Shape: benchdata.Giant, Bytes: int64(dataMB) << 20, Seed: 1, DataDir: f.tb.Cnf.DataDir, Log: b.Logf})
+	require.NoError(b, err)
+	cfg := testConfig(lanes, SourceStdout, CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2})
+	cfg.Progress = 0
+	old := frameSize
+	b.Cleanup(func() { frameSize = old })
+
+	type row struct{ bw, bc, rw, rc, stored, tw, read, readRaw []float64 }
+	rows := map[int]*row{}
+	for range repeat {
+		for _, mb := range sizes {
+			frameSize = int64(mb) << 20
+			if mb == 0 {
+				frameSize = math.MaxInt64
+			}
+			r := rows[mb]
+			if r == nil {
+				r = &row{}
+				rows[mb] = r
+			}
+			timed := f.timedRoundTrip(b, engineName, cfg, nil)
+			r.bw, r.bc = append(r.bw, timed.backup.wall.Seconds()), append(r.bc, timed.backup.cpu.Seconds())
+			r.rw, r.rc = append(r.rw, timed.restore.wall.Seconds()), append(r.rc, timed.restore.cpu.Seconds())
+			bhs := f.backupHandles(b)
+			bh := bhs[len(bhs)-1]
+			m, err := ReadManifest(context.Background(), bh)
+			require.NoError(b, err)
+			r.stored = append(r.stored, float64(m.StoredBytes))
+			ps, _ := ParseTablePatterns([]string{"bench.t0050"})
+			start := time.Now()
+			rep, err := RestoreToDir(context.Background(), bh, filepath.Join(b.TempDir(), "t"), RestoreDirOptions{Config: cfg, Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
+			require.NoError(b, err)
+			r.tw = append(r.tw, time.Since(start).Seconds())
+			r.read, r.readRaw = append(r.read, float64(rep.ReadBytes)), append(r.readRaw, float64(rep.ReadStreamBytes))
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n%d MiB of benchdata shape giant (one table of 80%%, 100 small ones), %d lanes, %s level 1, split storage on local disk, medians of %d\n", dataMB, lanes, comp, repeat)
+	fmt.Fprintf(&out, "%-8s %9s %9s %10s %10s %12s %13s %15s %15s\n", "frame", "backup s", "cpu s", "restore s", "cpu s", "stored MiB", "1 table s", "read MiB", "stream MiB")
+	for _, mb := range sizes {
+		r := rows[mb]
+		name := fmt.Sprintf("%d MiB", mb)
+		if mb == 0 {
+			name = "none"
+		}
+		fmt.Fprintf(&out, "%-8s %9.2f %9.2f %10.2f %10.2f %12.1f %13.2f %15.1f %15.1f\n", name, median(r.bw), median(r.bc), median(r.rw), median(r.rc),
+			median(r.stored)/(1<<20), median(r.tw), median(r.read)/(1<<20), median(r.readRaw)/(1<<20))
+	}
+	b.Log(out.String())
+	fmt.Print(out.String())
+}

@@ -1,0 +1,366 @@
+// Package tableimport imports InnoDB tables that a tool exported
+// (xtrabackup or mariabackup --prepare --export: an .ibd and a .cfg per table
+// or partition) into a live server on this host, under their own name or
+// another: the table created from its definition, its tablespace discarded,
+// the files copied in, imported, then CHECK TABLE and a row count. Nothing
+// else in the server is touched: an existing table is never replaced, and
+// what an import created is dropped again when it fails. The statements are
+// not written to the binary log (sql_log_bin=0): the table is restored on
+// this server only, and replicas do not try to import files they lack.
+//
+// MariaDB 10.11 (run here): a table with DISCARD/IMPORT TABLESPACE; a
+// partitioned table one partition at a time through a placeholder table and
+// EXCHANGE PARTITION, as MariaDB's own tests do (10.11 cannot import a
+// partitioned table at once). MySQL 8 (written from its manual, "Importing
+// InnoDB Tables", not run here): the whole partitioned table with one
+// DISCARD and one IMPORT, every partition's files named <table>#p#<part>.
+package tableimport
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode"
+
+	"vitess.io/vitess/go/vt/logutil"
+)
+
+// Source is one exported table.
+type Source struct {
+	DB, Table string
+	// Dir is the restore's directory; Files the table's exported files in
+	// it, relative (db/t.ibd, db/t.cfg, db/t#P#p0.ibd, ...).
+	Dir   string
+	Files []string
+	// Create is the table's definition (SHOW CREATE TABLE).
+	Create string
+}
+
+// Target names the table to create in the live server.
+type Target struct{ DB, Table string }
+
+func (t Target) String() string { return t.DB + "." + t.Table }
+
+// Result is what the imported table holds.
+type Result struct {
+	Rows     int64
+	Check    string // CHECK TABLE's last message ("OK")
+	Checksum string // CHECKSUM TABLE
+}
+
+// ErrExists is returned when the target table exists: it is never replaced.
+var ErrExists = errors.New("a table of that name exists in the live server")
+
+// Import imports src into the live server db (whose data directory must be
+// on this host) as to.
+func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logutil.Logger) (res Result, err error) {
+	if logger == nil {
+		logger = logutil.NewConsoleLogger()
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	exec := func(q string) error {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		return nil
+	}
+	var version, dataDir string
+	if err := conn.QueryRowContext(ctx, "SELECT VERSION(), @@datadir").Scan(&version, &dataDir); err != nil {
+		return res, err
+	}
+	mariadb := strings.Contains(version, "MariaDB")
+	dbDir := filepath.Join(dataDir, fileName(to.DB))
+	owner, err := os.Stat(dbDir)
+	if err != nil {
+		return res, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", dbDir, err)
+	}
+	if err := checkName(to.DB); err != nil {
+		return res, err
+	}
+	if err := checkName(to.Table); err != nil {
+		return res, err
+	}
+	create, err := renamed(src, to)
+	if err != nil {
+		return res, err
+	}
+	parts, err := partitions(src)
+	if err != nil {
+		return res, err
+	}
+	for _, q := range []string{"SET SESSION sql_log_bin = 0", "SET SESSION foreign_key_checks = 0"} {
+		if err := exec(q); err != nil {
+			return res, err
+		}
+	}
+	if err := absent(ctx, conn, to); err != nil {
+		return res, err
+	}
+	placeholder := Target{to.DB, to.Table + "_vtfifo_import"}
+	if len(parts) > 0 && mariadb {
+		if err := absent(ctx, conn, placeholder); err != nil {
+			return res, err
+		}
+	}
+
+	// From here on, what failed is undone: the tables created are dropped,
+	// the files copied in that remain are removed.
+	var created []Target
+	var copied []string
+	defer func() {
+		if err == nil {
+			return
+		}
+		for i := len(created) - 1; i >= 0; i-- {
+			if derr := exec("DROP TABLE IF EXISTS " + quoted(created[i])); derr != nil {
+				logger.Warningf("tableimport: undoing: %v", derr)
+			}
+		}
+		for _, p := range copied {
+			os.Remove(p)
+		}
+	}()
+	copyIn := func(from, to string) error {
+		for _, ext := range []string{".ibd", ".cfg"} {
+			dst := filepath.Join(dbDir, to+ext)
+			copied = append(copied, dst)
+			if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(from+ext)), dst, owner); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// After an import the .ibd is the table's, and the .cfg is not needed
+	// (the server may leave it behind).
+	imported := func() {
+		for _, p := range copied {
+			if strings.HasSuffix(p, ".cfg") {
+				os.Remove(p)
+			}
+		}
+		copied = nil
+	}
+	base := filepath.ToSlash(filepath.Join(fileName(src.DB), fileName(src.Table)))
+	if err := exec(create); err != nil {
+		return res, err
+	}
+	created = append(created, to)
+	switch {
+	case len(parts) == 0:
+		if err := exec("ALTER TABLE " + quoted(to) + " DISCARD TABLESPACE"); err != nil {
+			return res, err
+		}
+		if err := copyIn(base, fileName(to.Table)); err != nil {
+			return res, err
+		}
+		if err := exec("ALTER TABLE " + quoted(to) + " IMPORT TABLESPACE"); err != nil {
+			return res, err
+		}
+		imported()
+	case mariadb:
+		for _, p := range parts {
+			if err := exec("CREATE TABLE " + quoted(placeholder) + " LIKE " + quoted(to)); err != nil {
+				return res, err
+			}
+			created = append(created, placeholder)
+			for _, q := range []string{"ALTER TABLE " + quoted(placeholder) + " REMOVE PARTITIONING", "ALTER TABLE " + quoted(placeholder) + " DISCARD TABLESPACE"} {
+				if err := exec(q); err != nil {
+					return res, err
+				}
+			}
+			if err := copyIn(base+"#P#"+p, fileName(placeholder.Table)); err != nil {
+				return res, err
+			}
+			if err := exec("ALTER TABLE " + quoted(placeholder) + " IMPORT TABLESPACE"); err != nil {
+				return res, err
+			}
+			imported()
+			for _, q := range []string{
+				"ALTER TABLE " + quoted(to) + " EXCHANGE PARTITION " + quoteName(p) + " WITH TABLE " + quoted(placeholder),
+				"DROP TABLE " + quoted(placeholder),
+			} {
+				if err := exec(q); err != nil {
+					return res, err
+				}
+			}
+			created = created[:len(created)-1]
+		}
+	default: // MySQL 8
+		if err := exec("ALTER TABLE " + quoted(to) + " DISCARD TABLESPACE"); err != nil {
+			return res, err
+		}
+		for _, p := range parts {
+			if err := copyIn(base+"#p#"+p, fileName(to.Table)+"#p#"+p); err != nil {
+				return res, err
+			}
+		}
+		if err := exec("ALTER TABLE " + quoted(to) + " IMPORT TABLESPACE"); err != nil {
+			return res, err
+		}
+		imported()
+	}
+	return verify(ctx, conn, to)
+}
+
+// verify runs CHECK TABLE, counts the rows and takes the checksum.
+func verify(ctx context.Context, conn *sql.Conn, to Target) (res Result, err error) {
+	rows, err := conn.QueryContext(ctx, "CHECK TABLE "+quoted(to))
+	if err != nil {
+		return res, err
+	}
+	for rows.Next() {
+		var table, op, typ, msg string
+		if err := rows.Scan(&table, &op, &typ, &msg); err != nil {
+			rows.Close()
+			return res, err
+		}
+		if typ == "error" || (typ == "status" && msg != "OK") {
+			rows.Close()
+			return res, fmt.Errorf("CHECK TABLE %s: %s: %s", to, typ, msg)
+		}
+		res.Check = msg
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoted(to)).Scan(&res.Rows); err != nil {
+		return res, err
+	}
+	var name string
+	var sum sql.NullString
+	if err := conn.QueryRowContext(ctx, "CHECKSUM TABLE "+quoted(to)).Scan(&name, &sum); err != nil {
+		return res, err
+	}
+	res.Checksum = sum.String
+	return res, nil
+}
+
+// Absent fails with ErrExists when to exists in db: what an import checks
+// first, for a caller to check before it restores anything.
+func Absent(ctx context.Context, db *sql.DB, to Target) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return absent(ctx, conn, to)
+}
+
+// absent fails with ErrExists when to exists.
+func absent(ctx context.Context, conn *sql.Conn, to Target) error {
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", to.DB, to.Table).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%s: %w: nothing was changed; choose another name (--as) or drop it first", to, ErrExists)
+	}
+	return nil
+}
+
+// renamed is src's definition creating to.
+func renamed(src Source, to Target) (string, error) {
+	head := "CREATE TABLE " + quoteName(src.Table) + " "
+	if !strings.HasPrefix(src.Create, head) {
+		return "", fmt.Errorf("%s.%s: the definition does not start with %q", src.DB, src.Table, head)
+	}
+	if strings.Contains(strings.ToUpper(src.Create), "DATA DIRECTORY") {
+		return "", fmt.Errorf("%s.%s: its definition has a DATA DIRECTORY: import it by hand", src.DB, src.Table)
+	}
+	return "CREATE TABLE " + quoted(to) + " " + src.Create[len(head):], nil
+}
+
+// partitions returns the partition names of src's files, in order of their
+// files' names; subpartitions are refused.
+func partitions(src Source) ([]string, error) {
+	var out []string
+	for _, f := range src.Files {
+		if !strings.HasSuffix(f, ".ibd") {
+			continue
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".ibd")
+		i := strings.Index(name, "#P#")
+		if i < 0 {
+			i = strings.Index(name, "#p#")
+		}
+		if i < 0 {
+			continue
+		}
+		p := name[i+3:]
+		if strings.Contains(strings.ToUpper(p), "#SP#") {
+			return nil, fmt.Errorf("%s.%s: subpartitioned tables are not imported: import its files by hand", src.DB, src.Table)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// checkName accepts the names whose file name is the name itself.
+func checkName(s string) error {
+	for _, r := range s {
+		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_') {
+			return fmt.Errorf("name %q: only letters, digits and '_' are supported for an import target", s)
+		}
+	}
+	if s == "" {
+		return errors.New("empty table or database name")
+	}
+	return nil
+}
+
+// fileName is the server's file name of an identifier of letters, digits
+// and '_' (checkName), and of others as the server wrote them.
+func fileName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r <= unicode.MaxASCII && !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_') {
+			fmt.Fprintf(&b, "@%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+func quoted(t Target) string    { return quoteName(t.DB) + "." + quoteName(t.Table) }
+
+// copyFile copies src to a new file dst (never over one), synced, owned as
+// owner is.
+func copyFile(src, dst string, owner os.FileInfo) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	if st, ok := owner.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		return os.Chown(dst, int(st.Uid), int(st.Gid))
+	}
+	return nil
+}

@@ -183,15 +183,22 @@ func partitionedNote(p bool) string {
 }
 
 // tabletSocket finds the mysqld socket of a tablet on this host, as Vitess
-// lays it out ($VTDATAROOT/vt_<uid>/my.cnf).
+// lays it out: the socket line of $VTDATAROOT/vt_<uid>/my.cnf.
 func tabletSocket(alias string) (string, error) {
 	a, err := topoproto.ParseTabletAlias(alias)
 	if err != nil {
 		return "", err
 	}
-	cnf, err := mysqlctl.ReadMycnf(&mysqlctl.Mycnf{Path: mysqlctl.MycnfFile(a.Uid)}, 0)
+	path := mysqlctl.MycnfFile(a.Uid)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("tablet %s: cannot read %s (is the tablet on this host, and $VTDATAROOT set?): %v", alias, mysqlctl.MycnfFile(a.Uid), err)
+		return "", fmt.Errorf("tablet %s: cannot read %s (is the tablet on this host, and $VTDATAROOT set?): %v", alias, path, err)
 	}
-	return cnf.SocketFile, nil
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.TrimSpace(k) == "socket" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("tablet %s: %s names no socket", alias, path)
 }

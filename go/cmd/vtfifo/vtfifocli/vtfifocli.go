@@ -184,6 +184,7 @@ func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Write
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
+		fmt.Fprintf(stderr, "%s: %v (see %s --help)\n", prog, err, prog)
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -82,9 +82,11 @@ func toolFile(p string) bool {
 	return !strings.Contains(p, "/") || strings.HasSuffix(base, ".ibu") || strings.HasPrefix(base, "undo")
 }
 
-// engines by the extension of a data file.
+// engines by the extension of a data file. mariabackup copies a tablespace
+// created or rebuilt while it ran again at its end as .new, which its
+// --prepare renames to .ibd (beside .ren and .del for renames and drops).
 var engineByExt = map[string]string{
-	"ibd": "InnoDB", "MAD": "Aria", "MAI": "Aria", "MYD": "MyISAM", "MYI": "MyISAM",
+	"ibd": "InnoDB", "new": "InnoDB", "MAD": "Aria", "MAI": "Aria", "MYD": "MyISAM", "MYI": "MyISAM",
 	"CSV": "CSV", "CSM": "CSV", "ARZ": "ARCHIVE",
 }
 
@@ -109,7 +111,7 @@ func tableOf(p string) (db, table, ext string, partition, ok bool) {
 		name, partition = name[:j], true
 	}
 	switch ext {
-	case "ibd", "frm", "par", "MAD", "MAI", "MYD", "MYI", "CSV", "CSM", "ARZ", "TRG", "isl":
+	case "ibd", "new", "ren", "del", "frm", "par", "MAD", "MAI", "MYD", "MYI", "CSV", "CSM", "ARZ", "TRG", "isl":
 	default:
 		return "", "", "", false, false
 	}
@@ -208,13 +210,12 @@ func (s *tableSubset) tables(paths []string, backup string) ([]*TableFiles, erro
 // none.
 func checkExported(dir string, tables []*TableFiles) error {
 	for _, t := range tables {
-		for _, p := range t.Paths {
-			if !strings.HasSuffix(p, ".ibd") {
+		for _, p := range exportedFiles(t) {
+			if !strings.HasSuffix(p, ".cfg") {
 				continue
 			}
-			cfg := strings.TrimSuffix(p, ".ibd") + ".cfg"
-			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(cfg))); err != nil {
-				return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "table %s: the tool's --export wrote no %s (for %s): the table cannot be imported safely; see the tool's output above", t.Name(), cfg, p)
+			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
+				return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "table %s: the tool's --export wrote no %s: the table cannot be imported safely; see the tool's output above", t.Name(), p)
 			}
 		}
 	}
@@ -222,21 +223,24 @@ func checkExported(dir string, tables []*TableFiles) error {
 }
 
 // exportedFiles lists what a table restore leaves for table t in the
-// target directory: the data and export files, and the definition where
-// the server keeps one in a file.
+// target directory once prepared: each tablespace's .ibd (a .new one
+// renamed) with its .cfg, and the files the server defines the table with.
 func exportedFiles(t *TableFiles) []string {
 	var out []string
 	for _, p := range t.Paths {
-		if strings.HasSuffix(p, ".delta") || strings.HasSuffix(p, ".meta") {
+		ext := path.Ext(p)
+		switch ext {
+		case ".delta", ".meta", ".ren", ".del":
 			continue
-		}
-		out = append(out, p)
-		if strings.HasSuffix(p, ".ibd") {
-			out = append(out, strings.TrimSuffix(p, ".ibd")+".cfg")
+		case ".ibd", ".new":
+			base := strings.TrimSuffix(p, ext)
+			out = append(out, base+".ibd", base+".cfg")
+		default:
+			out = append(out, p)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // selectFrames sets up the extraction of one backup of a table restore's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/benchdata"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
 // BenchmarkFrames measures what seekable lanes cost and give: for each
@@ -82,6 +84,66 @@ func BenchmarkFrames(b *testing.B) {
 		fmt.Fprintf(&out, "%-8s %9.2f %9.2f %10.2f %10.2f %12.1f %13.2f %15.1f %15.1f\n", name, median(r.bw), median(r.bc), median(r.rw), median(r.rc),
 			median(r.stored)/(1<<20), median(r.tw), median(r.read)/(1<<20), median(r.readRaw)/(1<<20))
 	}
+	b.Log(out.String())
+	fmt.Print(out.String())
+}
+
+// BenchmarkTableRestoreS3 is the check of a table restore: a backup
+// of FIFO_BENCH_DATA_MB (default 4096) of benchdata shape giant on the split
+// storage on S3 (versitygw on 127.0.0.1, behind a proxy that counts the
+// bytes it serves), then a table restore of one small table and a full
+// restore (both prepared), each FIFO_BENCH_REPEAT times alternating: bytes
+// downloaded, counted on the wire, against the backup's stored size, and
+// wall times. Run it with
+//
+//	FIFO_BENCH_DATA_MB=4096 FIFO_BENCH_REPEAT=3 go test -run '^$' -bench TableRestoreS3 \
+//	  -benchtime 1x -timeout 60m ./go/vt/mysqlctl/fifobackupengine/
+func BenchmarkTableRestoreS3(b *testing.B) {
+	dataMB := envInt("FIFO_BENCH_DATA_MB", 4096)
+	repeat := envInt("FIFO_BENCH_REPEAT", 3)
+	f := newFixture(b, mariadbtest.Options{Tables: 200})
+	_, err := benchdata.Load(context.Background(), f.srv.DB(), benchdata.Options{Shape: benchdata.Giant, Bytes: int64(dataMB) << 20, Seed: 1, DataDir: f.tb.Cnf.DataDir, Log: b.Logf})
+	require.NoError(b, err)
+	base := splitstoragetest.StartS3(b)
+	proxy := splitstoragetest.NewFaultProxy(b, base.Addr)
+	srv := base.WithProxy(proxy)
+	srv.Setenv(b)
+	scfg := srv.Config
+	scfg.PartSize = 64 << 20
+	f.useSplitConfig(b, scfg, srv.Dir)
+	cfg := testConfig(envInt("FIFO_BENCH_LANES", 2), SourceStdout, zstdConfig())
+	cfg.Progress = 0
+	useEngine(b, cfg)
+	require.NoError(b, f.backup(b, nil))
+	bhs := f.backupHandles(b)
+	bh := bhs[len(bhs)-1]
+	m, err := ReadManifest(context.Background(), bh)
+	require.NoError(b, err)
+	ps, _ := ParseTablePatterns([]string{"bench.t0050"})
+
+	var tableWall, fullWall, tableBytes, fullBytes []float64
+	for range repeat {
+		for _, tables := range [][]TablePattern{ps, nil} {
+			before := proxy.BytesServed()
+			start := time.Now()
+			dir := filepath.Join(b.TempDir(), "r")
+			_, err = RestoreToDir(context.Background(), bh, dir, RestoreDirOptions{Config: cfg, Prepare: true, Tables: tables, Logger: logutil.NewMemoryLogger()})
+			require.NoError(b, err)
+			wall, served := time.Since(start).Seconds(), float64(proxy.BytesServed()-before)
+			require.NoError(b, os.RemoveAll(dir))
+			if tables != nil {
+				tableWall, tableBytes = append(tableWall, wall), append(tableBytes, served)
+			} else {
+				fullWall, fullBytes = append(fullWall, wall), append(fullBytes, served)
+			}
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n%d MiB of benchdata shape giant, backup stored %.1f MiB in %d lanes (zstd level 1), split storage on S3 (versitygw), medians of %d\n",
+		dataMB, float64(m.StoredBytes)/(1<<20), len(m.Lanes), repeat)
+	fmt.Fprintf(&out, "%-34s %14s %10s %8s\n", "restore", "MiB from S3", "% stored", "wall s")
+	fmt.Fprintf(&out, "%-34s %14.1f %10.2f %8.2f\n", "one small table (bench.t0050)", median(tableBytes)/(1<<20), 100*median(tableBytes)/float64(m.StoredBytes), median(tableWall))
+	fmt.Fprintf(&out, "%-34s %14.1f %10.2f %8.2f\n", "the whole backup, prepared", median(fullBytes)/(1<<20), 100*median(fullBytes)/float64(m.StoredBytes), median(fullWall))
 	b.Log(out.String())
 	fmt.Print(out.String())
 }

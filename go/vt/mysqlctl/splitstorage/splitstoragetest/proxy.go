@@ -68,7 +68,30 @@ type FaultProxy struct {
 	counts   map[Fault]int
 
 	requests atomic.Int64
-	seen     []string // "METHOD path" of every request
+	served   atomic.Int64 // response body bytes passed on to clients
+	seen     []string     // "METHOD path" of every request
+}
+
+// BytesServed is the response body bytes the server sent through the proxy
+// (what a download cost, counted on the wire).
+func (p *FaultProxy) BytesServed() int64 { return p.served.Load() }
+
+// countingWriter counts the response body bytes written.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 type rule struct {
@@ -201,7 +224,7 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	switch f := p.pick(r, seq); f {
 	case None:
-		p.rp.ServeHTTP(w, r)
+		p.rp.ServeHTTP(countingWriter{w, &p.served}, r)
 	case SlowDown, InternalError:
 		_, _ = io.Copy(io.Discard, r.Body)
 		code, status := "SlowDown", http.StatusServiceUnavailable

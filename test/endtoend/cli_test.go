@@ -177,6 +177,20 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if got := sums()["metrics_part"]; got.Rows != before["metrics_part"].Rows || got.Checksum != before["metrics_part"].Checksum {
 			t.Fatalf("metrics_part %+v, want %+v", got, before["metrics_part"])
 		}
+		// And each the other way: orders dropped and back under its own
+		// name, metrics_part beside itself under another.
+		_, err = p.Exec(ctx, "DROP TABLE "+db+".orders")
+		must(t, err)
+		restoreTable(t, 0, "--table="+db+".orders", "--into-tablet="+p.Alias)
+		restoreTable(t, 0, "--table="+db+".metrics_part", "--into-tablet="+p.Alias, "--as="+db+".metrics_restored")
+		now := sums()
+		for table, from := range map[string]string{"orders": "orders", "metrics_restored": "metrics_part"} {
+			if got := now[table]; got.Rows != before[from].Rows || got.Checksum != before[from].Checksum {
+				t.Fatalf("%s %+v, want %+v", table, got, before[from])
+			}
+		}
+		_, err = p.Exec(ctx, "DROP TABLE "+db+".metrics_restored")
+		must(t, err)
 		// Bad input: one clear line, exit 1, the live server unchanged.
 		unchanged := sums()
 		for _, tc := range []struct {

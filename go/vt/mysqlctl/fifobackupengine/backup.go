@@ -251,10 +251,15 @@ type laneWriter struct {
 
 	// Seekable lanes (laneindex.go): frames is nil when the compressor
 	// cannot restart (an external command).
-	frames        *laneFrames
-	nextFrame     func(io.WriteCloser) (io.WriteCloser, error)
-	setCompressor func(io.WriteCloser)
+	frames    *laneFrames
+	nextFrame func(io.WriteCloser) (io.WriteCloser, error)
 }
+
+// compressorInput writes to the lane's current compressor (restarted at
+// each frame), so the meter in front of it stays one.
+type compressorInput struct{ l *laneWriter }
+
+func (c compressorInput) Write(p []byte) (int, error) { return c.l.comp.Write(p) }
 
 // BeginChunk is xbstream.ChunkObserver: past frameSize raw bytes, the chunk
 // starts a new compressed frame; the frame's files are recorded.
@@ -269,7 +274,7 @@ func (l *laneWriter) BeginChunk(path string) error {
 			if err != nil {
 				return fmt.Errorf("lane %d (%s): restarting the compressor: %w", l.index, l.name, err)
 			}
-			l.setCompressor(comp)
+			l.comp = comp
 		}
 		l.frames.add(Frame{Stored: l.stored.Load(), Raw: raw})
 	}
@@ -305,11 +310,8 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 			b.lanes = append(b.lanes, l)
 			return vterrors.Wrapf(err, "lane %d: cannot start the compressor", i)
 		}
-		l.setCompressor = func(comp io.WriteCloser) {
-			l.comp = comp
-			l.in = ioutil.NewMeteredWriter(comp, compWrite)
-		}
-		l.setCompressor(comp)
+		l.comp = comp
+		l.in = ioutil.NewMeteredWriter(compressorInput{l}, compWrite)
 		if b.cfg.Compression.seekable() {
 			l.frames = newLaneFrames()
 			l.nextFrame = func(comp io.WriteCloser) (io.WriteCloser, error) {

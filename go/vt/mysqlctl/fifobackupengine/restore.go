@@ -218,14 +218,17 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m))
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
+	// Every lane read whole must have been read to its end, as recorded at
+	// backup time.
+	if from.stretches == nil {
+		for i, ls := range st.Lanes {
+			if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
+				return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes)
+			}
+		}
+	}
 	if r.subset != nil {
 		return r.checkSubset(c, want, st.FileSizes)
-	}
-	// Every lane must have been read to its end, as recorded at backup time.
-	for i, ls := range st.Lanes {
-		if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
-			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes)
-		}
 	}
 	return nil
 }
@@ -273,14 +276,9 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile
 	if err != nil {
 		return err
 	}
-	args, err := tool.prepareArgs(&r.cfg, defaultsFile, staging, openFiles, deltaDir, redoOnly)
+	args, err := tool.prepareArgs(&r.cfg, defaultsFile, staging, openFiles, deltaDir, redoOnly, export)
 	if err != nil {
 		return err
-	}
-	if export {
-		// Both tools: write a .cfg per .ibd for IMPORT TABLESPACE (after a
-		// slow shutdown, so the files need no undo or change buffer).
-		args = append(args[:2:2], append([]string{"--export"}, args[2:]...)...)
 	}
 	r.logger.Infof("fifo restore: running %s %s", tool.Path, strings.Join(redactArgs(args), " "))
 	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)

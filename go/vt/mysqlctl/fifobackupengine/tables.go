@@ -19,7 +19,11 @@ import (
 
 // Restoring some tables (RestoreDirOptions.Tables). The files the tools need
 // to prepare and export a subset, from their sources (docs/design/
-// research-prepare-export.md):
+// research-prepare-export.md: PXB storage/innobase/xtrabackup/src/
+// xtrabackup.cc xtrabackup_prepare_func, read_metadata, innodb_init and
+// xb_dict.cc dict_load_tables_from_space_id_wrapper; MariaDB
+// extra/mariabackup/xtrabackup.cc xtrabackup_prepare_func, prepare_export).
+// Only mariabackup's side runs here; Percona's is followed from its source:
 //   - Percona XtraBackup 8.0/8.4: xtrabackup_checkpoints, xtrabackup_info,
 //     xtrabackup_logfile, backup-my.cnf, ibdata*, mysql.ibd, the undo
 //     tablespaces (undo_NNN, *.ibu), xtrabackup_tablespaces and
@@ -148,8 +152,15 @@ func (s *tableSubset) wants(p string) bool {
 	if toolFile(p) {
 		return true
 	}
-	db, table, _, _, ok := tableOf(p)
-	return ok && slices.ContainsFunc(s.patterns, func(tp TablePattern) bool { return tp.matches(db, table) })
+	_, _, _, _, ok := s.tableFile(p)
+	return ok
+}
+
+// tableFile is tableOf for the files of the tables the patterns ask for.
+func (s *tableSubset) tableFile(p string) (db, table, ext string, partition, ok bool) {
+	db, table, ext, partition, ok = tableOf(p)
+	ok = ok && slices.ContainsFunc(s.patterns, func(tp TablePattern) bool { return tp.matches(db, table) })
+	return db, table, ext, partition, ok
 }
 
 // tables groups paths (a backup's, or what was extracted) into the tables
@@ -159,8 +170,8 @@ func (s *tableSubset) tables(paths []string, backup string) ([]*TableFiles, erro
 	byName := map[string]*TableFiles{}
 	var order []string
 	for _, p := range paths {
-		db, table, ext, partition, ok := tableOf(p)
-		if !ok || !slices.ContainsFunc(s.patterns, func(tp TablePattern) bool { return tp.matches(db, table) }) {
+		db, table, ext, partition, ok := s.tableFile(p)
+		if !ok {
 			continue
 		}
 		key := db + "." + table

@@ -199,12 +199,19 @@ func parallel(cfg *Config, source string) int {
 // stand-in only.
 // mariabackup (10.2 and later) has no such option: its --prepare never rolls
 // back, the server does when it starts.
-func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64, deltaDir string, redoOnly bool) ([]string, error) {
+// export adds --export (both tools): a .cfg per .ibd for IMPORT TABLESPACE,
+// after a slow shutdown, so that the files need no undo or change buffer
+// (PXB xtrabackup.cc: xtrabackup_prepare_func, "export option is
+// specified"; MariaDB extra/mariabackup/xtrabackup.cc: prepare_export).
+func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64, deltaDir string, redoOnly, export bool) ([]string, error) {
 	defaults := "--no-defaults"
 	if defaultsFile != "" {
 		defaults = "--defaults-file=" + defaultsFile
 	}
 	args := []string{defaults, "--prepare", "--target-dir=" + targetDir}
+	if export {
+		args = append(args, "--export")
+	}
 	if redoOnly && t.Flavor == FlavorXtrabackup {
 		args = append(args, "--apply-log-only")
 	}

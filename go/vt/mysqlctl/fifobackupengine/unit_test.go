@@ -310,10 +310,10 @@ func TestOpenFilesLimitPassed(t *testing.T) {
 	require.NoError(t, err)
 	i, j := slices.Index(args, "--open-files-limit=4096"), slices.Index(args, "--open-files-limit=777")
 	assert.True(t, i > 0 && j > i, "ours, then the operator's: %v", args)
-	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 4096, "", false)
+	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 4096, "", false, false)
 	require.NoError(t, err)
 	assert.Contains(t, args, "--open-files-limit=4096")
-	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 0, "", false)
+	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 0, "", false, false)
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(args, " "), "--open-files-limit")
 }

@@ -79,6 +79,13 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	patterns, _ := fifobackupengine.ParseTablePatterns(*tables)
 	dir, _ := filepath.Abs(*targetDir)
 	where := s.o.dir() + "/" + bh.Name()
+	// targetFor is the table db.table is imported as.
+	targetFor := func(db, table string) tableimport.Target {
+		if *as != "" {
+			db, table, _ = strings.Cut(*as, ".")
+		}
+		return tableimport.Target{DB: db, Table: table}
+	}
 
 	// The live server is reached, and the names checked there, before
 	// anything is downloaded.
@@ -108,11 +115,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			if p.Table == "*" {
 				continue
 			}
-			to := tableimport.Target{DB: p.DB, Table: p.Table}
-			if *as != "" {
-				to.DB, to.Table, _ = strings.Cut(*as, ".")
-			}
-			if err := tableimport.Absent(s.ctx, live, to); err != nil {
+			if err := tableimport.Absent(s.ctx, live, targetFor(p.DB, p.Table)); err != nil {
 				fmt.Fprintf(stdout, "FAIL: %v\n", err)
 				return 1
 			}
@@ -157,10 +160,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	}
 	failed := 0
 	for _, t := range rep.Tables {
-		to := tableimport.Target{DB: t.DB, Table: t.Table}
-		if *as != "" {
-			to.DB, to.Table, _ = strings.Cut(*as, ".")
-		}
+		to := targetFor(t.DB, t.Table)
 		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, s.logger)
 		if err != nil {
 			fmt.Fprintf(stdout, "FAIL: importing %s as %s: %v\n", t.Name(), to, err)

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode"
@@ -79,22 +80,23 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 		return res, err
 	}
 	mariadb := strings.Contains(version, "MariaDB")
-	dbDir := filepath.Join(dataDir, fileName(to.DB))
-	owner, err := os.Stat(dbDir)
-	if err != nil {
-		return res, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", dbDir, err)
-	}
+	// The target's names are their file names (checkName).
 	if err := checkName(to.DB); err != nil {
 		return res, err
 	}
 	if err := checkName(to.Table); err != nil {
 		return res, err
 	}
+	dbDir := filepath.Join(dataDir, to.DB)
+	owner, err := os.Stat(dbDir)
+	if err != nil {
+		return res, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", dbDir, err)
+	}
 	create, err := renamed(src, to)
 	if err != nil {
 		return res, err
 	}
-	parts, err := partitions(src)
+	spaces, err := tablespaces(src)
 	if err != nil {
 		return res, err
 	}
@@ -106,8 +108,9 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 	if err := absent(ctx, conn, to); err != nil {
 		return res, err
 	}
+	partitioned := spaces[0].partition != ""
 	placeholder := Target{to.DB, to.Table + "_vtfifo_import"}
-	if len(parts) > 0 && mariadb {
+	if partitioned && mariadb {
 		if err := absent(ctx, conn, placeholder); err != nil {
 			return res, err
 		}
@@ -130,11 +133,12 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 			os.Remove(p)
 		}
 	}()
-	copyIn := func(from, to string) error {
+	// copyIn copies a tablespace's .ibd and .cfg in as the file name to.
+	copyIn := func(from tablespace, to string) error {
 		for _, ext := range []string{".ibd", ".cfg"} {
 			dst := filepath.Join(dbDir, to+ext)
 			copied = append(copied, dst)
-			if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(from+ext)), dst, owner); err != nil {
+			if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(from.base+ext)), dst, owner); err != nil {
 				return err
 			}
 		}
@@ -150,17 +154,16 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 		}
 		copied = nil
 	}
-	base := filepath.ToSlash(filepath.Join(fileName(src.DB), fileName(src.Table)))
 	if err := exec(create); err != nil {
 		return res, err
 	}
 	created = append(created, to)
 	switch {
-	case len(parts) == 0:
+	case !partitioned:
 		if err := exec("ALTER TABLE " + quoted(to) + " DISCARD TABLESPACE"); err != nil {
 			return res, err
 		}
-		if err := copyIn(base, fileName(to.Table)); err != nil {
+		if err := copyIn(spaces[0], to.Table); err != nil {
 			return res, err
 		}
 		if err := exec("ALTER TABLE " + quoted(to) + " IMPORT TABLESPACE"); err != nil {
@@ -168,7 +171,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 		}
 		imported()
 	case mariadb:
-		for _, p := range parts {
+		for _, sp := range spaces {
 			if err := exec("CREATE TABLE " + quoted(placeholder) + " LIKE " + quoted(to)); err != nil {
 				return res, err
 			}
@@ -178,7 +181,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 					return res, err
 				}
 			}
-			if err := copyIn(base+"#P#"+p, fileName(placeholder.Table)); err != nil {
+			if err := copyIn(sp, placeholder.Table); err != nil {
 				return res, err
 			}
 			if err := exec("ALTER TABLE " + quoted(placeholder) + " IMPORT TABLESPACE"); err != nil {
@@ -186,7 +189,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 			}
 			imported()
 			for _, q := range []string{
-				"ALTER TABLE " + quoted(to) + " EXCHANGE PARTITION " + quoteName(p) + " WITH TABLE " + quoted(placeholder),
+				"ALTER TABLE " + quoted(to) + " EXCHANGE PARTITION " + quoteName(sp.partition) + " WITH TABLE " + quoted(placeholder),
 				"DROP TABLE " + quoted(placeholder),
 			} {
 				if err := exec(q); err != nil {
@@ -199,8 +202,8 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 		if err := exec("ALTER TABLE " + quoted(to) + " DISCARD TABLESPACE"); err != nil {
 			return res, err
 		}
-		for _, p := range parts {
-			if err := copyIn(base+"#p#"+p, fileName(to.Table)+"#p#"+p); err != nil {
+		for _, sp := range spaces {
+			if err := copyIn(sp, to.Table+"#p#"+sp.partition); err != nil {
 				return res, err
 			}
 		}
@@ -281,27 +284,40 @@ func renamed(src Source, to Target) (string, error) {
 	return "CREATE TABLE " + quoted(to) + " " + src.Create[len(head):], nil
 }
 
-// partitions returns the partition names of src's files, in order of their
-// files' names; subpartitions are refused.
-func partitions(src Source) ([]string, error) {
-	var out []string
+// tablespace is one exported .ibd (with its .cfg) of a table.
+type tablespace struct {
+	base      string // its path in the restore without the extension
+	partition string // its partition's name as in its file name; "" for a table
+}
+
+// tablespaces returns src's exported tablespaces from its files' names,
+// partitions after '#P#' (MariaDB) or '#p#' (MySQL); subpartitions are
+// refused.
+func tablespaces(src Source) ([]tablespace, error) {
+	var out []tablespace
 	for _, f := range src.Files {
 		if !strings.HasSuffix(f, ".ibd") {
 			continue
 		}
-		name := strings.TrimSuffix(filepath.Base(f), ".ibd")
+		sp := tablespace{base: strings.TrimSuffix(f, ".ibd")}
+		name := filepath.Base(sp.base)
 		i := strings.Index(name, "#P#")
 		if i < 0 {
 			i = strings.Index(name, "#p#")
 		}
-		if i < 0 {
-			continue
+		if i >= 0 {
+			sp.partition = name[i+3:]
+			if strings.Contains(strings.ToUpper(sp.partition), "#SP#") {
+				return nil, fmt.Errorf("%s.%s: subpartitioned tables are not imported: import its files by hand", src.DB, src.Table)
+			}
 		}
-		p := name[i+3:]
-		if strings.Contains(strings.ToUpper(p), "#SP#") {
-			return nil, fmt.Errorf("%s.%s: subpartitioned tables are not imported: import its files by hand", src.DB, src.Table)
-		}
-		out = append(out, p)
+		out = append(out, sp)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s.%s: no .ibd among its exported files %v", src.DB, src.Table, src.Files)
+	}
+	if len(out) > 1 && slices.ContainsFunc(out, func(sp tablespace) bool { return sp.partition == "" }) {
+		return nil, fmt.Errorf("%s.%s: a table's .ibd beside partitions' in %v", src.DB, src.Table, src.Files)
 	}
 	return out, nil
 }
@@ -317,20 +333,6 @@ func checkName(s string) error {
 		return errors.New("empty table or database name")
 	}
 	return nil
-}
-
-// fileName is the server's file name of an identifier of letters, digits
-// and '_' (checkName), and of others as the server wrote them.
-func fileName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r <= unicode.MaxASCII && !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_') {
-			fmt.Fprintf(&b, "@%04x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -1,0 +1,34 @@
+package tableimport
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTablespacesAndNames(t *testing.T) {
+	sp, err := tablespaces(Source{DB: "d", Table: "t", Files: []string{"d/t.cfg", "d/t.frm", "d/t.ibd"}})
+	require.NoError(t, err)
+	assert.Equal(t, []tablespace{{base: "d/t"}}, sp)
+
+	sp, err = tablespaces(Source{DB: "d", Table: "p", Files: []string{"d/p#P#a.cfg", "d/p#P#a.ibd", "d/p#p#b.ibd", "d/p.frm"}})
+	require.NoError(t, err)
+	assert.Equal(t, []tablespace{{base: "d/p#P#a", partition: "a"}, {base: "d/p#p#b", partition: "b"}}, sp)
+
+	_, err = tablespaces(Source{DB: "d", Table: "s", Files: []string{"d/s#P#a#SP#x.ibd"}})
+	assert.ErrorContains(t, err, "subpartitioned")
+	_, err = tablespaces(Source{DB: "d", Table: "v", Files: []string{"d/v.frm"}})
+	assert.ErrorContains(t, err, "no .ibd")
+
+	for _, bad := range []string{"", "a-b", "é", "a.b", "a`b"} {
+		assert.Error(t, checkName(bad), bad)
+	}
+	assert.NoError(t, checkName("orders_restored_2"))
+
+	create, err := renamed(Source{DB: "d", Table: "t", Create: "CREATE TABLE `t` (\n  `id` int\n) ENGINE=InnoDB"}, Target{"d2", "t2"})
+	require.NoError(t, err)
+	assert.Equal(t, "CREATE TABLE `d2`.`t2` (\n  `id` int\n) ENGINE=InnoDB", create)
+	_, err = renamed(Source{DB: "d", Table: "t", Create: "CREATE TABLE `u` (id int)"}, Target{"d", "t"})
+	assert.ErrorContains(t, err, "does not start with")
+}

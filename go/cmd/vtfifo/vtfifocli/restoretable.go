@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -145,6 +146,21 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		fmt.Fprintf(stdout, "FAIL: reading the tables' definitions from the restored files: %v\n", err)
 		return 1
 	}
+	// The server just stopped ran Aria's recovery on the restored Aria
+	// tables; made movable, they open in any server.
+	for _, t := range rep.Tables {
+		if t.Engine != "Aria" {
+			continue
+		}
+		ariaChk, err := findAriaChk()
+		if err == nil {
+			err = tableimport.Movable(s.ctx, ariaChk, dir, t.Exported)
+		}
+		if err != nil {
+			fmt.Fprintf(stdout, "FAIL: table %s: %v\n", t.Name(), err)
+			return 1
+		}
+	}
 	for _, t := range rep.Tables {
 		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
 		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
@@ -155,7 +171,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		fmt.Fprintf(stdout, "table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
 	}
 	if live == nil {
-		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE (or rerun with --into-mysql/--into-tablet)\n", len(rep.Tables), dir)
+		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with --into-mysql/--into-tablet)\n", len(rep.Tables), dir)
 		return 0
 	}
 	failed := 0
@@ -173,6 +189,20 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		return 1
 	}
 	return 0
+}
+
+// findAriaChk finds aria_chk in PATH or under $VT_MYSQL_ROOT/bin.
+func findAriaChk() (string, error) {
+	if p, err := exec.LookPath("aria_chk"); err == nil {
+		return p, nil
+	}
+	if root := os.Getenv("VT_MYSQL_ROOT"); root != "" {
+		p := filepath.Join(root, "bin", "aria_chk")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("an Aria table needs aria_chk (MariaDB's, beside mariadbd), found neither in PATH nor under $VT_MYSQL_ROOT/bin")
 }
 
 func partitionedNote(p bool) string {

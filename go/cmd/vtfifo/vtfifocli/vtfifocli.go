@@ -97,13 +97,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				"      --keyspace=commerce --shard=0 --target-dir=/var/lib/mysql-restored --prepare",
 			Restore),
 		sub("restore-table", "Restore some tables of a backup, reading only the frames that hold them; import them into a live server",
-			"Restores the tables --table names (db.table, db.*; InnoDB, partitions included) and the files the tool needs\n"+
-				"to prepare them into --target-dir, reading only the lane frames that hold them (the whole lanes for backups\n"+
-				"without a lane index, which it says), prepares them with the tool's --export, checks every .cfg, and writes\n"+
-				"each table's definition, read from the backup's own files by a throwaway read-only mysqld, as db/table.sql.\n"+
+			"Restores the tables --table names (db.table, db.*; InnoDB, partitions included; MariaDB's Aria, MyISAM, CSV)\n"+
+				"and the files the tool needs to prepare them into --target-dir, reading only the lane frames that hold them\n"+
+				"(the whole lanes for backups without a lane index, which it says), prepares them with the tool's --export,\n"+
+				"checks every .cfg, and writes each table's definition, read from the backup's own files by a throwaway mysqld\n"+
+				"(InnoDB read-only; it runs Aria's recovery), as db/table.sql; Aria tables are then zero-filled (aria_chk).\n"+
 				"With --into-mysql or --into-tablet it imports them into that live server on this host, under their own name\n"+
-				"or --as: CREATE TABLE, DISCARD TABLESPACE, the files copied in, IMPORT TABLESPACE, CHECK TABLE and a row\n"+
-				"count, not binary-logged. An existing table is never replaced. See docs/table-restore.md.",
+				"or --as: CREATE TABLE, DISCARD TABLESPACE, the files copied in, IMPORT TABLESPACE (Aria, MyISAM, CSV: the\n"+
+				"files copied in, .frm last, FLUSH TABLES), CHECK TABLE, a row count and CHECKSUM TABLE, not binary-logged.\n"+
+				"An existing table is never replaced. See docs/table-restore.md.",
 			"  vtfifo restore-table --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce \\\n"+
 				"      --shard=0 --table=commerce.orders --target-dir=/var/tmp/orders --into-tablet=zone1-0000000100 --as=commerce.orders_restored",
 			RestoreTable),

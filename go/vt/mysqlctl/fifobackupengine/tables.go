@@ -207,11 +207,39 @@ func (s *tableSubset) tables(paths []string, backup string) ([]*TableFiles, erro
 		return nil, vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "no table %s in backup %s", tp, backup)
 	}
 	for _, t := range out {
-		if t.Engine != "InnoDB" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: restore-table imports InnoDB tables only; restore the backup whole (vtfifo restore) and copy the table's files from there", t.Name(), backup, t.Engine)
+		if err := importable(t, backup); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// copiedEngines are the engines whose tables are imported by copying their
+// files in (tableimport): MariaDB keeps such a table whole in its own files,
+// defined by its .frm. ARCHIVE is not among them: its plugin is not loaded
+// by default, so it is not tested here.
+var copiedEngines = map[string]bool{"Aria": true, "MyISAM": true, "CSV": true}
+
+// importable refuses, naming the engine, the tables restore-table cannot
+// import: a non-InnoDB table of another engine, of MySQL 8 (no .frm: its
+// definition is in an .sdi, imported with IMPORT TABLE, not supported), or
+// partitioned.
+func importable(t *TableFiles, backup string) error {
+	if t.Engine == "InnoDB" {
+		return nil
+	}
+	why := ""
+	switch {
+	case !copiedEngines[t.Engine]:
+		why = "restore-table imports InnoDB, Aria, MyISAM and CSV tables"
+	case !slices.ContainsFunc(t.Paths, func(p string) bool { return path.Ext(p) == ".frm" }):
+		why = "it has no .frm (MySQL 8 keeps its definition in an .sdi, imported with IMPORT TABLE, which restore-table does not do)"
+	case t.Partitioned:
+		why = "partitioned tables of engines other than InnoDB are not imported"
+	default:
+		return nil
+	}
+	return vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: %s; restore the backup whole (vtfifo restore) and copy the table's files from there", t.Name(), backup, t.Engine, why)
 }
 
 // checkExported checks, after the tool's --prepare --export, that every

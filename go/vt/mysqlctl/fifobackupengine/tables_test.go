@@ -18,6 +18,14 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
+// nonInnoDB are the files of tables of other engines: MariaDB's Aria and
+// CSV, MySQL 8's MyISAM (an .sdi, no .frm), ARCHIVE, a partitioned Aria.
+var nonInnoDB = []string{
+	"db/aria.frm", "db/aria.MAD", "db/aria.MAI", "db/csv.frm", "db/csv.CSV", "db/csv.CSM",
+	"db/my8_123.sdi", "db/my8.MYD", "db/my8.MYI", "db/arz.frm", "db/arz.ARZ",
+	"db/ariap.frm", "db/ariap.par", "db/ariap#P#p0.MAD", "db/ariap#P#p0.MAI",
+}
+
 func TestTablePatternsAndFiles(t *testing.T) {
 	_, err := ParseTablePatterns([]string{"nodot"})
 	require.ErrorContains(t, err, `invalid value "nodot" for --table`)
@@ -56,13 +64,24 @@ func TestTablePatternsAndFiles(t *testing.T) {
 		"db.nosuch": "no table db.nosuch in backup b1",
 		"db2.v":     "db2.v in backup b1 has a definition but no data file",
 		"db3.*":     "no table db3.* in backup b1",
-		"db.aria":   "table db.aria in backup b1 is Aria: restore-table imports InnoDB tables only",
+		"db.arz":    "table db.arz in backup b1 is ARCHIVE: restore-table imports InnoDB, Aria, MyISAM and CSV tables",
+		"db.my8":    "table db.my8 in backup b1 is MyISAM: it has no .frm (MySQL 8",
+		"db.ariap":  "table db.ariap in backup b1 is Aria: partitioned tables of engines other than InnoDB are not imported",
 	} {
 		ps, err := ParseTablePatterns([]string{spec})
 		require.NoError(t, err)
-		_, err = (&tableSubset{patterns: ps}).tables(append(paths, "db/aria.frm", "db/aria.MAD", "db/aria.MAI"), "b1")
+		_, err = (&tableSubset{patterns: ps}).tables(append(paths, nonInnoDB...), "b1")
 		assert.ErrorContains(t, err, msg, spec)
 	}
+	// Aria, MyISAM and CSV tables of MariaDB are restored as their files.
+	ps, err = ParseTablePatterns([]string{"db.aria", "db.csv"})
+	require.NoError(t, err)
+	tables, err = (&tableSubset{patterns: ps}).tables(append(paths, nonInnoDB...), "b1")
+	require.NoError(t, err)
+	require.Len(t, tables, 2)
+	assert.Equal(t, "Aria", tables[0].Engine)
+	assert.Equal(t, []string{"db/aria.MAD", "db/aria.MAI", "db/aria.frm"}, exportedFiles(tables[0]))
+	assert.Equal(t, []string{"db/csv.CSM", "db/csv.CSV", "db/csv.frm"}, exportedFiles(tables[1]))
 }
 
 // TestTableRestoreRealMariaDB: a table restore of a real backup reads only
@@ -90,7 +109,7 @@ func TestTableRestoreRealMariaDB(t *testing.T) {
 	require.Greater(t, len(ix.Lanes[0]), 2, "a lane of %d stream bytes has several frames", m.Lanes[0].RawBytes)
 
 	cfg := testConfig(2, SourceStdout, zstdConfig())
-	ps, err := ParseTablePatterns([]string{"sample.t0123", "sample.indexed", "sample.part_t"})
+	ps, err := ParseTablePatterns([]string{"sample.t0123", "sample.indexed", "sample.part_t", "sample.aria_t", "sample.myisam_t"})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "tables")
 	rep, err := RestoreToDir(ctx, bh, out, RestoreDirOptions{Config: cfg, Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
@@ -100,10 +119,14 @@ func TestTableRestoreRealMariaDB(t *testing.T) {
 	// 48 MiB big table is not, but for the frames it shares.
 	assert.Less(t, rep.ReadStreamBytes, rep.StreamBytes-40<<20, "only the frames holding the tables and the tool's files are read")
 	assert.Less(t, rep.ReadBytes, rep.StoredBytes)
-	require.Len(t, rep.Tables, 3)
-	names := []string{rep.Tables[0].Name(), rep.Tables[1].Name(), rep.Tables[2].Name()}
-	assert.Equal(t, []string{"sample.indexed", "sample.part_t", "sample.t0123"}, names)
-	assert.True(t, rep.Tables[1].Partitioned)
+	var names, engines []string
+	for _, tb := range rep.Tables {
+		names, engines = append(names, tb.Name()), append(engines, tb.Engine)
+	}
+	assert.Equal(t, []string{"sample.aria_t", "sample.indexed", "sample.myisam_t", "sample.part_t", "sample.t0123"}, names)
+	assert.Equal(t, []string{"Aria", "InnoDB", "MyISAM", "InnoDB", "InnoDB"}, engines)
+	assert.True(t, rep.Tables[3].Partitioned)
+	assert.Equal(t, []string{"sample/aria_t.MAD", "sample/aria_t.MAI", "sample/aria_t.frm"}, rep.Tables[0].Exported)
 	_, err = os.Stat(filepath.Join(out, "sample", "big.ibd"))
 	require.ErrorIs(t, err, os.ErrNotExist, "the big table is not restored")
 	for _, tb := range rep.Tables {
@@ -111,8 +134,8 @@ func TestTableRestoreRealMariaDB(t *testing.T) {
 			_, err := os.Stat(filepath.Join(out, p))
 			require.NoError(t, err, p)
 		}
-		if tb.Partitioned {
-			continue
+		if tb.Partitioned || tb.Engine != "InnoDB" {
+			continue // imported by tableimport (its own tests)
 		}
 		importAs(t, f, out, tb.Table, tb.Table+"_restored")
 		got := mariadbtest.Checksums(t, f.srv.DB(), sampleDB)
@@ -122,7 +145,6 @@ func TestTableRestoreRealMariaDB(t *testing.T) {
 	t.Run("bad input", func(t *testing.T) {
 		for spec, msg := range map[string]string{
 			"sample.nosuch": "no table sample.nosuch in backup " + bh.Name(),
-			"sample.aria_t": "table sample.aria_t in backup " + bh.Name() + " is Aria",
 		} {
 			ps, err := ParseTablePatterns([]string{spec})
 			require.NoError(t, err)

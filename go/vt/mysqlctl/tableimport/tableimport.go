@@ -14,6 +14,10 @@
 // partitioned table at once). MySQL 8 (written from its manual, "Importing
 // InnoDB Tables", not run here): the whole partitioned table with one
 // DISCARD and one IMPORT, every partition's files named <table>#p#<part>.
+//
+// MariaDB's Aria, MyISAM and CSV tables are their files: those are copied
+// in under the target's name, the .frm last, and the server opens them
+// (importFiles). Aria files must first be made movable (Movable).
 package tableimport
 
 import (
@@ -108,6 +112,9 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 	if err := absent(ctx, conn, to); err != nil {
 		return res, err
 	}
+	if spaces == nil {
+		return importFiles(ctx, conn, src, to, dbDir, owner, logger)
+	}
 	partitioned := spaces[0].partition != ""
 	placeholder := Target{to.DB, to.Table + "_vtfifo_import"}
 	if partitioned && mariadb {
@@ -137,10 +144,10 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 	copyIn := func(from tablespace, to string) error {
 		for _, ext := range []string{".ibd", ".cfg"} {
 			dst := filepath.Join(dbDir, to+ext)
-			copied = append(copied, dst)
 			if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(from.base+ext)), dst, owner); err != nil {
 				return err
 			}
+			copied = append(copied, dst)
 		}
 		return nil
 	}
@@ -211,6 +218,71 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 			return res, err
 		}
 		imported()
+	}
+	return verify(ctx, conn, to)
+}
+
+// fileEngines names the engines by their data files' extensions.
+var fileEngines = map[string]string{".MAD": "Aria", ".MAI": "Aria", ".MYD": "MyISAM", ".MYI": "MyISAM", ".CSV": "CSV", ".CSM": "CSV"}
+
+// importFiles imports a table whose files are the table (MariaDB's Aria,
+// MyISAM and CSV, defined by a .frm, which holds no table name): its data
+// files are copied in under the target's name, then its .frm, by a link
+// from a temporary name so that the server, which finds a table by its
+// .frm, never sees part of one; FLUSH TABLES makes the server open the
+// table anew. What failed is undone: the table dropped once its .frm is in,
+// the files copied in removed.
+func importFiles(ctx context.Context, conn *sql.Conn, src Source, to Target, dbDir string, owner os.FileInfo, logger logutil.Logger) (res Result, err error) {
+	var frm string
+	var data []string
+	for _, f := range src.Files {
+		switch ext := filepath.Ext(f); {
+		case ext == ".frm":
+			frm = f
+		case fileEngines[ext] != "":
+			data = append(data, f)
+		default:
+			return res, fmt.Errorf("%s.%s: %s is neither an InnoDB tablespace nor a file of an Aria, MyISAM or CSV table", src.DB, src.Table, f)
+		}
+	}
+	if frm == "" || len(data) == 0 {
+		return res, fmt.Errorf("%s.%s: no .ibd, and no .frm with data files, among its files %v", src.DB, src.Table, src.Files)
+	}
+	var copied []string
+	placed := false
+	defer func() {
+		if err == nil {
+			return
+		}
+		if placed {
+			if _, derr := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+quoted(to)); derr != nil {
+				logger.Warningf("tableimport: undoing: DROP TABLE %s: %v", to, derr)
+			}
+		}
+		for _, p := range copied {
+			os.Remove(p)
+		}
+	}()
+	in := func(f string) string { return filepath.Join(dbDir, to.Table+filepath.Ext(f)) }
+	for _, f := range data {
+		if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(f)), in(f), owner); err != nil {
+			return res, err
+		}
+		copied = append(copied, in(f))
+	}
+	tmp := in(frm) + ".vtfifo-import"
+	if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(frm)), tmp, owner); err != nil {
+		return res, err
+	}
+	copied = append(copied, tmp)
+	if err := os.Link(tmp, in(frm)); err != nil {
+		return res, fmt.Errorf("%s: %w", to, err)
+	}
+	copied = append(copied, in(frm))
+	placed = true
+	os.Remove(tmp)
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+quoted(to)); err != nil {
+		return res, fmt.Errorf("FLUSH TABLES %s: %w", to, err)
 	}
 	return verify(ctx, conn, to)
 }
@@ -291,8 +363,8 @@ type tablespace struct {
 }
 
 // tablespaces returns src's exported tablespaces from its files' names,
-// partitions after '#P#' (MariaDB) or '#p#' (MySQL); subpartitions are
-// refused.
+// partitions after '#P#' (MariaDB) or '#p#' (MySQL), none when src is not
+// InnoDB; subpartitions are refused.
 func tablespaces(src Source) ([]tablespace, error) {
 	var out []tablespace
 	for _, f := range src.Files {
@@ -314,7 +386,7 @@ func tablespaces(src Source) ([]tablespace, error) {
 		out = append(out, sp)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s.%s: no .ibd among its exported files %v", src.DB, src.Table, src.Files)
+		return nil, nil // not InnoDB: importFiles
 	}
 	if len(out) > 1 && slices.ContainsFunc(out, func(sp tablespace) bool { return sp.partition == "" }) {
 		return nil, fmt.Errorf("%s.%s: a table's .ibd beside partitions' in %v", src.DB, src.Table, src.Files)
@@ -338,9 +410,10 @@ func checkName(s string) error {
 func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
 func quoted(t Target) string    { return quoteName(t.DB) + "." + quoteName(t.Table) }
 
-// copyFile copies src to a new file dst (never over one), synced, owned as
-// owner is.
-func copyFile(src, dst string, owner os.FileInfo) error {
+// copyFile copies src to a new file dst (never over one: a file in the way
+// is an error and stays as it was), synced, owned as owner is. A dst it
+// created and could not finish is removed.
+func copyFile(src, dst string, owner os.FileInfo) (err error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -350,19 +423,22 @@ func copyFile(src, dst string, owner os.FileInfo) error {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			out.Close()
+			os.Remove(dst)
+		}
+	}()
 	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
 		return fmt.Errorf("copying %s to %s: %w", src, dst, err)
 	}
 	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
 		return err
 	}
 	if st, ok := owner.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		return os.Chown(dst, int(st.Uid), int(st.Gid))
+		if err := out.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
 	}
-	return nil
+	return out.Close()
 }

@@ -39,6 +39,28 @@ func (t *Tablet) LoadSampleData(ctx context.Context, rows int) error {
 	return nil
 }
 
+// LoadManyTables creates n small InnoDB tables t00001, t00002, ... in database db, a few rows
+// each, with one procedure call: the thousands of tables a real shard has around the ones a
+// test restores.
+func (t *Tablet) LoadManyTables(ctx context.Context, db string, n int) error {
+	table := "CONCAT('`" + db + "`.t', LPAD(i, 5, '0'))"
+	stmts := []string{
+		"CREATE DATABASE IF NOT EXISTS " + db,
+		"CREATE PROCEDURE " + db + ".vtfifo_many(n INT) BEGIN DECLARE i INT DEFAULT 1; WHILE i <= n DO " +
+			"SET @q = CONCAT('CREATE TABLE ', " + table + ", ' (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB'); PREPARE s FROM @q; EXECUTE s; " +
+			"SET @q = CONCAT('INSERT INTO ', " + table + ", ' VALUES (1, MD5(', i, ')), (2, SHA1(', i, ')), (', i + 2, ', NULL)'); PREPARE s FROM @q; EXECUTE s; " +
+			"DEALLOCATE PREPARE s; SET i = i + 1; END WHILE; END",
+		fmt.Sprintf("CALL %s.vtfifo_many(%d)", db, n),
+		"DROP PROCEDURE " + db + ".vtfifo_many",
+	}
+	for _, s := range stmts {
+		if _, err := t.Exec(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AddRows inserts n more rows into orders, starting after the current maximum id. Used to
 // make data that exists only after a backup (catch-up, new backups).
 func (t *Tablet) AddRows(ctx context.Context, n int) error {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -168,6 +169,19 @@ func TestImportRealMariaDB(t *testing.T) {
 		assert.Equal(t, "someone's", string(b))
 		left, _ := filepath.Glob(filepath.Join(srv.DataDir, "d", "stray.*"))
 		assert.Equal(t, []string{stray}, left, "nothing else left behind")
+	})
+
+	t.Run("a schema mismatch", func(t *testing.T) {
+		// A definition the exported tablespace does not match: IMPORT
+		// TABLESPACE refuses it, and what the import created is gone.
+		create := strings.Replace(defs["d.inno"], "`b` varchar(40)", "`b` varchar(41)", 1)
+		require.NotEqual(t, defs["d.inno"], create)
+		_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: "inno", Dir: dir, Files: files("inno"), Create: create}, Target{"d", "inno_mismatch"}, logutil.NewMemoryLogger())
+		require.ErrorContains(t, err, "IMPORT TABLESPACE")
+		require.ErrorContains(t, err, "chema mismatch")
+		require.NoError(t, Absent(ctx, srv.DB(), Target{"d", "inno_mismatch"}))
+		left, _ := filepath.Glob(filepath.Join(srv.DataDir, "d", "inno_mismatch*"))
+		assert.Empty(t, left)
 	})
 
 	t.Run("an Aria table not closed", func(t *testing.T) {

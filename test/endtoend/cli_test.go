@@ -170,11 +170,10 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if got := sums()["orders_restored"]; got.Rows != before["orders"].Rows || got.Checksum != before["orders"].Checksum {
 			t.Fatalf("orders_restored %+v, want %+v", got, before["orders"])
 		}
-		// A partitioned table, dropped, restored under its own name through
-		// the server's socket.
+		// A partitioned table, dropped, restored under its own name.
 		_, err := p.Exec(ctx, "DROP TABLE "+db+".metrics_part")
 		must(t, err)
-		out = restoreTable(t, 0, "--table="+db+".metrics_part", "--into-mysql="+p.Socket())
+		out = restoreTable(t, 0, "--table="+db+".metrics_part", "--into-tablet="+p.Alias)
 		if !strings.Contains(out, "OK: "+db+".metrics_part imported as "+db+".metrics_part") {
 			t.Fatalf("restore-table metrics_part:\n%s", out)
 		}
@@ -213,9 +212,9 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".events_restored")
 		must(t, err)
-		// One of the thousands, beside itself.
+		// One of the thousands, beside itself, through the server's socket.
 		one := fmt.Sprintf("%s.t%05d", many, manyTables/2)
-		restoreTable(t, 0, "--table="+one, "--into-tablet="+p.Alias, "--as="+one+"_restored")
+		restoreTable(t, 0, "--table="+one, "--into-mysql="+p.Socket(), "--as="+one+"_restored")
 		checksum := func(table string) string {
 			r, err := p.Exec(ctx, "CHECKSUM TABLE "+table)
 			must(t, err)

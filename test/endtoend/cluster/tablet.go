@@ -250,20 +250,40 @@ func (t *Tablet) Stop() {
 	if _, err := os.Stat(t.Dir); err != nil {
 		return
 	}
+	// The pid is read first: mysqld removes its pid file before it has
+	// quite exited.
+	pid := 0
+	if data, err := os.ReadFile(filepath.Join(t.Dir, "mysql.pid")); err == nil {
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := t.mysqlctl(ctx, "shutdown"); err != nil {
 		t.c.logf("mysqlctl shutdown of %s: %v", t.Alias, err)
 	}
-	// mysqld was started (through mysqlctl) for this tablet: make sure it is gone.
-	if data, err := os.ReadFile(filepath.Join(t.Dir, "mysql.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
-			if syscall.Kill(pid, 0) == nil {
-				t.c.logf("mysqld of %s (pid %d) still running after shutdown: killing it", t.Alias, pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+	// mysqld was started (through mysqlctl) for this tablet: make sure it is
+	// gone before its directory is touched.
+	if pid > 0 && !exited(pid, time.Minute) {
+		t.c.logf("mysqld of %s (pid %d) still running after shutdown: killing it", t.Alias, pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		exited(pid, time.Minute)
+	}
+}
+
+// exited waits up to wait for process pid to be gone (or a zombie: it may
+// be nobody's to reap).
+func exited(pid int, wait time.Duration) bool {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if syscall.Kill(pid, 0) != nil || err != nil {
+			return true
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && strings.HasPrefix(string(stat[i+1:]), " Z") {
+			return true
 		}
 	}
+	return false
 }
 
 // Destroy plays a disaster: stops vttablet and mysqld, deletes the tablet's data directory
@@ -271,7 +291,12 @@ func (t *Tablet) Stop() {
 func (t *Tablet) Destroy(ctx context.Context) error {
 	t.Stop()
 	if err := os.RemoveAll(t.Dir); err != nil {
-		return err
+		left, _ := os.ReadDir(t.Dir)
+		var names []string
+		for _, e := range left {
+			names = append(names, e.Name())
+		}
+		return fmt.Errorf("%w (left: %v)", err, names)
 	}
 	_, err := t.c.Vtctldclient(ctx, "DeleteTablets", "--allow-primary", t.Alias)
 	return err

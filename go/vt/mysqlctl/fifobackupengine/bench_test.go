@@ -127,6 +127,17 @@ func (f *fixture) timedRoundTrip(b *testing.B, engine string, cfg Config, afterB
 	return timed
 }
 
+// removeBackups removes every backup of the fixture's shard.
+func (f *fixture) removeBackups(t testing.TB) {
+	bhs := f.backupHandles(t)
+	bs, err := backupstorage.GetBackupStorage()
+	require.NoError(t, err)
+	defer bs.Close()
+	for _, bh := range bhs {
+		require.NoError(t, bs.RemoveBackup(context.Background(), bh.Directory(), bh.Name()))
+	}
+}
+
 type measure struct{ wall, cpu time.Duration }
 
 // timedEngine measures ExecuteBackup/ExecuteRestore of the engine it wraps:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,7 +29,12 @@ import (
 //	FIFO_BENCH_DATA_MB=1024 FIFO_BENCH_FRAME_MB=0,1,8 FIFO_BENCH_REPEAT=3 \
 //	  go test -run '^$' -bench Frames -benchtime 1x -timeout 60m ./go/vt/mysqlctl/fifobackupengine/
 //
-// Runs of the frame sizes alternate; the table prints medians.
+// Runs of the frame sizes alternate, each from synced disks, and each run's
+// backup and table restore are removed before the next, so that neither
+// disk writeback nor a filling disk drifts into later runs. The table
+// prints medians, and the median of each run's ratio to the run without
+// frames of the same repeat (pairs taken side by side cancel slower drift;
+// run both orders of FIFO_BENCH_FRAME_MB to cancel the order's effect).
 func BenchmarkFrames(b *testing.B) {
 	dataMB := envInt("FIFO_BENCH_DATA_MB", 512)
 	repeat := envInt("FIFO_BENCH_REPEAT", 3)
@@ -56,6 +62,7 @@ func BenchmarkFrames(b *testing.B) {
 				r = &row{}
 				rows[mb] = r
 			}
+			syscall.Sync()
 			timed := f.timedRoundTrip(b, engineName, cfg, nil)
 			r.bw, r.bc = append(r.bw, timed.backup.wall.Seconds()), append(r.bc, timed.backup.cpu.Seconds())
 			r.rw, r.rc = append(r.rw, timed.restore.wall.Seconds()), append(r.rc, timed.restore.cpu.Seconds())
@@ -65,11 +72,14 @@ func BenchmarkFrames(b *testing.B) {
 			require.NoError(b, err)
 			r.stored = append(r.stored, float64(m.StoredBytes))
 			ps, _ := ParseTablePatterns([]string{"bench.t0050"})
+			tables := filepath.Join(b.TempDir(), "t")
 			start := time.Now()
-			rep, err := RestoreToDir(context.Background(), bh, filepath.Join(b.TempDir(), "t"), RestoreDirOptions{Config: cfg, Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
+			rep, err := RestoreToDir(context.Background(), bh, tables, RestoreDirOptions{Config: cfg, Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
 			require.NoError(b, err)
 			r.tw = append(r.tw, time.Since(start).Seconds())
 			r.read, r.readRaw = append(r.read, float64(rep.ReadBytes)), append(r.readRaw, float64(rep.ReadStreamBytes))
+			require.NoError(b, os.RemoveAll(tables))
+			f.removeBackups(b)
 		}
 	}
 	var out strings.Builder
@@ -84,8 +94,26 @@ func BenchmarkFrames(b *testing.B) {
 		fmt.Fprintf(&out, "%-8s %9.2f %9.2f %10.2f %10.2f %12.1f %13.2f %15.1f %15.1f\n", name, median(r.bw), median(r.bc), median(r.rw), median(r.rc),
 			median(r.stored)/(1<<20), median(r.tw), median(r.read)/(1<<20), median(r.readRaw)/(1<<20))
 	}
+	if none := rows[0]; none != nil {
+		fmt.Fprintf(&out, "\nmedian of each run's ratio to the run without frames of the same repeat:\n%-8s %9s %9s %10s %10s\n", "frame", "backup", "cpu", "restore", "cpu")
+		for _, mb := range sizes {
+			if r := rows[mb]; mb != 0 {
+				fmt.Fprintf(&out, "%-8s %9.3f %9.3f %10.3f %10.3f\n", fmt.Sprintf("%d MiB", mb),
+					pairedRatio(r.bw, none.bw), pairedRatio(r.bc, none.bc), pairedRatio(r.rw, none.rw), pairedRatio(r.rc, none.rc))
+			}
+		}
+	}
 	b.Log(out.String())
 	fmt.Print(out.String())
+}
+
+// pairedRatio is the median of a[i]/base[i].
+func pairedRatio(a, base []float64) float64 {
+	var ratios []float64
+	for i := range min(len(a), len(base)) {
+		ratios = append(ratios, a[i]/base[i])
+	}
+	return median(ratios)
 }
 
 // BenchmarkTableRestoreS3 is the check of a table restore: a backup

@@ -293,6 +293,10 @@ func (l *laneWriter) Write(p []byte) (int, error) {
 
 func (b *backupRun) openLanes(ctx context.Context) error {
 	ext := b.cfg.Compression.Extension()
+	compression := b.cfg.Compression.forLanes(b.cfg.Lanes)
+	if compression.gzipInLane {
+		b.logger.Infof("fifo backup: %d lanes on %d cores: each lane's %s is one sequential gzip stream (the lanes keep the cores busy)", b.cfg.Lanes, runtime.GOMAXPROCS(0), compression.Engine)
+	}
 	destWrite := b.stats.bytesFunc("Destination:Write")
 	compWrite := b.stats.bytesFunc("Compressor:Write")
 	for i := 0; i < b.cfg.Lanes; i++ {
@@ -305,17 +309,17 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 		}
 		l.file = f
 		dest := ioutil.NewMeteredWriter(f, destWrite, func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
-		comp, err := b.cfg.Compression.newCompressor(ctx, dest, b.logger)
+		comp, err := compression.newCompressor(ctx, dest, b.logger)
 		if err != nil {
 			b.lanes = append(b.lanes, l)
 			return vterrors.Wrapf(err, "lane %d: cannot start the compressor", i)
 		}
 		l.comp = comp
 		l.in = ioutil.NewMeteredWriter(compressorInput{l}, compWrite)
-		if b.cfg.Compression.seekable() {
+		if compression.seekable() {
 			l.frames = newLaneFrames()
 			l.nextFrame = func(comp io.WriteCloser) (io.WriteCloser, error) {
-				return b.cfg.Compression.nextFrame(ctx, comp, dest, b.logger)
+				return compression.nextFrame(ctx, comp, dest, b.logger)
 			}
 		}
 		b.lanes = append(b.lanes, l)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"math/rand"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,9 +30,14 @@ func TestFramesOfEveryCodec(t *testing.T) {
 	}
 	ctx := context.Background()
 	logger := logutil.NewMemoryLogger()
-	for _, engine := range []string{mysqlctl.ZstdCompressor, mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.Lz4Compressor, "none"} {
-		t.Run(engine, func(t *testing.T) {
+	for _, name := range []string{mysqlctl.ZstdCompressor, mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.Lz4Compressor, "none", "pgzip-in-lane", "pargzip-in-lane"} {
+		t.Run(name, func(t *testing.T) {
+			engine, inLane := strings.CutSuffix(name, "-in-lane")
 			c := CompressionConfig{Enabled: engine != "none", Engine: engine, Level: 1, BlockSize: 250000, Blocks: 2}
+			if inLane {
+				c = c.forLanes(runtime.GOMAXPROCS(0))
+				require.True(t, c.gzipInLane)
+			}
 			var lane bytes.Buffer
 			comp, err := c.newCompressor(ctx, &lane, logger)
 			require.NoError(t, err)
@@ -62,9 +69,31 @@ func TestFramesOfEveryCodec(t *testing.T) {
 	}
 }
 
+func TestGzipInLaneWithAsManyLanesAsCores(t *testing.T) {
+	cores := runtime.GOMAXPROCS(0)
+	for _, tc := range []struct {
+		engine string
+		lanes  int
+		want   bool
+	}{
+		{mysqlctl.PgzipCompressor, cores, true},
+		{mysqlctl.PargzipCompressor, cores + 1, true},
+		{mysqlctl.PgzipCompressor, cores - 1, false}, // fewer lanes than cores: pgzip's blocks help
+		{mysqlctl.ZstdCompressor, 64, false},
+		{mysqlctl.Lz4Compressor, 64, false},
+	} {
+		if tc.lanes < 1 {
+			continue
+		}
+		c := CompressionConfig{Enabled: true, Engine: tc.engine, Level: 1, BlockSize: 250000, Blocks: 2}
+		assert.Equal(t, tc.want, c.forLanes(tc.lanes).gzipInLane, "%s at %d lanes on %d cores", tc.engine, tc.lanes, cores)
+	}
+}
+
 // BenchmarkFrameRestart: what restarting a lane's compressor every 1 MiB
 // costs the codecs alone, compressing and then decompressing 64 MiB of
-// half-compressible data, against one frame:
+// half-compressible data, against one frame (pgzip-in-lane: gzip in the
+// lane's goroutine, as with as many lanes as cores):
 //
 //	go test -run '^$' -bench FrameRestart -count 5 ./go/vt/mysqlctl/fifobackupengine/
 func BenchmarkFrameRestart(b *testing.B) {
@@ -75,15 +104,16 @@ func BenchmarkFrameRestart(b *testing.B) {
 	}
 	ctx := context.Background()
 	logger := logutil.NewMemoryLogger()
-	for _, engine := range []string{mysqlctl.ZstdCompressor, mysqlctl.PgzipCompressor} {
-		c := CompressionConfig{Enabled: true, Engine: engine, Level: 1, BlockSize: 250000, Blocks: 2}
+	for _, name := range []string{mysqlctl.ZstdCompressor, mysqlctl.PgzipCompressor, "pgzip-in-lane"} {
+		engine, inLane := strings.CutSuffix(name, "-in-lane")
+		c := CompressionConfig{Enabled: true, Engine: engine, Level: 1, BlockSize: 250000, Blocks: 2, gzipInLane: inLane}
 		m := &Manifest{Compressed: true, CompressionEngine: engine}
 		for _, frame := range []int{0, 1 << 20} {
-			name := engine + "/none"
+			run := name + "/none"
 			if frame > 0 {
-				name = engine + "/1MiB"
+				run = name + "/1MiB"
 			}
-			b.Run(name, func(b *testing.B) {
+			b.Run(run, func(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				var lane bytes.Buffer
 				for b.Loop() {

@@ -37,7 +37,10 @@ func TestBackupRestoreRealMariaDB(t *testing.T) {
 		{"stdout/64-lanes/zstd", testConfig(64, SourceStdout, zstdConfig())},
 		{"fifo-stand-in/4-streams-4-lanes/zstd", withTool(testConfig(4, SourceFIFO, zstdConfig()), standinPath)},
 		{"stdout/3-lanes/none", testConfig(3, SourceStdout, CompressionConfig{})},
+		// As many lanes as cores or more: each lane's gzip in the lane (forLanes).
 		{"stdout/3-lanes/pgzip", testConfig(3, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.PgzipCompressor, Level: 1, BlockSize: 250000, Blocks: 2})},
+		// Fewer lanes than cores (on more than one core): pgzip's parallel blocks.
+		{"stdout/1-lane/pgzip", testConfig(1, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.PgzipCompressor, Level: 1, BlockSize: 250000, Blocks: 2})},
 		{"stdout/3-lanes/pargzip", testConfig(3, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.PargzipCompressor, Level: 1, BlockSize: 250000, Blocks: 2})},
 		{"stdout/3-lanes/lz4", testConfig(3, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.Lz4Compressor, Level: 1, BlockSize: 250000, Blocks: 2})},
 		{"stdout/3-lanes/external-zstd", testConfig(3, SourceStdout, CompressionConfig{

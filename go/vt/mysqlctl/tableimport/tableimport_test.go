@@ -18,8 +18,10 @@ func TestTablespacesAndNames(t *testing.T) {
 
 	_, err = tablespaces(Source{DB: "d", Table: "s", Files: []string{"d/s#P#a#SP#x.ibd"}})
 	assert.ErrorContains(t, err, "subpartitioned")
-	_, err = tablespaces(Source{DB: "d", Table: "v", Files: []string{"d/v.frm"}})
-	assert.ErrorContains(t, err, "no .ibd")
+	// Not InnoDB: no tablespace, the files are the table (importFiles).
+	sp, err = tablespaces(Source{DB: "d", Table: "a", Files: []string{"d/a.frm", "d/a.MAD", "d/a.MAI"}})
+	require.NoError(t, err)
+	assert.Nil(t, sp)
 
 	for _, bad := range []string{"", "a-b", "é", "a.b", "a`b"} {
 		assert.Error(t, checkName(bad), bad)

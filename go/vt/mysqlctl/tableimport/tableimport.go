@@ -222,8 +222,9 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 	return verify(ctx, conn, to)
 }
 
-// fileEngines names the engines by their data files' extensions.
-var fileEngines = map[string]string{".MAD": "Aria", ".MAI": "Aria", ".MYD": "MyISAM", ".MYI": "MyISAM", ".CSV": "CSV", ".CSM": "CSV"}
+// dataFiles are the extensions of the data files of Aria (.MAD, .MAI),
+// MyISAM (.MYD, .MYI) and CSV (.CSV, .CSM) tables.
+var dataFiles = map[string]bool{".MAD": true, ".MAI": true, ".MYD": true, ".MYI": true, ".CSV": true, ".CSM": true}
 
 // importFiles imports a table whose files are the table (MariaDB's Aria,
 // MyISAM and CSV, defined by a .frm, which holds no table name): its data
@@ -239,7 +240,7 @@ func importFiles(ctx context.Context, conn *sql.Conn, src Source, to Target, dbD
 		switch ext := filepath.Ext(f); {
 		case ext == ".frm":
 			frm = f
-		case fileEngines[ext] != "":
+		case dataFiles[ext]:
 			data = append(data, f)
 		default:
 			return res, fmt.Errorf("%s.%s: %s is neither an InnoDB tablespace nor a file of an Aria, MyISAM or CSV table", src.DB, src.Table, f)

@@ -321,7 +321,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	save()
 	doc := envOr("BENCH_DOC", filepath.Join(splitstoragetest.RepoRoot(), "docs", "benchmarks.md"))
 	if doc != "-" {
-		require.NoError(b, Render(res, doc, filepath.Join(filepath.Dir(doc), "img", "benchmarks-time.svg")))
+		require.NoError(b, Render(res, doc, SVGFor(doc)))
 		fmt.Println("wrote", doc)
 	}
 }

@@ -112,8 +112,10 @@ func engineLabel(e string) string {
 // after the figures published here.
 const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figures below were measured with parts held in
 > memory. Since then parts wait on disk and reads stream 256 KiB blocks: see
-> [benchmarks-memory.md](benchmarks-memory.md) and [benchmarks-memory-64.md](benchmarks-memory-64.md)
-> (1 GiB, lanes 1, 8, 64, zstd and pgzip, local and S3, part sizes 16 MiB .. 5 GiB).
+> [benchmarks-memory.md](benchmarks-memory.md), [benchmarks-memory-64.md](benchmarks-memory-64.md)
+> and [benchmarks-memory-16-32.md](benchmarks-memory-16-32.md) (1 GiB, lanes 1, 8, 16, 32, 64, zstd
+> and pgzip, local and S3, part sizes 16 MiB .. 5 GiB). Since 2026-11-25 a lane's pgzip, with as
+> many lanes as cores, is one sequential gzip stream: 64 lanes back up with +87 MiB.
 
 > **Incremental backups (2026-11-23)**: a delta after 1 % and 10 % of the pages of a 4 GiB data
 > set changed, side by side with the full, and the restore of full + 1 and full + 6 deltas
@@ -131,6 +133,12 @@ const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figure
 `
 
 // Render writes the Markdown report and the SVG chart.
+// SVGFor is the chart beside doc: docs/img/<doc's name>-time.svg, so that
+// a page other than docs/benchmarks.md (BENCH_DOC) never replaces its chart.
+func SVGFor(doc string) string {
+	return filepath.Join(filepath.Dir(doc), "img", strings.TrimSuffix(filepath.Base(doc), ".md")+"-time.svg")
+}
+
 func Render(res *Results, docPath, svgPath string) error {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }

@@ -1,7 +1,7 @@
-// Command render re-renders docs/benchmarks.md and its chart from a results
+// Command render re-renders docs/benchmarks.md (or -doc) and its chart from a results
 // file written by `make bench`, e.g. after editing report.go or notes.md:
 //
-//	go run ./go/internal/benchdata/sidebyside/render [results.json [rerun.json ...]]
+//	go run ./go/internal/benchdata/sidebyside/render [-doc=docs/benchmarks-x.md] [results.json [rerun.json ...]]
 //
 // Each further file's data sets replace the same data sets of the first
 // (a data set re-run with BENCH_PLANS on a quieter machine).
@@ -11,12 +11,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vtfifo/vtfifo/go/internal/benchdata/sidebyside"
 )
 
 func main() {
 	files := os.Args[1:]
+	doc := filepath.Join("docs", "benchmarks.md")
+	if len(files) > 0 && strings.HasPrefix(files[0], "-doc=") {
+		doc, files = strings.TrimPrefix(files[0], "-doc="), files[1:]
+	}
 	if len(files) == 0 {
 		files = []string{filepath.Join("build", "bench", "results.json")}
 	}
@@ -33,8 +38,7 @@ func main() {
 		}
 		res.Merge(later)
 	}
-	doc := filepath.Join("docs", "benchmarks.md")
-	if err := sidebyside.Render(res, doc, filepath.Join("docs", "img", "benchmarks-time.svg")); err != nil {
+	if err := sidebyside.Render(res, doc, sidebyside.SVGFor(doc)); err != nil {
 		fmt.Fprintln(os.Stderr, "render:", err)
 		os.Exit(1)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -152,11 +151,12 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		if t.Engine != "Aria" {
 			continue
 		}
-		ariaChk, err := findAriaChk()
-		if err == nil {
-			err = tableimport.Movable(s.ctx, ariaChk, dir, t.Exported)
+		ariaChk, ok := testrestore.FindTool("aria_chk")
+		if !ok {
+			fmt.Fprintf(stdout, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
+			return 1
 		}
-		if err != nil {
+		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
 			fmt.Fprintf(stdout, "FAIL: table %s: %v\n", t.Name(), err)
 			return 1
 		}
@@ -189,20 +189,6 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		return 1
 	}
 	return 0
-}
-
-// findAriaChk finds aria_chk in PATH or under $VT_MYSQL_ROOT/bin.
-func findAriaChk() (string, error) {
-	if p, err := exec.LookPath("aria_chk"); err == nil {
-		return p, nil
-	}
-	if root := os.Getenv("VT_MYSQL_ROOT"); root != "" {
-		p := filepath.Join(root, "bin", "aria_chk")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("an Aria table needs aria_chk (MariaDB's, beside mariadbd), found neither in PATH nor under $VT_MYSQL_ROOT/bin")
 }
 
 func partitionedNote(p bool) string {

@@ -229,26 +229,36 @@ func findMysqld(path string) (string, error) {
 		}
 		return p, nil
 	}
+	for _, name := range []string{"mysqld", "mariadbd"} {
+		if p, ok := FindTool(name); ok {
+			return p, nil
+		}
+	}
+	return "", errors.New("no mysqld or mariadbd found (under $VT_MYSQL_ROOT, in PATH or /usr/sbin): give its path")
+}
+
+// FindTool finds a program of the server's installation by name (mysqld,
+// mariadbd, aria_chk): under $VT_MYSQL_ROOT (bin, sbin, libexec), in PATH,
+// then in /usr/sbin, /usr/local/sbin and /usr/local/mysql/bin.
+func FindTool(name string) (string, bool) {
 	var dirs []string
 	if root := os.Getenv("VT_MYSQL_ROOT"); root != "" {
 		dirs = append(dirs, filepath.Join(root, "bin"), filepath.Join(root, "sbin"), filepath.Join(root, "libexec"))
 	}
-	for _, name := range []string{"mysqld", "mariadbd"} {
-		for _, d := range dirs {
-			if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
-				return p, nil
-			}
-		}
-		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
-		}
-		for _, d := range []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"} {
-			if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
-				return p, nil
-			}
+	for _, d := range dirs {
+		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
+			return p, true
 		}
 	}
-	return "", errors.New("no mysqld or mariadbd found (under $VT_MYSQL_ROOT, in PATH or /usr/sbin): give its path")
+	if p, err := exec.LookPath(name); err == nil {
+		return p, true
+	}
+	for _, d := range []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"} {
+		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // serverVersion runs mysqld --version.

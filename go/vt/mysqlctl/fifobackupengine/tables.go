@@ -222,7 +222,8 @@ var copiedEngines = map[string]bool{"Aria": true, "MyISAM": true, "CSV": true}
 
 // importable refuses, naming the engine, the tables restore-table cannot
 // import: a non-InnoDB table of another engine, of MySQL 8 (no .frm: its
-// definition is in an .sdi, imported with IMPORT TABLE, not supported), or
+// definition is in an .sdi, imported with IMPORT TABLE, MySQL 8.0 Reference
+// Manual, "IMPORT TABLE Statement"; not supported, not run here), or
 // partitioned.
 func importable(t *TableFiles, backup string) error {
 	if t.Engine == "InnoDB" {

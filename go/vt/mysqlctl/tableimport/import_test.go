@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,12 +51,15 @@ func TestImportRealMariaDB(t *testing.T) {
 
 	// d.busy is written while mariabackup copies it (Aria tables are copied
 	// online, with Aria's log).
-	stop := make(chan struct{})
+	stop, wrote := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := 0; ; i++ {
+			if i == 1 {
+				close(wrote)
+			}
 			select {
 			case <-stop:
 				return
@@ -71,6 +75,13 @@ func TestImportRealMariaDB(t *testing.T) {
 			}
 		}
 	}()
+	// The backup starts after a first round of writes, so the rows past
+	// the 50,000 asserted below exist whatever the scheduling.
+	select {
+	case <-wrote:
+	case <-time.After(time.Minute):
+		t.Fatal("the writer wrote nothing in a minute")
+	}
 	dir := filepath.Join(srv.Dir, "restore")
 	stream := mariadbtest.Backup(t, srv)
 	mariadbtest.MbstreamExtract(t, dir, stream)

@@ -43,7 +43,7 @@ func BenchmarkThroughput(b *testing.B) {
 							b.Fatal(err)
 						}
 						defer s.Close()
-						benchOnce(b, s, 2, fileMiB<<20, partMiB<<20)
+						benchOnce(b, s, 2, fileMiB<<20, partMiB<<20, 1<<20)
 					})
 				}
 			}
@@ -76,7 +76,33 @@ func BenchmarkEncryptionCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			benchOnce(b, s, 2, fileMiB<<20, c.PartSize)
+			benchOnce(b, s, 2, fileMiB<<20, c.PartSize, 1<<20)
+		})
+	}
+}
+
+// BenchmarkWriteSizes writes and reads back 2 files of SPLIT_BENCH_FILE_MIB
+// (default 256) MiB on local disk in writes of 256 bytes (what a gzip or
+// flate stream hands its writer at a time), 64 KiB and 1 MiB, and reports
+// the CPU seconds per GiB of each side:
+//
+//	go test -run '^$' -bench WriteSizes -benchtime 1x -count 3 ./go/vt/mysqlctl/splitstorage/
+func BenchmarkWriteSizes(b *testing.B) {
+	fileMiB := int64(256)
+	if v := os.Getenv("SPLIT_BENCH_FILE_MIB"); v != "" {
+		fmt.Sscan(v, &fileMiB)
+	}
+	srv := splitstoragetest.Local(b)
+	for _, size := range []int{256, 64 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("write=%dB", size), func(b *testing.B) {
+			c := srv.Config
+			c.PartSize = 64 << 20
+			s, err := splitstorage.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			benchOnce(b, s, 2, fileMiB<<20, c.PartSize, size)
 		})
 	}
 }
@@ -88,7 +114,9 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize int64) {
+// benchOnce writes nfiles files of size bytes at once, each in writes of
+// writeSize bytes, reads them back and removes the backup.
+func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize int64, writeSize int) {
 	ctx := context.Background()
 	total := int64(nfiles) * size
 	b.SetBytes(total)
@@ -117,7 +145,7 @@ func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize
 					errs <- err
 					return
 				}
-				_, err = io.CopyBuffer(w, newGen(uint64(f), size), make([]byte, 1<<20))
+				_, err = io.CopyBuffer(onlyWriter{w}, newGen(uint64(f), size), make([]byte, writeSize))
 				if cerr := w.Close(); err == nil {
 					err = cerr
 				}
@@ -176,6 +204,10 @@ func benchOnce(b *testing.B, s *splitstorage.Storage, nfiles int, size, partSize
 	b.ReportMetric(readCPU.Seconds()/gib, "read-cpu-s/GiB")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB-over-baseline")
 }
+
+// onlyWriter hides a writer's ReadFrom, so io.CopyBuffer writes in its
+// buffer's size.
+type onlyWriter struct{ io.Writer }
 
 func findBackupB(b *testing.B, s *splitstorage.Storage, name string) interface {
 	ReadFile(context.Context, string) (io.ReadCloser, error)

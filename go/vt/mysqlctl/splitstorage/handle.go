@@ -431,9 +431,12 @@ func (w *fileWriter) store(p []byte) (int, error) {
 func (w *fileWriter) submit() error {
 	part := w.cur
 	w.cur = nil
-	part.seal()
 	w.nparts++
 	n := w.nparts
+	if err := part.seal(); err != nil {
+		part.release()
+		return w.fail(fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), n, err))
+	}
 	select {
 	case w.h.uploadSlots <- struct{}{}:
 	case <-w.ctx.Done():

@@ -129,11 +129,22 @@ func (c Config) SpoolCanHold(files int, flag string) error {
 // and needs a buffer of only this size to do so.
 const crcBlockSize = 256 << 10
 
+// spoolWriteSize is the buffer that gathers a part's small writes into one
+// write of its spool file. A gzip or flate stream hands its writer a few
+// hundred bytes at a time: one system call each cost 16 CPU-s per GiB
+// stored, against 2.5 in 64 KiB writes (BenchmarkWriteSizes). Writes of this
+// size or more go to the file as they come.
+const spoolWriteSize = 64 << 10
+
+var spoolBuffers = sync.Pool{New: func() any { return new([spoolWriteSize]byte) }}
+
 // spoolPart is one part being filled or uploaded.
 type spoolPart struct {
 	s        *spool
 	f        *os.File
-	size     int64
+	size     int64 // bytes written, buffered ones included
+	onDisk   int64 // bytes in the file
+	buf      *[spoolWriteSize]byte
 	crc      uint32
 	blockCRC uint32
 	blocks   []byte // big-endian CRC32C of each crcBlockSize block, the last one once sealed
@@ -148,10 +159,20 @@ func (s *spool) newPart() (*spoolPart, error) {
 }
 
 func (p *spoolPart) write(b []byte) error {
-	n, err := p.f.Write(b)
-	p.s.live.Add(int64(n))
-	if err != nil {
-		return fmt.Errorf("writing a spool file in %s (--split-storage-spool-dir): %w", p.s.dir, err)
+	if buffered := int(p.size - p.onDisk); buffered+len(b) > spoolWriteSize {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	if len(b) >= spoolWriteSize {
+		if err := p.writeFile(b); err != nil {
+			return err
+		}
+	} else {
+		if p.buf == nil {
+			p.buf = spoolBuffers.Get().(*[spoolWriteSize]byte)
+		}
+		copy(p.buf[p.size-p.onDisk:], b)
 	}
 	p.crc = crc32.Update(p.crc, castagnoli, b)
 	for len(b) > 0 {
@@ -167,12 +188,38 @@ func (p *spoolPart) write(b []byte) error {
 	return nil
 }
 
-// seal closes the last block's checksum; the part takes no more bytes.
-func (p *spoolPart) seal() {
+// flush writes the buffered bytes to the file.
+func (p *spoolPart) flush() error {
+	if p.buf == nil {
+		return nil
+	}
+	err := p.writeFile(p.buf[:p.size-p.onDisk])
+	spoolBuffers.Put(p.buf)
+	p.buf = nil
+	return err
+}
+
+func (p *spoolPart) writeFile(b []byte) error {
+	n, err := p.f.Write(b)
+	p.onDisk += int64(n)
+	p.s.live.Add(int64(n))
+	if err != nil {
+		return fmt.Errorf("writing a spool file in %s (--split-storage-spool-dir): %w", p.s.dir, err)
+	}
+	return nil
+}
+
+// seal writes what is buffered and closes the last block's checksum; the
+// part takes no more bytes.
+func (p *spoolPart) seal() error {
+	if err := p.flush(); err != nil {
+		return err
+	}
 	if p.size%crcBlockSize != 0 {
 		p.blocks = binary.BigEndian.AppendUint32(p.blocks, p.blockCRC)
 		p.blockCRC = 0
 	}
+	return nil
 }
 
 // reader reads the part from its start; a retry seeks it back.
@@ -198,8 +245,12 @@ func (p *spoolPart) release() {
 		return
 	}
 	p.f.Close()
-	p.s.live.Add(-p.size)
+	p.s.live.Add(-p.onDisk)
 	p.f = nil
+	if p.buf != nil {
+		spoolBuffers.Put(p.buf)
+		p.buf = nil
+	}
 }
 
 // createUnlinked creates a temporary file in dir and removes its name at once.

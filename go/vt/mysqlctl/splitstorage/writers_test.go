@@ -114,3 +114,59 @@ func TestWaitReportsRecordedErrors(t *testing.T) {
 	require.ErrorContains(t, waiter.Wait(), "lane b failed")
 	require.NoError(t, bh.AbortBackup(ctx))
 }
+
+// Small writes are gathered before they reach the spool file (a gzip stream
+// writes a few hundred bytes at a time); writes of every size, mixed and
+// across part boundaries, come back byte for byte, with an abort in the
+// middle of a buffered part leaving the spool's account at zero.
+func TestWritesOfEverySize(t *testing.T) {
+	cfg := splitstoragetest.Local(t).Config
+	cfg.SpoolDir = t.TempDir()
+	cfg.PartSize = 1 << 20
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	sizes := []int{1, 255, 4096, 64<<10 - 1, 64 << 10, 64<<10 + 1, 300 << 10, 2 << 20, 7}
+	var want []byte
+	data := make([]byte, 3<<20)
+	_, err = io.ReadFull(newGen(7, int64(len(data))), data)
+	require.NoError(t, err)
+
+	bh, err := bs.StartBackup(ctx, "ks/0", "sizes")
+	require.NoError(t, err)
+	w, err := bh.AddFile(ctx, "a", -1)
+	require.NoError(t, err)
+	for i := 0; len(want) < 9<<20; i++ {
+		n := sizes[i%len(sizes)]
+		p := data[(i*4099)%(len(data)-n):][:n]
+		_, err := w.Write(p)
+		require.NoError(t, err)
+		want = append(want, p...)
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, bh.EndBackup(ctx))
+	r, err := findBackup(t, bs, "ks/0", "sizes").ReadFile(ctx, "a")
+	require.NoError(t, err)
+	got, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.Equal(t, len(want), len(got))
+	require.True(t, string(want) == string(got), "the file read back differs from what was written")
+	reserved, live := bs.SpoolForTest(ctx)
+	assert.Zero(t, reserved)
+	assert.Zero(t, live)
+
+	bh, err = bs.StartBackup(ctx, "ks/0", "aborted")
+	require.NoError(t, err)
+	w, err = bh.AddFile(ctx, "a", -1)
+	require.NoError(t, err)
+	_, err = w.Write(data[:100<<10]) // on disk
+	require.NoError(t, err)
+	_, err = w.Write(data[:100]) // buffered
+	require.NoError(t, err)
+	require.NoError(t, bh.AbortBackup(ctx))
+	require.Error(t, w.Close(), "closing a file of an aborted backup")
+	reserved, live = bs.SpoolForTest(ctx)
+	assert.Zero(t, reserved)
+	assert.Zero(t, live)
+}

@@ -70,14 +70,15 @@ func (res *Results) backupCeiling(shape string, size float64, comp, storage stri
 // restoreCeiling is the pipeline of the storage read, the decompression and
 // the files written (they overlap in a restore), then the tool's prepare,
 // which starts only when every file is written. Results without the last two
-// ceilings (runs before they were measured) give the pipeline alone.
+// ceilings (runs before they were measured) have none: read and decompression
+// alone made restores read 4-17x their ceiling, a ratio that meant nothing.
 func (res *Results) restoreCeiling(shape string, size float64, comp, storage string) (float64, string) {
-	wall, what := res.pipelineCeiling(shape, size, "decompress-"+comp, "storage-read-"+storage, "write-files-local")
-	if p := res.ceiling(shape, size, "prepare"); p != nil {
-		wall += median(p.Wall)
-		what += " + prepare"
+	p := res.ceiling(shape, size, "prepare")
+	if p == nil || res.ceiling(shape, size, "write-files-local") == nil {
+		return 0, ""
 	}
-	return wall, what
+	wall, what := res.pipelineCeiling(shape, size, "decompress-"+comp, "storage-read-"+storage, "write-files-local")
+	return wall + median(p.Wall), what + " + prepare"
 }
 
 func (res *Results) pipelineCeiling(shape string, size float64, stages ...string) (float64, string) {
@@ -114,7 +115,7 @@ const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figure
 > memory. Since then parts wait on disk and reads stream 256 KiB blocks: see
 > [benchmarks-memory.md](benchmarks-memory.md), [benchmarks-memory-64.md](benchmarks-memory-64.md)
 > and [benchmarks-memory-16-32.md](benchmarks-memory-16-32.md) (1 GiB, lanes 1, 8, 16, 32, 64, zstd
-> and pgzip, local and S3, part sizes 16 MiB .. 5 GiB). Since 2026-11-25 a lane's pgzip, with as
+> and pgzip, local and S3, part sizes 16 MiB .. 5 GiB). Since 2026-11-24 a lane's pgzip, with as
 > many lanes as cores, is one sequential gzip stream: 64 lanes back up with +87 MiB.
 
 > **Incremental backups (2026-11-23)**: a delta after 1 % and 10 % of the pages of a 4 GiB data
@@ -176,7 +177,7 @@ func Render(res *Results, docPath, svgPath string) error {
 	for _, c := range res.Ceilings {
 		w("| %s %g GiB | %s | %s | %.0f | %.2f | %.2f | %.0f |\n", c.Shape, c.SizeGiB, c.Name, c.What, float64(c.Bytes)/1e6, median(c.Wall), median(c.CPU), float64(c.Bytes)/1e6/median(c.Wall))
 	}
-	w("\nThe backup ceiling of a configuration is the slowest of: the tool to /dev/null, the compressor alone, the storage write alone (a pipeline is no faster than its slowest stage), unless the stages together need more CPU than the machine has: then it is their CPU seconds summed over the cores (each stage alone had every core to itself; in the pipeline they share them). The restore ceiling is built the same way from the storage read alone, decompression alone and writing the stream's files to the restores' disk alone (they overlap in a restore), plus the tool's `--prepare` alone, which starts only once every file is written; it leaves out the move into place (renames on one file system).\n")
+	w("\nThe backup ceiling of a configuration is the slowest of: the tool to /dev/null, the compressor alone, the storage write alone (a pipeline is no faster than its slowest stage), unless the stages together need more CPU than the machine has: then it is their CPU seconds summed over the cores (each stage alone had every core to itself; in the pipeline they share them). The restore ceiling is built the same way from the storage read alone, decompression alone and writing the stream's files to the restores' disk alone (they overlap in a restore), plus the tool's `--prepare` alone, which starts only once every file is written; it leaves out the move into place (renames on one file system). A data set measured before writing the files and the prepare were measured alone has no restore ceiling (its restores show `-`): read and decompression alone would make any restore look 4-17x slower than it can be.\n")
 
 	w("\n## Results\n\n")
 	w("Wall and CPU are medians. CPU = this process (engine, compressor, storage client) + the tools it waited for (mariabackup, mbstream, the stand-in); the S3 server's CPU is its own column. ")

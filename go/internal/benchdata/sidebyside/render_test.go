@@ -129,3 +129,33 @@ func TestMerge(t *testing.T) {
 	assert.Contains(t, first.Settings["re-run"], "mixed 1 GiB measured again from later")
 	assert.Equal(t, 80.0, first.Minutes)
 }
+
+// TestMemoryTable: each lane count's fifo+split and peer growth side by side
+// with the wall-time ratio, the sweep's backup and restore per part size, and
+// a verdict that names the largest fifo+split cell.
+func TestMemoryTable(t *testing.T) {
+	const mib = 1 << 20
+	run := func(engine, op string, lanes int, rss int64, wall float64) Run {
+		return Run{Shape: "mixed", SizeGiB: 4, Storage: "local", Compressor: "zstd", Engine: engine, Lanes: lanes, Op: op,
+			Wall: wall, SelfBase: 100 * mib, SelfRSS: (100 + rss) * mib}
+	}
+	mem := &Results{Profile: "standard", Started: "2026-11-24T10:55:40Z", Minutes: 50, Command: "BENCH_SIZES_MIB=4096 scripts/bench.sh",
+		Runs: []Run{
+			run("xtrabackup", "backup", 64, 700, 20), run("fifo-stdout", "backup", 64, 160, 15),
+			run("xtrabackup", "restore", 64, 600, 40), run("fifo-stdout", "restore", 64, 230, 10),
+		}}
+	for _, part := range []int64{16, 5120} {
+		bk, rs := run("fifo-stdout", "backup", 4, 90, 12), run("fifo-stdout", "restore", 4, 70+part/1024, 8)
+		bk.PartSize, rs.PartSize = part*mib, part*mib
+		mem.Sweep = append(mem.Sweep, bk, rs)
+	}
+	md := MemoryTable(mem, "benchmarks-memory-4g.md")
+	assert.Contains(t, md, "[benchmarks-memory-4g.md](benchmarks-memory-4g.md)")
+	assert.Contains(t, md, "| mixed 4 GiB | local | zstd | 64 | +160 | +700 | 0.75x | +230 | +600 | 0.25x |")
+	assert.Contains(t, md, "| mixed 4 GiB | zstd | 4 | 16 | +90 | +70 | 0 |")
+	assert.Contains(t, md, "| mixed 4 GiB | zstd | 4 | 5120 | +90 | +75 | 0 |")
+	assert.Contains(t, md, "Largest fifo+split cell: +230 MiB of 6 (met)")
+
+	mem.Runs[3].SelfRSS = 400 * mib // a restore at +300 MiB
+	assert.Contains(t, MemoryTable(mem, "x.md"), "Largest fifo+split cell: +300 MiB of 6 (**missed** by 17%)")
+}

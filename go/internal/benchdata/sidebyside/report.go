@@ -140,7 +140,14 @@ func SVGFor(doc string) string {
 	return filepath.Join(filepath.Dir(doc), "img", strings.TrimSuffix(filepath.Base(doc), ".md")+"-time.svg")
 }
 
+// Render writes docPath, the report of res, and its chart at svgPath.
 func Render(res *Results, docPath, svgPath string) error {
+	return RenderWith(res, docPath, svgPath, "")
+}
+
+// RenderWith is Render with a section from elsewhere (a MemoryTable) after
+// the results.
+func RenderWith(res *Results, docPath, svgPath, section string) error {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	gs, order := groups(res.Runs)
@@ -264,7 +271,7 @@ func Render(res *Results, docPath, svgPath string) error {
 
 	if len(res.Sweep) > 0 {
 		w("## Part-size sweep (fifo+split, source stdout, local disk)\n\n")
-		w("| data | part MiB | N | budget MiB | reps | backup wall s | objects | objects per TiB stored | vs 16 MiB |\n|---|---|---|---|---|---|---|---|---|\n")
+		w("| data | part MiB | N | budget MiB | reps | backup wall s | objects | objects per TiB stored | vs 16 MiB | backup RSS growth MiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		sg, sorder := groups(res.Sweep)
 		ref := map[string]float64{}
 		for _, k := range sorder {
@@ -276,6 +283,9 @@ func Render(res *Results, docPath, svgPath string) error {
 		for _, k := range sorder {
 			g := sg[k]
 			r0 := g.runs[0]
+			if r0.Op == "restore" {
+				continue // in the memory table (MemoryTable)
+			}
 			wall := g.med(func(r Run) float64 { return r.Wall })
 			obj := g.med(func(r Run) float64 { return float64(r.Objects) })
 			stored := g.med(func(r Run) float64 { return float64(r.Stored) })
@@ -289,11 +299,13 @@ func Render(res *Results, docPath, svgPath string) error {
 					targets = append(targets, fmt.Sprintf("| at most 4,096 objects per TiB at the default part | layout | %.0f part objects per TiB (+%d index/MANIFEST/marker objects per backup) | %s |", math.Ceil(float64(1<<40)/float64(r0.PartSize)), r0.Lanes+1+2, verdict(float64(1<<40)/float64(r0.PartSize) <= 4096, 1, 1)))
 				}
 			}
-			w("| %s %g GiB | %d | %d | %d | %d | %.1f | %.0f | %.0f | %s |\n", r0.Shape, r0.SizeGiB, r0.PartSize>>20, r0.Lanes, r0.Budget>>20, len(g.runs), wall, obj, perTiB, vs)
+			rss := g.med(func(r Run) float64 { return float64(r.SelfRSS - r.SelfBase) })
+			w("| %s %g GiB | %d | %d | %d | %d | %.1f | %.0f | %.0f | %s | +%.0f |\n", r0.Shape, r0.SizeGiB, r0.PartSize>>20, r0.Lanes, r0.Budget>>20, len(g.runs), wall, obj, perTiB, vs, rss/(1<<20))
 			_ = stored
 		}
 		w("\n")
 	}
+	b.WriteString(section)
 
 	w("## Targets (reported, not asserted)\n\n| target | configuration | measured | verdict |\n|---|---|---|---|\n")
 	for _, t := range targets {

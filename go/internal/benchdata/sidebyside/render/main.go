@@ -1,46 +1,63 @@
 // Command render re-renders docs/benchmarks.md (or -doc) and its chart from a results
 // file written by `make bench`, e.g. after editing report.go or notes.md:
 //
-//	go run ./go/internal/benchdata/sidebyside/render [-doc=docs/benchmarks-x.md] [results.json [rerun.json ...]]
+//	go run ./go/internal/benchdata/sidebyside/render [-doc=docs/benchmarks-x.md] [-memory=mem.json -memory-doc=docs/benchmarks-memory-x.md] [results.json [rerun.json ...]]
 //
 // Each further file's data sets replace the same data sets of the first
-// (a data set re-run with BENCH_PLANS on a quieter machine).
+// (a data set re-run with BENCH_PLANS on a quieter machine). -memory adds the
+// memory table of another run (MemoryTable), whose own page is -memory-doc.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/vtfifo/vtfifo/go/internal/benchdata/sidebyside"
 )
 
 func main() {
-	files := os.Args[1:]
-	doc := filepath.Join("docs", "benchmarks.md")
-	if len(files) > 0 && strings.HasPrefix(files[0], "-doc=") {
-		doc, files = strings.TrimPrefix(files[0], "-doc="), files[1:]
+	doc := flag.String("doc", filepath.Join("docs", "benchmarks.md"), "the page to write")
+	memory := flag.String("memory", "", "results of a memory run whose table the page carries")
+	memoryDoc := flag.String("memory-doc", "", "that run's own page (linked from the table)")
+	flag.Parse()
+	if err := run(*doc, *memory, *memoryDoc, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "render:", err)
+		os.Exit(1)
 	}
+	fmt.Println("wrote", *doc)
+}
+
+func run(doc, memory, memoryDoc string, files []string) error {
 	if len(files) == 0 {
 		files = []string{filepath.Join("build", "bench", "results.json")}
 	}
 	res, err := sidebyside.Load(files[0])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "render:", err)
-		os.Exit(1)
+		return err
 	}
 	for _, f := range files[1:] {
 		later, err := sidebyside.Load(f)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "render:", err)
-			os.Exit(1)
+			return err
 		}
 		res.Merge(later)
 	}
-	if err := sidebyside.Render(res, doc, sidebyside.SVGFor(doc)); err != nil {
-		fmt.Fprintln(os.Stderr, "render:", err)
-		os.Exit(1)
+	section := ""
+	if memory != "" {
+		if memoryDoc == "" {
+			return fmt.Errorf("-memory needs -memory-doc, the memory run's own page")
+		}
+		mem, err := sidebyside.Load(memory)
+		if err != nil {
+			return err
+		}
+		link, err := filepath.Rel(filepath.Dir(doc), memoryDoc)
+		if err != nil {
+			return err
+		}
+		section = sidebyside.MemoryTable(mem, filepath.ToSlash(link))
 	}
-	fmt.Println("wrote", doc)
+	return sidebyside.RenderWith(res, doc, sidebyside.SVGFor(doc), section)
 }

@@ -62,9 +62,13 @@ type CompressionConfig struct {
 // lanes a backup grew by 489 MiB against zstd's 162 (docs/benchmarks-memory-64.md).
 // The output is the same gzip format, read by the same decompressor.
 func (c CompressionConfig) forLanes(lanes int) CompressionConfig {
-	c.gzipInLane = c.Enabled && (c.Engine == mysqlctl.PgzipCompressor || c.Engine == mysqlctl.PargzipCompressor) && lanes >= runtime.GOMAXPROCS(0)
+	c.gzipInLane = c.Enabled && (c.Engine == mysqlctl.PgzipCompressor || c.Engine == mysqlctl.PargzipCompressor) && lanesKeepCoresBusy(lanes)
 	return c
 }
+
+// lanesKeepCoresBusy: with as many lanes as cores or more, the lanes alone
+// are the parallelism, and a codec's own goroutines add only memory.
+func lanesKeepCoresBusy(lanes int) bool { return lanes >= runtime.GOMAXPROCS(0) }
 
 // CompressionFromFlags reads Vitess's compression flags: the exported
 // variables where Vitess has them, fs (the command's parsed flag set; nil:
@@ -246,7 +250,18 @@ func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, 
 	}
 	switch m.CompressionEngine {
 	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor:
-		// pargzip only compresses; its output is plain gzip.
+		// pargzip only compresses; its output is plain gzip. With as many
+		// lanes as cores each lane reads it as one sequential stream in its
+		// own goroutine: pgzip's reader allocates its read-ahead blocks again
+		// at every gzip member (every 1 MiB frame), and at 64 lanes a 4 GiB
+		// restore grew by 352 MiB (docs/benchmarks-memory-4g.md).
+		if lanesKeepCoresBusy(len(m.Lanes)) {
+			d, err := gzip.NewReader(r)
+			if err != nil {
+				return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
+			}
+			return d, nil
+		}
 		d, err := pgzip.NewReaderN(r, gzipReadBlock, gzipReadBlocks)
 		if err != nil {
 			return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
@@ -295,8 +310,8 @@ func zstdWindow(level zstd.EncoderLevel) int {
 	return 8 << 20
 }
 
-// gzip decompresses serially, lanes give the parallelism: each lane's reader
-// reads ahead two 512 KiB blocks (pgzip's default is four of 1 MiB).
+// With fewer lanes than cores, each lane's pgzip reader reads ahead two
+// 512 KiB blocks (pgzip's default is four of 1 MiB).
 const (
 	gzipReadBlock  = 512 << 10
 	gzipReadBlocks = 2

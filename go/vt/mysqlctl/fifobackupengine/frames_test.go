@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -53,6 +54,9 @@ func TestFramesOfEveryCodec(t *testing.T) {
 			}
 			require.NoError(t, comp.Close())
 			m := &Manifest{Compressed: c.Enabled, CompressionEngine: engine}
+			if inLane {
+				m.Lanes = make([]LaneInfo, runtime.GOMAXPROCS(0)) // read in the lane too
+			}
 			decode := func(from int) []byte {
 				d, err := newDecompressor(ctx, m, c, bytes.NewReader(lane.Bytes()[from:]), logger)
 				require.NoError(t, err)
@@ -87,6 +91,19 @@ func TestGzipInLaneWithAsManyLanesAsCores(t *testing.T) {
 		}
 		c := CompressionConfig{Enabled: true, Engine: tc.engine, Level: 1, BlockSize: 250000, Blocks: 2}
 		assert.Equal(t, tc.want, c.forLanes(tc.lanes).gzipInLane, "%s at %d lanes on %d cores", tc.engine, tc.lanes, cores)
+		if tc.engine == mysqlctl.Lz4Compressor || tc.engine == mysqlctl.ZstdCompressor {
+			continue
+		}
+		// The restore reads the same way, by the backup's lane count.
+		var lane bytes.Buffer
+		gz := gzip.NewWriter(&lane)
+		require.NoError(t, gz.Close())
+		m := &Manifest{Compressed: true, CompressionEngine: tc.engine, Lanes: make([]LaneInfo, tc.lanes)}
+		d, err := newDecompressor(context.Background(), m, c, &lane, logutil.NewMemoryLogger())
+		require.NoError(t, err)
+		_, sequential := d.(*gzip.Reader)
+		assert.Equal(t, tc.want, sequential, "restore of %s at %d lanes on %d cores: %T", tc.engine, tc.lanes, cores, d)
+		require.NoError(t, d.Close())
 	}
 }
 
@@ -108,6 +125,9 @@ func BenchmarkFrameRestart(b *testing.B) {
 		engine, inLane := strings.CutSuffix(name, "-in-lane")
 		c := CompressionConfig{Enabled: true, Engine: engine, Level: 1, BlockSize: 250000, Blocks: 2, gzipInLane: inLane}
 		m := &Manifest{Compressed: true, CompressionEngine: engine}
+		if inLane {
+			m.Lanes = make([]LaneInfo, runtime.GOMAXPROCS(0))
+		}
 		for _, frame := range []int{0, 1 << 20} {
 			run := name + "/none"
 			if frame > 0 {

@@ -36,25 +36,30 @@ func MemoryTable(mem *Results, detail string) string {
 	w("From one run of its own, not the run above: profile %s, started %s, %.0f minutes; every figure, the wall times and the run's notes are in [%s](%s). Command:\n\n```\n%s\n```\n\n", mem.Profile, mem.Started, mem.Minutes, detail, detail, mem.Command)
 	w("Peak RSS growth of the benchmark process (MiB over its RSS just before; the engine, compressors and storage client run in it), median of the repeats; the target is at most %d MiB for every fifo+split cell. vs peer: wall time / the peer's at the same lanes, compressor and storage.\n\n", memoryLimit>>20)
 	w("| data | storage | compressor | N | backup fifo+split | backup peer | backup vs peer | restore fifo+split | restore peer | restore vs peer |\n|---|---|---|---|---|---|---|---|---|---|\n")
-	gs, order := groups(mem.Runs)
+	// The peer's runs have no part size: a cell is found by everything else.
 	type row struct {
 		shape, storage, comp string
 		size                 float64
 		lanes                int
 	}
+	type cellKey struct {
+		row
+		engine, op string
+	}
+	cells := map[cellKey]*group{}
 	var rows []row
+	gs, order := groups(mem.Runs)
 	for _, k := range order {
 		r := gs[k].runs[0]
 		x := row{r.Shape, r.Storage, r.Compressor, r.SizeGiB, r.Lanes}
 		if !slices.Contains(rows, x) {
 			rows = append(rows, x)
 		}
+		cells[cellKey{x, r.Engine, r.Op}] = gs[k]
 	}
-	worst, cells := 0.0, 0
+	worst, measured := 0.0, 0
 	for _, x := range rows {
-		get := func(engine, op string) *group {
-			return gs[groupKey(Run{Shape: x.shape, SizeGiB: x.size, Storage: x.storage, Compressor: x.comp, Engine: engine, Lanes: x.lanes, Op: op})]
-		}
+		get := func(engine, op string) *group { return cells[cellKey{x, engine, op}] }
 		w("| %s %g GiB | %s | %s | %d", x.shape, x.size, x.storage, x.comp, x.lanes)
 		for _, op := range []string{"backup", "restore"} {
 			fifo, peer := get("fifo-stdout", op), get("xtrabackup", op)
@@ -63,7 +68,7 @@ func MemoryTable(mem *Results, detail string) string {
 				ratio = fmt.Sprintf("%.2fx", wall(fifo)/wall(peer))
 			}
 			if fifo != nil {
-				worst, cells = max(worst, mib(fifo)), cells+1
+				worst, measured = max(worst, mib(fifo)), measured+1
 			}
 			w(" | %s | %s | %s", cell(mib(fifo)), cell(mib(peer)), ratio)
 		}
@@ -81,12 +86,12 @@ func MemoryTable(mem *Results, detail string) string {
 			}
 			restore := sg[groupKey(Run{Shape: r.Shape, SizeGiB: r.SizeGiB, Storage: r.Storage, Compressor: r.Compressor, Engine: r.Engine, Lanes: r.Lanes, Op: "restore", PartSize: r.PartSize})]
 			if restore != nil {
-				worst, cells = max(worst, mib(restore)), cells+1
+				worst, measured = max(worst, mib(restore)), measured+1
 			}
-			worst, cells = max(worst, mib(g)), cells+1
+			worst, measured = max(worst, mib(g)), measured+1
 			w("| %s %g GiB | %s | %d | %d | %s | %s | %.0f |\n", r.Shape, r.SizeGiB, r.Compressor, r.Lanes, r.PartSize>>20, cell(mib(g)), cell(mib(restore)), g.med(func(r Run) float64 { return float64(r.Objects) }))
 		}
 	}
-	w("\nLargest fifo+split cell: +%.0f MiB of %d (%s).\n\n", worst, cells, verdict(worst <= memoryLimit>>20, worst/float64(memoryLimit>>20), 1))
+	w("\nLargest fifo+split cell: +%.0f MiB of %d (%s).\n\n", worst, measured, verdict(worst <= memoryLimit>>20, worst/float64(memoryLimit>>20), 1))
 	return b.String()
 }

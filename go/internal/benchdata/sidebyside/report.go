@@ -112,11 +112,13 @@ func engineLabel(e string) string {
 // laterMeasurements points to what was measured apart from this report,
 // after the figures published here.
 const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figures below were measured with parts held in
-> memory. Since then parts wait on disk and reads stream 256 KiB blocks: see
-> [benchmarks-memory.md](benchmarks-memory.md), [benchmarks-memory-64.md](benchmarks-memory-64.md)
-> and [benchmarks-memory-16-32.md](benchmarks-memory-16-32.md) (1 GiB, lanes 1, 8, 16, 32, 64, zstd
-> and pgzip, local and S3, part sizes 16 MiB .. 5 GiB). Since 2026-11-24 a lane's pgzip, with as
-> many lanes as cores, is one sequential gzip stream: 64 lanes back up with +87 MiB.
+> memory. Since then parts wait on disk and reads stream 256 KiB blocks. The memory of the current
+> model is the section **Memory: peak RSS growth by lanes and part size** below, from a 4 GiB run
+> of its own ([benchmarks-memory-4g.md](benchmarks-memory-4g.md), 2026-11-24: lanes 1 to 64, zstd
+> and pgzip, local and S3, part sizes 16 MiB to 5 GiB, every fifo+split cell at most +182 MiB);
+> 1 GiB runs: [benchmarks-memory.md](benchmarks-memory.md),
+> [benchmarks-memory-16-32.md](benchmarks-memory-16-32.md), [benchmarks-memory-64.md](benchmarks-memory-64.md),
+> and pgzip in the lanes after the spool's write buffer: [benchmarks-pgzip-in-lane.md](benchmarks-pgzip-in-lane.md).
 
 > **Incremental backups (2026-11-23)**: a delta after 1 % and 10 % of the pages of a 4 GiB data
 > set changed, side by side with the full, and the restore of full + 1 and full + 6 deltas
@@ -276,7 +278,7 @@ func RenderWith(res *Results, docPath, svgPath, section string) error {
 		ref := map[string]float64{}
 		for _, k := range sorder {
 			g := sg[k]
-			if g.runs[0].PartSize == 16<<20 {
+			if g.runs[0].PartSize == 16<<20 && g.runs[0].Op == "backup" {
 				ref[fmt.Sprintf("%s|%g", g.runs[0].Shape, g.runs[0].SizeGiB)] = g.med(func(r Run) float64 { return r.Wall })
 			}
 		}

@@ -67,7 +67,7 @@ type profile struct {
 	PartsMiB    []int
 	SweepSizes  []int // MiB; data sets the part-size sweep runs on
 	SweepRepeat int
-	SweepLanes  int
+	SweepLanes  []int
 	Seed        uint64
 	// Plans, when set, replaces the product of the lists above: what runs on
 	// each data set (the standard profile picks a matrix 2 cores finish in
@@ -126,7 +126,7 @@ func (p profile) String() string {
 		}
 		ds = append(ds, fmt.Sprintf("%s %d MiB (%s)", d.Shape, d.MiB, strings.Join(rs, "; ")))
 	}
-	return fmt.Sprintf("%s: %d repeats; sweep parts %v MiB, N=%d, %d repeats; seed %d; data sets: %s",
+	return fmt.Sprintf("%s: %d repeats; sweep parts %v MiB, N=%v, %d repeats; seed %d; data sets: %s",
 		p.Name, p.Repeat, p.PartsMiB, p.SweepLanes, p.SweepRepeat, p.Seed, strings.Join(ds, "; "))
 }
 
@@ -166,7 +166,7 @@ func profileFromEnv() profile {
 		Name: "full", SizesMiB: []int{1024, 4096}, Shapes: []string{"many", "giant", "mixed"},
 		Lanes: all, S3Lanes: all, Repeat: 3,
 		Compressors: []string{"zstd", "pgzip"}, Storages: []string{"local", "s3"},
-		PartsMiB: parts, SweepSizes: []int{1024, 4096}, SweepRepeat: 3, SweepLanes: 2, Seed: 1,
+		PartsMiB: parts, SweepSizes: []int{1024, 4096}, SweepRepeat: 3, SweepLanes: []int{2}, Seed: 1,
 	}
 	switch os.Getenv("BENCH_PROFILE") {
 	case "quick": // 1 GiB mixed, ~10 minutes: a smoke run
@@ -174,7 +174,7 @@ func profileFromEnv() profile {
 			Name: "quick", SizesMiB: []int{1024}, Shapes: []string{"mixed"},
 			Lanes: []int{1, 2}, S3Lanes: []int{2}, Repeat: 3,
 			Compressors: []string{"zstd"}, Storages: []string{"local", "s3"},
-			PartsMiB: parts, SweepSizes: []int{1024}, SweepRepeat: 1, SweepLanes: 2, Seed: 1,
+			PartsMiB: parts, SweepSizes: []int{1024}, SweepRepeat: 1, SweepLanes: []int{2}, Seed: 1,
 		}
 	case "", "standard": // every axis of the issue, not every product: ~75 minutes on 2 cores
 		zstd := func(st string, lanes ...int) planRun { return planRun{Storage: st, Compressor: "zstd", Lanes: lanes} }
@@ -235,9 +235,7 @@ func profileFromEnv() profile {
 	if v, err := strconv.Atoi(os.Getenv("BENCH_SWEEP_REPEAT")); err == nil && v > 0 {
 		p.SweepRepeat = v
 	}
-	if v, err := strconv.Atoi(os.Getenv("BENCH_SWEEP_LANES")); err == nil && v > 0 {
-		p.SweepLanes = v
-	}
+	ints("BENCH_SWEEP_LANES", &p.SweepLanes)
 	if v, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
 		p.Seed = v
 	}
@@ -759,17 +757,30 @@ func (e *env) compare(st, comp string, n int) {
 	}
 }
 
-// sweep: fifo stdout with SweepLanes lanes, split on local disk, part sizes.
+// sweep: fifo stdout, split on local disk, each of SweepLanes x part sizes
+// where the spool fits: a backup may spool part x (lanes + upload
+// concurrency) bytes, and this data set's backup and restore need room too.
 func (e *env) sweep() {
-	n := e.p.SweepLanes
 	for rep := range e.p.SweepRepeat {
-		for _, mib := range e.p.PartsMiB {
-			part := int64(mib) << 20
-			bk, rs := e.roundTrip("local", e.plan.compressors()[0], engStdout, n, part, splitstorage.DefaultConfig().MemoryBudget)
-			bk.Rep, rs.Rep = rep, rep
-			e.res.Sweep = append(e.res.Sweep, bk, rs)
+		for _, n := range e.p.SweepLanes {
+			for _, mib := range e.p.PartsMiB {
+				part := int64(mib) << 20
+				if need, free := part*int64(n+splitstorage.DefaultConfig().UploadConcurrency)+e.raw*2, diskFreeBytes(e.b, os.TempDir()); need > free {
+					logf("sweep: N=%d part=%dMiB skipped: the spool and the backup need %d GiB, %d GiB free", n, mib, need>>30, free>>30)
+					continue
+				}
+				bk, rs := e.roundTrip("local", e.plan.compressors()[0], engStdout, n, part, splitstorage.DefaultConfig().MemoryBudget)
+				bk.Rep, rs.Rep = rep, rep
+				e.res.Sweep = append(e.res.Sweep, bk, rs)
+			}
 		}
 	}
+}
+
+func diskFreeBytes(b *testing.B, dir string) int64 {
+	var st syscall.Statfs_t
+	require.NoError(b, syscall.Statfs(dir, &st))
+	return int64(st.Bavail) * st.Bsize
 }
 
 // roundTrip backs up and restores once with one engine and returns both runs.

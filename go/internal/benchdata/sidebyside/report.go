@@ -314,8 +314,11 @@ func RenderWith(res *Results, docPath, svgPath, section string) error {
 		w("%s\n", t)
 	}
 	w("\n")
-	b.WriteString(notes)
-	w("\n")
+	if filepath.Base(docPath) == "benchmarks.md" {
+		// notes.md reads the standard run's figures: not another page's.
+		b.WriteString(notes)
+		w("\n")
+	}
 
 	// Per-phase tables of the last fifo runs: where the time goes.
 	w("## Where the time goes (the fifo engine's own per-phase table, last repeat)\n\nSeconds are busy time summed over lanes; `Source:Read` on backup is time waiting for the tool.\n\n")

@@ -22,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-	"github.com/klauspost/pgzip"
 	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/logutil"
@@ -340,7 +340,6 @@ type env struct {
 	sizeGiB float64
 	tb      *tabletdb.Tablet
 	raw     int64 // the tool's stream bytes
-	comp    map[string][]byte
 }
 
 func (e *env) setUp(bytes int64) {
@@ -383,12 +382,6 @@ func (e *env) addCeiling(name, what string, bytes int64, walls, cpus []float64) 
 // ceilings measures the parts of the path alone, on the same data.
 func (e *env) ceilings() {
 	b := e.b
-	// The stream and its compressed copies are held in memory: several GB
-	// live for a 4 GiB data set, and with the collector's default target
-	// (twice the live heap) the process once grew past the machine's 24 GiB
-	// and was killed. A soft limit at 3/4 of the machine makes it collect
-	// sooner; the timed parts start after a collection.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(procMemTotalKB() << 10 * 3 / 4))
 	// 1. The tool's stream to /dev/null.
 	var walls, cpus []float64
 	for range e.p.Repeat {
@@ -410,25 +403,34 @@ func (e *env) ceilings() {
 	e.dataset().RawBytes = e.raw
 	e.addCeiling("tool-devnull", "mariabackup --backup --stream=xbstream --parallel=4 > /dev/null", e.raw, walls, cpus)
 
-	// One stream kept in memory for the compressor and storage ceilings.
+	// One stream kept in a file for the other ceilings, which read it
+	// mapped, from the page cache, as the engines read the tool's pipe.
+	// Held in the heap instead, a 4 GiB data set's 5.9 GB stream and its
+	// compressed copies left the page cache a few GB: the compressors'
+	// CPU varied 2x between attempts, and writing the files alone cost
+	// more than the engine's whole restore.
+	streamPath := filepath.Join(e.tb.Root, "ceiling-stream")
+	f, err := os.Create(streamPath)
+	require.NoError(b, err)
 	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
-	var buf bytes.Buffer
-	buf.Grow(int(e.raw + e.raw/8))
-	cmd.Stdout = &buf
+	cmd.Stdout = f
 	require.NoError(b, cmd.Run())
-	stream := buf.Bytes()
+	require.NoError(b, f.Close())
+	defer os.Remove(streamPath)
+	stream, unmap := mapFile(b, streamPath)
+	defer unmap()
 
 	// 2. What every restore does after reading and decompressing: the
 	// stream's files written to the restores' disk alone (the engine's
-	// extraction, one lane, from memory), then the tool's --prepare alone
-	// on them, as the engine runs it (backup-my.cnf, 512 MiB).
+	// extraction, one lane), then the tool's --prepare alone on them, as
+	// the engine runs it (backup-my.cnf, 512 MiB).
 	var xw, xc, pw, pc []float64
 	for range e.p.Repeat {
 		dir := filepath.Join(e.tb.Root, "ceiling-restore")
 		require.NoError(b, os.RemoveAll(dir))
 		settle()
 		t0, c0 := time.Now(), cpuTime()
-		_, err := xbstream.Extract(context.Background(), dir, xbstream.ReaderLanes(bytes.NewReader(buf.Bytes())), xbstream.ExtractOptions{})
+		_, err := xbstream.Extract(context.Background(), dir, xbstream.ReaderLanes(bytes.NewReader(stream)), xbstream.ExtractOptions{})
 		require.NoError(b, err)
 		xw, xc = append(xw, time.Since(t0).Seconds()), append(xc, (cpuTime()-c0).Seconds())
 		settle()
@@ -438,58 +440,69 @@ func (e *env) ceilings() {
 		pw, pc = append(pw, time.Since(t0).Seconds()), append(pc, (cpuTime()-c0).Seconds())
 		require.NoError(b, os.RemoveAll(dir))
 	}
-	e.addCeiling("write-files-local", "the stream's files written to the restores' disk (xbstream.Extract, one lane, from memory)", e.raw, xw, xc)
+	e.addCeiling("write-files-local", "the stream's files written to the restores' disk (xbstream.Extract, one lane, from the page cache)", e.raw, xw, xc)
 	e.addCeiling("prepare", "mariabackup --prepare --use-memory=512M on those files, alone", e.raw, pw, pc)
 
-	// 3. The compressors alone, all cores, 8 MiB chunks.
-	e.comp = map[string][]byte{}
+	// 3. The compressors alone, all cores, 8 MiB chunks, each goroutine
+	// into one buffer of its own; then, untimed, the compressed chunks to
+	// a file for the decompressors and the storage.
+	var stored []byte
 	for _, comp := range e.plan.compressors() {
 		var cw, cc, dw, dc []float64
-		var total int64
-		var chunks [][]byte
-		var joined []byte
 		for range e.p.Repeat {
-			chunks, joined = nil, nil
 			settle()
 			t0, c0 := time.Now(), cpuTime()
-			chunks = compressChunks(b, comp, stream)
+			compressChunks(b, comp, stream, nil)
 			cw = append(cw, time.Since(t0).Seconds())
 			cc = append(cc, (cpuTime() - c0).Seconds())
-			chunks, joined = joinChunks(chunks)
+		}
+		compressed, chunks, unmap := compressToFile(b, comp, stream, filepath.Join(e.tb.Root, "ceiling-"+comp))
+		defer unmap()
+		for range e.p.Repeat {
 			settle()
-			t0, c0 = time.Now(), cpuTime()
+			t0, c0 := time.Now(), cpuTime()
 			decompressChunks(b, comp, chunks)
 			dw = append(dw, time.Since(t0).Seconds())
 			dc = append(dc, (cpuTime() - c0).Seconds())
 		}
-		total = int64(len(joined))
-		e.comp[comp] = joined
 		if comp == "zstd" {
-			e.dataset().ZstdBytes = total
+			e.dataset().ZstdBytes = int64(len(compressed))
 		}
-		e.addCeiling("compress-"+comp, fmt.Sprintf("%s level 1 over the stream, %d goroutines, 8 MiB chunks, from memory", comp, runtime.GOMAXPROCS(0)), int64(len(stream)), cw, cc)
-		e.addCeiling("decompress-"+comp, fmt.Sprintf("%s decompression of that, %d goroutines, to memory", comp, runtime.GOMAXPROCS(0)), int64(len(stream)), dw, dc)
+		if stored == nil {
+			stored = compressed
+		}
+		e.addCeiling("compress-"+comp, fmt.Sprintf("%s level 1 over the stream, %d goroutines, 8 MiB chunks, from the page cache", codecName(comp), runtime.GOMAXPROCS(0)), int64(len(stream)), cw, cc)
+		e.addCeiling("decompress-"+comp, fmt.Sprintf("%s decompression of that, %d goroutines, to memory", codecName(comp), runtime.GOMAXPROCS(0)), int64(len(stream)), dw, dc)
 	}
-	stream = nil
-	buf = bytes.Buffer{}
 
 	// 4. The storage alone: the split storage writing and reading the
-	// compressed bytes from memory, as many files as the largest lane count.
-	data := e.comp[e.plan.compressors()[0]]
+	// first compressor's bytes, as many files as the largest lane count.
 	for _, st := range e.plan.storages() {
 		lanes := e.plan.maxLanes(st)
 		var ww, wc, rw, rc []float64
 		for range e.p.Repeat {
 			s := e.splitStorage(st, 256<<20, 2<<30)
-			w, cw, r, cr := storageRoundTrip(b, s, data, lanes)
+			w, cw, r, cr := storageRoundTrip(b, s, stored, lanes)
 			ww, wc, rw, rc = append(ww, w), append(wc, cw), append(rw, r), append(rc, cr)
 			s.Close()
 		}
-		e.addCeiling("storage-write-"+st, fmt.Sprintf("split storage (%s), %d files written from memory, 256 MiB parts", st, lanes), int64(len(data)), ww, wc)
-		e.addCeiling("storage-read-"+st, fmt.Sprintf("split storage (%s), %d files read to io.Discard", st, lanes), int64(len(data)), rw, rc)
+		e.addCeiling("storage-write-"+st, fmt.Sprintf("split storage (%s), %d files written from the page cache, 256 MiB parts", st, lanes), int64(len(stored)), ww, wc)
+		e.addCeiling("storage-read-"+st, fmt.Sprintf("split storage (%s), %d files read to io.Discard", st, lanes), int64(len(stored)), rw, rc)
 	}
-	// Drop the in-memory copies: they would count in every run's baseline RSS.
-	e.comp = nil
+}
+
+// mapFile maps path read-only; unmap before the runs, whose baseline RSS
+// would count the pages touched.
+func mapFile(b *testing.B, path string) (data []byte, unmap func()) {
+	f, err := os.Open(path)
+	require.NoError(b, err)
+	defer f.Close()
+	st, err := f.Stat()
+	require.NoError(b, err)
+	require.NotZero(b, st.Size(), path)
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	require.NoError(b, err)
+	return data, func() { _ = syscall.Munmap(data) }
 }
 
 type countingWriter struct {
@@ -503,29 +516,50 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func compressChunks(b *testing.B, comp string, data []byte) [][]byte {
-	const chunk = 8 << 20
-	n := (len(data) + chunk - 1) / chunk
-	out := make([][]byte, n)
+// codecName is the codec a ceiling runs for the engines' compressor: the
+// format pgzip writes, by the fastest writer of it (the one the engine's
+// lanes use when there are as many as cores).
+func codecName(comp string) string {
+	if comp == "zstd" {
+		return "zstd (klauspost/compress)"
+	}
+	return "gzip (klauspost/compress, the format " + comp + " writes)"
+}
+
+const ceilingChunk = 8 << 20
+
+// compressChunks compresses data in 8 MiB chunks on every core, each
+// goroutine into a buffer of its own, and hands keep (nil: dropped) chunk
+// i's output as it is done, from several goroutines at once.
+func compressChunks(b *testing.B, comp string, data []byte, keep func(i int, c []byte)) {
+	n := (len(data) + ceilingChunk - 1) / ceilingChunk
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+			enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+			require.NoError(b, err)
+			var buf bytes.Buffer
+			zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+			require.NoError(b, err)
+			dst := make([]byte, 0, ceilingChunk+ceilingChunk/8)
 			for i := range next {
-				part := data[i*chunk : min((i+1)*chunk, len(data))]
+				part := data[i*ceilingChunk : min((i+1)*ceilingChunk, len(data))]
 				if comp == "zstd" {
-					out[i] = enc.EncodeAll(part, nil)
-					continue
+					dst = enc.EncodeAll(part, dst[:0])
+				} else {
+					buf.Reset()
+					zw.Reset(&buf)
+					_, err := zw.Write(part)
+					require.NoError(b, err)
+					require.NoError(b, zw.Close())
+					dst = buf.Bytes()
 				}
-				var buf bytes.Buffer
-				w, _ := pgzip.NewWriterLevel(&buf, 1)
-				_ = w.SetConcurrency(1<<20, 1)
-				_, _ = w.Write(part)
-				_ = w.Close()
-				out[i] = buf.Bytes()
+				if keep != nil {
+					keep(i, dst)
+				}
 			}
 		}()
 	}
@@ -534,7 +568,33 @@ func compressChunks(b *testing.B, comp string, data []byte) [][]byte {
 	}
 	close(next)
 	wg.Wait()
-	return out
+}
+
+// compressToFile writes data's compressed chunks to path and returns the
+// file mapped, each chunk a slice of it (in the file, in the order they
+// were done), and its unmap.
+func compressToFile(b *testing.B, comp string, data []byte, path string) (all []byte, chunks [][]byte, unmap func()) {
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer os.Remove(path) // the mapping keeps it until unmapped
+	type span struct{ off, n int }
+	spans := make([]span, (len(data)+ceilingChunk-1)/ceilingChunk)
+	var mu sync.Mutex
+	off := 0
+	compressChunks(b, comp, data, func(i int, c []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := f.Write(c)
+		require.NoError(b, err)
+		spans[i] = span{off, len(c)}
+		off += len(c)
+	})
+	require.NoError(b, f.Close())
+	all, unmap = mapFile(b, path)
+	for _, s := range spans {
+		chunks = append(chunks, all[s.off:s.off+s.n])
+	}
+	return all, chunks, unmap
 }
 
 // settle starts a measurement from the same state: the garbage of the last
@@ -549,23 +609,6 @@ func settle() {
 	syscall.Sync()
 }
 
-// joinChunks copies chunks into one buffer of their exact size and returns
-// them as slices of it: the compressors' own buffers (up to twice what they
-// hold) become garbage.
-func joinChunks(chunks [][]byte) ([][]byte, []byte) {
-	n := 0
-	for _, c := range chunks {
-		n += len(c)
-	}
-	joined := make([]byte, 0, n)
-	out := make([][]byte, len(chunks))
-	for i, c := range chunks {
-		joined = append(joined, c...)
-		out[i] = joined[len(joined)-len(c):]
-	}
-	return out, joined
-}
-
 func decompressChunks(b *testing.B, comp string, chunks [][]byte) {
 	var wg sync.WaitGroup
 	next := make(chan []byte)
@@ -573,17 +616,19 @@ func decompressChunks(b *testing.B, comp string, chunks [][]byte) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-			dst := make([]byte, 0, 9<<20)
+			dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+			require.NoError(b, err)
+			defer dec.Close()
+			var zr gzip.Reader
+			dst := make([]byte, 0, ceilingChunk+1<<20)
 			for c := range next {
 				if comp == "zstd" {
 					_, err := dec.DecodeAll(c, dst[:0])
 					require.NoError(b, err)
 					continue
 				}
-				r, err := pgzip.NewReader(bytes.NewReader(c))
-				require.NoError(b, err)
-				_, err = io.Copy(io.Discard, r)
+				require.NoError(b, zr.Reset(bytes.NewReader(c)))
+				_, err := io.CopyBuffer(io.Discard, &zr, dst[:cap(dst)])
 				require.NoError(b, err)
 			}
 		}()
@@ -757,21 +802,24 @@ func (e *env) compare(st, comp string, n int) {
 	}
 }
 
-// sweep: fifo stdout, split on local disk, each of SweepLanes x part sizes
-// where the spool fits: a backup may spool part x (lanes + upload
-// concurrency) bytes, and this data set's backup and restore need room too.
+// sweep: fifo stdout, split on local disk, each of the plan's compressors x
+// SweepLanes x part sizes where the spool fits: a backup may spool part x
+// (lanes + upload concurrency) bytes, and this data set's backup and
+// restore need room too.
 func (e *env) sweep() {
 	for rep := range e.p.SweepRepeat {
-		for _, n := range e.p.SweepLanes {
-			for _, mib := range e.p.PartsMiB {
-				part := int64(mib) << 20
-				if need, free := part*int64(n+splitstorage.DefaultConfig().UploadConcurrency)+e.raw*2, diskFreeBytes(e.b, os.TempDir()); need > free {
-					logf("sweep: N=%d part=%dMiB skipped: the spool and the backup need %d GiB, %d GiB free", n, mib, need>>30, free>>30)
-					continue
+		for _, comp := range e.plan.compressors() {
+			for _, n := range e.p.SweepLanes {
+				for _, mib := range e.p.PartsMiB {
+					part := int64(mib) << 20
+					if need, free := part*int64(n+splitstorage.DefaultConfig().UploadConcurrency)+e.raw*2, diskFreeBytes(e.b, os.TempDir()); need > free {
+						logf("sweep: %s N=%d part=%dMiB skipped: the spool and the backup need %d GiB, %d GiB free", comp, n, mib, need>>30, free>>30)
+						continue
+					}
+					bk, rs := e.roundTrip("local", comp, engStdout, n, part, splitstorage.DefaultConfig().MemoryBudget)
+					bk.Rep, rs.Rep = rep, rep
+					e.res.Sweep = append(e.res.Sweep, bk, rs)
 				}
-				bk, rs := e.roundTrip("local", e.plan.compressors()[0], engStdout, n, part, splitstorage.DefaultConfig().MemoryBudget)
-				bk.Rep, rs.Rep = rep, rep
-				e.res.Sweep = append(e.res.Sweep, bk, rs)
 			}
 		}
 	}

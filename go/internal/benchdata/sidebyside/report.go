@@ -273,13 +273,16 @@ func RenderWith(res *Results, docPath, svgPath, section string) error {
 
 	if len(res.Sweep) > 0 {
 		w("## Part-size sweep (fifo+split, source stdout, local disk)\n\n")
-		w("| data | part MiB | N | budget MiB | reps | backup wall s | objects | objects per TiB stored | vs 16 MiB | backup RSS growth MiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		w("| data | compressor | part MiB | N | budget MiB | reps | backup wall s | objects | objects per TiB stored | vs 16 MiB | backup RSS growth MiB |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		sg, sorder := groups(res.Sweep)
+		// vs 16 MiB: the same backup (data, compressor, lanes) with 16 MiB parts.
+		refKey := func(r Run) string { return fmt.Sprintf("%s|%g|%s|%d", r.Shape, r.SizeGiB, r.Compressor, r.Lanes) }
 		ref := map[string]float64{}
+		layoutTarget := false
 		for _, k := range sorder {
 			g := sg[k]
 			if g.runs[0].PartSize == 16<<20 && g.runs[0].Op == "backup" {
-				ref[fmt.Sprintf("%s|%g", g.runs[0].Shape, g.runs[0].SizeGiB)] = g.med(func(r Run) float64 { return r.Wall })
+				ref[refKey(g.runs[0])] = g.med(func(r Run) float64 { return r.Wall })
 			}
 		}
 		for _, k := range sorder {
@@ -294,15 +297,18 @@ func RenderWith(res *Results, docPath, svgPath, section string) error {
 			// Per TiB: parts of a TiB of lane data + the per-file and per-backup objects.
 			perTiB := math.Ceil(float64(1<<40)/float64(r0.PartSize)) + float64(r0.Lanes+1) + 2
 			vs := "-"
-			if rw := ref[fmt.Sprintf("%s|%g", r0.Shape, r0.SizeGiB)]; rw > 0 {
+			if rw := ref[refKey(r0)]; rw > 0 {
 				vs = fmt.Sprintf("%.2fx", wall/rw)
 				if r0.PartSize == 256<<20 {
-					targets = append(targets, fmt.Sprintf("| default part at most 1.05x the 16 MiB time | %s %g GiB | %.2fx | %s |", r0.Shape, r0.SizeGiB, wall/rw, verdict(wall/rw <= 1.05, wall/rw, 1.05)))
+					targets = append(targets, fmt.Sprintf("| default part at most 1.05x the 16 MiB time | %s %g GiB, %s, N=%d | %.2fx | %s |", r0.Shape, r0.SizeGiB, r0.Compressor, r0.Lanes, wall/rw, verdict(wall/rw <= 1.05, wall/rw, 1.05)))
+				}
+				if r0.PartSize == 256<<20 && !layoutTarget {
+					layoutTarget = true // the same for every compressor and lane count
 					targets = append(targets, fmt.Sprintf("| at most 4,096 objects per TiB at the default part | layout | %.0f part objects per TiB (+%d index/MANIFEST/marker objects per backup) | %s |", math.Ceil(float64(1<<40)/float64(r0.PartSize)), r0.Lanes+1+2, verdict(float64(1<<40)/float64(r0.PartSize) <= 4096, 1, 1)))
 				}
 			}
 			rss := g.med(func(r Run) float64 { return float64(r.SelfRSS - r.SelfBase) })
-			w("| %s %g GiB | %d | %d | %d | %d | %.1f | %.0f | %.0f | %s | +%.0f |\n", r0.Shape, r0.SizeGiB, r0.PartSize>>20, r0.Lanes, r0.Budget>>20, len(g.runs), wall, obj, perTiB, vs, rss/(1<<20))
+			w("| %s %g GiB | %s | %d | %d | %d | %d | %.1f | %.0f | %.0f | %s | +%.0f |\n", r0.Shape, r0.SizeGiB, r0.Compressor, r0.PartSize>>20, r0.Lanes, r0.Budget>>20, len(g.runs), wall, obj, perTiB, vs, rss/(1<<20))
 			_ = stored
 		}
 		w("\n")

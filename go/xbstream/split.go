@@ -48,6 +48,14 @@ type ChunkObserver interface {
 	BeginChunk(path string) error
 }
 
+// A ChunkEndObserver lane writer is also told when each chunk dealt to it
+// has been written, from the same goroutine: until the next chunk comes it
+// is idle, and may let go of what it holds only while a chunk is written
+// (a compressor whose frame ends there).
+type ChunkEndObserver interface {
+	EndChunk() error
+}
+
 // maxChunksInFlight is how many chunks the lanes may be writing at once,
 // beyond the one each source is parsing.
 const maxChunksInFlight = 8
@@ -304,6 +312,9 @@ func writeItem(w io.Writer, it *splitItem, st *LaneStats) error {
 	}
 	if it.pooled { // a chunk, not a sequence record
 		st.Chunks++
+		if o, ok := w.(ChunkEndObserver); ok {
+			return o.EndChunk()
+		}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -825,6 +826,27 @@ func (e *env) sweep() {
 	}
 }
 
+// allocProfile, with BENCH_ALLOC_PROFILE set, writes the allocations so far
+// to logs/<run>-before.pprof now and to -after.pprof when the returned
+// function is called: what a run allocated is
+//
+//	go tool pprof -sample_index=alloc_space -base X-before.pprof X-after.pprof
+func (e *env) allocProfile(r Run) func() {
+	if os.Getenv("BENCH_ALLOC_PROFILE") == "" {
+		return func() {}
+	}
+	name := filepath.Join(e.outDir, "logs", fmt.Sprintf("%s-%s-%s-N%d-part%d-%s-rep%d", r.Storage, r.Compressor, r.Engine, r.Lanes, r.PartSize>>20, r.Op, r.Rep))
+	write := func(suffix string) {
+		runtime.GC() // the profile is as of the last collection
+		f, err := os.Create(name + suffix)
+		require.NoError(e.b, err)
+		defer f.Close()
+		require.NoError(e.b, pprof.Lookup("allocs").WriteTo(f, 0))
+	}
+	write("-before.pprof")
+	return func() { write("-after.pprof") }
+}
+
 func diskFreeBytes(b *testing.B, dir string) int64 {
 	var st syscall.Statfs_t
 	require.NoError(b, syscall.Statfs(dir, &st))
@@ -903,6 +925,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	bk.Op = "backup"
 	settle()
 	bk.SelfBase = resetPeakRSS()
+	profile := e.allocProfile(bk)
 	smp := startSampler()
 	t0, c0 := time.Now(), cpuTime()
 	err := mysqlctl.Backup(ctx, mysqlctl.BackupParams{
@@ -913,6 +936,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	bk.Wall, bk.CPU = time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
 	bk.ToolRSS, bk.ToolComm, bk.ServerCPU = smp.finish()
 	bk.SelfRSS = selfPeakRSS()
+	profile()
 	e.writeLog(logger, bk)
 	require.NoError(b, err, "backup %s: %s", eng, tailOf(logger.String()))
 	bk.PhaseTable = phaseTable(logger)

@@ -250,16 +250,28 @@ type laneWriter struct {
 	closed bool
 
 	// Seekable lanes (laneindex.go): frames is nil when the compressor
-	// cannot restart (an external command).
-	frames    *laneFrames
-	nextFrame func(io.WriteCloser) (io.WriteCloser, error)
+	// cannot restart (an external command). Their compressors come from
+	// pool, and comp is nil between frames.
+	frames *laneFrames
+	pool   *framePool
+	dest   io.Writer // the metered lane file, under the compressor
 }
 
 // compressorInput writes to the lane's current compressor (restarted at
 // each frame), so the meter in front of it stays one.
 type compressorInput struct{ l *laneWriter }
 
-func (c compressorInput) Write(p []byte) (int, error) { return c.l.comp.Write(p) }
+func (c compressorInput) Write(p []byte) (int, error) {
+	l := c.l
+	if l.comp == nil { // a frame starts
+		comp, err := l.pool.get(l.dest)
+		if err != nil {
+			return 0, fmt.Errorf("starting the compressor: %w", err)
+		}
+		l.comp = comp
+	}
+	return l.comp.Write(p)
+}
 
 // BeginChunk is xbstream.ChunkObserver: past frameSize raw bytes, the chunk
 // starts a new compressed frame; the frame's files are recorded.
@@ -270,15 +282,37 @@ func (l *laneWriter) BeginChunk(path string) error {
 	raw := l.raw.Load()
 	if l.frames.startsFrame(raw) {
 		if len(l.frames.frames) > 0 {
-			comp, err := l.nextFrame(l.comp)
-			if err != nil {
-				return fmt.Errorf("lane %d (%s): restarting the compressor: %w", l.index, l.name, err)
+			if err := l.endFrame(); err != nil { // a cut or end record may have opened one
+				return err
 			}
-			l.comp = comp
 		}
 		l.frames.add(Frame{Stored: l.stored.Load(), Raw: raw})
 	}
 	l.frames.note(path)
+	return nil
+}
+
+// EndChunk is xbstream.ChunkEndObserver: a frame past frameSize raw bytes
+// ends now, not when the next chunk comes, and its compressor goes back to
+// the pool for whichever lane writes next (framePool).
+func (l *laneWriter) EndChunk() error {
+	if l.frames == nil || len(l.frames.frames) == 0 || !l.frames.startsFrame(l.raw.Load()) {
+		return nil
+	}
+	return l.endFrame()
+}
+
+// endFrame closes the open frame, if any: everything it was given reaches
+// the lane file.
+func (l *laneWriter) endFrame() error {
+	if l.comp == nil {
+		return nil
+	}
+	comp := l.comp
+	l.comp = nil
+	if err := l.pool.end(comp); err != nil {
+		return fmt.Errorf("lane %d (%s): ending a compressed frame: %w", l.index, l.name, err)
+	}
 	return nil
 }
 
@@ -299,6 +333,7 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 	}
 	destWrite := b.stats.bytesFunc("Destination:Write")
 	compWrite := b.stats.bytesFunc("Compressor:Write")
+	pool := newFramePool(ctx, compression, b.logger)
 	for i := 0; i < b.cfg.Lanes; i++ {
 		l := &laneWriter{index: i, name: laneFileName(i, ext)}
 		start := time.Now()
@@ -308,21 +343,19 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 			return vterrors.Wrapf(err, "cannot add lane file %s to the backup", l.name)
 		}
 		l.file = f
-		dest := ioutil.NewMeteredWriter(f, destWrite, func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
-		comp, err := compression.newCompressor(ctx, dest, b.logger)
+		l.dest = ioutil.NewMeteredWriter(f, destWrite, func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
+		l.pool = pool
+		l.in = ioutil.NewMeteredWriter(compressorInput{l}, compWrite)
+		b.lanes = append(b.lanes, l)
+		if compression.seekable() {
+			l.frames = newLaneFrames() // the first frame takes its compressor at its first byte
+			continue
+		}
+		comp, err := pool.get(l.dest) // one stream per lane, started now (an external command)
 		if err != nil {
-			b.lanes = append(b.lanes, l)
 			return vterrors.Wrapf(err, "lane %d: cannot start the compressor", i)
 		}
 		l.comp = comp
-		l.in = ioutil.NewMeteredWriter(compressorInput{l}, compWrite)
-		if compression.seekable() {
-			l.frames = newLaneFrames()
-			l.nextFrame = func(comp io.WriteCloser) (io.WriteCloser, error) {
-				return compression.nextFrame(ctx, comp, dest, b.logger)
-			}
-		}
-		b.lanes = append(b.lanes, l)
 	}
 	return nil
 }

@@ -224,9 +224,15 @@ func (c *CompressionConfig) nextFrame(ctx context.Context, comp io.WriteCloser, 
 	if err := comp.Close(); err != nil {
 		return nil, err
 	}
+	return c.reuse(ctx, comp, w, logger)
+}
+
+// reuse returns the compressor of a new frame writing to w: comp, closed,
+// reset where the library can, a new one otherwise (see nextFrame).
+func (c *CompressionConfig) reuse(ctx context.Context, comp io.WriteCloser, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
 	switch comp := comp.(type) {
 	case nopWriteCloser:
-		return comp, nil
+		return nopWriteCloser{w}, nil
 	case *zstd.Encoder:
 		comp.Reset(w)
 		return comp, nil

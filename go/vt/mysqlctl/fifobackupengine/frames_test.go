@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -158,4 +159,99 @@ func BenchmarkFrameRestart(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestLanesShareCompressorsBetweenFrames: lanes written one chunk at a time
+// end each frame once it passes frameSize and hand its compressor on, so 16
+// lanes take a few compressors, not 16; every lane still decodes whole and
+// from each frame start it recorded. A lane whose chunks stay under
+// frameSize keeps its frame, and its compressor, open.
+func TestLanesShareCompressorsBetweenFrames(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	ctx := context.Background()
+	logger := logutil.NewMemoryLogger()
+	for _, name := range []string{mysqlctl.ZstdCompressor, "pgzip-in-lane", mysqlctl.Lz4Compressor, "none"} {
+		t.Run(name, func(t *testing.T) {
+			engine, inLane := strings.CutSuffix(name, "-in-lane")
+			c := CompressionConfig{Enabled: engine != "none", Engine: engine, Level: 1, BlockSize: 250000, Blocks: 2}
+			if inLane {
+				c = c.forLanes(runtime.GOMAXPROCS(0))
+			}
+			pool := newFramePool(ctx, c, logger)
+			const lanes = 16
+			outs := make([]*bytes.Buffer, lanes)
+			raws := make([][]byte, lanes)
+			ls := make([]*laneWriter, lanes)
+			for i := range ls {
+				outs[i] = &bytes.Buffer{}
+				l := &laneWriter{index: i, name: "lane", frames: newLaneFrames(), pool: pool}
+				l.dest = countingDest{outs[i], &l.stored}
+				l.in = compressorInput{l}
+				ls[i] = l
+			}
+			write := func(l *laneWriter, n int) {
+				require.NoError(t, l.BeginChunk("f"))
+				p := make([]byte, n)
+				for j := range p {
+					p[j] = byte(rng.Intn(16))
+				}
+				_, err := l.Write(p)
+				require.NoError(t, err)
+				raws[l.index] = append(raws[l.index], p...)
+				require.NoError(t, l.EndChunk())
+			}
+			for round := 0; round < 3; round++ {
+				for i, l := range ls {
+					if i == lanes-1 {
+						write(l, 1000) // stays under frameSize: its frame stays open
+						continue
+					}
+					write(l, int(frameSize)+rng.Intn(1000))
+				}
+			}
+			assert.NotNil(t, ls[lanes-1].comp, "the small lane's frame is open")
+			for i, l := range ls {
+				if i < lanes-1 {
+					assert.Nil(t, l.comp, "lane %d ended its frame with its chunk", i)
+				}
+			}
+			assert.LessOrEqual(t, len(pool.idle), 2, "lanes written one at a time share one compressor (and the open lane holds another)")
+			for i, l := range ls {
+				if l.comp != nil {
+					require.NoError(t, l.comp.Close())
+				}
+				m := &Manifest{Compressed: c.Enabled, CompressionEngine: engine}
+				if inLane {
+					m.Lanes = make([]LaneInfo, runtime.GOMAXPROCS(0))
+				}
+				decode := func(from int64) []byte {
+					d, err := newDecompressor(ctx, m, c, bytes.NewReader(outs[i].Bytes()[from:]), logger)
+					require.NoError(t, err)
+					got, err := io.ReadAll(d)
+					require.NoError(t, err)
+					require.NoError(t, d.Close())
+					return got
+				}
+				require.True(t, bytes.Equal(raws[i], decode(0)), "lane %d whole", i)
+				for _, fr := range l.frames.frames {
+					require.True(t, bytes.Equal(raws[i][fr.Raw:], decode(fr.Stored)), "lane %d from the frame at raw %d", i, fr.Raw)
+				}
+				if i < lanes-1 {
+					assert.Len(t, l.frames.frames, 3, "lane %d: a frame per chunk", i)
+				}
+			}
+		})
+	}
+}
+
+// countingDest is a lane file that counts what the compressor stored.
+type countingDest struct {
+	w      io.Writer
+	stored *atomic.Int64
+}
+
+func (d countingDest) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	d.stored.Add(int64(n))
+	return n, err
 }

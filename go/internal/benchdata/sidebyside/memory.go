@@ -14,7 +14,7 @@ const memoryLimit = 256 << 20
 // figures of docs/benchmarks.md come from a different run): the peak RSS
 // growth of every backup and restore, fifo+split beside Vitess's
 // xtrabackup engine at the same lanes with the wall-time ratio, then the
-// part-size sweep. detail is the memory run's own page.
+// part-size sweep. detail is the memory run's own page ("": this is it).
 func MemoryTable(mem *Results, detail string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -33,7 +33,11 @@ func MemoryTable(mem *Results, detail string) string {
 	wall := func(g *group) float64 { return g.med(func(r Run) float64 { return r.Wall }) }
 
 	w("## Memory: peak RSS growth by lanes and part size (one run)\n\n")
-	w("From one run of its own, not the run above: profile %s, started %s, %.0f minutes; every figure, the wall times and the run's notes are in [%s](%s). Command:\n\n```\n%s\n```\n\n", mem.Profile, mem.Started, mem.Minutes, detail, detail, mem.Command)
+	if detail == "" { // the memory run's own page
+		w("From this page's run: every backup and restore's growth, the restores' included.\n\n")
+	} else {
+		w("From one run of its own, not the run above: profile %s, started %s, %.0f minutes; every figure, the wall times and the run's notes are in [%s](%s). Command:\n\n```\n%s\n```\n\n", mem.Profile, mem.Started, mem.Minutes, detail, detail, mem.Command)
+	}
 	w("Peak RSS growth of the benchmark process (MiB over its RSS just before; the engine, compressors and storage client run in it), median of the repeats; the target is at most %d MiB for every fifo+split cell. vs peer: wall time / the peer's at the same lanes, compressor and storage.\n\n", memoryLimit>>20)
 	w("| data | storage | compressor | N | backup fifo+split | backup peer | backup vs peer | restore fifo+split | restore peer | restore vs peer |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	// The peer's runs have no part size: a cell is found by everything else.

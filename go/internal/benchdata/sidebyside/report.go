@@ -114,8 +114,9 @@ func engineLabel(e string) string {
 const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figures below were measured with parts held in
 > memory. Since then parts wait on disk and reads stream 256 KiB blocks. The memory of the current
 > model is the section **Memory: peak RSS growth by lanes and part size** below, from a 4 GiB run
-> of its own ([benchmarks-memory-4g.md](benchmarks-memory-4g.md), 2026-11-24: lanes 1 to 64, zstd
-> and pgzip, local and S3, part sizes 16 MiB to 5 GiB, every fifo+split cell at most +182 MiB);
+> of its own ([benchmarks-memory-4g.md](benchmarks-memory-4g.md), 2026-11-24: lanes 1 to 64 x part
+> sizes 16 MiB to 5 GiB where the spool fits, zstd and pgzip, local and S3, every fifo+split cell
+> at most +201 MiB);
 > 1 GiB runs: [benchmarks-memory.md](benchmarks-memory.md),
 > [benchmarks-memory-16-32.md](benchmarks-memory-16-32.md), [benchmarks-memory-64.md](benchmarks-memory-64.md),
 > and pgzip in the lanes after the spool's write buffer: [benchmarks-pgzip-in-lane.md](benchmarks-pgzip-in-lane.md).

@@ -57,6 +57,9 @@ func run(doc, memory, memoryDoc string, files []string) error {
 		if err != nil {
 			return err
 		}
+		if filepath.Clean(memoryDoc) == filepath.Clean(doc) {
+			link = "" // the memory run's own page
+		}
 		section = sidebyside.MemoryTable(mem, filepath.ToSlash(link))
 	}
 	return sidebyside.RenderWith(res, doc, sidebyside.SVGFor(doc), section)

@@ -149,3 +149,61 @@ func TestSelectRefusesIncompleteFiles(t *testing.T) {
 	_, err = Extract(context.Background(), t.TempDir(), readers([][]byte{swapped, parts[1]}), ExtractOptions{Select: sel})
 	require.ErrorIs(t, err, ErrSequence)
 }
+
+// endObservedLane records, for each chunk dealt to it, the lane's length
+// when the chunk began and when it ended.
+type endObservedLane struct {
+	bytes.Buffer
+	begins, ends []int
+}
+
+func (l *endObservedLane) BeginChunk(string) error {
+	if len(l.begins) != len(l.ends) {
+		return fmt.Errorf("chunk %d began before chunk %d ended", len(l.begins), len(l.begins)-1)
+	}
+	l.begins = append(l.begins, l.Len())
+	return nil
+}
+
+func (l *endObservedLane) EndChunk() error {
+	if len(l.ends) != len(l.begins)-1 {
+		return fmt.Errorf("an end without its chunk's beginning (%d begun, %d ended)", len(l.begins), len(l.ends))
+	}
+	l.ends = append(l.ends, l.Len())
+	return nil
+}
+
+// TestChunkEndObserver: every chunk dealt to a lane, whole or in pieces, is
+// ended once, after all of its bytes (its sequence record, header and
+// payload) were written and before the next begins; cut and end records are
+// neither begun nor ended.
+func TestChunkEndObserver(t *testing.T) {
+	s := newSB(t)
+	for i := range 30 {
+		s.file(fmt.Sprintf("db/t%02d.ibd", i), patterned(500+i*811, byte(i)), 4096)
+	}
+	stream := s.bytes()
+	for _, piece := range []int{0, 1024} {
+		lanes := make([]*endObservedLane, 3)
+		ws := make([]io.Writer, len(lanes))
+		for i := range lanes {
+			lanes[i] = &endObservedLane{}
+			ws[i] = lanes[i]
+		}
+		stats, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: piece})
+		require.NoError(t, err)
+		for i, l := range lanes {
+			require.Len(t, l.ends, len(l.begins), "piece %d lane %d", piece, i)
+			require.EqualValues(t, stats[i].Chunks, len(l.ends), "piece %d lane %d", piece, i)
+			for j := range l.begins {
+				next := l.Len()
+				if j+1 < len(l.begins) {
+					next = l.begins[j+1]
+				}
+				require.Greater(t, l.ends[j], l.begins[j], "chunk %d wrote bytes before its end", j)
+				require.LessOrEqual(t, l.ends[j], next, "chunk %d ended before the next began", j)
+			}
+			require.Less(t, l.ends[len(l.ends)-1], l.Len(), "lane %d: the end record follows the last chunk, unannounced", i)
+		}
+	}
+}

@@ -49,9 +49,9 @@ type ChunkObserver interface {
 }
 
 // A ChunkEndObserver lane writer is also told when each chunk dealt to it
-// has been written, from the same goroutine: until the next chunk comes it
-// is idle, and may let go of what it holds only while a chunk is written
-// (a compressor whose frame ends there).
+// has been written, from the same goroutine. It may then let go of what it
+// needs only while writing (a compressor whose frame ends there): it may
+// wait long for its next chunk.
 type ChunkEndObserver interface {
 	EndChunk() error
 }

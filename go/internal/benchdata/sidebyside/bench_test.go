@@ -827,7 +827,7 @@ func (e *env) sweep() {
 }
 
 // allocProfile, with BENCH_ALLOC_PROFILE set, writes the allocations so far
-// to logs/<run>-before.pprof now and to -after.pprof when the returned
+// to logs/<runName>-before.pprof now and to -after.pprof when the returned
 // function is called: what a run allocated is
 //
 //	go tool pprof -sample_index=alloc_space -base X-before.pprof X-after.pprof
@@ -835,7 +835,7 @@ func (e *env) allocProfile(r Run) func() {
 	if os.Getenv("BENCH_ALLOC_PROFILE") == "" {
 		return func() {}
 	}
-	name := filepath.Join(e.outDir, "logs", fmt.Sprintf("%s-%s-%s-N%d-part%d-%s-rep%d", r.Storage, r.Compressor, r.Engine, r.Lanes, r.PartSize>>20, r.Op, r.Rep))
+	name := filepath.Join(e.outDir, "logs", runName(r))
 	write := func(suffix string) {
 		runtime.GC() // the profile is as of the last collection
 		f, err := os.Create(name + suffix)
@@ -993,8 +993,13 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 }
 
 func (e *env) writeLog(l *logutil.MemoryLogger, r Run) {
-	name := fmt.Sprintf("%s-%g-%s-%s-%s-%d-%dMiB-%s-%d.log", r.Shape, r.SizeGiB, r.Storage, r.Compressor, r.Engine, r.Lanes, r.PartSize>>20, r.Op, time.Now().UnixNano())
-	_ = os.WriteFile(filepath.Join(e.outDir, "logs", name), []byte(l.String()), 0o644)
+	_ = os.WriteFile(filepath.Join(e.outDir, "logs", runName(r)+".log"), []byte(l.String()), 0o644)
+}
+
+// runName names one run's files under logs/, each run apart (a repeat's
+// number is set after the run).
+func runName(r Run) string {
+	return fmt.Sprintf("%s-%g-%s-%s-%s-%d-%dMiB-%s-%d", r.Shape, r.SizeGiB, r.Storage, r.Compressor, r.Engine, r.Lanes, r.PartSize>>20, r.Op, time.Now().UnixNano())
 }
 
 func phaseTable(l *logutil.MemoryLogger) string {

@@ -213,22 +213,13 @@ func (c *CompressionConfig) seekable() bool {
 	return !c.Enabled || c.Engine != mysqlctl.ExternalCompressor
 }
 
-// nextFrame ends comp's frame (everything it was given reaches w) and
-// returns the compressor of the next one, writing to w: comp itself reset
-// where the library can (zstd, gzip; pgzip, whose Reset restores its
-// default concurrency, set again), a new one otherwise (lz4's Reset clears
-// its level; pargzip has none). A new pgzip writer per frame would start
-// with empty pools of blocks and flate writers: at 64 lanes and 1 MiB
-// frames that took 2.2 GiB where one writer reset takes 0.3 GiB.
-func (c *CompressionConfig) nextFrame(ctx context.Context, comp io.WriteCloser, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
-	if err := comp.Close(); err != nil {
-		return nil, err
-	}
-	return c.reuse(ctx, comp, w, logger)
-}
-
-// reuse returns the compressor of a new frame writing to w: comp, closed,
-// reset where the library can, a new one otherwise (see nextFrame).
+// reuse returns the compressor of a new frame writing to w, given comp,
+// whose frame has ended (closed): comp itself reset where the library can
+// (zstd, gzip; pgzip, whose Reset restores its default concurrency, set
+// again), a new one otherwise (lz4's Reset clears its level; pargzip has
+// none). A new pgzip writer per frame would start with empty pools of blocks
+// and flate writers: at 64 lanes and 1 MiB frames that took 2.2 GiB where
+// one writer reset takes 0.3 GiB.
 func (c *CompressionConfig) reuse(ctx context.Context, comp io.WriteCloser, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
 	switch comp := comp.(type) {
 	case nopWriteCloser:

@@ -7,19 +7,20 @@ import (
 	"math/rand"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 )
 
 // TestFramesOfEveryCodec: each codec's lane, its compressor restarted with
-// nextFrame, decodes whole as one stream (a full restore) and from the
+// a framePool, decodes whole as one stream (a full restore) and from the
 // start of any frame on its own (a table restore's ranged read).
 func TestFramesOfEveryCodec(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
@@ -41,12 +42,14 @@ func TestFramesOfEveryCodec(t *testing.T) {
 				require.True(t, c.gzipInLane)
 			}
 			var lane bytes.Buffer
-			comp, err := c.newCompressor(ctx, &lane, logger)
+			pool := newFramePool(ctx, c, logger)
+			comp, err := pool.get(&lane)
 			require.NoError(t, err)
 			var starts []int
 			for i, f := range frames {
 				if i > 0 {
-					comp, err = c.nextFrame(ctx, comp, &lane, logger)
+					require.NoError(t, pool.end(comp))
+					comp, err = pool.get(&lane)
 					require.NoError(t, err)
 				}
 				starts = append(starts, lane.Len())
@@ -137,13 +140,15 @@ func BenchmarkFrameRestart(b *testing.B) {
 			b.Run(run, func(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				var lane bytes.Buffer
+				pool := newFramePool(ctx, c, logger)
 				for b.Loop() {
 					lane.Reset()
-					comp, err := c.newCompressor(ctx, &lane, logger)
+					comp, err := pool.get(&lane)
 					require.NoError(b, err)
 					for off := 0; off < len(data); off += 64 << 10 {
 						if frame > 0 && off > 0 && off%frame == 0 {
-							comp, err = c.nextFrame(ctx, comp, &lane, logger)
+							require.NoError(b, pool.end(comp))
+							comp, err = pool.get(&lane)
 							require.NoError(b, err)
 						}
 						_, err := comp.Write(data[off : off+64<<10])
@@ -185,7 +190,7 @@ func TestLanesShareCompressorsBetweenFrames(t *testing.T) {
 			for i := range ls {
 				outs[i] = &bytes.Buffer{}
 				l := &laneWriter{index: i, name: "lane", frames: newLaneFrames(), pool: pool}
-				l.dest = countingDest{outs[i], &l.stored}
+				l.dest = ioutil.NewMeteredWriter(outs[i], func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
 				l.in = compressorInput{l}
 				ls[i] = l
 			}
@@ -242,16 +247,4 @@ func TestLanesShareCompressorsBetweenFrames(t *testing.T) {
 			}
 		})
 	}
-}
-
-// countingDest is a lane file that counts what the compressor stored.
-type countingDest struct {
-	w      io.Writer
-	stored *atomic.Int64
-}
-
-func (d countingDest) Write(p []byte) (int, error) {
-	n, err := d.w.Write(p)
-	d.stored.Add(int64(n))
-	return n, err
 }

@@ -17,6 +17,7 @@
 # BENCH_DOC (markdown path, "-" for none). A re-run data set replaces the first run's figures with
 #   go run ./go/internal/benchdata/sidebyside/render build/bench/results.json RERUN/results.json
 # Needs MariaDB 10.11 + mariadb-backup (make setup) and versitygw (make tools) for S3.
+# On a bigger host with neither Go, MariaDB nor a network: scripts/bench-bundle.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export VERSITYGW_BIN="${VERSITYGW_BIN:-$PWD/build/tools/versitygw}"

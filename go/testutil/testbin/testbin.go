@@ -25,10 +25,25 @@ type Program struct {
 // helper that is killed leaves no directory behind.
 const HelperEnv = "TESTBIN_HELPER=1"
 
+// PrebuiltEnv names a directory holding the programs already built (each as
+// its Name), for a compiled test binary carried to a host without Go
+// (scripts/bench-bundle.sh): Main then builds nothing and removes nothing.
+const PrebuiltEnv = "TESTBIN_PREBUILT_DIR"
+
 // Main builds the programs into a temporary directory, runs the tests and
 // removes the directory. Use it as the package's TestMain.
 func Main(m *testing.M, progs ...Program) {
 	if os.Getenv("TESTBIN_HELPER") == "1" {
+		os.Exit(m.Run())
+	}
+	if dir := os.Getenv(PrebuiltEnv); dir != "" {
+		for _, p := range progs {
+			*p.Path = filepath.Join(dir, p.Name)
+			if _, err := os.Stat(*p.Path); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %s was not built: %v\n", PrebuiltEnv, p.Package, err)
+				os.Exit(1)
+			}
+		}
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "testbin-")

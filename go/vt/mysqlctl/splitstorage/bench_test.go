@@ -224,3 +224,88 @@ func findBackupB(b *testing.B, s *splitstorage.Storage, name string) interface {
 	b.Fatalf("backup %s not listed", name)
 	return nil
 }
+
+// BenchmarkCloseTail is what closing a backup's files costs once the tool has
+// written them: SPLIT_BENCH_FILES (default 16) files of SPLIT_BENCH_FILE_MIB
+// (default 24) MiB, each one part at the default part size (a 1 GiB backup
+// at 16 lanes), on local disk, with the spool on another file system
+// (/dev/shm: every upload copies its part) and on the store's own (the
+// default for file storage: every upload links its part). Reported: the
+// milliseconds from the last write to the end of EndBackup (close-ms).
+//
+//	go test -run '^$' -bench CloseTail -benchtime 1x -count 5 ./go/vt/mysqlctl/splitstorage/
+func BenchmarkCloseTail(b *testing.B) {
+	files, fileMiB := 16, int64(24)
+	if v := os.Getenv("SPLIT_BENCH_FILES"); v != "" {
+		fmt.Sscan(v, &files)
+	}
+	if v := os.Getenv("SPLIT_BENCH_FILE_MIB"); v != "" {
+		fmt.Sscan(v, &fileMiB)
+	}
+	for _, spool := range []string{"other-fs", "same-fs"} {
+		b.Run("spool="+spool, func(b *testing.B) {
+			srv := splitstoragetest.Local(b)
+			c := srv.Config
+			d := splitstorage.DefaultConfig()
+			c.PartSize, c.UploadConcurrency = d.PartSize, d.UploadConcurrency
+			if spool == "other-fs" {
+				c.SpoolDir = "/dev/shm"
+				if _, err := os.Stat(c.SpoolDir); err != nil {
+					b.Skip("no /dev/shm")
+				}
+			}
+			s, err := splitstorage.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			var closing time.Duration
+			for i := 0; b.Loop(); i++ {
+				bh, err := s.StartBackup(ctx, "bench/0", fmt.Sprintf("tail-%d", i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var written, wg sync.WaitGroup
+				written.Add(files)
+				errs := make(chan error, files)
+				var mu sync.Mutex
+				var lastWrite time.Time
+				for f := range files {
+					wg.Go(func() {
+						w, err := bh.AddFile(ctx, fmt.Sprint(f), fileMiB<<20)
+						if err == nil {
+							_, err = io.CopyBuffer(onlyWriter{w}, newGen(uint64(f), fileMiB<<20), make([]byte, 1<<20))
+						}
+						mu.Lock()
+						lastWrite = time.Now()
+						mu.Unlock()
+						written.Done()
+						written.Wait() // every file written before any closes, as when the tool ends
+						if err == nil {
+							err = w.Close()
+						}
+						errs <- err
+					})
+				}
+				wg.Wait()
+				if err := bh.EndBackup(ctx); err != nil {
+					b.Fatal(err)
+				}
+				closing += time.Since(lastWrite)
+				close(errs)
+				for err := range errs {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if err := s.RemoveBackup(ctx, "bench/0", fmt.Sprintf("tail-%d", i)); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(closing.Milliseconds())/float64(b.N), "close-ms")
+		})
+	}
+}

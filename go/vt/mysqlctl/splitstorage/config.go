@@ -40,7 +40,7 @@ type Config struct {
 	Root    string // file backend: local directory
 
 	PartSize          int64  // bytes per part object (the last part of a file may be shorter)
-	SpoolDir          string // where parts wait for their upload; empty: os.TempDir()
+	SpoolDir          string // where parts wait for their upload; empty: see Config.spoolPlace
 	MemoryBudget      int64  // bytes of read-ahead buffers all files being read share
 	UploadConcurrency int    // parts in flight per backup
 	ReadAhead         int64  // bytes read ahead of the reader per file, at most
@@ -161,7 +161,7 @@ func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	str(&c.Backend, "split-storage-backend", d.Backend, "split backup storage: where part objects go: file, s3, gcs or azure.")
 	str(&c.Root, "split-storage-root", d.Root, "split backup storage: root directory of the file backend.")
 	size(&c.PartSize, "split-storage-part-size", d.PartSize, allowedPartSize, "split backup storage: size of every part object (the last part of a file may be shorter); human units accepted (e.g. 256MiB). No other setting changes it.")
-	str(&c.SpoolDir, "split-storage-spool-dir", d.SpoolDir, "split backup storage: directory where each part waits on disk, nameless, until it is uploaded (empty: $TMPDIR or /tmp); a backup needs part-size x (files written at once + upload-concurrency) free there and checks it before it starts.")
+	str(&c.SpoolDir, "split-storage-spool-dir", d.SpoolDir, "split backup storage: directory where each part waits on disk, nameless, until it is uploaded (empty: for file storage its --split-storage-root when that takes nameless files, so that an upload links the part instead of copying it; otherwise $TMPDIR or /tmp); a backup needs part-size x (files written at once + upload-concurrency) free there and checks it before it starts.")
 	size(&c.MemoryBudget, "split-storage-memory-budget", d.MemoryBudget, allowedMemoryBudget, "split backup storage: bytes of read-ahead buffers that all files being read share (each file also has one 256 KiB buffer of its own); writes hold no part in memory.")
 	integer(&c.UploadConcurrency, "split-storage-upload-concurrency", d.UploadConcurrency, allowedConcurrency, "split backup storage: part uploads in flight per backup.")
 	size(&c.ReadAhead, "split-storage-read-ahead", d.ReadAhead, allowedReadAhead, "split backup storage: bytes downloaded ahead of the reader per file, at most (taken from --split-storage-memory-budget while it lasts).")

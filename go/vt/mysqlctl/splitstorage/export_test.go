@@ -43,3 +43,9 @@ func (s *Storage) RetryingBackendForTest(ctx context.Context) (backend.Backend, 
 	}
 	return e.be, nil
 }
+
+// SpoolPlaceForTest is where c's parts wait, and whether uploads link them.
+func SpoolPlaceForTest(c Config) (dir string, linked bool) {
+	p := c.spoolPlace()
+	return p.dir, p.linked
+}

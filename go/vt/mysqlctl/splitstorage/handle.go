@@ -404,7 +404,7 @@ func (w *fileWriter) store(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		if w.cur == nil {
-			part, err := w.h.e.spool.newPart()
+			part, err := w.h.e.spool.newPart(w.h.e.linked)
 			if err != nil {
 				return written, w.fail(fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), w.nparts+1, err))
 			}

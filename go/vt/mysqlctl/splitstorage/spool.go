@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 // A part waits on local disk, in a spool file, from its first byte until its
@@ -100,14 +101,35 @@ func (s *spool) headroom(partSize int64) int {
 	return int(min(avail/partSize, 1<<20))
 }
 
+// spoolPlace is where a storage's parts wait for their upload.
+type spoolPlace struct {
+	dir string
+	// linked: uploads will link the parts rather than copy them (file
+	// storage on the spool's file system), so they are written back to disk
+	// as they fill (see spoolPart.writeback).
+	linked bool
+}
+
+// spoolPlace is --split-storage-spool-dir, or when that is empty, the root
+// of file storage if it takes files without a name (each upload is then a
+// link of the spooled part, not a copy of it), else the system's temporary
+// directory.
+func (c Config) spoolPlace() spoolPlace {
+	dir := c.SpoolDir
+	if dir == "" {
+		dir = os.TempDir()
+		if c.Backend == BackendFile && spoolsNameless(c.Root) {
+			dir = c.Root
+		}
+	}
+	return spoolPlace{dir: dir, linked: c.Backend == BackendFile && spoolsNameless(dir) && sameFileSystem(dir, c.Root)}
+}
+
 // SpoolCanHold says whether the spool's file system, were it empty, could
 // hold files parts being filled at once beside one backup's uploads; the
 // error names flag (what sets files) and the allowed values.
 func (c Config) SpoolCanHold(files int, flag string) error {
-	dir := c.SpoolDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
+	dir := c.spoolPlace().dir
 	size, err := diskSize(dir)
 	if err != nil {
 		return nil // checked again, against the free space, when a backup starts
@@ -138,24 +160,34 @@ const spoolWriteSize = 64 << 10
 
 var spoolBuffers = sync.Pool{New: func() any { return new([spoolWriteSize]byte) }}
 
+// writebackSize is how far a part's file runs ahead of its writeback when it
+// is headed for the disk anyway (see spoolPart.writeback).
+const writebackSize = 8 << 20
+
 // spoolPart is one part being filled or uploaded.
 type spoolPart struct {
-	s        *spool
-	f        *os.File
-	size     int64 // bytes written, buffered ones included
-	onDisk   int64 // bytes in the file
-	buf      *[spoolWriteSize]byte
-	crc      uint32
-	blockCRC uint32
-	blocks   []byte // big-endian CRC32C of each crcBlockSize block, the last one once sealed
+	s      *spool
+	f      *os.File
+	size   int64 // bytes written, buffered ones included
+	onDisk int64 // bytes in the file
+	// writeback: the part will be linked into a file store on this file
+	// system (see local), so its bytes are written back to disk as they come
+	// rather than all in the fsync of its upload: closing a backup's files
+	// then waits for little. writtenBack is how far that was started.
+	writeback   bool
+	writtenBack int64
+	buf         *[spoolWriteSize]byte
+	crc         uint32
+	blockCRC    uint32
+	blocks      []byte // big-endian CRC32C of each crcBlockSize block, the last one once sealed
 }
 
-func (s *spool) newPart() (*spoolPart, error) {
+func (s *spool) newPart(writeback bool) (*spoolPart, error) {
 	f, err := createSpoolFile(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("creating a spool file in %s (--split-storage-spool-dir): %w", s.dir, err)
 	}
-	return &spoolPart{s: s, f: f}, nil
+	return &spoolPart{s: s, f: f, writeback: writeback}, nil
 }
 
 func (p *spoolPart) write(b []byte) error {
@@ -206,7 +238,17 @@ func (p *spoolPart) writeFile(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("writing a spool file in %s (--split-storage-spool-dir): %w", p.s.dir, err)
 	}
+	if p.writeback && p.onDisk-p.writtenBack >= writebackSize {
+		p.startWriteback()
+	}
 	return nil
+}
+
+// startWriteback starts writing what the file holds beyond writtenBack to
+// disk, without waiting for it.
+func (p *spoolPart) startWriteback() {
+	startWriteback(p.f, p.writtenBack, p.onDisk-p.writtenBack)
+	p.writtenBack = p.onDisk
 }
 
 // seal writes what is buffered and closes the last block's checksum; the
@@ -215,6 +257,9 @@ func (p *spoolPart) seal() error {
 	if err := p.flush(); err != nil {
 		return err
 	}
+	if p.writeback && p.onDisk > p.writtenBack {
+		p.startWriteback()
+	}
 	if p.size%crcBlockSize != 0 {
 		p.blocks = binary.BigEndian.AppendUint32(p.blocks, p.blockCRC)
 		p.blockCRC = 0
@@ -222,8 +267,21 @@ func (p *spoolPart) seal() error {
 	return nil
 }
 
-// reader reads the part from its start; a retry seeks it back.
-func (p *spoolPart) reader() io.ReadSeeker { return io.NewSectionReader(p.f, 0, p.size) }
+// reader reads the sealed part from its start; a retry seeks it back. It is
+// also a backend.FileBody: a file store on the spool's file system names the
+// file instead of copying it.
+func (p *spoolPart) reader() io.ReadSeeker {
+	return spoolBody{io.NewSectionReader(p.f, 0, p.size), p.f}
+}
+
+type spoolBody struct {
+	*io.SectionReader
+	f *os.File
+}
+
+var _ backend.FileBody = spoolBody{}
+
+func (b spoolBody) BodyFile() *os.File { return b.f }
 
 // PartEntryOf is the index entry of a part holding data, with block
 // checksums of blockSize (an index's BlockSize; 0: none, as in version 1).

@@ -36,3 +36,26 @@ func diskSize(dir string) (int64, error) {
 	}
 	return int64(st.Blocks) * int64(st.Bsize), nil
 }
+
+// startWriteback starts writing n bytes of f from off to disk and returns
+// without waiting (sync_file_range SYNC_FILE_RANGE_WRITE). It is only a head
+// start for a later fsync, so it has nothing to report.
+func startWriteback(f *os.File, off, n int64) {
+	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+}
+
+// spoolsNameless says whether dir takes files without a name (O_TMPFILE).
+func spoolsNameless(dir string) bool {
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
+
+// sameFileSystem says whether a and b are on one mounted file system.
+func sameFileSystem(a, b string) bool {
+	var sa, sb unix.Stat_t
+	return unix.Stat(a, &sa) == nil && unix.Stat(b, &sb) == nil && sa.Dev == sb.Dev
+}

@@ -64,6 +64,7 @@ type Storage struct {
 	base    backend.Backend
 	limits  *limiter.Limits
 	keys    *crypt.Keyring // nil: backups are written in the clear
+	spool   spoolPlace
 	retries *atomic.Int64
 }
 
@@ -131,6 +132,7 @@ type env struct {
 	cfg    Config
 	be     backend.Backend // limiter over retry over the store
 	spool  *spool
+	linked bool // parts are linked into the store, not copied (see spoolPlace)
 	budget *readBudget
 	keys   *crypt.Keyring
 	logger logutil.Logger
@@ -161,13 +163,17 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 			return nil, err
 		}
 		s.cfg, s.base, s.limits, s.keys = c, b, limiter.NewLimits(c.UploadLimit, c.DownloadLimit), keys
+		if s.spool.dir == "" {
+			s.spool = c.spoolPlace() // chosen once: one spool account per storage for its life
+		}
 	}
 	st := s.params.Stats.Scope(stats.Component(stats.BackupStorage), stats.Implementation(Name))
 	pol := retry.Policy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
 	return &env{
 		cfg:    s.cfg,
 		be:     s.limits.Wrap(retry.New(s.base, pol, s.params.Logger, st, s.retries)),
-		spool:  spoolFor(s.cfg.SpoolDir),
+		spool:  spoolFor(s.spool.dir),
+		linked: s.spool.linked,
 		budget: sharedReadBudget(s.cfg.MemoryBudget),
 		keys:   s.keys,
 		logger: s.params.Logger,

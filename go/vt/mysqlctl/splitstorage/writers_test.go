@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
@@ -169,4 +173,69 @@ func TestWritesOfEverySize(t *testing.T) {
 	reserved, live = bs.SpoolForTest(ctx)
 	assert.Zero(t, reserved)
 	assert.Zero(t, live)
+}
+
+// File storage spools its parts in its own root when no spool directory is
+// set: each upload then links the part (no copy), and the root shows no
+// name for a part being filled. A spool set elsewhere, or an object store,
+// keeps the parts in the temporary directory and copies them.
+func TestFileStorageSpoolsInItsRoot(t *testing.T) {
+	cfg := splitstoragetest.Local(t).Config
+	dir, linked := splitstorage.SpoolPlaceForTest(cfg)
+	if dir != cfg.Root {
+		t.Skipf("the test's temporary directory %s takes no O_TMPFILE (spool: %s)", cfg.Root, dir)
+	}
+	require.True(t, linked)
+
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	bh, err := bs.StartBackup(ctx, "ks/0", "linked")
+	require.NoError(t, err)
+	w, err := bh.AddFile(ctx, "a", -1)
+	require.NoError(t, err)
+	data := make([]byte, cfg.PartSize*5/2)
+	for i := range data {
+		data[i] = byte(i * 7 / 3)
+	}
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	var names []string
+	require.NoError(t, filepath.WalkDir(cfg.Root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, strings.TrimPrefix(p, cfg.Root))
+		}
+		return err
+	}))
+	for _, n := range names {
+		assert.NotContains(t, n, "spool", "a part being filled has a name in the root")
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, bh.EndBackup(ctx))
+	_, live := bs.SpoolForTest(ctx)
+	assert.Zero(t, live)
+	bhs, err := bs.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	require.Len(t, bhs, 1)
+	r, err := bhs[0].ReadFile(ctx, "a")
+	require.NoError(t, err)
+	got, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.Equal(t, data, got)
+
+	other := cfg
+	other.SpoolDir = os.TempDir()
+	dir, linked = splitstorage.SpoolPlaceForTest(other)
+	assert.Equal(t, os.TempDir(), dir)
+	var a, b unix.Stat_t
+	if unix.Stat(os.TempDir(), &a) == nil && unix.Stat(cfg.Root, &b) == nil && a.Dev != b.Dev {
+		assert.False(t, linked, "a spool on another file system is linked")
+	}
+
+	s3 := splitstoragetest.TestConfig()
+	s3.Backend, s3.S3Bucket = splitstorage.BackendS3, "b"
+	dir, linked = splitstorage.SpoolPlaceForTest(s3)
+	assert.Equal(t, os.TempDir(), dir)
+	assert.False(t, linked)
 }

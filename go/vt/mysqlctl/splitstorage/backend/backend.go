@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"syscall"
@@ -44,6 +45,36 @@ type Backend interface {
 type PutOptions struct {
 	IfNotExists bool
 	CRC32C      uint32
+}
+
+// A FileBody is a Put body that is the whole of a file without a name that
+// nothing writes any more (a sealed spool part, see splitstorage). A backend
+// that keeps objects as files on the same file system may give that file a
+// name instead of copying its bytes (local does).
+type FileBody interface {
+	io.ReadSeeker
+	BodyFile() *os.File
+}
+
+// A WatchedBody wraps a Put body only to watch its reads (retry's watchdog):
+// BodyFile looks through it. A wrapper that must see every byte (a rate
+// limit) does not implement it, and the body is then copied.
+type WatchedBody interface {
+	Unwrap() io.ReadSeeker
+}
+
+// BodyFile returns the file behind a Put body, or nil when there is none.
+func BodyFile(r io.ReadSeeker) *os.File {
+	for {
+		switch b := r.(type) {
+		case FileBody:
+			return b.BodyFile()
+		case WatchedBody:
+			r = b.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // ObjectInfo is one entry of Backend.List / Backend.Stat.

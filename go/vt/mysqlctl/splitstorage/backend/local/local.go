@@ -20,7 +20,9 @@ import (
 
 // Backend stores objects as files under a root directory. A Put writes a
 // temporary file, fsyncs it, renames it into place and fsyncs the directory, so
-// an object is either absent or complete after a crash.
+// an object is either absent or complete after a crash. A body that is a file
+// without a name on the root's file system (a spooled part) is linked as the
+// temporary file instead of copied into it.
 type Backend struct {
 	root string
 }
@@ -106,30 +108,27 @@ func (l *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 	var suffix [8]byte
 	_, _ = rand.Read(suffix[:])
 	tmp := p + localTmpMark + hex.EncodeToString(suffix[:])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, localFileMode)
+	if src := backend.BodyFile(r); src != nil && linkNameless(src, size, tmp) {
+		// The body is a spooled part on this file system: naming it saves
+		// copying it. Its writeback started while it filled (see
+		// splitstorage's spool), so little is left for the fsync.
+		err = os.Chmod(tmp, localFileMode)
+		if err == nil {
+			err = src.Sync()
+		}
+	} else {
+		err = copyInto(ctx, tmp, r, size, key)
+	}
 	if err != nil {
+		os.Remove(tmp)
 		return localErr(err)
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
 			os.Remove(tmp)
 		}
 	}()
-	n, err := io.Copy(f, ctxReader{ctx, r})
-	if err != nil {
-		return localErr(err)
-	}
-	if n != size {
-		return backend.Permanent(fmt.Errorf("put %s: wrote %d bytes, expected %d", key, n, size))
-	}
-	if err := f.Sync(); err != nil {
-		return localErr(err)
-	}
-	if err := f.Close(); err != nil {
-		return localErr(err)
-	}
 	if opts.IfNotExists {
 		// link fails if the target exists: an atomic create-if-absent.
 		if err := os.Link(tmp, p); err != nil {
@@ -141,6 +140,28 @@ func (l *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 	}
 	ok = true
 	return localErr(syncDir(dir))
+}
+
+// copyInto writes size bytes of r into a new file tmp and fsyncs it.
+func copyInto(ctx context.Context, tmp string, r io.Reader, size int64, key string) error {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, localFileMode)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, ctxReader{ctx, r})
+	if err == nil && n != size {
+		err = backend.Permanent(fmt.Errorf("put %s: wrote %d bytes, expected %d", key, n, size))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 type ctxReader struct {

@@ -308,6 +308,12 @@ type kickReadSeeker struct {
 	kick func()
 }
 
+var _ backend.WatchedBody = (*kickReadSeeker)(nil)
+
+// Unwrap lets a backend that links a spooled file (local) find it; such a
+// Put reads nothing, so it has nothing to kick.
+func (k *kickReadSeeker) Unwrap() io.ReadSeeker { return k.ReadSeeker }
+
 func (k *kickReadSeeker) Read(p []byte) (int, error) {
 	n, err := k.ReadSeeker.Read(p)
 	if n > 0 {

@@ -173,9 +173,13 @@ type spoolPart struct {
 	// writeback: the part will be linked into a file store on this file
 	// system (see local), so its bytes are written back to disk as they come
 	// rather than all in the fsync of its upload: closing a backup's files
-	// then waits for little. writtenBack is how far that was started.
+	// then waits for little. writtenBack is how far that was started; it is
+	// started off the writer's path (startWriteback) and waited for before
+	// the file is closed.
 	writeback   bool
 	writtenBack int64
+	writing     sync.WaitGroup // the writeback started last, until it returns
+	starting    atomic.Bool    // a writeback is being started
 	buf         *[spoolWriteSize]byte
 	crc         uint32
 	blockCRC    uint32
@@ -244,11 +248,20 @@ func (p *spoolPart) writeFile(b []byte) error {
 	return nil
 }
 
-// startWriteback starts writing what the file holds beyond writtenBack to
-// disk, without waiting for it.
+// startWriteback has what the file holds beyond writtenBack written to disk,
+// from a goroutine of its own: starting a writeback can wait for the disk's
+// queue, and the writer (a lane) must not. While one is being started the
+// next waits for a later write, and then covers both ranges.
 func (p *spoolPart) startWriteback() {
-	startWriteback(p.f, p.writtenBack, p.onDisk-p.writtenBack)
+	if !p.starting.CompareAndSwap(false, true) {
+		return
+	}
+	off, n := p.writtenBack, p.onDisk-p.writtenBack
 	p.writtenBack = p.onDisk
+	p.writing.Go(func() {
+		defer p.starting.Store(false)
+		startWriteback(p.f, off, n)
+	})
 }
 
 // seal writes what is buffered and closes the last block's checksum; the
@@ -256,9 +269,6 @@ func (p *spoolPart) startWriteback() {
 func (p *spoolPart) seal() error {
 	if err := p.flush(); err != nil {
 		return err
-	}
-	if p.writeback && p.onDisk > p.writtenBack {
-		p.startWriteback()
 	}
 	if p.size%crcBlockSize != 0 {
 		p.blocks = binary.BigEndian.AppendUint32(p.blocks, p.blockCRC)
@@ -297,11 +307,13 @@ func (p *spoolPart) entry() PartEntry {
 	return PartEntry{Size: p.size, CRC32C: p.crc, Blocks: p.blocks}
 }
 
-// release closes the file, which frees its disk space.
+// release waits for the part's writeback to have started, then closes the
+// file, which frees its disk space (unless a file store linked it).
 func (p *spoolPart) release() {
 	if p == nil || p.f == nil {
 		return
 	}
+	p.writing.Wait()
 	p.f.Close()
 	p.s.live.Add(-p.onDisk)
 	p.f = nil

@@ -138,7 +138,9 @@ const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figure
 > 0.75x (16 lanes) and 0.54x (64 lanes) of the peer's time with zstd and restored in 0.32x and
 > 0.24x, growing by +55 to +179 MiB against the peer's +201 to +1,694 MiB; pgzip backups were
 > 1.34x and 1.07x, 0.5-0.7 s of each backup spent copying and fsyncing the spooled parts when
-> the lanes close: [benchmarks-16-cores.md](benchmarks-16-cores.md).
+> the lanes close: [benchmarks-16-cores.md](benchmarks-16-cores.md). Since then file storage
+> links its spooled parts into place instead of copying them, their writeback started while
+> they fill (not yet measured on 16 cores).
 
 `
 

@@ -66,6 +66,12 @@ func (t ChunkType) String() string {
 // configured otherwise. mariabackup and xtrabackup write chunks of about 10 MiB.
 const DefaultMaxChunkSize = 64 << 20
 
+// DefaultMaxPiecedChunkSize bounds a payload chunk that is read in pieces
+// (SplitOptions.PieceSize), which never holds the chunk whole: incremental
+// deltas are written in clusters of page_size/4 pages (PXB and mariabackup
+// write_filt.cc), 1 GiB at 64 KiB pages, and each cluster is one chunk.
+const DefaultMaxPiecedChunkSize = 2 << 30
+
 // MaxPathLen is the longest path a chunk may carry: both tools refuse paths of
 // FN_REFLEN (512) bytes or more.
 const MaxPathLen = 511

@@ -14,6 +14,9 @@ type Reader struct {
 	br       *bufio.Reader
 	off      int64
 	maxChunk int64
+	// maxPieced bounds a payload chunk readPiece hands out in pieces.
+	maxPieced int64
+	piecing   bool // header is called by readPiece
 	bufSize  int
 
 	hdr      [24]byte
@@ -49,6 +52,16 @@ func WithMaxChunkSize(n int64) ReaderOption {
 	return func(r *Reader) {
 		if n > 0 {
 			r.maxChunk = n
+		}
+	}
+}
+
+// WithMaxPiecedChunkSize sets the largest payload a chunk read in pieces may
+// declare (it is never held whole); n <= 0 means the WithMaxChunkSize limit.
+func WithMaxPiecedChunkSize(n int64) ReaderOption {
+	return func(r *Reader) {
+		if n > 0 {
+			r.maxPieced = n
 		}
 	}
 }
@@ -126,7 +139,9 @@ func (r *Reader) readPiece(buf *[]byte, max int) (*Chunk, error) {
 	r.cont = r.piece.active
 	if !r.piece.active {
 		start := r.off
+		r.piecing = true
 		c, length, crc, stored, err := r.header()
+		r.piecing = false
 		if err != nil || c.Type == ChunkEOF {
 			return c, err
 		}
@@ -219,9 +234,13 @@ func (r *Reader) header() (c *Chunk, length uint64, crc, stored uint32, err erro
 	c.Offset = binary.LittleEndian.Uint64(h[8:16])
 	stored = binary.LittleEndian.Uint32(h[16:20])
 	mapBytes := uint64(mapCount) * 8
-	if length > uint64(r.maxChunk) || mapBytes > uint64(r.maxChunk) || length+mapBytes > uint64(r.maxChunk) {
+	limit := uint64(r.maxChunk)
+	if r.piecing && c.Type == ChunkPayload {
+		limit = max(limit, uint64(r.maxPieced))
+	}
+	if length > limit || mapBytes > limit || length+mapBytes > limit {
 		return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("chunk of %d payload bytes and %d sparse map entries exceeds the %d byte limit",
-			length, mapCount, r.maxChunk), ErrChunkTooLarge)
+			length, mapCount, limit), ErrChunkTooLarge)
 	}
 	if c.Offset > 1<<62 {
 		return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("payload offset %d out of range", c.Offset), ErrChunkTooLarge)

@@ -23,6 +23,15 @@ type LaneStats struct {
 type SplitOptions struct {
 	// MaxChunkSize bounds a chunk of the source (default DefaultMaxChunkSize).
 	MaxChunkSize int64
+	// MaxPiecedChunkSize bounds a payload chunk dealt in pieces (with
+	// PieceSize; default DefaultMaxPiecedChunkSize): the splitter never
+	// holds more than a piece of it.
+	MaxPiecedChunkSize int64
+	// FileEnded, when set, is called from the dealer with the path of every
+	// file whose end record it deals, in stream order; an error stops the
+	// split and is returned. A caller learns what the stream holds as it
+	// goes, and can stop a stream it must refuse at its first wrong file.
+	FileEnded func(path string) error
 	// ReadBufferSize is the source's bufio size (default 1 MiB).
 	ReadBufferSize int
 	// PieceSize, when > 0, bounds what is dealt to a lane at a time: a larger
@@ -113,6 +122,9 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 	if opts.ReadBufferSize <= 0 {
 		opts.ReadBufferSize = 1 << 20
 	}
+	if opts.MaxPiecedChunkSize <= 0 {
+		opts.MaxPiecedChunkSize = DefaultMaxPiecedChunkSize
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
@@ -167,7 +179,7 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 			name = fmt.Sprintf("source %d", i)
 		}
 		srcWG.Go(func() {
-			r := NewReader(src, WithMaxChunkSize(opts.MaxChunkSize), WithReadBufferSize(opts.ReadBufferSize))
+			r := NewReader(src, WithMaxChunkSize(opts.MaxChunkSize), WithMaxPiecedChunkSize(opts.MaxPiecedChunkSize), WithReadBufferSize(opts.ReadBufferSize))
 			for {
 				var it *splitItem
 				select {
@@ -243,6 +255,13 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 			}
 			if c.Type == ChunkEOF {
 				closed[c.Path] = struct{}{}
+				if opts.FileEnded != nil {
+					if err := opts.FileEnded(c.Path); err != nil {
+						cancel(err)
+						free <- it
+						return false
+					}
+				}
 			}
 		}
 		var err error

@@ -306,3 +306,60 @@ func TestSplitStreamsStopsBlockedSources(t *testing.T) {
 	require.ErrorIs(t, err, ErrChecksum)
 	assert.Contains(t, err.Error(), "source 1: offset ")
 }
+
+// TestSplitDealsDeltaClustersInPieces: an incremental delta is written in
+// clusters of page_size/4 pages, one chunk each (PXB and mariabackup
+// write_filt.cc): 256 MiB at 32 KiB pages, 1 GiB at 64 KiB. Read in pieces,
+// such a chunk is never held whole and is accepted up to
+// DefaultMaxPiecedChunkSize; dealt whole it is still refused.
+func TestSplitDealsDeltaClustersInPieces(t *testing.T) {
+	const cluster = DefaultMaxChunkSize + 1<<20 // past the whole-chunk limit
+	s := newSB(t)
+	s.p("db/t.ibd.delta", 0, string(patterned(cluster, 3)))
+	s.e("db/t.ibd.delta")
+	stream := s.bytes()
+
+	bufs := make([]bytes.Buffer, 3)
+	ws := []io.Writer{&bufs[0], &bufs[1], &bufs[2]}
+	_, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: 1 << 20})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	_, err = Extract(context.Background(), dir, ReaderLanes(bytes.NewReader(bufs[0].Bytes()), bytes.NewReader(bufs[1].Bytes()), bytes.NewReader(bufs[2].Bytes())), ExtractOptions{})
+	require.NoError(t, err)
+	got, err := os.ReadFile(dir + "/db/t.ibd.delta")
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(patterned(cluster, 3), got), "the cluster extracted from its pieces differs")
+
+	_, err = Split(context.Background(), bytes.NewReader(stream), []io.Writer{io.Discard}, SplitOptions{})
+	require.ErrorIs(t, err, ErrChunkTooLarge, "dealt whole, a chunk past DefaultMaxChunkSize is refused")
+
+	_, err = Split(context.Background(), bytes.NewReader(stream), []io.Writer{io.Discard}, SplitOptions{PieceSize: 1 << 20, MaxPiecedChunkSize: cluster - 1})
+	require.ErrorIs(t, err, ErrChunkTooLarge, "the pieced limit holds")
+}
+
+// TestSplitTellsEachFileEnd: FileEnded sees every file once, at its end
+// record, and its error stops the split.
+func TestSplitTellsEachFileEnd(t *testing.T) {
+	stream := skewedStream(t)
+	var ended []string
+	_, err := Split(context.Background(), bytes.NewReader(stream), []io.Writer{io.Discard, io.Discard}, SplitOptions{
+		FileEnded: func(p string) error { ended = append(ended, p); return nil },
+	})
+	require.NoError(t, err)
+	chunks, err := readAll(t, stream)
+	require.NoError(t, err)
+	var want []string
+	for _, c := range chunks {
+		if c.Type == ChunkEOF {
+			want = append(want, c.Path)
+		}
+	}
+	require.NotEmpty(t, want)
+	assert.Equal(t, want, ended)
+
+	stop := errors.New("refused")
+	_, err = Split(context.Background(), bytes.NewReader(stream), []io.Writer{io.Discard}, SplitOptions{
+		FileEnded: func(p string) error { return stop },
+	})
+	assert.ErrorIs(t, err, stop)
+}

@@ -1,7 +1,6 @@
 package fifobackupengine
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,10 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/netutil"
@@ -65,8 +61,9 @@ type backupRun struct {
 	logger logutil.Logger
 
 	tool         *backupTool
-	base         *member // the base of an incremental backup; nil for a full
-	toolDiskRead int64   // bytes the tool read from disk (-1: unknown)
+	files        streamFiles // what the tool's stream held
+	base         *member     // the base of an incremental backup; nil for a full
+	toolDiskRead int64       // bytes the tool read from disk (-1: unknown)
 	source       string
 	lanes        []*laneWriter
 	streamBytes  []atomic.Int64 // read from each of the tool's streams
@@ -88,6 +85,21 @@ func (b *backupRun) execute(ctx context.Context) error {
 		}
 	}
 	b.logger.Infof("fifo backup: %s (%s), source %s%s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, streams, b.cfg.Lanes, compressionName(&b.cfg.Compression))
+	own, err := checkToolOptionFile(b.params.Cnf.Path, b.tool.Flavor)
+	if err != nil {
+		return err
+	}
+	if len(own) > 0 {
+		names := make([]string, len(own))
+		for i, o := range own {
+			names[i] = "[" + o.Group + "] " + o.Name
+		}
+		b.logger.Infof("fifo backup: %s also reads its own options from %s: %s", b.tool.Flavor, b.params.Cnf.Path, strings.Join(names, ", "))
+	}
+	tablesBefore, err := serverTableFiles(ctx, b.query, b.tool.Flavor)
+	if err != nil {
+		return vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
+	}
 
 	// The server's flavor parses the position the tool reports.
 	conn, err := b.params.Mysqld.GetDbaConnection(ctx)
@@ -140,6 +152,9 @@ func (b *backupRun) execute(ctx context.Context) error {
 	}
 	if closeErr != nil {
 		return closeErr
+	}
+	if err := b.checkFidelity(ctx, workDir, tablesBefore); err != nil {
+		return err
 	}
 
 	position, err := positionFromInfo(workDir, pos.GTIDSet.Flavor())
@@ -215,6 +230,45 @@ func (b *backupRun) execute(ctx context.Context) error {
 		m.LaneIndex = laneIndexFileName
 	}
 	return b.writeManifest(ctx, m)
+}
+
+// checkFidelity refuses a backup that is not what it would be listed as:
+// compressed, encrypted or partial by the tool's own options, or lacking a
+// table the server had from start to end (fidelity.go).
+func (b *backupRun) checkFidelity(ctx context.Context, workDir string, tablesBefore []tableFile) error {
+	if err := checkToolInfo(workDir); err != nil {
+		return err
+	}
+	tablesAfter, err := serverTableFiles(ctx, b.query, b.tool.Flavor)
+	if err != nil {
+		return vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
+	}
+	if err := checkComplete(b.files, tablesBefore, tablesAfter); err != nil {
+		return err
+	}
+	b.logger.Infof("fifo backup: the stream holds %d files, every one of the %d tables the server had throughout", len(b.files), len(tablesBefore))
+	return nil
+}
+
+// query runs a query on a dba connection; every column is read as text.
+func (b *backupRun) query(ctx context.Context, q string) ([][]string, error) {
+	conn, err := b.params.Mysqld.GetDbaConnection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	qr, err := conn.ExecuteFetch(q, 10_000_000, false)
+	if err != nil {
+		return nil, err
+	}
+	rows := make([][]string, len(qr.Rows))
+	for i, r := range qr.Rows {
+		rows[i] = make([]string, len(r))
+		for j, v := range r {
+			rows[i][j] = v.ToString()
+		}
+	}
+	return rows, nil
 }
 
 // laneIndex is the index of seekable lanes, nil when they are not.
@@ -527,7 +581,8 @@ func (b *backupRun) split(ctx context.Context, srcs []io.Reader, what string) er
 	for i, l := range b.lanes {
 		writers[i] = l
 	}
-	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{PieceSize: lanePieceSize})
+	b.files = streamFiles{}
+	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{PieceSize: lanePieceSize, FileEnded: b.files.fileEnded})
 	for i, s := range laneStats {
 		if i < len(b.lanes) {
 			b.lanes[i].chunks = s.Chunks
@@ -553,168 +608,6 @@ func (d deadlineSource) SetReadDeadline(t time.Time) error { return d.f.SetReadD
 func (b *backupRun) meteredSource(r io.Reader, f *os.File, total *atomic.Int64) io.Reader {
 	count := func(n int, _ time.Duration) { total.Add(int64(n)) }
 	return deadlineSource{ioutil.NewMeteredReader(r, b.stats.bytesFunc("Source:Read"), count), f}
-}
-
-// readFIFOs reads the tool's FIFO streams concurrently and deals their chunks
-// to the lanes by bytes: Percona XtraBackup deals whole files to its streams
-// round-robin at file open (ds_xbstream.cc, xbstream_open), so the streams are
-// as unbalanced as the files, and the lanes should not be.
-//
-// The protocol follows PXB's ds_fifo.cc and file_utils.cc: the tool creates
-// fifoDir/thread_0 .. thread_{N-1} only after it has connected, taken LOCK
-// INSTANCE FOR BACKUP and started the redo reader, then opens them for
-// writing one after another, each with its own --fifo-timeout, and writes one
-// control byte into each before any data.
-func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-chan struct{}) error {
-	n := b.cfg.streams()
-	b.streamBytes = make([]atomic.Int64, n)
-	paths := make([]string, n)
-	for i := range paths {
-		paths[i] = filepath.Join(fifoDir, fmt.Sprintf("thread_%d", i))
-	}
-	if err := b.waitForFIFOs(ctx, fifoDir, paths, toolDone); err != nil {
-		return err
-	}
-	files := make([]*os.File, n)
-	defer func() {
-		for _, f := range files {
-			if f != nil {
-				f.Close()
-			}
-		}
-	}()
-	srcs := make([]io.Reader, n)
-	g, gctx := errgroup.WithContext(ctx)
-	for i, path := range paths {
-		g.Go(func() error {
-			f, err := openFIFO(gctx, path, toolDone)
-			if err != nil {
-				return err
-			}
-			files[i] = f
-			// The control byte is read with the stream, not here: the tool
-			// writes into one FIFO at a time, and a stream may stay empty
-			// while another's pipe is full.
-			srcs[i] = b.meteredSource(&fifoStream{f: f, path: path}, f, &b.streamBytes[i])
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return b.split(ctx, srcs, fmt.Sprintf("dealing the tool's %d FIFO streams into %d lanes", n, len(b.lanes)))
-}
-
-// waitForFIFOs waits until the tool has created every FIFO. That happens
-// after the tool has connected and taken its backup lock, which can wait on a
-// long DDL for as long as the tool's own lock timeout: the engine sets no
-// bound of its own, says what it waits for, and stops when the tool exits.
-func (b *backupRun) waitForFIFOs(ctx context.Context, fifoDir string, paths []string, toolDone <-chan struct{}) error {
-	start := time.Now()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	nextLog := 30 * time.Second
-	for _, path := range paths {
-		for {
-			st, err := os.Lstat(path)
-			if err == nil {
-				if st.Mode()&fs.ModeNamedPipe == 0 {
-					return fmt.Errorf("%s is not a FIFO", path)
-				}
-				break
-			}
-			if !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-toolDone:
-				return fmt.Errorf("the backup tool exited before creating its FIFO %s (it creates them after connecting to MySQL and taking LOCK INSTANCE FOR BACKUP)", path)
-			case <-tick.C:
-			}
-			if waited := time.Since(start); waited >= nextLog {
-				b.logger.Infof("fifo backup: waited %v for %s to create its FIFOs in %s; it does so after connecting to MySQL and taking LOCK INSTANCE FOR BACKUP (a long DDL delays it)", waited.Round(time.Second), b.tool.Flavor, fifoDir)
-				nextLog += 30 * time.Second
-			}
-		}
-	}
-	return nil
-}
-
-// openFIFO opens a FIFO the tool created for reading. The open blocks until
-// the tool opens the write end, which it does one FIFO after another, each
-// within its --fifo-timeout; if the tool exits first (or the backup is
-// cancelled), the engine opens the write end itself to unblock the open.
-func openFIFO(ctx context.Context, path string, toolDone <-chan struct{}) (*os.File, error) {
-	type result struct {
-		f   *os.File
-		err error
-	}
-	opened := make(chan result, 1)
-	go func() {
-		f, err := os.OpenFile(path, os.O_RDONLY, 0)
-		opened <- result{f, err}
-	}()
-	var err error
-	select {
-	case r := <-opened:
-		return r.f, r.err
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-toolDone:
-		err = fmt.Errorf("the backup tool exited without opening its FIFO %s", path)
-	}
-	if w, werr := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); werr == nil {
-		w.Close()
-	}
-	if r := <-opened; r.f != nil {
-		r.f.Close()
-	}
-	return nil, err
-}
-
-// fifoStream is one of the tool's FIFO streams; its first Read takes the
-// control byte off (skipControlByte).
-type fifoStream struct {
-	f    *os.File
-	path string
-	br   *bufio.Reader
-	err  error
-}
-
-func (s *fifoStream) Read(p []byte) (int, error) {
-	if s.br == nil && s.err == nil {
-		s.br, s.err = skipControlByte(s.f, s.path)
-	}
-	if s.err != nil {
-		return 0, s.err
-	}
-	return s.br.Read(p)
-}
-
-// skipControlByte consumes the one byte Percona XtraBackup writes into each
-// FIFO right after opening it, before any xbstream data
-// (open_fifo_for_write_with_timeout in file_utils.cc; its own reader,
-// open_fifo_for_read_with_timeout, reads and compares it). The byte's value
-// is defined in a header this project could not read, so the engine checks
-// what it can: one byte, then the chunk magic or the end of the stream. A
-// stream that starts with the magic itself has no control byte; it is
-// accepted, since nothing of it is lost.
-func skipControlByte(f *os.File, path string) (*bufio.Reader, error) {
-	br := bufio.NewReaderSize(f, 1<<20)
-	head, err := br.Peek(1 + len(xbstream.Magic))
-	switch {
-	case len(head) >= len(xbstream.Magic) && string(head[:len(xbstream.Magic)]) == xbstream.Magic:
-		return br, nil // no control byte
-	case len(head) == 0:
-		return nil, fmt.Errorf("FIFO %s ended before Percona XtraBackup's control byte (%v)", path, err)
-	case len(head) == 1 || string(head[1:]) == xbstream.Magic:
-		_, _ = br.Discard(1) // the control byte, then the end or the first chunk
-		return br, nil
-	default:
-		return nil, fmt.Errorf("FIFO %s does not start the way Percona XtraBackup's FIFO streams do (one control byte, then an xbstream chunk): its first bytes are %q", path, head)
-	}
 }
 
 func (b *backupRun) writeManifest(ctx context.Context, m *Manifest) error {

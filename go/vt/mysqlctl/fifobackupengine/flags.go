@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -269,7 +268,7 @@ func (c *Config) validateOwn() error {
 	if err != nil {
 		return bad("fifo-backup-backup-flags", redactFlags(c.BackupFlags), fmt.Sprintf("%s; %v", allowedToolFlags, err))
 	}
-	if err := checkToolBackupFlags(backupFlags); err != nil {
+	if err := checkToolFlags("fifo-backup-backup-flags", backupFlags, backupOptionRules); err != nil {
 		return err
 	}
 	for _, d := range c.ExternalTablespaceDirs {
@@ -277,10 +276,11 @@ func (c *Config) validateOwn() error {
 			return bad("fifo-backup-external-tablespace-dirs", d, allowedExternalDirs)
 		}
 	}
-	if _, err := shlex.Split(c.PrepareFlags); err != nil {
+	prepareFlags, err := shlex.Split(c.PrepareFlags)
+	if err != nil {
 		return bad("fifo-backup-prepare-flags", c.PrepareFlags, fmt.Sprintf("%s; %v", allowedToolFlags, err))
 	}
-	return nil
+	return checkToolFlags("fifo-backup-prepare-flags", prepareFlags, prepareOptionRules)
 }
 
 // concurrentFiles is what a storage's BackupHandle may implement to say how
@@ -307,46 +307,6 @@ func (c *Config) streams() int {
 		return c.FIFOStreams
 	}
 	return c.Lanes
-}
-
-// refusedToolFlags are the tool's own flags that --fifo-backup-backup-flags
-// may not carry, and why: the engine sets them, or a restore could not use
-// the files they produce.
-var refusedToolFlags = []struct{ prefix, why string }{
-	{"compress", "it makes the tool write .zst/.lz4/.qp files that the restore never decompresses; the lanes are compressed by Vitess's --compression-engine-name"},
-	{"decompress", "it is a --prepare-side option"},
-	{"encrypt", "it makes the tool write .xbcrypt files that the restore never decrypts"},
-	{"decrypt", "it is a --prepare-side option"},
-	{"read-buffer-size", "use --fifo-backup-read-buffer-size, which is checked against the largest chunk a restore takes"},
-	{"fifo-streams", "use --fifo-backup-fifo-streams"},
-	{"fifo-dir", "use --fifo-backup-fifo-dir"},
-	{"fifo-timeout", "use --fifo-backup-fifo-timeout"},
-	{"parallel", "use --fifo-backup-parallel"},
-	{"stream", "the engine streams xbstream"},
-	{"target-dir", "the engine sets it"},
-	{"incremental-lsn", "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"},
-	{"incremental-basedir", "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"},
-	{"incremental-history", "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"},
-	{"extra-lsndir", "the engine sets it"},
-}
-
-// checkToolBackupFlags refuses, naming the flag, a tool flag the engine sets
-// or whose output the restore cannot use.
-func checkToolBackupFlags(args []string) error {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "--") {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		name = strings.ReplaceAll(name, "_", "-")
-		for _, r := range refusedToolFlags {
-			if name == r.prefix || strings.HasPrefix(name, r.prefix+"-") {
-				return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT,
-					"invalid value for --fifo-backup-backup-flags: it carries --%s, which is not allowed there: %s", name, r.why)
-			}
-		}
-	}
-	return nil
 }
 
 // FlagConfig is the configuration from the flags, as the next backup or

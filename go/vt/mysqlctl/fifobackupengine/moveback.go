@@ -1,7 +1,6 @@
 package fifobackupengine
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +23,8 @@ import (
 type restoreLayout struct {
 	DataDir, DataHomeDir, LogHomeDir string
 	UndoDir                          string // innodb_undo_directory; "" = DataDir
+	AriaLogDir                       string // MariaDB's aria_log_dir_path; "" = DataDir
+	Flavor                           string // the tool that took the backup
 	BinLogPath                       string // log-bin prefix; "" = binlogs go to DataDir
 	// ExternalDirs: where tablespaces that lived outside DataDir may be put.
 	ExternalDirs []string
@@ -32,16 +33,13 @@ type restoreLayout struct {
 func layoutFor(cnf *mysqlctl.Mycnf, cfg *Config) (restoreLayout, error) {
 	l := restoreLayout{DataDir: cnf.DataDir, DataHomeDir: cnf.InnodbDataHomeDir, LogHomeDir: cnf.InnodbLogGroupHomeDir,
 		BinLogPath: cnf.BinLogPath, ExternalDirs: slices.Clone(cfg.ExternalTablespaceDirs)}
-	vals, err := readMysqldOptions(cnf.Path, "innodb_undo_directory", "innodb_directories")
+	lines, err := readOptionFile(cnf.Path)
 	if err != nil {
 		return l, err
 	}
-	if u := vals["innodb_undo_directory"]; u != "" {
-		if !filepath.IsAbs(u) {
-			u = filepath.Join(cnf.DataDir, u)
-		}
-		l.UndoDir = filepath.Clean(u)
-	}
+	vals := lastValues(inGroups(lines, serverOptionGroups), "innodb_undo_directory", "innodb_directories", "aria_log_dir_path")
+	l.UndoDir = underDataDir(cnf.DataDir, vals["innodb_undo_directory"])
+	l.AriaLogDir = underDataDir(cnf.DataDir, vals["aria_log_dir_path"])
 	// MySQL's own list of directories it scans for tablespaces.
 	for _, d := range strings.FieldsFunc(vals["innodb_directories"], func(r rune) bool { return r == ';' }) {
 		if d = strings.TrimSpace(d); filepath.IsAbs(d) {
@@ -51,36 +49,16 @@ func layoutFor(cnf *mysqlctl.Mycnf, cfg *Config) (restoreLayout, error) {
 	return l, nil
 }
 
-// readMysqldOptions reads the last value of each key in the [mysqld] section
-// of a my.cnf (dashes and underscores alike, quotes removed).
-func readMysqldOptions(path string, keys ...string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, vterrors.Wrapf(err, "cannot read %s", path)
+// underDataDir resolves a directory option as the server does: relative to
+// the data directory ("" stays "").
+func underDataDir(dataDir, dir string) string {
+	if dir == "" {
+		return ""
 	}
-	defer f.Close()
-	out := map[string]string{}
-	section := ""
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			section = strings.Trim(line, "[] ")
-			continue
-		}
-		if section != "mysqld" {
-			continue
-		}
-		k, v, _ := strings.Cut(line, "=")
-		k = strings.ReplaceAll(strings.TrimSpace(k), "-", "_")
-		if slices.Contains(keys, k) {
-			out[k] = strings.Trim(strings.TrimSpace(v), `"'`)
-		}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(dataDir, dir)
 	}
-	return out, s.Err()
+	return filepath.Clean(dir)
 }
 
 // placement moves one entry of the staging directory (Src, relative) to Dst.
@@ -92,7 +70,67 @@ type placement struct {
 	Replace bool
 }
 
-var undoName = regexp.MustCompile(`^undo_?[0-9]{3}$`) // MySQL 8 undo_001, MariaDB undo001
+var (
+	undoName    = regexp.MustCompile(`^undo_?[0-9]{3}$`) // MySQL 8 undo_001, MariaDB undo001
+	ariaLogName = regexp.MustCompile(`^aria_log\.[0-9]{8}$`)
+	ibLogfile   = regexp.MustCompile(`^ib_logfile[0-9]+$`)
+)
+
+// isToolMetadata says whether a top-level file of a prepared backup is the
+// tool's own and stays out of the data directory. Only files: a directory is
+// a database whatever its name. From PXB backup_copy.cc,
+// should_skip_file_on_copy_back (its exact names, the keyring component
+// configurations, ib_logfile<n>, the suffixes of files it transforms; it
+// copies xtrabackup_info, _slave_info, _galera_info and _keys into the data
+// directory), and mariabackup's copy_back (the same names, and its own
+// mariadb_backup_* renames of them).
+func isToolMetadata(name, flavor string) bool {
+	switch name {
+	case "backup-my.cnf", "xtrabackup_logfile", "xtrabackup_binary", "xtrabackup_binlog_info",
+		"xtrabackup_checkpoints", "xtrabackup_tablespaces", "xtrabackup_binlog_pos_innodb",
+		"component_keyring_file.cnf", "component_keyring_kmip.cnf", "component_keyring_kms.cnf":
+		return true
+	case "xtrabackup_info", "xtrabackup_slave_info", "xtrabackup_galera_info", "xtrabackup_keys":
+		return flavor != FlavorXtrabackup
+	}
+	if strings.HasPrefix(name, "mariadb_backup_") {
+		return true
+	}
+	if flavor == FlavorXtrabackup && ibLogfile.MatchString(name) {
+		return true
+	}
+	for _, suffix := range []string{".qp", ".lz4", ".zst", ".pmap", ".tmp", ".xbcrypt"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkArrived proves the move-back complete: every placement is at its
+// destination, and nothing but the tool's metadata is left in staging (which
+// is removed after the restore: a left entry would be lost with it).
+func checkArrived(staging string, moves []placement, flavor string) error {
+	for _, m := range moves {
+		if _, err := os.Lstat(m.Dst); err != nil {
+			return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the restore moved %s to %s, but it is not there: %v", m.Src, m.Dst, err)
+		}
+	}
+	entries, err := os.ReadDir(staging)
+	if err != nil {
+		return vterrors.Wrapf(err, "cannot check what the restore left in %s", staging)
+	}
+	for _, e := range entries {
+		if !e.IsDir() && isToolMetadata(e.Name(), flavor) {
+			continue
+		}
+		if filepath.Ext(e.Name()) == ".index" || strings.HasPrefix(e.Name(), "ib_logfile") {
+			continue // a binlog index rewritten in place; a redo file PXB leaves behind
+		}
+		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the backup holds %s, which the restore did not place (a database or file of the backup would be lost with the staging directory %s); the restore is failed", e.Name(), staging)
+	}
+	return nil
+}
 
 // planMoveBack decides where every entry of a prepared backup in staging
 // goes, as Percona XtraBackup's copy-back (backup_copy.cc, copy_back) and
@@ -135,7 +173,7 @@ func planMoveBack(staging string, l restoreLayout) (moves []placement, binlogInd
 		name := e.Name()
 		var dst string
 		switch {
-		case isToolMetadata(name):
+		case !e.IsDir() && isToolMetadata(name, l.Flavor):
 			continue
 		case binlogs[name] != "":
 			dst = binlogs[name]
@@ -149,8 +187,10 @@ func planMoveBack(staging string, l restoreLayout) (moves []placement, binlogInd
 			continue // a general tablespace placed above
 		case strings.HasPrefix(name, "ibdata"):
 			dst = filepath.Join(l.DataHomeDir, name)
-		case strings.HasPrefix(name, "ib_logfile"):
-			dst = filepath.Join(l.LogHomeDir, name)
+		case strings.HasPrefix(name, "ib_logfile") && l.Flavor != FlavorXtrabackup:
+			dst = filepath.Join(l.LogHomeDir, name) // mariabackup's prepare writes it
+		case l.AriaLogDir != "" && (name == "aria_log_control" || ariaLogName.MatchString(name)):
+			dst = filepath.Join(l.AriaLogDir, name) // mariabackup --copy-back --aria-log-dir-path (MDEV-30968)
 		case undoName.MatchString(name) || strings.HasSuffix(name, ".ibu"):
 			dst = filepath.Join(undoDir, name)
 		default:

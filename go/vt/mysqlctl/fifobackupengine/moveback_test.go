@@ -2,10 +2,12 @@ package fifobackupengine
 
 import (
 	"os"
+
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"vitess.io/vitess/go/vt/mysqlctl"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,11 +77,14 @@ func TestMoveBackMySQL8Tree(t *testing.T) {
 		"binlog.000007": "", "binlog.index": "./binlog.000006\n./binlog.000007\n",
 		"db1/t1.ibd": "", "db1/t2.ibd": "", "db1/t3#p#p0.ibd": "", "db1/t3#p#p1.ibd": "", "db1/m.MYD": "", "db1/m.MYI": "", "db1/m_362.sdi": "",
 		"mysql/general_log.CSV": "", "sys/sys_config.ibd": "", "performance_schema/": "",
+		"xtrabackup_slave_info": "", "ib_logfile0": "", "xtrabackup_backup/t.ibd": "", "mariadb_backup_x/t.ibd": "",
 	})
 	l := testLayout(root)
+	l.Flavor = FlavorXtrabackup
 	moves, index, err := planMoveBack(staging, l)
 	require.NoError(t, err)
 	require.NoError(t, applyMoveBack(staging, moves, index))
+	require.NoError(t, checkArrived(staging, moves, l.Flavor))
 
 	requirePlaced(t, root, map[string]string{
 		"innodb/data/ibdata1": "ibdata1",
@@ -94,11 +99,16 @@ func TestMoveBackMySQL8Tree(t *testing.T) {
 		"data/performance_schema/":          "",
 		"bin-logs/vt-0000000100-bin.000007": "binlog.000007",
 		"bin-logs/vt-0000000100-bin.index":  filepath.Join(root, "bin-logs/vt-0000000100-bin.000007") + "\n",
+		// backup_copy.cc copies these into the data directory (should_skip_file_on_copy_back does not skip them).
+		"data/xtrabackup_info": "xtrabackup_info", "data/xtrabackup_slave_info": "xtrabackup_slave_info",
+		// A database is a directory, whatever its name: never taken for the tool's metadata.
+		"data/xtrabackup_backup/t.ibd": "xtrabackup_backup/t.ibd", "data/mariadb_backup_x/t.ibd": "mariadb_backup_x/t.ibd",
 	})
+	assert.NoFileExists(t, filepath.Join(root, "innodb/logs/ib_logfile0"), "copy-back skips ib_logfile<n> (should_skip_file_on_copy_back)")
 	assert.NoFileExists(t, filepath.Join(root, "data/db1/t2.ibd"), "an external tablespace is not also in the data dir")
 	assert.NoFileExists(t, filepath.Join(root, "data/binlog.index"))
 	// The tool's metadata stays behind.
-	for _, name := range []string{"backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_info", "xtrabackup_logfile", "xtrabackup_tablespaces", "xtrabackup_binlog_info", "binlog.index"} {
+	for _, name := range []string{"backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_logfile", "xtrabackup_tablespaces", "xtrabackup_binlog_info", "binlog.index"} {
 		assert.FileExists(t, filepath.Join(staging, name))
 		assert.NoFileExists(t, filepath.Join(root, "data", name))
 	}
@@ -119,11 +129,12 @@ func TestMoveBackMariaDBTree(t *testing.T) {
 		"db1/p#P#p0.ibd": "", "db1/p#P#p0.isl": ext + "/db1/p#P#p0.ibd\n", "db1/p#P#p1.ibd": "", "db1/p.frm": "", "db1/p.par": "",
 	})
 	l := testLayout(root)
-	l.UndoDir, l.BinLogPath = "", ""
+	l.UndoDir, l.BinLogPath, l.Flavor = "", "", FlavorMariabackup
 	moves, index, err := planMoveBack(staging, l)
 	require.NoError(t, err)
 	assert.Nil(t, index)
 	require.NoError(t, applyMoveBack(staging, moves, index))
+	require.NoError(t, checkArrived(staging, moves, l.Flavor))
 	requirePlaced(t, root, map[string]string{
 		"innodb/data/ibdata1": "ibdata1", "innodb/logs/ib_logfile0": "ib_logfile0",
 		"data/undo001": "undo001", "data/undo002": "undo002", "data/aria_log_control": "aria_log_control",
@@ -215,4 +226,39 @@ func TestMoveByRenameAcrossFileSystems(t *testing.T) {
 	makeTree(t, src, map[string]string{"u.ibd": ""})
 	makeTree(t, dst, map[string]string{"u.ibd": "old"})
 	require.Error(t, moveByRename(filepath.Join(src, "u.ibd"), filepath.Join(dst, "u.ibd")))
+}
+
+// TestMoveBackAriaLogDir: with aria_log_dir_path set, Aria's log goes there
+// (mariabackup --copy-back --aria-log-dir-path, MDEV-30968; MariaDB
+// mysql-test aria_log_dir_path.inc), not into the data directory where the
+// server would not find it.
+func TestMoveBackAriaLogDir(t *testing.T) {
+	root := t.TempDir()
+	staging := filepath.Join(root, "staging")
+	makeTree(t, staging, map[string]string{"aria_log_control": "", "aria_log.00000001": "", "aria_log.00000002": "", "db1/t.MAI": ""})
+	l := testLayout(root)
+	l.Flavor, l.AriaLogDir = FlavorMariabackup, filepath.Join(root, "aria")
+	moves, index, err := planMoveBack(staging, l)
+	require.NoError(t, err)
+	require.NoError(t, applyMoveBack(staging, moves, index))
+	require.NoError(t, checkArrived(staging, moves, l.Flavor))
+	requirePlaced(t, root, map[string]string{"aria/aria_log_control": "aria_log_control", "aria/aria_log.00000002": "aria_log.00000002", "data/db1/t.MAI": "db1/t.MAI"})
+	assert.NoFileExists(t, filepath.Join(root, "data/aria_log_control"))
+
+	// The option file as the server reads it: relative to the data directory.
+	cnf := filepath.Join(root, "my.cnf")
+	require.NoError(t, os.WriteFile(cnf, []byte("[mysqld]\naria_log_dir_path = arialogs # here\n[client]\naria-log-dir-path=/wrong\n"), 0o600))
+	got, err := layoutFor(&mysqlctl.Mycnf{Path: cnf, DataDir: "/vt/data"}, &Config{})
+	require.NoError(t, err)
+	assert.Equal(t, "/vt/data/arialogs", got.AriaLogDir)
+}
+
+// TestCheckArrivedNamesWhatWouldBeLost: an entry left in staging that is not
+// the tool's metadata fails the restore, naming it.
+func TestCheckArrivedNamesWhatWouldBeLost(t *testing.T) {
+	staging := t.TempDir()
+	makeTree(t, staging, map[string]string{"xtrabackup_checkpoints": "", "backup-my.cnf": "", "shop/orders.ibd": ""})
+	err := checkArrived(staging, nil, FlavorMariabackup)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the backup holds shop, which the restore did not place")
 }

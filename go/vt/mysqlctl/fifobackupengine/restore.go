@@ -56,6 +56,8 @@ type restoreRun struct {
 	stats  *phaseStats
 	logger logutil.Logger
 	onRead func(lane, n int) // stored bytes read (progress); may be nil
+	// checkTables: the last prepare validates the indexes (prepareStep).
+	checkTables bool
 
 	// subset, if set, restores only some tables (tables.go); tables is what
 	// the chain's full backup holds of them.
@@ -151,8 +153,11 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 		return nil
 	}
 	last := len(r.chain) - 1
-	redoOnly := tool.Flavor == FlavorXtrabackup
-	if err := r.prepare(ctx, tool, defaultsFile, dir, "", redoOnly && last > 0, r.subset != nil && last == 0); err != nil {
+	step := func(i int, deltaDir string) prepareStep {
+		return prepareStep{DefaultsFile: defaultsFile, TargetDir: dir, DeltaDir: deltaDir,
+			RedoOnly: i < last, Export: r.subset != nil && i == last, CheckTables: r.checkTables && i == last}
+	}
+	if err := r.prepare(ctx, tool, step(0, "")); err != nil {
 		return err
 	}
 	for i := 1; i <= last; i++ {
@@ -162,7 +167,7 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 		}
 		err = r.extract(ctx, r.chain[i], delta)
 		if err == nil {
-			err = r.prepare(ctx, tool, defaultsFile, dir, delta, redoOnly && i < last, r.subset != nil && i == last)
+			err = r.prepare(ctx, tool, step(i, delta))
 		}
 		release()
 		if err != nil {
@@ -266,17 +271,14 @@ func (r *restoreRun) checkTool(tool *backupTool) error {
 	return nil
 }
 
-// prepare runs the tool's --prepare on the extracted files in staging, with
-// defaultsFile as its --defaults-file (empty: --no-defaults), applying the
-// incremental backup extracted in deltaDir if not empty; redoOnly leaves
-// out the rollback phase (Percona's --apply-log-only), for a chain's backups
-// but the last.
-func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, defaultsFile, staging, deltaDir string, redoOnly, export bool) error {
-	openFiles, err := toolOpenFiles(staging)
+// prepare runs the tool's --prepare of one step of a chain (prepareStep).
+func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepareStep) error {
+	openFiles, err := toolOpenFiles(step.TargetDir)
 	if err != nil {
 		return err
 	}
-	args, err := tool.prepareArgs(&r.cfg, defaultsFile, staging, openFiles, deltaDir, redoOnly, export)
+	step.OpenFiles = openFiles
+	args, err := tool.prepareArgs(&r.cfg, step)
 	if err != nil {
 		return err
 	}
@@ -307,6 +309,7 @@ func (r *restoreRun) moveBack(staging string) error {
 	if err != nil {
 		return err
 	}
+	layout.Flavor = r.m.ToolFlavor
 	moves, index, err := planMoveBack(staging, layout)
 	if err != nil {
 		return vterrors.Wrapf(err, "cannot place the files of the backup")
@@ -317,6 +320,9 @@ func (r *restoreRun) moveBack(staging string) error {
 		}
 	}
 	if err := applyMoveBack(staging, moves, index); err != nil {
+		return err
+	}
+	if err := checkArrived(staging, moves, layout.Flavor); err != nil {
 		return err
 	}
 	placed := []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir}
@@ -335,11 +341,6 @@ func (r *restoreRun) moveBack(staging string) error {
 	r.stats.since("MoveBack", start)
 	r.logger.Infof("fifo restore: moved %d entries into place in %v", len(moves), time.Since(start).Round(time.Millisecond))
 	return nil
-}
-
-func isToolMetadata(name string) bool {
-	return strings.HasPrefix(name, "xtrabackup_") || strings.HasPrefix(name, "mariadb_backup_") ||
-		name == "backup-my.cnf"
 }
 
 // moveByRename renames src to dst; across filesystems (a custom layout, a

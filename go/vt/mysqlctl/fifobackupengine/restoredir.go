@@ -36,6 +36,11 @@ type RestoreDirOptions struct {
 	// ALTER TABLE ... IMPORT TABLESPACE. The directory is then a data
 	// directory with only those tables.
 	Tables []TablePattern
+	// CheckTables has the tool validate every index's B-tree during the last
+	// prepare where it can (Percona XtraBackup 8.4.0-6 and 9.7.1:
+	// --check-tables): the structure, not the contents. A test restore's
+	// first, cheap tier.
+	CheckTables bool
 	// OnManifest, if set, is called once the MANIFEST is read and checked.
 	OnManifest func(*Manifest)
 	// OnRead is called with the stored bytes read from a lane (progress).
@@ -91,7 +96,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if opts.OnManifest != nil {
 		opts.OnManifest(m)
 	}
-	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead}
+	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead, checkTables: opts.CheckTables}
 	if opts.Tables != nil {
 		if !opts.Prepare {
 			return rep, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "a table restore prepares the files (with --export): set Prepare")

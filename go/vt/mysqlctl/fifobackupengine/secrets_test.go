@@ -36,7 +36,7 @@ func TestSecretFlagForms(t *testing.T) {
 	assert.NotContains(t, argv, "--password PLANTED")
 	_, secrets := redactSecrets(args)
 	assert.Len(t, secrets, 10)
-	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 0, "", false, false)
+	args, err = tool.prepareArgs(&cfg, prepareStep{DefaultsFile: "/my.cnf", TargetDir: "/staging"})
 	require.NoError(t, err)
 	assert.Contains(t, args, "--transition-key=PLANTED-11")
 	assert.Contains(t, args, "-pPLANTED-12")

@@ -186,40 +186,108 @@ func parallel(cfg *Config, source string) int {
 	return cfg.Parallel
 }
 
-// prepareArgs builds the tool's argv for --prepare of an extracted backup.
-// openFiles as in backupArgs: applying the redo opens tablespaces too. An
-// empty defaultsFile reads no option file (the tool still reads the
-// backup's own backup-my.cnf).
-//
-// deltaDir (if not empty) is an extracted incremental backup to apply
-// (--incremental-dir); redoOnly asks Percona XtraBackup to skip the rollback
-// phase (--apply-log-only, xtrabackup.cc's xtrabackup_apply_log_only), as
-// every prepare of a chain but the last must (Percona's documentation on
-// incremental backups). Not run here: checked as arguments and through the
-// stand-in only.
-// mariabackup (10.2 and later) has no such option: its --prepare never rolls
-// back, the server does when it starts.
-// export adds --export (both tools): a .cfg per .ibd for IMPORT TABLESPACE,
-// after a slow shutdown, so that the files need no undo or change buffer
-// (PXB xtrabackup.cc: xtrabackup_prepare_func, "export option is
-// specified"; MariaDB extra/mariabackup/xtrabackup.cc: prepare_export).
-func (t *backupTool) prepareArgs(cfg *Config, defaultsFile, targetDir string, openFiles uint64, deltaDir string, redoOnly, export bool) ([]string, error) {
-	defaults := "--no-defaults"
-	if defaultsFile != "" {
-		defaults = "--defaults-file=" + defaultsFile
+// prepareStep is one --prepare of a restore: a full backup, or one delta of
+// a chain applied to it.
+type prepareStep struct {
+	// DefaultsFile is the tool's --defaults-file; empty reads no option file
+	// (the tool still reads the backup's own backup-my.cnf).
+	DefaultsFile string
+	TargetDir    string
+	// OpenFiles as in backupArgs (0: not passed): applying the redo opens
+	// tablespaces too.
+	OpenFiles uint64
+	// DeltaDir, when not empty, is an extracted incremental backup to apply.
+	DeltaDir string
+	// RedoOnly leaves out the rollback phase, as every prepare of a chain but
+	// the last must (Percona's documentation on incremental backups).
+	// mariabackup (10.2 and later) has no such option: its --prepare never
+	// rolls back, the server does when it starts.
+	RedoOnly bool
+	// Export adds --export (both tools): a .cfg per .ibd for IMPORT
+	// TABLESPACE, after a slow shutdown, so that the files need no undo or
+	// change buffer (PXB xtrabackup.cc: xtrabackup_prepare_func, "export option
+	// is specified"; MariaDB extra/mariabackup/xtrabackup.cc: prepare_export).
+	Export bool
+	// CheckTables asks the tool to validate every index's B-tree while it
+	// prepares, where it can (PXB 8.4.0-6, 9.7.1: --check-tables).
+	CheckTables bool
+}
+
+// Percona XtraBackup's option names for a prepare, by version: 8.4.0-8 and
+// 9.7.2-2 renamed them (the old names warn; an old and a new name together
+// are an error).
+type prepareNames struct{ redoOnly, incrementalDir string }
+
+var (
+	oldPrepareNames = prepareNames{redoOnly: "--apply-log-only", incrementalDir: "--incremental-dir"}
+	newPrepareNames = prepareNames{redoOnly: "--apply-redo-only", incrementalDir: "--prepare-incremental-from-dir"}
+)
+
+// Versions (major, minor, patch, build) from which a Percona XtraBackup
+// series has a feature: the 8.4 series, then 9.7 and later.
+var (
+	renamedSince84     = [4]int{8, 4, 0, 8}
+	renamedSince97     = [4]int{9, 7, 2, 2}
+	checkTablesSince84 = [4]int{8, 4, 0, 6}
+	checkTablesSince97 = [4]int{9, 7, 1, 0}
+)
+
+// since reports whether a Percona XtraBackup is at least in84 within the 8.4
+// series, or at least in97 from 9.x on.
+func (t *backupTool) since(in84, in97 [4]int) bool {
+	if t.Flavor != FlavorXtrabackup {
+		return false
 	}
-	args := []string{defaults, "--prepare", "--target-dir=" + targetDir}
-	if export {
+	v := [4]int{t.Major, t.Minor, t.Patch, t.Build}
+	if t.Major >= 9 {
+		return compareVersions(v, in97) >= 0
+	}
+	return t.Major == 8 && t.Minor == 4 && compareVersions(v, in84) >= 0
+}
+
+func compareVersions(a, b [4]int) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] - b[i]
+		}
+	}
+	return 0
+}
+
+func (t *backupTool) prepareNames() prepareNames {
+	if t.since(renamedSince84, renamedSince97) {
+		return newPrepareNames
+	}
+	return oldPrepareNames
+}
+
+// hasCheckTables reports whether --prepare takes --check-tables.
+func (t *backupTool) hasCheckTables() bool { return t.since(checkTablesSince84, checkTablesSince97) }
+
+// prepareArgs builds the tool's argv for one --prepare (prepareStep).
+// Not run against Percona XtraBackup here: checked as arguments and through
+// the stand-in only.
+func (t *backupTool) prepareArgs(cfg *Config, step prepareStep) ([]string, error) {
+	defaults := "--no-defaults"
+	if step.DefaultsFile != "" {
+		defaults = "--defaults-file=" + step.DefaultsFile
+	}
+	names := t.prepareNames()
+	args := []string{defaults, "--prepare", "--target-dir=" + step.TargetDir}
+	if step.Export {
 		args = append(args, "--export")
 	}
-	if redoOnly && t.Flavor == FlavorXtrabackup {
-		args = append(args, "--apply-log-only")
+	if step.RedoOnly && t.Flavor == FlavorXtrabackup {
+		args = append(args, names.redoOnly)
 	}
-	if deltaDir != "" {
-		args = append(args, "--incremental-dir="+deltaDir)
+	if step.DeltaDir != "" {
+		args = append(args, names.incrementalDir+"="+step.DeltaDir)
 	}
-	if openFiles > 0 {
-		args = append(args, fmt.Sprintf("--open-files-limit=%d", openFiles))
+	if step.CheckTables && t.hasCheckTables() {
+		args = append(args, "--check-tables")
+	}
+	if step.OpenFiles > 0 {
+		args = append(args, fmt.Sprintf("--open-files-limit=%d", step.OpenFiles))
 	}
 	if cfg.UseMemory > 0 {
 		args = append(args, fmt.Sprintf("--use-memory=%d", cfg.UseMemory))

@@ -46,7 +46,7 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 		{"read buffer above the largest chunk", func(c *Config) { c.ReadBufferSize = 65 << 20 }, []string{"--fifo-backup-read-buffer-size", "128KiB..64MiB in steps of 64KiB"}},
 		{"read buffer below Percona's minimum", func(c *Config) { c.ReadBufferSize = 64 << 10 }, []string{"--fifo-backup-read-buffer-size", "128KiB..64MiB"}},
 		{"read buffer off its step", func(c *Config) { c.ReadBufferSize = 1000000 }, []string{"--fifo-backup-read-buffer-size", "steps of 64KiB"}},
-		{"tool flag --compress", func(c *Config) { c.BackupFlags = "--no-lock --compress" }, []string{"--fifo-backup-backup-flags", "--compress", "never decompresses"}},
+		{"tool flag --compress", func(c *Config) { c.BackupFlags = "--slave-info --compress" }, []string{"--fifo-backup-backup-flags", "--compress", "never decompresses"}},
 		{"tool flag --compress-threads", func(c *Config) { c.BackupFlags = "--compress_threads=4" }, []string{"--fifo-backup-backup-flags", "--compress-threads"}},
 		{"tool flag --encrypt", func(c *Config) { c.BackupFlags = "--encrypt=AES256" }, []string{"--fifo-backup-backup-flags", "--encrypt", "never decrypts"}},
 		{"tool flag --read-buffer-size", func(c *Config) { c.BackupFlags = "--read-buffer-size=256M" }, []string{"--fifo-backup-backup-flags", "use --fifo-backup-read-buffer-size"}},
@@ -57,6 +57,12 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 		{"max chain length", func(c *Config) { c.MaxChainLength = 0 }, []string{"--fifo-backup-max-chain-length", "1..1000"}},
 		{"tool flag --incremental-lsn", func(c *Config) { c.BackupFlags = "--incremental-lsn=5" }, []string{"--fifo-backup-backup-flags", "--incremental-lsn", "--fifo-backup-full-interval"}},
 		{"tool flag --incremental-basedir", func(c *Config) { c.BackupFlags = "--incremental-basedir=/b" }, []string{"--fifo-backup-backup-flags", "--incremental-basedir"}},
+		{"tool flag --databases", func(c *Config) { c.BackupFlags = "--databases=a" }, []string{"--fifo-backup-backup-flags", "--databases", "listed as a full one"}},
+		{"tool flag --tables-exclude", func(c *Config) { c.BackupFlags = "--tables_exclude=a.b" }, []string{"--fifo-backup-backup-flags", "--tables-exclude", "listed as a full one"}},
+		{"tool flag --no-lock", func(c *Config) { c.BackupFlags = "--no-lock" }, []string{"--fifo-backup-backup-flags", "--no-lock", "--slave-info", "xb_init"}},
+		{"tool flag --backup-incremental-base", func(c *Config) { c.BackupFlags = "--backup-incremental-base=/b" }, []string{"--fifo-backup-backup-flags", "--backup-incremental-base"}},
+		{"prepare flag --apply-redo-only", func(c *Config) { c.PrepareFlags = "--apply-redo-only" }, []string{"--fifo-backup-prepare-flags", "--apply-redo-only", "the engine sets it"}},
+		{"prepare flag --incremental-dir", func(c *Config) { c.PrepareFlags = "--incremental-dir=/d" }, []string{"--fifo-backup-prepare-flags", "--incremental-dir", "--prepare-incremental-from-dir from 8.4.0-8"}},
 		{"backup flags", func(c *Config) { c.BackupFlags = `--x="unterminated` }, []string{"--fifo-backup-backup-flags", "balanced quotes"}},
 		{"prepare flags", func(c *Config) { c.PrepareFlags = `'` }, []string{"--fifo-backup-prepare-flags", "balanced quotes"}},
 		{"compression engine", func(c *Config) { c.Compression.Engine = "brotli" }, []string{"--compression-engine-name", "pgzip, pargzip, zstd, lz4, external"}},
@@ -157,7 +163,7 @@ func TestSourceFor(t *testing.T) {
 
 func TestBackupArgsNeverUseAShellAndRefuseChunkSizeOnMariabackup(t *testing.T) {
 	cfg := validConfig()
-	cfg.BackupFlags = `--tables-exclude='a b' --no-lock`
+	cfg.BackupFlags = `--lock-ddl-per-table='a b' --slave-info`
 	percona := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Patch: 35, Build: 30}
 	args, err := percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceFIFO, "/w/fifo", 0)
 	require.NoError(t, err)
@@ -172,7 +178,7 @@ func TestBackupArgsNeverUseAShellAndRefuseChunkSizeOnMariabackup(t *testing.T) {
 	assert.Contains(t, args, "--fifo-streams=8")
 	assert.Contains(t, args, "--parallel=8")
 	assert.Contains(t, args, "--fifo-dir=/w/fifo")
-	assert.Contains(t, args, "--tables-exclude=a b")
+	assert.Contains(t, args, "--lock-ddl-per-table=a b")
 
 	cfg.ReadBufferSize = 8 << 20
 	args, err = percona.backupArgs(&cfg, "/my.cnf", "/sock", "vt_dba", "/w", SourceStdout, "", 0)
@@ -310,10 +316,10 @@ func TestOpenFilesLimitPassed(t *testing.T) {
 	require.NoError(t, err)
 	i, j := slices.Index(args, "--open-files-limit=4096"), slices.Index(args, "--open-files-limit=777")
 	assert.True(t, i > 0 && j > i, "ours, then the operator's: %v", args)
-	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 4096, "", false, false)
+	args, err = tool.prepareArgs(&cfg, prepareStep{DefaultsFile: "/my.cnf", TargetDir: "/staging", OpenFiles: 4096})
 	require.NoError(t, err)
 	assert.Contains(t, args, "--open-files-limit=4096")
-	args, err = tool.prepareArgs(&cfg, "/my.cnf", "/staging", 0, "", false, false)
+	args, err = tool.prepareArgs(&cfg, prepareStep{DefaultsFile: "/my.cnf", TargetDir: "/staging"})
 	require.NoError(t, err)
 	assert.NotContains(t, strings.Join(args, " "), "--open-files-limit")
 }

@@ -185,6 +185,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	dataDir := filepath.Join(scratch, "data")
 	ro := opts.Restore
 	ro.Prepare = true
+	ro.CheckTables = true // where the tool has it: the structure, before mysqld checks the tables
 	if ro.Logger == nil {
 		ro.Logger = logger
 	}

@@ -1,0 +1,213 @@
+package fifobackupengine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOptionFileAsTheToolReadsIt: groups matched without case, comments,
+// quotes, loose-/skip- forms, !include and !includedir resolved (mysys
+// my_default.cc, search_default_file_with_ext), the suffix groups of
+// MYSQL_GROUP_SUFFIX.
+func TestOptionFileAsTheToolReadsIt(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "conf.d")
+	require.NoError(t, os.Mkdir(conf, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(conf, "b.cnf"), []byte("[XtraBackup]\nloose_compress_threads = 4\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(conf, "a.cnf"), []byte("[mysqld]\ninnodb_undo_directory='/u' # undo\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(conf, "skipped.txt"), []byte("[xtrabackup]\ncompress\n"), 0o600))
+	inc := filepath.Join(dir, "inc.cnf")
+	require.NoError(t, os.WriteFile(inc, []byte("[client]\nskip-compress\n"), 0o600))
+	main := filepath.Join(dir, "my.cnf")
+	require.NoError(t, os.WriteFile(main, []byte("# top\nignored-before-any-group\n[mysqld]\nport = 3306\n!include "+inc+"\n!include "+dir+"/missing.cnf\n!includedir "+conf+"\n[xtrabackup-x]\ndatabases=d\n"), 0o600))
+
+	lines, err := readOptionFile(main)
+	require.NoError(t, err)
+	var got []string
+	for _, l := range lines {
+		got = append(got, l.Group+" "+l.Name+"="+l.Value)
+	}
+	assert.Equal(t, []string{"mysqld port=3306", "client compress=", "mysqld innodb-undo-directory=/u", "xtrabackup compress-threads=4", "xtrabackup-x databases=d"}, got)
+	assert.True(t, lines[1].Off, "skip-compress turns it off")
+	assert.Equal(t, filepath.Join(conf, "b.cnf"), lines[3].File)
+	assert.Equal(t, 2, lines[3].Line)
+
+	own := inGroups(lines, toolOptionGroups(FlavorXtrabackup))
+	assert.Len(t, own, 2, "[client] and [xtrabackup], not [mysqld] nor a suffixed group")
+	t.Setenv("MYSQL_GROUP_SUFFIX", "-x")
+	assert.Len(t, inGroups(lines, toolOptionGroups(FlavorXtrabackup)), 3, "with MYSQL_GROUP_SUFFIX=-x, [xtrabackup-x] too")
+
+	// The first option that changes what is copied or written fails the
+	// backup, naming the file, the line and the group.
+	_, err = checkToolOptionFile(main, FlavorXtrabackup)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(conf, "b.cnf")+" line 2 sets [xtrabackup] compress-threads")
+}
+
+// TestOptionFileRefusals: every option that changes what the tool copies or
+// how it writes files, in any group the tool reads its own options from
+// (PXB xtrabackup.cc xb_server_default_groups/xb_client_default_groups;
+// mariabackup handle_options), is refused; the server's own groups and the
+// options the engine's command line overrides are not.
+func TestOptionFileRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		flavor, text, want string // want "": accepted
+	}{
+		{FlavorMariabackup, "[mariabackup]\ncompress\n", "[mariabackup] compress, which mariabackup reads as its own --compress"},
+		{FlavorMariabackup, "[client]\ncompress\n", "[client] compress"},
+		{FlavorMariabackup, "[client-server]\ndatabases = shop\n", "listed as a full one"},
+		{FlavorMariabackup, "[mariadb-backup]\ntables-exclude=shop.t\n", "tables-exclude"},
+		{FlavorXtrabackup, "[xtrabackup]\nencrypt=AES256\nencrypt-key-file=/k\n", "[xtrabackup] encrypt"},
+		{FlavorXtrabackup, "[client]\ndatabases_file=/d\n", "databases-file"},
+		{FlavorXtrabackup, "[xtrabackup]\nno-lock\n", "--slave-info"},
+		{FlavorXtrabackup, "[xtrabackup]\nfifo-streams=4\n", "--fifo-backup-fifo-streams"},
+		{FlavorXtrabackup, "[xtrabackup]\nincremental-basedir=/b\n", "--fifo-backup-full-interval"},
+		{FlavorXtrabackup, "[mariabackup]\ncompress\n", ""},                                   // not a group PXB reads
+		{FlavorXtrabackup, "[mysqld]\nencrypt-binlog\ncompress\n", ""},                        // the server's groups
+		{FlavorMariabackup, "[client]\nskip-compress\ndatabase=shop\n", ""},                   // off; the mysql client's database
+		{FlavorXtrabackup, "[xtrabackup]\ntarget-dir=/b\nparallel=8\nstream=xbstream\n", ""}, // the command line wins
+	} {
+		t.Run(tc.flavor+" "+strings.ReplaceAll(tc.text, "\n", " "), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "my.cnf")
+			require.NoError(t, os.WriteFile(p, []byte(tc.text), 0o600))
+			_, err := checkToolOptionFile(p, tc.flavor)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), p+" line 2 sets")
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestPrepareNamesByVersion: Percona XtraBackup 8.4.0-8 and 9.7.2-2 renamed
+// --apply-log-only and --incremental-dir (an old and a new name together are
+// an error); 8.0 and earlier 8.4/9.7 builds keep the old names.
+// --check-tables exists from 8.4.0-6 and 9.7.1.
+func TestPrepareNamesByVersion(t *testing.T) {
+	cfg := validConfig()
+	step := prepareStep{TargetDir: "/t", DeltaDir: "/d", RedoOnly: true, CheckTables: true}
+	for _, tc := range []struct {
+		version     [4]int
+		renamed     bool
+		checkTables bool
+	}{
+		{[4]int{8, 0, 35, 30}, false, false},
+		{[4]int{8, 4, 0, 5}, false, false},
+		{[4]int{8, 4, 0, 6}, false, true},
+		{[4]int{8, 4, 0, 8}, true, true},
+		{[4]int{8, 4, 1, 1}, true, true},
+		{[4]int{9, 7, 1, 0}, false, true},
+		{[4]int{9, 7, 2, 1}, false, true},
+		{[4]int{9, 7, 2, 2}, true, true},
+		{[4]int{9, 8, 0, 1}, true, true},
+	} {
+		v := tc.version
+		tool := &backupTool{Flavor: FlavorXtrabackup, Major: v[0], Minor: v[1], Patch: v[2], Build: v[3]}
+		args, err := tool.prepareArgs(&cfg, step)
+		require.NoError(t, err)
+		argv := strings.Join(args, " ")
+		if tc.renamed {
+			assert.Contains(t, argv, "--apply-redo-only --prepare-incremental-from-dir=/d", "%v", v)
+			assert.NotContains(t, argv, "--apply-log-only", "%v", v)
+			assert.NotContains(t, argv, "--incremental-dir", "%v", v)
+		} else {
+			assert.Contains(t, argv, "--apply-log-only --incremental-dir=/d", "%v", v)
+			assert.NotContains(t, argv, "redo-only", "%v", v)
+		}
+		assert.Equal(t, tc.checkTables, strings.Contains(argv, "--check-tables"), "%v", v)
+	}
+	maria := &backupTool{Flavor: FlavorMariabackup}
+	args, err := maria.prepareArgs(&cfg, step)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--no-defaults", "--prepare", "--target-dir=/t", "--incremental-dir=/d"}, args[:4])
+	assert.NotContains(t, strings.Join(args, " "), "--check-tables")
+}
+
+// TestStreamFilesRefuseToolTransformedFiles: a file the tool compressed or
+// encrypted (PXB: name.zst, name.lz4, name.xbcrypt; mariabackup: name.qp)
+// stops the backup at once, naming it.
+func TestStreamFilesRefuseToolTransformedFiles(t *testing.T) {
+	files := streamFiles{}
+	require.NoError(t, files.fileEnded("./shop/orders.ibd"))
+	require.NoError(t, files.fileEnded("shop/t@002ezst.ibd"))
+	for _, name := range []string{"shop/orders.ibd.zst", "xtrabackup_logfile.lz4", "ibdata1.xbcrypt", "shop/t.frm.qp"} {
+		err := files.fileEnded(name)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "the backup tool wrote "+name)
+	}
+	assert.True(t, files.holds("shop/orders.ibd"))
+}
+
+// TestToolInfoRefusesPartialCompressedEncrypted: xtrabackup_info's own
+// record (xtrabackup.cc write_xtrabackup_info: "partial = Y",
+// "compressed = compressed", "encrypted = Y").
+func TestToolInfoRefusesPartialCompressedEncrypted(t *testing.T) {
+	for _, tc := range []struct{ info, want string }{
+		{"partial = N\ncompressed = N\nencrypted = N\n", ""},
+		{"partial = Y\n", "partial"},
+		{"compressed = compressed\n", "compressed"},
+		{"encrypted = Y\n", "encrypted"},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "mariadb_backup_info"), []byte("tool_name = mariabackup\n"+tc.info), 0o600))
+		err := checkToolInfo(dir)
+		if tc.want == "" {
+			require.NoError(t, err)
+			continue
+		}
+		require.Error(t, err, tc.info)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}
+
+// TestCheckCompleteNamesMissingTables: a table the server had from start to
+// end with no file in the stream fails the backup, naming it; a table
+// dropped during the backup does not; a delta stands for its .ibd.
+func TestCheckCompleteNamesMissingTables(t *testing.T) {
+	files := streamFiles{"shop/orders.frm": {}, "shop/items.ibd.delta": {}}
+	before := []tableFile{{"shop.orders", "shop/orders.frm"}, {"shop.items", "shop/items.ibd"}, {"shop.gone", "shop/gone.frm"}, {"crm.users", "crm/users.frm"}}
+	after := []tableFile{before[0], before[1], before[3]}
+	err := checkComplete(files, before, after)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "lacks 1 tables")
+	assert.Contains(t, err.Error(), "crm.users (crm/users.frm)")
+	assert.NotContains(t, err.Error(), "shop.gone")
+	files["crm/users.frm"] = struct{}{}
+	require.NoError(t, checkComplete(files, before, after))
+}
+
+// TestServerTableFiles: the files each flavor's server has for a table, from
+// its own catalogue (MySQL 8: INNODB_TABLES names as the files are named).
+func TestServerTableFiles(t *testing.T) {
+	query := func(answers map[string][][]string) queryRows {
+		return func(_ context.Context, q string) ([][]string, error) {
+			for k, v := range answers {
+				if strings.Contains(q, k) {
+					return v, nil
+				}
+			}
+			return nil, nil
+		}
+	}
+	got, err := serverTableFiles(context.Background(), query(map[string][][]string{
+		"information_schema.TABLES": {{"shop", "orders"}, {"my-db", "t 1"}, {"shop", "café"}},
+	}), FlavorMariabackup)
+	require.NoError(t, err)
+	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm"}, {"my-db.t 1", "my@002ddb/t@00201.frm"}}, got, "a name with a two-character code is left out")
+
+	got, err = serverTableFiles(context.Background(), query(map[string][][]string{
+		"INNODB_TABLES":                       {{"shop/orders"}, {"shop/p#p#p0"}},
+		"ENGINE IN ('MyISAM','CSV','ARCHIVE')": {{"shop", "m", "MyISAM"}, {"mysql", "general_log", "CSV"}},
+	}), FlavorXtrabackup)
+	require.NoError(t, err)
+	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.ibd"}, {"shop.p#p#p0", "shop/p#p#p0.ibd"}, {"shop.m", "shop/m.MYD"}, {"mysql.general_log", "mysql/general_log.CSV"}}, got)
+}

@@ -17,7 +17,7 @@ type Reader struct {
 	// maxPieced bounds a payload chunk readPiece hands out in pieces.
 	maxPieced int64
 	piecing   bool // header is called by readPiece
-	bufSize  int
+	bufSize   int
 
 	hdr      [24]byte
 	pathBuf  [MaxPathLen]byte

@@ -11,13 +11,16 @@
 //     The stand-in creates them once mariabackup has produced its first byte
 //     (it has connected and locked by then), after XTRABACKUP_STANDIN_LOCK_WAIT
 //     more, as a long lock wait would.
-//   - One-level directory (ds_fifo.cc, fifo_init): my_mkdir of --fifo-dir,
-//     an existing one is fine, a missing parent is an error; then
-//     mkfifo(thread_i, 0600) for every stream, an existing FIFO is an error.
+//   - One-level directory (ds_fifo.cc, fifo_init): my_mkdir of --fifo-dir
+//     with mode 0600, to which mysys's my_mkdir adds my_umask_dir (0750), so
+//     0750 less the process umask; an existing one is fine, a missing parent
+//     is an error; then mkfifo(thread_i, 0600) for every stream, an existing
+//     FIFO is an error.
 //   - Sequential opens (ds_fifo.cc, fifo_init; file_utils.cc,
 //     open_fifo_for_write_with_timeout): thread_0 first, each opened
-//     O_WRONLY|O_NONBLOCK, retried once a second up to --fifo-timeout tries;
-//     on a timeout every FIFO is closed and unlinked and the tool exits 1.
+//     O_WRONLY|O_NONBLOCK, retried once a second up to --fifo-timeout tries
+//     whatever the error (not only ENXIO); on a timeout every FIFO is closed
+//     and unlinked and the tool exits 1 (cleanup_on_error).
 //   - Control byte (open_fifo_for_write_with_timeout): once opened, the fd
 //     is made blocking and one byte is written before any data. Its value is
 //     defined in ds_fifo.h, which this project could not read:
@@ -27,10 +30,12 @@
 //     round-robin at file open; all chunks of a file go through one stream in
 //     order; each stream is a plain xbstream with no trailer.
 //   - --parallel (xtrabackup_backup_func) is raised to --fifo-streams.
-//   - Chunking (xbstream_write.cc, xb_stream_write_data): a chunk is as large
-//     as the copy thread's read, --read-buffer-size (min 128KiB, 64KiB
-//     steps); the stand-in merges mariabackup's consecutive chunks of a file
-//     up to that size.
+//   - Chunking (xbstream_write.cc, xb_stream_write_data): writes smaller than
+//     what the buffer has room for are gathered; a larger write is emitted
+//     whole as one chunk, however large (a 64 MiB delta cluster, a read of
+//     --read-buffer-size). The stand-in merges mariabackup's consecutive
+//     chunks of a file up to --read-buffer-size (the copy thread's read) and
+//     passes a chunk of that size or more whole.
 //   - --fifo-streams=1 (the default) streams to stdout; --version prints a
 //     Percona-style line on stderr that says it is a stand-in.
 //   - anything else (--prepare, ...) runs mariabackup with the same flags,
@@ -50,7 +55,10 @@
 //	XTRABACKUP_STANDIN_CONTROL_BYTE=X      the control byte ("none": write none; longer: garbage)
 //	XTRABACKUP_STANDIN_FAIL_LOCK=1         exit 1 before creating the FIFOs, as on a lock timeout
 //	XTRABACKUP_STANDIN_FAIL_AFTER=n        exit 1 after streaming n bytes of payload
+//	XTRABACKUP_STANDIN_FAIL_OPEN=k         fail opening FIFO k (0-based) as on its timeout: every FIFO closed and unlinked, exit 1
 //	XTRABACKUP_STANDIN_ARGS_TO=file        write the argv given to mariabackup there
+//	XTRABACKUP_STANDIN_DROP=prefix         leave the files whose path starts so out of the stream, silently
+//	XTRABACKUP_STANDIN_EXTRA_ARGS="--x"    more options for mariabackup's --backup, unseen by the engine (as from a source it cannot read)
 //	XTRABACKUP_STANDIN_PREPARES_TO=file    append one line per prepare there (apply-log-only and the argv)
 //	MARIABACKUP=path                       the mariabackup to run (default: PATH)
 package main
@@ -159,6 +167,7 @@ func run(args []string) error {
 	}
 	if backup {
 		passed = append(passed, fmt.Sprintf("--parallel=%d", parallel))
+		passed = append(passed, strings.Fields(os.Getenv("XTRABACKUP_STANDIN_EXTRA_ARGS"))...)
 	}
 	if f := os.Getenv("XTRABACKUP_STANDIN_PREPARES_TO"); f != "" && !backup {
 		// Each prepare's Percona-only flag, for tests of the chain's order.
@@ -174,7 +183,8 @@ func run(args []string) error {
 	if v := os.Getenv("XTRABACKUP_STANDIN_FAIL_AFTER"); v != "" {
 		failAfter, _ = strconv.ParseInt(v, 10, 64)
 	}
-	if !backup || !xbstreamOut || (fifoStreams == 1 && failAfter < 0 && readBuffer == 0) {
+	drop := os.Getenv("XTRABACKUP_STANDIN_DROP")
+	if !backup || !xbstreamOut || (fifoStreams == 1 && failAfter < 0 && readBuffer == 0 && drop == "") {
 		return passThrough(mariabackup, passed)
 	}
 	if fifoStreams > 1 && fifoDir == "" {
@@ -219,7 +229,7 @@ func run(args []string) error {
 			return stop(err)
 		}
 	}
-	dealErr := deal(src, outs, readBuffer, failAfter)
+	dealErr := deal(src, outs, readBuffer, failAfter, drop)
 	for _, o := range outs {
 		o.Close()
 	}
@@ -247,7 +257,7 @@ func passThrough(bin string, args []string) error {
 // them one after another, each with its own timeout. On a failure every FIFO
 // is closed and unlinked.
 func openFIFOs(dir string, n, timeout int) ([]io.WriteCloser, error) {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("cannot create FIFO directory %s: %w", dir, err)
 	}
 	paths := make([]string, n)
@@ -260,9 +270,19 @@ func openFIFOs(dir string, n, timeout int) ([]io.WriteCloser, error) {
 			return nil, fmt.Errorf("cannot create FIFO %s: %w", paths[i], err)
 		}
 	}
+	failOpen := -1
+	if v := os.Getenv("XTRABACKUP_STANDIN_FAIL_OPEN"); v != "" {
+		failOpen, _ = strconv.Atoi(v)
+	}
 	var outs []io.WriteCloser
-	for _, p := range paths {
-		f, err := openForWrite(p, timeout)
+	for i, p := range paths {
+		var f *os.File
+		var err error
+		if i == failOpen {
+			err = fmt.Errorf("timeout waiting %ds for a reader on FIFO %s (stand-in told to fail)", timeout, p)
+		} else {
+			f, err = openForWrite(p, timeout)
+		}
 		if err != nil {
 			for _, o := range outs {
 				o.Close()
@@ -278,8 +298,9 @@ func openFIFOs(dir string, n, timeout int) ([]io.WriteCloser, error) {
 }
 
 // openForWrite follows file_utils.cc, open_fifo_for_write_with_timeout: try a
-// non-blocking open (ENXIO while no reader has the FIFO open) once a second,
-// up to timeout tries; then make the fd blocking and write the control byte.
+// non-blocking open (ENXIO while no reader has the FIFO open; any error is
+// retried) once a second, up to timeout tries; then make the fd blocking and
+// write the control byte.
 func openForWrite(path string, timeout int) (*os.File, error) {
 	for attempt := 0; ; {
 		fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
@@ -296,9 +317,6 @@ func openForWrite(path string, timeout int) (*os.File, error) {
 				}
 			}
 			return f, nil
-		}
-		if !errors.Is(err, syscall.ENXIO) {
-			return nil, fmt.Errorf("cannot open FIFO %s: %w", path, err)
 		}
 		if attempt++; attempt >= timeout {
 			return nil, fmt.Errorf("timeout waiting %ds for a reader on FIFO %s", timeout, path)
@@ -322,7 +340,7 @@ func controlByte() []byte {
 // chosen round-robin when the file is opened (its first chunk), as
 // ds_xbstream.cc's xbstream_open does. With readBuffer > 0, consecutive
 // payload chunks of one file are merged into chunks of readBuffer bytes.
-func deal(src io.Reader, outs []io.WriteCloser, readBuffer, failAfter int64) error {
+func deal(src io.Reader, outs []io.WriteCloser, readBuffer, failAfter int64, drop string) error {
 	r := xbstream.NewReader(src)
 	writers := make([]*xbstream.Writer, len(outs))
 	for i, o := range outs {
@@ -355,13 +373,16 @@ func deal(src io.Reader, outs []io.WriteCloser, readBuffer, failAfter int64) err
 		if err != nil {
 			return err
 		}
+		if drop != "" && strings.HasPrefix(strings.TrimPrefix(c.Path, "./"), drop) {
+			continue
+		}
 		lane, ok := assigned[c.Path]
 		if !ok {
 			lane = next % len(outs)
 			next++
 			assigned[c.Path] = lane
 		}
-		if readBuffer > 0 && c.Type == xbstream.ChunkPayload {
+		if readBuffer > 0 && c.Type == xbstream.ChunkPayload && int64(len(c.Payload)) < readBuffer {
 			p := pending[c.Path]
 			if p != nil && p.Offset+uint64(len(p.Payload)) != c.Offset {
 				if err := flush(c.Path); err != nil {

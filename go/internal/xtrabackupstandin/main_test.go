@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,7 +125,7 @@ func TestDealChunksAndRoundRobin(t *testing.T) {
 	}
 	outs := []*bytes.Buffer{{}, {}}
 	wcs := []io.WriteCloser{nopCloser{outs[0]}, nopCloser{outs[1]}}
-	require.NoError(t, deal(&src, wcs, 300, -1))
+	require.NoError(t, deal(&src, wcs, 300, -1, ""))
 	paths := [][]string{{}, {}}
 	for i, o := range outs {
 		r := xbstream.NewReader(o)
@@ -148,3 +149,42 @@ func TestDealChunksAndRoundRobin(t *testing.T) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// xbstream_write.cc, xb_stream_write_data: a write at least as large as the
+// buffer is emitted whole, however large (a delta's 64 MiB cluster), never
+// cut to --read-buffer-size; smaller ones are gathered.
+func TestDealPassesLargeWritesWhole(t *testing.T) {
+	var src bytes.Buffer
+	w := xbstream.NewWriter(&src)
+	require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: "t.delta", Offset: 0, Payload: bytes.Repeat([]byte{1}, 1000)}))
+	require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: "t.delta", Offset: 1000, Payload: bytes.Repeat([]byte{2}, 100)}))
+	require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: "t.delta", Offset: 1100, Payload: bytes.Repeat([]byte{3}, 100)}))
+	require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkEOF, Path: "t.delta"}))
+	var out bytes.Buffer
+	require.NoError(t, deal(&src, []io.WriteCloser{nopCloser{&out}}, 300, -1, ""))
+	var sizes []int
+	r := xbstream.NewReader(&out)
+	for {
+		c, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if c.Type == xbstream.ChunkPayload {
+			sizes = append(sizes, len(c.Payload))
+		}
+	}
+	assert.Equal(t, []int{1000, 200}, sizes)
+}
+
+// ds_fifo.cc, fifo_init: my_mkdir(dir, 0600) adds mysys's my_umask_dir
+// (0750): the directory is 0750 less the umask, not the caller's 0600.
+func TestFIFODirMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fifo")
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	_, _ = openFIFOs(dir, 1, 1) // no reader: times out, the directory stays
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o750), st.Mode().Perm())
+}

@@ -61,9 +61,12 @@ type backupRun struct {
 	logger logutil.Logger
 
 	tool         *backupTool
-	files        streamFiles // what the tool's stream held
-	base         *member     // the base of an incremental backup; nil for a full
-	toolDiskRead int64       // bytes the tool read from disk (-1: unknown)
+	files        streamFiles  // what the tool's stream held
+	toolOptions  []optionLine // the tool's own options in its option file
+	mariadb      bool         // the server is MariaDB (else MySQL)
+	scan         scanPlan     // how a delta finds changed pages
+	base         *member      // the base of an incremental backup; nil for a full
+	toolDiskRead int64        // bytes the tool read from disk (-1: unknown)
 	source       string
 	lanes        []*laneWriter
 	streamBytes  []atomic.Int64 // read from each of the tool's streams
@@ -86,6 +89,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 	}
 	b.logger.Infof("fifo backup: %s (%s), source %s%s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, streams, b.cfg.Lanes, compressionName(&b.cfg.Compression))
 	own, err := checkToolOptionFile(b.params.Cnf.Path, b.tool.Flavor)
+	b.toolOptions = own
 	if err != nil {
 		return err
 	}
@@ -95,10 +99,6 @@ func (b *backupRun) execute(ctx context.Context) error {
 			names[i] = "[" + o.Group + "] " + o.Name
 		}
 		b.logger.Infof("fifo backup: %s also reads its own options from %s: %s", b.tool.Flavor, b.params.Cnf.Path, strings.Join(names, ", "))
-	}
-	tablesBefore, err := serverTableFiles(ctx, b.query, b.tool.Flavor)
-	if err != nil {
-		return vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
 	}
 
 	// The server's flavor parses the position the tool reports.
@@ -124,6 +124,11 @@ func (b *backupRun) execute(ctx context.Context) error {
 	if err != nil {
 		return vterrors.Wrap(err, "can't get MySQL version")
 	}
+	b.mariadb = strings.Contains(mysqlVersion, "MariaDB")
+	tablesBefore, err := serverTableFiles(ctx, b.query, b.mariadb)
+	if err != nil {
+		return vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
+	}
 
 	here, fresh, err := loadLineage(b.params.Cnf)
 	if err != nil {
@@ -132,6 +137,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 		b.logger.Infof("fifo backup: a new lineage for the data directory: %s", fresh)
 	}
 	b.base = b.planDelta(ctx, here, pos, mysqlVersion)
+	b.scan = b.planScan(ctx, b.query, b.toolOptions)
 
 	workDir, release, err := newWorkDir(b.params.Cnf.TmpDir, workDirPrefix, b.logger)
 	if err != nil {
@@ -193,6 +199,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 		StartTime:            mysqlctl.FormatRFC3339(b.params.BackupTime.UTC()),
 		ToolDiskReadBytes:    b.toolDiskRead,
 		Lineage:              here.Instance,
+		IncrementalScan:      b.scan.mode,
 	}
 	if b.base != nil {
 		base := b.base.m
@@ -239,12 +246,17 @@ func (b *backupRun) checkFidelity(ctx context.Context, workDir string, tablesBef
 	if err := checkToolInfo(workDir); err != nil {
 		return err
 	}
-	tablesAfter, err := serverTableFiles(ctx, b.query, b.tool.Flavor)
+	tablesAfter, err := serverTableFiles(ctx, b.query, b.mariadb)
 	if err != nil {
 		return vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
 	}
 	if err := checkComplete(b.files, tablesBefore, tablesAfter); err != nil {
 		return err
+	}
+	if !b.mariadb {
+		if err := checkKeyring(ctx, b.query, b.files, b.cfg.PrepareFlags); err != nil {
+			return err
+		}
 	}
 	b.logger.Infof("fifo backup: the stream holds %d files, every one of the %d tables the server had throughout", len(b.files), len(tablesBefore))
 	return nil
@@ -477,10 +489,11 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 		// Both tools: copy the pages above this LSN, the base's to_lsn.
 		args = append(args, "--incremental-lsn="+b.base.m.LSN.To)
 	}
+	args = append(args, b.scan.args...)
 
 	toolCtx, killTool := context.WithCancel(ctx)
 	defer killTool()
-	cmd := newCommand(toolCtx, b.tool.Path, args...)
+	cmd := newToolCommand(toolCtx, b.tool.Path, args...)
 	cmd.Env = os.Environ()
 	_, secrets := redactSecrets(args)
 	if user == dba.User && dba.Password != "" {

@@ -134,8 +134,8 @@ type queryRows func(ctx context.Context, query string) ([][]string, error)
 //
 // Tables whose names this cannot encode are left out (none are lost by it:
 // the check only ever fails a backup).
-func serverTableFiles(ctx context.Context, query queryRows, flavor string) ([]tableFile, error) {
-	if flavor == FlavorMariabackup {
+func serverTableFiles(ctx context.Context, query queryRows, mariadb bool) ([]tableFile, error) {
+	if mariadb {
 		return mariadbTableFiles(ctx, query)
 	}
 	return mysqlTableFiles(ctx, query)

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
 	"github.com/stretchr/testify/require"
+	"vitess.io/vitess/go/vt/logutil"
 )
 
 // TestOptionFileAsTheToolReadsIt: groups matched without case, comments,
@@ -68,9 +70,9 @@ func TestOptionFileRefusals(t *testing.T) {
 		{FlavorXtrabackup, "[xtrabackup]\nno-lock\n", "--slave-info"},
 		{FlavorXtrabackup, "[xtrabackup]\nfifo-streams=4\n", "--fifo-backup-fifo-streams"},
 		{FlavorXtrabackup, "[xtrabackup]\nincremental-basedir=/b\n", "--fifo-backup-full-interval"},
-		{FlavorXtrabackup, "[mariabackup]\ncompress\n", ""},                                   // not a group PXB reads
-		{FlavorXtrabackup, "[mysqld]\nencrypt-binlog\ncompress\n", ""},                        // the server's groups
-		{FlavorMariabackup, "[client]\nskip-compress\ndatabase=shop\n", ""},                   // off; the mysql client's database
+		{FlavorXtrabackup, "[mariabackup]\ncompress\n", ""},                                  // not a group PXB reads
+		{FlavorXtrabackup, "[mysqld]\nencrypt-binlog\ncompress\n", ""},                       // the server's groups
+		{FlavorMariabackup, "[client]\nskip-compress\ndatabase=shop\n", ""},                  // off; the mysql client's database
 		{FlavorXtrabackup, "[xtrabackup]\ntarget-dir=/b\nparallel=8\nstream=xbstream\n", ""}, // the command line wins
 	} {
 		t.Run(tc.flavor+" "+strings.ReplaceAll(tc.text, "\n", " "), func(t *testing.T) {
@@ -200,14 +202,58 @@ func TestServerTableFiles(t *testing.T) {
 	}
 	got, err := serverTableFiles(context.Background(), query(map[string][][]string{
 		"information_schema.TABLES": {{"shop", "orders"}, {"my-db", "t 1"}, {"shop", "café"}},
-	}), FlavorMariabackup)
+	}), true)
 	require.NoError(t, err)
 	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm"}, {"my-db.t 1", "my@002ddb/t@00201.frm"}}, got, "a name with a two-character code is left out")
 
 	got, err = serverTableFiles(context.Background(), query(map[string][][]string{
-		"INNODB_TABLES":                       {{"shop/orders"}, {"shop/p#p#p0"}},
+		"INNODB_TABLES":                        {{"shop/orders"}, {"shop/p#p#p0"}},
 		"ENGINE IN ('MyISAM','CSV','ARCHIVE')": {{"shop", "m", "MyISAM"}, {"mysql", "general_log", "CSV"}},
-	}), FlavorXtrabackup)
+	}), false)
 	require.NoError(t, err)
 	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.ibd"}, {"shop.p#p#p0", "shop/p#p#p0.ibd"}, {"shop.m", "shop/m.MYD"}, {"mysql.general_log", "mysql/general_log.CSV"}}, got)
+}
+
+// TestPlanScan: --page-tracking on every backup of a Percona XtraBackup >=
+// 8.0.27 whose server has component_mysqlbackup; a delta scans everything
+// without it, with the reduced DDL lock (forced), and always on mariabackup.
+func TestPlanScan(t *testing.T) {
+	withComponent := func(_ context.Context, q string) ([][]string, error) {
+		return [][]string{{mysqlbackupComponent}}, nil
+	}
+	without := func(_ context.Context, q string) ([][]string, error) { return nil, nil }
+	pxb := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Minor: 0, Patch: 35, Build: 30}
+	run := func(tool *backupTool, delta bool, flags string, q queryRows, opts []optionLine) scanPlan {
+		b := &backupRun{tool: tool, cfg: Config{BackupFlags: flags}, logger: logutil.NewMemoryLogger()}
+		if delta {
+			b.base = &member{m: &Manifest{}}
+		}
+		return b.planScan(context.Background(), q, opts)
+	}
+	assert.Equal(t, scanPlan{args: []string{"--page-tracking"}}, run(pxb, false, "", withComponent, nil), "a full starts the tracking")
+	assert.Equal(t, scanPlan{args: []string{"--page-tracking"}, mode: ScanPageTracking}, run(pxb, true, "", withComponent, nil))
+	assert.Equal(t, scanPlan{mode: ScanFull}, run(pxb, true, "", without, nil))
+	assert.Equal(t, scanPlan{args: []string{"--incremental-force-scan"}, mode: ScanFull}, run(pxb, true, "--lock-ddl=REDUCED", withComponent, nil))
+	assert.Equal(t, scanPlan{args: []string{"--incremental-force-scan"}, mode: ScanFull}, run(pxb, true, "", withComponent, []optionLine{{Name: "lock-ddl", Value: "REDUCED"}}))
+	assert.Equal(t, scanPlan{}, run(pxb, false, "--lock_ddl=reduced", withComponent, nil))
+	old := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Minor: 0, Patch: 26, Build: 18}
+	assert.Equal(t, scanPlan{mode: ScanFull}, run(old, true, "", withComponent, nil))
+	assert.Equal(t, scanPlan{mode: ScanFull}, run(&backupTool{Flavor: FlavorMariabackup}, true, "", withComponent, nil))
+}
+
+// TestCheckKeyring: a server with encrypted tablespaces gets a backup only
+// when its prepare will have the keyring (xtrabackup.cc keyring_init_offline:
+// a component_keyring_*.cnf in the backup, or a keyring option).
+func TestCheckKeyring(t *testing.T) {
+	encrypted := func(_ context.Context, q string) ([][]string, error) {
+		return [][]string{{"shop/cards"}, {"shop/secrets"}}, nil
+	}
+	err := checkKeyring(context.Background(), encrypted, streamFiles{"shop/cards.ibd": {}}, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "2 encrypted tablespaces (shop/cards, shop/secrets)")
+	assert.Contains(t, err.Error(), "--component-keyring-config")
+	require.NoError(t, checkKeyring(context.Background(), encrypted, streamFiles{"component_keyring_file.cnf": {}}, ""))
+	require.NoError(t, checkKeyring(context.Background(), encrypted, streamFiles{}, "--keyring_file_data=/k"))
+	none := func(_ context.Context, q string) ([][]string, error) { return nil, nil }
+	require.NoError(t, checkKeyring(context.Background(), none, streamFiles{}, ""))
 }

@@ -125,6 +125,29 @@ func TestFIFOProtocol(t *testing.T) {
 		assert.Len(t, f.listBackups(t), before)
 	})
 
+	// ds_fifo.cc, fifo_init and cleanup_on_error: when the tool fails opening
+	// a FIFO it closes and unlinks every one and exits. The engine's readers
+	// of the FIFOs it never opened (or unlinked) stop at its exit, and the
+	// backup fails naming the tool's last error, its FIFO directory removed.
+	for _, k := range []string{"0", "1", "2"} {
+		t.Run("tool fails opening FIFO "+k, func(t *testing.T) {
+			t.Setenv("XTRABACKUP_STANDIN_FAIL_OPEN", k)
+			cfg := fifoCfg(3, 2)
+			cfg.FIFODir = t.TempDir()
+			useEngine(t, cfg)
+			before := len(f.listBackups(t))
+			start := time.Now()
+			err := f.backup(t, nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "exited with an error")
+			assert.Contains(t, err.Error(), "timeout waiting 30s for a reader on FIFO")
+			assert.Less(t, time.Since(start), time.Minute, "the backup ends with the tool, never hangs")
+			assert.Len(t, f.listBackups(t), before)
+			left, _ := os.ReadDir(cfg.FIFODir)
+			assert.Empty(t, left, "the FIFO directory is removed")
+		})
+	}
+
 	// Version detection reads the build number: 8.0.33-27 has no FIFO streams.
 	t.Run("8.0.33-27 streams to stdout", func(t *testing.T) {
 		t.Setenv("XTRABACKUP_STANDIN_VERSION", "8.0.33-27")

@@ -61,6 +61,9 @@ type Manifest struct {
 	// every page with mariabackup, only the changed ones with Percona's
 	// --page-tracking.
 	ToolDiskReadBytes int64 `json:",omitempty"`
+	// IncrementalScan is how a delta found the pages it copied:
+	// ScanPageTracking or ScanFull (pagetracking.go); empty for a full.
+	IncrementalScan string `json:",omitempty"`
 
 	// StartTime is when the backup began (the time in its name).
 	// BackupTime is when the tool finished: its data's consistent point is

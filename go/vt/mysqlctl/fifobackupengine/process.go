@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"vitess.io/vitess/go/vt/vterrors"
 
@@ -21,12 +22,26 @@ import (
 // tool, external compressors): never through a shell, and ended with this
 // process where the system allows it (dieWithParent), so that a backup or
 // restore process killed by SIGKILL or the OOM killer leaves no tool running
-// on files that the next attempt reuses.
+// on files that the next attempt reuses. When ctx ends, the program's whole
+// process group is killed (a wrapper's children too).
 func newCommand(ctx context.Context, path string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, path, args...)
 	dieWithParent(cmd)
 	return cmd
 }
+
+// newToolCommand is newCommand for the backup tool, whose output only goes
+// to the log: Wait returns at most toolOutputDelay after the tool exited,
+// even if a child of it still holds its stdout or stderr, so a tool that
+// fails never leaves the engine waiting. (Not for a compressor, whose
+// output is the data.)
+func newToolCommand(ctx context.Context, path string, args ...string) *exec.Cmd {
+	cmd := newCommand(ctx, path, args...)
+	cmd.WaitDelay = toolOutputDelay
+	return cmd
+}
+
+const toolOutputDelay = 5 * time.Second
 
 // localProcess is a live process of this host, as /proc shows it.
 type localProcess struct {

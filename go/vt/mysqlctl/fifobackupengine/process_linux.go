@@ -11,8 +11,16 @@ import (
 // for goroutines that lock one and return without unlocking, which the
 // engine does not do; the work directory of each run being its own covers
 // the rest.)
+// The child leads a process group of its own, so that cancelling kills what
+// it started too (a wrapper script's tool, a tool's own helpers).
 func dieWithParent(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error {
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			return cmd.Process.Kill()
+		}
+		return nil
+	}
 }
 
 // diskReadBytes is what an exited process read from storage devices (its

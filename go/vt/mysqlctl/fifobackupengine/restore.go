@@ -286,7 +286,7 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)
 	_, secrets := redactSecrets(args)
 	out.hide(secrets...)
-	cmd := newCommand(ctx, tool.Path, args...)
+	cmd := newToolCommand(ctx, tool.Path, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
 	start := time.Now()

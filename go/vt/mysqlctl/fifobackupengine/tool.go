@@ -59,7 +59,7 @@ func detectTool(ctx context.Context, cfg *Config) (*backupTool, error) {
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := newCommand(ctx, path, "--version").CombinedOutput()
+	out, err := newToolCommand(ctx, path, "--version").CombinedOutput()
 	if err != nil {
 		return nil, vterrors.Wrapf(err, "cannot run %s --version: %s", path, strings.TrimSpace(string(out)))
 	}

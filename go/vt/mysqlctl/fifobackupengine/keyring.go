@@ -1,0 +1,52 @@
+package fifobackupengine
+
+import (
+	"context"
+	"path"
+	"regexp"
+	"strings"
+
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// keyringConfigName is a keyring component configuration a Percona
+// XtraBackup backup carries for its prepare (xtrabackup.cc,
+// keyring_init_offline: component_keyring_file.cnf, _kmip, _kms; older 8.0
+// builds wrote xtrabackup_component_keyring_*.cnf).
+var keyringConfigName = regexp.MustCompile(`^(xtrabackup_)?component_keyring_[a-z]+\.cnf$`)
+
+// checkKeyring refuses a Percona XtraBackup backup of a server with
+// encrypted InnoDB tablespaces when nothing would give its prepare the
+// keyring: neither a keyring component configuration in the stream nor a
+// keyring option in --fifo-backup-prepare-flags (--keyring-file-data with the
+// 8.0 plugin, --component-keyring-config, --transition-key). Such a backup
+// would be listed and fail at every restore.
+func checkKeyring(ctx context.Context, query queryRows, files streamFiles, prepareFlags string) error {
+	rows, err := query(ctx, "SELECT NAME FROM information_schema.INNODB_TABLESPACES WHERE ENCRYPTION = 'Y'")
+	if err != nil {
+		return vterrors.Wrap(err, "cannot list the server's encrypted tablespaces")
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	for f := range files {
+		if keyringConfigName.MatchString(path.Base(f)) {
+			return nil
+		}
+	}
+	flags := strings.ToLower(strings.ReplaceAll(prepareFlags, "_", "-"))
+	for _, opt := range []string{"--keyring-file-data", "--component-keyring-config", "--component-keyring-file-config", "--transition-key"} {
+		if strings.Contains(flags, opt) {
+			return nil
+		}
+	}
+	names := make([]string, 0, 5)
+	for _, r := range rows[:min(len(rows), 5)] {
+		names = append(names, r[0])
+	}
+	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+		"the server has %d encrypted tablespaces (%s) and nothing would give the restore's prepare the keyring: the stream holds no component_keyring_*.cnf and --fifo-backup-prepare-flags names none (--component-keyring-config, --keyring-file-data, --transition-key); the backup is refused, since every restore of it would fail",
+		len(rows), strings.Join(names, ", "))
+}

@@ -54,6 +54,14 @@ func Start(t testing.TB) *Tablet {
 // the system's temp dir), e.g. on a file system the test controls.
 func StartIn(t testing.TB, parent string) *Tablet {
 	t.Helper()
+	return StartWith(t, parent, "")
+}
+
+// StartWith is StartIn with more [mysqld] lines in the tablet's my.cnf
+// (EXTRA_MY_CNF), such as a server setting fixed at initialisation
+// (innodb_page_size=32k).
+func StartWith(t testing.TB, parent, mysqldLines string) *Tablet {
+	t.Helper()
 	tier.Integration(t, "a MariaDB tablet")
 	if _, err := os.Stat("/usr/sbin/mariadbd"); err != nil {
 		t.Fatalf("tabletdb: MariaDB is not installed: %s", SetupHint)
@@ -65,7 +73,7 @@ func StartIn(t testing.TB, parent string) *Tablet {
 	t.Setenv("VTDATAROOT", root)
 
 	uid, gid := -1, -1
-	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\n"
+	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\n" + mysqldLines
 	if os.Geteuid() == 0 {
 		// mysqld refuses to run as root.
 		u, err := user.Lookup("mysql")

@@ -32,6 +32,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		targetDir, as, mysqldPath *string
 		intoMySQL, intoTablet     *string
 		user                      *string
+		unreplicated              *bool
 	)
 	s, bh, code := openBackup(ctx, prog, "Restores tables of a fifo backup into a new or empty directory, prepared with the tool's --export;\n"+
 		"--into-mysql or --into-tablet imports them into a live server on this host.\nExit status: 0 done, 1 failed (nothing in the live server changed), 2 usage error.", args, stdout, stderr,
@@ -42,6 +43,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			intoMySQL = fs.String("into-mysql", "", "import into the server at this Unix socket (on this host)")
 			intoTablet = fs.String("into-tablet", "", "import into the mysqld of this tablet alias on this host (its socket from $VTDATAROOT/vt_<uid>/my.cnf)")
 			user = fs.String("mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
+			unreplicated = fs.Bool("unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not replicated, it is meant for that server only (default: such a server is refused)")
 			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
 			return func() error {
 				if *targetDir == "" {
@@ -111,6 +113,12 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		}
 		defer db.Close()
 		live = db
+		if !*unreplicated {
+			if err := tableimport.CheckUnreplicated(s.ctx, live); err != nil {
+				fmt.Fprintf(stdout, "FAIL: %v\n", err)
+				return 1
+			}
+		}
 		for _, p := range patterns {
 			if p.Table == "*" {
 				continue
@@ -161,14 +169,29 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			return 1
 		}
 	}
+	refused := 0
 	for _, t := range rep.Tables {
 		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
 		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
-		if err := os.WriteFile(def, []byte(defs[t.Name()]+";\n"), 0o640); err != nil {
+		text := defs[t.Name()] + ";\n"
+		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Create: defs[t.Name()]})
+		if refusal != nil {
+			// The operator's own IMPORT TABLESPACE would do the same harm.
+			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text
+			refused++
+		}
+		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
 			fmt.Fprintf(stdout, "FAIL: %v\n", err)
 			return 1
 		}
 		fmt.Fprintf(stdout, "table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
+		if refusal != nil {
+			fmt.Fprintf(stdout, "FAIL: table %s cannot be imported: %v\n", t.Name(), refusal)
+		}
+	}
+	if refused > 0 {
+		// Nothing is imported when one table cannot be: the set is restored whole or not at all.
+		return 1
 	}
 	if live == nil {
 		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with --into-mysql/--into-tablet)\n", len(rep.Tables), dir)
@@ -177,7 +200,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	failed := 0
 	for _, t := range rep.Tables {
 		to := targetFor(t.DB, t.Table)
-		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, s.logger)
+		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, tableimport.Options{Unreplicated: *unreplicated}, s.logger)
 		if err != nil {
 			fmt.Fprintf(stdout, "FAIL: importing %s as %s: %v\n", t.Name(), to, err)
 			failed++

@@ -52,7 +52,13 @@ type fixture struct {
 }
 
 func newFixture(t testing.TB, data mariadbtest.Options) *fixture {
-	tb := tabletdb.Start(t)
+	return newFixtureWith(t, data, "")
+}
+
+// newFixtureWith is newFixture with more [mysqld] lines in the tablet's
+// my.cnf (tabletdb.StartWith).
+func newFixtureWith(t testing.TB, data mariadbtest.Options, mysqldLines string) *fixture {
+	tb := tabletdb.StartWith(t, "", mysqldLines)
 	f := &fixture{t: t, tb: tb, baseline: map[int64]bool{}}
 	f.srv = mariadbtest.Attach(t, tb.Cnf.SocketFile, tb.Cnf.DataDir, "vt_dba", "")
 	data.Database = sampleDB

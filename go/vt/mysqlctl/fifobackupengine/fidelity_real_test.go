@@ -1,8 +1,12 @@
 package fifobackupengine
 
 import (
+	"context"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,6 +45,10 @@ func TestBackupsAreWhatTheySayRealMariaDB(t *testing.T) {
 	t.Run("compress in the tool's group of my.cnf", func(t *testing.T) {
 		withCnf(t, "\n[mariabackup]\ncompress\n")
 		refused(t, f.tb.Cnf.Path+" line ", "sets [mariabackup] compress", "never decompresses")
+	})
+	t.Run("no-lock in the tool's group of my.cnf", func(t *testing.T) {
+		withCnf(t, "\n[mariabackup]\nno_lock\n")
+		refused(t, "sets [mariabackup] no-lock", "--slave-info")
 	})
 	t.Run("databases in [client] of my.cnf", func(t *testing.T) {
 		withCnf(t, "\n[client]\ndatabases = sample\n")
@@ -86,4 +94,71 @@ func TestBackupsAreWhatTheySayRealMariaDB(t *testing.T) {
 		assert.Equal(t, "3", f.srv.Query(t, "SELECT COUNT(*) FROM other.kept"))
 		assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
 	})
+}
+
+// TestDeltaOf32KiBPagesRealMariaDB: on a server with 32 KiB pages a delta
+// is written in clusters of page_size/4 pages (write_filt.cc), one chunk of
+// up to 256 MiB each, past the 64 MiB a whole chunk may be: dealt in pieces,
+// the incremental backup is taken and its chain restores the data.
+func TestDeltaOf32KiBPagesRealMariaDB(t *testing.T) {
+	f := newFixtureWith(t, mariadbtest.Options{Tables: 200, RowsPerTable: 3, SkipOtherEngines: true}, "innodb_page_size=32k\n")
+	require.Equal(t, "32768", f.srv.Query(t, "SELECT @@innodb_page_size"))
+	f.srv.Exec(t, "CREATE TABLE sample.wide (id INT PRIMARY KEY, v VARCHAR(255) NOT NULL) ENGINE=InnoDB")
+	f.srv.Exec(t, "INSERT INTO sample.wide SELECT seq, REPEAT(MD5(seq), 7) FROM seq_1_to_400000")
+	useEngine(t, incrementalConfig())
+	require.NoError(t, f.backup(t, nil))
+	// Every page of the ~100 MiB table changes: more than 64 MiB of pages
+	// of one tablespace, so at least one delta cluster is a chunk past it.
+	f.srv.Exec(t, "UPDATE sample.wide SET v = REPEAT(MD5(id + 1), 7)")
+	checkpoint(t, f.srv.DB())
+	want := mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes")
+	require.NoError(t, f.backup(t, nil))
+	m := f.latestManifest(t)
+	require.True(t, m.isDelta(), "the second backup is a delta")
+	_, err := f.restore(t, nil)
+	require.NoError(t, err)
+	assert.Equal(t, want, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
+}
+
+// TestAriaLogDirRealMariaDB: a server that keeps Aria's log in
+// aria_log_dir_path gets it back there from a restore (mariabackup
+// --copy-back does so since MDEV-30968): with it left in the data directory
+// the restored server's mysql_upgrade failed on mysql.global_priv.
+func TestAriaLogDirRealMariaDB(t *testing.T) {
+	f := newFixture(t, mariadbtest.Options{Tables: 200, RowsPerTable: 3})
+	ctx := context.Background()
+	require.NoError(t, f.tb.Mysqld.Shutdown(ctx, f.tb.Cnf, true, time.Minute))
+	ariaDir := filepath.Join(filepath.Dir(f.tb.Cnf.DataDir), "aria")
+	require.NoError(t, os.Mkdir(ariaDir, 0o750))
+	logs, err := filepath.Glob(filepath.Join(f.tb.Cnf.DataDir, "aria_log*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, logs)
+	for _, l := range logs {
+		require.NoError(t, os.Rename(l, filepath.Join(ariaDir, filepath.Base(l))))
+	}
+	st, err := os.Stat(f.tb.Cnf.DataDir)
+	require.NoError(t, err)
+	sys := st.Sys().(*syscall.Stat_t)
+	require.NoError(t, filepath.Walk(ariaDir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, int(sys.Uid), int(sys.Gid))
+	}))
+	cnf, err := os.OpenFile(f.tb.Cnf.Path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = cnf.WriteString("\n[mysqld]\naria_log_dir_path = ../aria\n")
+	require.NoError(t, err)
+	require.NoError(t, cnf.Close())
+	require.NoError(t, f.tb.Mysqld.Start(ctx, f.tb.Cnf))
+	f.srv = mariadbtest.Attach(t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
+	require.Equal(t, ariaDir+"/", filepath.Clean(f.srv.Query(t, "SELECT @@aria_log_dir_path"))+"/")
+
+	useEngine(t, testConfig(2, SourceStdout, zstdConfig()))
+	require.NoError(t, f.backup(t, nil))
+	_, err = f.restore(t, nil)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(ariaDir, "aria_log_control"))
+	assert.NoFileExists(t, filepath.Join(f.tb.Cnf.DataDir, "aria_log_control"))
+	assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
 }

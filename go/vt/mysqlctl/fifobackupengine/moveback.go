@@ -190,7 +190,11 @@ func planMoveBack(staging string, l restoreLayout) (moves []placement, binlogInd
 		case strings.HasPrefix(name, "ib_logfile") && l.Flavor != FlavorXtrabackup:
 			dst = filepath.Join(l.LogHomeDir, name) // mariabackup's prepare writes it
 		case l.AriaLogDir != "" && (name == "aria_log_control" || ariaLogName.MatchString(name)):
-			dst = filepath.Join(l.AriaLogDir, name) // mariabackup --copy-back --aria-log-dir-path (MDEV-30968)
+			// mariabackup --copy-back --aria-log-dir-path (MDEV-30968). The
+			// directory is not cleared with the data directory: the log of the
+			// data this restore replaces is replaced.
+			moves = append(moves, placement{Src: name, Dst: filepath.Join(l.AriaLogDir, name), Replace: true})
+			continue
 		case undoName.MatchString(name) || strings.HasSuffix(name, ".ibu"):
 			dst = filepath.Join(undoDir, name)
 		default:

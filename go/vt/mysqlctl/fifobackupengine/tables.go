@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,11 +81,20 @@ type TableFiles struct {
 func (t *TableFiles) Name() string { return t.DB + "." + t.Table }
 
 // toolFile reports whether p is one of the files the tool needs to prepare
-// any subset.
+// any subset: the top-level files, the undo tablespaces, and the markers
+// Percona XtraBackup's DDL tracker (--lock-ddl=REDUCED) leaves by
+// tablespace id, which its prepare applies (ddl_tracker.cc,
+// convert_file_name: db/<space_id>.ibd.del for a drop, db/<space_id>.ibd.ren
+// holding the new name for a rename, <space_id>.ibu.del for an undo
+// tablespace). They name no table, so every subset takes them all: a table
+// renamed during the backup is found by its new name after the prepare.
 func toolFile(p string) bool {
 	base := path.Base(p)
-	return !strings.Contains(p, "/") || strings.HasSuffix(base, ".ibu") || strings.HasPrefix(base, "undo")
+	return !strings.Contains(p, "/") || strings.HasSuffix(base, ".ibu") || strings.HasPrefix(base, "undo") ||
+		ddlTrackerMarker.MatchString(base)
 }
+
+var ddlTrackerMarker = regexp.MustCompile(`^[0-9]+\.(ibd\.del|ibd\.ren|ibu\.del)$`)
 
 // engines by the extension of a data file. mariabackup copies a tablespace
 // created or rebuilt while it ran again at its end as .new, which its
@@ -104,18 +114,29 @@ func tableOf(p string) (db, table, ext string, partition, ok bool) {
 		return "", "", "", false, false
 	}
 	file = strings.TrimSuffix(strings.TrimSuffix(file, ".delta"), ".meta")
+	// Percona's DDL tracker recopies a table created or rebuilt during the
+	// backup as t.ibd.new, and marks one it could not copy as t.ibd.corrupt
+	// (ddl_tracker.cc); its prepare resolves both.
+	for _, marker := range []string{".new", ".corrupt"} {
+		if base, ok := strings.CutSuffix(file, ".ibd"+marker); ok {
+			file = base + marker
+		}
+	}
 	i := strings.LastIndexByte(file, '.')
 	if i <= 0 {
 		return "", "", "", false, false
 	}
 	name, ext := file[:i], file[i+1:]
+	if strings.Contains(name, ".") {
+		return "", "", "", false, false // a table's '.' is written @002e: a marker such as 12.ibd.del
+	}
 	if j := strings.Index(name, "#P#"); j > 0 {
 		name, partition = name[:j], true
 	} else if j := strings.Index(name, "#p#"); j > 0 {
 		name, partition = name[:j], true
 	}
 	switch ext {
-	case "ibd", "new", "ren", "del", "frm", "par", "MAD", "MAI", "MYD", "MYI", "CSV", "CSM", "ARZ", "TRG", "isl":
+	case "ibd", "new", "corrupt", "ren", "del", "frm", "par", "MAD", "MAI", "MYD", "MYI", "CSV", "CSM", "ARZ", "TRG", "isl":
 	default:
 		return "", "", "", false, false
 	}

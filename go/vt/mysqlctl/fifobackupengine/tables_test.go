@@ -44,6 +44,19 @@ func TestTablePatternsAndFiles(t *testing.T) {
 	} {
 		assert.Equal(t, want, s.wants(p), p)
 	}
+	// Percona's DDL tracker with --lock-ddl=REDUCED (ddl_tracker.cc): a
+	// table recopied as t.ibd.new is the table's; the markers by space id
+	// name no table and go with every subset.
+	for p, want := range map[string]bool{"db/t.ibd.new": true, "db/t#p#p1.ibd.new": true, "db/t.ibd.corrupt": true, "db/tt.ibd.new": false,
+		"db/1234.ibd.del": true, "db/77.ibd.ren": true, "9.ibu.del": true, "other/88.ibd.del": true, "db/12a.ibd.del": false} {
+		assert.Equal(t, want, s.wants(p), p)
+	}
+	db, table, ext, _, ok := tableOf("db/t#p#p1.ibd.new")
+	assert.True(t, ok)
+	assert.Equal(t, []any{"db", "t", "new"}, []any{db, table, ext})
+	_, _, _, _, ok = tableOf("db/1234.ibd.del")
+	assert.False(t, ok, "a marker by space id is no table's (a table named 1234 would be 1234.ibd)")
+
 	db, table, ext, part, ok := tableOf("my@002ddb/t@0024x#P#p3.ibd")
 	assert.True(t, ok)
 	assert.Equal(t, []any{"my-db", "t$x", "ibd", true}, []any{db, table, ext, part})

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,17 @@ type Source struct {
 // Target names the table to create in the live server.
 type Target struct{ DB, Table string }
 
+// Options say what an import may do beyond the default.
+type Options struct {
+	// Unreplicated allows the import into a server that has replicas or
+	// binlog streams reading it (a binlog dump connection): the imported
+	// table is not in the binary log, so it exists on this server only, and
+	// a later statement on it that is logged (a RENAME, a DROP, an UPDATE)
+	// stops every replica. Without it such a server is refused before
+	// anything is created.
+	Unreplicated bool
+}
+
 func (t Target) String() string { return t.DB + "." + t.Table }
 
 // Result is what the imported table holds.
@@ -62,9 +74,13 @@ type Result struct {
 // ErrExists is returned when the target table exists: it is never replaced.
 var ErrExists = errors.New("a table of that name exists in the live server")
 
+// ErrReplicated is returned for a server that replicas or binlog streams
+// read, unless Options.Unreplicated.
+var ErrReplicated = errors.New("the live server has replicas or binlog streams reading it")
+
 // Import imports src into the live server db (whose data directory must be
 // on this host) as to.
-func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logutil.Logger) (res Result, err error) {
+func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options, logger logutil.Logger) (res Result, err error) {
 	if logger == nil {
 		logger = logutil.NewConsoleLogger()
 	}
@@ -100,10 +116,21 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 	if err != nil {
 		return res, err
 	}
+	if err := importable(src); err != nil {
+		return res, err
+	}
+	if !opts.Unreplicated {
+		if err := unreplicated(ctx, conn); err != nil {
+			return res, err
+		}
+	}
 	spaces, err := tablespaces(src)
 	if err != nil {
 		return res, err
 	}
+	// The connection goes back to the caller's pool: it must not keep the
+	// binary log off for whoever uses it next.
+	defer restoreSession(conn)
 	for _, q := range []string{"SET SESSION sql_log_bin = 0", "SET SESSION foreign_key_checks = 0"} {
 		if err := exec(q); err != nil {
 			return res, err
@@ -140,16 +167,31 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 			os.Remove(p)
 		}
 	}()
-	// copyIn copies a tablespace's .ibd and .cfg in as the file name to.
+	// copyIn copies a tablespace's .ibd and .cfg (and the .cfp of an
+	// encrypted one: PXB xtrabackup.cc, xtrabackup_prepare_func, writes it
+	// beside the .cfg with the tablespace key) in as the file name to.
 	copyIn := func(from tablespace, to string) error {
-		for _, ext := range []string{".ibd", ".cfg"} {
+		for _, ext := range []string{".ibd", ".cfg", ".cfp"} {
+			srcPath := filepath.Join(src.Dir, filepath.FromSlash(from.base+ext))
+			if _, err := os.Stat(srcPath); ext == ".cfp" && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			dst := filepath.Join(dbDir, to+ext)
-			if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(from.base+ext)), dst, owner); err != nil {
+			if err := copyFile(srcPath, dst, owner); err != nil {
 				return err
 			}
 			copied = append(copied, dst)
 		}
 		return nil
+	}
+	// importTablespace runs IMPORT TABLESPACE; any warning fails it (MariaDB
+	// warns "Index ... not found or corrupt" and imports a table whose next
+	// write can stop the server).
+	importTablespace := func(t Target) error {
+		if err := exec("ALTER TABLE " + quoted(t) + " IMPORT TABLESPACE"); err != nil {
+			return err
+		}
+		return noWarnings(ctx, conn, "IMPORT TABLESPACE of "+t.String())
 	}
 	// After an import the .ibd is the table's, and the .cfg is not needed
 	// (the server may leave it behind).
@@ -173,7 +215,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 		if err := copyIn(spaces[0], to.Table); err != nil {
 			return res, err
 		}
-		if err := exec("ALTER TABLE " + quoted(to) + " IMPORT TABLESPACE"); err != nil {
+		if err := importTablespace(to); err != nil {
 			return res, err
 		}
 		imported()
@@ -191,7 +233,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 			if err := copyIn(sp, placeholder.Table); err != nil {
 				return res, err
 			}
-			if err := exec("ALTER TABLE " + quoted(placeholder) + " IMPORT TABLESPACE"); err != nil {
+			if err := importTablespace(placeholder); err != nil {
 				return res, err
 			}
 			imported()
@@ -214,7 +256,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, logger logut
 				return res, err
 			}
 		}
-		if err := exec("ALTER TABLE " + quoted(to) + " IMPORT TABLESPACE"); err != nil {
+		if err := importTablespace(to); err != nil {
 			return res, err
 		}
 		imported()
@@ -319,7 +361,7 @@ func verify(ctx context.Context, conn *sql.Conn, to Target) (res Result, err err
 		return res, err
 	}
 	res.Checksum = sum.String
-	return res, nil
+	return res, checkIndexes(ctx, conn, to, res.Rows)
 }
 
 // Absent fails with ErrExists when to exists in db: what an import checks

@@ -3,8 +3,10 @@ package testrestore
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -65,13 +67,33 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 		}
 	}
 	srv := &server{bin: bin, dir: scratch, dataDir: dataDir, mariadb: mariadb, runAs: runAs, logger: logger}
+	mode := "InnoDB read-only"
+	if !mariadb {
+		// MySQL 8.0.30+ will not start --innodb-read-only without redo files,
+		// and the prepare leaves #innodb_redo empty (PXB xtrabackup.cc,
+		// xtrabackup_close_temp_log; mysql-test innodb log_read_only). The
+		// definitions are in the data dictionary (mysql.ibd): a server that
+		// may write starts on a copy of the dictionary alone, and the exported
+		// tablespaces are not in its data directory at all.
+		if srv.dataDir, err = dictionaryCopy(dataDir, filepath.Join(scratch, "dictionary")); err != nil {
+			return nil, "", err
+		}
+		if runAs != nil {
+			if err := chownTree(srv.dataDir, runAs); err != nil {
+				return nil, "", err
+			}
+		}
+		mode = "on a copy of the data dictionary"
+	}
 	args, err := srv.args(opts)
 	if err != nil {
 		return nil, "", err
 	}
-	// The exported tablespaces stay as the tool left them.
-	args = append(args, "--innodb-read-only=1")
-	logger.Infof("restore-table: starting %s (InnoDB read-only) on %s for the tables' definitions", bin, dataDir)
+	if mariadb {
+		// The exported tablespaces stay as the tool left them.
+		args = append(args, "--innodb-read-only=1")
+	}
+	logger.Infof("restore-table: starting %s (%s) on %s for the tables' definitions", bin, mode, dataDir)
 	db, err := srv.start(ctx, args, opts.StartTimeout)
 	if err != nil {
 		return nil, "", err
@@ -94,4 +116,64 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 		defs[t[0]+"."+t[1]] = create
 	}
 	return defs, version, nil
+}
+
+// dictionaryCopy makes dst a data directory with what a MySQL 8 server needs
+// to start and answer SHOW CREATE TABLE from its data dictionary: the system
+// tablespace (ibdata*), the dictionary (mysql.ibd), the undo tablespaces,
+// backup-my.cnf (its settings are the server's), an empty #innodb_redo for
+// the server to create its redo in, and an empty directory per database.
+// No table's tablespace is copied: the server reports them missing and
+// leaves them alone.
+func dictionaryCopy(dataDir, dst string) (string, error) {
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dst, 0o750); err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case e.IsDir():
+			if err := os.Mkdir(filepath.Join(dst, name), 0o750); err != nil {
+				return "", err
+			}
+		case e.Type().IsRegular() && dictionaryFile(name):
+			if err := copyRegular(filepath.Join(dataDir, name), filepath.Join(dst, name)); err != nil {
+				return "", fmt.Errorf("cannot copy %s for the definitions server: %w", name, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dst, "#innodb_redo"), 0o750); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
+
+// dictionaryFile: the top-level files dictionaryCopy takes.
+func dictionaryFile(name string) bool {
+	return strings.HasPrefix(name, "ibdata") || name == "mysql.ibd" || name == "backup-my.cnf" ||
+		strings.HasSuffix(name, ".ibu") || undoTablespace.MatchString(name)
+}
+
+var undoTablespace = regexp.MustCompile(`^undo_[0-9]{3}$`)
+
+// copyRegular copies one file, which dst must not be.
+func copyRegular(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -1,0 +1,130 @@
+package tableimport
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// fulltextKey is a FULLTEXT index line of SHOW CREATE TABLE.
+var fulltextKey = regexp.MustCompile("(?m)^\\s*FULLTEXT (?:KEY|INDEX) `((?:[^`]|``)*)`")
+
+// Refusal says why a table cannot be imported safely, before anything is.
+func Refusal(src Source) error { return importable(src) }
+
+// importable refuses, before anything is imported, a table an import
+// cannot bring back whole: one with FULLTEXT indexes, whose auxiliary tables
+// (FTS_*) an import does not carry. Tried on MariaDB 10.11: IMPORT
+// TABLESPACE warned "Index ... not found or corrupt", a full-text query
+// failed (ERROR 1764) and the first INSERT stopped the server on an InnoDB
+// assertion.
+func importable(src Source) error {
+	if m := fulltextKey.FindAllStringSubmatch(src.Create, -1); len(m) > 0 {
+		names := make([]string, len(m))
+		for i, k := range m {
+			names[i] = k[1]
+		}
+		return fmt.Errorf("%s.%s has FULLTEXT indexes (%s), whose auxiliary tables an import cannot bring back (the imported table would crash the server on its next write); restore it into a directory and reload its rows into a table created with the definition instead (docs/table-restore.md)",
+			src.DB, src.Table, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// unreplicated refuses a server that replicas or binlog streams (Vitess's
+// VReplication, CDC) read: an imported table is not in the binary log, so
+// it exists on this server only, and the first logged statement on it stops
+// every replica ("Table ... doesn't exist"). Every reader holds a binlog
+// dump connection (MySQL and MariaDB: Command "Binlog Dump" or "Binlog Dump
+// GTID").
+func unreplicated(ctx context.Context, conn *sql.Conn) error {
+	var readers int
+	err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'").Scan(&readers)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether replicas read the live server: %w", err)
+	}
+	if readers > 0 {
+		return fmt.Errorf("%w (%d binlog dump connections): an imported table is not replicated and exists on this server only, and a later statement on it that is logged stops every replica; import into a server nothing replicates from, or pass --unreplicated for a table meant for this server only (docs/table-restore.md)", ErrReplicated, readers)
+	}
+	return nil
+}
+
+// noWarnings fails when the statement just run left warnings or errors.
+func noWarnings(ctx context.Context, conn *sql.Conn, what string) error {
+	rows, err := conn.QueryContext(ctx, "SHOW WARNINGS")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var msgs []string
+	for rows.Next() {
+		var level, msg string
+		var code int
+		if err := rows.Scan(&level, &code, &msg); err != nil {
+			return err
+		}
+		msgs = append(msgs, fmt.Sprintf("%s %d: %s", level, code, msg))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s left warnings, so the table may not be whole: %s", what, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// checkIndexes reads the table through each of its B-tree indexes and
+// fails where one does not hold every row: CHECK TABLE alone passed an
+// import whose index was unusable.
+func checkIndexes(ctx context.Context, conn *sql.Conn, to Target, rows int64) error {
+	q, err := conn.QueryContext(ctx, "SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_TYPE = 'BTREE'", to.DB, to.Table)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for q.Next() {
+		var n string
+		if err := q.Scan(&n); err != nil {
+			q.Close()
+			return err
+		}
+		names = append(names, n)
+	}
+	q.Close()
+	if err := q.Err(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		var count int64
+		stmt := "SELECT COUNT(*) FROM " + quoted(to) + " FORCE INDEX (" + quoteName(n) + ")"
+		if err := conn.QueryRowContext(ctx, stmt).Scan(&count); err != nil {
+			return fmt.Errorf("index %s of %s is not usable: %w", n, to, err)
+		}
+		if count != rows {
+			return fmt.Errorf("index %s of %s holds %d rows, the table %d", n, to, count, rows)
+		}
+	}
+	return nil
+}
+
+// CheckUnreplicated is the check Import makes without Options.Unreplicated,
+// for a caller to make before it restores anything.
+func CheckUnreplicated(ctx context.Context, db *sql.DB) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return unreplicated(ctx, conn)
+}
+
+// restoreSession puts back the session settings an import changed, or
+// keeps the connection from its pool when it cannot.
+func restoreSession(conn *sql.Conn) {
+	if _, err := conn.ExecContext(context.Background(), "SET SESSION sql_log_bin = DEFAULT, foreign_key_checks = DEFAULT"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+}

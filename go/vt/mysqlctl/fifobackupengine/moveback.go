@@ -25,6 +25,9 @@ type restoreLayout struct {
 	UndoDir                          string // innodb_undo_directory; "" = DataDir
 	AriaLogDir                       string // MariaDB's aria_log_dir_path; "" = DataDir
 	Flavor                           string // the tool that took the backup
+	// MariaDBData: the backup is of a MariaDB server (its MANIFEST's
+	// MySQLVersion), whose redo log the prepare writes and the server needs.
+	MariaDBData bool
 	BinLogPath                       string // log-bin prefix; "" = binlogs go to DataDir
 	// ExternalDirs: where tablespaces that lived outside DataDir may be put.
 	ExternalDirs []string
@@ -84,7 +87,8 @@ var (
 // copies xtrabackup_info, _slave_info, _galera_info and _keys into the data
 // directory), and mariabackup's copy_back (the same names, and its own
 // mariadb_backup_* renames of them).
-func isToolMetadata(name, flavor string) bool {
+func isToolMetadata(name string, l restoreLayout) bool {
+	flavor := l.Flavor
 	switch name {
 	case "backup-my.cnf", "xtrabackup_logfile", "xtrabackup_binary", "xtrabackup_binlog_info",
 		"xtrabackup_checkpoints", "xtrabackup_tablespaces", "xtrabackup_binlog_pos_innodb",
@@ -96,8 +100,8 @@ func isToolMetadata(name, flavor string) bool {
 	if strings.HasPrefix(name, "mariadb_backup_") {
 		return true
 	}
-	if flavor == FlavorXtrabackup && ibLogfile.MatchString(name) {
-		return true
+	if flavor == FlavorXtrabackup && !l.MariaDBData && ibLogfile.MatchString(name) {
+		return true // MySQL creates its redo anew
 	}
 	for _, suffix := range []string{".qp", ".lz4", ".zst", ".pmap", ".tmp", ".xbcrypt"} {
 		if strings.HasSuffix(name, suffix) {
@@ -110,7 +114,7 @@ func isToolMetadata(name, flavor string) bool {
 // checkArrived proves the move-back complete: every placement is at its
 // destination, and nothing but the tool's metadata is left in staging (which
 // is removed after the restore: a left entry would be lost with it).
-func checkArrived(staging string, moves []placement, flavor string) error {
+func checkArrived(staging string, moves []placement, l restoreLayout) error {
 	for _, m := range moves {
 		if _, err := os.Lstat(m.Dst); err != nil {
 			return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the restore moved %s to %s, but it is not there: %v", m.Src, m.Dst, err)
@@ -121,7 +125,7 @@ func checkArrived(staging string, moves []placement, flavor string) error {
 		return vterrors.Wrapf(err, "cannot check what the restore left in %s", staging)
 	}
 	for _, e := range entries {
-		if !e.IsDir() && isToolMetadata(e.Name(), flavor) {
+		if !e.IsDir() && isToolMetadata(e.Name(), l) {
 			continue
 		}
 		if filepath.Ext(e.Name()) == ".index" || strings.HasPrefix(e.Name(), "ib_logfile") {
@@ -173,7 +177,7 @@ func planMoveBack(staging string, l restoreLayout) (moves []placement, binlogInd
 		name := e.Name()
 		var dst string
 		switch {
-		case !e.IsDir() && isToolMetadata(name, l.Flavor):
+		case !e.IsDir() && isToolMetadata(name, l):
 			continue
 		case binlogs[name] != "":
 			dst = binlogs[name]
@@ -187,7 +191,7 @@ func planMoveBack(staging string, l restoreLayout) (moves []placement, binlogInd
 			continue // a general tablespace placed above
 		case strings.HasPrefix(name, "ibdata"):
 			dst = filepath.Join(l.DataHomeDir, name)
-		case strings.HasPrefix(name, "ib_logfile") && l.Flavor != FlavorXtrabackup:
+		case strings.HasPrefix(name, "ib_logfile"):
 			dst = filepath.Join(l.LogHomeDir, name) // mariabackup's prepare writes it
 		case l.AriaLogDir != "" && (name == "aria_log_control" || ariaLogName.MatchString(name)):
 			// mariabackup --copy-back --aria-log-dir-path (MDEV-30968). The

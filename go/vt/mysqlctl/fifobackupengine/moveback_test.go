@@ -84,7 +84,7 @@ func TestMoveBackMySQL8Tree(t *testing.T) {
 	moves, index, err := planMoveBack(staging, l)
 	require.NoError(t, err)
 	require.NoError(t, applyMoveBack(staging, moves, index))
-	require.NoError(t, checkArrived(staging, moves, l.Flavor))
+	require.NoError(t, checkArrived(staging, moves, l))
 
 	requirePlaced(t, root, map[string]string{
 		"innodb/data/ibdata1": "ibdata1",
@@ -134,7 +134,7 @@ func TestMoveBackMariaDBTree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, index)
 	require.NoError(t, applyMoveBack(staging, moves, index))
-	require.NoError(t, checkArrived(staging, moves, l.Flavor))
+	require.NoError(t, checkArrived(staging, moves, l))
 	requirePlaced(t, root, map[string]string{
 		"innodb/data/ibdata1": "ibdata1", "innodb/logs/ib_logfile0": "ib_logfile0",
 		"data/undo001": "undo001", "data/undo002": "undo002", "data/aria_log_control": "aria_log_control",
@@ -241,7 +241,7 @@ func TestMoveBackAriaLogDir(t *testing.T) {
 	moves, index, err := planMoveBack(staging, l)
 	require.NoError(t, err)
 	require.NoError(t, applyMoveBack(staging, moves, index))
-	require.NoError(t, checkArrived(staging, moves, l.Flavor))
+	require.NoError(t, checkArrived(staging, moves, l))
 	requirePlaced(t, root, map[string]string{"aria/aria_log_control": "aria_log_control", "aria/aria_log.00000002": "aria_log.00000002", "data/db1/t.MAI": "db1/t.MAI"})
 	assert.NoFileExists(t, filepath.Join(root, "data/aria_log_control"))
 
@@ -258,7 +258,7 @@ func TestMoveBackAriaLogDir(t *testing.T) {
 func TestCheckArrivedNamesWhatWouldBeLost(t *testing.T) {
 	staging := t.TempDir()
 	makeTree(t, staging, map[string]string{"xtrabackup_checkpoints": "", "backup-my.cnf": "", "shop/orders.ibd": ""})
-	err := checkArrived(staging, nil, FlavorMariabackup)
+	err := checkArrived(staging, nil, restoreLayout{Flavor: FlavorMariabackup})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the backup holds shop, which the restore did not place")
 }

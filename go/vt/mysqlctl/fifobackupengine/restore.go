@@ -310,6 +310,7 @@ func (r *restoreRun) moveBack(staging string) error {
 		return err
 	}
 	layout.Flavor = r.m.ToolFlavor
+	layout.MariaDBData = strings.Contains(r.m.MySQLVersion, "MariaDB")
 	moves, index, err := planMoveBack(staging, layout)
 	if err != nil {
 		return vterrors.Wrapf(err, "cannot place the files of the backup")
@@ -322,7 +323,7 @@ func (r *restoreRun) moveBack(staging string) error {
 	if err := applyMoveBack(staging, moves, index); err != nil {
 		return err
 	}
-	if err := checkArrived(staging, moves, layout.Flavor); err != nil {
+	if err := checkArrived(staging, moves, layout); err != nil {
 		return err
 	}
 	placed := []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir}

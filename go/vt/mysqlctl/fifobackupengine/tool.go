@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -71,6 +72,39 @@ func detectTool(ctx context.Context, cfg *Config) (*backupTool, error) {
 		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-tool-flavor is %s but %s says it is %s (%s)", cfg.ToolFlavor, path, t.Flavor, t.Version)
 	}
 	return t, nil
+}
+
+// ToolInfo is what the engine found of the backup tool.
+type ToolInfo struct {
+	Path, Flavor, Version string
+	// FIFOStreams: the tool has Percona's --fifo-streams.
+	FIFOStreams bool
+	// CheckTables: its --prepare takes --check-tables.
+	CheckTables bool
+	// Extractor is its stock extractor (xbstream or mbstream) where found
+	// beside it or in PATH; "" when neither is.
+	Extractor string
+}
+
+// DescribeTool finds the tool as a backup would (cfg.ToolPath, else PATH)
+// and says what it is.
+func DescribeTool(ctx context.Context, cfg Config) (ToolInfo, error) {
+	t, err := detectTool(ctx, &cfg)
+	if err != nil {
+		return ToolInfo{}, err
+	}
+	info := ToolInfo{Path: t.Path, Flavor: t.Flavor, Version: t.Version, FIFOStreams: t.supportsFIFO(), CheckTables: t.hasCheckTables()}
+	for _, name := range []string{"xbstream", "mbstream"} {
+		if p, err := exec.LookPath(filepath.Join(filepath.Dir(t.Path), name)); err == nil {
+			info.Extractor = p
+			break
+		}
+		if p, err := exec.LookPath(name); err == nil {
+			info.Extractor = p
+			break
+		}
+	}
+	return info, nil
 }
 
 // parseToolVersion understands both tools' --version output, for example

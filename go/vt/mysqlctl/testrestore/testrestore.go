@@ -102,7 +102,11 @@ type Options struct {
 	StartTimeout time.Duration
 	// CheckConcurrency is how many tables are checked at once.
 	CheckConcurrency int
-	Logger           logutil.Logger
+	// Inspect, if set, is called with the throwaway server once its tables
+	// are checked (vtfifo selftest compares them with their source); its
+	// error fails the test restore.
+	Inspect func(ctx context.Context, db *sql.DB) error
+	Logger  logutil.Logger
 }
 
 // Run test-restores bh and returns its record. A failed check is a record
@@ -218,8 +222,21 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rec.Server); err != nil {
 		return fmt.Errorf("SELECT VERSION(): %w", err)
 	}
-	return checkTables(ctx, db, opts.CheckConcurrency, rec, logger)
+	if err := checkTables(ctx, db, opts.CheckConcurrency, rec, logger); err != nil || opts.Inspect == nil {
+		return err
+	}
+	return opts.Inspect(ctx, db)
 }
+
+// ServerVersion is the server binary's --version line, and whether it is
+// MariaDB's.
+func ServerVersion(ctx context.Context, mysqld string) (version string, mariadb bool, err error) {
+	return serverVersion(ctx, mysqld)
+}
+
+// FindMysqld resolves the server binary as Run does: path, else mysqld or
+// mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin.
+func FindMysqld(path string) (string, error) { return findMysqld(path) }
 
 // findMysqld resolves the server binary.
 func findMysqld(path string) (string, error) {

@@ -1,0 +1,193 @@
+package selftest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	vtconfig "vitess.io/vitess/config"
+	"vitess.io/vitess/go/mysql/collations"
+	"vitess.io/vitess/go/vt/dbconfigs"
+	"vitess.io/vitess/go/vt/mysqlctl"
+)
+
+// scratchServer is a server laid out and initialised as a Vitess tablet's
+// (mysqlctl: its my.cnf, directories and init SQL), under its own root,
+// socket and port: the engine backs it up as it would a tablet's.
+type scratchServer struct {
+	root   string
+	uid    uint32
+	mysqld *mysqlctl.Mysqld
+	cnf    *mysqlctl.Mycnf
+	db     *sql.DB
+}
+
+// startScratchServer initialises and starts the server under root. As root
+// it runs as the mysql user (mysqld refuses root). mysqldLines are added to
+// its my.cnf's [mysqld].
+func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratchServer, error) {
+	if err := os.Chmod(root, 0o755); err != nil {
+		return nil, err
+	}
+	// mysqlctl reads both from the environment.
+	os.Setenv("VTDATAROOT", root)
+	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\n" + mysqldLines
+	owner, err := serverOwner()
+	if err != nil {
+		return nil, err
+	}
+	if owner != nil {
+		extra += "user=" + owner.Username + "\n"
+	}
+	extraCnf := filepath.Join(root, "extra.cnf")
+	if err := os.WriteFile(extraCnf, []byte(extra), 0o644); err != nil {
+		return nil, err
+	}
+	os.Setenv("EXTRA_MY_CNF", extraCnf)
+	setDefaultUsers()
+
+	s := &scratchServer{root: root, uid: uint32(100 + rand.IntN(9000))}
+	socket := filepath.Join(root, fmt.Sprintf("vt_%010d", s.uid), "mysql.sock")
+	dbconfigs.GlobalDBConfigs.Socket = socket
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if s.mysqld, s.cnf, err = mysqlctl.CreateMysqldAndMycnf(s.uid, socket, port, collations.MySQL8()); err != nil {
+		return nil, err
+	}
+	if err := s.mysqld.InitConfig(s.cnf); err != nil {
+		return nil, err
+	}
+	if owner != nil {
+		if err := chownTree(root, owner); err != nil {
+			return nil, err
+		}
+	}
+	initFile, err := writeInitSQL(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mysqld.Init(ctx, s.cnf, initFile); err != nil {
+		return s, fmt.Errorf("initialising the scratch server: %w; its log ends:\n%s", err, s.errorLog())
+	}
+	return s, s.connect()
+}
+
+// connect opens the DBA pool over the socket.
+func (s *scratchServer) connect() error {
+	if s.db != nil {
+		s.db.Close()
+	}
+	c := mysql.NewConfig()
+	c.User, c.Passwd = dbconfigs.GlobalDBConfigs.Dba.User, dbconfigs.GlobalDBConfigs.Dba.Password
+	c.Net, c.Addr = "unix", s.cnf.SocketFile
+	c.MultiStatements, c.InterpolateParams = true, true
+	db, err := sql.Open("mysql", c.FormatDSN())
+	if err != nil {
+		return err
+	}
+	s.db = db
+	return db.Ping()
+}
+
+// stop shuts the server down (a kill if that fails).
+func (s *scratchServer) stop() {
+	if s.db != nil {
+		s.db.Close()
+	}
+	if s.mysqld == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = s.mysqld.Shutdown(ctx, s.cnf, true, time.Minute)
+	s.mysqld.Close()
+}
+
+func (s *scratchServer) errorLog() string {
+	b, err := os.ReadFile(s.cnf.ErrorLogPath)
+	if err != nil {
+		return fmt.Sprintf("(no error log: %v)", err)
+	}
+	return string(b[max(0, len(b)-4096):])
+}
+
+// writeInitSQL writes Vitess's init SQL for the server's flavor: MariaDB
+// has no super_read_only.
+func writeInitSQL(ctx context.Context, root string) (string, error) {
+	version, err := mysqlctl.GetVersionString()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(vtconfig.DefaultInitDB, "\n") {
+		if strings.Contains(version, "MariaDB") && strings.Contains(strings.ToLower(line), "super_read_only") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	p := filepath.Join(root, "init_db.sql")
+	return p, os.WriteFile(p, []byte(b.String()), 0o644)
+}
+
+// setDefaultUsers gives the users Vitess's flags would (no flags are parsed here).
+func setDefaultUsers() {
+	for _, u := range []struct {
+		cfg  *dbconfigs.UserConfig
+		name string
+	}{
+		{&dbconfigs.GlobalDBConfigs.Dba, "vt_dba"},
+		{&dbconfigs.GlobalDBConfigs.App, "vt_app"},
+		{&dbconfigs.GlobalDBConfigs.Allprivs, "vt_allprivs"},
+		{&dbconfigs.GlobalDBConfigs.Repl, "vt_repl"},
+		{&dbconfigs.GlobalDBConfigs.Filtered, "vt_filtered"},
+	} {
+		if u.cfg.User == "" {
+			u.cfg.User = u.name
+		}
+	}
+}
+
+// serverOwner is the user mysqld runs as when we are root: mysql.
+func serverOwner() (*user.User, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("mysql")
+	if err != nil {
+		return nil, fmt.Errorf("running as root, the scratch server must run as the mysql user: %w", err)
+	}
+	return u, nil
+}
+
+func chownTree(root string, u *user.User) error {
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

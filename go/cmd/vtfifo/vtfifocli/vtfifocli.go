@@ -117,6 +117,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n"+
 				"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp",
 			TestRestore),
+		sub("selftest", "Prove the engine and storage on this host: a scratch server backed up, restored and compared",
+			"Needs no Vitess and no network: a scratch server laid out as a tablet's, a shaped data set written to\n"+
+				"while it is backed up (full, then two incremental) through the real engine into a split storage on local\n"+
+				"disk, every backup verified, the chain restored, prepared, started and compared table by table, one table\n"+
+				"restored into the scratch server, the stream extracted with the tool's own extractor. Prints a report\n"+
+				"to attach to a bug; steps the host cannot run are skipped with the reason. See docs/compatibility.md.",
+			"  vtfifo selftest --work-dir=/var/tmp [--tool=/usr/bin/xtrabackup] [--mysqld=/usr/sbin/mysqld] [--json]",
+			SelfTest),
 		sub("copy", "Copy a backup to a second split storage (another bucket, region, prefix or backend), verified there",
 			"Copies the backup (--backup, or the newest complete one) to the storage that --to-flags-file (its --split-storage-*\n"+
 				"lines) and --to describe. Every object goes through a temporary file; the destination is verified (every index,\n"+

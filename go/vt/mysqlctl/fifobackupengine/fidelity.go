@@ -2,6 +2,7 @@ package fifobackupengine
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -87,20 +88,23 @@ func checkToolInfo(dir string) error {
 type tableFile struct {
 	Table string // schema.table, for errors
 	File  string // relative to the data directory
+	// ID tells a table from one of the same name created in its place
+	// (InnoDB's table id; else the creation time).
+	ID string
 }
 
 // checkComplete fails naming what is missing when a table the server had
-// both before and after the backup (so not dropped during it) has no file in
-// the stream; in an incremental backup an InnoDB file comes as its delta
-// (t.ibd.delta, write_filt.cc).
+// both before and after the backup, the same table throughout (not dropped
+// or recreated during it), has no file in the stream; in an incremental
+// backup an InnoDB file comes as its delta (t.ibd.delta, write_filt.cc).
 func checkComplete(files streamFiles, before, after []tableFile) error {
-	still := map[string]bool{}
+	still := map[string]string{}
 	for _, t := range after {
-		still[t.File] = true
+		still[t.File] = t.ID
 	}
 	var missing []string
 	for _, t := range before {
-		if !files.holds(t.File) && still[t.File] {
+		if id, ok := still[t.File]; ok && id == t.ID && !files.holds(t.File) {
 			missing = append(missing, fmt.Sprintf("%s (%s)", t.Table, t.File))
 		}
 	}
@@ -144,7 +148,11 @@ func serverTableFiles(ctx context.Context, query queryRows, mariadb bool) ([]tab
 const skippedSchemas = "'information_schema','performance_schema'"
 
 func mariadbTableFiles(ctx context.Context, query queryRows) ([]tableFile, error) {
-	rows, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE','SEQUENCE','SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
+	ids, err := innodbTableIDs(ctx, query, "SELECT NAME, TABLE_ID FROM information_schema.INNODB_SYS_TABLES")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, CREATE_TIME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE','SEQUENCE','SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
 	if err != nil {
 		return nil, err
 	}
@@ -153,22 +161,43 @@ func mariadbTableFiles(ctx context.Context, query queryRows) ([]tableFile, error
 		db, okDB := filenameOf(r[0])
 		t, okT := filenameOf(r[1])
 		if okDB && okT {
-			out = append(out, tableFile{Table: r[0] + "." + r[1], File: db + "/" + t + ".frm"})
+			name := db + "/" + t
+			out = append(out, tableFile{Table: r[0] + "." + r[1], File: name + ".frm", ID: cmp.Or(ids[name], r[2])})
 		}
 	}
 	return out, nil
 }
 
+// innodbTableIDs maps InnoDB's table names (db/t, as the files are named;
+// a partitioned table by its first partition's db/t#P#p) to their ids.
+func innodbTableIDs(ctx context.Context, query queryRows, q string) (map[string]string, error) {
+	rows, err := query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]string{}
+	for _, r := range rows {
+		name := r[0]
+		if i := strings.Index(strings.ToUpper(name), "#P#"); i > 0 {
+			name = name[:i]
+		}
+		if _, seen := ids[name]; !seen {
+			ids[name] = r[1]
+		}
+	}
+	return ids, nil
+}
+
 func mysqlTableFiles(ctx context.Context, query queryRows) ([]tableFile, error) {
-	rows, err := query(ctx, "SELECT t.NAME FROM information_schema.INNODB_TABLES t JOIN information_schema.INNODB_TABLESPACES s ON s.SPACE = t.SPACE WHERE s.SPACE_TYPE = 'Single'")
+	rows, err := query(ctx, "SELECT t.NAME, t.TABLE_ID FROM information_schema.INNODB_TABLES t JOIN information_schema.INNODB_TABLESPACES s ON s.SPACE = t.SPACE WHERE s.SPACE_TYPE = 'Single'")
 	if err != nil {
 		return nil, err
 	}
 	var out []tableFile
 	for _, r := range rows {
-		out = append(out, tableFile{Table: strings.Replace(r[0], "/", ".", 1), File: r[0] + ".ibd"})
+		out = append(out, tableFile{Table: strings.Replace(r[0], "/", ".", 1), File: r[0] + ".ibd", ID: r[1]})
 	}
-	rows, err = query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE IN ('MyISAM','CSV','ARCHIVE') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
+	rows, err = query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, CREATE_TIME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE IN ('MyISAM','CSV','ARCHIVE') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +206,7 @@ func mysqlTableFiles(ctx context.Context, query queryRows) ([]tableFile, error) 
 		db, okDB := filenameOf(r[0])
 		t, okT := filenameOf(r[1])
 		if okDB && okT {
-			out = append(out, tableFile{Table: r[0] + "." + r[1], File: db + "/" + t + ext[r[2]]})
+			out = append(out, tableFile{Table: r[0] + "." + r[1], File: db + "/" + t + ext[r[2]], ID: r[3]})
 		}
 	}
 	return out, nil

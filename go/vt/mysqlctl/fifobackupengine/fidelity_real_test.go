@@ -101,10 +101,10 @@ func TestBackupsAreWhatTheySayRealMariaDB(t *testing.T) {
 // up to 256 MiB each, past the 64 MiB a whole chunk may be: dealt in pieces,
 // the incremental backup is taken and its chain restores the data.
 func TestDeltaOf32KiBPagesRealMariaDB(t *testing.T) {
-	f := newFixtureWith(t, mariadbtest.Options{Tables: 200, RowsPerTable: 3, SkipOtherEngines: true}, "innodb_page_size=32k\n")
+	f := newFixtureWith(t, mariadbtest.Options{Tables: 210, RowsPerTable: 3, SkipOtherEngines: true}, "innodb_page_size=32k\n")
 	require.Equal(t, "32768", f.srv.Query(t, "SELECT @@innodb_page_size"))
 	f.srv.Exec(t, "CREATE TABLE sample.wide (id INT PRIMARY KEY, v VARCHAR(255) NOT NULL) ENGINE=InnoDB")
-	f.srv.Exec(t, "INSERT INTO sample.wide SELECT seq, REPEAT(MD5(seq), 7) FROM seq_1_to_400000")
+	f.srv.Exec(t, "INSERT INTO sample.wide SELECT seq, REPEAT(MD5(seq), 7) FROM sample.seq_1_to_400000")
 	useEngine(t, incrementalConfig())
 	require.NoError(t, f.backup(t, nil))
 	// Every page of the ~100 MiB table changes: more than 64 MiB of pages
@@ -145,14 +145,21 @@ func TestAriaLogDirRealMariaDB(t *testing.T) {
 		}
 		return os.Chown(p, int(sys.Uid), int(sys.Gid))
 	}))
-	cnf, err := os.OpenFile(f.tb.Cnf.Path, os.O_APPEND|os.O_WRONLY, 0)
+	// Where an operator sets it: the extra my.cnf Vitess adds to the one it
+	// writes (a restore writes my.cnf again from its templates).
+	extra, err := os.OpenFile(os.Getenv("EXTRA_MY_CNF"), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
-	_, err = cnf.WriteString("\n[mysqld]\naria_log_dir_path = ../aria\n")
+	_, err = extra.WriteString("\n[mysqld]\naria_log_dir_path = " + ariaDir + "\n")
 	require.NoError(t, err)
-	require.NoError(t, cnf.Close())
+	require.NoError(t, extra.Close())
+	require.NoError(t, f.tb.Mysqld.ReinitConfig(ctx, f.tb.Cnf))
 	require.NoError(t, f.tb.Mysqld.Start(ctx, f.tb.Cnf))
 	f.srv = mariadbtest.Attach(t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
-	require.Equal(t, ariaDir+"/", filepath.Clean(f.srv.Query(t, "SELECT @@aria_log_dir_path"))+"/")
+	require.Equal(t, ariaDir, filepath.Clean(f.srv.Query(t, "SELECT @@aria_log_dir_path")))
+	require.NoFileExists(t, filepath.Join(f.tb.Cnf.DataDir, "aria_log_control"))
+	// A new my.cnf starts new binary logs: a write gives the backup a position.
+	f.srv.Exec(t, "INSERT INTO sample.writes (payload) VALUES ('after the restart')")
+	f.static = mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes")
 
 	useEngine(t, testConfig(2, SourceStdout, zstdConfig()))
 	require.NoError(t, f.backup(t, nil))

@@ -128,6 +128,9 @@ func TestPrepareNamesByVersion(t *testing.T) {
 		assert.Equal(t, tc.checkTables, strings.Contains(argv, "--check-tables"), "%v", v)
 	}
 	maria := &backupTool{Flavor: FlavorMariabackup}
+	ariaArgs, err := maria.prepareArgs(&cfg, prepareStep{TargetDir: "/t", AriaLogInTarget: true})
+	require.NoError(t, err)
+	assert.Contains(t, ariaArgs, "--aria-log-dir-path=/t", "the prepare reads the backup's Aria log, not the live server's")
 	args, err := maria.prepareArgs(&cfg, step)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"--no-defaults", "--prepare", "--target-dir=/t", "--incremental-dir=/d"}, args[:4])
@@ -176,8 +179,10 @@ func TestToolInfoRefusesPartialCompressedEncrypted(t *testing.T) {
 // dropped during the backup does not; a delta stands for its .ibd.
 func TestCheckCompleteNamesMissingTables(t *testing.T) {
 	files := streamFiles{"shop/orders.frm": {}, "shop/items.ibd.delta": {}}
-	before := []tableFile{{"shop.orders", "shop/orders.frm"}, {"shop.items", "shop/items.ibd"}, {"shop.gone", "shop/gone.frm"}, {"crm.users", "crm/users.frm"}}
-	after := []tableFile{before[0], before[1], before[3]}
+	before := []tableFile{{"shop.orders", "shop/orders.frm", "1"}, {"shop.items", "shop/items.ibd", "2"}, {"shop.gone", "shop/gone.frm", "3"},
+		{"crm.users", "crm/users.frm", "4"}, {"crm.again", "crm/again.frm", "5"}}
+	// crm.again was dropped and created again during the backup: not the same table.
+	after := []tableFile{before[0], before[1], before[3], {"crm.again", "crm/again.frm", "6"}}
 	err := checkComplete(files, before, after)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "lacks 1 tables")
@@ -201,17 +206,18 @@ func TestServerTableFiles(t *testing.T) {
 		}
 	}
 	got, err := serverTableFiles(context.Background(), query(map[string][][]string{
-		"information_schema.TABLES": {{"shop", "orders"}, {"my-db", "t 1"}, {"shop", "café"}},
+		"INNODB_SYS_TABLES":         {{"shop/orders", "17"}, {"shop/p#P#p0", "18"}, {"shop/p#P#p1", "19"}},
+		"information_schema.TABLES": {{"shop", "orders", "2026-11-25 10:00:00"}, {"my-db", "t 1", "2026-11-25 10:00:01"}, {"shop", "café", "x"}, {"shop", "p", "y"}},
 	}), true)
 	require.NoError(t, err)
-	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm"}, {"my-db.t 1", "my@002ddb/t@00201.frm"}}, got, "a name with a two-character code is left out")
+	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm", "17"}, {"my-db.t 1", "my@002ddb/t@00201.frm", "2026-11-25 10:00:01"}, {"shop.p", "shop/p.frm", "18"}}, got, "a name with a two-character code is left out")
 
 	got, err = serverTableFiles(context.Background(), query(map[string][][]string{
-		"INNODB_TABLES":                        {{"shop/orders"}, {"shop/p#p#p0"}},
-		"ENGINE IN ('MyISAM','CSV','ARCHIVE')": {{"shop", "m", "MyISAM"}, {"mysql", "general_log", "CSV"}},
+		"INNODB_TABLES":                        {{"shop/orders", "1066"}, {"shop/p#p#p0", "1067"}},
+		"ENGINE IN ('MyISAM','CSV','ARCHIVE')": {{"shop", "m", "MyISAM", "t1"}, {"mysql", "general_log", "CSV", "t2"}},
 	}), false)
 	require.NoError(t, err)
-	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.ibd"}, {"shop.p#p#p0", "shop/p#p#p0.ibd"}, {"shop.m", "shop/m.MYD"}, {"mysql.general_log", "mysql/general_log.CSV"}}, got)
+	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.ibd", "1066"}, {"shop.p#p#p0", "shop/p#p#p0.ibd", "1067"}, {"shop.m", "shop/m.MYD", "t1"}, {"mysql.general_log", "mysql/general_log.CSV", "t2"}}, got)
 }
 
 // TestPlanScan: --page-tracking on every backup of a Percona XtraBackup >=

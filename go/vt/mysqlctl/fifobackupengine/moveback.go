@@ -52,6 +52,16 @@ func layoutFor(cnf *mysqlctl.Mycnf, cfg *Config) (restoreLayout, error) {
 	return l, nil
 }
 
+// setsAriaLogDir reports whether the option file (if any) gives the server
+// an aria_log_dir_path.
+func setsAriaLogDir(path string) bool {
+	if path == "" {
+		return false
+	}
+	lines, err := readOptionFile(path)
+	return err == nil && lastValues(inGroups(lines, serverOptionGroups), "aria_log_dir_path")["aria_log_dir_path"] != ""
+}
+
 // underDataDir resolves a directory option as the server does: relative to
 // the data directory ("" stays "").
 func underDataDir(dataDir, dir string) string {

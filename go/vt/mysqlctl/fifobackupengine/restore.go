@@ -153,9 +153,11 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 		return nil
 	}
 	last := len(r.chain) - 1
+	ariaElsewhere := setsAriaLogDir(defaultsFile)
 	step := func(i int, deltaDir string) prepareStep {
 		return prepareStep{DefaultsFile: defaultsFile, TargetDir: dir, DeltaDir: deltaDir,
-			RedoOnly: i < last, Export: r.subset != nil && i == last, CheckTables: r.checkTables && i == last}
+			RedoOnly: i < last, Export: r.subset != nil && i == last, CheckTables: r.checkTables && i == last,
+			AriaLogInTarget: ariaElsewhere}
 	}
 	if err := r.prepare(ctx, tool, step(0, "")); err != nil {
 		return err

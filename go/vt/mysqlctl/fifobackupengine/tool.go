@@ -245,6 +245,11 @@ type prepareStep struct {
 	// CheckTables asks the tool to validate every index's B-tree while it
 	// prepares, where it can (PXB 8.4.0-6, 9.7.1: --check-tables).
 	CheckTables bool
+	// AriaLogInTarget has mariabackup read the backup's Aria log in the
+	// target directory (--aria-log-dir-path), where DefaultsFile names
+	// another (the live server's aria_log_dir_path, which a prepare must
+	// never read or write).
+	AriaLogInTarget bool
 }
 
 // Percona XtraBackup's option names for a prepare, by version: 8.4.0-8 and
@@ -319,6 +324,9 @@ func (t *backupTool) prepareArgs(cfg *Config, step prepareStep) ([]string, error
 	}
 	if step.CheckTables && t.hasCheckTables() {
 		args = append(args, "--check-tables")
+	}
+	if step.AriaLogInTarget && t.Flavor == FlavorMariabackup {
+		args = append(args, "--aria-log-dir-path="+step.TargetDir)
 	}
 	if step.OpenFiles > 0 {
 		args = append(args, fmt.Sprintf("--open-files-limit=%d", step.OpenFiles))

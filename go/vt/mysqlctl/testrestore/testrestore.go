@@ -9,6 +9,7 @@ package testrestore
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -161,7 +162,9 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) 
 	if err != nil {
 		return nil, err
 	}
-	if want := m.ToolFlavor == fifobackupengine.FlavorMariabackup; want != mariadb {
+	// The data's flavor: the server it was taken from (a stand-in presents
+	// mariabackup's data as Percona's).
+	if want := strings.Contains(m.MySQLVersion, "MariaDB") || m.ToolFlavor == fifobackupengine.FlavorMariabackup; want != mariadb {
 		return nil, fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor, m.MySQLVersion, mysqld, version)
 	}
 	return &server{bin: mysqld, mariadb: mariadb}, nil
@@ -333,7 +336,23 @@ type server struct {
 	done chan struct{}
 }
 
-func (s *server) socket() string   { return filepath.Join(s.dir, "mysqld.sock") }
+// socket is the throwaway server's socket: in its scratch directory, or,
+// where that path is too long for a Unix socket (108 bytes with its NUL; a
+// deep --scratch-dir), a name in the system's temp dir derived from the
+// scratch directory, which is unique.
+func (s *server) socket() string {
+	p := filepath.Join(s.dir, "mysqld.sock")
+	if len(p) < maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(s.dir))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("vtfifo-%x.sock", sum[:8]))
+}
+
+// maxSocketPath is the longest socket path the servers take (sun_path less
+// its NUL: MariaDB refuses more than 107).
+const maxSocketPath = 107
+
 func (s *server) errorLog() string { return filepath.Join(s.dir, "mysqld.err") }
 
 // args is the command line: nothing read from the host's option files;
@@ -456,6 +475,9 @@ func (s *server) stop() {
 		<-s.done
 	}
 	s.cmd = nil
+	if sock := s.socket(); !strings.HasPrefix(sock, s.dir+string(filepath.Separator)) {
+		os.Remove(sock) // outside the scratch directory: a killed server leaves it
+	}
 }
 
 func (s *server) logTail() string {

@@ -1,0 +1,72 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
+)
+
+// TestSelfTestCommand: vtfifo selftest on this host's MariaDB and
+// mariabackup: the text report on stdout, exit 0, every step passed and the
+// FIFO step skipped with its reason; --json is one object; bad flags are a
+// usage error naming the flag, before anything runs.
+func TestSelfTestCommand(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"selftest", "--scale=0"}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout.String())
+	assert.Equal(t, "vtfifo selftest: invalid value 0 for --scale: allowed values are 1..100000\n", stderr.String())
+	stdout.Reset()
+	stderr.Reset()
+	code = Main(context.Background(), []string{"selftest", "--lanes=65"}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "--lanes: allowed values are 1..64")
+
+	tier.Integration(t, "MariaDB and mariabackup")
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	for d := filepath.Dir(dir); d != "/"; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			require.NoError(t, os.Chmod(d, st.Mode().Perm()|0o011))
+		}
+	}
+	out := run(t, 0, "selftest", "--scale=10", "--work-dir="+dir)
+	for _, want := range []string{
+		"vtfifo selftest: PASSED\n",
+		"  PASS  start a scratch server",
+		"  PASS  full backup while writing (source stdout)",
+		"  PASS  incremental backup at rest (source stdout)",
+		"  PASS  verify every backup",
+		"  PASS  restore the chain, prepare, start and compare every table",
+		"  PASS  restore one table into the scratch server",
+		"  PASS  export and extract with the tool's extractor",
+		"  SKIP  backup through FIFO streams: ",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "FAIL")
+
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, Main(context.Background(), []string{"selftest", "--scale=5", "--json", "--work-dir=" + dir}, &stdout, &stderr), "stderr: %s", stderr.String())
+	var rep struct {
+		Passed   bool              `json:"passed"`
+		Versions map[string]string `json:"versions"`
+		Steps    []struct{ Name, Status string }
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "stdout is one JSON object: %s", stdout.String())
+	assert.True(t, rep.Passed)
+	assert.Contains(t, rep.Versions["server"], "MariaDB")
+	assert.Contains(t, rep.Versions["vitess"], "24.0.")
+	assert.NotEmpty(t, rep.Steps)
+	left, _ := os.ReadDir(dir)
+	assert.Empty(t, left, "nothing left behind")
+}

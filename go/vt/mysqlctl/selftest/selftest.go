@@ -1,0 +1,252 @@
+// Package selftest proves the fifo engine and the split storage on the host
+// it runs on, with no Vitess cluster and no network (vtfifo selftest): a
+// scratch server laid out as a tablet's, a shaped data set written to while
+// it is backed up (a full backup, then two incremental ones) through the real
+// engine into a split storage, then every backup verified, the chain
+// restored, prepared and started, every table compared with its source, one
+// table restored into the scratch server, and the stream extracted with the
+// tool's own extractor. Each step is timed and reported; what the host cannot
+// run is skipped with the reason.
+package selftest
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/servenv"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// Options configures Run.
+type Options struct {
+	// WorkDir holds the scratch directory (default: the system's temp dir).
+	WorkDir string
+	// ToolPath is the backup tool (default: xtrabackup, then mariabackup, in PATH).
+	ToolPath string
+	// MysqldPath is the server binary (default: as test-restore finds it).
+	MysqldPath string
+	// Scale is the number of small tables (default 200).
+	Scale int
+	// Lanes is the engine's lanes (default 4).
+	Lanes int
+	// Keep leaves the scratch directory (server stopped) for a bug report.
+	Keep   bool
+	Logger logutil.Logger
+	// AfterBackups, if set, is called with the storage's root once the
+	// backups are taken (tests damage a part there).
+	AfterBackups func(storageRoot string) error
+}
+
+// Step statuses.
+const (
+	Passed  = "passed"
+	Failed  = "failed"
+	Skipped = "skipped"
+)
+
+// Step is one step of the self-test.
+type Step struct {
+	Name    string  `json:"name"`
+	Status  string  `json:"status"`
+	Seconds float64 `json:"seconds"`
+	Detail  string  `json:"detail,omitempty"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// Report is what a self-test found: the thing an operator attaches to a bug.
+type Report struct {
+	Versions   map[string]string `json:"versions"`
+	Host       map[string]string `json:"host"`
+	Steps      []Step            `json:"steps"`
+	Passed     bool              `json:"passed"`
+	FirstError string            `json:"first_error,omitempty"`
+	Kept       string            `json:"kept,omitempty"`
+}
+
+// Run runs the self-test and returns its report; Passed only when every
+// step that ran passed. Everything it started is stopped before it returns,
+// and its scratch directory removed unless Keep.
+func Run(ctx context.Context, opts Options) Report {
+	if opts.Logger == nil {
+		opts.Logger = logutil.NewConsoleLogger()
+	}
+	opts.Scale = cmp.Or(opts.Scale, 200)
+	opts.Lanes = cmp.Or(opts.Lanes, 4)
+	r := &runner{ctx: ctx, opts: opts, rep: Report{Versions: buildVersions(), Host: hostFacts()}}
+	r.run()
+	r.rep.Passed = r.rep.FirstError == ""
+	return r.rep
+}
+
+// runner carries the state the steps share.
+type runner struct {
+	ctx    context.Context
+	opts   Options
+	rep    Report
+	failed bool
+
+	tool    fifobackupengine.ToolInfo
+	mysqld  string
+	mariadb bool
+	scratch string
+	srv     *scratchServer
+	store   *store
+	sums    map[string]string // the source at the last backup's position
+}
+
+// step runs one step unless an earlier one failed.
+func (r *runner) step(name string, fn func() (string, error)) bool {
+	if r.failed {
+		r.skip(name, "an earlier step failed")
+		return false
+	}
+	r.opts.Logger.Infof("selftest: %s", name)
+	start := time.Now()
+	detail, err := fn()
+	s := Step{Name: name, Status: Passed, Seconds: time.Since(start).Seconds(), Detail: detail}
+	if err != nil {
+		s.Status, s.Error = Failed, err.Error()
+		r.failed = true
+		if r.rep.FirstError == "" {
+			r.rep.FirstError = name + ": " + err.Error()
+		}
+	}
+	r.rep.Steps = append(r.rep.Steps, s)
+	return err == nil
+}
+
+func (r *runner) skip(name, reason string) {
+	r.rep.Steps = append(r.rep.Steps, Step{Name: name, Status: Skipped, Detail: reason})
+}
+
+func (r *runner) run() {
+	defer r.cleanUp()
+	r.step("find the backup tool", r.findTool)
+	r.step("find the server", r.findServer)
+	r.step("start a scratch server", r.startServer)
+	r.step("load the data set", r.load)
+	r.backups()
+	if r.opts.AfterBackups != nil && !r.failed {
+		r.step("test hook after the backups", func() (string, error) { return "", r.opts.AfterBackups(r.store.root) })
+	}
+	r.step("verify every backup", r.verify)
+	r.step("restore the chain, prepare, start and compare every table", r.restoreAndCompare)
+	r.step("restore one table into the scratch server", r.restoreTable)
+	if !r.failed && r.tool.Extractor == "" {
+		r.skip("export and extract with the tool's extractor", "neither xbstream nor mbstream was found beside the tool or in PATH")
+	} else {
+		r.step("export and extract with the tool's extractor", r.exportAndExtract)
+	}
+}
+
+func (r *runner) findTool() (string, error) {
+	info, err := fifobackupengine.DescribeTool(r.ctx, fifobackupengine.Config{ToolPath: r.opts.ToolPath})
+	if err != nil {
+		return "", err
+	}
+	r.tool = info
+	r.rep.Versions["tool"] = info.Version
+	return fmt.Sprintf("%s (%s), FIFO streams: %t, --check-tables: %t, extractor: %s", info.Path, info.Flavor, info.FIFOStreams, info.CheckTables, cmp.Or(info.Extractor, "none")), nil
+}
+
+func (r *runner) findServer() (string, error) {
+	bin, err := testrestore.FindMysqld(r.opts.MysqldPath)
+	if err != nil {
+		return "", err
+	}
+	version, mariadb, err := testrestore.ServerVersion(r.ctx, bin)
+	if err != nil {
+		return "", err
+	}
+	if want := r.tool.Flavor == fifobackupengine.FlavorMariabackup; want != mariadb && !strings.Contains(r.tool.Version, "stand-in") {
+		return "", fmt.Errorf("the tool is %s but the server is %s: give a server and a tool of one flavor", r.tool.Flavor, version)
+	}
+	if r.opts.MysqldPath != "" && os.Getenv("VT_MYSQL_ROOT") == "" {
+		// Vitess's mysqlctl finds the server under $VT_MYSQL_ROOT.
+		os.Setenv("VT_MYSQL_ROOT", filepath.Dir(filepath.Dir(bin)))
+	}
+	r.mysqld, r.mariadb = bin, mariadb
+	r.rep.Versions["server"] = version
+	return bin, nil
+}
+
+func (r *runner) startServer() (string, error) {
+	dir, err := os.MkdirTemp(r.opts.WorkDir, "vtfifo-selftest-")
+	if err != nil {
+		return "", err
+	}
+	r.scratch = dir
+	r.srv, err = startScratchServer(r.ctx, dir, "")
+	if err != nil {
+		return "", err
+	}
+	r.store, err = openStore(filepath.Join(dir, "storage"))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s, socket %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile), nil
+}
+
+func (r *runner) load() (string, error) {
+	return loadData(r.ctx, r.srv.db, r.opts.Scale, r.mariadb)
+}
+
+// cleanUp stops the server and removes the scratch directory (unless Keep).
+func (r *runner) cleanUp() {
+	if r.srv != nil {
+		r.srv.stop()
+	}
+	if r.store != nil {
+		r.store.close()
+	}
+	if r.scratch == "" {
+		return
+	}
+	if r.opts.Keep {
+		r.rep.Kept = r.scratch
+		return
+	}
+	if err := os.RemoveAll(r.scratch); err != nil {
+		r.opts.Logger.Warningf("selftest: cannot remove %s: %v", r.scratch, err)
+	}
+}
+
+func buildVersions() map[string]string {
+	// Vitess's own version constant, as its binaries' --version print it.
+	v := map[string]string{"plugin": "(devel)", "vitess": servenv.AppVersion.ToStringMap()["version"], "go": runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v["plugin"] = bi.Main.Version
+	}
+	return v
+}
+
+func hostFacts() map[string]string {
+	h := map[string]string{"cpus": fmt.Sprint(runtime.NumCPU()), "os": runtime.GOOS + "/" + runtime.GOARCH}
+	h["hostname"], _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h["kernel"] = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if line, _, ok := strings.Cut(string(b), "\n"); ok {
+			h["memory"] = strings.Join(strings.Fields(strings.TrimPrefix(line, "MemTotal:")), " ")
+		}
+	}
+	return h
+}
+
+
+// keyspace and shard of the self-test's backups.
+const (
+	keyspace = "selftest"
+	shard    = "0"
+)

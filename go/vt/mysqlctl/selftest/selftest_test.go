@@ -1,0 +1,142 @@
+package selftest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/testutil/testbin"
+	"github.com/vtfifo/vtfifo/go/testutil/tier"
+)
+
+// standinPath is the xtrabackup stand-in (go/internal/xtrabackupstandin).
+var standinPath string
+
+func TestMain(m *testing.M) { testbin.Main(m, testbin.Standin(&standinPath)) }
+
+func workDir(t *testing.T) string {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755)) // the mysql user reaches it
+	for d := filepath.Dir(dir); d != "/"; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			require.NoError(t, os.Chmod(d, st.Mode().Perm()|0o011))
+		}
+	}
+	return dir
+}
+
+func stepOf(t *testing.T, rep Report, prefix string) Step {
+	i := slices.IndexFunc(rep.Steps, func(s Step) bool { return strings.HasPrefix(s.Name, prefix) })
+	require.GreaterOrEqual(t, i, 0, "no step %q in %v", prefix, rep.Steps)
+	return rep.Steps[i]
+}
+
+func text(rep Report) string {
+	var b bytes.Buffer
+	rep.WriteText(&b)
+	return b.String()
+}
+
+// TestSelfTestThroughTheStandIn: with a tool that has FIFO streams (the
+// stand-in for Percona XtraBackup, on MariaDB data), the full and the last
+// backups read FIFO streams, the middle one stdout; every step passes and
+// nothing is left behind.
+func TestSelfTestThroughTheStandIn(t *testing.T) {
+	tier.Integration(t, "MariaDB and mariabackup")
+	dir := workDir(t)
+	rep := Run(t.Context(), Options{WorkDir: dir, ToolPath: standinPath, Scale: 20, Logger: logutil.NewMemoryLogger()})
+	out := text(rep)
+	require.True(t, rep.Passed, "%s", out)
+	assert.Contains(t, out, "vtfifo selftest: PASSED")
+	assert.Contains(t, stepOf(t, rep, "full backup while writing (source fifo)").Detail, "source fifo")
+	assert.Contains(t, stepOf(t, rep, "incremental backup while writing (source stdout)").Detail, "source stdout")
+	assert.Contains(t, stepOf(t, rep, "restore the chain").Detail, "equal to the source")
+	for _, s := range rep.Steps {
+		assert.Equal(t, Passed, s.Status, "%s: %s", s.Name, s.Detail)
+	}
+	assert.Contains(t, rep.Versions["tool"], "stand-in")
+	left, _ := os.ReadDir(dir)
+	assert.Empty(t, left, "the scratch directory is removed")
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"passed":true`)
+}
+
+// TestSelfTestNamesADamagedPart: a part damaged after the backups fails
+// the verification step, naming the backup; the later steps are skipped,
+// the report's first error is the verification's.
+func TestSelfTestNamesADamagedPart(t *testing.T) {
+	tier.Integration(t, "MariaDB and mariabackup")
+	dir := workDir(t)
+	rep := Run(t.Context(), Options{WorkDir: dir, Scale: 5, Logger: logutil.NewMemoryLogger(), Keep: true,
+		AfterBackups: func(root string) error { return damageLargestFile(root) }})
+	out := text(rep)
+	require.False(t, rep.Passed, "%s", out)
+	assert.Contains(t, out, "vtfifo selftest: FAILED")
+	v := stepOf(t, rep, "verify every backup")
+	assert.Equal(t, Failed, v.Status)
+	assert.Contains(t, rep.FirstError, "verify every backup: backup ")
+	assert.Equal(t, Skipped, stepOf(t, rep, "restore the chain").Status)
+	assert.Contains(t, out, "  FAIL  verify every backup")
+	assert.Contains(t, out, "kept for a bug report (server stopped): "+rep.Kept)
+	assert.DirExists(t, rep.Kept)
+	require.NoError(t, os.RemoveAll(rep.Kept))
+}
+
+// TestSelfTestToolExitsEarly: a tool that fails mid-stream fails the full
+// backup, with the tool's own last words; everything is stopped and removed.
+func TestSelfTestToolExitsEarly(t *testing.T) {
+	tier.Integration(t, "MariaDB and mariabackup")
+	t.Setenv("XTRABACKUP_STANDIN_FAIL_AFTER", "2000000")
+	dir := workDir(t)
+	rep := Run(t.Context(), Options{WorkDir: dir, ToolPath: standinPath, Scale: 5, Logger: logutil.NewMemoryLogger()})
+	require.False(t, rep.Passed, "%s", text(rep))
+	full := stepOf(t, rep, "full backup while writing")
+	assert.Equal(t, Failed, full.Status)
+	assert.Contains(t, full.Error, "failing on purpose")
+	assert.Contains(t, rep.FirstError, "full backup while writing (source fifo): ")
+	assert.Equal(t, Skipped, stepOf(t, rep, "verify every backup").Status)
+	left, _ := os.ReadDir(dir)
+	assert.Empty(t, left, "the scratch directory is removed")
+}
+
+// damageLargestFile flips a byte in the middle of the largest file under
+// root: a lane's part.
+func damageLargestFile(root string) error {
+	var largest string
+	var size int64
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.Size() > size {
+			largest, size = p, info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(largest, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, size/2); err != nil {
+		return err
+	}
+	b[0] ^= 0xff
+	_, err = f.WriteAt(b, size/2)
+	return err
+}

@@ -28,7 +28,7 @@ type restoreLayout struct {
 	// MariaDBData: the backup is of a MariaDB server (its MANIFEST's
 	// MySQLVersion), whose redo log the prepare writes and the server needs.
 	MariaDBData bool
-	BinLogPath                       string // log-bin prefix; "" = binlogs go to DataDir
+	BinLogPath  string // log-bin prefix; "" = binlogs go to DataDir
 	// ExternalDirs: where tablespaces that lived outside DataDir may be put.
 	ExternalDirs []string
 }

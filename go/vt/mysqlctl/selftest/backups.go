@@ -160,7 +160,7 @@ func (r *runner) restoreAndCompare() (string, error) {
 	}
 	var compared int
 	rec, err := testrestore.Run(r.ctx, bh, testrestore.Options{
-		Restore: fifobackupengine.RestoreDirOptions{Config: r.engineConfig(""), Logger: r.opts.Logger},
+		Restore:       fifobackupengine.RestoreDirOptions{Config: r.engineConfig(""), Logger: r.opts.Logger},
 		ScratchParent: r.scratch, MysqldPath: r.mysqld, Logger: r.opts.Logger,
 		Inspect: func(ctx context.Context, db *sql.DB) error {
 			got, err := tableSums(ctx, db)

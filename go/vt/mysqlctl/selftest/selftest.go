@@ -244,7 +244,6 @@ func hostFacts() map[string]string {
 	return h
 }
 
-
 // keyspace and shard of the self-test's backups.
 const (
 	keyspace = "selftest"

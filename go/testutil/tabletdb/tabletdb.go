@@ -28,6 +28,8 @@ import (
 	"vitess.io/vitess/go/mysql/collations"
 	"vitess.io/vitess/go/vt/dbconfigs"
 	"vitess.io/vitess/go/vt/mysqlctl"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/selftest"
 )
 
 // Tablet is a running tablet mysqld.
@@ -97,20 +99,7 @@ func StartWith(t testing.TB, parent, mysqldLines string) *Tablet {
 	require.NoError(t, os.WriteFile(initFile, []byte(initSQL.String()), 0o644))
 
 	// Without flag parsing the users are empty: use Vitess's flag defaults.
-	for _, u := range []struct {
-		cfg  *dbconfigs.UserConfig
-		name string
-	}{
-		{&dbconfigs.GlobalDBConfigs.Dba, "vt_dba"},
-		{&dbconfigs.GlobalDBConfigs.App, "vt_app"},
-		{&dbconfigs.GlobalDBConfigs.Allprivs, "vt_allprivs"},
-		{&dbconfigs.GlobalDBConfigs.Repl, "vt_repl"},
-		{&dbconfigs.GlobalDBConfigs.Filtered, "vt_filtered"},
-	} {
-		if u.cfg.User == "" {
-			u.cfg.User = u.name
-		}
-	}
+	selftest.UseDefaultUsers()
 	tabletUID := uint32(100 + rand.IntN(9000))
 	// The global DB config keeps the first socket it sees: point it at this
 	// tablet's, so several tablets in one test binary each get their own.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"vitess.io/vitess/go/ioutil"
+	"vitess.io/vitess/go/mysql/replication"
 	"vitess.io/vitess/go/netutil"
 	"vitess.io/vitess/go/vt/dbconfigs"
 	"vitess.io/vitess/go/vt/logutil"
@@ -72,71 +73,26 @@ type backupRun struct {
 	streamBytes  []atomic.Int64 // read from each of the tool's streams
 }
 
+// serverFacts is what a backup reads of the server before the tool runs.
+type serverFacts struct {
+	pos          replication.Position // where the server is: its flavor parses the tool's position
+	purged       replication.Position // gtid_purged (MySQL), for Vitess's PITR
+	hasPurged    bool
+	serverUUID   string
+	mysqlVersion string
+	lineage      lineage
+	tables       []tableFile // what the stream must hold (fidelity.go)
+}
+
 func (b *backupRun) execute(ctx context.Context) error {
-	var err error
-	if b.tool, err = detectTool(ctx, &b.cfg); err != nil {
+	if err := b.chooseTool(ctx); err != nil {
 		return err
 	}
-	if b.source, err = b.tool.sourceFor(&b.cfg); err != nil {
-		return err
-	}
-	streams := ""
-	if b.source == SourceFIFO {
-		streams = fmt.Sprintf(" (%d FIFO streams)", b.cfg.streams())
-		if p := parallel(&b.cfg, b.source); p != b.cfg.Parallel {
-			b.logger.Infof("fifo backup: --parallel raised from %d to %d, as many as the FIFO streams (Percona XtraBackup raises it itself)", b.cfg.Parallel, p)
-		}
-	}
-	b.logger.Infof("fifo backup: %s (%s), source %s%s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, streams, b.cfg.Lanes, compressionName(&b.cfg.Compression))
-	own, err := checkToolOptionFile(b.params.Cnf.Path, b.tool.Flavor)
-	b.toolOptions = own
+	facts, err := b.readServer(ctx)
 	if err != nil {
 		return err
 	}
-	if len(own) > 0 {
-		names := make([]string, len(own))
-		for i, o := range own {
-			names[i] = "[" + o.Group + "] " + o.Name
-		}
-		b.logger.Infof("fifo backup: %s also reads its own options from %s: %s", b.tool.Flavor, b.params.Cnf.Path, strings.Join(names, ", "))
-	}
-
-	// The server's flavor parses the position the tool reports.
-	conn, err := b.params.Mysqld.GetDbaConnection(ctx)
-	if err != nil {
-		return vterrors.Wrap(err, "unable to obtain a connection to the database")
-	}
-	pos, err := conn.PrimaryPosition()
-	if err != nil {
-		conn.Close()
-		return vterrors.Wrap(err, "unable to obtain the server's position")
-	}
-	// On MySQL, gtid_purged as Vitess's PITR wants it (its path finders order
-	// backups by position plus purged set); MariaDB has none.
-	purged, err := conn.GetGTIDPurged()
-	hasPurged := err == nil && purged.GTIDSet != nil
-	serverUUID, err := conn.GetServerUUID()
-	conn.Close()
-	if err != nil {
-		b.logger.Warningf("fifo backup: cannot read the server UUID (%v); the MANIFEST will not have one", err)
-	}
-	mysqlVersion, err := b.params.Mysqld.GetVersionString(ctx)
-	if err != nil {
-		return vterrors.Wrap(err, "can't get MySQL version")
-	}
-	b.mariadb = strings.Contains(mysqlVersion, "MariaDB")
-	tablesBefore, err := serverTableFiles(ctx, b.query, b.mariadb)
-	if err != nil {
-		return vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
-	}
-
-	here, fresh, err := loadLineage(b.params.Cnf)
-	if err != nil {
-		b.logger.Warningf("fifo backup: %v; the backup cannot be a base for incremental ones", err)
-	} else if fresh != "" {
-		b.logger.Infof("fifo backup: a new lineage for the data directory: %s", fresh)
-	}
-	b.base = b.planDelta(ctx, here, pos, mysqlVersion)
+	b.base = b.planDelta(ctx, facts.lineage, facts.pos, facts.mysqlVersion)
 	b.scan = b.planScan(ctx, b.query, b.toolOptions)
 
 	workDir, release, err := newWorkDir(b.params.Cnf.TmpDir, workDirPrefix, b.logger)
@@ -159,13 +115,98 @@ func (b *backupRun) execute(ctx context.Context) error {
 	if closeErr != nil {
 		return closeErr
 	}
-	if err := b.checkFidelity(ctx, workDir, tablesBefore); err != nil {
+	if err := b.checkFidelity(ctx, workDir, facts.tables); err != nil {
 		return err
 	}
-
-	position, err := positionFromInfo(workDir, pos.GTIDSet.Flavor())
+	m, err := b.manifest(workDir, facts, consistent)
 	if err != nil {
 		return err
+	}
+	if ix := b.laneIndex(); ix != nil {
+		if err := writeLaneIndex(ctx, b.bh, ix); err != nil {
+			return err
+		}
+		m.LaneIndex = laneIndexFileName
+	}
+	return b.writeManifest(ctx, m)
+}
+
+// chooseTool finds the tool and its source, and reads the options it will
+// take from its option file, refusing those no backup may carry.
+func (b *backupRun) chooseTool(ctx context.Context) error {
+	var err error
+	if b.tool, err = detectTool(ctx, &b.cfg); err != nil {
+		return err
+	}
+	if b.source, err = b.tool.sourceFor(&b.cfg); err != nil {
+		return err
+	}
+	streams := ""
+	if b.source == SourceFIFO {
+		streams = fmt.Sprintf(" (%d FIFO streams)", b.cfg.streams())
+		if p := parallel(&b.cfg, b.source); p != b.cfg.Parallel {
+			b.logger.Infof("fifo backup: --parallel raised from %d to %d, as many as the FIFO streams (Percona XtraBackup raises it itself)", b.cfg.Parallel, p)
+		}
+	}
+	b.logger.Infof("fifo backup: %s (%s), source %s%s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, streams, b.cfg.Lanes, compressionName(&b.cfg.Compression))
+	if b.toolOptions, err = checkToolOptionFile(b.params.Cnf.Path, b.tool.Flavor); err != nil {
+		return err
+	}
+	if len(b.toolOptions) > 0 {
+		names := make([]string, len(b.toolOptions))
+		for i, o := range b.toolOptions {
+			names[i] = "[" + o.Group + "] " + o.Name
+		}
+		b.logger.Infof("fifo backup: %s also reads its own options from %s: %s", b.tool.Flavor, b.params.Cnf.Path, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// readServer reads the server's position, identity, version, tables and
+// the data directory's lineage.
+func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
+	var f serverFacts
+	conn, err := b.params.Mysqld.GetDbaConnection(ctx)
+	if err != nil {
+		return f, vterrors.Wrap(err, "unable to obtain a connection to the database")
+	}
+	if f.pos, err = conn.PrimaryPosition(); err != nil {
+		conn.Close()
+		return f, vterrors.Wrap(err, "unable to obtain the server's position")
+	}
+	// On MySQL, gtid_purged as Vitess's PITR wants it (its path finders order
+	// backups by position plus purged set); MariaDB has none.
+	f.purged, err = conn.GetGTIDPurged()
+	f.hasPurged = err == nil && f.purged.GTIDSet != nil
+	f.serverUUID, err = conn.GetServerUUID()
+	conn.Close()
+	if err != nil {
+		b.logger.Warningf("fifo backup: cannot read the server UUID (%v); the MANIFEST will not have one", err)
+	}
+	if f.mysqlVersion, err = b.params.Mysqld.GetVersionString(ctx); err != nil {
+		return f, vterrors.Wrap(err, "can't get MySQL version")
+	}
+	b.mariadb = strings.Contains(f.mysqlVersion, "MariaDB")
+	if f.tables, err = serverTableFiles(ctx, b.query, b.mariadb); err != nil {
+		return f, vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
+	}
+	here, fresh, err := loadLineage(b.params.Cnf)
+	if err != nil {
+		b.logger.Warningf("fifo backup: %v; the backup cannot be a base for incremental ones", err)
+	} else if fresh != "" {
+		b.logger.Infof("fifo backup: a new lineage for the data directory: %s", fresh)
+	}
+	f.lineage = here
+	return f, nil
+}
+
+// manifest is the backup's MANIFEST, from what the tool wrote in workDir
+// and what the lanes carried; it fails when the tool took another kind of
+// backup than the one asked for.
+func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.Time) (*Manifest, error) {
+	position, err := positionFromInfo(workDir, facts.pos.GTIDSet.Flavor())
+	if err != nil {
+		return nil, err
 	}
 	hostname, _ := netutil.FullyQualifiedHostname()
 	m := &Manifest{
@@ -174,14 +215,14 @@ func (b *backupRun) execute(ctx context.Context) error {
 			BackupMethod:   engineName,
 			Position:       position,
 			PurgedPosition: position,
-			ServerUUID:     serverUUID,
+			ServerUUID:     facts.serverUUID,
 			TabletAlias:    b.params.TabletAlias,
 			Hostname:       hostname,
 			Keyspace:       b.params.Keyspace,
 			Shard:          b.params.Shard,
 			BackupTime:     mysqlctl.FormatRFC3339(consistent),
 			FinishedTime:   mysqlctl.FormatRFC3339(time.Now().UTC()),
-			MySQLVersion:   mysqlVersion,
+			MySQLVersion:   facts.mysqlVersion,
 			// Physical backups restore into the same server version, which is
 			// safe for upgrades later, as with Vitess's xtrabackup engine.
 			UpgradeSafe: true,
@@ -198,25 +239,14 @@ func (b *backupRun) execute(ctx context.Context) error {
 		LSN:                  lsnsFromCheckpoints(workDir),
 		StartTime:            mysqlctl.FormatRFC3339(b.params.BackupTime.UTC()),
 		ToolDiskReadBytes:    b.toolDiskRead,
-		Lineage:              here.Instance,
+		Lineage:              facts.lineage.Instance,
 		IncrementalScan:      b.scan.mode,
 	}
-	if b.base != nil {
-		base := b.base.m
-		m.BaseBackup, m.FullBackup, m.ChainLength = base.BackupName, base.FullBackup, base.ChainLength+1
-		if !base.isDelta() {
-			m.FullBackup = base.BackupName
-		}
-		// The tool must have taken what was asked (a hand-edited option file
-		// cannot make a full of it, or start elsewhere).
-		if m.LSN.BackupType != "incremental" || m.LSN.From != base.LSN.To {
-			return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool was asked for an incremental backup from LSN %s but its checkpoints say backup_type %q from_lsn %q", base.LSN.To, m.LSN.BackupType, m.LSN.From)
-		}
-	} else if m.LSN.BackupType == "incremental" {
-		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool took an incremental backup (from_lsn %s) where a full one was asked for", m.LSN.From)
+	if err := b.checkKind(m); err != nil {
+		return nil, err
 	}
-	if hasPurged {
-		m.PurgedPosition = purged
+	if facts.hasPurged {
+		m.PurgedPosition = facts.purged
 	}
 	if b.source == SourceFIFO {
 		m.FIFOStreams = len(b.streamBytes)
@@ -230,13 +260,28 @@ func (b *backupRun) execute(ctx context.Context) error {
 		m.RawBytes += info.RawBytes
 		m.StoredBytes += info.StoredBytes
 	}
-	if ix := b.laneIndex(); ix != nil {
-		if err := writeLaneIndex(ctx, b.bh, ix); err != nil {
-			return err
+	return m, nil
+}
+
+// checkKind records a delta's chain in m, and fails when the tool took
+// another kind of backup than asked (a hand-edited option file cannot make
+// a full of a delta, or start it elsewhere).
+func (b *backupRun) checkKind(m *Manifest) error {
+	if b.base == nil {
+		if m.LSN.BackupType == "incremental" {
+			return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool took an incremental backup (from_lsn %s) where a full one was asked for", m.LSN.From)
 		}
-		m.LaneIndex = laneIndexFileName
+		return nil
 	}
-	return b.writeManifest(ctx, m)
+	base := b.base.m
+	m.BaseBackup, m.FullBackup, m.ChainLength = base.BackupName, base.FullBackup, base.ChainLength+1
+	if !base.isDelta() {
+		m.FullBackup = base.BackupName
+	}
+	if m.LSN.BackupType != "incremental" || m.LSN.From != base.LSN.To {
+		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool was asked for an incremental backup from LSN %s but its checkpoints say backup_type %q from_lsn %q", base.LSN.To, m.LSN.BackupType, m.LSN.From)
+	}
+	return nil
 }
 
 // checkFidelity refuses a backup that is not what it would be listed as:

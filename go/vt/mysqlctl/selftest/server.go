@@ -55,7 +55,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 		return nil, err
 	}
 	os.Setenv("EXTRA_MY_CNF", extraCnf)
-	setDefaultUsers()
+	UseDefaultUsers()
 
 	s := &scratchServer{root: root, uid: uint32(100 + rand.IntN(9000))}
 	socket := filepath.Join(root, fmt.Sprintf("vt_%010d", s.uid), "mysql.sock")
@@ -142,8 +142,9 @@ func writeInitSQL(ctx context.Context, root string) (string, error) {
 	return p, os.WriteFile(p, []byte(b.String()), 0o644)
 }
 
-// setDefaultUsers gives the users Vitess's flags would (no flags are parsed here).
-func setDefaultUsers() {
+// UseDefaultUsers gives Vitess's database users the names its flags would
+// give them, where no flags were parsed (a self-test, a test's tablet).
+func UseDefaultUsers() {
 	for _, u := range []struct {
 		cfg  *dbconfigs.UserConfig
 		name string

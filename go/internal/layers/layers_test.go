@@ -19,6 +19,7 @@ var rules = map[string][]string{
 	"go/xbstream":                                 {},
 	"go/internal/flagvalue":                       {},
 	"go/internal/retention":                       {},
+	"go/internal/vtusers":                         {},
 	"go/vt/mysqlctl/splitstorage":                 {"go/internal/flagvalue", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt"},
 	"go/vt/mysqlctl/splitstorage/backend":         {},
 	"go/vt/mysqlctl/splitstorage/crypt":           {},
@@ -35,14 +36,14 @@ var rules = map[string][]string{
 	"go/cmd/plugin/testrestoreplugin":             {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/testrestore", "go/xbstream", "go/internal/retention"},
 	"go/cmd/plugin/storages":                      {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt"},
 	"go/cmd/plugin/engines":                       {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream"},
-	"go/cmd/vtfifo/vtfifocli":                     {"go/vt/mysqlctl/tableimport", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest"},
-	"go/cmd/vtfifo":                               {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest"},
-	"go/cmd/fifoverify":                           {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest"},
+	"go/cmd/vtfifo/vtfifocli":                     {"go/vt/mysqlctl/tableimport", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest", "go/internal/vtusers"},
+	"go/cmd/vtfifo":                               {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest", "go/internal/vtusers"},
+	"go/cmd/fifoverify":                           {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest", "go/internal/vtusers"},
 	"go/cmd/vttablet":                             {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream"},
 	"go/cmd/vtbackup":                             {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/cmd/plugin/testrestoreplugin", "go/vt/mysqlctl/testrestore", "go/internal/retention"},
 	"go/cmd/vtctld":                               {"go/cmd/plugin", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt"},
 	"go/internal/xtrabackupstandin":               {"go/xbstream"},
-	"go/vt/mysqlctl/selftest":                     {"go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/tableimport", "go/vt/mysqlctl/testrestore", "go/xbstream", "go/internal/retention"},
+	"go/vt/mysqlctl/selftest":                     {"go/internal/vtusers", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/tableimport", "go/vt/mysqlctl/testrestore", "go/xbstream", "go/internal/retention"},
 }
 
 // TestImportRules: lower layers never import higher ones (xbstream nothing

@@ -29,7 +29,7 @@ import (
 	"vitess.io/vitess/go/vt/dbconfigs"
 	"vitess.io/vitess/go/vt/mysqlctl"
 
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/selftest"
+	"github.com/vtfifo/vtfifo/go/internal/vtusers"
 )
 
 // Tablet is a running tablet mysqld.
@@ -99,7 +99,7 @@ func StartWith(t testing.TB, parent, mysqldLines string) *Tablet {
 	require.NoError(t, os.WriteFile(initFile, []byte(initSQL.String()), 0o644))
 
 	// Without flag parsing the users are empty: use Vitess's flag defaults.
-	selftest.UseDefaultUsers()
+	vtusers.UseDefaults()
 	tabletUID := uint32(100 + rand.IntN(9000))
 	// The global DB config keeps the first socket it sees: point it at this
 	// tablet's, so several tablets in one test binary each get their own.

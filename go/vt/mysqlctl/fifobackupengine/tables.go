@@ -143,6 +143,10 @@ func tableOf(p string) (db, table, ext string, partition, ok bool) {
 	return decodeName(dir), decodeName(name), ext, partition, true
 }
 
+// DecodeFileName is decodeName: a schema or table name from the name of
+// its file or directory.
+func DecodeFileName(s string) string { return decodeName(s) }
+
 // decodeName undoes the server's file name encoding of identifiers where it
 // is @XXXX (a code point in hex); other encodings are kept as written.
 func decodeName(s string) string {

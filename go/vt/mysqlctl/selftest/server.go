@@ -20,6 +20,8 @@ import (
 	"vitess.io/vitess/go/mysql/collations"
 	"vitess.io/vitess/go/vt/dbconfigs"
 	"vitess.io/vitess/go/vt/mysqlctl"
+
+	"github.com/vtfifo/vtfifo/go/internal/vtusers"
 )
 
 // scratchServer is a server laid out and initialised as a Vitess tablet's
@@ -55,7 +57,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 		return nil, err
 	}
 	os.Setenv("EXTRA_MY_CNF", extraCnf)
-	UseDefaultUsers()
+	vtusers.UseDefaults()
 
 	s := &scratchServer{root: root, uid: uint32(100 + rand.IntN(9000))}
 	socket := filepath.Join(root, fmt.Sprintf("vt_%010d", s.uid), "mysql.sock")
@@ -140,25 +142,6 @@ func writeInitSQL(ctx context.Context, root string) (string, error) {
 	}
 	p := filepath.Join(root, "init_db.sql")
 	return p, os.WriteFile(p, []byte(b.String()), 0o644)
-}
-
-// UseDefaultUsers gives Vitess's database users the names its flags would
-// give them, where no flags were parsed (a self-test, a test's tablet).
-func UseDefaultUsers() {
-	for _, u := range []struct {
-		cfg  *dbconfigs.UserConfig
-		name string
-	}{
-		{&dbconfigs.GlobalDBConfigs.Dba, "vt_dba"},
-		{&dbconfigs.GlobalDBConfigs.App, "vt_app"},
-		{&dbconfigs.GlobalDBConfigs.Allprivs, "vt_allprivs"},
-		{&dbconfigs.GlobalDBConfigs.Repl, "vt_repl"},
-		{&dbconfigs.GlobalDBConfigs.Filtered, "vt_filtered"},
-	} {
-		if u.cfg.User == "" {
-			u.cfg.User = u.name
-		}
-	}
 }
 
 // serverOwner is the user mysqld runs as when we are root: mysql.

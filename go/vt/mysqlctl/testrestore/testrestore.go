@@ -225,7 +225,10 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rec.Server); err != nil {
 		return fmt.Errorf("SELECT VERSION(): %w", err)
 	}
-	if err := checkTables(ctx, db, opts.CheckConcurrency, rec, logger); err != nil || opts.Inspect == nil {
+	if err := checkTables(ctx, db, opts.CheckConcurrency, rec, logger); err != nil {
+		return err
+	}
+	if err := checkPresent(ctx, db, dataDir, srv.mariadb); err != nil || opts.Inspect == nil {
 		return err
 	}
 	return opts.Inspect(ctx, db)

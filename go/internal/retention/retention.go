@@ -29,3 +29,23 @@ func Candidates(bhs []backupstorage.BackupHandle, keep int, within time.Duration
 	}
 	return out
 }
+
+// KeepProven takes out of cands (Candidates' answer for bhs) the newest
+// backup of bhs that passed a test restore (passed says so): retention never
+// removes the last backup proven restorable, whatever the count or age. It
+// returns the candidates left and the backup it kept (nil when none of bhs
+// is proven, or it was not a candidate).
+func KeepProven(bhs, cands []backupstorage.BackupHandle, passed func(backupstorage.BackupHandle) bool) ([]backupstorage.BackupHandle, backupstorage.BackupHandle) {
+	for i := len(bhs) - 1; i >= 0; i-- {
+		if !passed(bhs[i]) {
+			continue
+		}
+		for j, c := range cands {
+			if c.Name() == bhs[i].Name() {
+				return append(cands[:j:j], cands[j+1:]...), c
+			}
+		}
+		return cands, nil
+	}
+	return cands, nil
+}

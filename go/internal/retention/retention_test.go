@@ -36,3 +36,27 @@ func TestCandidates(t *testing.T) {
 	odd := append([]backupstorage.BackupHandle{handle{name: "manual-copy"}}, bhs...)
 	assert.Empty(t, Candidates(odd, 1, time.Second, now), "a name without a time stops the scan, as vtbackup's does")
 }
+
+// TestKeepProven: the newest backup that passed a test restore is never a
+// candidate, even where count and age would remove it; the others stay.
+func TestKeepProven(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	var bhs []backupstorage.BackupHandle
+	for _, age := range []time.Duration{96 * time.Hour, 72 * time.Hour, 48 * time.Hour, time.Hour} {
+		bhs = append(bhs, handle{name: now.Add(-age).Format("2006-01-02.150405") + ".zone1-0000000100"})
+	}
+	cands := Candidates(bhs, 1, time.Hour, now) // the three oldest
+	passed := map[string]bool{bhs[0].Name(): true, bhs[1].Name(): true}
+	left, kept := KeepProven(bhs, cands, func(bh backupstorage.BackupHandle) bool { return passed[bh.Name()] })
+	assert.Equal(t, bhs[1].Name(), kept.Name(), "the newest proven one")
+	assert.Len(t, left, 2)
+	for _, c := range left {
+		assert.NotEqual(t, bhs[1].Name(), c.Name())
+	}
+	left, kept = KeepProven(bhs, cands, func(backupstorage.BackupHandle) bool { return false })
+	assert.Nil(t, kept)
+	assert.Len(t, left, 3)
+	passed = map[string]bool{bhs[3].Name(): true} // the newest, already kept by count
+	_, kept = KeepProven(bhs, cands, func(bh backupstorage.BackupHandle) bool { return passed[bh.Name()] })
+	assert.Nil(t, kept)
+}

@@ -109,7 +109,11 @@ func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) err
 		return fmt.Errorf("pruning %s: %w", dir, err)
 	}
 	logger := logutil.NewConsoleLogger()
-	for _, bh := range retention.Candidates(bhs, keep, keepFor, time.Now()) {
+	cands, proven := retention.KeepProven(bhs, retention.Candidates(bhs, keep, keepFor, time.Now()), testrestore.PassedFunc(ctx))
+	if proven != nil {
+		logger.Infof("keeping %s/%s: the newest backup that passed a test restore", dir, proven.Name())
+	}
+	for _, bh := range cands {
 		logger.Infof("test restore passed: removing old backup %s/%s (--min-retention-count=%d, --min-retention-time=%v)", dir, bh.Name(), keep, keepFor)
 		if err := bs.RemoveBackup(ctx, dir, bh.Name()); err != nil {
 			return fmt.Errorf("pruning %s: removing %s: %w", dir, bh.Name(), err)

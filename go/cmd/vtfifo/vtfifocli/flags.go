@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,9 @@ type options struct {
 
 	// prog names the program in messages (fifoverify, vtfifo verify).
 	prog string
+	// notes is where what the command decided for the operator goes
+	// (stderr: stdout carries only data, an export's stream included).
+	notes io.Writer
 	// flags is the parsed set: Vitess's decompression flags are read from it.
 	flags *pflag.FlagSet
 

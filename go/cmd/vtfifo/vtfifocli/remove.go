@@ -12,6 +12,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/retention"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // Remove is `vtfifo rm`: one backup, named with --backup (rm never picks
@@ -140,7 +141,11 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	failed := false
-	for _, bh := range retention.Candidates(bhs, *keep, *within, time.Now()) {
+	cands, proven := retention.KeepProven(bhs, retention.Candidates(bhs, *keep, *within, time.Now()), testrestore.PassedFunc(s.ctx))
+	if proven != nil {
+		fmt.Fprintf(stdout, "keeping %s/%s: the newest backup that passed a test restore\n", dir, proven.Name())
+	}
+	for _, bh := range cands {
 		where := dir + "/" + bh.Name()
 		if *dryRun {
 			fmt.Fprintf(stdout, "would remove %s\n", where)

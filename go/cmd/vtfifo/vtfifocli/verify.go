@@ -18,6 +18,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 
 	logutilpb "vitess.io/vitess/go/vt/proto/logutil"
 )
@@ -58,7 +59,7 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 			fmt.Fprintf(stdout, "FAIL: no complete backup in %s\n", dir)
 			return nil, false
 		}
-		return bhs[len(bhs)-1], true
+		return o.latestNotFailed(ctx, bhs, dir), true
 	}
 	for _, h := range bhs {
 		if h.Name() == o.backup {
@@ -67,6 +68,26 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 	}
 	fmt.Fprintf(stdout, "FAIL: backup %s/%s: %s\n", dir, o.backup, o.whyMissing(ctx, bs, dir))
 	return nil, false
+}
+
+// latestNotFailed is the newest of bhs whose latest test restore did not
+// fail, saying on stderr which it passed over; the newest when every one
+// failed (the operator asked for the latest; the note says so).
+func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.BackupHandle, dir string) backupstorage.BackupHandle {
+	for i := len(bhs) - 1; i >= 0; i-- {
+		rec, err := testrestore.Load(ctx, bhs[i])
+		if err != nil || rec == nil || rec.Outcome != testrestore.Failed {
+			return bhs[i]
+		}
+		if o.notes != nil {
+			fmt.Fprintf(o.notes, "%s: skipping %s/%s: its test restore of %s failed (%s); name it with --backup to use it anyway\n",
+				o.prog, dir, bhs[i].Name(), rec.Started.Format("2006-01-02 15:04"), rec.Error)
+		}
+	}
+	if o.notes != nil {
+		fmt.Fprintf(o.notes, "%s: every backup in %s failed its test restore: taking the newest, %s\n", o.prog, dir, bhs[len(bhs)-1].Name())
+	}
+	return bhs[len(bhs)-1]
 }
 
 // verify checks the backup the session's flags name (or lists or removes

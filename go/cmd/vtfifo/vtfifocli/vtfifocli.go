@@ -232,6 +232,7 @@ type session struct {
 func openSession(ctx context.Context, prog, usage string, args []string, stderr io.Writer, extra func(*pflag.FlagSet, *options) func() error) (*session, int) {
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	o := registerBackupFlags(fs, prog)
+	o.notes = stderr
 	check := extra(fs, o)
 	if code := parse(fs, prog, usage, args, stderr); code >= 0 {
 		return nil, code

@@ -66,3 +66,12 @@ func Load(ctx context.Context, bh backupstorage.BackupHandle) (*Record, error) {
 	}
 	return &rec, nil
 }
+
+// PassedFunc reports, for retention.KeepProven, whether a backup's latest
+// test restore passed (an unreadable record counts as not proven).
+func PassedFunc(ctx context.Context) func(backupstorage.BackupHandle) bool {
+	return func(bh backupstorage.BackupHandle) bool {
+		rec, err := Load(ctx, bh)
+		return err == nil && rec != nil && rec.Outcome == Passed
+	}
+}

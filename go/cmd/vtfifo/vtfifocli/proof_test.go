@@ -1,0 +1,84 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// proofStorage makes a split storage with four complete backups, oldest
+// first, whose test restores passed, passed, failed, failed.
+func proofStorage(t *testing.T) (string, []string) {
+	ctx := context.Background()
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root = t.TempDir()
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	defer bs.Close()
+	now := time.Now().UTC()
+	var names []string
+	for i, outcome := range []string{testrestore.Passed, testrestore.Passed, testrestore.Failed, testrestore.Failed} {
+		name := now.Add(time.Duration(i-4)*24*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+		bh, err := bs.StartBackup(ctx, "ks/0", name)
+		require.NoError(t, err)
+		w, err := bh.AddFile(ctx, "MANIFEST", 2)
+		require.NoError(t, err)
+		_, err = w.Write([]byte("{}"))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		require.NoError(t, bh.EndBackup(ctx))
+		require.NoError(t, testrestore.Store(ctx, bh, testrestore.Record{Version: 1, Backup: "ks/0/" + name, Outcome: outcome, Error: "planted " + outcome, Started: now}))
+		names = append(names, name)
+	}
+	return cfg.Root, names
+}
+
+// TestRetentionKeepsTheNewestProvenBackup: prune --keep=1 would remove the
+// three older backups; the newest one that passed its test restore stays,
+// and the output says why.
+func TestRetentionKeepsTheNewestProvenBackup(t *testing.T) {
+	root, names := proofStorage(t)
+	out := run(t, 0, "prune", "--backup-storage-implementation=split", "--split-storage-root="+root, "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
+	assert.Contains(t, out, "keeping ks/0/"+names[1]+": the newest backup that passed a test restore\n")
+	assert.Contains(t, out, "would remove ks/0/"+names[0]+"\n")
+	assert.Contains(t, out, "would remove ks/0/"+names[2]+"\n")
+	assert.NotContains(t, out, "would remove ks/0/"+names[1])
+	assert.NotContains(t, out, "would remove ks/0/"+names[3])
+}
+
+// TestLatestSkipsFailedTestRestores: "the latest" is the newest backup
+// whose test restore did not fail, and stderr names each one passed over.
+func TestLatestSkipsFailedTestRestores(t *testing.T) {
+	root, names := proofStorage(t)
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root = root
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	defer bs.Close()
+	bhs, err := bs.ListBackups(context.Background(), "ks/0")
+	require.NoError(t, err)
+	var notes bytes.Buffer
+	o := &options{prog: "vtfifo restore", notes: &notes}
+	got := o.latestNotFailed(context.Background(), bhs, "ks/0")
+	assert.Equal(t, names[1], got.Name())
+	lines := strings.Split(strings.TrimSpace(notes.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[0], "vtfifo restore: skipping ks/0/"+names[3]+": its test restore of ")
+	assert.Contains(t, lines[0], "failed (planted failed); name it with --backup to use it anyway")
+	assert.Contains(t, lines[1], names[2])
+
+	notes.Reset()
+	got = o.latestNotFailed(context.Background(), []backupstorage.BackupHandle{bhs[2], bhs[3]}, "ks/0")
+	assert.Equal(t, names[3], got.Name(), "every one failed: the newest, and the note says so")
+	assert.Contains(t, notes.String(), "every backup in ks/0 failed its test restore: taking the newest")
+}

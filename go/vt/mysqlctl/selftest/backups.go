@@ -23,11 +23,14 @@ import (
 // store is the split storage on local disk the self-test backs up into,
 // registered as Vitess's backup storage for this process.
 type store struct {
-	root string
-	bs   *splitstorage.Storage
+	root     string
+	bs       *splitstorage.Storage
+	previous string // the process's storage implementation before
 }
 
-const storageName = "split"
+// storageName registers the self-test's storage apart from the process's
+// own "split" (the vtfifo command that runs the self-test may use it).
+const storageName = "vtfifo-selftest"
 
 func openStore(root string) (*store, error) {
 	cfg := splitstorage.DefaultConfig()
@@ -40,12 +43,18 @@ func openStore(root string) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := &store{root: root, bs: bs, previous: backupstorage.BackupStorageImplementation}
 	backupstorage.BackupStorageMap[storageName] = bs
 	backupstorage.BackupStorageImplementation = storageName
-	return &store{root: root, bs: bs}, nil
+	return st, nil
 }
 
-func (s *store) close() { s.bs.Close() }
+// close closes the storage and puts back what openStore changed.
+func (s *store) close() {
+	s.bs.Close()
+	delete(backupstorage.BackupStorageMap, storageName)
+	backupstorage.BackupStorageImplementation = s.previous
+}
 
 // handles lists the backups, oldest first.
 func (s *store) handles(ctx context.Context) ([]backupstorage.BackupHandle, error) {
@@ -97,7 +106,15 @@ func (r *runner) backups() {
 // backup takes one backup through Vitess's mysqlctl.Backup, as a tablet
 // does, and checks it is the kind asked for.
 func (r *runner) backup(source string, delta bool) (string, error) {
+	previous, had := mysqlctl.BackupRestoreEngineMap["fifo"]
 	mysqlctl.BackupRestoreEngineMap["fifo"] = fifobackupengine.New(r.engineConfig(source))
+	defer func() {
+		if had {
+			mysqlctl.BackupRestoreEngineMap["fifo"] = previous
+		} else {
+			delete(mysqlctl.BackupRestoreEngineMap, "fifo")
+		}
+	}()
 	// Backup names have a one-second resolution.
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	err := mysqlctl.Backup(r.ctx, mysqlctl.BackupParams{

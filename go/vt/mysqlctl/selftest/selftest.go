@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"vitess.io/vitess/go/vt/dbconfigs"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/servenv"
 
@@ -83,6 +84,7 @@ func Run(ctx context.Context, opts Options) Report {
 	opts.Scale = cmp.Or(opts.Scale, 200)
 	opts.Lanes = cmp.Or(opts.Lanes, 4)
 	r := &runner{ctx: ctx, opts: opts, rep: Report{Versions: buildVersions(), Host: hostFacts()}}
+	defer keepProcessState()()
 	r.run()
 	r.rep.Passed = r.rep.FirstError == ""
 	return r.rep
@@ -218,6 +220,32 @@ func (r *runner) cleanUp() {
 	}
 	if err := os.RemoveAll(r.scratch); err != nil {
 		r.opts.Logger.Warningf("selftest: cannot remove %s: %v", r.scratch, err)
+	}
+}
+
+// keepProcessState saves what the self-test sets for Vitess's mysqlctl (its
+// environment variables, the DBA socket) and returns the function that puts
+// it back, so the process that ran it goes on as before.
+func keepProcessState() (restore func()) {
+	vars := []string{"VTDATAROOT", "EXTRA_MY_CNF", "VT_MYSQL_ROOT"}
+	saved := make(map[string]*string, len(vars))
+	for _, v := range vars {
+		if val, ok := os.LookupEnv(v); ok {
+			saved[v] = &val
+		} else {
+			saved[v] = nil
+		}
+	}
+	socket := dbconfigs.GlobalDBConfigs.Socket
+	return func() {
+		for v, val := range saved {
+			if val == nil {
+				os.Unsetenv(v)
+			} else {
+				os.Setenv(v, *val)
+			}
+		}
+		dbconfigs.GlobalDBConfigs.Socket = socket
 	}
 }
 

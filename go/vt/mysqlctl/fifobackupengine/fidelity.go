@@ -118,7 +118,7 @@ func checkComplete(files streamFiles, before, after []tableFile) error {
 		more = fmt.Sprintf(" and %d more", len(missing)-len(shown))
 	}
 	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
-		"the backup tool's stream lacks %d tables the server had from the start of the backup to its end: %s%s; a backup that would restore without them is refused (was the tool told to copy only some databases or tables?)",
+		"the backup tool's stream lacks %d tables or databases the server had from the start of the backup to its end: %s%s; a backup that would restore without them is refused (was the tool told to copy only some databases or tables?)",
 		len(missing), strings.Join(shown, ", "), more)
 }
 
@@ -163,6 +163,17 @@ func mariadbTableFiles(ctx context.Context, query queryRows) ([]tableFile, error
 		if okDB && okT {
 			name := db + "/" + t
 			out = append(out, tableFile{Table: r[0] + "." + r[1], File: name + ".frm", ID: cmp.Or(ids[name], r[2])})
+		}
+	}
+	// Every database, empty ones too, by its db.opt (CREATE DATABASE writes
+	// it; mariabackup copies it).
+	rows, err = query(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ("+skippedSchemas+") AND SCHEMA_NAME NOT LIKE '#mysql50#%'")
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		if db, ok := filenameOf(r[0]); ok {
+			out = append(out, tableFile{Table: "database " + r[0], File: db + "/db.opt"})
 		}
 	}
 	return out, nil

@@ -76,7 +76,17 @@ func TestBackupsAreWhatTheySayRealMariaDB(t *testing.T) {
 		useEngine(t, c)
 		t.Setenv("XTRABACKUP_STANDIN_FLAVOR", "mariabackup")
 		t.Setenv("XTRABACKUP_STANDIN_DROP", "other/")
-		refused(t, "lacks 1 tables the server had from the start of the backup to its end: other.kept (other/kept.frm)")
+		refused(t, "lacks 2 tables or databases the server had from the start of the backup to its end: database other (other/db.opt), other.kept (other/kept.frm)")
+	})
+	t.Run("an empty database silently missing from the stream", func(t *testing.T) {
+		f.srv.Exec(t, "CREATE DATABASE emptydb")
+		defer f.srv.Exec(t, "DROP DATABASE emptydb")
+		c := cfg
+		c.ToolPath = standinPath
+		useEngine(t, c)
+		t.Setenv("XTRABACKUP_STANDIN_FLAVOR", "mariabackup")
+		t.Setenv("XTRABACKUP_STANDIN_DROP", "emptydb/")
+		refused(t, "lacks 1 tables or databases the server had from the start of the backup to its end: database emptydb (emptydb/db.opt)")
 	})
 	t.Run("a database named like the tool's metadata is restored", func(t *testing.T) {
 		useEngine(t, cfg)

@@ -185,7 +185,7 @@ func TestCheckCompleteNamesMissingTables(t *testing.T) {
 	after := []tableFile{before[0], before[1], before[3], {"crm.again", "crm/again.frm", "6"}}
 	err := checkComplete(files, before, after)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "lacks 1 tables")
+	assert.Contains(t, err.Error(), "lacks 1 tables or databases")
 	assert.Contains(t, err.Error(), "crm.users (crm/users.frm)")
 	assert.NotContains(t, err.Error(), "shop.gone")
 	files["crm/users.frm"] = struct{}{}
@@ -206,11 +206,13 @@ func TestServerTableFiles(t *testing.T) {
 		}
 	}
 	got, err := serverTableFiles(context.Background(), query(map[string][][]string{
-		"INNODB_SYS_TABLES":         {{"shop/orders", "17"}, {"shop/p#P#p0", "18"}, {"shop/p#P#p1", "19"}},
-		"information_schema.TABLES": {{"shop", "orders", "2026-11-25 10:00:00"}, {"my-db", "t 1", "2026-11-25 10:00:01"}, {"shop", "café", "x"}, {"shop", "p", "y"}},
+		"INNODB_SYS_TABLES":           {{"shop/orders", "17"}, {"shop/p#P#p0", "18"}, {"shop/p#P#p1", "19"}},
+		"information_schema.TABLES":   {{"shop", "orders", "2026-11-25 10:00:00"}, {"my-db", "t 1", "2026-11-25 10:00:01"}, {"shop", "café", "x"}, {"shop", "p", "y"}},
+		"information_schema.SCHEMATA": {{"shop"}, {"empty"}},
 	}), true)
 	require.NoError(t, err)
-	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm", "17"}, {"my-db.t 1", "my@002ddb/t@00201.frm", "2026-11-25 10:00:01"}, {"shop.p", "shop/p.frm", "18"}}, got, "a name with a two-character code is left out")
+	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm", "17"}, {"my-db.t 1", "my@002ddb/t@00201.frm", "2026-11-25 10:00:01"}, {"shop.p", "shop/p.frm", "18"},
+		{"database shop", "shop/db.opt", ""}, {"database empty", "empty/db.opt", ""}}, got, "a name with a two-character code is left out")
 
 	got, err = serverTableFiles(context.Background(), query(map[string][][]string{
 		"INNODB_TABLES":                        {{"shop/orders", "1066"}, {"shop/p#p#p0", "1067"}},

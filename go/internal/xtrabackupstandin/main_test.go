@@ -188,3 +188,31 @@ func TestFIFODirMode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o750), st.Mode().Perm())
 }
+
+// file_utils.cc, open_fifo_for_write_with_timeout: the open is retried once
+// a second whatever its error, not only ENXIO (no reader yet): here the FIFO
+// does not exist at the first tries (ENOENT) and appears, with a reader,
+// later.
+func TestFIFOOpenRetriesAnyError(t *testing.T) {
+	t.Setenv("XTRABACKUP_STANDIN_CONTROL_BYTE", "none")
+	path := filepath.Join(t.TempDir(), "thread_0")
+	done := make(chan error, 1)
+	go func() {
+		f, err := openForWrite(path, 10)
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, syscall.Mkfifo(path, 0o600))
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	require.NoError(t, err)
+	defer r.Close()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "opened once the FIFO and a reader were there")
+	case <-time.After(15 * time.Second):
+		t.Fatal("openForWrite did not retry")
+	}
+}

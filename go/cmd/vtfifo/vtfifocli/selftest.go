@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -25,6 +26,7 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	fs.StringVar(&opts.WorkDir, "work-dir", "", "where the scratch directory is made (default: the system's temp dir); it needs room for the data set twice")
 	fs.IntVar(&opts.Scale, "scale", 200, "number of small tables in the data set, 1..100000")
 	fs.IntVar(&opts.Lanes, "lanes", 4, "the engine's lanes, 1..64")
+	fs.StringVar(&opts.HostCnf, "host-cnf", defaultHostCnf(), "the host's server option file: the scratch server takes its settings that shape a backup's files (page size, undo tablespaces, redo size, ...); empty takes none")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch directory (server stopped) for a bug report")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	fs.Usage = func() {
@@ -67,4 +69,14 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 		return 1
 	}
 	return 0
+}
+
+// defaultHostCnf is the host's server option file where the packages put it.
+func defaultHostCnf() string {
+	for _, p := range []string{"/etc/mysql/my.cnf", "/etc/my.cnf"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }

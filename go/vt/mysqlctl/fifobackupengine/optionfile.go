@@ -188,3 +188,14 @@ func lastValues(lines []optionLine, names ...string) map[string]string {
 	}
 	return out
 }
+
+// ServerOptions reads the last value of each of names (underscores) that the
+// server's groups of an option file set, includes resolved: what the server
+// started with that file takes.
+func ServerOptions(path string, names ...string) (map[string]string, error) {
+	lines, err := readOptionFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return lastValues(inGroups(lines, serverOptionGroups), names...), nil
+}

@@ -40,6 +40,9 @@ type Options struct {
 	Scale int
 	// Lanes is the engine's lanes (default 4).
 	Lanes int
+	// HostCnf is the host's server option file whose settings that shape
+	// the files the scratch server takes (hostSettings); "" takes none.
+	HostCnf string
 	// Keep leaves the scratch directory (server stopped) for a bug report.
 	Keep   bool
 	Logger logutil.Logger
@@ -188,7 +191,11 @@ func (r *runner) startServer() (string, error) {
 		return "", err
 	}
 	r.scratch = dir
-	r.srv, err = startScratchServer(r.ctx, dir, "")
+	lines, taken, err := hostSettings(r.opts.HostCnf)
+	if err != nil {
+		return "", err
+	}
+	r.srv, err = startScratchServer(r.ctx, dir, lines)
 	if err != nil {
 		return "", err
 	}
@@ -196,7 +203,33 @@ func (r *runner) startServer() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s, socket %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile), nil
+	return fmt.Sprintf("%s, socket %s; from the host's option file: %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile, cmp.Or(taken, "nothing")), nil
+}
+
+// hostSettings are the settings of the host's server that change the files
+// a backup carries and a restore lays out, which the scratch server takes
+// from the host's option file (paths are not taken: the scratch server has
+// its own directories).
+func hostSettings(path string) (lines, taken string, err error) {
+	if path == "" {
+		return "", "", nil
+	}
+	names := []string{"innodb_page_size", "innodb_undo_tablespaces", "innodb_file_per_table", "innodb_checksum_algorithm", "lower_case_table_names", "innodb_log_file_size", "innodb_redo_log_capacity"}
+	vals, err := fifobackupengine.ServerOptions(path, names...)
+	if err != nil {
+		return "", "", err
+	}
+	var l, t []string
+	for _, n := range names {
+		if v, ok := vals[n]; ok && v != "" {
+			l = append(l, n+"="+v)
+			t = append(t, n+"="+v)
+		}
+	}
+	if len(l) == 0 {
+		return "", "", nil
+	}
+	return strings.Join(l, "\n") + "\n", strings.Join(t, ", "), nil
 }
 
 func (r *runner) load() (string, error) {

@@ -140,3 +140,22 @@ func damageLargestFile(root string) error {
 	_, err = f.WriteAt(b, size/2)
 	return err
 }
+
+// TestHostSettings: the settings that shape a backup's files come from the
+// host's option file (its server groups, includes resolved); paths and
+// other settings do not.
+func TestHostSettings(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "my.cnf")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "inc.cnf"), []byte("[mysqld]\ninnodb_undo_tablespaces = 3\n"), 0o600))
+	require.NoError(t, os.WriteFile(p, []byte("[mysqld]\ninnodb-page-size=32k\ndatadir=/var/lib/mysql\n[client]\nlower_case_table_names=1\n!include "+filepath.Join(dir, "inc.cnf")+"\n"), 0o600))
+	lines, taken, err := hostSettings(p)
+	require.NoError(t, err)
+	assert.Equal(t, "innodb_page_size=32k\ninnodb_undo_tablespaces=3\n", lines)
+	assert.Equal(t, "innodb_page_size=32k, innodb_undo_tablespaces=3", taken)
+	lines, _, err = hostSettings("")
+	require.NoError(t, err)
+	assert.Empty(t, lines)
+	_, _, err = hostSettings(filepath.Join(dir, "missing.cnf"))
+	assert.Error(t, err)
+}

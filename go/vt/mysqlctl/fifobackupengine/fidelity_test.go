@@ -2,6 +2,7 @@ package fifobackupengine
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -264,4 +265,29 @@ func TestCheckKeyring(t *testing.T) {
 	require.NoError(t, checkKeyring(context.Background(), encrypted, streamFiles{}, "--keyring_file_data=/k"))
 	none := func(_ context.Context, q string) ([][]string, error) { return nil, nil }
 	require.NoError(t, checkKeyring(context.Background(), none, streamFiles{}, ""))
+}
+
+// TestEncryptedTablesRefusedWithoutKeyring: a table restore of a MySQL 8
+// backup refuses, naming it, a table whose tablespace is encrypted (page 0's
+// FSP flags, bit 13: fsp0types.h FSP_FLAGS_POS_ENCRYPTION) when nothing gives
+// the prepare the keyring.
+func TestEncryptedTablesRefusedWithoutKeyring(t *testing.T) {
+	dir := t.TempDir()
+	page := func(flags uint32) []byte {
+		b := make([]byte, 16<<10)
+		binary.BigEndian.PutUint32(b[fspSpaceFlagsOffset:], flags)
+		return b
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "shop"), 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shop", "cards.ibd"), page(fspFlagEncryption|1<<5), 0o640))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shop", "orders.ibd"), page(1<<5), 0o640))
+	tables := []*TableFiles{{DB: "shop", Table: "cards", Paths: []string{"shop/cards.ibd"}}, {DB: "shop", Table: "orders", Paths: []string{"shop/orders.ibd"}}}
+	err := checkEncryptedTables(dir, tables, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "shop.cards: encrypted InnoDB tablespace")
+	assert.NotContains(t, err.Error(), "shop.orders")
+	require.NoError(t, checkEncryptedTables(dir, tables[1:], ""))
+	require.NoError(t, checkEncryptedTables(dir, tables, "--component-keyring-config=/etc/k.cnf"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "component_keyring_file.cnf"), []byte("{}"), 0o640))
+	require.NoError(t, checkEncryptedTables(dir, tables, ""))
 }

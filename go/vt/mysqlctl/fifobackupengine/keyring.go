@@ -36,11 +36,8 @@ func checkKeyring(ctx context.Context, query queryRows, files streamFiles, prepa
 			return nil
 		}
 	}
-	flags := strings.ToLower(strings.ReplaceAll(prepareFlags, "_", "-"))
-	for _, opt := range []string{"--keyring-file-data", "--component-keyring-config", "--component-keyring-file-config", "--transition-key"} {
-		if strings.Contains(flags, opt) {
-			return nil
-		}
+	if prepareFlagsNameKeyring(prepareFlags) {
+		return nil
 	}
 	names := make([]string, 0, 5)
 	for _, r := range rows[:min(len(rows), 5)] {
@@ -49,4 +46,16 @@ func checkKeyring(ctx context.Context, query queryRows, files streamFiles, prepa
 	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 		"the server has %d encrypted tablespaces (%s) and nothing would give the restore's prepare the keyring: the stream holds no component_keyring_*.cnf and --fifo-backup-prepare-flags names none (--component-keyring-config, --keyring-file-data, --transition-key); the backup is refused, since every restore of it would fail",
 		len(rows), strings.Join(names, ", "))
+}
+
+// prepareFlagsNameKeyring reports whether the operator's prepare flags give
+// the tool a keyring.
+func prepareFlagsNameKeyring(prepareFlags string) bool {
+	flags := strings.ToLower(strings.ReplaceAll(prepareFlags, "_", "-"))
+	for _, opt := range []string{"--keyring-file-data", "--component-keyring-config", "--component-keyring-file-config", "--transition-key"} {
+		if strings.Contains(flags, opt) {
+			return true
+		}
+	}
+	return false
 }

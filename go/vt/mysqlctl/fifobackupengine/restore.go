@@ -152,6 +152,11 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 	if tool == nil {
 		return nil
 	}
+	if r.subset != nil && tool.Flavor == FlavorXtrabackup && !strings.Contains(r.m.MySQLVersion, "MariaDB") {
+		if err := checkEncryptedTables(dir, r.tables, r.cfg.PrepareFlags); err != nil {
+			return err
+		}
+	}
 	last := len(r.chain) - 1
 	ariaElsewhere := setsAriaLogDir(defaultsFile)
 	step := func(i int, deltaDir string) prepareStep {

@@ -252,12 +252,13 @@ func TestKillDuringRestoreChild(t *testing.T) {
 	}
 }
 
-// waitForChild returns the pid of the process prog in p's process group whose
-// argv has arg, once it runs (failing the test if p ends first).
+// waitForChild returns the pid of the process prog descended from p whose
+// argv has arg, once it runs (failing the test if p ends first). Descended,
+// not of p's process group: the engine starts the tool in a group of its own.
 func waitForChild(t *testing.T, p *proc, prog, arg string) int {
 	t.Helper()
 	for {
-		if pid := findInGroup(p.pgid, prog, arg); pid > 0 {
+		if pid := findDescendant(p.pgid, prog, arg); pid > 0 {
 			return pid
 		}
 		select {
@@ -268,16 +269,13 @@ func waitForChild(t *testing.T, p *proc, prog, arg string) int {
 	}
 }
 
-// findInGroup scans /proc for a live process prog of process group pgid with
-// arg in its argv.
-func findInGroup(pgid int, prog, arg string) int {
+// findDescendant scans /proc for a live process prog descended from root
+// with arg in its argv.
+func findDescendant(root int, prog, arg string) int {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+		if err != nil || !descendsFrom(pid, root) {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -290,6 +288,30 @@ func findInGroup(pgid int, prog, arg string) int {
 		}
 	}
 	return 0
+}
+
+// descendsFrom follows pid's parents (/proc/PID/stat, the field after the
+// state) up to root or init.
+func descendsFrom(pid, root int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		if pid == root {
+			return true
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		s := string(stat)
+		j := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[j+1:])
+		if j < 0 || len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // processAlive: a zombie (exited, not yet reaped) counts as gone.

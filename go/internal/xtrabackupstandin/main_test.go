@@ -128,22 +128,34 @@ func TestDealChunksAndRoundRobin(t *testing.T) {
 	require.NoError(t, deal(&src, wcs, 300, -1, ""))
 	paths := [][]string{{}, {}}
 	for i, o := range outs {
-		r := xbstream.NewReader(o)
-		for {
-			c, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
-			if c.Type == xbstream.ChunkPayload {
-				assert.LessOrEqual(t, len(c.Payload), 300)
-				paths[i] = append(paths[i], c.Path)
-			}
+		for _, c := range payloads(t, o) {
+			assert.LessOrEqual(t, len(c.Payload), 300)
+			paths[i] = append(paths[i], c.Path)
 		}
 	}
 	// a and c to stream 0, b to stream 1; 1000 bytes in chunks of 300, 300, 300, 100.
 	assert.Equal(t, []string{"a", "a", "a", "a", "c", "c", "c", "c"}, paths[0])
 	assert.Equal(t, []string{"b", "b", "b", "b"}, paths[1])
+}
+
+// payloads reads every payload chunk of the xbstream in r (copies: the
+// reader reuses its buffers).
+func payloads(t *testing.T, r io.Reader) []xbstream.Chunk {
+	t.Helper()
+	var out []xbstream.Chunk
+	xr := xbstream.NewReader(r)
+	for {
+		c, err := xr.Next()
+		if err == io.EOF {
+			return out
+		}
+		require.NoError(t, err)
+		if c.Type == xbstream.ChunkPayload {
+			cc := *c
+			cc.Payload = bytes.Clone(c.Payload)
+			out = append(out, cc)
+		}
+	}
 }
 
 type nopCloser struct{ io.Writer }
@@ -163,16 +175,8 @@ func TestDealPassesLargeWritesWhole(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, deal(&src, []io.WriteCloser{nopCloser{&out}}, 300, -1, ""))
 	var sizes []int
-	r := xbstream.NewReader(&out)
-	for {
-		c, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		if c.Type == xbstream.ChunkPayload {
-			sizes = append(sizes, len(c.Payload))
-		}
+	for _, c := range payloads(t, &out) {
+		sizes = append(sizes, len(c.Payload))
 	}
 	assert.Equal(t, []int{1000, 200}, sizes)
 }

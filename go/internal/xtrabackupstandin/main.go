@@ -105,93 +105,33 @@ func run(args []string) error {
 		return nil
 	}
 
-	var (
-		backup, xbstreamOut bool
-		fifoStreams         = 1
-		fifoDir             string
-		fifoTimeout         = 60
-		readBuffer          int64
-		parallel            = 1
-		passed              []string
-		applyLogOnly        bool
-	)
-	for _, a := range args {
-		k, v, _ := strings.Cut(a, "=")
-		switch k {
-		case "--backup":
-			backup = true
-		case "--stream":
-			xbstreamOut = v == "xbstream"
-		case "--parallel":
-			parallel, _ = strconv.Atoi(v)
-			continue // passed below, raised to --fifo-streams
-		case "--fifo-streams":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return fmt.Errorf("invalid --fifo-streams %q", v)
-			}
-			fifoStreams = n
-			continue
-		case "--fifo-dir":
-			fifoDir = v
-			continue
-		case "--fifo-timeout":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return fmt.Errorf("invalid --fifo-timeout %q", v)
-			}
-			fifoTimeout = n
-			continue
-		case "--apply-log-only":
-			// Percona's prepare of a chain's backups but the last; mariabackup
-			// (10.2+) has no such option and never rolls back at prepare.
-			if !asMaria {
-				applyLogOnly = true
-				continue
-			}
-		case "--read-buffer-size":
-			if !asMaria {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil || n < 128<<10 {
-					return fmt.Errorf("invalid --read-buffer-size %q (at least 131072)", v)
-				}
-				readBuffer = n - n%(64<<10) // my_getopt rounds down to the block size
-				continue
-			}
-		}
-		passed = append(passed, a)
+	o, err := parseArgs(args, asMaria)
+	if err != nil {
+		return err
 	}
-	if fifoStreams > parallel {
-		// xtrabackup_backup_func raises --parallel to --fifo-streams.
-		parallel = fifoStreams
-	}
-	if backup {
-		passed = append(passed, fmt.Sprintf("--parallel=%d", parallel))
-		passed = append(passed, strings.Fields(os.Getenv("XTRABACKUP_STANDIN_EXTRA_ARGS"))...)
-	}
-	if f := os.Getenv("XTRABACKUP_STANDIN_PREPARES_TO"); f != "" && !backup {
+	if f := os.Getenv("XTRABACKUP_STANDIN_PREPARES_TO"); f != "" && !o.backup {
 		// Each prepare's Percona-only flag, for tests of the chain's order.
 		if pf, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-			fmt.Fprintf(pf, "apply-log-only=%t %s\n", applyLogOnly, strings.Join(passed, " "))
+			fmt.Fprintf(pf, "apply-log-only=%t %s\n", o.applyLogOnly, strings.Join(o.passed, " "))
 			pf.Close()
 		}
 	}
-	if f := os.Getenv("XTRABACKUP_STANDIN_ARGS_TO"); f != "" && backup {
-		_ = os.WriteFile(f, []byte(strings.Join(passed, "\n")+"\n"), 0o600)
+	if f := os.Getenv("XTRABACKUP_STANDIN_ARGS_TO"); f != "" && o.backup {
+		_ = os.WriteFile(f, []byte(strings.Join(o.passed, "\n")+"\n"), 0o600)
 	}
 	failAfter := int64(-1)
 	if v := os.Getenv("XTRABACKUP_STANDIN_FAIL_AFTER"); v != "" {
 		failAfter, _ = strconv.ParseInt(v, 10, 64)
 	}
 	drop := os.Getenv("XTRABACKUP_STANDIN_DROP")
-	if !backup || !xbstreamOut || (fifoStreams == 1 && failAfter < 0 && readBuffer == 0 && drop == "") {
-		return passThrough(mariabackup, passed)
+	if !o.backup || !o.xbstreamOut || (o.fifoStreams == 1 && failAfter < 0 && o.readBuffer == 0 && drop == "") {
+		return passThrough(mariabackup, o.passed)
 	}
-	if fifoStreams > 1 && fifoDir == "" {
+	if o.fifoStreams > 1 && o.fifoDir == "" {
 		return errors.New("--fifo-streams needs --fifo-dir")
 	}
 
-	cmd := exec.Command(mariabackup, passed...)
+	cmd := exec.Command(mariabackup, o.passed...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -207,7 +147,7 @@ func run(args []string) error {
 	}
 	src := bufio.NewReaderSize(stdout, 1<<20)
 	var outs []io.WriteCloser
-	if fifoStreams == 1 {
+	if o.fifoStreams == 1 {
 		outs = []io.WriteCloser{os.Stdout}
 	} else {
 		// mariabackup's first byte: it has connected and taken its locks.
@@ -225,11 +165,11 @@ func run(args []string) error {
 			}
 			time.Sleep(d)
 		}
-		if outs, err = openFIFOs(fifoDir, fifoStreams, fifoTimeout); err != nil {
+		if outs, err = openFIFOs(o.fifoDir, o.fifoStreams, o.fifoTimeout); err != nil {
 			return stop(err)
 		}
 	}
-	dealErr := deal(src, outs, readBuffer, failAfter, drop)
+	dealErr := deal(src, outs, o.readBuffer, failAfter, drop)
 	for _, o := range outs {
 		o.Close()
 	}
@@ -237,6 +177,75 @@ func run(args []string) error {
 		return stop(dealErr)
 	}
 	return cmd.Wait()
+}
+
+// standinArgs is the command line as the stand-in takes it: the options it
+// plays itself, and those it passes to mariabackup.
+type standinArgs struct {
+	backup, xbstreamOut, applyLogOnly bool
+	fifoStreams, fifoTimeout          int
+	fifoDir                           string
+	readBuffer                        int64
+	passed                            []string
+}
+
+// parseArgs reads Percona's options the stand-in plays (FIFO streams, read
+// buffer, --apply-log-only) and passes the rest to mariabackup; --parallel
+// is raised to --fifo-streams (xtrabackup_backup_func).
+func parseArgs(args []string, asMaria bool) (standinArgs, error) {
+	o := standinArgs{fifoStreams: 1, fifoTimeout: 60}
+	parallel := 1
+	for _, a := range args {
+		k, v, _ := strings.Cut(a, "=")
+		switch k {
+		case "--backup":
+			o.backup = true
+		case "--stream":
+			o.xbstreamOut = v == "xbstream"
+		case "--parallel":
+			parallel, _ = strconv.Atoi(v)
+			continue // passed below, raised to --fifo-streams
+		case "--fifo-streams":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return o, fmt.Errorf("invalid --fifo-streams %q", v)
+			}
+			o.fifoStreams = n
+			continue
+		case "--fifo-dir":
+			o.fifoDir = v
+			continue
+		case "--fifo-timeout":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return o, fmt.Errorf("invalid --fifo-timeout %q", v)
+			}
+			o.fifoTimeout = n
+			continue
+		case "--apply-log-only":
+			// Percona's prepare of a chain's backups but the last; mariabackup
+			// (10.2+) has no such option and never rolls back at prepare.
+			if !asMaria {
+				o.applyLogOnly = true
+				continue
+			}
+		case "--read-buffer-size":
+			if !asMaria {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 128<<10 {
+					return o, fmt.Errorf("invalid --read-buffer-size %q (at least 131072)", v)
+				}
+				o.readBuffer = n - n%(64<<10) // my_getopt rounds down to the block size
+				continue
+			}
+		}
+		o.passed = append(o.passed, a)
+	}
+	if o.backup {
+		o.passed = append(o.passed, fmt.Sprintf("--parallel=%d", max(parallel, o.fifoStreams)))
+		o.passed = append(o.passed, strings.Fields(os.Getenv("XTRABACKUP_STANDIN_EXTRA_ARGS"))...)
+	}
+	return o, nil
 }
 
 func passThrough(bin string, args []string) error {

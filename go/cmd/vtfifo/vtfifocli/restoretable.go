@@ -93,41 +93,12 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	// anything is downloaded.
 	var live *sql.DB
 	if *intoMySQL != "" || *intoTablet != "" {
-		socket := *intoMySQL
-		if *intoTablet != "" {
-			var err error
-			if socket, err = tabletSocket(*intoTablet); err != nil {
-				fmt.Fprintf(stdout, "FAIL: %v\n", err)
-				return 1
-			}
-		}
-		c := mysql.NewConfig()
-		c.User, c.Passwd, c.Net, c.Addr = *user, os.Getenv("MYSQL_PWD"), "unix", socket
-		db, err := sql.Open("mysql", c.FormatDSN())
-		if err == nil {
-			err = db.PingContext(s.ctx)
-		}
-		if err != nil {
-			fmt.Fprintf(stdout, "FAIL: cannot reach the live server at %s as %s: %v\n", socket, *user, err)
+		var err error
+		if live, err = openLive(s.ctx, *intoMySQL, *intoTablet, *user, !*unreplicated, patterns, targetFor); err != nil {
+			fmt.Fprintf(stdout, "FAIL: %v\n", err)
 			return 1
 		}
-		defer db.Close()
-		live = db
-		if !*unreplicated {
-			if err := tableimport.CheckUnreplicated(s.ctx, live); err != nil {
-				fmt.Fprintf(stdout, "FAIL: %v\n", err)
-				return 1
-			}
-		}
-		for _, p := range patterns {
-			if p.Table == "*" {
-				continue
-			}
-			if err := tableimport.Absent(s.ctx, live, targetFor(p.DB, p.Table)); err != nil {
-				fmt.Fprintf(stdout, "FAIL: %v\n", err)
-				return 1
-			}
-		}
+		defer live.Close()
 	}
 
 	cfg := fifobackupengine.FlagConfig()
@@ -144,63 +115,69 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		where, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
 		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), time.Since(start).Round(time.Millisecond), rep.Tool, dir)
 
-	names := make([][2]string, len(rep.Tables))
-	for i, t := range rep.Tables {
-		names[i] = [2]string{t.DB, t.Table}
-	}
-	defs, _, err := testrestore.Definitions(s.ctx, dir, names, testrestore.Options{MysqldPath: *mysqldPath, Logger: s.logger})
-	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: reading the tables' definitions from the restored files: %v\n", err)
-		return 1
-	}
-	// The server just stopped ran Aria's recovery on the restored Aria
-	// tables; made movable, they open in any server.
-	for _, t := range rep.Tables {
-		if t.Engine != "Aria" {
-			continue
-		}
-		ariaChk, ok := testrestore.FindTool("aria_chk")
-		if !ok {
-			fmt.Fprintf(stdout, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
-			return 1
-		}
-		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
-			fmt.Fprintf(stdout, "FAIL: table %s: %v\n", t.Name(), err)
-			return 1
-		}
-	}
-	refused := 0
-	for _, t := range rep.Tables {
-		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
-		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
-		text := defs[t.Name()] + ";\n"
-		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Create: defs[t.Name()]})
-		if refusal != nil {
-			// The operator's own IMPORT TABLESPACE would do the same harm.
-			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text
-			refused++
-		}
-		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
-			fmt.Fprintf(stdout, "FAIL: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
-		if refusal != nil {
-			fmt.Fprintf(stdout, "FAIL: table %s cannot be imported: %v\n", t.Name(), refusal)
-		}
-	}
-	if refused > 0 {
-		// Nothing is imported when one table cannot be: the set is restored whole or not at all.
+	defs, ok := definitions(s, dir, rep.Tables, *mysqldPath, stdout)
+	if !ok {
 		return 1
 	}
 	if live == nil {
 		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with --into-mysql/--into-tablet)\n", len(rep.Tables), dir)
 		return 0
 	}
+	return importTables(s, live, dir, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: *unreplicated}, stdout)
+}
+
+// openLive connects to the live server a table restore imports into (by
+// its socket, or a tablet's on this host) and checks it before anything is
+// downloaded: nothing replicates from it (unless told), and no target table
+// exists there.
+func openLive(ctx context.Context, socket, tablet, user string, refuseReplicated bool, patterns []fifobackupengine.TablePattern,
+	targetFor func(db, table string) tableimport.Target) (*sql.DB, error) {
+	if tablet != "" {
+		var err error
+		if socket, err = tabletSocket(tablet); err != nil {
+			return nil, err
+		}
+	}
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr = user, os.Getenv("MYSQL_PWD"), "unix", socket
+	db, err := sql.Open("mysql", c.FormatDSN())
+	if err == nil {
+		err = db.PingContext(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the live server at %s as %s: %w", socket, user, err)
+	}
+	check := func() error {
+		if refuseReplicated {
+			if err := tableimport.CheckUnreplicated(ctx, db); err != nil {
+				return err
+			}
+		}
+		for _, p := range patterns {
+			if p.Table == "*" {
+				continue
+			}
+			if err := tableimport.Absent(ctx, db, targetFor(p.DB, p.Table)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := check(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// importTables imports the restored tables into the live server, each as
+// targetFor names it, and returns the exit status.
+func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengine.RestoredTable, defs map[string]string,
+	targetFor func(db, table string) tableimport.Target, opts tableimport.Options, stdout io.Writer) int {
 	failed := 0
-	for _, t := range rep.Tables {
+	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
-		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, tableimport.Options{Unreplicated: *unreplicated}, s.logger)
+		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, opts, s.logger)
 		if err != nil {
 			fmt.Fprintf(stdout, "FAIL: importing %s as %s: %v\n", t.Name(), to, err)
 			failed++
@@ -212,6 +189,62 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		return 1
 	}
 	return 0
+}
+
+// definitions reads the tables' definitions from the restored files (a
+// throwaway server, which also runs Aria's recovery), makes Aria tables
+// movable, and writes each definition as db/table.sql, marked NOT
+// IMPORTABLE where an import would harm the server. ok is false, with
+// FAIL lines on stdout, when a table cannot be imported.
+func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, mysqldPath string, stdout io.Writer) (defs map[string]string, ok bool) {
+	names := make([][2]string, len(tables))
+	for i, t := range tables {
+		names[i] = [2]string{t.DB, t.Table}
+	}
+	defs, _, err := testrestore.Definitions(s.ctx, dir, names, testrestore.Options{MysqldPath: mysqldPath, Logger: s.logger})
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL: reading the tables' definitions from the restored files: %v\n", err)
+		return nil, false
+	}
+	// The server just stopped ran Aria's recovery on the restored Aria
+	// tables; made movable, they open in any server.
+	for _, t := range tables {
+		if t.Engine != "Aria" {
+			continue
+		}
+		ariaChk, ok := testrestore.FindTool("aria_chk")
+		if !ok {
+			fmt.Fprintf(stdout, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
+			return nil, false
+		}
+		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
+			fmt.Fprintf(stdout, "FAIL: table %s: %v\n", t.Name(), err)
+			return nil, false
+		}
+	}
+	refused := 0
+	for _, t := range tables {
+		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
+		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
+		text := defs[t.Name()] + ";\n"
+		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Create: defs[t.Name()]})
+		if refusal != nil {
+			// The operator's own IMPORT TABLESPACE would do the same harm.
+			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text
+			refused++
+		}
+		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
+			fmt.Fprintf(stdout, "FAIL: %v\n", err)
+			return nil, false
+		}
+		fmt.Fprintf(stdout, "table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
+		if refusal != nil {
+			fmt.Fprintf(stdout, "FAIL: table %s cannot be imported: %v\n", t.Name(), refusal)
+		}
+	}
+	// Nothing is imported when one table cannot be: the set is restored
+	// whole or not at all.
+	return defs, refused == 0
 }
 
 func partitionedNote(p bool) string {

@@ -4,13 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +19,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 
 	"github.com/vtfifo/vtfifo/go/internal/vtusers"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // scratchServer is a server laid out and initialised as a Vitess tablet's
@@ -45,7 +43,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 	// mysqlctl reads both from the environment.
 	os.Setenv("VTDATAROOT", root)
 	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\n" + mysqldLines
-	owner, err := serverOwner()
+	owner, err := testrestore.ServerUser(root)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +71,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 		return nil, err
 	}
 	if owner != nil {
-		if err := chownTree(root, owner); err != nil {
+		if err := testrestore.ChownTree(root, owner); err != nil {
 			return nil, err
 		}
 	}
@@ -142,29 +140,6 @@ func writeInitSQL(ctx context.Context, root string) (string, error) {
 	}
 	p := filepath.Join(root, "init_db.sql")
 	return p, os.WriteFile(p, []byte(b.String()), 0o644)
-}
-
-// serverOwner is the user mysqld runs as when we are root: mysql.
-func serverOwner() (*user.User, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("mysql")
-	if err != nil {
-		return nil, fmt.Errorf("running as root, the scratch server must run as the mysql user: %w", err)
-	}
-	return u, nil
-}
-
-func chownTree(root string, u *user.User) error {
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }
 
 func freePort() (int, error) {

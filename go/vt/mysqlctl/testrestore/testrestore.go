@@ -297,6 +297,12 @@ func serverVersion(ctx context.Context, mysqld string) (version string, mariadb 
 
 // serverUser is the user mysqld runs as: ourselves, or, as root (which
 // mysqld refuses), the mysql user, who must be able to reach scratch.
+// ServerUser is serverUser, for another throwaway server (vtfifo selftest).
+func ServerUser(scratch string) (*user.User, error) { return serverUser(scratch) }
+
+// ChownTree is chownTree, for another throwaway server (vtfifo selftest).
+func ChownTree(dir string, u *user.User) error { return chownTree(dir, u) }
+
 func serverUser(scratch string) (*user.User, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil

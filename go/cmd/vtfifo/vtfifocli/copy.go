@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
@@ -40,26 +39,8 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 				if *concurrency < 0 || *concurrency > 256 {
 					return invalid("concurrency", fmt.Sprint(*concurrency), "0 (the destination's upload concurrency) or 1..256")
 				}
-				var dargs []string
-				for _, f := range toFiles {
-					pairs, err := readFlagsFile(f)
-					if err != nil {
-						return fmt.Errorf("--to-flags-file: %w", err)
-					}
-					for _, p := range pairs {
-						if strings.HasPrefix(p[1], "split-storage-") {
-							dargs = append(dargs, "--"+p[1]+"="+p[2])
-						}
-					}
-				}
-				for _, f := range toFlags {
-					if !strings.HasPrefix(f, "--split-storage-") {
-						return invalid("to", f, "--split-storage-* flags")
-					}
-					dargs = append(dargs, f)
-				}
 				var err error
-				if dst, err = splitstorage.ConfigFromArgs(dargs); err != nil {
+				if dst, err = storageConfig("to", toFiles, toFlags); err != nil {
 					return fmt.Errorf("the destination (--to-flags-file, --to): %w", err)
 				}
 				return o.validateProgress()

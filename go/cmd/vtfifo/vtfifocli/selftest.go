@@ -27,11 +27,13 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	fs.IntVar(&opts.Scale, "scale", 200, "number of small tables in the data set, 1..100000")
 	fs.IntVar(&opts.Lanes, "lanes", 4, "the engine's lanes, 1..64")
 	fs.StringVar(&opts.HostCnf, "host-cnf", defaultHostCnf(), "the host's server option file: the scratch server takes its settings that shape a backup's files (page size, undo tablespaces, redo size, ...); empty takes none")
-	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch directory (server stopped) for a bug report")
+	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch directory (server stopped) and the backups for a bug report")
+	storageFiles := fs.StringSlice("storage-flags-file", nil, "back up into this storage instead of the scratch directory: a flag file whose --split-storage-* lines are read (other lines skipped), e.g. a tablet's; repeatable. The run's backups get a shard of their own and are removed at the end")
+	storageFlags := fs.StringArray("storage", nil, "a storage flag, after those of --storage-flags-file, e.g. --storage=--split-storage-s3-bucket=scratch; repeatable")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s [flags]\n\nStarts a scratch server laid out as a tablet's, loads a shaped data set, backs it up through the fifo\n"+
-			"engine into a split storage on local disk while writing to it (a full backup, two incremental ones),\n"+
+			"engine into a split storage (on local disk, or --storage) while writing to it (a full backup, two incremental ones),\n"+
 			"verifies every backup, restores and prepares the chain, starts a server on it and compares every table\n"+
 			"with its source, restores one table into the scratch server and extracts the stream with the tool's own\n"+
 			"extractor. Prints a report (versions, host, every step and its time, the first error in full).\n"+
@@ -55,6 +57,14 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	case opts.Lanes < 1 || opts.Lanes > 64:
 		fmt.Fprintf(stderr, "%s: invalid value %d for --lanes: allowed values are 1..64\n", prog, opts.Lanes)
 		return 2
+	}
+	if len(*storageFiles) > 0 || len(*storageFlags) > 0 {
+		cfg, err := storageConfig("storage", *storageFiles, *storageFlags)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: the storage (--storage-flags-file, --storage): %v\n", prog, err)
+			return 2
+		}
+		opts.Storage = &cfg
 	}
 	opts.Logger = logutil.NewConsoleLogger()
 	rep := selftest.Run(ctx, opts)

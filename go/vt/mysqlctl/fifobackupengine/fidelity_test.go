@@ -134,8 +134,13 @@ func TestPrepareNamesByVersion(t *testing.T) {
 	assert.Contains(t, ariaArgs, "--aria-log-dir-path=/t", "the prepare reads the backup's Aria log, not the live server's")
 	args, err := maria.prepareArgs(&cfg, step)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"--no-defaults", "--prepare", "--target-dir=/t", "--incremental-dir=/d"}, args[:4])
+	assert.Equal(t, []string{"--defaults-file=/t/backup-my.cnf", "--prepare", "--target-dir=/t", "--incremental-dir=/d"}, args[:4],
+		"mariabackup's prepare reads the encryption plugin's settings from the backup's own option file")
 	assert.NotContains(t, strings.Join(args, " "), "--check-tables")
+	step.DefaultsFile = "/vt/my.cnf"
+	args, err = maria.prepareArgs(&cfg, step)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--defaults-file=/vt/my.cnf", "--defaults-extra-file=/t/backup-my.cnf", "--prepare"}, args[:3])
 }
 
 // TestStreamFilesRefuseToolTransformedFiles: a file the tool compressed or

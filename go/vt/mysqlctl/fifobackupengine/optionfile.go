@@ -199,3 +199,20 @@ func ServerOptions(path string, names ...string) (map[string]string, error) {
 	}
 	return lastValues(inGroups(lines, serverOptionGroups), names...), nil
 }
+
+// ServerOptionValues reads every value of name (underscores) that the
+// server's groups of an option file set, in order: the options a server
+// adds up (plugin_load_add).
+func ServerOptionValues(path, name string) ([]string, error) {
+	lines, err := readOptionFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range inGroups(lines, serverOptionGroups) {
+		if l.Name == strings.ReplaceAll(name, "_", "-") && !l.Off {
+			out = append(out, l.Value)
+		}
+	}
+	return out, nil
+}

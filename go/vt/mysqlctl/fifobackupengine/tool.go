@@ -303,16 +303,33 @@ func (t *backupTool) prepareNames() prepareNames {
 // hasCheckTables reports whether --prepare takes --check-tables.
 func (t *backupTool) hasCheckTables() bool { return t.since(checkTablesSince84, checkTablesSince97) }
 
+// prepareDefaults are the option files a --prepare reads: step.DefaultsFile
+// or none, and for mariabackup the backup's own backup-my.cnf after it.
+// mariabackup's backup writes there the encryption plugin's settings
+// (plugin_dir and the plugin's variables, encryption_plugin.cc:
+// encryption_plugin_backup_init), and its prepare takes them only from the
+// option files it reads: without them it cannot load the plugin, and the
+// prepare of an encrypted table's redo fails ("Encryption key is not
+// found") on every restore.
+func (t *backupTool) prepareDefaults(step prepareStep) []string {
+	backupCnf := filepath.Join(step.TargetDir, "backup-my.cnf")
+	switch {
+	case t.Flavor == FlavorMariabackup && step.DefaultsFile != "":
+		return []string{"--defaults-file=" + step.DefaultsFile, "--defaults-extra-file=" + backupCnf}
+	case t.Flavor == FlavorMariabackup:
+		return []string{"--defaults-file=" + backupCnf}
+	case step.DefaultsFile != "":
+		return []string{"--defaults-file=" + step.DefaultsFile}
+	}
+	return []string{"--no-defaults"}
+}
+
 // prepareArgs builds the tool's argv for one --prepare (prepareStep).
 // Not run against Percona XtraBackup here: checked as arguments and through
 // the stand-in only.
 func (t *backupTool) prepareArgs(cfg *Config, step prepareStep) ([]string, error) {
-	defaults := "--no-defaults"
-	if step.DefaultsFile != "" {
-		defaults = "--defaults-file=" + step.DefaultsFile
-	}
 	names := t.prepareNames()
-	args := []string{defaults, "--prepare", "--target-dir=" + step.TargetDir}
+	args := append(t.prepareDefaults(step), "--prepare", "--target-dir="+step.TargetDir)
 	if step.Export {
 		args = append(args, "--export")
 	}

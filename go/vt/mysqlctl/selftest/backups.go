@@ -20,10 +20,14 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
-// store is the split storage on local disk the self-test backs up into,
-// registered as Vitess's backup storage for this process.
+// store is the split storage the self-test backs up into (on local disk in
+// the scratch directory, or one the operator names), registered as Vitess's
+// backup storage for this process.
 type store struct {
-	root     string
+	cfg splitstorage.Config
+	// dir holds this run's backups alone: keyspace/shard, the shard made
+	// for the run.
+	dir      string
 	bs       *splitstorage.Storage
 	previous string // the process's storage implementation before
 }
@@ -32,18 +36,17 @@ type store struct {
 // own "split" (the vtfifo command that runs the self-test may use it).
 const storageName = "vtfifo-selftest"
 
-func openStore(root string) (*store, error) {
-	cfg := splitstorage.DefaultConfig()
-	cfg.Root = root
-	cfg.PartSize = 32 << 20
-	if err := os.MkdirAll(root, 0o750); err != nil {
-		return nil, err
+func openStore(cfg splitstorage.Config, shard string) (*store, error) {
+	if cfg.Backend == splitstorage.BackendFile {
+		if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
+			return nil, err
+		}
 	}
 	bs, err := splitstorage.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	st := &store{root: root, bs: bs, previous: backupstorage.BackupStorageImplementation}
+	st := &store{cfg: cfg, dir: mysqlctl.GetBackupDir(keyspace, shard), bs: bs, previous: backupstorage.BackupStorageImplementation}
 	backupstorage.BackupStorageMap[storageName] = bs
 	backupstorage.BackupStorageImplementation = storageName
 	return st, nil
@@ -56,15 +59,35 @@ func (s *store) close() {
 	backupstorage.BackupStorageImplementation = s.previous
 }
 
-// handles lists the backups, oldest first.
+// handles lists the run's backups, oldest first.
 func (s *store) handles(ctx context.Context) ([]backupstorage.BackupHandle, error) {
-	return s.bs.ListBackups(ctx, mysqlctl.GetBackupDir(keyspace, shard))
+	return s.bs.ListBackups(ctx, s.dir)
+}
+
+// removeAll removes the run's backups, the newest first (an incremental
+// before its base), and says how many.
+func (s *store) removeAll(ctx context.Context) (int, error) {
+	bhs, err := s.handles(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for i := len(bhs) - 1; i >= 0; i-- {
+		if err := s.bs.RemoveBackup(ctx, s.dir, bhs[i].Name()); err != nil {
+			return len(bhs) - 1 - i, fmt.Errorf("removing %s/%s: %w", s.dir, bhs[i].Name(), err)
+		}
+	}
+	return len(bhs), nil
 }
 
 // engineConfig is the engine's configuration for one backup.
 func (r *runner) engineConfig(source string) fifobackupengine.Config {
+	var prepareFlags string
+	if r.keyring != nil {
+		prepareFlags = r.keyring.prepareFlags
+	}
 	return fifobackupengine.Config{
-		ToolPath: r.tool.Path, Lanes: r.opts.Lanes, Source: source, Parallel: 4,
+		PrepareFlags: prepareFlags,
+		ToolPath:     r.tool.Path, Lanes: r.opts.Lanes, Source: source, Parallel: 4,
 		FIFOTimeout: time.Minute, UseMemory: 256 << 20,
 		FullInterval: time.Hour, IncrementalBase: fifobackupengine.BaseLatest, MaxChainLength: 6,
 		Compression: fifobackupengine.CompressionConfig{Enabled: true, Engine: mysqlctl.ZstdCompressor, Level: 1, BlockSize: 250000, Blocks: 2},
@@ -119,7 +142,7 @@ func (r *runner) backup(source string, delta bool) (string, error) {
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	err := mysqlctl.Backup(r.ctx, mysqlctl.BackupParams{
 		Cnf: r.srv.cnf, Mysqld: r.srv.mysqld, Logger: r.opts.Logger, Concurrency: 4,
-		Keyspace: keyspace, Shard: shard, TabletAlias: fmt.Sprintf("selftest-%010d", r.srv.uid),
+		Keyspace: keyspace, Shard: r.shard, TabletAlias: fmt.Sprintf("selftest-%010d", r.srv.uid),
 		BackupTime: time.Now(), Stats: backupstats.NoStats(), BackupEngine: "fifo", UpgradeSafe: true,
 	})
 	if err != nil {
@@ -149,7 +172,7 @@ func (r *runner) latestHandle() (backupstorage.BackupHandle, error) {
 		return nil, err
 	}
 	if len(bhs) == 0 {
-		return nil, fmt.Errorf("no backup in %s", r.store.root)
+		return nil, fmt.Errorf("no backup in %s under %s", r.store.dir, r.store.cfg.Location())
 	}
 	return bhs[len(bhs)-1], nil
 }
@@ -176,9 +199,13 @@ func (r *runner) restoreAndCompare() (string, error) {
 		return "", err
 	}
 	var compared int
+	var flags []string
+	if r.keyring != nil {
+		flags = r.keyring.testServerFlags
+	}
 	rec, err := testrestore.Run(r.ctx, bh, testrestore.Options{
 		Restore:       fifobackupengine.RestoreDirOptions{Config: r.engineConfig(""), Logger: r.opts.Logger},
-		ScratchParent: r.scratch, MysqldPath: r.mysqld, Logger: r.opts.Logger,
+		ScratchParent: r.scratch, MysqldPath: r.mysqld, MysqldFlags: flags, Logger: r.opts.Logger,
 		Inspect: func(ctx context.Context, db *sql.DB) error {
 			got, err := tableSums(ctx, db)
 			if err != nil {

@@ -16,11 +16,23 @@ const (
 	escapedDB = "selftest-esc"
 )
 
+// shape is what the data set holds besides its small tables.
+type shape struct {
+	scale   int
+	mariadb bool
+	// externalDir holds the DATA DIRECTORY table's file.
+	externalDir string
+	// encryption makes a table encrypted ("" makes none).
+	encryption string
+}
+
 // loadData creates the shaped data set: scale small InnoDB tables, a
-// partitioned one, a wide one, names that need escaping, a non-InnoDB table
-// (MyISAM; Aria too on MariaDB) and the writer's table. It returns what it
-// made, for the report.
-func loadData(ctx context.Context, db *sql.DB, scale int, mariadb bool) (string, error) {
+// partitioned one, a wide one, names that need escaping, a table whose file
+// lives outside the data directory (DATA DIRECTORY), a general tablespace
+// (MySQL), an encrypted table when a keyring is loaded, non-InnoDB tables
+// (MyISAM; Aria on MariaDB) and the writer's table. It returns what it made,
+// for the report.
+func loadData(ctx context.Context, db *sql.DB, sh shape) (string, error) {
 	stmts := []string{
 		"CREATE DATABASE `" + dataDB + "`",
 		"CREATE DATABASE `" + escapedDB + "`",
@@ -29,13 +41,23 @@ func loadData(ctx context.Context, db *sql.DB, scale int, mariadb bool) (string,
 		"CREATE TABLE `" + dataDB + "`.wide (id INT PRIMARY KEY, v VARCHAR(255) NOT NULL, KEY (v(20))) ENGINE=InnoDB",
 		"CREATE TABLE `" + escapedDB + "`.`t$x-1` (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB",
 		"CREATE TABLE `" + dataDB + "`.my (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=MyISAM",
+		"CREATE TABLE `" + dataDB + "`.remote (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB DATA DIRECTORY='" + sh.externalDir + "'",
 	}
-	kinds := "partitioned, wide, escaped names (`selftest-esc`.`t$x-1`), MyISAM"
-	if mariadb {
+	fill := []string{"my", "remote"}
+	kinds := []string{"partitioned", "wide", "escaped names (`selftest-esc`.`t$x-1`)", "DATA DIRECTORY (" + sh.externalDir + ")", "MyISAM"}
+	if sh.mariadb {
 		stmts = append(stmts, "CREATE TABLE `"+dataDB+"`.aria (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=Aria")
-		kinds += ", Aria"
+		fill, kinds = append(fill, "aria"), append(kinds, "Aria")
+	} else {
+		stmts = append(stmts, "CREATE TABLESPACE selftest_ts ADD DATAFILE 'selftest_ts.ibd' ENGINE=InnoDB",
+			"CREATE TABLE `"+dataDB+"`.in_ts (id INT PRIMARY KEY, v VARCHAR(40)) TABLESPACE selftest_ts")
+		fill, kinds = append(fill, "in_ts"), append(kinds, "general tablespace (selftest_ts)")
 	}
-	for i := 0; i < scale; i++ {
+	if sh.encryption != "" {
+		stmts = append(stmts, "CREATE TABLE `"+dataDB+"`.secret (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB "+sh.encryption)
+		fill, kinds = append(fill, "secret"), append(kinds, "encrypted ("+sh.encryption+")")
+	}
+	for i := 0; i < sh.scale; i++ {
 		stmts = append(stmts, fmt.Sprintf("CREATE TABLE `%s`.t%04d (id INT PRIMARY KEY, v VARCHAR(40) NOT NULL, n BIGINT NOT NULL, KEY (n)) ENGINE=InnoDB", dataDB, i))
 	}
 	for _, q := range stmts {
@@ -43,15 +65,16 @@ func loadData(ctx context.Context, db *sql.DB, scale int, mariadb bool) (string,
 			return "", fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	if err := fillTables(ctx, db, scale, mariadb); err != nil {
+	if err := fillTables(ctx, db, sh, fill); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%d small InnoDB tables; %s", scale, kinds), nil
+	return fmt.Sprintf("%d small InnoDB tables; %s", sh.scale, strings.Join(kinds, ", ")), nil
 }
 
 // fillTables puts rows in every table with INSERT ... SELECT from a
-// generated sequence (a recursive CTE: MySQL 8 and MariaDB alike).
-func fillTables(ctx context.Context, db *sql.DB, scale int, mariadb bool) error {
+// generated sequence (a recursive CTE: MySQL 8 and MariaDB alike); the
+// tables named in plain get 500 rows each.
+func fillTables(ctx context.Context, db *sql.DB, sh shape, plain []string) error {
 	seq := func(n int) string {
 		return fmt.Sprintf("WITH RECURSIVE s (k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM s WHERE k < %d) ", n)
 	}
@@ -59,12 +82,11 @@ func fillTables(ctx context.Context, db *sql.DB, scale int, mariadb bool) error 
 		"INSERT INTO `" + dataDB + "`.part " + seq(1000) + "SELECT k, MD5(k) FROM s",
 		"INSERT INTO `" + dataDB + "`.wide " + seq(20000) + "SELECT k, REPEAT(MD5(k), 7) FROM s",
 		"INSERT INTO `" + escapedDB + "`.`t$x-1` " + seq(100) + "SELECT k, MD5(k) FROM s",
-		"INSERT INTO `" + dataDB + "`.my " + seq(500) + "SELECT k, MD5(k) FROM s",
 	}
-	if mariadb {
-		fill = append(fill, "INSERT INTO `"+dataDB+"`.aria "+seq(500)+"SELECT k, MD5(k) FROM s")
+	for _, t := range plain {
+		fill = append(fill, "INSERT INTO `"+dataDB+"`."+t+" "+seq(500)+"SELECT k, MD5(k) FROM s")
 	}
-	for i := 0; i < scale; i++ {
+	for i := 0; i < sh.scale; i++ {
 		fill = append(fill, fmt.Sprintf("INSERT INTO `%s`.t%04d %sSELECT k, MD5(k * %d), k * %d FROM s", dataDB, i, seq(20), i+1, i+7))
 	}
 	conn, err := db.Conn(ctx)
@@ -74,7 +96,7 @@ func fillTables(ctx context.Context, db *sql.DB, scale int, mariadb bool) error 
 	defer conn.Close()
 	// Both stop a recursive CTE at 1000 rows by default.
 	limit := "SET SESSION cte_max_recursion_depth = 100000"
-	if mariadb {
+	if sh.mariadb {
 		limit = "SET SESSION max_recursive_iterations = 100000"
 	}
 	if _, err := conn.ExecContext(ctx, limit); err != nil {

@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,6 +26,7 @@ import (
 	"vitess.io/vitess/go/vt/servenv"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -43,12 +45,17 @@ type Options struct {
 	// HostCnf is the host's server option file whose settings that shape
 	// the files the scratch server takes (hostSettings); "" takes none.
 	HostCnf string
-	// Keep leaves the scratch directory (server stopped) for a bug report.
+	// Storage is where the backups go (a scratch bucket, say); nil keeps
+	// them in the scratch directory. The run's backups get a shard of their
+	// own there, and are removed at the end unless Keep.
+	Storage *splitstorage.Config
+	// Keep leaves the scratch directory (server stopped) and the backups
+	// for a bug report.
 	Keep   bool
 	Logger logutil.Logger
-	// AfterBackups, if set, is called with the storage's root once the
-	// backups are taken (tests damage a part there).
-	AfterBackups func(storageRoot string) error
+	// AfterBackups, if set, is called with the storage once the backups
+	// are taken (tests damage a part there).
+	AfterBackups func(storage splitstorage.Config) error
 }
 
 // Step statuses.
@@ -104,9 +111,13 @@ type runner struct {
 	mysqld  string
 	mariadb bool
 	scratch string
+	shard   string // this run's, so its backups stand apart in any storage
 	srv     *scratchServer
-	store   *store
-	sums    map[string]string // the source at the last backup's position
+	keyring *keyring
+	// keyringSkip says why no table is encrypted.
+	keyringSkip string
+	store       *store
+	sums        map[string]string // the source at the last backup's position
 }
 
 // step runs one step unless an earlier one failed.
@@ -140,9 +151,12 @@ func (r *runner) run() {
 	r.step("find the server", r.findServer)
 	r.step("start a scratch server", r.startServer)
 	r.step("load the data set", r.load)
+	if r.keyringSkip != "" {
+		r.skip("an encrypted table", r.keyringSkip)
+	}
 	r.backups()
 	if r.opts.AfterBackups != nil && !r.failed {
-		r.step("test hook after the backups", func() (string, error) { return "", r.opts.AfterBackups(r.store.root) })
+		r.step("test hook after the backups", func() (string, error) { return "", r.opts.AfterBackups(r.store.cfg) })
 	}
 	r.step("verify every backup", r.verify)
 	r.step("restore the chain, prepare, start and compare every table", r.restoreAndCompare)
@@ -195,15 +209,30 @@ func (r *runner) startServer() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	kr, why, err := planKeyring(r.opts.HostCnf, r.mysqld, dir, r.mariadb)
+	if err != nil {
+		return "", err
+	}
+	if kr != nil {
+		r.keyring, lines = kr, lines+kr.mysqldLines
+		taken = strings.TrimPrefix(taken+", a keyring of its kind ("+kr.kind+")", ", ")
+	} else {
+		r.keyringSkip = why
+	}
 	r.srv, err = startScratchServer(r.ctx, dir, lines)
 	if err != nil {
 		return "", err
 	}
-	r.store, err = openStore(filepath.Join(dir, "storage"))
-	if err != nil {
-		return "", err
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root, cfg.PartSize = filepath.Join(dir, "storage"), 32<<20
+	if r.opts.Storage != nil {
+		cfg = *r.opts.Storage
 	}
-	return fmt.Sprintf("%s, socket %s; from the host's option file: %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile, cmp.Or(taken, "nothing")), nil
+	r.shard = fmt.Sprintf("%s-%08x", time.Now().UTC().Format("20060102T150405"), rand.Uint32())
+	if r.store, err = openStore(cfg, r.shard); err != nil {
+		return "", fmt.Errorf("the storage %s: %w", cfg.Location(), err)
+	}
+	return fmt.Sprintf("%s, socket %s; from the host's option file: %s; backups into %s, %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile, cmp.Or(taken, "nothing"), cfg.Location(), r.store.dir), nil
 }
 
 // hostSettings are the settings of the host's server that change the files
@@ -233,7 +262,11 @@ func hostSettings(path string) (lines, taken string, err error) {
 }
 
 func (r *runner) load() (string, error) {
-	return loadData(r.ctx, r.srv.db, r.opts.Scale, r.mariadb)
+	sh := shape{scale: r.opts.Scale, mariadb: r.mariadb, externalDir: r.srv.external}
+	if r.keyring != nil {
+		sh.encryption = r.keyring.tableOption
+	}
+	return loadData(r.ctx, r.srv.db, sh)
 }
 
 // cleanUp stops the server and removes the scratch directory (unless Keep).
@@ -242,6 +275,7 @@ func (r *runner) cleanUp() {
 		r.srv.stop()
 	}
 	if r.store != nil {
+		r.removeBackups()
 		r.store.close()
 	}
 	if r.scratch == "" {
@@ -254,6 +288,31 @@ func (r *runner) cleanUp() {
 	if err := os.RemoveAll(r.scratch); err != nil {
 		r.opts.Logger.Warningf("selftest: cannot remove %s: %v", r.scratch, err)
 	}
+}
+
+// removeBackups removes the run's backups from a storage the operator
+// named (the scratch directory's goes with it), as a step of its own: a
+// failure leaves objects in their storage, which they must hear of.
+func (r *runner) removeBackups() {
+	if r.opts.Storage == nil {
+		return
+	}
+	name := "remove the self-test's backups from " + r.store.cfg.Location()
+	if r.opts.Keep {
+		r.skip(name, "kept for a bug report (--keep) in "+r.store.dir)
+		return
+	}
+	start := time.Now()
+	n, err := r.store.removeAll(context.WithoutCancel(r.ctx))
+	s := Step{Name: name, Status: Passed, Seconds: time.Since(start).Seconds(),
+		Detail: fmt.Sprintf("%d backups removed from %s", n, r.store.dir)}
+	if err != nil {
+		s.Status, s.Error = Failed, err.Error()
+		if r.rep.FirstError == "" {
+			r.rep.FirstError = s.Name + ": " + err.Error()
+		}
+	}
+	r.rep.Steps = append(r.rep.Steps, s)
 }
 
 // keepProcessState saves what the self-test sets for Vitess's mysqlctl (its
@@ -305,8 +364,5 @@ func hostFacts() map[string]string {
 	return h
 }
 
-// keyspace and shard of the self-test's backups.
-const (
-	keyspace = "selftest"
-	shard    = "0"
-)
+// keyspace of the self-test's backups.
+const keyspace = "vtfifo-selftest"

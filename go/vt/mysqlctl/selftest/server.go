@@ -26,11 +26,12 @@ import (
 // (mysqlctl: its my.cnf, directories and init SQL), under its own root,
 // socket and port: the engine backs it up as it would a tablet's.
 type scratchServer struct {
-	root   string
-	uid    uint32
-	mysqld *mysqlctl.Mysqld
-	cnf    *mysqlctl.Mycnf
-	db     *sql.DB
+	root     string
+	external string // where the DATA DIRECTORY table lives
+	uid      uint32
+	mysqld   *mysqlctl.Mysqld
+	cnf      *mysqlctl.Mycnf
+	db       *sql.DB
 }
 
 // startScratchServer initialises and starts the server under root. As root
@@ -42,7 +43,12 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 	}
 	// mysqlctl reads both from the environment.
 	os.Setenv("VTDATAROOT", root)
-	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\n" + mysqldLines
+	// MySQL 8 opens a DATA DIRECTORY only under innodb_directories.
+	external := filepath.Join(root, "external")
+	if err := os.Mkdir(external, 0o750); err != nil {
+		return nil, err
+	}
+	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\nloose-innodb_directories=" + external + "\n" + mysqldLines
 	owner, err := testrestore.ServerUser(root)
 	if err != nil {
 		return nil, err
@@ -57,7 +63,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 	os.Setenv("EXTRA_MY_CNF", extraCnf)
 	vtusers.UseDefaults()
 
-	s := &scratchServer{root: root, uid: uint32(100 + rand.IntN(9000))}
+	s := &scratchServer{root: root, external: external, uid: uint32(100 + rand.IntN(9000))}
 	socket := filepath.Join(root, fmt.Sprintf("vt_%010d", s.uid), "mysql.sock")
 	dbconfigs.GlobalDBConfigs.Socket = socket
 	port, err := freePort()

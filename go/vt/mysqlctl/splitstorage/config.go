@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -207,6 +208,23 @@ func ValidateFlags(*pflag.FlagSet) error {
 		return nil
 	}
 	return FlagConfig().Validate()
+}
+
+// Location names where c keeps backups, for messages: a directory, or the
+// backend's URL with its bucket and prefix (never a credential).
+func (c Config) Location() string {
+	join := func(scheme, bucket, prefix string) string {
+		return scheme + "://" + path.Join(bucket, prefix)
+	}
+	switch c.Backend {
+	case BackendS3:
+		return join("s3", c.S3Bucket, c.S3Prefix)
+	case BackendGCS:
+		return join("gs", c.GCSBucket, c.GCSPrefix)
+	case BackendAzure:
+		return join("azure", c.AzureAccount, path.Join(c.AzureContainer, c.AzurePrefix))
+	}
+	return c.Root
 }
 
 // Validate checks c; see ValidateFlags. Every error names the flag and the allowed values.

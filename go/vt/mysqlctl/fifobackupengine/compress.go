@@ -7,14 +7,11 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/google/shlex"
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
-	"github.com/klauspost/pgzip"
-	"github.com/pierrec/lz4"
-	"github.com/planetscale/pargzip"
 	"github.com/spf13/pflag"
 
 	"vitess.io/vitess/go/vt/logutil"
@@ -62,7 +59,7 @@ type CompressionConfig struct {
 // lanes a backup grew by 489 MiB against zstd's 162 (docs/benchmarks-memory-64.md).
 // The output is the same gzip format, read by the same decompressor.
 func (c CompressionConfig) forLanes(lanes int) CompressionConfig {
-	c.gzipInLane = c.Enabled && (c.Engine == mysqlctl.PgzipCompressor || c.Engine == mysqlctl.PargzipCompressor) && lanesKeepCoresBusy(lanes)
+	c.gzipInLane = c.Enabled && codecs[c.Engine].gzip && lanesKeepCoresBusy(lanes)
 	return c
 }
 
@@ -123,20 +120,21 @@ func (c *CompressionConfig) Validate() error {
 	if !c.Enabled {
 		return nil
 	}
-	switch c.Engine {
-	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor:
-	case mysqlctl.ExternalCompressor:
-		if c.ExternalCompressor == "" {
-			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are pgzip, pargzip, zstd, lz4, or external with --external-compressor set", c.Engine)
-		}
-		if c.ExternalExtension == "" {
-			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor: allowed values are a file extension such as .zst")
-		}
-		if _, err := shlex.Split(c.ExternalCompressor); err != nil {
-			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --external-compressor: allowed values are a command split like a shell would (balanced quotes, no trailing backslash); %v", c.ExternalCompressor, err)
-		}
-	default:
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are pgzip, pargzip, zstd, lz4, external", c.Engine)
+	if _, ok := codecs[c.Engine]; !ok {
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s", c.Engine, strings.Join(codecNames(), ", "))
+	}
+	if c.Engine != mysqlctl.ExternalCompressor {
+		return nil
+	}
+	if c.ExternalCompressor == "" {
+		builtin := slices.DeleteFunc(codecNames(), func(n string) bool { return n == mysqlctl.ExternalCompressor })
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s, or external with --external-compressor set", c.Engine, strings.Join(builtin, ", "))
+	}
+	if c.ExternalExtension == "" {
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor: allowed values are a file extension such as .zst")
+	}
+	if _, err := shlex.Split(c.ExternalCompressor); err != nil {
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --external-compressor: allowed values are a command split like a shell would (balanced quotes, no trailing backslash); %v", c.ExternalCompressor, err)
 	}
 	return nil
 }
@@ -146,17 +144,10 @@ func (c *CompressionConfig) Extension() string {
 	if !c.Enabled {
 		return ""
 	}
-	switch c.Engine {
-	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor:
-		return ".gz"
-	case mysqlctl.ZstdCompressor:
-		return ".zst"
-	case mysqlctl.Lz4Compressor:
-		return ".lz4"
-	case mysqlctl.ExternalCompressor:
+	if c.Engine == mysqlctl.ExternalCompressor {
 		return c.ExternalExtension
 	}
-	return ""
+	return codecs[c.Engine].extension
 }
 
 // newCompressor wraps w in this configuration's compressor. Closing the
@@ -165,77 +156,30 @@ func (c *CompressionConfig) newCompressor(ctx context.Context, w io.Writer, logg
 	if !c.Enabled {
 		return nopWriteCloser{w}, nil
 	}
-	if c.gzipInLane {
-		gz, err := gzip.NewWriterLevel(w, c.Level)
-		if err != nil {
-			return nil, vterrors.Wrapf(err, "cannot create %s compressor", c.Engine)
-		}
-		return gz, nil
+	cd, ok := codecs[c.Engine]
+	if !ok {
+		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q", c.Engine)
 	}
-	switch c.Engine {
-	case mysqlctl.PgzipCompressor:
-		gz, err := pgzip.NewWriterLevel(w, c.Level)
-		if err != nil {
-			return nil, vterrors.Wrap(err, "cannot create pgzip compressor")
-		}
-		if err := gz.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
-			return nil, vterrors.Wrap(err, "cannot configure pgzip compressor")
-		}
-		return gz, nil
-	case mysqlctl.PargzipCompressor:
-		gz := pargzip.NewWriter(w)
-		gz.ChunkSize = c.BlockSize
-		gz.Parallel = c.Blocks
-		gz.CompressionLevel = c.Level
-		return gz, nil
-	case mysqlctl.Lz4Compressor:
-		lw := lz4.NewWriter(w).WithConcurrency(c.Blocks)
-		lw.Header = lz4.Header{CompressionLevel: c.Level}
-		return lw, nil
-	case mysqlctl.ZstdCompressor:
-		level := zstd.EncoderLevelFromZstd(c.Level)
-		zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(level), zstd.WithWindowSize(zstdWindow(level)), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			return nil, vterrors.Wrap(err, "cannot create zstd compressor")
-		}
-		return zw, nil
-	case mysqlctl.ExternalCompressor:
-		return startExternal(ctx, "compressor", c.ExternalCompressor, nil, w, logger)
-	}
-	return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q", c.Engine)
+	return cd.writer(ctx, c, w, logger)
 }
 
 // seekable reports whether a lane written with this configuration can be
-// read from any frame start: every built-in codec's reader takes a frame,
-// or frames one after another, on its own; an external command's output
-// cannot be cut.
+// read from any frame start.
 func (c *CompressionConfig) seekable() bool {
-	return !c.Enabled || c.Engine != mysqlctl.ExternalCompressor
+	return !c.Enabled || codecs[c.Engine].seekable
 }
 
 // reuse returns the compressor of a new frame writing to w, given comp,
-// whose frame has ended (closed): comp itself reset where the library can
-// (zstd, gzip; pgzip, whose Reset restores its default concurrency, set
-// again), a new one otherwise (lz4's Reset clears its level; pargzip has
-// none). A new pgzip writer per frame would start with empty pools of blocks
-// and flate writers: at 64 lanes and 1 MiB frames that took 2.2 GiB where
-// one writer reset takes 0.3 GiB.
+// whose frame has ended (closed): comp itself reset where its codec can, a
+// new one otherwise.
 func (c *CompressionConfig) reuse(ctx context.Context, comp io.WriteCloser, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
-	switch comp := comp.(type) {
-	case nopWriteCloser:
+	if _, ok := comp.(nopWriteCloser); ok {
 		return nopWriteCloser{w}, nil
-	case *zstd.Encoder:
-		comp.Reset(w)
-		return comp, nil
-	case *gzip.Writer:
-		comp.Reset(w)
-		return comp, nil
-	case *pgzip.Writer:
-		comp.Reset(w)
-		if err := comp.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
-			return nil, vterrors.Wrap(err, "cannot configure pgzip compressor")
+	}
+	if reset := codecs[c.Engine].reset; reset != nil {
+		if comp, ok, err := reset(c, comp, w); ok || err != nil {
+			return comp, err
 		}
-		return comp, nil
 	}
 	return c.newCompressor(ctx, w, logger)
 }
@@ -245,74 +189,12 @@ func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, 
 	if !m.Compressed {
 		return io.NopCloser(r), nil
 	}
-	switch m.CompressionEngine {
-	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor:
-		// pargzip only compresses; its output is plain gzip. With as many
-		// lanes as cores each lane reads it as one sequential stream in its
-		// own goroutine: pgzip's reader allocates its read-ahead blocks again
-		// at every gzip member (every 1 MiB frame), and at 64 lanes a 4 GiB
-		// restore grew by 352 MiB (docs/benchmarks-memory-4g.md).
-		if lanesKeepCoresBusy(len(m.Lanes)) {
-			d, err := gzip.NewReader(r)
-			if err != nil {
-				return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
-			}
-			return d, nil
-		}
-		d, err := pgzip.NewReaderN(r, gzipReadBlock, gzipReadBlocks)
-		if err != nil {
-			return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
-		}
-		return d, nil
-	case mysqlctl.Lz4Compressor:
-		return io.NopCloser(lz4.NewReader(r)), nil
-	case mysqlctl.ZstdCompressor:
-		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, vterrors.Wrap(err, "cannot start zstd decompressor")
-		}
-		return d.IOReadCloser(), nil
-	case mysqlctl.ExternalCompressor:
-		// As in Vitess: the local flag wins; the MANIFEST's command only runs
-		// when the operator allows it.
-		cmd := local.ExternalDecompressor
-		if cmd == "" && local.UseManifestDecompressor {
-			cmd = m.ExternalDecompressor
-		}
-		if cmd == "" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs --external-decompressor (or --external-decompressor-use-manifest)")
-		}
-		return startExternal(ctx, "decompressor", cmd, r, nil, logger)
+	cd, ok := codecs[m.CompressionEngine]
+	if !ok {
+		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q in MANIFEST", m.CompressionEngine)
 	}
-	return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q in MANIFEST", m.CompressionEngine)
+	return cd.reader(ctx, m, local, r, logger)
 }
-
-// Every lane has its own compressor, so their memory is paid once per lane
-// (up to 64), and the lanes are the parallelism: each zstd encoder and
-// decoder works synchronously (concurrency 1). The library's default runs a
-// block ahead per lane in goroutines sized by the host's CPU count (up to 4
-// decoders per lane): 0.9 MiB more per encoder, and no faster with several
-// lanes (measured: 1.3-1.5x the throughput at 1-8 lanes, 2.03 -> 1.61 MiB
-// per encoder; decoders 1.29 -> 1.07 MiB at GOMAXPROCS=16). The window of the fast zstd levels is that of the zstd command
-// at levels 1 and 3 (windowLog 19 and 21) instead of the library's 8 MiB,
-// which takes ~2 MiB per lane instead of ~9 and lets a restore's decoders
-// hold 0.5-2 MiB of history each; the higher levels keep the library's window.
-func zstdWindow(level zstd.EncoderLevel) int {
-	switch level {
-	case zstd.SpeedFastest:
-		return 512 << 10
-	case zstd.SpeedDefault:
-		return 2 << 20
-	}
-	return 8 << 20
-}
-
-// With fewer lanes than cores, each lane's pgzip reader reads ahead two
-// 512 KiB blocks (pgzip's default is four of 1 MiB).
-const (
-	gzipReadBlock  = 512 << 10
-	gzipReadBlocks = 2
-)
 
 type nopWriteCloser struct{ io.Writer }
 

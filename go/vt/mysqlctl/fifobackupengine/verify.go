@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 
 	"vitess.io/vitess/go/vt/logutil"
-	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/vterrors"
 
@@ -64,9 +63,7 @@ func (m *Manifest) checkConsistency() error {
 		return nil
 	}
 	c := CompressionConfig{Enabled: true, Engine: m.CompressionEngine, ExternalExtension: m.CompressionExtension}
-	switch m.CompressionEngine {
-	case mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor, mysqlctl.ExternalCompressor:
-	default:
+	if _, ok := codecs[m.CompressionEngine]; !ok {
 		return bad("unknown CompressionEngine %q", m.CompressionEngine)
 	}
 	if ext := c.Extension(); ext != m.CompressionExtension {

@@ -1,0 +1,210 @@
+package fifobackupengine
+
+import (
+	"context"
+	"io"
+	"slices"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/pgzip"
+	"github.com/pierrec/lz4"
+	"github.com/planetscale/pargzip"
+
+	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// codec is one compression engine (Vitess's --compression-engine-name):
+// everything the engine does with it. Adding one is an entry in codecs and
+// a case in the round-trip test.
+type codec struct {
+	// extension is the lane files' suffix (external: the operator's).
+	extension string
+	// writer starts a lane's compressor.
+	writer func(ctx context.Context, c *CompressionConfig, w io.Writer, logger logutil.Logger) (io.WriteCloser, error)
+	// reset, where the library can, points comp (its frame closed) at w
+	// with all of its state reused; ok false starts a new writer instead.
+	reset func(c *CompressionConfig, comp io.WriteCloser, w io.Writer) (_ io.WriteCloser, ok bool, err error)
+	// reader starts a lane's decompressor for a backup written with m.
+	reader func(ctx context.Context, m *Manifest, local CompressionConfig, r io.Reader, logger logutil.Logger) (io.ReadCloser, error)
+	// seekable: a lane can be read from any frame start (the reader takes
+	// frames one after another on its own); an external command's output
+	// cannot be cut.
+	seekable bool
+	// gzip: the output is gzip, which each lane writes as one sequential
+	// stream when the lanes alone keep the cores busy (forLanes).
+	gzip bool
+}
+
+var codecs = map[string]codec{
+	mysqlctl.PgzipCompressor:    {extension: ".gz", writer: pgzipWriter, reset: resetGzip, reader: gzipReader, seekable: true, gzip: true},
+	mysqlctl.PargzipCompressor:  {extension: ".gz", writer: pargzipWriter, reset: resetGzip, reader: gzipReader, seekable: true, gzip: true},
+	mysqlctl.ZstdCompressor:     {extension: ".zst", writer: zstdWriter, reset: resetZstd, reader: zstdReader, seekable: true},
+	mysqlctl.Lz4Compressor:      {extension: ".lz4", writer: lz4Writer, reader: lz4Reader, seekable: true},
+	mysqlctl.ExternalCompressor: {writer: externalWriter, reader: externalReader},
+}
+
+// codecNames are the allowed values of --compression-engine-name, in
+// Vitess's order.
+func codecNames() []string {
+	names := []string{mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor, mysqlctl.ExternalCompressor}
+	for n := range codecs {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// sequentialGzip is a lane's gzip as one sequential stream (gzipInLane).
+func sequentialGzip(c *CompressionConfig, w io.Writer) (io.WriteCloser, error) {
+	gz, err := gzip.NewWriterLevel(w, c.Level)
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "cannot create %s compressor", c.Engine)
+	}
+	return gz, nil
+}
+
+func pgzipWriter(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.Logger) (io.WriteCloser, error) {
+	if c.gzipInLane {
+		return sequentialGzip(c, w)
+	}
+	gz, err := pgzip.NewWriterLevel(w, c.Level)
+	if err != nil {
+		return nil, vterrors.Wrap(err, "cannot create pgzip compressor")
+	}
+	if err := gz.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
+		return nil, vterrors.Wrap(err, "cannot configure pgzip compressor")
+	}
+	return gz, nil
+}
+
+func pargzipWriter(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.Logger) (io.WriteCloser, error) {
+	if c.gzipInLane {
+		return sequentialGzip(c, w)
+	}
+	gz := pargzip.NewWriter(w)
+	gz.ChunkSize = c.BlockSize
+	gz.Parallel = c.Blocks
+	gz.CompressionLevel = c.Level
+	return gz, nil
+}
+
+// resetGzip reuses a gzip or pgzip writer; pgzip's Reset restores its
+// default concurrency, set again. A new pgzip writer per frame would start
+// with empty pools of blocks and flate writers. pargzip has no Reset.
+func resetGzip(c *CompressionConfig, comp io.WriteCloser, w io.Writer) (io.WriteCloser, bool, error) {
+	switch comp := comp.(type) {
+	case *gzip.Writer:
+		comp.Reset(w)
+		return comp, true, nil
+	case *pgzip.Writer:
+		comp.Reset(w)
+		if err := comp.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
+			return nil, false, vterrors.Wrap(err, "cannot configure pgzip compressor")
+		}
+		return comp, true, nil
+	}
+	return nil, false, nil
+}
+
+// gzipReader reads pgzip's and pargzip's output (pargzip only compresses;
+// its output is plain gzip). With as many lanes as cores each lane reads it
+// as one sequential stream in its own goroutine: pgzip's reader allocates
+// its read-ahead blocks again at every gzip member (every frame).
+func gzipReader(_ context.Context, m *Manifest, _ CompressionConfig, r io.Reader, _ logutil.Logger) (io.ReadCloser, error) {
+	if lanesKeepCoresBusy(len(m.Lanes)) {
+		d, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
+		}
+		return d, nil
+	}
+	d, err := pgzip.NewReaderN(r, gzipReadBlock, gzipReadBlocks)
+	if err != nil {
+		return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
+	}
+	return d, nil
+}
+
+// With fewer lanes than cores, each lane's pgzip reader reads ahead two
+// 512 KiB blocks (pgzip's default is four of 1 MiB).
+const (
+	gzipReadBlock  = 512 << 10
+	gzipReadBlocks = 2
+)
+
+// zstdWriter: every lane has its own encoder, so its memory is paid once
+// per lane and the lanes are the parallelism: each encoder and decoder
+// works synchronously (concurrency 1), with the window of the zstd command
+// at the fast levels (zstdWindow). docs/benchmarks-memory.md has the
+// figures.
+func zstdWriter(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.Logger) (io.WriteCloser, error) {
+	level := zstd.EncoderLevelFromZstd(c.Level)
+	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(level), zstd.WithWindowSize(zstdWindow(level)), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, vterrors.Wrap(err, "cannot create zstd compressor")
+	}
+	return zw, nil
+}
+
+// zstdWindow is the zstd command's window at levels 1 and 3 (windowLog 19
+// and 21) instead of the library's 8 MiB, so a restore's decoders hold
+// little history each; the higher levels keep the library's window.
+func zstdWindow(level zstd.EncoderLevel) int {
+	switch level {
+	case zstd.SpeedFastest:
+		return 512 << 10
+	case zstd.SpeedDefault:
+		return 2 << 20
+	}
+	return 8 << 20
+}
+
+func resetZstd(_ *CompressionConfig, comp io.WriteCloser, w io.Writer) (io.WriteCloser, bool, error) {
+	zw, ok := comp.(*zstd.Encoder)
+	if ok {
+		zw.Reset(w)
+	}
+	return zw, ok, nil
+}
+
+func zstdReader(_ context.Context, _ *Manifest, _ CompressionConfig, r io.Reader, _ logutil.Logger) (io.ReadCloser, error) {
+	d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, vterrors.Wrap(err, "cannot start zstd decompressor")
+	}
+	return d.IOReadCloser(), nil
+}
+
+// lz4Writer: a new writer per frame, as lz4's Reset clears its level.
+func lz4Writer(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.Logger) (io.WriteCloser, error) {
+	lw := lz4.NewWriter(w).WithConcurrency(c.Blocks)
+	lw.Header = lz4.Header{CompressionLevel: c.Level}
+	return lw, nil
+}
+
+func lz4Reader(_ context.Context, _ *Manifest, _ CompressionConfig, r io.Reader, _ logutil.Logger) (io.ReadCloser, error) {
+	return io.NopCloser(lz4.NewReader(r)), nil
+}
+
+func externalWriter(ctx context.Context, c *CompressionConfig, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {
+	return startExternal(ctx, "compressor", c.ExternalCompressor, nil, w, logger)
+}
+
+// externalReader runs, as Vitess does, the local --external-decompressor;
+// the MANIFEST's command only when the operator allows it.
+func externalReader(ctx context.Context, m *Manifest, local CompressionConfig, r io.Reader, logger logutil.Logger) (io.ReadCloser, error) {
+	cmd := local.ExternalDecompressor
+	if cmd == "" && local.UseManifestDecompressor {
+		cmd = m.ExternalDecompressor
+	}
+	if cmd == "" {
+		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs --external-decompressor (or --external-decompressor-use-manifest)")
+	}
+	return startExternal(ctx, "decompressor", cmd, r, nil, logger)
+}

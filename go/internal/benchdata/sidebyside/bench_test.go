@@ -42,6 +42,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -1137,7 +1138,7 @@ func procMemTotalKB() int64 {
 }
 
 func versions() map[string]string {
-	v := map[string]string{"go": runtime.Version(), "vitess": "v0.24.3 (go.mod)"}
+	v := map[string]string{"go": runtime.Version(), "vitess": vtversion.Module() + " (go.mod)"}
 	v["mariadb"] = run("/usr/sbin/mariadbd", "--version")
 	mb := strings.Split(run("/usr/bin/mariabackup", "--version"), "\n")
 	v["mariabackup"] = mb[len(mb)-1]

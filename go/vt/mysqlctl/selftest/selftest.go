@@ -28,6 +28,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 )
 
 // Options configures Run.
@@ -343,7 +344,7 @@ func keepProcessState() (restore func()) {
 
 func buildVersions() map[string]string {
 	// Vitess's own version constant, as its binaries' --version print it.
-	v := map[string]string{"plugin": "(devel)", "vitess": servenv.AppVersion.ToStringMap()["version"], "go": runtime.Version()}
+	v := map[string]string{"plugin": "(devel)", "vitess": servenv.AppVersion.ToStringMap()["version"], "vitess module": vtversion.Module(), "go": runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		v["plugin"] = bi.Main.Version
 	}

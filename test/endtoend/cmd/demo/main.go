@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
@@ -60,7 +61,7 @@ func run() int {
 	defer cancelTimeout()
 
 	fmt.Println("vtfifo demo: the fifo backup engine and the split backup storage in a real Vitess cluster")
-	fmt.Println("(Vitess v0.24.3 vttablet/vtctld/vtctldclient, MariaDB + mariabackup, etcd; all on 127.0.0.1)")
+	fmt.Printf("(Vitess %s vttablet/vtctld/vtctldclient, MariaDB + mariabackup, etcd; all on 127.0.0.1)\n", vtversion.Module())
 	fmt.Println()
 
 	var c *cluster.Cluster

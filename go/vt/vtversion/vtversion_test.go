@@ -1,0 +1,20 @@
+package vtversion
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestModuleIsGoModsPin: the version the build records is the one go.mod
+// requires.
+func TestModuleIsGoModsPin(t *testing.T) {
+	b, err := os.ReadFile("../../../go.mod")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^\s*vitess\.io/vitess (v\S+)`).FindSubmatch(b)
+	require.NotNil(t, m, "go.mod requires vitess.io/vitess")
+	assert.Equal(t, string(m[1]), Module())
+}

@@ -112,8 +112,7 @@ func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOpti
 // SetReadDeadline(time.Now()) if it has that method (os.File on a pipe or
 // FIFO, net.Conn); other sources must end on their own.
 func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts SplitOptions) ([]LaneStats, error) {
-	n := len(lanes)
-	if n == 0 {
+	if len(lanes) == 0 {
 		return nil, errors.New("xbstream.Split: no lanes")
 	}
 	if len(srcs) == 0 {
@@ -127,188 +126,265 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	s := newSplitter(ctx, cancel, len(lanes), len(srcs), opts)
+	s.startLanes(lanes)
+	in, stopDeadlines := s.startSources(srcs)
+	defer stopDeadlines()
+	for p := range in {
+		if ctx.Err() != nil {
+			s.free <- p.it // drained: the sources see ctx and stop
+			continue
+		}
+		s.deal(p.it, p.c) // on failure it has released the item and ctx is done
+	}
+	// Every source has stopped (in is closed). The end records go out only
+	// when all of them ended cleanly.
+	if ctx.Err() == nil {
+		s.broadcast(seqEnd, s.seq)
+	}
+	for i := range s.work {
+		close(s.work[i])
+	}
+	s.lanesWG.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return s.stats, err
+	}
+	return s.stats, nil
+}
 
-	stats := make([]LaneStats, n)
+// balancer is the dealer's rule: which lane the next item goes to.
+type balancer interface {
+	// lane picks the lane of an item of size bytes and counts it there.
+	lane(size int64) int
+	// add counts size bytes sent to lane outside lane's choice (the
+	// sequence records every lane gets).
+	add(lane int, size int64)
+}
+
+// fewestBytes deals every item to the lane with the fewest bytes so far,
+// ties to the lowest index: the lanes stay balanced by bytes even when one
+// file is most of the data.
+type fewestBytes []int64
+
+func (b fewestBytes) lane(size int64) int {
+	lane := 0
+	for i := 1; i < len(b); i++ {
+		if b[i] < b[lane] {
+			lane = i
+		}
+	}
+	b[lane] += size
+	return lane
+}
+
+func (b fewestBytes) add(lane int, size int64) { b[lane] += size }
+
+// splitter is the state of one SplitStreams: a pool of items, one goroutine
+// per lane writing what it is dealt, one per source parsing chunks into
+// items, and the dealer (the caller's goroutine) between them.
+type splitter struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	opts    SplitOptions
+	stats   []LaneStats
+	free    chan *splitItem
+	work    []chan *splitItem
+	lanesWG sync.WaitGroup
+	balance balancer
+
+	// closed holds the paths whose 'E' chunk went by: the first chunk for
+	// such a path is where mbstream -x stops (it refuses to re-create the
+	// file), so a cut record goes out before it.
+	closed map[string]struct{}
+	cut    bool
+	seq    uint64
+}
+
+// parsed is a chunk a source read into an item of the pool.
+type parsed struct {
+	it *splitItem
+	c  *Chunk
+}
+
+func newSplitter(ctx context.Context, cancel context.CancelCauseFunc, lanes, srcs int, opts SplitOptions) *splitter {
+	s := &splitter{ctx: ctx, cancel: cancel, opts: opts, stats: make([]LaneStats, lanes), work: make([]chan *splitItem, lanes),
+		balance: make(fewestBytes, lanes), closed: map[string]struct{}{}}
 	// Each pooled item comes to hold a piece (or, without PieceSize, a whole
 	// chunk of the tool): the pool, not the lane count, bounds that memory.
 	// Lanes past maxChunksInFlight wait for an item; they could only compete
 	// for the same cores anyway.
-	items := min(n, maxChunksInFlight) + len(srcs)
-	free := make(chan *splitItem, items)
+	items := min(lanes, maxChunksInFlight) + srcs
+	s.free = make(chan *splitItem, items)
 	for range items {
-		free <- &splitItem{pooled: true}
+		s.free <- &splitItem{pooled: true}
 	}
-	release := func(it *splitItem) {
-		if it.pooled {
-			free <- it
-		}
+	return s
+}
+
+func (s *splitter) release(it *splitItem) {
+	if it.pooled {
+		s.free <- it
 	}
-	work := make([]chan *splitItem, n)
-	var lanesWG sync.WaitGroup
+}
+
+// startLanes starts a goroutine per lane writing the items dealt to it; the
+// first write error cancels the split, naming the lane.
+func (s *splitter) startLanes(lanes []io.Writer) {
 	for i := range lanes {
-		work[i] = make(chan *splitItem)
-		lanesWG.Go(func() {
+		s.work[i] = make(chan *splitItem)
+		s.lanesWG.Go(func() {
 			failed := false
-			for it := range work[i] {
+			for it := range s.work[i] {
 				if !failed {
-					if err := writeItem(lanes[i], it, &stats[i]); err != nil {
+					if err := writeItem(lanes[i], it, &s.stats[i]); err != nil {
 						failed = true
-						cancel(&LaneError{Lane: i, Err: fmt.Errorf("write: %w", err)})
+						s.cancel(&LaneError{Lane: i, Err: fmt.Errorf("write: %w", err)})
 					}
 				}
-				release(it)
+				s.release(it)
 			}
 		})
 	}
+}
 
-	// One goroutine per source parses its chunks into free items and hands
-	// them to the dealer in the source's order.
-	type parsed struct {
-		it *splitItem
-		c  *Chunk
-	}
-	in := make(chan parsed)
-	var srcWG sync.WaitGroup
+// startSources starts a goroutine per source that parses its chunks into
+// free items and hands them over in the source's order; the channel closes
+// when every source has stopped. stop undoes the read-deadline hooks.
+func (s *splitter) startSources(srcs []io.Reader) (in <-chan parsed, stop func()) {
+	out := make(chan parsed)
+	var stops []func() bool
+	var wg sync.WaitGroup
 	for i, src := range srcs {
 		if d, ok := src.(interface{ SetReadDeadline(time.Time) error }); ok {
-			stop := context.AfterFunc(ctx, func() { _ = d.SetReadDeadline(time.Now()) })
-			defer stop()
+			stops = append(stops, context.AfterFunc(s.ctx, func() { _ = d.SetReadDeadline(time.Now()) }))
 		}
 		name := "source"
 		if len(srcs) > 1 {
 			name = fmt.Sprintf("source %d", i)
 		}
-		srcWG.Go(func() {
-			r := NewReader(src, WithMaxChunkSize(opts.MaxChunkSize), WithMaxPiecedChunkSize(opts.MaxPiecedChunkSize), WithReadBufferSize(opts.ReadBufferSize))
-			for {
-				var it *splitItem
-				select {
-				case it = <-free:
-				case <-ctx.Done():
-					return
-				}
-				var c *Chunk
-				var err error
-				if opts.PieceSize > 0 {
-					c, err = r.readPiece(&it.data, opts.PieceSize)
-				} else {
-					c, err = r.read(&it.data)
-				}
-				if err != nil {
-					free <- it
-					if err != io.EOF {
-						cancel(fmt.Errorf("%s: %w", name, err))
-					}
-					return
-				}
-				// The reader reuses its Chunk and sparse map for the next read,
-				// which may run before the dealer is done with this one.
-				own := *c
-				if c.Sparse != nil {
-					own.Sparse = append([]SparseSegment(nil), c.Sparse...)
-				}
-				select {
-				case in <- parsed{it, &own}:
-				case <-ctx.Done():
-					free <- it
-					return
-				}
-			}
-		})
+		wg.Go(func() { s.readSource(name, src, out) })
 	}
-	go func() { srcWG.Wait(); close(in) }()
+	go func() { wg.Wait(); close(out) }()
+	return out, func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+}
 
-	assigned := make([]int64, n)
-	send := func(lane int, it *splitItem) bool {
+func (s *splitter) readSource(name string, src io.Reader, out chan<- parsed) {
+	r := NewReader(src, WithMaxChunkSize(s.opts.MaxChunkSize), WithMaxPiecedChunkSize(s.opts.MaxPiecedChunkSize), WithReadBufferSize(s.opts.ReadBufferSize))
+	for {
+		var it *splitItem
 		select {
-		case work[lane] <- it:
-			return true
-		case <-ctx.Done():
-			release(it)
-			return false
+		case it = <-s.free:
+		case <-s.ctx.Done():
+			return
 		}
-	}
-	broadcast := func(kind byte, num uint64) bool {
-		for i := range work {
-			it := &splitItem{hdr: appendSeqRecord(nil, kind, num)}
-			assigned[i] += int64(len(it.hdr))
-			if !send(i, it) {
-				return false
-			}
-		}
-		return true
-	}
-
-	// closed holds the paths whose 'E' chunk went by: the first chunk for such a
-	// path is where mbstream -x stops (it refuses to re-create the file).
-	closed := map[string]struct{}{}
-	cut := false
-	var seq uint64
-	deal := func(it *splitItem, c *Chunk) bool {
-		if c.Type == ChunkPayload || c.Type == ChunkEOF || c.Type == ChunkSparse {
-			if _, ok := closed[c.Path]; ok && !cut {
-				cut = true
-				if !broadcast(seqCut, seq) {
-					free <- it
-					return false
-				}
-			}
-			if c.Type == ChunkEOF {
-				closed[c.Path] = struct{}{}
-				if opts.FileEnded != nil {
-					if err := opts.FileEnded(c.Path); err != nil {
-						cancel(err)
-						free <- it
-						return false
-					}
-				}
-			}
-		}
+		var c *Chunk
 		var err error
-		it.hdr = appendSeqRecord(it.hdr[:0], seqNext, seq)
-		if it.hdr, err = appendHeader(it.hdr, c, true); err != nil { // cannot happen for a chunk the reader accepted
-			cancel(err)
-			release(it)
-			return false
+		if s.opts.PieceSize > 0 {
+			c, err = r.readPiece(&it.data, s.opts.PieceSize)
+		} else {
+			c, err = r.read(&it.data)
 		}
-		it.path = c.Path
-		it.payload = nil
-		if c.Type != ChunkEOF {
-			it.payload = c.Payload
-		}
-		lane := 0
-		for i := 1; i < n; i++ {
-			if assigned[i] < assigned[lane] {
-				lane = i
+		if err != nil {
+			s.free <- it
+			if err != io.EOF {
+				s.cancel(fmt.Errorf("%s: %w", name, err))
 			}
+			return
 		}
-		assigned[lane] += int64(len(it.hdr) + len(it.payload))
-		if !send(lane, it) {
+		// The reader reuses its Chunk and sparse map for the next read,
+		// which may run before the dealer is done with this one.
+		own := *c
+		if c.Sparse != nil {
+			own.Sparse = append([]SparseSegment(nil), c.Sparse...)
+		}
+		select {
+		case out <- parsed{it, &own}:
+		case <-s.ctx.Done():
+			s.free <- it
+			return
+		}
+	}
+}
+
+func (s *splitter) send(lane int, it *splitItem) bool {
+	select {
+	case s.work[lane] <- it:
+		return true
+	case <-s.ctx.Done():
+		s.release(it)
+		return false
+	}
+}
+
+// broadcast sends a sequence record to every lane.
+func (s *splitter) broadcast(kind byte, num uint64) bool {
+	for i := range s.work {
+		it := &splitItem{hdr: appendSeqRecord(nil, kind, num)}
+		s.balance.add(i, int64(len(it.hdr)))
+		if !s.send(i, it) {
 			return false
 		}
-		seq++
-		return true
 	}
-	for p := range in {
-		if ctx.Err() != nil {
-			free <- p.it // drained: the sources see ctx and stop
-			continue
+	return true
+}
+
+// deal numbers chunk c (read into it) and sends it to the lane the balancer
+// picks, after a cut record if its file was closed before. On failure it has
+// released the item and the split is cancelled.
+func (s *splitter) deal(it *splitItem, c *Chunk) bool {
+	if err := s.noteFile(c); err != nil {
+		if err != errCancelled {
+			s.cancel(err)
 		}
-		deal(p.it, p.c) // on failure it has released the item and ctx is done
+		s.free <- it
+		return false
 	}
-	// Every source has stopped (in is closed). The end records go out only
-	// when all of them ended cleanly.
-	if ctx.Err() == nil {
-		broadcast(seqEnd, seq)
+	var err error
+	it.hdr = appendSeqRecord(it.hdr[:0], seqNext, s.seq)
+	if it.hdr, err = appendHeader(it.hdr, c, true); err != nil { // cannot happen for a chunk the reader accepted
+		s.cancel(err)
+		s.release(it)
+		return false
 	}
-	for i := range work {
-		close(work[i])
+	it.path = c.Path
+	it.payload = nil
+	if c.Type != ChunkEOF {
+		it.payload = c.Payload
 	}
-	lanesWG.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return stats, err
+	if !s.send(s.balance.lane(int64(len(it.hdr)+len(it.payload))), it) {
+		return false
 	}
-	return stats, nil
+	s.seq++
+	return true
+}
+
+// errCancelled: the split was already cancelled (a send failed).
+var errCancelled = errors.New("xbstream: split cancelled")
+
+// noteFile tracks the files whose end went by: a cut record goes to every
+// lane before a file is written again, and FileEnded hears of each end.
+func (s *splitter) noteFile(c *Chunk) error {
+	if c.Type != ChunkPayload && c.Type != ChunkEOF && c.Type != ChunkSparse {
+		return nil
+	}
+	if _, ok := s.closed[c.Path]; ok && !s.cut {
+		s.cut = true
+		if !s.broadcast(seqCut, s.seq) {
+			return errCancelled
+		}
+	}
+	if c.Type != ChunkEOF {
+		return nil
+	}
+	s.closed[c.Path] = struct{}{}
+	if s.opts.FileEnded != nil {
+		return s.opts.FileEnded(c.Path)
+	}
+	return nil
 }
 
 func writeItem(w io.Writer, it *splitItem, st *LaneStats) error {

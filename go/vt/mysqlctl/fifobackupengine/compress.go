@@ -259,3 +259,13 @@ func (e *external) Close() error {
 	}
 	return nil
 }
+
+func compressionName(c *CompressionConfig) string {
+	if !c.Enabled {
+		return "none"
+	}
+	if c.Engine == mysqlctl.ExternalCompressor {
+		return "external (" + c.ExternalExtension + ")"
+	}
+	return fmt.Sprintf("%s level %d", c.Engine, c.Level)
+}

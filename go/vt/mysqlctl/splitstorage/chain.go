@@ -24,21 +24,6 @@ import (
 // moves into .retired, so it leaves ListBackups, and with it restores and
 // retention counts, while its objects stay for its dependents), and removing
 // the last dependent of a retired backup removes that one too, up the chain.
-const (
-	baseMarker    = ".base"
-	retiredMarker = ".retired"
-)
-
-type baseDoc struct {
-	Base string `json:"base"`
-}
-
-type retiredDoc struct {
-	At time.Time `json:"at"`
-	// Dependents are the backups that depended on it when it was retired.
-	Dependents []string        `json:"dependents"`
-	Complete   json.RawMessage `json:"complete"`
-}
 
 // ChainHandle is what a Handle offers an engine that takes incremental
 // backups (the fifo engine type-asserts to its own copy of these methods).

@@ -1,14 +1,11 @@
 package splitstorage
 
 import (
-	"hash/crc32"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // readBudget is the memory that all files being read share for read-ahead.
 // Every reader owns one block buffer outside it, so a reader always makes

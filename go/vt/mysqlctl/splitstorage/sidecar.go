@@ -10,19 +10,6 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
-// Sidecars are small documents stored beside a complete backup's files after
-// it completed (a verification record): one object each, under a '.'-leading
-// key no backup file can have, so no index lists it and ReadFile never
-// returns it; RemoveBackup removes it with the backup.
-const (
-	sidecarPrefix   = ".sidecar-"
-	maxSidecarBytes = 1 << 20
-)
-
-func sidecarKey(dir, name, sidecar string) string {
-	return backupPrefix(dir, name) + sidecarPrefix + sidecar
-}
-
 // PutSidecar stores doc as the sidecar named sidecar of this complete
 // backup, replacing an older one. A backup that is not complete, or that was
 // removed meanwhile, gets none.

@@ -40,14 +40,8 @@ import (
 // Name is the key of this storage in backupstorage.BackupStorageMap.
 const Name = "split"
 
-const (
-	startedMarker  = ".started"
-	completeMarker = ".complete"
-	indexSuffix    = ".index"
-	partInfix      = ".part-"
-	maxIndexBytes  = 64 << 20
-	listWorkers    = 16
-)
+// listWorkers is how many backups ListBackups reads at once.
+const listWorkers = 16
 
 func init() {
 	backupstorage.BackupStorageMap[Name] = &Storage{params: backupstorage.NoParams(), retries: new(atomic.Int64)}
@@ -203,17 +197,6 @@ func checkName(kind, v string, slashOK bool) error {
 	return nil
 }
 
-func backupPrefix(dir, name string) string { return dir + "/" + name + "/" }
-
-// PartKey is the object key of part n (1-based) of file in a backup; listing
-// order is part order.
-func PartKey(dir, name, file string, n int) string {
-	return fmt.Sprintf("%s%s%s%08d", backupPrefix(dir, name), file, partInfix, n)
-}
-
-// IndexKey is the object key of a file's part index.
-func IndexKey(dir, name, file string) string { return backupPrefix(dir, name) + file + indexSuffix }
-
 // backupNames lists the names of every backup in dir, complete or not.
 func (s *Storage) backupNames(ctx context.Context, dir string) (*env, []string, error) {
 	if err := checkName("directory", dir, true); err != nil {
@@ -272,15 +255,6 @@ func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
-}
-
-type startedDoc struct {
-	Token    string    `json:"token"`
-	Host     string    `json:"host"`
-	Started  time.Time `json:"started"`
-	PartSize int64     `json:"part_size"`
-	// Encryption is the backup's data key, wrapped (nil: in the clear).
-	Encryption *crypt.Envelope `json:"encryption,omitempty"`
 }
 
 // StartBackup is part of backupstorage.BackupStorage. It fails if the backup

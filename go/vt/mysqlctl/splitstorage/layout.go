@@ -4,6 +4,32 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
+)
+
+// The layout of a backup in the storage: every object is under
+// <dir>/<name>/ (backupPrefix). A file is parts <file>.part-NNNNNNNN
+// (PartKey) and, once they are all stored, its index <file>.index
+// (IndexKey, the Index document). '.'-leading keys, which no backup file can
+// have, are the backup's own: .started (first, startedDoc), .base (an
+// incremental backup's base, baseDoc), .complete (last, the Complete
+// document), .retired (a removed base kept for its dependents, retiredDoc)
+// and .sidecar-<name> (small documents stored after completion, such as a
+// verification record: no index lists them, ReadFile never returns them,
+// RemoveBackup removes them with the backup).
+const (
+	startedMarker   = ".started"
+	completeMarker  = ".complete"
+	baseMarker      = ".base"
+	retiredMarker   = ".retired"
+	sidecarPrefix   = ".sidecar-"
+	indexSuffix     = ".index"
+	partInfix       = ".part-"
+	maxIndexBytes   = 64 << 20
+	maxSidecarBytes = 1 << 20
 )
 
 // ParseIndex decodes a file's part index (<file>.index) and checks that it is
@@ -105,3 +131,77 @@ func strictJSON(doc []byte, v any) error {
 	}
 	return nil
 }
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// Index is the JSON document stored as <file>.index once all of a file's
+// parts are stored. Version 2 adds a CRC32C per block of BlockSize bytes of
+// every part, so a reader verifies each block before it hands out any of its
+// bytes without holding a whole part. Version 3 is an encrypted file: each
+// block is a frame sealed on its own (see encryption.go); Size is then the
+// file's bytes before encryption, and the parts' sizes what is stored.
+type Index struct {
+	Version    int         `json:"version"`
+	Backup     string      `json:"backup"`
+	File       string      `json:"file"`
+	PartSize   int64       `json:"part_size"`
+	BlockSize  int64       `json:"block_size,omitempty"`
+	Encryption string      `json:"encryption,omitempty"`
+	Size       int64       `json:"size"`
+	Parts      []PartEntry `json:"parts"`
+}
+
+// PartEntry describes one part object.
+type PartEntry struct {
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+	// Blocks holds the big-endian CRC32C of each block of the part (version 2).
+	Blocks []byte `json:"blocks,omitempty"`
+}
+
+// Complete is the JSON document stored as .complete, last, by EndBackup.
+type Complete struct {
+	Version  int       `json:"version"`
+	Backup   string    `json:"backup"`
+	Finished time.Time `json:"finished"`
+	Files    []string  `json:"files"`
+	Bytes    int64     `json:"bytes"`
+	Parts    int       `json:"parts"`
+}
+
+func backupPrefix(dir, name string) string { return dir + "/" + name + "/" }
+
+// PartKey is the object key of part n (1-based) of file in a backup; listing
+// order is part order.
+func PartKey(dir, name, file string, n int) string {
+	return fmt.Sprintf("%s%s%s%08d", backupPrefix(dir, name), file, partInfix, n)
+}
+
+// IndexKey is the object key of a file's part index.
+func IndexKey(dir, name, file string) string { return backupPrefix(dir, name) + file + indexSuffix }
+
+type startedDoc struct {
+	Token    string    `json:"token"`
+	Host     string    `json:"host"`
+	Started  time.Time `json:"started"`
+	PartSize int64     `json:"part_size"`
+	// Encryption is the backup's data key, wrapped (nil: in the clear).
+	Encryption *crypt.Envelope `json:"encryption,omitempty"`
+}
+
+func sidecarKey(dir, name, sidecar string) string {
+	return backupPrefix(dir, name) + sidecarPrefix + sidecar
+}
+
+type baseDoc struct {
+	Base string `json:"base"`
+}
+
+type retiredDoc struct {
+	At time.Time `json:"at"`
+	// Dependents are the backups that depended on it when it was retired.
+	Dependents []string        `json:"dependents"`
+	Complete   json.RawMessage `json:"complete"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

@@ -15,6 +15,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -283,19 +284,11 @@ func (c *Config) validateOwn() error {
 	return checkToolFlags("fifo-backup-prepare-flags", prepareFlags, prepareOptionRules)
 }
 
-// concurrentFiles is what a storage's BackupHandle may implement to say how
-// many files it can have open for writing at once (the split storage: the
-// parts its spool directory has room for). The engine and the storage never import
-// each other: this interface is the whole contract.
-type concurrentFiles interface {
-	WritableFilesAtOnce() int
-}
-
 // AutoLanes is --fifo-backup-lanes=0: one lane per CPU, at most 64, and no
 // more than bh (the backup's storage handle) can write at once when it says.
 func AutoLanes(cpus int, bh any) int {
 	n := min(cpus, maxLanes)
-	if w, ok := bh.(concurrentFiles); ok {
+	if w, ok := bh.(backuphandle.ConcurrentFiles); ok {
 		n = min(n, w.WritableFilesAtOnce())
 	}
 	return max(n, 1)

@@ -12,6 +12,8 @@ import (
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 )
 
 // Incremental backups. With --fifo-backup-full-interval set, an ordinary
@@ -25,29 +27,9 @@ import (
 // prepared by the tool's rules for incrementals (prepareChain).
 //
 // Chains need a storage that keeps a base while a delta depends on it: the
-// split storage does (its BackupHandle implements chainHandle), and retires a
+// split storage does (its BackupHandle implements backuphandle.Chain), and retires a
 // removed base until its last dependent goes. With any other storage every
 // backup is full.
-
-// chainHandle is what a storage's BackupHandle implements to hold incremental
-// chains (the split storage's chain.go). The engine and the storage never
-// import each other: this interface is the whole contract.
-type chainHandle interface {
-	// SetBase records, before any file is written, that this backup depends
-	// on base; the storage keeps the base while this backup exists.
-	SetBase(ctx context.Context, base string) error
-	// Siblings lists the complete backups of the handle's directory.
-	Siblings(ctx context.Context) ([]backupstorage.BackupHandle, error)
-	// Sibling opens a backup of the handle's directory by name: a complete
-	// one, or one removed from the list but kept as a base.
-	Sibling(ctx context.Context, name string) (backupstorage.BackupHandle, error)
-}
-
-// storedSizer is what a storage's BackupHandle may implement to say a stored
-// file's size without reading it (the split storage: from its index).
-type storedSizer interface {
-	StoredSize(ctx context.Context, file string) (int64, error)
-}
 
 // member is one backup of a chain.
 type member struct {
@@ -76,7 +58,7 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its chain is longer than %d backups (a loop?)", target.m.BackupName, maxChainLength)
 		}
 		name := cur.m.BaseBackup
-		ch, ok := cur.bh.(chainHandle)
+		ch, ok := cur.bh.(backuphandle.Chain)
 		if !ok {
 			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental on base %s, but its storage cannot open other backups (incremental chains need the split storage)", cur.m.BackupName, name)
 		}
@@ -113,7 +95,7 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 // checkLanesStored checks, where the storage can say without reading them,
 // that every lane of a backup is stored whole.
 func checkLanesStored(ctx context.Context, c member) error {
-	s, ok := c.bh.(storedSizer)
+	s, ok := c.bh.(backuphandle.StoredSizer)
 	if !ok {
 		return nil
 	}
@@ -198,7 +180,7 @@ func (b *backupRun) planDelta(ctx context.Context, here lineage, pos replication
 		b.logger.Infof("fifo backup: taking a full backup: %s", why)
 		return nil
 	}
-	ch, ok := b.bh.(chainHandle)
+	ch, ok := b.bh.(backuphandle.Chain)
 	if !ok {
 		return full("the backup storage cannot keep incremental chains (use --backup-storage-implementation=split)")
 	}

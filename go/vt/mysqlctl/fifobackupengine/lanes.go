@@ -11,6 +11,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -31,13 +32,6 @@ type storedLanes struct {
 	// read, one after another (a table restore, laneindex.go); nil reads
 	// every lane whole.
 	stretches [][]byteRange
-}
-
-// rangeReader is a storage that reads part of a file, such as the split
-// storage (its Handle.ReadFileRange). Others read a lane from its start and
-// skip what is not wanted.
-type rangeReader interface {
-	ReadFileRange(ctx context.Context, filename string, off, n int64) (io.ReadCloser, error)
 }
 
 func (s *storedLanes) lanes() []xbstream.Lane {
@@ -67,7 +61,7 @@ func (s *storedLanes) lanes() []xbstream.Lane {
 			if r == nil {
 				src, err = s.bh.ReadFile(ctx, lane.File)
 			} else {
-				src, err = s.bh.(rangeReader).ReadFileRange(ctx, lane.File, r.off, r.n)
+				src, err = s.bh.(backuphandle.RangeReader).ReadFileRange(ctx, lane.File, r.off, r.n)
 			}
 			s.stats.since("Source:Open", start)
 			if err != nil {
@@ -105,7 +99,7 @@ func (s *storedLanes) lanes() []xbstream.Lane {
 }
 
 func isRangeReader(bh backupstorage.BackupHandle) bool {
-	_, ok := bh.(rangeReader)
+	_, ok := bh.(backuphandle.RangeReader)
 	return ok
 }
 

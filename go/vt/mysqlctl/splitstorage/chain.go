@@ -13,6 +13,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -25,16 +26,14 @@ import (
 // retention counts, while its objects stay for its dependents), and removing
 // the last dependent of a retired backup removes that one too, up the chain.
 
-// ChainHandle is what a Handle offers an engine that takes incremental
-// backups (the fifo engine type-asserts to its own copy of these methods).
-type ChainHandle interface {
-	backupstorage.BackupHandle
-	SetBase(ctx context.Context, base string) error
-	Siblings(ctx context.Context) ([]backupstorage.BackupHandle, error)
-	Sibling(ctx context.Context, name string) (backupstorage.BackupHandle, error)
-}
-
-var _ ChainHandle = (*Handle)(nil)
+// The handle is what the fifo engine asks of a storage beyond Vitess's
+// interface (backuphandle).
+var (
+	_ backuphandle.Chain           = (*Handle)(nil)
+	_ backuphandle.RangeReader     = (*Handle)(nil)
+	_ backuphandle.StoredSizer     = (*Handle)(nil)
+	_ backuphandle.ConcurrentFiles = (*Handle)(nil)
+)
 
 // SetBase records that this backup, being written, depends on the backup
 // named base in the same directory, which must be complete (or retired: kept

@@ -8,8 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -175,5 +173,3 @@ func TestQuarantineTakesDependents(t *testing.T) {
 	require.Len(t, inc, 2)
 	assert.Equal(t, "its base b-delta is quarantined: test restore failed", inc[1].Quarantined)
 }
-
-var _ backupstorage.BackupHandle = splitstorage.ChainHandle(nil)

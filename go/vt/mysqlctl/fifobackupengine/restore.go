@@ -36,7 +36,7 @@ func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestorePara
 	if err != nil {
 		return nil, err
 	}
-	run := &restoreRun{cfg: cfg, params: params, bh: bh, m: m, stats: newPhaseStats(params.Stats), logger: params.Logger}
+	run := &restoreRun{cfg: cfg, params: params, bh: bh, m: m, stats: newPhaseStats(params.Stats), logger: params.Logger, scope: wholeBackup{}}
 	start := time.Now()
 	err = run.execute(ctx)
 	params.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s: per-phase stats", bh.Name()), time.Since(start)))
@@ -59,13 +59,9 @@ type restoreRun struct {
 	// checkTables: the last prepare validates the indexes (prepareStep).
 	checkTables bool
 
-	// subset, if set, restores only some tables (tables.go); tables is what
-	// the chain's full backup holds of them.
-	subset    *tableSubset
-	tables    []*TableFiles
+	// scope is what the restore restores: everything, or some tables.
+	scope     restoreScope
 	readBytes atomic.Int64 // stored bytes read, every backup of the chain
-	// readStreamBytes is what the frames read hold, every backup of the chain.
-	readStreamBytes int64
 }
 
 func (r *restoreRun) execute(ctx context.Context) error {
@@ -152,16 +148,14 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 	if tool == nil {
 		return nil
 	}
-	if r.subset != nil && tool.Flavor == FlavorXtrabackup && !strings.Contains(r.m.MySQLVersion, "MariaDB") {
-		if err := checkEncryptedTables(dir, r.tables, r.cfg.PrepareFlags); err != nil {
-			return err
-		}
+	if err := r.scope.beforePrepare(dir, tool, r.m, r.cfg.PrepareFlags); err != nil {
+		return err
 	}
 	last := len(r.chain) - 1
 	ariaElsewhere := setsAriaLogDir(defaultsFile)
 	step := func(i int, deltaDir string) prepareStep {
 		return prepareStep{DefaultsFile: defaultsFile, TargetDir: dir, DeltaDir: deltaDir,
-			RedoOnly: i < last, Export: r.subset != nil && i == last, CheckTables: r.checkTables && i == last,
+			RedoOnly: i < last, Export: r.scope.exports() && i == last, CheckTables: r.checkTables && i == last,
 			AriaLogInTarget: ariaElsewhere}
 	}
 	if err := r.prepare(ctx, tool, step(0, "")); err != nil {
@@ -181,10 +175,7 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 			return vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
 		}
 	}
-	if r.subset != nil {
-		return checkExported(dir, r.tables)
-	}
-	return nil
+	return r.scope.prepared(dir)
 }
 
 // extract downloads, decompresses and extracts all lanes of one backup in
@@ -202,13 +193,9 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 	}
 	from := &storedLanes{bh: bh, m: m, comp: r.cfg.Compression, stats: r.stats, onRead: onRead, logger: r.logger}
 	opts := xbstream.ExtractOptions{}
-	toRead, what := m.StoredBytes, fmt.Sprintf("%d lanes of %s (%d bytes)", n, m.BackupName, m.RawBytes)
-	var want []string // a table restore's files, where the lane index names them
-	if r.subset != nil {
-		var err error
-		if want, toRead, what, err = r.selectFrames(ctx, c, from, &opts); err != nil {
-			return err
-		}
+	want, toRead, what, err := r.scope.frames(ctx, c, from, &opts)
+	if err != nil {
+		return err
 	}
 	stopProgress := logProgress(ctx, r.cfg.Progress, func(elapsed time.Duration) {
 		r.logger.Infof("fifo restore: %s", restoreProgressLine(read.Load(), toRead, elapsed))
@@ -239,10 +226,7 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 			}
 		}
 	}
-	if r.subset != nil {
-		return r.checkSubset(c, want, st.FileSizes)
-	}
-	return nil
+	return r.scope.extracted(c, want, st.FileSizes)
 }
 
 // freeBytes returns the bytes available to this process on dir's file

@@ -96,12 +96,14 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if opts.OnManifest != nil {
 		opts.OnManifest(m)
 	}
-	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead, checkTables: opts.CheckTables}
+	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead, checkTables: opts.CheckTables, scope: wholeBackup{}}
+	var tables *tableRestore
 	if opts.Tables != nil {
 		if !opts.Prepare {
 			return rep, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "a table restore prepares the files (with --export): set Prepare")
 		}
-		run.subset = &tableSubset{patterns: opts.Tables}
+		tables = &tableRestore{subset: tableSubset{patterns: opts.Tables}, logger: opts.Logger}
+		run.scope = tables
 	}
 	// The tool is checked before anything is downloaded.
 	var tool *backupTool
@@ -135,13 +137,16 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	}
 	rep.Files, rep.Bytes = countFiles(dir)
 	rep.Chain = chainNames(run.chain)
-	rep.ReadBytes, rep.ReadStreamBytes = run.readBytes.Load(), run.readStreamBytes
+	rep.ReadBytes = run.readBytes.Load()
 	for _, c := range run.chain {
 		rep.StoredBytes += c.m.StoredBytes
 		rep.StreamBytes += c.m.RawBytes
 	}
-	for _, t := range run.tables {
-		rep.Tables = append(rep.Tables, RestoredTable{TableFiles: *t, Exported: exportedFiles(t)})
+	if tables != nil {
+		rep.ReadStreamBytes = tables.readStreamBytes
+		for _, t := range tables.tables {
+			rep.Tables = append(rep.Tables, RestoredTable{TableFiles: *t, Exported: exportedFiles(t)})
+		}
 	}
 	return rep, nil
 }

@@ -308,31 +308,31 @@ func exportedFiles(t *TableFiles) []string {
 	return slices.Compact(out)
 }
 
-// selectFrames sets up the extraction of one backup of a table restore's
-// chain: only the tables' and the tool's files, from only the frames that
-// hold them where the backup has a lane index, from whole lanes where it has
-// none. It returns the paths the index says must come out, the stored bytes
-// to read and a line saying what is read.
-func (r *restoreRun) selectFrames(ctx context.Context, c member, from *storedLanes, opts *xbstream.ExtractOptions) (want []string, toRead int64, what string, err error) {
+// frames sets up the extraction of one backup of a table restore's chain:
+// only the tables' and the tool's files, from only the frames that hold them
+// where the backup has a lane index, from whole lanes where it has none. It
+// returns the paths the index says must come out, the stored bytes to read
+// and a line saying what is read.
+func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes, opts *xbstream.ExtractOptions) (want []string, toRead int64, what string, err error) {
 	m := c.m
-	opts.Select, opts.ListFiles = r.subset.wants, true
+	opts.Select, opts.ListFiles = t.subset.wants, true
 	ix, err := ReadLaneIndex(ctx, c.bh, m)
 	if err != nil {
 		return nil, 0, "", err
 	}
 	if ix == nil {
-		r.logger.Warningf("fifo restore: backup %s has no lane index (taken before lanes were seekable, or with an external compressor): reading all %d stored bytes of its lanes for the tables' files", m.BackupName, m.StoredBytes)
-		r.readStreamBytes += m.RawBytes
+		t.logger.Warningf("fifo restore: backup %s has no lane index (taken before lanes were seekable, or with an external compressor): reading all %d stored bytes of its lanes for the tables' files", m.BackupName, m.StoredBytes)
+		t.readStreamBytes += m.RawBytes
 		return nil, m.StoredBytes, fmt.Sprintf("the tables' files from the whole lanes of %s (%d stored bytes)", m.BackupName, m.StoredBytes), nil
 	}
-	if r.tables == nil {
-		if r.tables, err = r.subset.tables(ix.Paths, m.BackupName); err != nil {
+	if t.tables == nil {
+		if t.tables, err = t.subset.tables(ix.Paths, m.BackupName); err != nil {
 			return nil, 0, "", err
 		}
 	}
 	selected := make([]bool, len(ix.Paths))
 	for i, p := range ix.Paths {
-		if selected[i] = r.subset.wants(p); selected[i] {
+		if selected[i] = t.subset.wants(p); selected[i] {
 			want = append(want, p)
 		}
 	}
@@ -346,29 +346,29 @@ func (r *restoreRun) selectFrames(ctx context.Context, c member, from *storedLan
 			toRead += br.n
 		}
 	}
-	r.readStreamBytes += raw
+	t.readStreamBytes += raw
 	what = fmt.Sprintf("%d files from %d of %d stored bytes (%.1f%%, %d stream bytes) of %s",
 		len(want), toRead, m.StoredBytes, 100*float64(toRead)/float64(max(m.StoredBytes, 1)), raw, m.BackupName)
 	return want, toRead, what, nil
 }
 
-// checkSubset checks what one backup of a table restore's chain gave: every
+// extracted checks what one backup of a table restore's chain gave: every
 // file its index named (each whole: Extract checked that), or, without an
 // index, the tables asked for.
-func (r *restoreRun) checkSubset(c member, want []string, got map[string]int64) error {
+func (t *tableRestore) extracted(c member, want []string, got map[string]int64) error {
 	for _, p := range want {
 		if _, ok := got[p]; !ok {
 			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s: its lane index names it but the frames read did not hold it", c.m.BackupName, p)
 		}
 	}
-	if r.tables == nil {
+	if t.tables == nil {
 		paths := make([]string, 0, len(got))
 		for p := range got {
 			paths = append(paths, p)
 		}
 		slices.Sort(paths)
 		var err error
-		r.tables, err = r.subset.tables(paths, c.m.BackupName)
+		t.tables, err = t.subset.tables(paths, c.m.BackupName)
 		return err
 	}
 	return nil

@@ -2,6 +2,7 @@ package splitstorage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
@@ -49,111 +52,159 @@ type CopyReport struct {
 // there, so that the next run copies them again. A destination that already
 // holds the backup complete is refused (ErrExists).
 func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string, opts CopyOptions) (CopyReport, error) {
-	var rep CopyReport
-	where := dir + "/" + name
-	se, err := s.backupEnv(ctx, dir, name)
+	c, err := s.startCopy(ctx, dst, dir, name, opts)
 	if err != nil {
-		return rep, err
+		return CopyReport{}, err
 	}
-	de, err := dst.backupEnv(ctx, dir, name)
-	if err != nil {
-		return rep, err
+	if err := c.copyAll(ctx, c.data); err != nil {
+		return c.rep, err
+	}
+	if err := c.verify(ctx); err != nil {
+		return c.rep, err
 	}
 	prefix := backupPrefix(dir, name)
-	complete, err := readSmall(ctx, se.be, prefix+completeMarker)
+	if err := c.de.be.Put(ctx, prefix+completeMarker, bytes.NewReader(c.complete), int64(len(c.complete)), backend.PutOptions{CRC32C: crc32c(c.complete)}); err != nil {
+		return c.rep, fmt.Errorf("split storage: copying backup %s: writing its completion marker: %w", c.where, err)
+	}
+	return c.rep, c.copyAll(ctx, c.sidecars)
+}
+
+// backupCopy is one CopyBackup.
+type backupCopy struct {
+	s, dst         *Storage
+	se, de         *env
+	dir, name      string
+	where          string
+	opts           CopyOptions
+	conc           int
+	complete       []byte // the source's completion marker
+	data, sidecars []backend.ObjectInfo
+
+	mu  sync.Mutex
+	rep CopyReport
+}
+
+// startCopy checks that the backup is complete at the source, that its
+// base (if incremental) is at the destination and that the destination does
+// not hold it complete already, and lists what is to be copied.
+func (s *Storage) startCopy(ctx context.Context, dst *Storage, dir, name string, opts CopyOptions) (*backupCopy, error) {
+	c := &backupCopy{s: s, dst: dst, dir: dir, name: name, where: dir + "/" + name, opts: opts}
+	var err error
+	if c.se, err = s.backupEnv(ctx, dir, name); err != nil {
+		return nil, err
+	}
+	if c.de, err = dst.backupEnv(ctx, dir, name); err != nil {
+		return nil, err
+	}
+	c.conc = cmp.Or(max(opts.Concurrency, 0), c.de.cfg.UploadConcurrency)
+	prefix := backupPrefix(dir, name)
+	c.complete, err = readSmall(ctx, c.se.be, prefix+completeMarker)
 	if errors.Is(err, ErrNotExist) {
 		// A retired base copies as a complete backup.
 		var r retiredDoc
-		if r, err = readRetired(ctx, se.be, prefix); err == nil {
-			complete = r.Complete
+		if r, err = readRetired(ctx, c.se.be, prefix); err == nil {
+			c.complete = r.Complete
 		}
 	}
 	if err != nil {
-		return rep, fmt.Errorf("split storage: copying backup %s: it is not complete at the source: %w", where, err)
+		return nil, fmt.Errorf("split storage: copying backup %s: it is not complete at the source: %w", c.where, err)
 	}
-	// An incremental backup is only of use where its base is.
-	base, err := baseOf(ctx, se.be, dir, name)
+	if err := c.checkDestination(ctx); err != nil {
+		return nil, fmt.Errorf("split storage: copying backup %s: %w", c.where, err)
+	}
+	objs, err := c.se.be.List(ctx, prefix, false)
 	if err != nil {
-		return rep, fmt.Errorf("split storage: copying backup %s: %w", where, err)
+		return nil, fmt.Errorf("split storage: copying backup %s: %w", c.where, err)
 	}
-	if base != "" {
-		state, err := backupState(ctx, de.be, dir, base)
-		if err != nil {
-			return rep, fmt.Errorf("split storage: copying backup %s: %w", where, err)
-		}
-		if state == "" {
-			return rep, fmt.Errorf("split storage: copying backup %s: it is incremental and its base %s/%s is not at the destination %s: copy the base first: %w", where, dir, base, de.be, ErrNotExist)
-		}
-	}
-	if _, err := de.be.Stat(ctx, prefix+completeMarker); err == nil {
-		return rep, fmt.Errorf("split storage: copying backup %s: the destination %s already holds it: %w", where, de.be, ErrExists)
-	} else if !errors.Is(err, ErrNotExist) {
-		return rep, fmt.Errorf("split storage: copying backup %s: %w", where, err)
-	}
-	objs, err := se.be.List(ctx, prefix, false)
-	if err != nil {
-		return rep, fmt.Errorf("split storage: copying backup %s: %w", where, err)
-	}
-	var data, sidecars []backend.ObjectInfo
 	for _, o := range objs {
 		switch {
 		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker || o.Key == prefix+retiredMarker:
 		case isSidecarKey(prefix, o.Key):
-			sidecars = append(sidecars, o)
+			c.sidecars = append(c.sidecars, o)
 		default:
-			data = append(data, o)
+			c.data = append(c.data, o)
 		}
 	}
-	conc := opts.Concurrency
-	if conc <= 0 {
-		conc = de.cfg.UploadConcurrency
-	}
-	var mu sync.Mutex
-	copyAll := func(objs []backend.ObjectInfo) error {
-		return forEach(ctx, conc, objs, func(ctx context.Context, o backend.ObjectInfo) error {
-			copied, server, err := copyObject(ctx, se.be, de.be, o, de.cfg.SpoolDir, opts.Move)
-			if err != nil {
-				return fmt.Errorf("split storage: copying backup %s: %s: %w", where, o.Key, err)
-			}
-			mu.Lock()
-			rep.Objects++
-			rep.Bytes += o.Size
-			if copied {
-				rep.Copied++
-				rep.CopiedBytes += o.Size
-			}
-			if server {
-				rep.ServerSide++
-			}
-			mu.Unlock()
-			if opts.OnObject != nil {
-				opts.OnObject(o.Key, o.Size, copied)
-			}
-			return nil
-		})
-	}
-	if err := copyAll(data); err != nil {
-		return rep, err
-	}
+	return c, nil
+}
 
-	dh := &Handle{s: dst, e: de, dir: dir, name: name, readOnly: true}
-	if _, err := dh.verifyAgainst(ctx, complete, nil, VerifyPartsOptions{Concurrency: conc}); err != nil {
-		// Wrong objects go, so that the next run copies them again.
-		var p Problem
-		for _, e := range flatten(err) {
-			if errors.As(e, &p) && p.Key != "" && p.Key != prefix+completeMarker {
-				de.be.Delete(ctx, p.Key)
-			}
+// checkDestination: an incremental backup is of use only where its base
+// is, and a backup complete at the destination is not copied again.
+func (c *backupCopy) checkDestination(ctx context.Context) error {
+	base, err := baseOf(ctx, c.se.be, c.dir, c.name)
+	if err != nil {
+		return err
+	}
+	if base != "" {
+		state, err := backupState(ctx, c.de.be, c.dir, base)
+		if err != nil {
+			return err
 		}
-		return rep, fmt.Errorf("split storage: copy of backup %s failed its verification at the destination %s (the damaged objects were removed there; run the copy again): %w", where, de.be, err)
+		if state == "" {
+			return fmt.Errorf("it is incremental and its base %s/%s is not at the destination %s: copy the base first: %w", c.dir, base, c.de.be, ErrNotExist)
+		}
 	}
-	if err := de.be.Put(ctx, prefix+completeMarker, bytes.NewReader(complete), int64(len(complete)), backend.PutOptions{CRC32C: crc32c(complete)}); err != nil {
-		return rep, fmt.Errorf("split storage: copying backup %s: writing its completion marker: %w", where, err)
+	if _, err := c.de.be.Stat(ctx, backupPrefix(c.dir, c.name)+completeMarker); err == nil {
+		return fmt.Errorf("the destination %s already holds it: %w", c.de.be, ErrExists)
+	} else if !errors.Is(err, ErrNotExist) {
+		return err
 	}
-	if err := copyAll(sidecars); err != nil {
-		return rep, err
+	return nil
+}
+
+// copyAll copies objs, c.conc at a time, counting them in c.rep.
+func (c *backupCopy) copyAll(ctx context.Context, objs []backend.ObjectInfo) error {
+	return forEach(ctx, c.conc, objs, func(ctx context.Context, o backend.ObjectInfo) error {
+		copied, server, err := copyObject(ctx, c.se.be, c.de.be, o, c.de.cfg.SpoolDir, c.opts.Move)
+		if err != nil {
+			return fmt.Errorf("split storage: copying backup %s: %s: %w", c.where, o.Key, err)
+		}
+		c.mu.Lock()
+		c.rep.Objects++
+		c.rep.Bytes += o.Size
+		if copied {
+			c.rep.Copied++
+			c.rep.CopiedBytes += o.Size
+		}
+		if server {
+			c.rep.ServerSide++
+		}
+		c.mu.Unlock()
+		if c.opts.OnObject != nil {
+			c.opts.OnObject(o.Key, o.Size, copied)
+		}
+		return nil
+	})
+}
+
+// verify checks the destination against the source's completion marker
+// (every index; every part's size and CRC32C, read back). When it fails,
+// the source is checked the same way before the destination is blamed: a
+// damaged source would fail every copy, so what was copied is removed and
+// the error names the source; otherwise the destination's wrong objects
+// are removed, so that the next run copies them again.
+func (c *backupCopy) verify(ctx context.Context) error {
+	prefix := backupPrefix(c.dir, c.name)
+	dh := &Handle{s: c.dst, e: c.de, dir: c.dir, name: c.name, readOnly: true}
+	_, err := dh.verifyAgainst(ctx, c.complete, nil, VerifyPartsOptions{Concurrency: c.conc})
+	if err == nil {
+		return nil
 	}
-	return rep, nil
+	sh := &Handle{s: c.s, e: c.se, dir: c.dir, name: c.name, readOnly: true}
+	if _, srcErr := sh.verifyAgainst(ctx, c.complete, nil, VerifyPartsOptions{Concurrency: c.conc}); srcErr != nil {
+		left := "the objects copied there were removed"
+		if rmErr := removeBackup(ctx, c.de, c.dir, c.name); rmErr != nil {
+			left = fmt.Sprintf("removing what was copied there failed too (%v): remove it there with vtfifo verify --remove-incomplete --incomplete-min-age=0", rmErr)
+		}
+		return fmt.Errorf("split storage: backup %s is damaged at the source %s, so it cannot be copied (nothing is listed at the destination %s; %s); repair it at the source or copy another backup: %w", c.where, c.se.be, c.de.be, left, srcErr)
+	}
+	for _, e := range flatten(err) {
+		var p Problem
+		if errors.As(e, &p) && p.Key != "" && p.Key != prefix+completeMarker {
+			c.de.be.Delete(ctx, p.Key)
+		}
+	}
+	return fmt.Errorf("split storage: copy of backup %s failed its verification at the destination %s, while the source %s verifies (the damaged objects were removed at the destination; run the copy again): %w", c.where, c.de.be, c.se.be, err)
 }
 
 // copyObject copies o from src to dst unless dst has it already (same size;
@@ -204,35 +255,18 @@ func copyObject(ctx context.Context, src, dst backend.Backend, o backend.ObjectI
 // forEach runs fn on every item, conc at a time, and returns the first
 // error (the others are cancelled); it returns once every fn has.
 func forEach[T any](ctx context.Context, conc int, items []T, fn func(context.Context, T) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	sem := make(chan struct{}, max(conc, 1))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(conc, 1))
 	for _, it := range items {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		if gctx.Err() != nil {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(ctx, it); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		}()
+		g.Go(func() error { return fn(gctx, it) })
 	}
-	wg.Wait()
-	if first == nil && ctx.Err() != nil {
-		first = ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	return ctx.Err()
 }
 
 // flatten undoes errors.Join.

@@ -148,3 +148,50 @@ func copyServerSide(t *testing.T, kind string) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(want, got))
 }
+
+// TestCopyFromADamagedSource: a part damaged at the source fails the copy
+// naming the source and its part, not the destination; nothing copied stays
+// at the destination, and once the source is repaired the copy works.
+func TestCopyFromADamagedSource(t *testing.T) {
+	ctx := context.Background()
+	srcSrv, dstSrv := splitstoragetest.Local(t), splitstoragetest.Local(t)
+	src, dst := newStorage(t, srcSrv.Config), newStorage(t, dstSrv.Config)
+	dir, name := "ks/0", "2026-11-23.120000.zone1-0000000100"
+	bh, err := src.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	require.NoError(t, writeFile(ctx, bh, "f0", newGen(7, 3<<20), rand.New(rand.NewPCG(1, 7))))
+	require.NoError(t, bh.EndBackup(ctx))
+	var part string
+	require.NoError(t, filepath.WalkDir(srcSrv.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && part == "" && strings.Contains(d.Name(), ".part-") {
+			part = p
+		}
+		return err
+	}))
+	good, err := os.ReadFile(part)
+	require.NoError(t, err)
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(part, bad, 0o644))
+
+	_, err = src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "backup ks/0/"+name+" is damaged at the source")
+	assert.Contains(t, err.Error(), "the objects copied there were removed")
+	assert.Contains(t, err.Error(), filepath.Base(part))
+	assert.NotContains(t, err.Error(), "run the copy again")
+	var left []string
+	require.NoError(t, filepath.WalkDir(dstSrv.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return err
+	}))
+	assert.Empty(t, left, "nothing stays at the destination")
+
+	require.NoError(t, os.WriteFile(part, good, 0o644))
+	_, err = src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
+	require.NoError(t, err, "a copy after the source's repair works")
+	_, err = findBackup(t, dst, dir, name).(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+	require.NoError(t, err)
+}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 )
@@ -85,168 +87,211 @@ func (h *Handle) VerifyParts(ctx context.Context, opts VerifyPartsOptions) (Veri
 // error reading it): a copy checks its destination against the source's
 // marker before it writes the marker there.
 func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, opts VerifyPartsOptions) (VerifyPartsReport, error) {
-	var rep VerifyPartsReport
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = 100
 	}
-	backup := h.dir + "/" + h.name
-	var (
-		mu       sync.Mutex
-		problems []error
-	)
-	report := func(p Problem) bool {
-		p.Backup = backup
-		mu.Lock()
-		defer mu.Unlock()
-		if len(problems) < opts.MaxProblems {
-			problems = append(problems, p)
-		}
-		return len(problems) < opts.MaxProblems
-	}
-	result := func() (VerifyPartsReport, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return rep, errors.Join(problems...)
-	}
-
 	prefix := backupPrefix(h.dir, h.name)
+	v := &partsVerifier{h: h, opts: opts, prefix: prefix, badIndex: map[string]bool{},
+		expected: map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true, prefix + baseMarker: true, prefix + retiredMarker: true}}
 	if docErr != nil {
-		report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr)})
-		return result()
+		v.report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr)})
+		return v.result()
 	}
 	comp, err := ParseComplete(doc, h.dir, h.name)
 	if err != nil {
-		report(Problem{Key: prefix + completeMarker, Msg: err.Error()})
-		return result()
+		v.report(Problem{Key: prefix + completeMarker, Msg: err.Error()})
+		return v.result()
 	}
-	rep.Files = comp.Files
-	objs, err := h.e.be.List(ctx, prefix, false)
+	v.rep.Files = comp.Files
+	if v.listObjects(ctx) && v.checkIndexes(ctx, comp) && v.checkStray() {
+		v.checkBytes(ctx)
+	}
+	return v.result()
+}
+
+// partsVerifier is one verifyAgainst: what it found, shared by the
+// goroutines that check parts' bytes.
+type partsVerifier struct {
+	h      *Handle
+	opts   VerifyPartsOptions
+	prefix string
+
+	sizes    map[string]int64 // every object under prefix
+	expected map[string]bool  // the objects the backup should have
+	badIndex map[string]bool  // files whose parts cannot be judged
+	jobs     []partJob        // the parts whose bytes are checked
+
+	mu       sync.Mutex
+	rep      VerifyPartsReport
+	problems []error
+}
+
+// partJob is one part whose bytes are checked.
+type partJob struct {
+	file string
+	n    int
+	want PartEntry
+}
+
+// report records p; false once MaxProblems are recorded (stop looking).
+func (v *partsVerifier) report(p Problem) bool {
+	p.Backup = v.h.dir + "/" + v.h.name
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.problems) < v.opts.MaxProblems {
+		v.problems = append(v.problems, p)
+	}
+	return len(v.problems) < v.opts.MaxProblems
+}
+
+func (v *partsVerifier) result() (VerifyPartsReport, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.rep, errors.Join(v.problems...)
+}
+
+func (v *partsVerifier) listObjects(ctx context.Context) bool {
+	objs, err := v.h.e.be.List(ctx, v.prefix, false)
 	if err != nil {
-		report(Problem{Msg: fmt.Sprintf("cannot list the objects: %v", err)})
-		return result()
+		v.report(Problem{Msg: fmt.Sprintf("cannot list the objects: %v", err)})
+		return false
 	}
-	sizes := map[string]int64{}
+	v.sizes = map[string]int64{}
 	for _, o := range objs {
 		if !o.Dir {
-			sizes[o.Key] = o.Size
+			v.sizes[o.Key] = o.Size
 		}
 	}
-	expected := map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true, prefix + baseMarker: true, prefix + retiredMarker: true}
-	type job struct {
-		file string
-		n    int
-		want PartEntry
-	}
-	var jobs []job
-	var totalParts int
-	badIndex := map[string]bool{} // files whose parts cannot be judged
+	return true
+}
+
+// checkIndexes reads every file's index, checks its parts are there with
+// their sizes, and the totals against the completion marker.
+func (v *partsVerifier) checkIndexes(ctx context.Context, comp Complete) bool {
+	h := v.h
+	totalParts := 0
 	for _, f := range comp.Files {
 		key := IndexKey(h.dir, h.name, f)
-		expected[key] = true
+		v.expected[key] = true
 		doc, err := readSmall(ctx, h.e.be, key)
 		if err != nil {
-			badIndex[f] = true
-			if !report(Problem{File: f, Key: key, Msg: fmt.Sprintf("cannot read the index: %v", err)}) {
-				return result()
+			v.badIndex[f] = true
+			if !v.report(Problem{File: f, Key: key, Msg: fmt.Sprintf("cannot read the index: %v", err)}) {
+				return false
 			}
 			continue
 		}
 		idx, err := ParseIndex(doc, h.dir, h.name, f)
 		if err != nil {
-			badIndex[f] = true
-			if !report(Problem{File: f, Key: key, Msg: err.Error()}) {
-				return result()
+			v.badIndex[f] = true
+			if !v.report(Problem{File: f, Key: key, Msg: err.Error()}) {
+				return false
 			}
 			continue
 		}
-		rep.Parts += len(idx.Parts)
-		rep.Bytes += idx.Size
+		v.rep.Parts += len(idx.Parts)
+		v.rep.Bytes += idx.Size
 		totalParts += len(idx.Parts)
-		for i, p := range idx.Parts {
-			n := i + 1
-			pk := PartKey(h.dir, h.name, f, n)
-			expected[pk] = true
-			got, ok := sizes[pk]
-			switch {
-			case !ok:
-				if !report(Problem{File: f, Part: n, Key: pk, Msg: fmt.Sprintf("part missing: expected %d bytes, found no object", p.Size)}) {
-					return result()
-				}
-				continue
-			case got != p.Size:
-				if !report(Problem{File: f, Part: n, Key: pk, Msg: fmt.Sprintf("size mismatch: expected %d bytes, found %d", p.Size, got)}) {
-					return result()
-				}
-				continue
-			}
-			if opts.Sample == nil || opts.Sample(f, n) {
-				jobs = append(jobs, job{f, n, p})
-			}
+		if !v.checkParts(f, idx) {
+			return false
 		}
 	}
-	if len(badIndex) > 0 {
+	switch {
+	case len(v.badIndex) > 0:
 		// Already reported; their parts are neither counted nor stray.
-	} else if comp.Parts != totalParts {
-		report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("completion marker says %d parts, the indexes list %d", comp.Parts, totalParts)})
-	} else if comp.Bytes != rep.Bytes {
-		report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("completion marker says %d bytes, the indexes list %d", comp.Bytes, rep.Bytes)})
+	case comp.Parts != totalParts:
+		v.report(Problem{Key: v.prefix + completeMarker, Msg: fmt.Sprintf("completion marker says %d parts, the indexes list %d", comp.Parts, totalParts)})
+	case comp.Bytes != v.rep.Bytes:
+		v.report(Problem{Key: v.prefix + completeMarker, Msg: fmt.Sprintf("completion marker says %d bytes, the indexes list %d", comp.Bytes, v.rep.Bytes)})
 	}
+	return true
+}
+
+// checkParts checks that every part of file f's index is stored with its
+// size, and queues those the sample picks for a check of their bytes.
+func (v *partsVerifier) checkParts(f string, idx Index) bool {
+	for i, p := range idx.Parts {
+		n := i + 1
+		pk := PartKey(v.h.dir, v.h.name, f, n)
+		v.expected[pk] = true
+		got, ok := v.sizes[pk]
+		switch {
+		case !ok:
+			if !v.report(Problem{File: f, Part: n, Key: pk, Msg: fmt.Sprintf("part missing: expected %d bytes, found no object", p.Size)}) {
+				return false
+			}
+			continue
+		case got != p.Size:
+			if !v.report(Problem{File: f, Part: n, Key: pk, Msg: fmt.Sprintf("size mismatch: expected %d bytes, found %d", p.Size, got)}) {
+				return false
+			}
+			continue
+		}
+		if v.opts.Sample == nil || v.opts.Sample(f, n) {
+			v.jobs = append(v.jobs, partJob{f, n, p})
+		}
+	}
+	return true
+}
+
+// checkStray reports the objects no index lists.
+func (v *partsVerifier) checkStray() bool {
 	var extra []string
-	for k := range sizes {
-		if !expected[k] && !badIndex[partFile(prefix, k)] && !isSidecarKey(prefix, k) {
+	for k := range v.sizes {
+		if !v.expected[k] && !v.badIndex[partFile(v.prefix, k)] && !isSidecarKey(v.prefix, k) {
 			extra = append(extra, k)
 		}
 	}
 	sort.Strings(extra)
 	for _, k := range extra {
-		if !report(Problem{Key: k, Msg: "object not listed in any index (left over or added by hand)"}) {
-			return result()
+		if !v.report(Problem{Key: k, Msg: "object not listed in any index (left over or added by hand)"}) {
+			return false
 		}
 	}
+	return true
+}
 
+// checkBytes reads the queued parts, opts.Concurrency at once, each
+// streamed against its size and CRC32C.
+func (v *partsVerifier) checkBytes(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch := make(chan job)
-	var wg sync.WaitGroup
-	for range opts.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				err := h.checkPart(ctx, j.file, j.n, j.want)
-				if err != nil {
-					if !report(Problem{File: j.file, Part: j.n, Key: PartKey(h.dir, h.name, j.file, j.n), Msg: err.Error()}) {
-						cancel()
-					}
-					continue
-				}
-				mu.Lock()
-				rep.PartsChecked++
-				rep.BytesChecked += j.want.Size
-				mu.Unlock()
-				if opts.OnPart != nil {
-					opts.OnPart(j.file, j.n, j.want.Size)
-				}
-			}
-		}()
-	}
-feed:
-	for _, j := range jobs {
-		select {
-		case ch <- j:
-		case <-ctx.Done():
-			break feed
+	var g errgroup.Group
+	g.SetLimit(v.opts.Concurrency)
+	for _, j := range v.jobs {
+		if ctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err := v.h.checkPart(ctx, j.file, j.n, j.want); err != nil {
+				if !v.report(Problem{File: j.file, Part: j.n, Key: PartKey(v.h.dir, v.h.name, j.file, j.n), Msg: err.Error()}) {
+					cancel()
+				}
+				return nil
+			}
+			v.mu.Lock()
+			v.rep.PartsChecked++
+			v.rep.BytesChecked += j.want.Size
+			v.mu.Unlock()
+			if v.opts.OnPart != nil {
+				v.opts.OnPart(j.file, j.n, j.want.Size)
+			}
+			return nil
+		})
 	}
-	close(ch)
-	wg.Wait()
-	if err := ctx.Err(); err != nil && len(problems) == 0 {
-		report(Problem{Msg: err.Error()})
+	_ = g.Wait()
+	v.mu.Lock()
+	none := len(v.problems) == 0
+	v.mu.Unlock()
+	if err := ctx.Err(); err != nil && none {
+		v.report(Problem{Msg: err.Error()})
 	}
-	return result()
 }
 
 // partFile is the file a part key belongs to ("" if key is not a part).

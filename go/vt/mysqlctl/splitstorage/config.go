@@ -229,106 +229,127 @@ func (c Config) Location() string {
 
 // Validate checks c; see ValidateFlags. Every error names the flag and the allowed values.
 func (c Config) Validate() error {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	invalid := func(flag string, value any, allowed string) {
-		bad("invalid value %q for --%s: allowed values are %s", fmt.Sprint(value), flag, allowed)
+	var p flagProblems
+	c.checkBackend(&p)
+	c.checkObjectStores(&p)
+	c.checkParts(&p)
+	c.checkTransfers(&p)
+	if len(p) > 0 {
+		return fmt.Errorf("split backup storage: invalid flags: %s", strings.Join(p, "; "))
 	}
+	return nil
+}
+
+// flagProblems collects what Validate finds, each naming its flag.
+type flagProblems []string
+
+func (p *flagProblems) bad(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+func (p *flagProblems) invalid(flag string, value any, allowed string) {
+	p.bad("invalid value %q for --%s: allowed values are %s", fmt.Sprint(value), flag, allowed)
+}
+
+// checkBackend: the backend is known and what it needs is set.
+func (c Config) checkBackend(p *flagProblems) {
+	type setting struct{ flag, v string }
+	var required []setting
 	switch c.Backend {
 	case BackendFile:
-		if c.Root == "" {
-			bad("--split-storage-root must be set when --split-storage-backend=file")
-		}
+		required = []setting{{"root", c.Root}}
 	case BackendS3:
-		if c.S3Bucket == "" {
-			bad("--split-storage-s3-bucket must be set when --split-storage-backend=s3")
-		}
-		if c.S3Region == "" {
-			bad("--split-storage-s3-region must be set when --split-storage-backend=s3")
-		}
+		required = []setting{{"s3-bucket", c.S3Bucket}, {"s3-region", c.S3Region}}
 	case BackendGCS:
-		if c.GCSBucket == "" {
-			bad("--split-storage-gcs-bucket must be set when --split-storage-backend=gcs")
-		}
+		required = []setting{{"gcs-bucket", c.GCSBucket}}
 	case BackendAzure:
-		for _, f := range []struct{ flag, v string }{
-			{"account", c.AzureAccount}, {"container", c.AzureContainer}, {"key-file", c.AzureKeyFile},
-		} {
-			if f.v == "" {
-				bad("--split-storage-azure-%s must be set when --split-storage-backend=azure", f.flag)
-			}
-		}
+		required = []setting{{"azure-account", c.AzureAccount}, {"azure-container", c.AzureContainer}, {"azure-key-file", c.AzureKeyFile}}
 	default:
-		invalid("split-storage-backend", c.Backend, allowedBackend)
+		p.invalid("split-storage-backend", c.Backend, allowedBackend)
 	}
-	// The S3 settings are checked whatever the backend: a value no backend accepts is a
-	// mistake in the flags even while another backend is selected.
+	for _, f := range required {
+		if f.v == "" {
+			p.bad("--split-storage-%s must be set when --split-storage-backend=%s", f.flag, c.Backend)
+		}
+	}
+}
+
+// checkObjectStores checks the S3 and Azure settings whatever the backend:
+// a value no backend accepts is a mistake in the flags even while another
+// backend is selected.
+func (c Config) checkObjectStores(p *flagProblems) {
 	switch c.S3SSE {
 	case "", "AES256", "aws:kms", "aws:kms:dsse":
 	default:
-		invalid("split-storage-s3-sse", c.S3SSE, allowedS3SSE)
+		p.invalid("split-storage-s3-sse", c.S3SSE, allowedS3SSE)
 	}
 	if c.S3SSEKMSKeyID != "" && !strings.HasPrefix(c.S3SSE, "aws:kms") {
-		invalid("split-storage-s3-sse-kms-key-id", c.S3SSEKMSKeyID, allowedS3SSEKMSKeyIDOnly)
+		p.invalid("split-storage-s3-sse-kms-key-id", c.S3SSEKMSKeyID, allowedS3SSEKMSKeyIDOnly)
 	}
-	if c.S3Endpoint != "" {
-		if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			invalid("split-storage-s3-endpoint", c.S3Endpoint, allowedS3Endpoint)
+	for _, e := range []struct{ flag, v, allowed string }{
+		{"split-storage-s3-endpoint", c.S3Endpoint, allowedS3Endpoint},
+		{"split-storage-azure-endpoint", c.AzureEndpoint, allowedAzureEndpoint},
+	} {
+		if e.v == "" {
+			continue
+		}
+		if u, err := url.Parse(e.v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.invalid(e.flag, e.v, e.allowed)
 		}
 	}
-	if c.AzureEndpoint != "" {
-		if u, err := url.Parse(c.AzureEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			invalid("split-storage-azure-endpoint", c.AzureEndpoint, allowedAzureEndpoint)
-		}
-	}
+}
+
+// checkParts checks the part size, with the encryption key file that
+// constrains it.
+func (c Config) checkParts(p *flagProblems) {
 	if c.PartSize < MinPartSize || c.PartSize > MaxPartSize {
-		invalid("split-storage-part-size", flagvalue.FormatSize(c.PartSize), allowedPartSize)
+		p.invalid("split-storage-part-size", flagvalue.FormatSize(c.PartSize), allowedPartSize)
 	}
-	if c.EncryptionKeyFile != "" {
-		if _, err := crypt.LoadKeyring(c.EncryptionKeyFile); err != nil {
-			bad("invalid value %q for --split-storage-encryption-key-file: %v: allowed values are %s", c.EncryptionKeyFile, err, allowedKeyFile)
-		} else if c.PartSize%crcBlockSize != 0 && c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize {
-			invalid("split-storage-part-size", flagvalue.FormatSize(c.PartSize), allowedEncryptedPartSize)
-		}
+	if c.EncryptionKeyFile == "" {
+		return
 	}
+	if _, err := crypt.LoadKeyring(c.EncryptionKeyFile); err != nil {
+		p.bad("invalid value %q for --split-storage-encryption-key-file: %v: allowed values are %s", c.EncryptionKeyFile, err, allowedKeyFile)
+	} else if c.PartSize%crcBlockSize != 0 && c.PartSize >= MinPartSize && c.PartSize <= MaxPartSize {
+		p.invalid("split-storage-part-size", flagvalue.FormatSize(c.PartSize), allowedEncryptedPartSize)
+	}
+}
+
+// checkTransfers checks concurrency, rate limits, read-ahead, retries,
+// timeouts, memory and the spool.
+func (c Config) checkTransfers(p *flagProblems) {
 	if c.UploadConcurrency < 1 || c.UploadConcurrency > 256 {
-		invalid("split-storage-upload-concurrency", c.UploadConcurrency, allowedConcurrency)
+		p.invalid("split-storage-upload-concurrency", c.UploadConcurrency, allowedConcurrency)
 	}
 	for _, l := range []struct {
 		flag string
 		v    int64
 	}{{"split-storage-upload-limit", c.UploadLimit}, {"split-storage-download-limit", c.DownloadLimit}} {
 		if l.v != 0 && (l.v < 1<<20 || l.v > 1<<40) {
-			invalid(l.flag, flagvalue.FormatSize(l.v), allowedRateLimit)
+			p.invalid(l.flag, flagvalue.FormatSize(l.v), allowedRateLimit)
 		}
 	}
 	if c.ReadAhead < 1<<20 || c.ReadAhead > 1<<30 {
-		invalid("split-storage-read-ahead", flagvalue.FormatSize(c.ReadAhead), allowedReadAhead)
+		p.invalid("split-storage-read-ahead", flagvalue.FormatSize(c.ReadAhead), allowedReadAhead)
 	}
 	if c.RetryMaxAttempts < 1 || c.RetryMaxAttempts > 100 {
-		invalid("split-storage-retry-max-attempts", c.RetryMaxAttempts, allowedRetryMaxAttempts)
+		p.invalid("split-storage-retry-max-attempts", c.RetryMaxAttempts, allowedRetryMaxAttempts)
 	}
 	if c.RetryInitialBackoff <= 0 {
-		invalid("split-storage-retry-initial-backoff", c.RetryInitialBackoff, allowedPositiveDuration)
+		p.invalid("split-storage-retry-initial-backoff", c.RetryInitialBackoff, allowedPositiveDuration)
 	}
 	if c.RetryMaxBackoff < c.RetryInitialBackoff {
-		invalid("split-storage-retry-max-backoff", c.RetryMaxBackoff, fmt.Sprintf("%s (%v)", allowedRetryMaxBackoff, c.RetryInitialBackoff))
+		p.invalid("split-storage-retry-max-backoff", c.RetryMaxBackoff, fmt.Sprintf("%s (%v)", allowedRetryMaxBackoff, c.RetryInitialBackoff))
 	}
 	if c.RequestTimeout <= 0 {
-		invalid("split-storage-request-timeout", c.RequestTimeout, allowedPositiveDuration)
+		p.invalid("split-storage-request-timeout", c.RequestTimeout, allowedPositiveDuration)
 	}
 	if c.MemoryBudget < 0 {
-		invalid("split-storage-memory-budget", c.MemoryBudget, allowedMemoryBudget)
+		p.invalid("split-storage-memory-budget", c.MemoryBudget, allowedMemoryBudget)
 	}
 	if c.SpoolDir != "" {
 		if fi, err := os.Stat(c.SpoolDir); err != nil || !fi.IsDir() {
-			invalid("split-storage-spool-dir", c.SpoolDir, allowedSpoolDir)
+			p.invalid("split-storage-spool-dir", c.SpoolDir, allowedSpoolDir)
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("split backup storage: invalid flags: %s", strings.Join(errs, "; "))
-	}
-	return nil
 }
 
 // ObjectsPerTiB is how many part objects one TiB of backup data makes.

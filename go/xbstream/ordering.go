@@ -35,17 +35,7 @@ const extractPiece = 256 << 10
 func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 	ls := &e.lanes[lane]
 	r := NewReader(lr, WithMaxChunkSize(e.opts.MaxChunkSize))
-	var (
-		pending    bool   // a 'n' record announced the next chunk
-		pendingSeq uint64 // its number
-		lastSeq    uint64
-		haveLast   bool
-		localSeq   uint64              // plain lanes: position in the lane
-		closed     map[string]struct{} // plain lanes: paths whose 'E' went by
-		stopped    bool                // after a cut: read on, write nothing
-		seq        uint64              // number of the chunk being applied
-		skipped    bool                // the chunk being read is not selected
-	)
+	w := &laneWalk{e: e, lane: lane, ls: ls}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -59,115 +49,161 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 		if err != nil {
 			return err
 		}
-		fail := func(err error) error {
+		if err := w.chunk(c, r.cont); err != nil {
 			return &FormatError{Offset: start, Path: c.Path, Msg: err.Error(), Err: err}
 		}
-		if r.cont { // the rest of the chunk being applied, checked with its first piece
-			if stopped || skipped {
-				continue
-			}
-			if err := e.apply(lane, seq, c); err != nil {
-				return fail(err)
-			}
-			continue
-		}
-		if ls.sequenced == 0 {
-			ls.sequenced = -1
-			if c.Type == ChunkSequence {
-				ls.sequenced = 1
-			}
-			if !e.mode.CompareAndSwap(0, int32(ls.sequenced)) && e.mode.Load() != int32(ls.sequenced) {
-				return fail(fmt.Errorf("%w: some lanes carry sequence records (split lanes) and some do not", ErrSequence))
-			}
-		}
-		if ls.hasEnd {
-			return fail(fmt.Errorf("%w: chunk after the lane's end record", ErrSequence))
-		}
-		if c.Type == ChunkSequence {
-			if ls.sequenced != 1 {
-				return fail(fmt.Errorf("%w: sequence record in a lane that did not start with one", ErrSequence))
-			}
-			kind, num, err := parseSeqRecord(c)
-			if err != nil {
-				return fail(err)
-			}
-			if pending {
-				return fail(fmt.Errorf("%w: two sequence records in a row", ErrSequence))
-			}
-			switch kind {
-			case seqNext:
-				if haveLast && num <= lastSeq {
-					return fail(fmt.Errorf("%w: chunk number %d after %d", ErrSequence, num, lastSeq))
-				}
-				if ls.hasCut && num < ls.cut {
-					return fail(fmt.Errorf("%w: chunk number %d after the cut at %d", ErrSequence, num, ls.cut))
-				}
-				pending, pendingSeq = true, num
-			case seqCut:
-				if ls.hasCut || (haveLast && lastSeq >= num) {
-					return fail(fmt.Errorf("%w: misplaced cut record at %d", ErrSequence, num))
-				}
-				ls.hasCut, ls.cut, stopped = true, num, true
-				e.cutSeen.Store(true)
-			case seqEnd:
-				if haveLast && lastSeq >= num {
-					return fail(fmt.Errorf("%w: end record says %d chunks, lane holds chunk %d", ErrSequence, num, lastSeq))
-				}
-				ls.hasEnd, ls.total = true, num
-			}
-			continue
-		}
-		if c.Ignorable() {
-			// Unknown type with the ignorable flag: skip it (see the notes on
-			// mbstream above); in split lanes it still used a number.
-			if pending {
-				ls.seqs.add(pendingSeq)
-				lastSeq, haveLast, pending = pendingSeq, true, false
-			}
-			continue
-		}
-		ls.chunks.Add(1)
-		if ls.sequenced == 1 {
-			if !pending {
-				return fail(fmt.Errorf("%w: chunk without a sequence record in a split lane", ErrSequence))
-			}
-			seq, lastSeq, haveLast, pending = pendingSeq, pendingSeq, true, false
-			ls.seqs.add(seq)
-		} else {
-			seq = localSeq
-			localSeq++
-			if closed == nil {
-				closed = map[string]struct{}{}
-			}
-			if _, ok := closed[c.Path]; ok && !stopped {
-				if e.n > 1 {
-					return fail(fmt.Errorf("%w (not valid in FIFO lanes)", ErrReappears))
-				}
-				// One plain stream: exactly mbstream's stop.
-				stopped = true
-				ls.hasCut, ls.cut = true, seq
-				e.cutSeen.Store(true)
-			}
-			if c.Type == ChunkEOF {
-				closed[c.Path] = struct{}{}
-			}
-		}
-		skipped = e.opts.Select != nil && !e.opts.Select(c.Path)
-		if stopped || skipped {
-			continue
-		}
-		if err := checkPath(c.Path); err != nil {
-			return fail(err)
-		}
-		if err := e.apply(lane, seq, c); err != nil {
-			return fail(err)
-		}
 	}
-	if pending {
+	if w.pending {
 		return &FormatError{Offset: r.Offset(), Msg: "lane ends after a sequence record", Err: ErrSequence}
 	}
 	if ls.sequenced == 1 && !ls.hasEnd && e.opts.Select == nil {
 		return &FormatError{Offset: r.Offset(), Msg: "split lane has no end record (truncated?)", Err: fmt.Errorf("%w: %w", ErrSequence, io.ErrUnexpectedEOF)}
+	}
+	return nil
+}
+
+// laneWalk is what runLane knows of its lane between chunks.
+type laneWalk struct {
+	e    *extractor
+	lane int
+	ls   *laneState
+
+	pending    bool   // a 'n' record announced the next chunk
+	pendingSeq uint64 // its number
+	lastSeq    uint64
+	haveLast   bool
+	localSeq   uint64              // plain lanes: position in the lane
+	closed     map[string]struct{} // plain lanes: paths whose 'E' went by
+	stopped    bool                // after a cut: read on, write nothing
+	seq        uint64              // number of the chunk being applied
+	skipped    bool                // the chunk being read is not selected
+}
+
+// chunk takes the lane's next chunk (or, cont, the next piece of the chunk
+// being applied).
+func (w *laneWalk) chunk(c *Chunk, cont bool) error {
+	if cont { // the rest of the chunk being applied, checked with its first piece
+		if w.stopped || w.skipped {
+			return nil
+		}
+		return w.e.apply(w.lane, w.seq, c)
+	}
+	if err := w.checkMode(c); err != nil {
+		return err
+	}
+	if w.ls.hasEnd {
+		return fmt.Errorf("%w: chunk after the lane's end record", ErrSequence)
+	}
+	if c.Type == ChunkSequence {
+		return w.sequenceRecord(c)
+	}
+	if c.Ignorable() {
+		// Unknown type with the ignorable flag: skip it (see the notes on
+		// mbstream above); in split lanes it still used a number.
+		if w.pending {
+			w.ls.seqs.add(w.pendingSeq)
+			w.lastSeq, w.haveLast, w.pending = w.pendingSeq, true, false
+		}
+		return nil
+	}
+	w.ls.chunks.Add(1)
+	if err := w.number(c); err != nil {
+		return err
+	}
+	w.skipped = w.e.opts.Select != nil && !w.e.opts.Select(c.Path)
+	if w.stopped || w.skipped {
+		return nil
+	}
+	if err := checkPath(c.Path); err != nil {
+		return err
+	}
+	return w.e.apply(w.lane, w.seq, c)
+}
+
+// checkMode: at a lane's first chunk, every lane carries sequence records
+// (split lanes) or none does (FIFO lanes, one plain stream).
+func (w *laneWalk) checkMode(c *Chunk) error {
+	ls := w.ls
+	if ls.sequenced != 0 {
+		return nil
+	}
+	ls.sequenced = -1
+	if c.Type == ChunkSequence {
+		ls.sequenced = 1
+	}
+	if !w.e.mode.CompareAndSwap(0, int32(ls.sequenced)) && w.e.mode.Load() != int32(ls.sequenced) {
+		return fmt.Errorf("%w: some lanes carry sequence records (split lanes) and some do not", ErrSequence)
+	}
+	return nil
+}
+
+// sequenceRecord takes a split lane's record: the next chunk's number, a
+// cut, or the lane's end.
+func (w *laneWalk) sequenceRecord(c *Chunk) error {
+	ls := w.ls
+	if ls.sequenced != 1 {
+		return fmt.Errorf("%w: sequence record in a lane that did not start with one", ErrSequence)
+	}
+	kind, num, err := parseSeqRecord(c)
+	if err != nil {
+		return err
+	}
+	if w.pending {
+		return fmt.Errorf("%w: two sequence records in a row", ErrSequence)
+	}
+	switch kind {
+	case seqNext:
+		if w.haveLast && num <= w.lastSeq {
+			return fmt.Errorf("%w: chunk number %d after %d", ErrSequence, num, w.lastSeq)
+		}
+		if ls.hasCut && num < ls.cut {
+			return fmt.Errorf("%w: chunk number %d after the cut at %d", ErrSequence, num, ls.cut)
+		}
+		w.pending, w.pendingSeq = true, num
+	case seqCut:
+		if ls.hasCut || (w.haveLast && w.lastSeq >= num) {
+			return fmt.Errorf("%w: misplaced cut record at %d", ErrSequence, num)
+		}
+		ls.hasCut, ls.cut, w.stopped = true, num, true
+		w.e.cutSeen.Store(true)
+	case seqEnd:
+		if w.haveLast && w.lastSeq >= num {
+			return fmt.Errorf("%w: end record says %d chunks, lane holds chunk %d", ErrSequence, num, w.lastSeq)
+		}
+		ls.hasEnd, ls.total = true, num
+	}
+	return nil
+}
+
+// number gives chunk c its number in the stream: the one its sequence
+// record announced (split lanes), or its place in the lane (plain lanes,
+// where a file that reappears after its end is where mbstream stops).
+func (w *laneWalk) number(c *Chunk) error {
+	ls := w.ls
+	if ls.sequenced == 1 {
+		if !w.pending {
+			return fmt.Errorf("%w: chunk without a sequence record in a split lane", ErrSequence)
+		}
+		w.seq, w.lastSeq, w.haveLast, w.pending = w.pendingSeq, w.pendingSeq, true, false
+		ls.seqs.add(w.seq)
+		return nil
+	}
+	w.seq = w.localSeq
+	w.localSeq++
+	if w.closed == nil {
+		w.closed = map[string]struct{}{}
+	}
+	if _, ok := w.closed[c.Path]; ok && !w.stopped {
+		if w.e.n > 1 {
+			return fmt.Errorf("%w (not valid in FIFO lanes)", ErrReappears)
+		}
+		// One plain stream: exactly mbstream's stop.
+		w.stopped = true
+		ls.hasCut, ls.cut = true, w.seq
+		w.e.cutSeen.Store(true)
+	}
+	if c.Type == ChunkEOF {
+		w.closed[c.Path] = struct{}{}
 	}
 	return nil
 }

@@ -246,37 +246,51 @@ func (r *Reader) header() (c *Chunk, length uint64, crc, stored uint32, err erro
 		return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("payload offset %d out of range", c.Offset), ErrChunkTooLarge)
 	}
 
-	if mapCount > 0 {
-		r.rawMap, n, err = readFullGrow(r.br, r.rawMap, int(mapBytes))
-		r.off += int64(n)
-		if err != nil {
-			return nil, 0, 0, 0, r.failIO(start, c.Path, "sparse map", err)
-		}
-		crc = crc32.Update(crc, crc32.IEEETable, r.rawMap)
-		if cap(r.sparse) < int(mapCount) {
-			r.sparse = make([]SparseSegment, 0, growCap(cap(r.sparse), int(mapCount)))
-		}
-		r.sparse = r.sparse[:mapCount]
-		var sum uint64
-		for i := range r.sparse {
-			s := SparseSegment{
-				Skip: binary.LittleEndian.Uint32(r.rawMap[8*i:]),
-				Len:  binary.LittleEndian.Uint32(r.rawMap[8*i+4:]),
-			}
-			r.sparse[i] = s
-			sum += uint64(s.Len)
-		}
-		if sum != length {
-			return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("sparse map writes %d bytes but the payload has %d", sum, length), ErrBadSparseMap)
-		}
-		c.Sparse = r.sparse
-	} else if c.Type == ChunkSparse {
-		if length != 0 {
-			return nil, 0, 0, 0, r.fail(start, c.Path, fmt.Sprintf("sparse chunk without a map carries %d payload bytes", length), ErrBadSparseMap)
-		}
-		c.Sparse = r.sparse[:0]
+	if crc, err = r.sparseMap(start, c, mapCount, length, crc); err != nil {
+		return nil, 0, 0, 0, err
 	}
 	return c, length, crc, stored, nil
+}
+
+// sparseMap reads a sparse chunk's map of mapCount entries, which must
+// write length payload bytes, into c.Sparse, and returns crc updated with it.
+func (r *Reader) sparseMap(start int64, c *Chunk, mapCount uint32, length uint64, crc uint32) (uint32, error) {
+	if mapCount == 0 {
+		if c.Type != ChunkSparse {
+			return crc, nil
+		}
+		if length != 0 {
+			return 0, r.fail(start, c.Path, fmt.Sprintf("sparse chunk without a map carries %d payload bytes", length), ErrBadSparseMap)
+		}
+		c.Sparse = r.sparse[:0]
+		return crc, nil
+	}
+	var n int
+	var err error
+	r.rawMap, n, err = readFullGrow(r.br, r.rawMap, int(mapCount)*8)
+	r.off += int64(n)
+	if err != nil {
+		return 0, r.failIO(start, c.Path, "sparse map", err)
+	}
+	crc = crc32.Update(crc, crc32.IEEETable, r.rawMap)
+	if cap(r.sparse) < int(mapCount) {
+		r.sparse = make([]SparseSegment, 0, growCap(cap(r.sparse), int(mapCount)))
+	}
+	r.sparse = r.sparse[:mapCount]
+	var sum uint64
+	for i := range r.sparse {
+		s := SparseSegment{
+			Skip: binary.LittleEndian.Uint32(r.rawMap[8*i:]),
+			Len:  binary.LittleEndian.Uint32(r.rawMap[8*i+4:]),
+		}
+		r.sparse[i] = s
+		sum += uint64(s.Len)
+	}
+	if sum != length {
+		return 0, r.fail(start, c.Path, fmt.Sprintf("sparse map writes %d bytes but the payload has %d", sum, length), ErrBadSparseMap)
+	}
+	c.Sparse = r.sparse
+	return crc, nil
 }
 
 // payload reads the payload of the chunk header parsed (started at stream

@@ -89,42 +89,8 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 		return res, err
 	}
 	defer conn.Close()
-	exec := func(q string) error {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("%s: %w", q, err)
-		}
-		return nil
-	}
-	var version, dataDir string
-	if err := conn.QueryRowContext(ctx, "SELECT VERSION(), @@datadir").Scan(&version, &dataDir); err != nil {
-		return res, err
-	}
-	mariadb := strings.Contains(version, "MariaDB")
-	// The target's names are their file names (checkName).
-	if err := checkName(to.DB); err != nil {
-		return res, err
-	}
-	if err := checkName(to.Table); err != nil {
-		return res, err
-	}
-	dbDir := filepath.Join(dataDir, to.DB)
-	owner, err := os.Stat(dbDir)
-	if err != nil {
-		return res, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", dbDir, err)
-	}
-	create, err := renamed(src, to)
-	if err != nil {
-		return res, err
-	}
-	if err := importable(src); err != nil {
-		return res, err
-	}
-	if !opts.Unreplicated {
-		if err := unreplicated(ctx, conn); err != nil {
-			return res, err
-		}
-	}
-	spaces, err := tablespaces(src)
+	im := &importer{ctx: ctx, conn: conn, src: src, to: to, logger: logger}
+	spaces, err := im.check(opts)
 	if err != nil {
 		return res, err
 	}
@@ -132,7 +98,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 	// binary log off for whoever uses it next.
 	defer restoreSession(conn)
 	for _, q := range []string{"SET SESSION sql_log_bin = 0", "SET SESSION foreign_key_checks = 0"} {
-		if err := exec(q); err != nil {
+		if err := im.exec(q); err != nil {
 			return res, err
 		}
 	}
@@ -140,128 +106,225 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 		return res, err
 	}
 	if spaces == nil {
-		return importFiles(ctx, conn, src, to, dbDir, owner, logger)
+		return importFiles(ctx, conn, src, to, im.dbDir, im.owner, logger)
 	}
-	partitioned := spaces[0].partition != ""
-	placeholder := Target{to.DB, to.Table + "_vtfifo_import"}
-	if partitioned && mariadb {
-		if err := absent(ctx, conn, placeholder); err != nil {
-			return res, err
-		}
-	}
-
 	// From here on, what failed is undone: the tables created are dropped,
 	// the files copied in that remain are removed.
-	var created []Target
-	var copied []string
 	defer func() {
-		if err == nil {
-			return
-		}
-		for i := len(created) - 1; i >= 0; i-- {
-			if derr := exec("DROP TABLE IF EXISTS " + quoted(created[i])); derr != nil {
-				logger.Warningf("tableimport: undoing: %v", derr)
-			}
-		}
-		for _, p := range copied {
-			os.Remove(p)
+		if err != nil {
+			im.undo()
 		}
 	}()
-	// copyIn copies a tablespace's .ibd and .cfg (and the .cfp of an
-	// encrypted one: PXB xtrabackup.cc, xtrabackup_prepare_func, writes it
-	// beside the .cfg with the tablespace key) in as the file name to.
-	copyIn := func(from tablespace, to string) error {
-		for _, ext := range []string{".ibd", ".cfg", ".cfp"} {
-			srcPath := filepath.Join(src.Dir, filepath.FromSlash(from.base+ext))
-			if _, err := os.Stat(srcPath); ext == ".cfp" && errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			dst := filepath.Join(dbDir, to+ext)
-			if err := copyFile(srcPath, dst, owner); err != nil {
-				return err
-			}
-			copied = append(copied, dst)
-		}
-		return nil
+	switch {
+	case spaces[0].partition == "":
+		err = im.whole(spaces[0])
+	case im.mariadb:
+		err = im.mariadbPartitions(spaces)
+	default:
+		err = im.mysqlPartitions(spaces)
 	}
-	// importTablespace runs IMPORT TABLESPACE; any warning fails it (MariaDB
-	// warns "Index ... not found or corrupt" and imports a table whose next
-	// write can stop the server).
-	importTablespace := func(t Target) error {
-		if err := exec("ALTER TABLE " + quoted(t) + " IMPORT TABLESPACE"); err != nil {
-			return err
-		}
-		return noWarnings(ctx, conn, "IMPORT TABLESPACE of "+t.String())
-	}
-	// After an import the .ibd is the table's, and the .cfg is not needed
-	// (the server may leave it behind).
-	imported := func() {
-		for _, p := range copied {
-			if strings.HasSuffix(p, ".cfg") {
-				os.Remove(p)
-			}
-		}
-		copied = nil
-	}
-	if err := exec(create); err != nil {
+	if err != nil {
 		return res, err
 	}
-	created = append(created, to)
-	switch {
-	case !partitioned:
-		if err := exec("ALTER TABLE " + quoted(to) + " DISCARD TABLESPACE"); err != nil {
-			return res, err
-		}
-		if err := copyIn(spaces[0], to.Table); err != nil {
-			return res, err
-		}
-		if err := importTablespace(to); err != nil {
-			return res, err
-		}
-		imported()
-	case mariadb:
-		for _, sp := range spaces {
-			if err := exec("CREATE TABLE " + quoted(placeholder) + " LIKE " + quoted(to)); err != nil {
-				return res, err
-			}
-			created = append(created, placeholder)
-			for _, q := range []string{"ALTER TABLE " + quoted(placeholder) + " REMOVE PARTITIONING", "ALTER TABLE " + quoted(placeholder) + " DISCARD TABLESPACE"} {
-				if err := exec(q); err != nil {
-					return res, err
-				}
-			}
-			if err := copyIn(sp, placeholder.Table); err != nil {
-				return res, err
-			}
-			if err := importTablespace(placeholder); err != nil {
-				return res, err
-			}
-			imported()
-			for _, q := range []string{
-				"ALTER TABLE " + quoted(to) + " EXCHANGE PARTITION " + quoteName(sp.partition) + " WITH TABLE " + quoted(placeholder),
-				"DROP TABLE " + quoted(placeholder),
-			} {
-				if err := exec(q); err != nil {
-					return res, err
-				}
-			}
-			created = created[:len(created)-1]
-		}
-	default: // MySQL 8
-		if err := exec("ALTER TABLE " + quoted(to) + " DISCARD TABLESPACE"); err != nil {
-			return res, err
-		}
-		for _, sp := range spaces {
-			if err := copyIn(sp, to.Table+"#p#"+sp.partition); err != nil {
-				return res, err
-			}
-		}
-		if err := importTablespace(to); err != nil {
-			return res, err
-		}
-		imported()
-	}
 	return verify(ctx, conn, to)
+}
+
+// importer is one Import: the live server's connection and what the
+// import created there, to undo on failure.
+type importer struct {
+	ctx     context.Context
+	conn    *sql.Conn
+	src     Source
+	to      Target
+	logger  logutil.Logger
+	mariadb bool
+	dbDir   string
+	owner   os.FileInfo // of dbDir: the files copied in take its owner
+	create  string      // the table's definition under the target's name
+
+	created []Target
+	copied  []string
+}
+
+func (im *importer) exec(q string) error {
+	if _, err := im.conn.ExecContext(im.ctx, q); err != nil {
+		return fmt.Errorf("%s: %w", q, err)
+	}
+	return nil
+}
+
+// check reads the live server and refuses what cannot be imported safely,
+// before anything is created; it returns the source's tablespaces (nil: a
+// table of files, importFiles).
+func (im *importer) check(opts Options) ([]tablespace, error) {
+	var version, dataDir string
+	if err := im.conn.QueryRowContext(im.ctx, "SELECT VERSION(), @@datadir").Scan(&version, &dataDir); err != nil {
+		return nil, err
+	}
+	im.mariadb = strings.Contains(version, "MariaDB")
+	// The target's names are their file names (checkName).
+	if err := checkName(im.to.DB); err != nil {
+		return nil, err
+	}
+	if err := checkName(im.to.Table); err != nil {
+		return nil, err
+	}
+	im.dbDir = filepath.Join(dataDir, im.to.DB)
+	var err error
+	if im.owner, err = os.Stat(im.dbDir); err != nil {
+		return nil, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", im.dbDir, err)
+	}
+	if im.create, err = renamed(im.src, im.to); err != nil {
+		return nil, err
+	}
+	if err := importable(im.src); err != nil {
+		return nil, err
+	}
+	if !opts.Unreplicated {
+		if err := unreplicated(im.ctx, im.conn); err != nil {
+			return nil, err
+		}
+	}
+	spaces, err := tablespaces(im.src)
+	if err != nil {
+		return nil, err
+	}
+	if len(spaces) > 0 && spaces[0].partition != "" && im.mariadb {
+		if err := absent(im.ctx, im.conn, im.placeholder()); err != nil {
+			return nil, err
+		}
+	}
+	return spaces, nil
+}
+
+// placeholder is the table a MariaDB partition is imported into before it
+// is exchanged into the target.
+func (im *importer) placeholder() Target { return Target{im.to.DB, im.to.Table + "_vtfifo_import"} }
+
+// undo drops the tables created and removes the files copied in.
+func (im *importer) undo() {
+	for i := len(im.created) - 1; i >= 0; i-- {
+		if err := im.exec("DROP TABLE IF EXISTS " + quoted(im.created[i])); err != nil {
+			im.logger.Warningf("tableimport: undoing: %v", err)
+		}
+	}
+	for _, p := range im.copied {
+		os.Remove(p)
+	}
+}
+
+// createTarget creates the target table from the source's definition.
+func (im *importer) createTarget() error {
+	if err := im.exec(im.create); err != nil {
+		return err
+	}
+	im.created = append(im.created, im.to)
+	return nil
+}
+
+// copyIn copies a tablespace's .ibd and .cfg (and the .cfp of an encrypted
+// one: PXB xtrabackup.cc, xtrabackup_prepare_func, writes it beside the .cfg
+// with the tablespace key) in as the file name to.
+func (im *importer) copyIn(from tablespace, to string) error {
+	for _, ext := range []string{".ibd", ".cfg", ".cfp"} {
+		srcPath := filepath.Join(im.src.Dir, filepath.FromSlash(from.base+ext))
+		if _, err := os.Stat(srcPath); ext == ".cfp" && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		dst := filepath.Join(im.dbDir, to+ext)
+		if err := copyFile(srcPath, dst, im.owner); err != nil {
+			return err
+		}
+		im.copied = append(im.copied, dst)
+	}
+	return nil
+}
+
+// importTablespace runs IMPORT TABLESPACE; any warning fails it (MariaDB
+// warns "Index ... not found or corrupt" and imports a table whose next
+// write can stop the server). After an import the .ibd is the table's, and
+// the .cfg is not needed (the server may leave it behind).
+func (im *importer) importTablespace(t Target) error {
+	if err := im.exec("ALTER TABLE " + quoted(t) + " IMPORT TABLESPACE"); err != nil {
+		return err
+	}
+	if err := noWarnings(im.ctx, im.conn, "IMPORT TABLESPACE of "+t.String()); err != nil {
+		return err
+	}
+	for _, p := range im.copied {
+		if strings.HasSuffix(p, ".cfg") {
+			os.Remove(p)
+		}
+	}
+	im.copied = nil
+	return nil
+}
+
+// whole imports a table of one tablespace.
+func (im *importer) whole(sp tablespace) error {
+	if err := im.createTarget(); err != nil {
+		return err
+	}
+	if err := im.exec("ALTER TABLE " + quoted(im.to) + " DISCARD TABLESPACE"); err != nil {
+		return err
+	}
+	if err := im.copyIn(sp, im.to.Table); err != nil {
+		return err
+	}
+	return im.importTablespace(im.to)
+}
+
+// mariadbPartitions imports each partition into a placeholder table, then
+// exchanges it into the target (MariaDB imports no partition in place).
+func (im *importer) mariadbPartitions(spaces []tablespace) error {
+	if err := im.createTarget(); err != nil {
+		return err
+	}
+	placeholder := im.placeholder()
+	for _, sp := range spaces {
+		if err := im.exec("CREATE TABLE " + quoted(placeholder) + " LIKE " + quoted(im.to)); err != nil {
+			return err
+		}
+		im.created = append(im.created, placeholder)
+		for _, q := range []string{"ALTER TABLE " + quoted(placeholder) + " REMOVE PARTITIONING", "ALTER TABLE " + quoted(placeholder) + " DISCARD TABLESPACE"} {
+			if err := im.exec(q); err != nil {
+				return err
+			}
+		}
+		if err := im.copyIn(sp, placeholder.Table); err != nil {
+			return err
+		}
+		if err := im.importTablespace(placeholder); err != nil {
+			return err
+		}
+		for _, q := range []string{
+			"ALTER TABLE " + quoted(im.to) + " EXCHANGE PARTITION " + quoteName(sp.partition) + " WITH TABLE " + quoted(placeholder),
+			"DROP TABLE " + quoted(placeholder),
+		} {
+			if err := im.exec(q); err != nil {
+				return err
+			}
+		}
+		im.created = im.created[:len(im.created)-1]
+	}
+	return nil
+}
+
+// mysqlPartitions imports every partition at once: MySQL 8 discards and
+// imports a partitioned table's tablespaces together.
+func (im *importer) mysqlPartitions(spaces []tablespace) error {
+	if err := im.createTarget(); err != nil {
+		return err
+	}
+	if err := im.exec("ALTER TABLE " + quoted(im.to) + " DISCARD TABLESPACE"); err != nil {
+		return err
+	}
+	for _, sp := range spaces {
+		if err := im.copyIn(sp, im.to.Table+"#p#"+sp.partition); err != nil {
+			return err
+		}
+	}
+	return im.importTablespace(im.to)
 }
 
 // dataFiles are the extensions of the data files of Aria (.MAD, .MAI),

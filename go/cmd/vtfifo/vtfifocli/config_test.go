@@ -34,9 +34,10 @@ func TestFlagFiles(t *testing.T) {
 	assert.Contains(t, out, "2026-11-23.050519.zone1-0000004989")
 	assert.Contains(t, out, "skipped flags from the flag files that vtfifo does not take: --restore-from-backup --port --tablet-path")
 
-	// The command line wins: another shard has no backups.
-	out = run(t, 0, "ls", "--flags-file="+flagsFile, "--config-file="+yamlFile, "--shard=1")
-	assert.NotContains(t, out, "2026-11-23.050519.zone1-0000004989")
+	// The command line wins: another shard, which has no backups, is a
+	// wrong location (exit 3), not an empty table.
+	out = run(t, 3, "ls", "--flags-file="+flagsFile, "--config-file="+yamlFile, "--shard=1")
+	assert.Equal(t, "vtfifo ls: no backup in ks/1 in "+root+" (file storage): check --keyspace and --shard (or --backup-dir) and the storage flags\n", lastLine(out))
 
 	bad := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -57,4 +58,10 @@ func TestFlagFiles(t *testing.T) {
 		assert.Contains(t, out, c.want, "%v", c.args)
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(out), "\n")+1, "one clear line: %q", out)
 	}
+}
+
+// lastLine is the last line of out, with its newline.
+func lastLine(out string) string {
+	lines := strings.SplitAfter(strings.TrimSuffix(out, "\n"), "\n")
+	return lines[len(lines)-1] + "\n"
 }

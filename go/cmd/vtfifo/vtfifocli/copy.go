@@ -25,7 +25,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	var concurrency *int
 	var dst splitstorage.Config
 	s, bh, code := openBackup(ctx, prog, "Copies a complete backup to a second split storage, verified there (every part's size and CRC32C) before its\n"+
-		"completion marker is written; a re-run copies only what is missing or wrong.\nExit status: 0 copied, 1 failed, 2 usage error.", args, stdout, stderr,
+		"completion marker is written; a re-run copies only what is missing or wrong.\n"+exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			fs.StringSliceVar(&toFiles, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines skipped), e.g. another tablet's; repeatable")
 			fs.StringArrayVar(&toFlags, "to", nil, "a destination storage flag, after those of --to-flags-file, e.g. --to=--split-storage-s3-bucket=backups-dr; repeatable")

@@ -59,6 +59,10 @@ type options struct {
 	// flags is the parsed set: Vitess's decompression flags are read from it.
 	flags *pflag.FlagSet
 
+	// fleet: the command also runs on the whole storage, without
+	// --keyspace/--shard (ls).
+	fleet bool
+
 	listIncomplete   bool
 	removeIncomplete bool
 	minAge           time.Duration
@@ -122,6 +126,12 @@ func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups started at least this long ago (a backup still running is incomplete too)")
 }
 
+// wholeStorage: the command runs on every backup directory of the storage
+// (ls without --keyspace/--shard).
+func (o *options) wholeStorage() bool {
+	return o.fleet && o.backupDir == "" && o.keyspace == "" && o.shard == ""
+}
+
 func (o *options) dir() string {
 	if o.backupDir != "" {
 		return o.backupDir
@@ -138,10 +148,11 @@ func (o *options) validateBackup() error {
 	switch {
 	case o.backupDir != "" && (o.keyspace != "" || o.shard != ""):
 		return fmt.Errorf("--backup-dir and --keyspace/--shard are exclusive: give one")
+	case o.wholeStorage():
 	case o.backupDir == "" && (o.keyspace == "" || o.shard == ""):
 		return fmt.Errorf("--keyspace and --shard (or --backup-dir) are required")
 	}
-	if strings.Contains(o.dir(), "..") || strings.HasPrefix(o.dir(), "/") {
+	if !o.wholeStorage() && (strings.Contains(o.dir(), "..") || strings.HasPrefix(o.dir(), "/")) {
 		return invalid("backup-dir", o.dir(), "a keyspace/shard path without '..' or a leading '/'")
 	}
 	if o.backup != "" && (strings.ContainsAny(o.backup, "/\\\x00") || strings.HasPrefix(o.backup, ".")) {

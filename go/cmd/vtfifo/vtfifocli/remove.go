@@ -20,7 +20,7 @@ import (
 // started less than --incomplete-min-age ago may still be running: refused.
 func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var minAge *time.Duration
-	s, code := openSession(ctx, prog, "Removes one backup: complete, quarantined, or incomplete and older than --incomplete-min-age.\nExit status: 0 removed, 1 refused or failed, 2 usage error.", args, stderr,
+	s, code := openSession(ctx, prog, "Removes one backup: complete, quarantined, or incomplete and older than --incomplete-min-age.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
 			return func() error {
@@ -112,7 +112,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	var keep *int
 	var within *time.Duration
 	var dryRun *bool
-	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep nor younger than --keep-within.\nExit status: 0 done, 1 a removal failed, 2 usage error.", args, stderr,
+	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep nor younger than --keep-within.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			keep = fs.Int("keep", 0, "how many of the newest complete backups are always kept (at least 1; required)")
 			within = fs.Duration("keep-within", 0, "also keep every backup younger than this (e.g. 168h)")
@@ -168,7 +168,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 // Release is `vtfifo release`: a quarantined backup back among the complete
 // ones that restores choose from.
 func Release(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	s, code := openSession(ctx, prog, "Puts a quarantined backup (one that failed its test restore) back among the backups restores choose from.\nExit status: 0 released, 1 not quarantined or failed, 2 usage error.", args, stderr,
+	s, code := openSession(ctx, prog, "Puts a quarantined backup (one that failed its test restore) back among the backups restores choose from.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			return func() error {
 				if o.backup == "" {

@@ -23,7 +23,7 @@ import (
 func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var targetDir, defaultsFile *string
 	var prepare *bool
-	s, bh, code := openBackup(ctx, prog, "Restores a fifo backup into a new or empty directory, without Vitess; --prepare makes it a data directory.\nExit status: 0 done, 1 damaged, unreadable or the tool failed, 2 usage error.", args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, "Restores a fifo backup into a new or empty directory, without Vitess; --prepare makes it a data directory.\n"+exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			targetDir = fs.String("target-dir", "", "directory to restore into: it must not exist or be empty (required)")
 			prepare = fs.Bool("prepare", false, "run the tool's --prepare (xtrabackup or mariabackup, --fifo-backup-tool-path) so mysqld starts on the directory")
@@ -80,7 +80,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	s, bh, code := openBackup(ctx, prog, "Proves a fifo backup restorable: restores and prepares it into a scratch directory, starts a throwaway mysqld\n"+
 		"on it (own socket, no network, no replication), runs CHECK TABLE and counts rows on every table, then stops it\n"+
 		"and removes the scratch directory. The verification record is stored beside the backup (split storage).\n"+
-		"Exit status: 0 passed, 1 failed or unreadable, 2 usage error.", args, stdout, stderr,
+		exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			tr.Register(fs, "")
 			record = fs.Bool("record", true, "store the verification record beside the backup (split storage)")

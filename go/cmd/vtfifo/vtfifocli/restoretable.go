@@ -35,7 +35,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		unreplicated              *bool
 	)
 	s, bh, code := openBackup(ctx, prog, "Restores tables of a fifo backup into a new or empty directory, prepared with the tool's --export;\n"+
-		"--into-mysql or --into-tablet imports them into a live server on this host.\nExit status: 0 done, 1 failed (nothing in the live server changed), 2 usage error.", args, stdout, stderr,
+		"--into-mysql or --into-tablet imports them into a live server on this host.\n"+exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			tables = fs.StringArray("table", nil, "a table to restore, db.table or db.* (repeatable; required)")
 			targetDir = fs.String("target-dir", "", "directory to restore into: it must not exist or be empty (required)")

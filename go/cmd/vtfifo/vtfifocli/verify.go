@@ -46,28 +46,35 @@ func (o *options) openStorage(stderr io.Writer) (backupstorage.BackupStorage, lo
 }
 
 // pickBackup finds the backup --backup names in the flags' directory, or the
-// latest complete one; otherwise it says why on stdout (FAIL: ...).
-func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage, stdout io.Writer) (backupstorage.BackupHandle, bool) {
+// latest complete one; otherwise it says why on stderr and returns the exit
+// status: exitUnreachable when the storage cannot be listed or holds no such
+// backup, exitFailed when the backup named is there but incomplete or
+// quarantined.
+func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage) (backupstorage.BackupHandle, int) {
 	dir := o.dir()
+	if root, missing := missingRoot(o); missing {
+		return nil, o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
 	bhs, err := bs.ListBackups(ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
-		return nil, false
+		return nil, o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
 	}
 	if o.backup == "" {
 		if len(bhs) == 0 {
-			fmt.Fprintf(stdout, "FAIL: no complete backup in %s\n", dir)
-			return nil, false
+			return nil, o.failf(exitUnreachable, "no complete backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", o.where())
 		}
-		return o.latestNotFailed(ctx, bhs, dir), true
+		return o.latestNotFailed(ctx, bhs, dir), exitOK
 	}
 	for _, h := range bhs {
 		if h.Name() == o.backup {
-			return h, true
+			return h, exitOK
 		}
 	}
-	fmt.Fprintf(stdout, "FAIL: backup %s/%s: %s\n", dir, o.backup, o.whyMissing(ctx, bs, dir))
-	return nil, false
+	why, there := o.whyMissing(ctx, bs, dir)
+	if there {
+		return nil, o.failf(exitFailed, "FAIL: backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
+	}
+	return nil, o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
 }
 
 // latestNotFailed is the newest of bhs whose latest test restore did not
@@ -99,9 +106,9 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 	if o.listIncomplete || o.removeIncomplete {
 		return o.incomplete(ctx, bs, dir, stdout, stderr)
 	}
-	bh, ok := o.pickBackup(ctx, bs, stdout)
-	if !ok {
-		return 1
+	bh, code := o.pickBackup(ctx, bs)
+	if bh == nil {
+		return code
 	}
 	where := dir + "/" + bh.Name()
 	fmt.Fprintf(stderr, "%s: checking backup %s (%s storage)\n", o.prog, where, backupstorage.BackupStorageImplementation)
@@ -206,26 +213,27 @@ func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error
 	return nil
 }
 
-// whyMissing says why a named backup is not among the complete ones.
-func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir string) string {
+// whyMissing says why a named backup is not among the complete ones, and
+// whether it is there at all (incomplete, quarantined, or kept as a base).
+func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir string) (string, bool) {
 	if s, ok := bs.(*splitstorage.Storage); ok {
 		inc, err := s.ListIncomplete(ctx, dir)
 		if err == nil {
 			for _, b := range inc {
-				if b.Name == o.backup && len(b.RetiredFor) > 0 {
-					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it", strings.Join(b.RetiredFor, ", "))
-				}
-				if b.Name == o.backup && b.Quarantined != "" {
-					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined)
-				}
-				if b.Name == o.backup {
+				switch {
+				case b.Name != o.backup:
+				case len(b.RetiredFor) > 0:
+					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it", strings.Join(b.RetiredFor, ", ")), true
+				case b.Quarantined != "":
+					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined), true
+				default:
 					return fmt.Sprintf("incomplete: started %s on %s, never completed (a failed or killed backup, or one still running); restore never picks it; remove it with --remove-incomplete",
-						b.Started.Format(time.RFC3339), b.Host)
+						b.Started.Format(time.RFC3339), b.Host), true
 				}
 			}
 		}
 	}
-	return "no such complete backup (GetBackups does not list it)"
+	return "no such backup (GetBackups does not list it): check --backup, --keyspace and --shard", false
 }
 
 func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage, dir string, stdout, stderr io.Writer) int {

@@ -1,31 +1,27 @@
 // Package vtfifocli is the operator's command line, vtfifo (and fifoverify,
 // its verify subcommand under the old name): commands that read fifo backups
 // where they are stored, through the same storage flags as vttablet, without
-// a Vitess cluster. Exit status: 0 done, 1 a failed check or an unreadable
-// backup, 2 a usage error.
+// a Vitess cluster. Exit status (exit.go): 0 done, 1 a backup is damaged or
+// failed a check, 2 a usage error, 3 the storage, a location or a backup
+// could not be read, accessed or found.
 package vtfifocli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
-	"text/tabwriter"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"vitess.io/vitess/go/vt/logutil"
-	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // Run runs cmd with a context cancelled on SIGINT or SIGTERM, and exits the
@@ -55,7 +51,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Short: "Read, check and export fifo backups where they are stored, without Vitess",
 		Long: "vtfifo reads fifo backups through the same storage flags as vttablet (--backup-storage-implementation,\n" +
 			"--split-storage-*, the compression flags) and needs no Vitess cluster.\n" +
-			"Exit status: 0 done, 1 a failed check or an unreadable backup, 2 a usage error.",
+			exitStatusHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -118,7 +114,7 @@ func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Write
 // Verify is `vtfifo verify` and fifoverify: it checks a backup where it is
 // stored (see docs/reliability.md) and returns the exit status.
 func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	s, code := openSession(ctx, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\nExit status: 0 OK, 1 damaged or unreadable, 2 usage error.", args, stderr,
+	s, code := openSession(ctx, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error { o.registerVerifyFlags(fs); return o.validateVerify })
 	if s == nil {
 		return code
@@ -163,8 +159,7 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 	bs, logger, err := o.openStorage(stderr)
 	if err != nil {
 		cancel()
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
-		return nil, 1
+		return nil, o.failf(exitUnreachable, "cannot open %s: %v", storageLocation(o), err)
 	}
 	return &session{o: o, ctx: ctx, bs: bs, logger: logger, close: func() { bs.Close(); cancel() }}, -1
 }
@@ -177,10 +172,10 @@ func openBackup(ctx context.Context, prog, usage string, args []string, stdout, 
 	if s == nil {
 		return nil, nil, code
 	}
-	bh, ok := s.o.pickBackup(s.ctx, s.bs, stdout)
-	if !ok {
+	bh, code := s.o.pickBackup(s.ctx, s.bs)
+	if bh == nil {
 		s.close()
-		return nil, nil, 1
+		return nil, nil, code
 	}
 	return s, bh, -1
 }
@@ -189,7 +184,7 @@ func openBackup(ctx context.Context, prog, usage string, args []string, stdout, 
 // in a new file (never over an existing one; removed if the export fails).
 func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var output *string
-	s, bh, code := openBackup(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\nExit status: 0 done, 1 damaged or unreadable, 2 usage error.", args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\n"+exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, _ *options) func() error {
 			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
 			return nil
@@ -223,122 +218,4 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	}
 	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, s.o.dir(), bh.Name(), *output)
 	return 0
-}
-
-// BackupInfo is one backup as `vtfifo ls` shows it.
-type BackupInfo struct {
-	Name        string
-	Engine      string
-	Time        string `json:",omitempty"`
-	Position    string `json:",omitempty"`
-	Lanes       int    `json:",omitempty"`
-	RawBytes    int64  `json:",omitempty"`
-	StoredBytes int64  `json:",omitempty"`
-	Compression string `json:",omitempty"`
-	Tool        string `json:",omitempty"`
-	// Base is the backup an incremental one holds the changes since, and
-	// ChainLength its place after the chain's full (0 for a full).
-	Base        string `json:",omitempty"`
-	ChainLength int    `json:",omitempty"`
-	// Verification is the backup's latest test restore (split storage).
-	Verification *testrestore.Record `json:",omitempty"`
-	// Problem says why the MANIFEST could not be read, if it could not.
-	Problem string `json:",omitempty"`
-}
-
-// List is `vtfifo ls`.
-func List(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	var asJSON *bool
-	s, code := openSession(ctx, prog, "Lists the complete backups of a shard with what their MANIFEST says.\nExit status: 0 done, 1 the storage cannot be listed, 2 usage error.", args, stderr,
-		func(fs *pflag.FlagSet, _ *options) func() error {
-			asJSON = fs.Bool("json", false, "print one JSON array instead of a table")
-			return nil
-		})
-	if s == nil {
-		return code
-	}
-	defer s.close()
-	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: cannot list backups in %s: %v\n", prog, s.o.dir(), err)
-		return 1
-	}
-	infos := make([]BackupInfo, 0, len(bhs))
-	for _, bh := range bhs {
-		infos = append(infos, describe(s.ctx, bh))
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(infos); err != nil {
-			return 1
-		}
-		return 0
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
-	for _, b := range infos {
-		if b.Problem != "" {
-			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t\t\t%s\n", b.Name, b.Problem)
-			continue
-		}
-		verified := "-"
-		if b.Verification != nil {
-			verified = b.Verification.Summary()
-		}
-		kind := "full"
-		if b.Base != "" {
-			kind = fmt.Sprintf("delta %d on %s", b.ChainLength, b.Base)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, kind, b.Time, b.Lanes,
-			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, verified)
-	}
-	if err := tw.Flush(); err != nil {
-		return 1
-	}
-	return 0
-}
-
-// describe reads a backup's MANIFEST: a fifo one in full, another engine's
-// (builtin, xtrabackup) for its engine, time and position.
-func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
-	info := BackupInfo{Name: bh.Name()}
-	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
-	if err != nil {
-		info.Problem = "cannot read MANIFEST: " + err.Error()
-		return info
-	}
-	defer r.Close()
-	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
-	if err != nil {
-		info.Problem = "cannot read MANIFEST: " + err.Error()
-		return info
-	}
-	var base mysqlctl.BackupManifest
-	if err := json.Unmarshal(doc, &base); err != nil {
-		info.Problem = "MANIFEST is not JSON: " + err.Error()
-		return info
-	}
-	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()
-	if base.BackupMethod != "fifo" {
-		return info
-	}
-	m, err := fifobackupengine.ParseManifest(doc)
-	if err != nil {
-		info.Problem = "MANIFEST: " + err.Error()
-		return info
-	}
-	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes
-	info.Compression = "none"
-	if m.Compressed {
-		info.Compression = m.CompressionEngine
-	}
-	info.Tool = m.ToolFlavor + " " + m.ToolVersion
-	info.Base, info.ChainLength = m.BaseBackup, m.ChainLength
-	rec, err := testrestore.Load(ctx, bh)
-	if err != nil {
-		info.Problem = "cannot read its verification record: " + err.Error()
-	}
-	info.Verification = rec
-	return info
 }

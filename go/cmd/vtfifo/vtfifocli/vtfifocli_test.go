@@ -181,10 +181,15 @@ func TestShow(t *testing.T) {
 		assert.Equal(t, fi.Size(), n, p)
 	}
 
+	// A backup that is not there: exit 3 (not found, not damaged), the
+	// cause first on stderr naming the location, nothing on stdout.
 	stdout.Reset()
+	stderr.Reset()
 	code = Main(context.Background(), append([]string{"show", "--backup=no-such-backup"}, args...), &stdout, &stderr)
-	assert.Equal(t, 1, code)
-	assert.Contains(t, stdout.String(), "no-such-backup")
+	assert.Equal(t, 3, code)
+	assert.Empty(t, stdout.String())
+	assert.Contains(t, stderr.String(), "vtfifo show: backup ks/0/no-such-backup in ")
+	assert.Contains(t, stderr.String(), ": no such backup (GetBackups does not list it): check --backup, --keyspace and --shard\n")
 }
 
 // splitCopy stores the test backup in a split storage made of cfg, as

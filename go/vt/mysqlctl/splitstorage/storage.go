@@ -1,8 +1,8 @@
 // Package splitstorage implements the Vitess BackupStorage "split": every file of
 // a backup is stored as part objects of one configured size, uploaded in
 // parallel with per-part retries and CRC32C checksums inside a memory budget,
-// and read back in parallel with verification. Backends: a local directory, S3
-// and GCS. See docs/split-storage.md.
+// and read back in parallel with verification. Backends: a local directory, S3,
+// GCS and Azure Blob Storage. See docs/split-storage.md.
 package splitstorage
 
 import (
@@ -400,4 +400,39 @@ func readSmall(ctx context.Context, be backend.Backend, key string) ([]byte, err
 		return nil, fmt.Errorf("%s: larger than %d bytes", key, maxIndexBytes)
 	}
 	return b, nil
+}
+
+// ListBackupDirs lists the backup directories of the storage
+// (keyspace/shard, as mysqlctl.GetBackupDir names them) that hold at least
+// one backup, complete or not, sorted.
+func (s *Storage) ListBackupDirs(ctx context.Context) ([]string, error) {
+	e, err := s.env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keyspaces, err := e.be.List(ctx, "", true)
+	if err != nil {
+		return nil, fmt.Errorf("split storage: listing %s: %w", e.be, err)
+	}
+	var dirs []string
+	for _, ks := range keyspaces {
+		if !ks.Dir {
+			continue
+		}
+		shards, err := e.be.List(ctx, ks.Key, true)
+		if err != nil {
+			return nil, fmt.Errorf("split storage: listing %s in %s: %w", ks.Key, e.be, err)
+		}
+		for _, sh := range shards {
+			if !sh.Dir {
+				continue
+			}
+			dir := strings.TrimSuffix(sh.Key, "/")
+			if _, names, err := s.backupNames(ctx, dir); err == nil && len(names) > 0 {
+				dirs = append(dirs, dir)
+			}
+		}
+	}
+	sort.Strings(dirs)
+	return dirs, nil
 }

@@ -1,0 +1,79 @@
+package vtfifocli
+
+import (
+	"cmp"
+	"fmt"
+	"os"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// Exit statuses of every vtfifo command: each means one thing, so that
+// monitoring can tell damage from access.
+const (
+	// exitOK: done.
+	exitOK = 0
+	// exitFailed: the backup is damaged, or failed a check.
+	exitFailed = 1
+	// exitUsage: the command line is wrong; nothing was done.
+	exitUsage = 2
+	// exitUnreachable: the storage, a location or a backup could not be
+	// read, accessed or found (a wrong root, keyspace or shard, missing
+	// credentials, a timeout); nothing says the backups are damaged.
+	exitUnreachable = 3
+)
+
+// exitStatusHelp is the line every command's help ends with.
+const exitStatusHelp = "Exit status: 0 done, 1 a backup is damaged or failed a check, 2 usage error, 3 the storage, location or backup could not be read, accessed or found."
+
+// where names the backup directory of the flags and the storage it is in,
+// for messages (never a credential).
+func (o *options) where() string {
+	return o.dir() + " in " + storageLocation(o)
+}
+
+// storageLocation names the storage the flags select.
+func storageLocation(o *options) string {
+	impl := backupstorage.BackupStorageImplementation
+	switch impl {
+	case splitstorage.Name:
+		return splitstorage.FlagConfig().Location() + " (split storage)"
+	case "file":
+		if f := o.flags.Lookup("file-backup-storage-root"); f != nil {
+			return f.Value.String() + " (file storage)"
+		}
+	}
+	return "the " + cmp.Or(impl, "unnamed") + " storage"
+}
+
+// missingRoot says whether the storage's root directory (file backends)
+// does not exist: every listing of it is empty, which must not pass for a
+// storage without backups.
+func missingRoot(o *options) (string, bool) {
+	root := ""
+	switch backupstorage.BackupStorageImplementation {
+	case splitstorage.Name:
+		if c := splitstorage.FlagConfig(); c.Backend == splitstorage.BackendFile {
+			root = c.Root
+		}
+	case "file":
+		if f := o.flags.Lookup("file-backup-storage-root"); f != nil {
+			root = f.Value.String()
+		}
+	}
+	if root == "" {
+		return "", false
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return root, true
+	}
+	return "", false
+}
+
+// failf prints a failure on stderr, cause first, and returns code.
+func (o *options) failf(code int, format string, args ...any) int {
+	fmt.Fprintf(o.notes, "%s: %s\n", o.prog, fmt.Sprintf(format, args...))
+	return code
+}

@@ -1,0 +1,261 @@
+package vtfifocli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// ShardStatus is one backup directory (keyspace/shard) as the fleet view
+// shows it.
+type ShardStatus struct {
+	Keyspace, Shard string
+	// Backups counts the complete ones (those restores pick from).
+	Backups int
+	Newest  string    `json:",omitempty"`
+	Time    time.Time `json:",omitempty"`
+	// ChainLength is the newest backup's place after its chain's full (0:
+	// a full backup).
+	ChainLength int
+	// NewestProven is the newest backup whose latest test restore passed.
+	NewestProven     string    `json:",omitempty"`
+	NewestProvenTime time.Time `json:",omitempty"`
+	// TestRestoreFailed counts the complete backups whose latest test
+	// restore failed.
+	TestRestoreFailed int
+	Quarantined       int
+	Incomplete        int
+	// Problems are what the checks found (--max-age, --max-unproven-age),
+	// or why the directory could not be read.
+	Problems []string `json:",omitempty"`
+}
+
+// fleetCheck is ls's whole-storage view: its checks and output format.
+type fleetCheck struct {
+	maxAge, maxUnprovenAge time.Duration
+	prometheus             bool
+}
+
+func (c *fleetCheck) register(fs *pflag.FlagSet) {
+	fs.DurationVar(&c.maxAge, "max-age", 0, "without --keyspace/--shard: a shard whose newest complete backup is older than this (or that has none) fails the check (exit 1); 0: no check")
+	fs.DurationVar(&c.maxUnprovenAge, "max-unproven-age", 0, "without --keyspace/--shard: a shard whose newest backup that passed a test restore is older than this (or that has none) fails the check (exit 1); 0: no check")
+	fs.BoolVar(&c.prometheus, "prometheus", false, "without --keyspace/--shard: print the Prometheus text format (for node_exporter's textfile collector) instead of a table")
+}
+
+func (c *fleetCheck) set() bool { return c.maxAge != 0 || c.maxUnprovenAge != 0 || c.prometheus }
+
+func (c *fleetCheck) validate(asJSON bool) error {
+	switch {
+	case c.maxAge < 0:
+		return invalid("max-age", c.maxAge.String(), "0 (no check) or a positive duration")
+	case c.maxUnprovenAge < 0:
+		return invalid("max-unproven-age", c.maxUnprovenAge.String(), "0 (no check) or a positive duration")
+	case c.prometheus && asJSON:
+		return errors.New("--json and --prometheus are exclusive: give one")
+	}
+	return nil
+}
+
+// fleet is ls without --keyspace/--shard: every backup directory of the
+// storage, checked as c says.
+func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
+	st, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		return s.o.failf(exitUsage, "ls without --keyspace/--shard lists the split storage only (--backup-storage-implementation=split); the %s storage needs --keyspace and --shard", backupstorage.BackupStorageImplementation)
+	}
+	if root, missing := missingRoot(s.o); missing {
+		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
+	dirs, err := st.ListBackupDirs(s.ctx)
+	if err != nil {
+		return s.o.failf(exitUnreachable, "cannot list %s: %v", storageLocation(s.o), err)
+	}
+	if len(dirs) == 0 {
+		return s.o.failf(exitUnreachable, "no backup anywhere in %s: check the storage flags (root, bucket, prefix)", storageLocation(s.o))
+	}
+	now := time.Now()
+	shards := make([]ShardStatus, 0, len(dirs))
+	failed := false
+	for _, dir := range dirs {
+		sh := s.shardStatus(st, dir)
+		sh.Problems = append(sh.Problems, c.problems(sh, now)...)
+		failed = failed || len(sh.Problems) > 0
+		shards = append(shards, sh)
+	}
+	code := exitOK
+	switch {
+	case asJSON:
+		code = writeJSON(stdout, shards)
+	case c.prometheus:
+		writePrometheus(stdout, shards, now)
+	default:
+		code = writeFleetTable(stdout, shards, now)
+	}
+	if failed && code == exitOK {
+		code = exitFailed
+	}
+	return code
+}
+
+// shardStatus reads one backup directory: its complete backups (the
+// newest's MANIFEST, the test restore records from the newest down to the
+// newest that passed) and the others.
+func (s *session) shardStatus(st *splitstorage.Storage, dir string) ShardStatus {
+	sh := ShardStatus{}
+	sh.Keyspace, sh.Shard, _ = strings.Cut(dir, "/")
+	bhs, err := st.ListBackups(s.ctx, dir)
+	if err != nil {
+		sh.Problems = append(sh.Problems, "cannot list its backups: "+err.Error())
+		return sh
+	}
+	sh.Backups = len(bhs)
+	if len(bhs) > 0 {
+		newest := describe(s.ctx, bhs[len(bhs)-1])
+		sh.Newest, sh.Time, sh.ChainLength = newest.Name, backupTime(newest), newest.ChainLength
+	}
+	for i := len(bhs) - 1; i >= 0; i-- {
+		rec, err := testrestore.Load(s.ctx, bhs[i])
+		if err != nil || rec == nil {
+			continue
+		}
+		if rec.Outcome == testrestore.Failed {
+			sh.TestRestoreFailed++
+		}
+		if rec.Outcome == testrestore.Passed && sh.NewestProven == "" {
+			sh.NewestProven, sh.NewestProvenTime = bhs[i].Name(), backupTime(BackupInfo{Name: bhs[i].Name()})
+		}
+	}
+	inc, err := st.ListIncomplete(s.ctx, dir)
+	if err != nil {
+		sh.Problems = append(sh.Problems, "cannot list its incomplete backups: "+err.Error())
+	}
+	for _, b := range inc {
+		switch {
+		case b.Quarantined != "":
+			sh.Quarantined++
+		case len(b.RetiredFor) == 0:
+			sh.Incomplete++
+		}
+	}
+	return sh
+}
+
+// backupTime is when a backup was taken: its MANIFEST's time, else the
+// time in its name (Vitess names backups date.time.tablet, in UTC).
+func backupTime(b BackupInfo) time.Time {
+	if t, err := time.Parse(time.RFC3339, b.Time); err == nil {
+		return t
+	}
+	if len(b.Name) >= 17 {
+		if t, err := time.Parse("2006-01-02.150405", b.Name[:17]); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// problems are what c's checks find in sh at now.
+func (c fleetCheck) problems(sh ShardStatus, now time.Time) []string {
+	var out []string
+	if c.maxAge > 0 {
+		switch {
+		case sh.Newest == "":
+			out = append(out, "no complete backup")
+		case now.Sub(sh.Time) > c.maxAge:
+			out = append(out, fmt.Sprintf("newest backup %s old (--max-age %v)", age(now, sh.Time), c.maxAge))
+		}
+	}
+	if c.maxUnprovenAge > 0 {
+		switch {
+		case sh.NewestProven == "":
+			out = append(out, "no backup passed a test restore")
+		case now.Sub(sh.NewestProvenTime) > c.maxUnprovenAge:
+			out = append(out, fmt.Sprintf("newest proven backup %s old (--max-unproven-age %v)", age(now, sh.NewestProvenTime), c.maxUnprovenAge))
+		}
+	}
+	return out
+}
+
+// age is how long ago t was, for people: "3d4h", "5h12m", "40s".
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "?"
+	}
+	d := now.Sub(t).Round(time.Second)
+	if d >= 24*time.Hour {
+		return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+}
+
+func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEYSPACE/SHARD\tBACKUPS\tNEWEST\tAGE\tCHAIN\tNEWEST-PROVEN\tAGE\tTEST-FAILED\tQUARANTINED\tINCOMPLETE\tCHECK")
+	for _, sh := range shards {
+		check := "ok"
+		if len(sh.Problems) > 0 {
+			check = "FAIL: " + strings.Join(sh.Problems, "; ")
+		}
+		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest), dash(ageIf(now, sh.Newest, sh.Time)),
+			sh.ChainLength, dash(sh.NewestProven), dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, check)
+	}
+	if err := tw.Flush(); err != nil {
+		return exitUnreachable
+	}
+	return exitOK
+}
+
+func ageIf(now time.Time, name string, t time.Time) string {
+	if name == "" {
+		return ""
+	}
+	return age(now, t)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// writePrometheus prints the fleet in the Prometheus text format: times as
+// Unix seconds (0: none), counts, and whether each shard passed the checks.
+func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
+	metric := func(name, help, kind string, value func(ShardStatus) float64) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
+		for _, sh := range shards {
+			fmt.Fprintf(w, "%s{keyspace=%q,shard=%q} %g\n", name, sh.Keyspace, sh.Shard, value(sh))
+		}
+	}
+	unix := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return float64(t.Unix())
+	}
+	metric("vtfifo_backups", "Complete backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Backups) })
+	metric("vtfifo_backup_newest_timestamp_seconds", "When the shard's newest complete backup was taken (0: none).", "gauge", func(s ShardStatus) float64 { return unix(s.Time) })
+	metric("vtfifo_backup_newest_proven_timestamp_seconds", "When the shard's newest backup that passed a test restore was taken (0: none).", "gauge", func(s ShardStatus) float64 { return unix(s.NewestProvenTime) })
+	metric("vtfifo_backup_chain_length", "The newest backup's place after its chain's full backup (0: full).", "gauge", func(s ShardStatus) float64 { return float64(s.ChainLength) })
+	metric("vtfifo_backups_test_restore_failed", "Complete backups whose latest test restore failed.", "gauge", func(s ShardStatus) float64 { return float64(s.TestRestoreFailed) })
+	metric("vtfifo_backups_quarantined", "Quarantined backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Quarantined) })
+	metric("vtfifo_backups_incomplete", "Backups started and never completed.", "gauge", func(s ShardStatus) float64 { return float64(s.Incomplete) })
+	metric("vtfifo_backup_check_ok", "1 when the shard passed ls's checks (--max-age, --max-unproven-age).", "gauge", func(s ShardStatus) float64 {
+		if len(s.Problems) > 0 {
+			return 0
+		}
+		return 1
+	})
+	fmt.Fprintf(w, "# HELP vtfifo_ls_timestamp_seconds When vtfifo ls read the storage.\n# TYPE vtfifo_ls_timestamp_seconds gauge\nvtfifo_ls_timestamp_seconds %d\n", now.Unix())
+}

@@ -1,0 +1,122 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// runSplit runs vtfifo on the split storage at root; it returns stdout and
+// stderr apart and asserts the exit status.
+func runSplit(t *testing.T, wantCode int, root string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	argv := append([]string{args[0], "--backup-storage-implementation=split", "--split-storage-root=" + root}, args[1:]...)
+	code := Main(context.Background(), argv, &out, &errOut)
+	require.Equal(t, wantCode, code, "vtfifo %s\nstdout: %s\nstderr: %s", strings.Join(argv, " "), out.String(), errOut.String())
+	return out.String(), errOut.String()
+}
+
+// TestFleetView: ls without --keyspace/--shard lists every shard with its
+// newest backup and newest proven one; --max-age and --max-unproven-age
+// make it a check (exit 1, the shard and the reason named), in a table,
+// JSON and the Prometheus text format.
+func TestFleetView(t *testing.T) {
+	root, names := proofStorage(t) // ks/0: four backups, the two newest failed their test restores
+	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, Root: root, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
+	require.NoError(t, err)
+	defer bs.Close()
+	ctx := context.Background()
+	// ks/1: one backup, never test-restored, and one quarantined.
+	for i, name := range []string{"2026-01-01.000000.zone1-0000000200", "2026-01-02.000000.zone1-0000000200"} {
+		bh, err := bs.StartBackup(ctx, "ks/1", name)
+		require.NoError(t, err)
+		w, err := bh.AddFile(ctx, "MANIFEST", 2)
+		require.NoError(t, err)
+		_, err = w.Write([]byte("{}"))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		require.NoError(t, bh.EndBackup(ctx))
+		if i == 1 {
+			h, err := bs.OpenBackup(ctx, "ks/1", name)
+			require.NoError(t, err)
+			require.NoError(t, h.(*splitstorage.Handle).Quarantine(ctx, "test restore failed: planted"))
+		}
+	}
+
+	out, errOut := runSplit(t, 0, root, "ls")
+	assert.Empty(t, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Regexp(t, `^KEYSPACE/SHARD\s+BACKUPS\s+NEWEST\s+AGE\s+CHAIN\s+NEWEST-PROVEN\s+AGE\s+TEST-FAILED\s+QUARANTINED\s+INCOMPLETE\s+CHECK$`, lines[0])
+	assert.Regexp(t, `^ks/0\s+4\s+`+names[3]+`\s+\S+\s+0\s+`+names[1]+`\s+\S+\s+2\s+0\s+0\s+ok$`, lines[1])
+	assert.Regexp(t, `^ks/1\s+1\s+2026-01-01.000000.zone1-0000000200\s+\S+\s+0\s+-\s+-\s+0\s+1\s+0\s+ok$`, lines[2])
+
+	// Checks: ks/0's newest proven backup is 3 days old; ks/1 has none and
+	// its newest backup is months old.
+	out, _ = runSplit(t, 1, root, "ls", "--max-age=48h", "--max-unproven-age=48h")
+	assert.Regexp(t, `ks/0 .* FAIL: newest proven backup 3d\dh old \(--max-unproven-age 48h0m0s\)\n`, out)
+	assert.Regexp(t, `ks/1 .* FAIL: newest backup \d+d\d+h old \(--max-age 48h0m0s\); no backup passed a test restore\n`, out)
+	runSplit(t, 0, root, "ls", "--max-age=24000h", "--keyspace=", "--shard=")
+
+	out, _ = runSplit(t, 1, root, "ls", "--json", "--max-unproven-age=48h")
+	var shards []ShardStatus
+	require.NoError(t, json.Unmarshal([]byte(out), &shards), out)
+	require.Len(t, shards, 2)
+	assert.Equal(t, ShardStatus{Keyspace: "ks", Shard: "1", Backups: 1, Newest: "2026-01-01.000000.zone1-0000000200",
+		Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Quarantined: 1, Problems: []string{"no backup passed a test restore"}}, shards[1])
+	assert.Equal(t, names[1], shards[0].NewestProven)
+	assert.Equal(t, 2, shards[0].TestRestoreFailed)
+
+	out, _ = runSplit(t, 1, root, "ls", "--prometheus", "--max-unproven-age=48h")
+	assert.Contains(t, out, "# TYPE vtfifo_backup_newest_proven_timestamp_seconds gauge\n")
+	assert.Contains(t, out, `vtfifo_backups{keyspace="ks",shard="0"} 4`+"\n")
+	assert.Contains(t, out, `vtfifo_backups_quarantined{keyspace="ks",shard="1"} 1`+"\n")
+	assert.Contains(t, out, `vtfifo_backup_newest_proven_timestamp_seconds{keyspace="ks",shard="1"} 0`+"\n")
+	assert.Contains(t, out, `vtfifo_backup_check_ok{keyspace="ks",shard="0"} 0`+"\n")
+
+	// A shard's view marks the quarantined backup with its reason.
+	out, _ = runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=1")
+	assert.Regexp(t, `2026-01-02.000000.zone1-0000000200\s+-\s+quarantined: test restore failed: planted\n`, out)
+
+	// Usage errors.
+	_, errOut = runSplit(t, 2, root, "ls", "--json", "--prometheus")
+	assert.Equal(t, "vtfifo ls: --json and --prometheus are exclusive: give one\n", errOut)
+	_, errOut = runSplit(t, 2, root, "ls", "--keyspace=ks", "--shard=0", "--max-age=1h")
+	assert.Equal(t, "vtfifo ls: --max-age, --max-unproven-age and --prometheus apply to the whole storage: leave out --keyspace and --shard\n", errOut)
+}
+
+// TestWrongLocationsFail: a root that does not exist, a storage with no
+// backup, a wrong keyspace or shard: exit 3, nothing on stdout, the cause
+// first on stderr naming the location; never an empty table and exit 0.
+func TestWrongLocationsFail(t *testing.T) {
+	root, _ := proofStorage(t)
+	missing := filepath.Join(root, "no-such-dir")
+	empty := t.TempDir()
+	for _, c := range []struct {
+		root string
+		args []string
+		want string
+	}{
+		{missing, []string{"ls"}, "vtfifo ls: the storage root " + missing + " does not exist: check the storage flags\n"},
+		{missing, []string{"ls", "--keyspace=ks", "--shard=0"}, "vtfifo ls: the storage root " + missing + " does not exist: check the storage flags\n"},
+		{missing, []string{"verify", "--keyspace=ks", "--shard=0"}, "vtfifo verify: the storage root " + missing + " does not exist: check the storage flags\n"},
+		{empty, []string{"ls"}, "vtfifo ls: no backup anywhere in " + empty + " (split storage): check the storage flags (root, bucket, prefix)\n"},
+		{root, []string{"ls", "--keyspace=ks", "--shard=9"}, "vtfifo ls: no backup in ks/9 in " + root + " (split storage): check --keyspace and --shard (or --backup-dir) and the storage flags\n"},
+		{root, []string{"restore", "--keyspace=kz", "--shard=0", "--target-dir=" + filepath.Join(t.TempDir(), "r")}, "vtfifo restore: no complete backup in kz/0 in " + root + " (split storage): check --keyspace and --shard (or --backup-dir) and the storage flags\n"},
+		{root, []string{"export", "--keyspace=ks", "--shard=0", "--backup=2020-01-01.000000.zone1-0000000100", "-o", filepath.Join(t.TempDir(), "x")}, "vtfifo export: backup ks/0/2020-01-01.000000.zone1-0000000100 in " + root + " (split storage): no such backup (GetBackups does not list it): check --backup, --keyspace and --shard\n"},
+	} {
+		out, errOut := runSplit(t, 3, c.root, c.args...)
+		assert.Empty(t, out, "%v", c.args)
+		assert.Equal(t, c.want, lastLine(errOut), "%v", c.args)
+	}
+}

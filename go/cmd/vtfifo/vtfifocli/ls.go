@@ -1,0 +1,198 @@
+package vtfifocli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+)
+
+// BackupInfo is one backup as `vtfifo ls` shows it.
+type BackupInfo struct {
+	Name        string
+	Engine      string
+	Time        string `json:",omitempty"`
+	Position    string `json:",omitempty"`
+	Lanes       int    `json:",omitempty"`
+	RawBytes    int64  `json:",omitempty"`
+	StoredBytes int64  `json:",omitempty"`
+	Compression string `json:",omitempty"`
+	Tool        string `json:",omitempty"`
+	// Base is the backup an incremental one holds the changes since, and
+	// ChainLength its place after the chain's full (0 for a full).
+	Base        string `json:",omitempty"`
+	ChainLength int    `json:",omitempty"`
+	// Verification is the backup's latest test restore (split storage).
+	Verification *testrestore.Record `json:",omitempty"`
+	// Problem says why the MANIFEST could not be read, if it could not.
+	Problem string `json:",omitempty"`
+	// State says why restores never pick the backup (split storage):
+	// quarantined with the reason, kept as a base, or incomplete; empty for
+	// a complete one.
+	State string `json:",omitempty"`
+}
+
+// List is `vtfifo ls`: one shard's backups, or with no --keyspace/--shard
+// every shard of the storage (fleet.go).
+func List(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var asJSON *bool
+	var check fleetCheck
+	s, code := openSession(ctx, prog, "Lists the backups of a shard with what their MANIFEST says: the complete ones, and on the split storage\n"+
+		"the quarantined and incomplete ones, marked. Without --keyspace and --shard: every shard of the storage, its newest\n"+
+		"backup and newest passing test restore (--max-age and --max-unproven-age make it a check; --prometheus for alerting).\n"+exitStatusHelp, args, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			o.fleet = true
+			asJSON = fs.Bool("json", false, "print JSON instead of a table")
+			check.register(fs)
+			return func() error { return check.validate(*asJSON) }
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	if s.o.wholeStorage() {
+		return s.fleet(check, *asJSON, stdout)
+	}
+	if check.set() {
+		return s.o.failf(exitUsage, "--max-age, --max-unproven-age and --prometheus apply to the whole storage: leave out --keyspace and --shard")
+	}
+	if root, missing := missingRoot(s.o); missing {
+		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
+	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
+	if err != nil {
+		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
+	}
+	infos := make([]BackupInfo, 0, len(bhs))
+	for _, bh := range bhs {
+		infos = append(infos, describe(s.ctx, bh))
+	}
+	infos = append(infos, s.notComplete()...)
+	if len(infos) == 0 {
+		return s.o.failf(exitUnreachable, "no backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", s.o.where())
+	}
+	if *asJSON {
+		return writeJSON(stdout, infos)
+	}
+	return writeBackupTable(stdout, infos)
+}
+
+// notComplete are the shard's backups that restores never pick (split
+// storage): quarantined ones with the reason, kept bases, incomplete ones.
+func (s *session) notComplete() []BackupInfo {
+	st, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		return nil
+	}
+	inc, err := st.ListIncomplete(s.ctx, s.o.dir())
+	if err != nil {
+		return []BackupInfo{{Name: "?", Problem: "cannot list the incomplete backups: " + err.Error()}}
+	}
+	out := make([]BackupInfo, 0, len(inc))
+	for _, b := range inc {
+		info := BackupInfo{Name: b.Name, State: "incomplete: started " + b.Started.UTC().Format(time.RFC3339) + " on " + b.Host + ", never completed"}
+		switch {
+		case len(b.RetiredFor) > 0:
+			info.State = "removed, kept as the base of " + strings.Join(b.RetiredFor, ", ")
+		case b.Quarantined != "":
+			info.State = "quarantined: " + b.Quarantined
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return exitUnreachable
+	}
+	return exitOK
+}
+
+// writeBackupTable prints one line per backup; those restores never pick
+// say why instead of their MANIFEST.
+func writeBackupTable(w io.Writer, infos []BackupInfo) int {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tENGINE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
+	for _, b := range infos {
+		switch {
+		case b.State != "":
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t%s\n", b.Name, b.State)
+			continue
+		case b.Problem != "":
+			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t\t\t%s\n", b.Name, b.Problem)
+			continue
+		}
+		verified := "-"
+		if b.Verification != nil {
+			verified = b.Verification.Summary()
+		}
+		kind := "full"
+		if b.Base != "" {
+			kind = fmt.Sprintf("delta %d on %s", b.ChainLength, b.Base)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, kind, b.Time, b.Lanes,
+			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, verified)
+	}
+	if err := tw.Flush(); err != nil {
+		return exitUnreachable
+	}
+	return exitOK
+}
+
+// describe reads a backup's MANIFEST: a fifo one in full, another engine's
+// (builtin, xtrabackup) for its engine, time and position.
+func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
+	info := BackupInfo{Name: bh.Name()}
+	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
+	if err != nil {
+		info.Problem = "cannot read MANIFEST: " + err.Error()
+		return info
+	}
+	defer r.Close()
+	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
+	if err != nil {
+		info.Problem = "cannot read MANIFEST: " + err.Error()
+		return info
+	}
+	var base mysqlctl.BackupManifest
+	if err := json.Unmarshal(doc, &base); err != nil {
+		info.Problem = "MANIFEST is not JSON: " + err.Error()
+		return info
+	}
+	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()
+	if base.BackupMethod != "fifo" {
+		return info
+	}
+	m, err := fifobackupengine.ParseManifest(doc)
+	if err != nil {
+		info.Problem = "MANIFEST: " + err.Error()
+		return info
+	}
+	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes
+	info.Compression = "none"
+	if m.Compressed {
+		info.Compression = m.CompressionEngine
+	}
+	info.Tool = m.ToolFlavor + " " + m.ToolVersion
+	info.Base, info.ChainLength = m.BaseBackup, m.ChainLength
+	rec, err := testrestore.Load(ctx, bh)
+	if err != nil {
+		info.Problem = "cannot read its verification record: " + err.Error()
+	}
+	info.Verification = rec
+	return info
+}

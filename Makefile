@@ -52,7 +52,7 @@ help:
 	@echo "make build  only build $(BIN_DIR)/{vttablet,vtbackup,vtctld,mysqlctl,vtctldclient}"
 	@echo "make tools  only build the S3/GCS/Azure test servers into $(TOOLS_DIR)"
 	@echo "make fuzz   run the fuzz targets for FUZZTIME=$(FUZZTIME) each"
-	@echo "make bench  side-by-side benchmarks (BENCH_PROFILE=standard|quick|full) -> docs/benchmarks.md"
+	@echo "make bench  side-by-side benchmarks (BENCH_PROFILE=standard|quick|full) -> docs/benchmarks/side-by-side.md"
 
 setup: system-packages go-modules build
 
@@ -167,7 +167,7 @@ fuzz:
 	done
 
 # Side-by-side benchmarks (fifo+split vs Vitess's xtrabackup engine, and the machine's
-# ceilings) -> build/bench/results.json, docs/benchmarks.md, docs/img/benchmarks-time.svg.
+# ceilings) -> build/bench/results.json, docs/benchmarks/side-by-side.md, docs/benchmarks/img/side-by-side-time.svg.
 # BENCH_PROFILE=standard (the default) covers every axis of the issue in ~75 min on 2 cores;
 # quick is a 10-minute smoke run, full every combination (for bigger machines).
 BENCH_PROFILE ?= standard

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Side-by-side benchmarks: fifo+split vs Vitess's xtrabackup engine, and the
 # ceilings of the machine. Writes build/bench/results.json, build/bench/logs/,
-# docs/benchmarks.md and docs/img/benchmarks-time.svg.
+# docs/benchmarks/side-by-side.md and docs/benchmarks/img/side-by-side-time.svg
+# (docs/benchmarks/README.md lists every page).
 #
-#   scripts/bench.sh                     # standard: every axis, ~75 min on 2 cores (what docs/benchmarks.md publishes):
+#   scripts/bench.sh                     # standard: every axis, ~75 min on 2 cores (what docs/benchmarks/side-by-side.md publishes):
 #                                        #   mixed 1 GiB N=1,2,4,8 local+S3 zstd, pgzip N=2, part sweep;
 #                                        #   many/giant 1 GiB N=2,8; mixed 4 GiB N=2,8 + part sweep
 #   BENCH_PROFILE=quick scripts/bench.sh # 1 GiB mixed, N=1,2 (S3: N=2), zstd: a 10-minute smoke run

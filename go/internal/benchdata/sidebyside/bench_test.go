@@ -252,7 +252,7 @@ func profileFromEnv() profile {
 	return p
 }
 
-// BenchmarkSideBySide is `make bench`. See docs/benchmarks.md.
+// BenchmarkSideBySide is `make bench`. See docs/benchmarks/README.md.
 //
 //	BENCH_PROFILE=quick go test -run '^$' -bench SideBySide -benchtime 1x -timeout 0 ./bench/
 func BenchmarkSideBySide(b *testing.B) {
@@ -320,7 +320,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		})
 	}
 	save()
-	doc := envOr("BENCH_DOC", filepath.Join(splitstoragetest.RepoRoot(), "docs", "benchmarks.md"))
+	doc := envOr("BENCH_DOC", filepath.Join(splitstoragetest.RepoRoot(), "docs", "benchmarks", "side-by-side.md"))
 	if doc != "-" {
 		require.NoError(b, Render(res, doc, SVGFor(doc)))
 		fmt.Println("wrote", doc)

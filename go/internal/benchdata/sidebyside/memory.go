@@ -11,7 +11,7 @@ import (
 const memoryLimit = 256 << 20
 
 // MemoryTable renders the memory run mem as a section of another page (the
-// figures of docs/benchmarks.md come from a different run): the peak RSS
+// figures of docs/benchmarks/side-by-side.md come from a different run): the peak RSS
 // growth of every backup and restore, fifo+split beside Vitess's
 // xtrabackup engine at the same lanes with the wall-time ratio, then the
 // part-size sweep. detail is the memory run's own page ("": this is it).

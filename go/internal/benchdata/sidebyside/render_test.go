@@ -34,7 +34,7 @@ func TestRender(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	doc, svg := filepath.Join(dir, "benchmarks.md"), filepath.Join(dir, "img", "chart.svg")
+	doc, svg := filepath.Join(dir, "side-by-side.md"), filepath.Join(dir, "img", "chart.svg")
 	require.NoError(t, os.MkdirAll(filepath.Dir(svg), 0o755))
 	require.NoError(t, Render(res, doc, svg))
 
@@ -150,8 +150,8 @@ func TestMemoryTable(t *testing.T) {
 		bk.PartSize, rs.PartSize = part*mib, part*mib
 		mem.Sweep = append(mem.Sweep, bk, rs)
 	}
-	md := MemoryTable(mem, "benchmarks-memory-4g.md")
-	assert.Contains(t, md, "[benchmarks-memory-4g.md](benchmarks-memory-4g.md)")
+	md := MemoryTable(mem, "memory-4g.md")
+	assert.Contains(t, md, "[memory-4g.md](memory-4g.md)")
 	assert.Contains(t, md, "| mixed 4 GiB | local | zstd | 64 | +160 | +700 | 0.75x | +230 | +600 | 0.25x |")
 	assert.Contains(t, md, "| mixed 4 GiB | zstd | 4 | 16 | +90 | +70 | 0 |")
 	assert.Contains(t, md, "| mixed 4 GiB | zstd | 4 | 5120 | +90 | +75 | 0 |")

@@ -114,39 +114,40 @@ func engineLabel(e string) string {
 const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figures below were measured with parts held in
 > memory. Since then parts wait on disk and reads stream 256 KiB blocks. The memory of the current
 > model is the section **Memory: peak RSS growth by lanes and part size** below, from a 4 GiB run
-> of its own ([benchmarks-memory-4g.md](benchmarks-memory-4g.md), 2026-11-24: lanes 1 to 64 x part
+> of its own ([memory-4g.md](memory-4g.md), 2026-11-24: lanes 1 to 64 x part
 > sizes 16 MiB to 5 GiB where the spool fits, zstd and pgzip, local and S3, every fifo+split cell
 > at most +201 MiB);
-> 1 GiB runs: [benchmarks-memory.md](benchmarks-memory.md),
-> [benchmarks-memory-16-32.md](benchmarks-memory-16-32.md), [benchmarks-memory-64.md](benchmarks-memory-64.md),
-> and pgzip in the lanes after the spool's write buffer: [benchmarks-pgzip-in-lane.md](benchmarks-pgzip-in-lane.md).
+> 1 GiB runs: [archive/memory-1g.md](archive/memory-1g.md),
+> [archive/memory-16-32.md](archive/memory-16-32.md), [archive/memory-64.md](archive/memory-64.md),
+> and pgzip in the lanes after the spool's write buffer: [pgzip-in-lane.md](pgzip-in-lane.md).
 
 > **Incremental backups (2026-11-23)**: a delta after 1 % and 10 % of the pages of a 4 GiB data
 > set changed, side by side with the full, and the restore of full + 1 and full + 6 deltas
-> against the full alone: [benchmarks-incremental.md](benchmarks-incremental.md).
+> against the full alone: [incremental.md](incremental.md).
 
 > **Encryption (2026-11-24)**: backup and restore wall and CPU time with
 > --split-storage-encryption-key-file against the same storage in the clear, at 2 and 8 lanes:
-> [benchmarks-encryption.md](benchmarks-encryption.md).
+> [encryption.md](encryption.md).
 
 > **Restoring one table (2026-11-24)**: from a 4 GiB backup on S3, one small table downloads
 > 10.8 MiB (0.67 % of the stored backup, counted on the wire) and is restored and exported in
 > 1.09 s, against 7.89 s for the whole backup; 1 MiB frames store 0.2 % more:
-> [table-restore.md](table-restore.md).
+> [table-restore.md](../table-restore.md).
 
 > **16 cores (2026-11-24, one repeat, 1 GiB)**: on a lent 16-core host, fifo+split backed up in
 > 0.75x (16 lanes) and 0.54x (64 lanes) of the peer's time with zstd and restored in 0.32x and
 > 0.24x, growing by +55 to +179 MiB against the peer's +201 to +1,694 MiB; pgzip backups were
 > 1.34x and 1.07x, 0.5-0.7 s of each backup spent copying and fsyncing the spooled parts when
-> the lanes close: [benchmarks-16-cores.md](benchmarks-16-cores.md). Since then file storage
+> the lanes close: [16-cores.md](16-cores.md). Since then file storage
 > links its spooled parts into place instead of copying them, their writeback started while
 > they fill (not yet measured on 16 cores).
 
 `
 
 // Render writes the Markdown report and the SVG chart.
-// SVGFor is the chart beside doc: docs/img/<doc's name>-time.svg, so that
-// a page other than docs/benchmarks.md (BENCH_DOC) never replaces its chart.
+// SVGFor is the chart beside doc: img/<doc's name>-time.svg in doc's folder
+// (docs/benchmarks/img/), so that a page other than
+// docs/benchmarks/side-by-side.md (BENCH_DOC) never replaces its chart.
 func SVGFor(doc string) string {
 	return filepath.Join(filepath.Dir(doc), "img", strings.TrimSuffix(filepath.Base(doc), ".md")+"-time.svg")
 }
@@ -329,7 +330,7 @@ func RenderWith(res *Results, docPath, svgPath, section string) error {
 		w("%s\n", t)
 	}
 	w("\n")
-	if filepath.Base(docPath) == "benchmarks.md" {
+	if filepath.Base(docPath) == "side-by-side.md" {
 		// notes.md reads the standard run's figures: not another page's.
 		b.WriteString(notes)
 		w("\n")

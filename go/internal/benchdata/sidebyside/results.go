@@ -3,7 +3,7 @@
 // (the backup tool alone, the compressor alone, the storage alone). The
 // benchmark itself is bench_test.go (it needs a real MariaDB); this file
 // holds the results it writes as JSON and report.go renders
-// docs/benchmarks.md and the chart from them.
+// docs/benchmarks/side-by-side.md and the chart from them.
 package sidebyside
 
 import (

@@ -141,7 +141,7 @@ const (
 // zstdWriter: every lane has its own encoder, so its memory is paid once
 // per lane and the lanes are the parallelism: each encoder and decoder
 // works synchronously (concurrency 1), with the window of the zstd command
-// at the fast levels (zstdWindow). docs/benchmarks-memory.md has the
+// at the fast levels (zstdWindow). docs/benchmarks/archive/memory-1g.md has the
 // figures.
 func zstdWriter(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.Logger) (io.WriteCloser, error) {
 	level := zstd.EncoderLevelFromZstd(c.Level)

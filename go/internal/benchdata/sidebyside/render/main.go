@@ -1,7 +1,7 @@
-// Command render re-renders docs/benchmarks.md (or -doc) and its chart from a results
+// Command render re-renders docs/benchmarks/side-by-side.md (or -doc) and its chart from a results
 // file written by `make bench`, e.g. after editing report.go or notes.md:
 //
-//	go run ./go/internal/benchdata/sidebyside/render [-doc=docs/benchmarks-x.md] [-memory=mem.json -memory-doc=docs/benchmarks-memory-x.md] [results.json [rerun.json ...]]
+//	go run ./go/internal/benchdata/sidebyside/render [-doc=docs/benchmarks/x.md] [-memory=mem.json -memory-doc=docs/benchmarks/memory-x.md] [results.json [rerun.json ...]]
 //
 // Each further file's data sets replace the same data sets of the first
 // (a data set re-run with BENCH_PLANS on a quieter machine). -memory adds the
@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	doc := flag.String("doc", filepath.Join("docs", "benchmarks.md"), "the page to write")
+	doc := flag.String("doc", filepath.Join("docs", "benchmarks", "side-by-side.md"), "the page to write")
 	memory := flag.String("memory", "", "results of a memory run whose table the page carries")
 	memoryDoc := flag.String("memory-doc", "", "that run's own page (linked from the table)")
 	flag.Parse()

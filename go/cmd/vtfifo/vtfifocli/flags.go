@@ -63,6 +63,9 @@ type options struct {
 	// --keyspace/--shard (ls).
 	fleet bool
 
+	// all: verify every complete backup of the shard.
+	all bool
+
 	listIncomplete   bool
 	removeIncomplete bool
 	minAge           time.Duration
@@ -118,6 +121,7 @@ func (o *options) validateProgress() error {
 // registerVerifyFlags declares verify's own flags.
 func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
+	fs.BoolVar(&o.all, "all", false, "check every complete backup of the shard, oldest first (one OK or FAIL line each), instead of one")
 	fs.Int64Var(&o.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
 	o.registerProgressFlags(fs)
 	fs.IntVar(&o.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
@@ -199,6 +203,9 @@ func (o *options) validateVerify() error {
 	}
 	if o.listIncomplete && o.removeIncomplete {
 		return fmt.Errorf("--list-incomplete and --remove-incomplete are exclusive")
+	}
+	if o.all && (o.backup != "" || o.listIncomplete || o.removeIncomplete) {
+		return fmt.Errorf("--all checks every complete backup: leave out --backup, --list-incomplete and --remove-incomplete")
 	}
 	if impl := backupstorage.BackupStorageImplementation; impl != splitstorage.Name && (o.samplePct < 100 || o.listIncomplete || o.removeIncomplete) {
 		return fmt.Errorf("--sample below 100%%, --list-incomplete and --remove-incomplete need --backup-storage-implementation=split (it is %s)", impl)

@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -97,61 +98,57 @@ func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.Backu
 	return bhs[len(bhs)-1]
 }
 
-// verify checks the backup the session's flags name (or lists or removes
-// the incomplete ones) and returns the exit status.
+// verify checks the backup the session's flags name, or with --all every
+// complete backup of the shard (or lists or removes the incomplete ones),
+// and returns the exit status.
 func (s *session) verify(stdout, stderr io.Writer) int {
-	o, ctx, bs, logger := s.o, s.ctx, s.bs, s.logger
+	o, ctx, bs := s.o, s.ctx, s.bs
 	dir := o.dir()
-
 	if o.listIncomplete || o.removeIncomplete {
 		return o.incomplete(ctx, bs, dir, stdout, stderr)
 	}
-	bh, code := o.pickBackup(ctx, bs)
-	if bh == nil {
-		return code
+	var bhs []backupstorage.BackupHandle
+	if o.all {
+		if root, missing := missingRoot(o); missing {
+			return o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+		}
+		var err error
+		if bhs, err = bs.ListBackups(ctx, dir); err != nil {
+			return o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
+		}
+		if len(bhs) == 0 {
+			return o.failf(exitUnreachable, "no complete backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", o.where())
+		}
+	} else {
+		bh, code := o.pickBackup(ctx, bs)
+		if bh == nil {
+			return code
+		}
+		bhs = []backupstorage.BackupHandle{bh}
 	}
-	where := dir + "/" + bh.Name()
-	fmt.Fprintf(stderr, "%s: checking backup %s (%s storage)\n", o.prog, where, backupstorage.BackupStorageImplementation)
+	code := exitOK
+	for _, bh := range bhs {
+		code = max(code, s.verifyOne(bh, stdout, stderr))
+		if code == exitUnreachable {
+			break
+		}
+	}
+	return code
+}
 
+// verifyOne checks one backup and prints OK or FAIL with every problem on
+// stdout. A check the --timeout (or an interrupt) cut short says so on
+// stderr and returns exitUnreachable: nothing says the backup is damaged.
+func (s *session) verifyOne(bh backupstorage.BackupHandle, stdout, stderr io.Writer) int {
+	o, ctx := s.o, s.ctx
+	where := o.dir() + "/" + bh.Name()
+	fmt.Fprintf(stderr, "%s: checking backup %s (%s storage)\n", o.prog, where, backupstorage.BackupStorageImplementation)
 	start := time.Now()
 	prog := newProgress(o, stderr, o.prog+" "+where)
 	var problems []string
 	summary := ""
-
-	pv, isSplit := bh.(splitstorage.PartVerifier)
-	if isSplit {
-		// Every part: present, recorded size; the indexes consistent; no stray
-		// objects. Bytes: all parts in the full check (read below through the
-		// storage, which checks every part's CRC32C), the sample otherwise.
-		popts := splitstorage.VerifyPartsOptions{Concurrency: o.concurrency}
-		if o.samplePct >= 100 {
-			popts.Sample = func(string, int) bool { return false }
-		} else {
-			seed := o.seed
-			if seed == 0 {
-				seed = time.Now().UnixNano()
-			}
-			fmt.Fprintf(stderr, "%s: sampling %g%% of the parts (--sample-seed=%d)\n", o.prog, o.samplePct, seed)
-			popts.Sample = func(file string, part int) bool {
-				h := fnv.New64a()
-				fmt.Fprintf(h, "%d/%s/%d", seed, file, part)
-				return rand.New(rand.NewPCG(h.Sum64(), 0)).Float64()*100 < o.samplePct
-			}
-			popts.OnPart = func(_ string, _ int, n int64) { prog.add(n, 1) }
-		}
-		rep, err := pv.VerifyParts(ctx, popts)
-		problems = append(problems, splitErrors(err)...)
-		if o.samplePct < 100 {
-			prog.setTotal(rep.Bytes)
-			summary = fmt.Sprintf("%d files, %d of %d parts checked (%s of %s), every part's size checked; lanes not decoded (sample)",
-				len(rep.Files), rep.PartsChecked, rep.Parts, humanize.IBytes(uint64(rep.BytesChecked)), humanize.IBytes(uint64(rep.Bytes)))
-			// The MANIFEST must still parse as restore would parse it.
-			if len(problems) == 0 {
-				if err := checkManifestOnly(ctx, bh); err != nil {
-					problems = append(problems, err.Error())
-				}
-			}
-		}
+	if pv, ok := bh.(splitstorage.PartVerifier); ok {
+		problems, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
 	if o.samplePct >= 100 {
 		// Also when the listing found problems: decoding may find more
@@ -159,7 +156,7 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 		vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
 			Compression: fifobackupengine.CompressionFromFlags(o.flags),
 			OnRead:      prog.addLane,
-			Logger:      logger,
+			Logger:      s.logger,
 			OnManifest:  prog.setLanes,
 		})
 		if err != nil {
@@ -171,15 +168,67 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 	}
 	prog.stop()
 	took := time.Since(start).Round(time.Millisecond)
+	if err := ctx.Err(); err != nil {
+		why := "interrupted"
+		if errors.Is(err, context.DeadlineExceeded) {
+			why = fmt.Sprintf("out of time (--timeout=%v)", o.timeout)
+		}
+		return o.failf(exitUnreachable, "the check of backup %s in %s stopped after %v, %s: it is not known whether the backup is damaged", where, storageLocation(o), took, why)
+	}
 	if len(problems) > 0 {
 		fmt.Fprintf(stdout, "FAIL: backup %s: %d problem(s) (%v):\n", where, len(problems), took)
 		for _, p := range problems {
 			fmt.Fprintf(stdout, "  %s\n", p)
 		}
-		return 1
+		return exitFailed
 	}
 	fmt.Fprintf(stdout, "OK: backup %s: %s (%v)\n", where, summary, took)
-	return 0
+	return exitOK
+}
+
+// verifyParts checks every part of a split storage backup: present, its
+// recorded size, the indexes consistent, no stray objects; and the bytes
+// of the parts --sample picks (all of them are read below, through the
+// storage, in a full check). A sample always checks at least one part.
+func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.PartVerifier, prog *progress, stderr io.Writer) (problems []string, summary string) {
+	o, ctx := s.o, s.ctx
+	popts := splitstorage.VerifyPartsOptions{Concurrency: o.concurrency}
+	if o.samplePct >= 100 {
+		popts.Sample = func(string, int) bool { return false }
+		_, err := pv.VerifyParts(ctx, popts)
+		return splitErrors(err), ""
+	}
+	seed := o.seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	fmt.Fprintf(stderr, "%s: sampling %g%% of the parts (--sample-seed=%d)\n", o.prog, o.samplePct, seed)
+	popts.Sample = func(file string, part int) bool {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%s/%d", seed, file, part)
+		return rand.New(rand.NewPCG(h.Sum64(), 0)).Float64()*100 < o.samplePct
+	}
+	popts.OnPart = func(_ string, _ int, n int64) { prog.add(n, 1) }
+	rep, err := pv.VerifyParts(ctx, popts)
+	problems = splitErrors(err)
+	if len(problems) == 0 && rep.PartsChecked == 0 && rep.Parts > 0 {
+		// The sample picked none: one part, chosen by the seed, is read,
+		// so that an OK always rests on bytes read back.
+		target, n := uint64(seed)%uint64(rep.Parts), uint64(0)
+		popts.Sample = func(string, int) bool { n++; return n-1 == target }
+		rep, err = pv.VerifyParts(ctx, popts)
+		problems = splitErrors(err)
+	}
+	prog.setTotal(rep.Bytes)
+	summary = fmt.Sprintf("%d files, %d of %d parts checked (%s of %s), every part's size checked; lanes not decoded (sample)",
+		len(rep.Files), rep.PartsChecked, rep.Parts, humanize.IBytes(uint64(rep.BytesChecked)), humanize.IBytes(uint64(rep.Bytes)))
+	// The MANIFEST must still parse as restore would parse it.
+	if len(problems) == 0 {
+		if err := checkManifestOnly(ctx, bh); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return problems, summary
 }
 
 // splitErrors turns VerifyParts' joined problems into lines.

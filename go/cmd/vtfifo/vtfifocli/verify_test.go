@@ -3,10 +3,14 @@ package vtfifocli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // TestInvalidFlags: every bad value stops fifoverify at startup (exit 2)
@@ -59,4 +63,42 @@ func TestInvalidFlags(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut.String(), "--backup-dir")
 	})
+}
+
+// TestVerifyAllSampleAndTimeout: --all checks every complete backup (one
+// line each, exit 1 when one is damaged); a sample so small it picks no
+// part still reads one; a check cut short by --timeout is exit 3, not
+// damage.
+func TestVerifyAllSampleAndTimeout(t *testing.T) {
+	root := t.TempDir()
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root, cfg.PartSize = root, 1<<20
+	splitCopyAs(t, cfg, "2026-11-20.000000.zone1-0000000100")
+	splitCopyAs(t, cfg, "2026-11-21.000000.zone1-0000000100")
+	args := []string{"--split-storage-part-size=1MiB", "--keyspace=ks", "--shard=0", "--progress=never"}
+	verify := func(code int, extra ...string) (string, string) {
+		return runSplit(t, code, root, append(append([]string{"verify"}, args...), extra...)...)
+	}
+
+	out, _ := verify(0, "--all")
+	assert.Regexp(t, `^OK: backup ks/0/2026-11-20.000000.zone1-0000000100: .*\nOK: backup ks/0/2026-11-21.000000.zone1-0000000100: .*\n$`, out)
+
+	out, errOut := verify(0, "--sample=0.0001%", "--sample-seed=3")
+	assert.Regexp(t, `^OK: backup ks/0/2026-11-21.000000.zone1-0000000100: \d+ files, 1 of \d+ parts checked`, out)
+	assert.Contains(t, errOut, "sampling 0.0001% of the parts (--sample-seed=3)")
+
+	part := filepath.Join(root, "ks", "0", "2026-11-21.000000.zone1-0000000100", "lane-001.xbstream.zst.part-00000001")
+	b, err := os.ReadFile(part)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(part, b, 0o644))
+	out, _ = verify(1, "--all")
+	assert.Regexp(t, `^OK: backup ks/0/2026-11-20.000000.zone1-0000000100: .*\nFAIL: backup ks/0/2026-11-21.000000.zone1-0000000100: `, out)
+
+	out, errOut = verify(3, "--timeout=1ns")
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "context deadline exceeded")
+
+	_, errOut = verify(2, "--all", "--backup=x")
+	assert.Equal(t, "vtfifo verify: --all checks every complete backup: leave out --backup, --list-incomplete and --remove-incomplete\n", errOut)
 }

@@ -194,13 +194,17 @@ func TestShow(t *testing.T) {
 
 // splitCopy stores the test backup in a split storage made of cfg, as
 // backup ks/0/copied.
-func splitCopy(t *testing.T, cfg splitstorage.Config) {
+func splitCopy(t *testing.T, cfg splitstorage.Config) { splitCopyAs(t, cfg, "copied") }
+
+// splitCopyAs stores the test backup in the split storage of cfg as
+// backup ks/0/name.
+func splitCopyAs(t *testing.T, cfg splitstorage.Config, name string) {
 	src := filepath.Join(backupData, "ks", "0", "2026-11-23.050519.zone1-0000004989")
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 	defer bs.Close()
 	ctx := context.Background()
-	bh, err := bs.StartBackup(ctx, "ks/0", "copied")
+	bh, err := bs.StartBackup(ctx, "ks/0", name)
 	require.NoError(t, err)
 	entries, err := os.ReadDir(src)
 	require.NoError(t, err)

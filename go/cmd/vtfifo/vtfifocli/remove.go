@@ -20,9 +20,11 @@ import (
 // started less than --incomplete-min-age ago may still be running: refused.
 func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var minAge *time.Duration
+	var dryRun *bool
 	s, code := openSession(ctx, prog, "Removes one backup: complete, quarantined, or incomplete and older than --incomplete-min-age.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
+			dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
 			return func() error {
 				if o.backup == "" {
 					return errors.New("--backup is required: rm removes the backup it names, never one it picks")
@@ -38,52 +40,60 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	}
 	defer s.close()
 	dir, name := s.o.dir(), s.o.backup
+	what, code := s.removable(dir, name, *minAge)
+	if what == "" {
+		return code
+	}
+	if *dryRun {
+		fmt.Fprintf(stdout, "would remove %s %s/%s\n", what, dir, name)
+		return exitOK
+	}
+	done, err := removeBackup(s, dir, name)
+	if err != nil {
+		return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)
+	}
+	fmt.Fprintf(stdout, "%s %s %s/%s\n", done, what, dir, name)
+	return exitOK
+}
+
+// removable says what kind of backup rm would remove (complete,
+// quarantined, incomplete), or, "" with the exit status, why not: not
+// there (exitUnreachable), or refused (exitFailed).
+func (s *session) removable(dir, name string, minAge time.Duration) (string, int) {
+	if root, missing := missingRoot(s.o); missing {
+		return "", s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
 	bhs, err := s.bs.ListBackups(s.ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
-		return 1
+		return "", s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
 	}
-	what := ""
 	for _, bh := range bhs {
 		if bh.Name() == name {
-			what = "complete backup"
+			return "complete backup", exitOK
 		}
 	}
-	if sp, ok := s.bs.(*splitstorage.Storage); ok && what == "" {
+	if sp, ok := s.bs.(*splitstorage.Storage); ok {
 		inc, err := sp.ListIncomplete(s.ctx, dir)
 		if err != nil {
-			fmt.Fprintf(stdout, "FAIL: %v\n", err)
-			return 1
+			return "", s.o.failf(exitUnreachable, "cannot list the incomplete backups of %s: %v", s.o.where(), err)
 		}
 		for _, b := range inc {
 			switch {
 			case b.Name != name:
 			case len(b.RetiredFor) > 0:
-				fmt.Fprintf(stdout, "FAIL: refused: backup %s/%s was removed from the list already and is kept as the base of %s: it goes when they do\n",
+				return "", s.o.failf(exitFailed, "refused: backup %s/%s was removed from the list already and is kept as the base of %s: it goes when they do",
 					dir, name, strings.Join(b.RetiredFor, ", "))
-				return 1
 			case b.Quarantined != "":
-				what = "quarantined backup"
-			case b.Started.IsZero() || time.Since(b.Started) >= *minAge:
-				what = "incomplete backup"
+				return "quarantined backup", exitOK
+			case b.Started.IsZero() || time.Since(b.Started) >= minAge:
+				return "incomplete backup", exitOK
 			default:
-				fmt.Fprintf(stdout, "FAIL: refused: backup %s/%s is incomplete and was started %v ago on %s: it may still be running (--incomplete-min-age=%v)\n",
-					dir, name, time.Since(b.Started).Round(time.Second), b.Host, *minAge)
-				return 1
+				return "", s.o.failf(exitFailed, "refused: backup %s/%s is incomplete and was started %v ago on %s: it may still be running (--incomplete-min-age=%v)",
+					dir, name, time.Since(b.Started).Round(time.Second), b.Host, minAge)
 			}
 		}
 	}
-	if what == "" {
-		fmt.Fprintf(stdout, "FAIL: backup %s/%s: no such backup\n", dir, name)
-		return 1
-	}
-	done, err := removeBackup(s, dir, name)
-	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: removing backup %s/%s: %v\n", dir, name, err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "%s %s %s/%s\n", done, what, dir, name)
-	return 0
+	return "", s.o.failf(exitUnreachable, "backup %s/%s in %s: no such backup: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
 }
 
 // removeBackup removes one backup and says what became of it: removed, or,
@@ -188,13 +198,14 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 	}
 	dir, name := s.o.dir(), s.o.backup
 	if err := sp.Release(s.ctx, dir, name); err != nil {
-		if errors.Is(err, splitstorage.ErrNotExist) {
-			fmt.Fprintf(stdout, "FAIL: backup %s/%s is not quarantined\n", dir, name)
-			return 1
+		switch {
+		case errors.Is(err, splitstorage.ErrNotExist):
+			return s.o.failf(exitUnreachable, "backup %s/%s in %s is not quarantined: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
+		case errors.Is(err, splitstorage.ErrDamaged):
+			return s.o.failf(exitFailed, "%v", err)
 		}
-		fmt.Fprintf(stdout, "FAIL: %v\n", err)
-		return 1
+		return s.o.failf(exitUnreachable, "%v", err)
 	}
-	fmt.Fprintf(stdout, "released %s/%s: restores may choose it again\n", dir, name)
-	return 0
+	fmt.Fprintf(stdout, "released %s/%s after verifying every part: restores may choose it again\n", dir, name)
+	return exitOK
 }

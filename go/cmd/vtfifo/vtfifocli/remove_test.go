@@ -44,7 +44,9 @@ func TestRemoveAndPrune(t *testing.T) {
 	listed := func() string { return cmd(0, "ls") }
 
 	assert.Contains(t, cmd(2, "rm"), "--backup is required")
-	assert.Contains(t, cmd(1, "rm", "--backup=2020-01-01.000000.zone1-0000000100"), "no such backup")
+	assert.Contains(t, cmd(3, "rm", "--backup=2020-01-01.000000.zone1-0000000100"), "no such backup")
+	assert.Equal(t, "would remove complete backup ks/0/"+names[1]+"\n", cmd(0, "rm", "--backup="+names[1], "--dry-run"))
+	assert.Contains(t, listed(), names[1], "--dry-run removes nothing")
 	assert.Contains(t, cmd(0, "rm", "--backup="+names[1]), "removed complete backup ks/0/"+names[1])
 	assert.NotContains(t, listed(), names[1])
 
@@ -98,7 +100,7 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	require.Len(t, bhs, 2)
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
 	assert.Contains(t, cmd(1, "show", "--backup=2026-11-23.120000.zone1-0000000100"), "quarantined: test restore failed")
-	assert.Contains(t, cmd(1, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined")
+	assert.Contains(t, cmd(3, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined")
 	assert.Contains(t, cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100"), "released ks/0/2026-11-23.120000")
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
 	assert.Contains(t, cmd(0, "rm", "--backup=2026-11-23.120000.zone1-0000000100"), "removed quarantined backup")

@@ -75,6 +75,12 @@ func (s *Storage) Release(ctx context.Context, dir, name string) error {
 	if _, err := ParseComplete(q.Complete, dir, name); err != nil {
 		return fmt.Errorf("split storage: releasing backup %s/%s: its saved completion marker: %w", dir, name, err)
 	}
+	// A backup quarantined for damage must not come back with it: every
+	// part is read back against its index first.
+	h := &Handle{s: s, e: e, dir: dir, name: name, readOnly: true}
+	if _, err := h.verifyAgainst(ctx, q.Complete, nil, VerifyPartsOptions{}); err != nil {
+		return fmt.Errorf("split storage: backup %s/%s stays quarantined (%s): it fails verification: %w: %w", dir, name, q.Reason, ErrDamaged, err)
+	}
 	if err := e.be.Put(ctx, prefix+completeMarker, bytes.NewReader(q.Complete), int64(len(q.Complete)), backend.PutOptions{CRC32C: crc32c(q.Complete)}); err != nil {
 		return fmt.Errorf("split storage: releasing backup %s/%s: %w", dir, name, err)
 	}

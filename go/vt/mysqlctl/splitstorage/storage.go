@@ -99,10 +99,12 @@ func (s *Storage) Close() error {
 }
 
 // ErrNotExist and ErrExists are the backends' errors, under the names callers
-// of this package know.
+// of this package know. ErrDamaged says a backup's stored objects do not
+// match its indexes (Release of a backup that fails verification).
 var (
 	ErrNotExist = backend.ErrNotExist
 	ErrExists   = backend.ErrExists
+	ErrDamaged  = errors.New("the backup is damaged")
 )
 
 // OpenBackend returns the backend c names, without the retrying wrapper.

@@ -1,0 +1,60 @@
+package splitstorage_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+// TestReleaseVerifiesFirst: a quarantined backup whose part was damaged
+// stays quarantined on release (ErrDamaged, naming the part); once the part
+// is whole again, release puts it back in the list.
+func TestReleaseVerifiesFirst(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.Local(t)
+	s := newStorage(t, srv.Config)
+	dir, name := "ks/0", "2026-11-23.120000.zone1-0000000100"
+	bh, err := s.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	require.NoError(t, writeFile(ctx, bh, "f0", newGen(3, 3<<20), rand.New(rand.NewPCG(1, 3))))
+	require.NoError(t, bh.EndBackup(ctx))
+	require.NoError(t, findBackup(t, s, dir, name).(*splitstorage.Handle).Quarantine(ctx, "test restore failed: checksum mismatch"))
+
+	var part string
+	require.NoError(t, filepath.WalkDir(srv.Dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && part == "" && strings.Contains(d.Name(), ".part-") {
+			part = p
+		}
+		return err
+	}))
+	good, err := os.ReadFile(part)
+	require.NoError(t, err)
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/3] ^= 0xff
+	require.NoError(t, os.WriteFile(part, bad, 0o644))
+
+	err = s.Release(ctx, dir, name)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, splitstorage.ErrDamaged), "%v", err)
+	assert.Contains(t, err.Error(), "stays quarantined (test restore failed: checksum mismatch)")
+	assert.Contains(t, err.Error(), filepath.Base(part))
+	bhs, err := s.ListBackups(ctx, dir)
+	require.NoError(t, err)
+	assert.Empty(t, bhs, "a damaged backup is not released")
+
+	require.NoError(t, os.WriteFile(part, good, 0o644))
+	require.NoError(t, s.Release(ctx, dir, name))
+	bhs, err = s.ListBackups(ctx, dir)
+	require.NoError(t, err)
+	assert.Len(t, bhs, 1)
+}

@@ -57,7 +57,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	}
 	to, err := splitstorage.New(dst)
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: the destination: %v\n", err)
+		fmt.Fprintf(stderr, "FAIL: the destination: %s\n", errText(err))
 		return 1
 	}
 	defer to.Close()
@@ -67,13 +67,13 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	// missing at the destination are copied first, the oldest first.
 	bases, err := missingBases(s.ctx, src, to, dir, bh)
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 		return 1
 	}
 	for _, base := range bases {
 		rep, err := src.CopyBackup(s.ctx, to, dir, base, splitstorage.CopyOptions{Concurrency: *concurrency})
 		if err != nil {
-			fmt.Fprintf(stdout, "FAIL: copying %s, a base of %s: %v\n", dir+"/"+base, where, err)
+			fmt.Fprintf(stderr, "FAIL: copying %s, a base of %s: %s\n", dir+"/"+base, where, errText(err))
 			return 1
 		}
 		fmt.Fprintf(stdout, "OK: base %s/%s of %s copied first: %d objects (%s)\n", dir, base, where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)))
@@ -88,14 +88,14 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	})
 	p.stop()
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "OK: backup %s copied: %d objects (%s), %d copied (%s; %d of them by the storage service, server-side), the rest already there; verified at the destination\n",
 		where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)), rep.Copied, humanize.IBytes(uint64(rep.CopiedBytes)), rep.ServerSide)
 	if *removeSource {
 		if err := src.RemoveBackup(s.ctx, dir, name); err != nil {
-			fmt.Fprintf(stdout, "FAIL: the copy is complete, but removing the source failed: %v\n", err)
+			fmt.Fprintf(stderr, "FAIL: the copy is complete, but removing the source failed: %s\n", errText(err))
 			return 1
 		}
 		fmt.Fprintf(stdout, "removed the source %s\n", where)

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
@@ -72,8 +74,25 @@ func missingRoot(o *options) (string, bool) {
 	return "", false
 }
 
-// failf prints a failure on stderr, cause first, and returns code.
+// failf prints a failure on stderr, cause first, and returns code. Errors
+// among args print as their message (a Vitess error's %v adds its RPC code).
 func (o *options) failf(code int, format string, args ...any) int {
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = errText(err)
+		}
+	}
 	fmt.Fprintf(o.notes, "%s: %s\n", o.prog, fmt.Sprintf(format, args...))
 	return code
+}
+
+// rpcCode is what a Vitess error adds when it is formatted with %v, as
+// fmt.Errorf's %w does when wrapping it: not for operators.
+var rpcCode = regexp.MustCompile(`Code: [A-Z_]+\n`)
+
+// errText is err's message for an operator: without Vitess's RPC codes,
+// on one line where the wrapping left line breaks.
+func errText(err error) string {
+	msg := rpcCode.ReplaceAllString(err.Error(), "")
+	return strings.TrimRight(msg, "\n")
 }

@@ -92,7 +92,7 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	fs.StringVar(&o.keyspace, "keyspace", "", "keyspace of the backups (with --shard)")
 	fs.StringVar(&o.shard, "shard", "", "shard of the backups (with --keyspace)")
 	fs.StringVar(&o.backupDir, "backup-dir", "", "backup directory in the storage (keyspace/shard), instead of --keyspace and --shard")
-	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one")
+	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did not fail; latest-verified the latest whose test restore passed")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 	o.files.register(fs)
 	return o

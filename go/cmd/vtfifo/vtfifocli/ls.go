@@ -159,18 +159,18 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	info := BackupInfo{Name: bh.Name()}
 	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
 	if err != nil {
-		info.Problem = "cannot read MANIFEST: " + err.Error()
+		info.Problem = "cannot read MANIFEST: " + errText(err)
 		return info
 	}
 	defer r.Close()
 	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
 	if err != nil {
-		info.Problem = "cannot read MANIFEST: " + err.Error()
+		info.Problem = "cannot read MANIFEST: " + errText(err)
 		return info
 	}
 	var base mysqlctl.BackupManifest
 	if err := json.Unmarshal(doc, &base); err != nil {
-		info.Problem = "MANIFEST is not JSON: " + err.Error()
+		info.Problem = "MANIFEST is not JSON: " + errText(err)
 		return info
 	}
 	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()
@@ -179,7 +179,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	}
 	m, err := fifobackupengine.ParseManifest(doc)
 	if err != nil {
-		info.Problem = "MANIFEST: " + err.Error()
+		info.Problem = "MANIFEST: " + errText(err)
 		return info
 	}
 	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes
@@ -191,7 +191,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	info.Base, info.ChainLength = m.BaseBackup, m.ChainLength
 	rec, err := testrestore.Load(ctx, bh)
 	if err != nil {
-		info.Problem = "cannot read its verification record: " + err.Error()
+		info.Problem = "cannot read its verification record: " + errText(err)
 	}
 	info.Verification = rec
 	return info

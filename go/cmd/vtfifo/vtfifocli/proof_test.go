@@ -82,3 +82,24 @@ func TestLatestSkipsFailedTestRestores(t *testing.T) {
 	assert.Equal(t, names[3], got.Name(), "every one failed: the newest, and the note says so")
 	assert.Contains(t, notes.String(), "every backup in ks/0 failed its test restore: taking the newest")
 }
+
+// TestLatestVerified: --backup=latest-verified takes the newest backup whose
+// test restore passed, saying how many newer ones it passed over; with
+// none proven it fails (exit 1) saying so.
+func TestLatestVerified(t *testing.T) {
+	root, names := proofStorage(t)
+	// The planted backups' MANIFESTs are not fifo ones: show fails on the
+	// one it took, saying why without Vitess's RPC code.
+	out, errOut := runSplit(t, 1, root, "show", "--keyspace=ks", "--shard=0", "--backup=latest-verified", "--json")
+	assert.Empty(t, out)
+	assert.Equal(t, "vtfifo show: taking ks/0/"+names[1]+", the newest backup that passed a test restore (2 newer ones did not)\n"+
+		"vtfifo show: FAIL: backup ks/0/"+names[1]+": MANIFEST: BackupMethod is \"\", not \"fifo\"\n", errOut)
+
+	empty := t.TempDir()
+	splitCopyAs(t, splitstorage.Config{Backend: splitstorage.BackendFile, Root: empty, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1,
+		ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute},
+		"2026-11-20.000000.zone1-0000000100")
+	out, errOut = runSplit(t, 1, empty, "verify", "--keyspace=ks", "--shard=0", "--backup=latest-verified")
+	assert.Empty(t, out)
+	assert.Equal(t, "vtfifo verify: no backup in ks/0 in "+empty+" (split storage) passed a test restore (1 complete ones): run vtfifo test-restore, or name one with --backup\n", errOut)
+}

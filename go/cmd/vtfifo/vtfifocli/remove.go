@@ -147,7 +147,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	dir := s.o.dir()
 	bhs, err := s.bs.ListBackups(s.ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: cannot list backups in %s: %v\n", dir, err)
+		fmt.Fprintf(stderr, "FAIL: cannot list backups in %s: %s\n", dir, errText(err))
 		return 1
 	}
 	failed := false
@@ -163,7 +163,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		}
 		done, err := removeBackup(s, dir, bh.Name())
 		if err != nil {
-			fmt.Fprintf(stdout, "FAIL removing %s: %v\n", where, err)
+			fmt.Fprintf(stderr, "FAIL removing %s: %s\n", where, errText(err))
 			failed = true
 			continue
 		}

@@ -56,7 +56,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	})
 	prog2.stop()
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		fmt.Fprintf(stdout, "FAIL: %s\n", errText(err))
 		return 1
 	}
 	what := "extracted (not prepared: run the tool's --prepare, or restore with --prepare)"
@@ -109,7 +109,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	rec, err := testrestore.Run(s.ctx, bh, opts)
 	prog2.stop()
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		fmt.Fprintf(stdout, "FAIL: %s\n", errText(err))
 		return 1
 	}
 	return reportTestRestore(s.ctx, bh, rec, *record, *quarantine, stdout)
@@ -125,7 +125,7 @@ func reportTestRestore(ctx context.Context, bh backupstorage.BackupHandle, rec t
 		case errors.Is(err, testrestore.ErrNoRecords):
 			stored = "not stored: " + err.Error()
 		case err != nil:
-			fmt.Fprintf(stdout, "FAIL: the verification record could not be stored: %v\n", err)
+			fmt.Fprintf(stdout, "FAIL: the verification record could not be stored: %s\n", errText(err))
 			return 1
 		default:
 			stored = "stored beside the backup"
@@ -134,7 +134,7 @@ func reportTestRestore(ctx context.Context, bh backupstorage.BackupHandle, rec t
 	if rec.Outcome != testrestore.Passed {
 		if quarantine {
 			if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
-				fmt.Fprintf(stdout, "FAIL: test restore of %s failed and it could not be quarantined: %v\n", rec.Backup, err)
+				fmt.Fprintf(stdout, "FAIL: test restore of %s failed and it could not be quarantined: %s\n", rec.Backup, errText(err))
 				return 1
 			}
 			stored += "; the backup is quarantined: restores no longer choose it"

@@ -95,7 +95,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	if *intoMySQL != "" || *intoTablet != "" {
 		var err error
 		if live, err = openLive(s.ctx, *intoMySQL, *intoTablet, *user, !*unreplicated, patterns, targetFor); err != nil {
-			fmt.Fprintf(stdout, "FAIL: %v\n", err)
+			fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 			return 1
 		}
 		defer live.Close()
@@ -108,7 +108,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		Config: cfg, Prepare: true, Tables: patterns, Logger: s.logger,
 	})
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
@@ -179,7 +179,7 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 		to := targetFor(t.DB, t.Table)
 		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, opts, s.logger)
 		if err != nil {
-			fmt.Fprintf(stdout, "FAIL: importing %s as %s: %v\n", t.Name(), to, err)
+			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s\n", t.Name(), to, errText(err))
 			failed++
 			continue
 		}
@@ -203,7 +203,7 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 	}
 	defs, _, err := testrestore.Definitions(s.ctx, dir, names, testrestore.Options{MysqldPath: mysqldPath, Logger: s.logger})
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: reading the tables' definitions from the restored files: %v\n", err)
+		fmt.Fprintf(s.o.notes, "FAIL: reading the tables' definitions from the restored files: %s\n", errText(err))
 		return nil, false
 	}
 	// The server just stopped ran Aria's recovery on the restored Aria
@@ -214,11 +214,11 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 		}
 		ariaChk, ok := testrestore.FindTool("aria_chk")
 		if !ok {
-			fmt.Fprintf(stdout, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
+			fmt.Fprintf(s.o.notes, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
 			return nil, false
 		}
 		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
-			fmt.Fprintf(stdout, "FAIL: table %s: %v\n", t.Name(), err)
+			fmt.Fprintf(s.o.notes, "FAIL: table %s: %s\n", t.Name(), errText(err))
 			return nil, false
 		}
 	}
@@ -234,12 +234,12 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 			refused++
 		}
 		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
-			fmt.Fprintf(stdout, "FAIL: %v\n", err)
+			fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
 			return nil, false
 		}
 		fmt.Fprintf(stdout, "table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
 		if refusal != nil {
-			fmt.Fprintf(stdout, "FAIL: table %s cannot be imported: %v\n", t.Name(), refusal)
+			fmt.Fprintf(s.o.notes, "FAIL: table %s cannot be imported: %v\n", t.Name(), refusal)
 		}
 	}
 	// Nothing is imported when one table cannot be: the set is restored

@@ -44,7 +44,7 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
 		return 2
 	}
 	switch {
@@ -61,7 +61,7 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	if len(*storageFiles) > 0 || len(*storageFlags) > 0 {
 		cfg, err := storageConfig("storage", *storageFiles, *storageFlags)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: the storage (--storage-flags-file, --storage): %v\n", prog, err)
+			fmt.Fprintf(stderr, "%s: the storage (--storage-flags-file, --storage): %s\n", prog, errText(err))
 			return 2
 		}
 		opts.Storage = &cfg

@@ -60,7 +60,7 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	defer s.close()
 	rep, m, err := show(s.ctx, bh, *files, fifobackupengine.VerifyOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: FAIL: backup %s/%s: %v\n", prog, s.o.dir(), bh.Name(), err)
+		fmt.Fprintf(stderr, "%s: FAIL: backup %s/%s: %s\n", prog, s.o.dir(), bh.Name(), errText(err))
 		return 1
 	}
 	rep.Backup = s.o.dir() + "/" + bh.Name()

@@ -60,9 +60,12 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 	if err != nil {
 		return nil, o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
 	}
-	if o.backup == "" {
+	if o.backup == "" || o.backup == latestVerified {
 		if len(bhs) == 0 {
 			return nil, o.failf(exitUnreachable, "no complete backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", o.where())
+		}
+		if o.backup == latestVerified {
+			return o.latestVerified(ctx, bhs)
 		}
 		return o.latestNotFailed(ctx, bhs, dir), exitOK
 	}
@@ -76,6 +79,24 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 		return nil, o.failf(exitFailed, "FAIL: backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
 	}
 	return nil, o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
+}
+
+// latestVerified is --backup's value for the newest backup whose latest
+// test restore passed.
+const latestVerified = "latest-verified"
+
+// latestVerified is the newest of bhs whose latest test restore passed, or,
+// when none did, exitFailed with the reason.
+func (o *options) latestVerified(ctx context.Context, bhs []backupstorage.BackupHandle) (backupstorage.BackupHandle, int) {
+	for i := len(bhs) - 1; i >= 0; i-- {
+		if rec, err := testrestore.Load(ctx, bhs[i]); err == nil && rec != nil && rec.Outcome == testrestore.Passed {
+			if o.notes != nil && i < len(bhs)-1 {
+				fmt.Fprintf(o.notes, "%s: taking %s/%s, the newest backup that passed a test restore (%d newer ones did not)\n", o.prog, o.dir(), bhs[i].Name(), len(bhs)-1-i)
+			}
+			return bhs[i], exitOK
+		}
+	}
+	return nil, o.failf(exitFailed, "no backup in %s passed a test restore (%d complete ones): run vtfifo test-restore, or name one with --backup", o.where(), len(bhs))
 }
 
 // latestNotFailed is the newest of bhs whose latest test restore did not
@@ -160,7 +181,7 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stdout, stderr io.Wri
 			OnManifest:  prog.setLanes,
 		})
 		if err != nil {
-			problems = append(problems, err.Error())
+			problems = append(problems, errText(err))
 		} else {
 			summary = fmt.Sprintf("%d lanes, %d files, %s of data in %s stored, every part and chunk checked",
 				len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)), humanize.IBytes(uint64(vr.Manifest.StoredBytes)))
@@ -225,7 +246,7 @@ func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.Par
 	// The MANIFEST must still parse as restore would parse it.
 	if len(problems) == 0 {
 		if err := checkManifestOnly(ctx, bh); err != nil {
-			problems = append(problems, err.Error())
+			problems = append(problems, errText(err))
 		}
 	}
 	return problems, summary
@@ -239,11 +260,11 @@ func splitErrors(err error) []string {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []string
 		for _, e := range j.Unwrap() {
-			out = append(out, e.Error())
+			out = append(out, errText(e))
 		}
 		return out
 	}
-	return []string{err.Error()}
+	return []string{errText(err)}
 }
 
 func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error {
@@ -293,7 +314,7 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 	}
 	inc, err := s.ListIncomplete(ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %v\n", err)
+		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 		return 1
 	}
 	failed := false
@@ -320,7 +341,7 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 			fmt.Fprintf(stdout, "kept %s: younger than --incomplete-min-age=%v (may still be running)\n", line, o.minAge)
 		default:
 			if err := s.RemoveBackup(ctx, dir, b.Name); err != nil {
-				fmt.Fprintf(stdout, "FAIL removing %s: %v\n", line, err)
+				fmt.Fprintf(stderr, "FAIL removing %s: %s\n", line, errText(err))
 				failed = true
 				continue
 			}

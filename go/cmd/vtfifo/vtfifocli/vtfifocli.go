@@ -63,7 +63,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.AddCommand(keygen(stdout))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "vtfifo: %v\n", err)
+		fmt.Fprintf(stderr, "vtfifo: %s\n", errText(err))
 		return 2
 	}
 	return code
@@ -152,7 +152,7 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 		err = check()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+		fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
 		return nil, 2
 	}
 	ctx, cancel := o.withTimeout(ctx)
@@ -198,7 +198,7 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	var err error
 	if *output != "-" {
 		if file, err = os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+			fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
 			return 2
 		}
 		w = file
@@ -213,7 +213,7 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: FAIL: %v\n", prog, err)
+		fmt.Fprintf(stderr, "%s: FAIL: %s\n", prog, errText(err))
 		return 1
 	}
 	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, s.o.dir(), bh.Name(), *output)

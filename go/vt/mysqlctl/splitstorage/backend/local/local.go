@@ -81,7 +81,17 @@ func (l *Backend) mkdirs(dir string) error {
 	if _, err := os.Stat(dir); err == nil {
 		return nil
 	}
+	var created []string // the directories MkdirAll makes, under the root
+	for d := dir; strings.HasPrefix(d, l.root+string(filepath.Separator)); d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+	}
 	if err := os.MkdirAll(dir, localDirMode); err != nil {
+		return err
+	}
+	if err := l.adopt(created...); err != nil {
 		return err
 	}
 	// Make the new directory entries durable up to the root.
@@ -118,6 +128,9 @@ func (l *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 		}
 	} else {
 		err = copyInto(ctx, tmp, r, size, key)
+	}
+	if err == nil {
+		err = l.adopt(tmp)
 	}
 	if err != nil {
 		os.Remove(tmp)

@@ -96,3 +96,12 @@ func errText(err error) string {
 	msg := rpcCode.ReplaceAllString(err.Error(), "")
 	return strings.TrimRight(msg, "\n")
 }
+
+// notef prints a note on stderr (what the command decided or is doing),
+// unless --quiet.
+func (o *options) notef(format string, args ...any) {
+	if o.quiet || o.notes == nil {
+		return
+	}
+	fmt.Fprintf(o.notes, "%s: %s\n", o.prog, fmt.Sprintf(format, args...))
+}

@@ -50,6 +50,8 @@ type options struct {
 	progressInterval           time.Duration
 	concurrency                int
 	timeout                    time.Duration
+	logLevel                   string
+	quiet                      bool
 
 	// prog names the program in messages (fifoverify, vtfifo verify).
 	prog string
@@ -94,6 +96,8 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	fs.StringVar(&o.backupDir, "backup-dir", "", "backup directory in the storage (keyspace/shard), instead of --keyspace and --shard")
 	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did not fail; latest-verified the latest whose test restore passed")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "the log lines printed on stderr (the engine's, the storage's and the backup tool's): info, warning, error")
+	fs.BoolVar(&o.quiet, "quiet", false, "print only errors on stderr (--log-level=error) besides the command's own result")
 	o.files.register(fs)
 	return o
 }
@@ -164,6 +168,12 @@ func (o *options) validateBackup() error {
 	}
 	if o.timeout < 0 {
 		return invalid("timeout", o.timeout.String(), "0 (no limit) or a positive duration")
+	}
+	if _, ok := logLevels[o.logLevel]; !ok {
+		return invalid("log-level", o.logLevel, "info, warning, error")
+	}
+	if o.quiet {
+		o.logLevel = "error"
 	}
 	impl := backupstorage.BackupStorageImplementation
 	if impl == "" {

@@ -40,11 +40,17 @@ func (o *options) openStorage(stderr io.Writer) (backupstorage.BackupStorage, lo
 	if err != nil {
 		return nil, nil, err
 	}
+	least := logLevels[o.logLevel]
 	logger := logutil.NewCallbackLogger(func(ev *logutilpb.Event) {
-		fmt.Fprintf(stderr, "%s\n", logutil.EventString(ev))
+		if ev.Level >= least || ev.Level == logutilpb.Level_CONSOLE {
+			fmt.Fprintf(stderr, "%s\n", logutil.EventString(ev))
+		}
 	})
 	return base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()}), logger, nil
 }
+
+// logLevels are --log-level's values: the least level printed.
+var logLevels = map[string]logutilpb.Level{"info": logutilpb.Level_INFO, "warning": logutilpb.Level_WARNING, "error": logutilpb.Level_ERROR}
 
 // pickBackup finds the backup --backup names in the flags' directory, or the
 // latest complete one; otherwise it says why on stderr and returns the exit
@@ -90,8 +96,8 @@ const latestVerified = "latest-verified"
 func (o *options) latestVerified(ctx context.Context, bhs []backupstorage.BackupHandle) (backupstorage.BackupHandle, int) {
 	for i := len(bhs) - 1; i >= 0; i-- {
 		if rec, err := testrestore.Load(ctx, bhs[i]); err == nil && rec != nil && rec.Outcome == testrestore.Passed {
-			if o.notes != nil && i < len(bhs)-1 {
-				fmt.Fprintf(o.notes, "%s: taking %s/%s, the newest backup that passed a test restore (%d newer ones did not)\n", o.prog, o.dir(), bhs[i].Name(), len(bhs)-1-i)
+			if i < len(bhs)-1 {
+				o.notef("taking %s/%s, the newest backup that passed a test restore (%d newer ones did not)", o.dir(), bhs[i].Name(), len(bhs)-1-i)
 			}
 			return bhs[i], exitOK
 		}
@@ -108,14 +114,10 @@ func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.Backu
 		if err != nil || rec == nil || rec.Outcome != testrestore.Failed {
 			return bhs[i]
 		}
-		if o.notes != nil {
-			fmt.Fprintf(o.notes, "%s: skipping %s/%s: its test restore of %s failed (%s); name it with --backup to use it anyway\n",
-				o.prog, dir, bhs[i].Name(), rec.Started.Format("2006-01-02 15:04"), rec.Error)
-		}
+		o.notef("skipping %s/%s: its test restore of %s failed (%s); name it with --backup to use it anyway",
+			dir, bhs[i].Name(), rec.Started.Format("2006-01-02 15:04"), rec.Error)
 	}
-	if o.notes != nil {
-		fmt.Fprintf(o.notes, "%s: every backup in %s failed its test restore: taking the newest, %s\n", o.prog, dir, bhs[len(bhs)-1].Name())
-	}
+	o.notef("every backup in %s failed its test restore: taking the newest, %s", dir, bhs[len(bhs)-1].Name())
 	return bhs[len(bhs)-1]
 }
 
@@ -163,7 +165,7 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 func (s *session) verifyOne(bh backupstorage.BackupHandle, stdout, stderr io.Writer) int {
 	o, ctx := s.o, s.ctx
 	where := o.dir() + "/" + bh.Name()
-	fmt.Fprintf(stderr, "%s: checking backup %s (%s storage)\n", o.prog, where, backupstorage.BackupStorageImplementation)
+	o.notef("checking backup %s (%s storage)", where, backupstorage.BackupStorageImplementation)
 	start := time.Now()
 	prog := newProgress(o, stderr, o.prog+" "+where)
 	var problems []string
@@ -223,7 +225,7 @@ func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.Par
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	fmt.Fprintf(stderr, "%s: sampling %g%% of the parts (--sample-seed=%d)\n", o.prog, o.samplePct, seed)
+	o.notef("sampling %g%% of the parts (--sample-seed=%d)", o.samplePct, seed)
 	popts.Sample = func(file string, part int) bool {
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d/%s/%d", seed, file, part)

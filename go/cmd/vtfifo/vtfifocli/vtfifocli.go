@@ -7,12 +7,15 @@
 package vtfifocli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
+	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 )
 
 // Run runs cmd with a context cancelled on SIGINT or SIGTERM, and exits the
@@ -55,6 +59,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "version") {
+		fmt.Fprintf(stdout, "vtfifo %s\n", version())
+		return exitOK
+	}
 	root.SetOut(stderr)
 	root.SetErr(stderr)
 	for _, c := range subcommands {
@@ -67,6 +75,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	return code
+}
+
+// version is the plugin's version (the module's, or its commit), the
+// Vitess it is built against and the Go that built it.
+func version() string {
+	v, rev := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v = cmp.Or(bi.Main.Version, v)
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				rev = " " + s.Value[:12]
+			}
+		}
+	}
+	return fmt.Sprintf("%s%s, Vitess %s, %s", v, rev, vtversion.Module(), runtime.Version())
 }
 
 // keygen is `vtfifo keygen`: a new master key, as a key file line.

@@ -137,6 +137,31 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestVersionAndLogLevel: --version prints the plugin's, Vitess's and Go's
+// versions on stdout; --log-level takes info, warning or error (--quiet is
+// error) and refuses anything else, naming the allowed values.
+func TestVersionAndLogLevel(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, Main(context.Background(), []string{"--version"}, &stdout, &stderr))
+	assert.Regexp(t, `^vtfifo \S+.*, Vitess v0\.24\.\d+, go1\.\d+`, stdout.String())
+	assert.Empty(t, stderr.String())
+
+	_, args := storageCopy(t)
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 2, Main(context.Background(), append([]string{"verify", "--log-level=debug"}, args...), &stdout, &stderr))
+	assert.Equal(t, "vtfifo verify: invalid value \"debug\" for --log-level: allowed values are info, warning, error\n", stderr.String())
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, Main(context.Background(), append([]string{"verify", "--quiet", "--progress=never"}, args...), &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "OK: backup ks/0/")
+	assert.Empty(t, stderr.String(), "--quiet prints no notes")
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 0, Main(context.Background(), append([]string{"verify", "--progress=never"}, args...), &stdout, &stderr), stderr.String())
+	assert.Contains(t, stderr.String(), "vtfifo verify: checking backup ks/0/")
+}
+
 // tree maps path -> content of the regular files under dir.
 func tree(t *testing.T, dir string) map[string]string {
 	out := map[string]string{}

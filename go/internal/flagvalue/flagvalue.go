@@ -68,6 +68,77 @@ func (v Duration) Set(s string) error {
 	return nil
 }
 
+// Age is a duration flag that also takes days and weeks, as backup ages
+// are said: 7d, 2w, 1w3d, 36h, 1d12h. Allowed is named when the text does
+// not parse.
+type Age struct {
+	P       *time.Duration
+	Allowed string
+}
+
+func (v Age) String() string {
+	if v.P == nil {
+		return "0s"
+	}
+	return FormatAge(*v.P)
+}
+
+func (v Age) Type() string { return "age" }
+
+func (v Age) Set(s string) error {
+	d, err := ParseAge(s)
+	if err != nil {
+		return fmt.Errorf("not an age (such as 7d, 2w, 36h, 1d12h): allowed values are %s", v.Allowed)
+	}
+	*v.P = d
+	return nil
+}
+
+// ParseAge parses an Age: whole weeks (w) and days (d) first, then a Go
+// duration for the rest.
+func ParseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty age")
+	}
+	var d time.Duration
+	for _, unit := range []struct {
+		suffix string
+		d      time.Duration
+	}{{"w", 7 * 24 * time.Hour}, {"d", 24 * time.Hour}} {
+		i := strings.Index(s, unit.suffix)
+		if i < 0 {
+			continue
+		}
+		n, err := strconv.ParseUint(s[:i], 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("invalid age %q", s)
+		}
+		d += time.Duration(n) * unit.d
+		s = s[i+1:]
+	}
+	if s == "" {
+		return d, nil
+	}
+	rest, err := time.ParseDuration(s)
+	if err != nil || rest < 0 {
+		return 0, fmt.Errorf("invalid age %q", s)
+	}
+	return d + rest, nil
+}
+
+// FormatAge writes d with days where it has whole ones: 7d, 1d12h0m0s.
+func FormatAge(d time.Duration) string {
+	day := 24 * time.Hour
+	if d < day || d < 0 {
+		return d.String()
+	}
+	if d%day == 0 {
+		return fmt.Sprintf("%dd", d/day)
+	}
+	return fmt.Sprintf("%dd%s", d/day, d%day)
+}
+
 // Size is a byte size flag: a number of bytes or a size with units (8MiB, 1GiB, 1.5GB).
 // Negative and unparsable sizes are refused naming Allowed.
 type Size struct {

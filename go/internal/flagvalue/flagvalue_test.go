@@ -64,3 +64,29 @@ func TestValuesNameAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestAge: days and weeks besides Go's units; nonsense is refused.
+func TestAge(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"7d": 7 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "1w3d": 10 * 24 * time.Hour, "36h": 36 * time.Hour,
+		"1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "0": 0, " 1d ": 24 * time.Hour,
+	} {
+		got, err := ParseAge(in)
+		if err != nil || got != want {
+			t.Errorf("ParseAge(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "d", "7x", "-1d", "1.5d", "d7", "1d-2h"} {
+		if _, err := ParseAge(in); err == nil {
+			t.Errorf("ParseAge(%q) accepted", in)
+		}
+	}
+	var d time.Duration
+	v := Age{P: &d, Allowed: "an age"}
+	if err := v.Set("7d"); err != nil || v.String() != "7d" {
+		t.Errorf("Set(7d): %v, %s", err, v.String())
+	}
+	if err := v.Set("soon"); err == nil || err.Error() != "not an age (such as 7d, 2w, 36h, 1d12h): allowed values are an age" {
+		t.Errorf("Set(soon): %v", err)
+	}
+}

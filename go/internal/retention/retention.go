@@ -4,6 +4,7 @@
 package retention
 
 import (
+	"fmt"
 	"time"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
@@ -48,4 +49,58 @@ func KeepProven(bhs, cands []backupstorage.BackupHandle, passed func(backupstora
 		return cands, nil
 	}
 	return cands, nil
+}
+
+// Tiers keeps, besides the newest --keep, the newest backup of each of the
+// last Daily days, Weekly ISO weeks and Monthly months that have a backup
+// (in UTC), as restic's forget --keep-daily/--keep-weekly/--keep-monthly.
+type Tiers struct{ Daily, Weekly, Monthly int }
+
+// tier is one of Tiers: its name, its count, the bucket of a time.
+type tier struct {
+	name   string
+	n      int
+	bucket func(time.Time) string
+}
+
+func (t Tiers) tiers() []tier {
+	return []tier{
+		{"daily", t.Daily, func(at time.Time) string { return at.Format("2006-01-02") }},
+		{"weekly", t.Weekly, func(at time.Time) string { y, w := at.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) }},
+		{"monthly", t.Monthly, func(at time.Time) string { return at.Format("2006-01") }},
+	}
+}
+
+// KeepTiers takes out of cands (Candidates' answer for bhs, oldest first)
+// the backups t keeps, and says why each candidate it took out is kept
+// ("daily 2026-11-23", ...), by name.
+func KeepTiers(bhs, cands []backupstorage.BackupHandle, t Tiers) ([]backupstorage.BackupHandle, map[string]string) {
+	why := map[string]string{}
+	for _, tr := range t.tiers() {
+		last, left := "", tr.n
+		for i := len(bhs) - 1; i >= 0 && left > 0; i-- {
+			at, _, err := mysqlctl.ParseBackupName(bhs[i].Directory(), bhs[i].Name())
+			if err != nil || at == nil {
+				continue
+			}
+			b := tr.bucket(at.UTC())
+			if b == last {
+				continue
+			}
+			last, left = b, left-1
+			if _, ok := why[bhs[i].Name()]; !ok {
+				why[bhs[i].Name()] = tr.name + " " + b
+			}
+		}
+	}
+	var out []backupstorage.BackupHandle
+	kept := map[string]string{}
+	for _, c := range cands {
+		if w, ok := why[c.Name()]; ok {
+			kept[c.Name()] = w
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, kept
 }

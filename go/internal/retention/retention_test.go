@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 )
@@ -59,4 +60,39 @@ func TestKeepProven(t *testing.T) {
 	passed = map[string]bool{bhs[3].Name(): true} // the newest, already kept by count
 	_, kept = KeepProven(bhs, cands, func(bh backupstorage.BackupHandle) bool { return passed[bh.Name()] })
 	assert.Nil(t, kept)
+}
+
+// TestKeepTiers: two backups a day for 70 days; --keep-daily=3 keeps the
+// newest of each of the last 3 days, --keep-weekly=2 of the last 2 ISO
+// weeks, --keep-monthly=2 of the last 2 months; every other candidate goes.
+func TestKeepTiers(t *testing.T) {
+	start := time.Date(2026, 9, 1, 6, 0, 0, 0, time.UTC) // a Tuesday
+	var bhs []backupstorage.BackupHandle
+	for d := range 70 {
+		for _, h := range []int{0, 12} {
+			at := start.AddDate(0, 0, d).Add(time.Duration(h) * time.Hour)
+			bhs = append(bhs, handle{name: at.Format("2006-01-02.150405") + ".zone1-0000000100"})
+		}
+	}
+	now := start.AddDate(0, 0, 70)
+	cands := Candidates(bhs, 1, 0, now)
+	require.Len(t, cands, len(bhs)-1)
+	left, kept := KeepTiers(bhs, cands, Tiers{Daily: 3, Weekly: 2, Monthly: 2})
+	// The newest, 2026-11-09 (a Monday, ISO week 46), is not a candidate: it
+	// is the daily, weekly and monthly of its day, week and month. The
+	// newest of 2026-11-08 is the daily of the 8th and the weekly of week
+	// 45 at once (one backup serves every tier it is the newest of, as in
+	// restic); the 7th is the third daily; October's last is its monthly.
+	assert.Equal(t, map[string]string{
+		"2026-11-08.180000.zone1-0000000100": "daily 2026-11-08",
+		"2026-11-07.180000.zone1-0000000100": "daily 2026-11-07",
+		"2026-10-31.180000.zone1-0000000100": "monthly 2026-10",
+	}, kept)
+	_, weekly := KeepTiers(bhs, cands, Tiers{Weekly: 3})
+	assert.Equal(t, map[string]string{"2026-11-08.180000.zone1-0000000100": "weekly 2026-W45", "2026-11-01.180000.zone1-0000000100": "weekly 2026-W44"}, weekly)
+	assert.Len(t, left, len(cands)-len(kept))
+	for _, c := range left {
+		_, ok := kept[c.Name()]
+		assert.False(t, ok, c.Name())
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -47,8 +48,8 @@ type fleetCheck struct {
 }
 
 func (c *fleetCheck) register(fs *pflag.FlagSet) {
-	fs.DurationVar(&c.maxAge, "max-age", 0, "without --keyspace/--shard: a shard whose newest complete backup is older than this (or that has none) fails the check (exit 1); 0: no check")
-	fs.DurationVar(&c.maxUnprovenAge, "max-unproven-age", 0, "without --keyspace/--shard: a shard whose newest backup that passed a test restore is older than this (or that has none) fails the check (exit 1); 0: no check")
+	fs.Var(flagvalue.Age{P: &c.maxAge, Allowed: "0 (no check) or an age such as 36h, 2d or 1w"}, "max-age", "without --keyspace/--shard: a shard whose newest complete backup is older than this (or that has none) fails the check (exit 1); 0: no check")
+	fs.Var(flagvalue.Age{P: &c.maxUnprovenAge, Allowed: "0 (no check) or an age such as 36h, 2d or 1w"}, "max-unproven-age", "without --keyspace/--shard: a shard whose newest backup that passed a test restore is older than this (or that has none) fails the check (exit 1); 0: no check")
 	fs.BoolVar(&c.prometheus, "prometheus", false, "without --keyspace/--shard: print the Prometheus text format (for node_exporter's textfile collector) instead of a table")
 }
 
@@ -172,7 +173,7 @@ func (c fleetCheck) problems(sh ShardStatus, now time.Time) []string {
 		case sh.Newest == "":
 			out = append(out, "no complete backup")
 		case now.Sub(sh.Time) > c.maxAge:
-			out = append(out, fmt.Sprintf("newest backup %s old (--max-age %v)", age(now, sh.Time), c.maxAge))
+			out = append(out, fmt.Sprintf("newest backup %s old (--max-age %s)", age(now, sh.Time), flagvalue.FormatAge(c.maxAge)))
 		}
 	}
 	if c.maxUnprovenAge > 0 {
@@ -180,7 +181,7 @@ func (c fleetCheck) problems(sh ShardStatus, now time.Time) []string {
 		case sh.NewestProven == "":
 			out = append(out, "no backup passed a test restore")
 		case now.Sub(sh.NewestProvenTime) > c.maxUnprovenAge:
-			out = append(out, fmt.Sprintf("newest proven backup %s old (--max-unproven-age %v)", age(now, sh.NewestProvenTime), c.maxUnprovenAge))
+			out = append(out, fmt.Sprintf("newest proven backup %s old (--max-unproven-age %s)", age(now, sh.NewestProvenTime), flagvalue.FormatAge(c.maxUnprovenAge)))
 		}
 	}
 	return out

@@ -63,9 +63,9 @@ func TestFleetView(t *testing.T) {
 
 	// Checks: ks/0's newest proven backup is 3 days old; ks/1 has none and
 	// its newest backup is months old.
-	out, _ = runSplit(t, 1, root, "ls", "--max-age=48h", "--max-unproven-age=48h")
-	assert.Regexp(t, `ks/0 .* FAIL: newest proven backup 3d\dh old \(--max-unproven-age 48h0m0s\)\n`, out)
-	assert.Regexp(t, `ks/1 .* FAIL: newest backup \d+d\d+h old \(--max-age 48h0m0s\); no backup passed a test restore\n`, out)
+	out, _ = runSplit(t, 1, root, "ls", "--max-age=2d", "--max-unproven-age=48h")
+	assert.Regexp(t, `ks/0 .* FAIL: newest proven backup 3d\dh old \(--max-unproven-age 2d\)\n`, out)
+	assert.Regexp(t, `ks/1 .* FAIL: newest backup \d+d\d+h old \(--max-age 2d\); no backup passed a test restore\n`, out)
 	runSplit(t, 0, root, "ls", "--max-age=24000h", "--keyspace=", "--shard=")
 
 	out, _ = runSplit(t, 1, root, "ls", "--json", "--max-unproven-age=48h")

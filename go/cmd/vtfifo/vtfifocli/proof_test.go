@@ -103,3 +103,19 @@ func TestLatestVerified(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Equal(t, "vtfifo verify: no backup in ks/0 in "+empty+" (split storage) passed a test restore (1 complete ones): run vtfifo test-restore, or name one with --backup\n", errOut)
 }
+
+// TestPruneTiersAndAges: --keep-daily keeps the newest backup of each of
+// the last days besides --keep, saying why; --keep-within takes days.
+func TestPruneTiersAndAges(t *testing.T) {
+	root, names := proofStorage(t) // one backup a day, the last four days
+	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-daily=2", "--dry-run")
+	assert.Equal(t, "keeping ks/0/"+names[2]+": daily "+names[2][:10]+"\n"+
+		"keeping ks/0/"+names[1]+": the newest backup that passed a test restore\n"+
+		"would remove ks/0/"+names[0]+"\n", out)
+	out, _ = runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=7d", "--dry-run")
+	assert.NotContains(t, out, "would remove", "every backup is younger than 7 days")
+	_, errOut := runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=soon")
+	assert.Contains(t, errOut, `invalid argument "soon" for "--keep-within" flag: not an age (such as 7d, 2w, 36h, 1d12h): allowed values are an age >= 0 such as 36h, 7d or 2w`)
+	_, errOut = runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-weekly=-1")
+	assert.Equal(t, "vtfifo prune: invalid value \"-1\" for --keep-weekly: allowed values are 0 or more\n", errOut)
+}

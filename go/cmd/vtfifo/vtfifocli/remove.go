@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/retention"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
@@ -120,12 +122,17 @@ func removeBackup(s *session, dir, name string) (string, error) {
 // among the newest --keep nor younger than --keep-within.
 func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var keep *int
-	var within *time.Duration
+	var within time.Duration
+	var tiers retention.Tiers
 	var dryRun *bool
-	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep nor younger than --keep-within.\n"+exitStatusHelp, args, stderr,
+	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep, younger than --keep-within, the newest\n"+
+		"of one of the last --keep-daily days, --keep-weekly weeks or --keep-monthly months, nor the newest that passed a test restore.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			keep = fs.Int("keep", 0, "how many of the newest complete backups are always kept (at least 1; required)")
-			within = fs.Duration("keep-within", 0, "also keep every backup younger than this (e.g. 168h)")
+			fs.Var(flagvalue.Age{P: &within, Allowed: "an age >= 0 such as 36h, 7d or 2w"}, "keep-within", "also keep every backup younger than this (e.g. 7d, 36h)")
+			fs.IntVar(&tiers.Daily, "keep-daily", 0, "also keep the newest backup of each of the last N days that have one (UTC)")
+			fs.IntVar(&tiers.Weekly, "keep-weekly", 0, "also keep the newest backup of each of the last N ISO weeks that have one")
+			fs.IntVar(&tiers.Monthly, "keep-monthly", 0, "also keep the newest backup of each of the last N months that have one")
 			dryRun = fs.Bool("dry-run", false, "print what would be removed, remove nothing")
 			return func() error {
 				if o.backup != "" {
@@ -134,8 +141,13 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 				if *keep < 1 {
 					return invalid("keep", fmt.Sprint(*keep), "1 or more (the newest backup is never pruned)")
 				}
-				if *within < 0 {
-					return invalid("keep-within", within.String(), "a duration >= 0")
+				for _, f := range []struct {
+					name string
+					n    int
+				}{{"keep-daily", tiers.Daily}, {"keep-weekly", tiers.Weekly}, {"keep-monthly", tiers.Monthly}} {
+					if f.n < 0 {
+						return invalid(f.name, fmt.Sprint(f.n), "0 or more")
+					}
 				}
 				return nil
 			}
@@ -145,34 +157,44 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	}
 	defer s.close()
 	dir := s.o.dir()
+	if root, missing := missingRoot(s.o); missing {
+		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
 	bhs, err := s.bs.ListBackups(s.ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: cannot list backups in %s: %s\n", dir, errText(err))
-		return 1
+		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
 	}
-	failed := false
-	cands, proven := retention.KeepProven(bhs, retention.Candidates(bhs, *keep, *within, time.Now()), testrestore.PassedFunc(s.ctx))
+	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, *keep, within, time.Now()), tiers)
+	for _, bh := range bhs {
+		if why, ok := tiered[bh.Name()]; ok {
+			fmt.Fprintf(stdout, "keeping %s/%s: %s\n", dir, bh.Name(), why)
+		}
+	}
+	cands, proven := retention.KeepProven(bhs, cands, testrestore.PassedFunc(s.ctx))
 	if proven != nil {
 		fmt.Fprintf(stdout, "keeping %s/%s: the newest backup that passed a test restore\n", dir, proven.Name())
 	}
+	return s.prune(dir, cands, *dryRun, stdout)
+}
+
+// prune removes cands (or with dryRun says it would), going on past a
+// failure, which it reports.
+func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun bool, stdout io.Writer) int {
+	code := exitOK
 	for _, bh := range cands {
 		where := dir + "/" + bh.Name()
-		if *dryRun {
+		if dryRun {
 			fmt.Fprintf(stdout, "would remove %s\n", where)
 			continue
 		}
 		done, err := removeBackup(s, dir, bh.Name())
 		if err != nil {
-			fmt.Fprintf(stderr, "FAIL removing %s: %s\n", where, errText(err))
-			failed = true
+			code = s.o.failf(exitUnreachable, "removing %s failed: %v; the others go on, run prune again", where, err)
 			continue
 		}
 		fmt.Fprintf(stdout, "%s %s\n", done, where)
 	}
-	if failed {
-		return 1
-	}
-	return 0
+	return code
 }
 
 // Release is `vtfifo release`: a quarantined backup back among the complete

@@ -168,20 +168,22 @@ func backupTime(b BackupInfo) time.Time {
 // problems are what c's checks find in sh at now.
 func (c fleetCheck) problems(sh ShardStatus, now time.Time) []string {
 	var out []string
-	if c.maxAge > 0 {
+	for _, k := range []struct {
+		limit      time.Duration
+		name       string
+		at         time.Time
+		what, flag string
+		none       string
+	}{
+		{c.maxAge, sh.Newest, sh.Time, "newest backup", "max-age", "no complete backup"},
+		{c.maxUnprovenAge, sh.NewestProven, sh.NewestProvenTime, "newest proven backup", "max-unproven-age", "no backup passed a test restore"},
+	} {
 		switch {
-		case sh.Newest == "":
-			out = append(out, "no complete backup")
-		case now.Sub(sh.Time) > c.maxAge:
-			out = append(out, fmt.Sprintf("newest backup %s old (--max-age %s)", age(now, sh.Time), flagvalue.FormatAge(c.maxAge)))
-		}
-	}
-	if c.maxUnprovenAge > 0 {
-		switch {
-		case sh.NewestProven == "":
-			out = append(out, "no backup passed a test restore")
-		case now.Sub(sh.NewestProvenTime) > c.maxUnprovenAge:
-			out = append(out, fmt.Sprintf("newest proven backup %s old (--max-unproven-age %s)", age(now, sh.NewestProvenTime), flagvalue.FormatAge(c.maxUnprovenAge)))
+		case k.limit <= 0:
+		case k.name == "":
+			out = append(out, k.none)
+		case now.Sub(k.at) > k.limit:
+			out = append(out, fmt.Sprintf("%s %s old (--%s %s)", k.what, age(now, k.at), k.flag, flagvalue.FormatAge(k.limit)))
 		}
 	}
 	return out

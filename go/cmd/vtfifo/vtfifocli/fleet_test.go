@@ -38,14 +38,7 @@ func TestFleetView(t *testing.T) {
 	ctx := context.Background()
 	// ks/1: one backup, never test-restored, and one quarantined.
 	for i, name := range []string{"2026-01-01.000000.zone1-0000000200", "2026-01-02.000000.zone1-0000000200"} {
-		bh, err := bs.StartBackup(ctx, "ks/1", name)
-		require.NoError(t, err)
-		w, err := bh.AddFile(ctx, "MANIFEST", 2)
-		require.NoError(t, err)
-		_, err = w.Write([]byte("{}"))
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-		require.NoError(t, bh.EndBackup(ctx))
+		plantBackup(t, bs, "ks/1", name)
 		if i == 1 {
 			h, err := bs.OpenBackup(ctx, "ks/1", name)
 			require.NoError(t, err)

@@ -29,18 +29,27 @@ func proofStorage(t *testing.T) (string, []string) {
 	var names []string
 	for i, outcome := range []string{testrestore.Passed, testrestore.Passed, testrestore.Failed, testrestore.Failed} {
 		name := now.Add(time.Duration(i-4)*24*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
-		bh, err := bs.StartBackup(ctx, "ks/0", name)
-		require.NoError(t, err)
-		w, err := bh.AddFile(ctx, "MANIFEST", 2)
-		require.NoError(t, err)
-		_, err = w.Write([]byte("{}"))
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-		require.NoError(t, bh.EndBackup(ctx))
+		bh := plantBackup(t, bs, "ks/0", name)
 		require.NoError(t, testrestore.Store(ctx, bh, testrestore.Record{Version: 1, Backup: "ks/0/" + name, Outcome: outcome, Error: "planted " + outcome, Started: now}))
 		names = append(names, name)
 	}
 	return cfg.Root, names
+}
+
+// plantBackup stores a complete backup dir/name in bs whose MANIFEST is
+// "{}" (not a fifo one: enough for listing, retention and records).
+func plantBackup(t *testing.T, bs *splitstorage.Storage, dir, name string) backupstorage.BackupHandle {
+	t.Helper()
+	ctx := context.Background()
+	bh, err := bs.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	w, err := bh.AddFile(ctx, "MANIFEST", 2)
+	require.NoError(t, err)
+	_, err = w.Write([]byte("{}"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, bh.EndBackup(ctx))
+	return bh
 }
 
 // TestRetentionKeepsTheNewestProvenBackup: prune --keep=1 would remove the

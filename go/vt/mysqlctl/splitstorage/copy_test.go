@@ -161,13 +161,7 @@ func TestCopyFromADamagedSource(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, writeFile(ctx, bh, "f0", newGen(7, 3<<20), rand.New(rand.NewPCG(1, 7))))
 	require.NoError(t, bh.EndBackup(ctx))
-	var part string
-	require.NoError(t, filepath.WalkDir(srcSrv.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && part == "" && strings.Contains(d.Name(), ".part-") {
-			part = p
-		}
-		return err
-	}))
+	part := firstPart(t, srcSrv.Dir)
 	good, err := os.ReadFile(part)
 	require.NoError(t, err)
 	bad := append([]byte(nil), good...)

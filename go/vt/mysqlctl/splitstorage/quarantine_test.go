@@ -30,13 +30,7 @@ func TestReleaseVerifiesFirst(t *testing.T) {
 	require.NoError(t, bh.EndBackup(ctx))
 	require.NoError(t, findBackup(t, s, dir, name).(*splitstorage.Handle).Quarantine(ctx, "test restore failed: checksum mismatch"))
 
-	var part string
-	require.NoError(t, filepath.WalkDir(srv.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && part == "" && strings.Contains(d.Name(), ".part-") {
-			part = p
-		}
-		return err
-	}))
+	part := firstPart(t, srv.Dir)
 	good, err := os.ReadFile(part)
 	require.NoError(t, err)
 	bad := append([]byte(nil), good...)
@@ -57,4 +51,18 @@ func TestReleaseVerifiesFirst(t *testing.T) {
 	bhs, err = s.ListBackups(ctx, dir)
 	require.NoError(t, err)
 	assert.Len(t, bhs, 1)
+}
+
+// firstPart is the path of the first part object under dir, in walk order.
+func firstPart(t *testing.T, dir string) string {
+	t.Helper()
+	var part string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && part == "" && strings.Contains(d.Name(), ".part-") {
+			part = p
+		}
+		return err
+	}))
+	require.NotEmpty(t, part, "a part under %s", dir)
+	return part
 }

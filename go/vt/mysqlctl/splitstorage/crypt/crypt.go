@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -55,12 +56,24 @@ type Keyring struct {
 // blank lines and lines starting with '#' are skipped. Errors name the file
 // and line, never a key's bytes.
 func LoadKeyring(path string) (*Keyring, error) {
-	doc, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the key file: %w", err)
+	}
+	defer f.Close()
+	// Master keys readable by every user of the host are keys given away.
+	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o007 != 0 {
+		return nil, fmt.Errorf("key file %s is open to every user of the host (mode %04o): chmod o-rwx %s (600, or 640 for a group the tablets are in)", path, st.Mode().Perm(), path)
+	}
+	doc, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes))
 	if err != nil {
 		return nil, fmt.Errorf("reading the key file: %w", err)
 	}
 	return ParseKeyring(doc, path)
 }
+
+// maxKeyFileBytes bounds a key file: a few hundred keys.
+const maxKeyFileBytes = 1 << 20
 
 // ParseKeyring parses the content of a key file named source.
 func ParseKeyring(doc []byte, source string) (*Keyring, error) {

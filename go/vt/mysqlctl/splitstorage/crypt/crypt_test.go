@@ -154,6 +154,16 @@ func TestLoadKeyring(t *testing.T) {
 	assert.Equal(t, path, kr.Source())
 	_, err = LoadKeyring(path + ".missing")
 	assert.True(t, errors.Is(err, os.ErrNotExist))
+
+	// Group-readable is for the tablets' group; world-readable is refused,
+	// naming the file and the fix, never the key.
+	require.NoError(t, os.Chmod(path, 0o640))
+	_, err = LoadKeyring(path)
+	require.NoError(t, err)
+	require.NoError(t, os.Chmod(path, 0o644))
+	_, err = LoadKeyring(path)
+	require.Error(t, err)
+	assert.Equal(t, "key file "+path+" is open to every user of the host (mode 0644): chmod o-rwx "+path+" (600, or 640 for a group the tablets are in)", err.Error())
 }
 
 // BenchmarkFrame seals and opens 256 KiB frames in place, as the storage does.

@@ -22,6 +22,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/sync/errgroup"
+
 	"vitess.io/vitess/go/vt/logutil"
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -229,13 +231,10 @@ func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.
 	}
 	complete := make([]bool, len(names))
 	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, listWorkers)
+	var g errgroup.Group
+	g.SetLimit(listWorkers)
 	for i, n := range names {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			_, err := e.be.Stat(ctx, backupPrefix(dir, n)+completeMarker)
 			switch {
 			case err == nil:
@@ -243,9 +242,10 @@ func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.
 			case !errors.Is(err, ErrNotExist):
 				errs[i] = err
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 	}
@@ -356,27 +356,25 @@ func removeBackup(ctx context.Context, e *env, dir, name string) error {
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 	}
 	var (
-		wg   sync.WaitGroup
+		g    errgroup.Group
 		mu   sync.Mutex
 		errs []error
-		sem  = make(chan struct{}, listWorkers)
 	)
+	g.SetLimit(listWorkers)
 	for _, o := range objs {
 		if o.Dir || o.Key == prefix+startedMarker {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			if err := e.be.Delete(ctx, o.Key); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 	}

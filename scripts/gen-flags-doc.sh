@@ -15,57 +15,12 @@ engine's flags: `docs/fifo-engine.md`; sizing: `docs/operations.md`. Defaults th
 machine show the machine the table was generated on.
 
 HDR
-# Allowed values the --help text does not state, from the plugins' Validate functions
-# (go/vt/mysqlctl/splitstorage/config.go, fifobackupengine/flags.go). Keep in sync, and with
-# the table of bad values in go/cmd/plugin/plugintest/badflags.go.
-declare -A allowed=(
-  [--split-storage-backend]='file, s3, gcs, azure'
-  [--split-storage-part-size]='1MiB .. 5GiB'
-  [--split-storage-memory-budget]='a size >= 0'
-  [--split-storage-spool-dir]='empty or an existing directory'
-  [--split-storage-upload-concurrency]='1 .. 256'
-  [--fifo-backup-test-restore-buffer-pool-size]='8MiB .. 1TiB'
-  [--fifo-backup-test-restore-start-timeout]='1s or more'
-  [--fifo-backup-test-restore-scratch-dir]='empty or an absolute path'
-  [--fifo-backup-test-restore-mysqld-flags]='flags that each start with --'
-  [--fifo-backup-test-restore]='needs --backup-storage-implementation=split'
-  [--split-storage-read-ahead]='1 MiB .. 1 GiB'
-  [--split-storage-upload-limit]='0 (no limit) or 1 MiB .. 1 TiB per second'
-  [--split-storage-download-limit]='0 (no limit) or 1 MiB .. 1 TiB per second'
-  [--split-storage-retry-max-attempts]='1 .. 100'
-  [--split-storage-retry-initial-backoff]='> 0'
-  [--split-storage-retry-max-backoff]='>= retry-initial-backoff'
-  [--split-storage-request-timeout]='> 0'
-  [--split-storage-s3-sse]='empty, AES256, aws:kms, aws:kms:dsse'
-  [--split-storage-s3-sse-kms-key-id]='empty unless s3-sse is aws:kms or aws:kms:dsse'
-  [--split-storage-s3-endpoint]='empty (AWS), http:// or https:// URL'
-  [--split-storage-s3-force-path-style]='true, false'
-  [--split-storage-root]='required with backend file'
-  [--split-storage-s3-bucket]='required with backend s3'
-  [--split-storage-s3-region]='required with backend s3'
-  [--split-storage-gcs-bucket]='required with backend gcs'
-  [--split-storage-azure-account]='required with backend azure'
-  [--split-storage-azure-container]='required with backend azure'
-  [--split-storage-azure-key-file]='required with backend azure'
-  [--split-storage-azure-endpoint]='empty (https://<account>.blob.core.windows.net/), http:// or https:// URL'
-  [--fifo-backup-lanes]='0 (auto) or 1 .. 64; with fifo engine + split storage, parts x (lanes + upload-concurrency) must fit the spool file system'
-  [--fifo-backup-source]='auto, fifo, stdout; not fifo with mariabackup'
-  [--fifo-backup-tool-flavor]='empty (detect), xtrabackup, mariabackup'
-  [--fifo-backup-parallel]='1 .. 256'
-  [--fifo-backup-fifo-timeout]='2s .. 1h'
-  [--fifo-backup-fifo-streams]='0 (as many as --fifo-backup-lanes) or 1 .. 64'
-  [--fifo-backup-external-tablespace-dirs]='absolute, clean directory paths, comma-separated'
-  [--fifo-backup-read-buffer-size]='0, or 128KiB .. 64MiB in steps of 64KiB; must be 0 with mariabackup'
-  [--fifo-backup-progress-interval]='>= 0 (0 disables)'
-  [--fifo-backup-use-memory]='0 .. 1PiB (0: tool default)'
-  [--fifo-backup-backup-flags]='shell words (balanced quotes)'
-  [--fifo-backup-prepare-flags]='shell words (balanced quotes)'
-  [--fifo-backup-full-interval]='0 (off: every backup full) or 1m .. 8760h'
-  [--fifo-backup-incremental-base]='latest, full'
-  [--fifo-backup-max-chain-length]='1 .. 1000'
-  [--compression-engine-name]='pargzip, pgzip, zstd, lz4, external (needs --external-compressor)'
-  [--min-retention-count]='>= 1'
-)
+# Allowed values, as the plugins' flag declarations record them (flagvalue.Document: the
+# same text their validation errors name), printed by go/cmd/plugin/flagsdoc.
+declare -A allowed=()
+while IFS=$'\t' read -r name text; do
+  allowed[$name]=$text
+done < <(cd "$(dirname "$0")/.." && "${GO:-go}" run ./go/cmd/plugin/flagsdoc)
 declare -A seen where
 order=()
 for b in vttablet vtbackup vtctld; do

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -210,6 +211,7 @@ func BoolVar(fs *pflag.FlagSet, p *bool, name string, def bool, usage string) {
 	*p = def
 	fs.Var(Bool{P: p}, name, usage)
 	fs.Lookup(name).NoOptDefVal = "true"
+	Document(name, "true, false")
 }
 
 // FormatSize writes n exactly, as a flag takes it: in the largest binary unit that divides
@@ -228,4 +230,33 @@ func FormatSize(n int64) string {
 		}
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+var (
+	documentedMu sync.Mutex
+	documented   = map[string]string{}
+)
+
+// Document records the allowed values of flag name as its validation
+// names them, where the flag is declared: the flags reference
+// (docs/flags.md, scripts/gen-flags-doc.sh) prints them from here, so help,
+// errors and docs say the same.
+func Document(name, allowed string) {
+	if allowed == "" {
+		return
+	}
+	documentedMu.Lock()
+	defer documentedMu.Unlock()
+	documented[name] = allowed
+}
+
+// Documented returns the allowed values Document recorded, by flag name.
+func Documented() map[string]string {
+	documentedMu.Lock()
+	defer documentedMu.Unlock()
+	out := make(map[string]string, len(documented))
+	for k, v := range documented {
+		out[k] = v
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,14 +144,30 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	integer := func(p *int, name string, def int, allowed, usage string) {
 		*p = def
 		fs.Var(flagvalue.Int{P: p, Allowed: allowed}, name, usage)
+		flagvalue.Document(name, allowed)
 	}
 	duration := func(p *time.Duration, name string, def time.Duration, allowed, usage string) {
 		*p = def
 		fs.Var(flagvalue.Duration{P: p, Allowed: allowed}, name, usage)
+		flagvalue.Document(name, allowed)
 	}
 	size := func(p *int64, name string, def int64, allowed, usage string) {
 		*p = def
 		fs.Var(flagvalue.Size{P: p, Allowed: allowed}, name, usage)
+		flagvalue.Document(name, allowed)
+	}
+	// What Validate checks of the string flags, as it says it; Vitess's
+	// compression engine as the codec table has it.
+	for name, allowed := range map[string]string{
+		"fifo-backup-source":                   allowedSource,
+		"fifo-backup-tool-flavor":              allowedFlavor,
+		"fifo-backup-backup-flags":             allowedToolFlags,
+		"fifo-backup-prepare-flags":            allowedToolFlags,
+		"fifo-backup-incremental-base":         allowedBase,
+		"fifo-backup-external-tablespace-dirs": allowedExternalDirs,
+		"compression-engine-name":              strings.Join(codecNames(), ", ") + " (external needs --external-compressor)",
+	} {
+		flagvalue.Document(name, allowed)
 	}
 	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; 0 (auto) picks one per CPU, at most 64 and at most what the backup storage can write at once (the split storage: the parts its spool directory has free space for). The tool's stream is dealt to them by bytes, whatever the source.")
 	integer(&c.FIFOStreams, "fifo-backup-fifo-streams", d.FIFOStreams, allowedFIFOStreams, "number of FIFO streams Percona XtraBackup writes (its --fifo-streams) with source fifo; 0 uses as many as --fifo-backup-lanes. Their chunks are dealt to the lanes by bytes, so the two need not match.")

@@ -150,14 +150,36 @@ func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	integer := func(p *int, name string, def int, allowed, usage string) {
 		*p = def
 		utils.SetFlagVar(fs, flagvalue.Int{P: p, Allowed: allowed}, name, usage)
+		flagvalue.Document(name, allowed)
 	}
 	dur := func(p *time.Duration, name string, def time.Duration, allowed, usage string) {
 		*p = def
 		utils.SetFlagVar(fs, flagvalue.Duration{P: p, Allowed: allowed}, name, usage)
+		flagvalue.Document(name, allowed)
 	}
 	size := func(p *int64, name string, def int64, allowed, usage string) {
 		*p = def
 		utils.SetFlagVar(fs, flagvalue.Size{P: p, Allowed: allowed}, name, usage)
+		flagvalue.Document(name, allowed)
+	}
+	// What Validate checks of the string flags, as it says it.
+	for name, allowed := range map[string]string{
+		"split-storage-backend":             allowedBackend,
+		"split-storage-s3-sse":              allowedS3SSE,
+		"split-storage-s3-sse-kms-key-id":   allowedS3SSEKMSKeyIDOnly,
+		"split-storage-s3-endpoint":         allowedS3Endpoint,
+		"split-storage-azure-endpoint":      allowedAzureEndpoint,
+		"split-storage-spool-dir":           allowedSpoolDir,
+		"split-storage-encryption-key-file": allowedKeyFile,
+		"split-storage-root":                "must be set when --split-storage-backend=file",
+		"split-storage-s3-bucket":           "must be set when --split-storage-backend=s3",
+		"split-storage-s3-region":           "must be set when --split-storage-backend=s3",
+		"split-storage-gcs-bucket":          "must be set when --split-storage-backend=gcs",
+		"split-storage-azure-account":       "must be set when --split-storage-backend=azure",
+		"split-storage-azure-container":     "must be set when --split-storage-backend=azure",
+		"split-storage-azure-key-file":      "must be set when --split-storage-backend=azure",
+	} {
+		flagvalue.Document(name, allowed)
 	}
 	str(&c.Backend, "split-storage-backend", d.Backend, "split backup storage: where part objects go: file, s3, gcs or azure.")
 	str(&c.Root, "split-storage-root", d.Root, "split backup storage: root directory of the file backend.")

@@ -34,9 +34,23 @@ func (f *Flags) Register(fs *pflag.FlagSet, prefix string) {
 	fs.StringVar(&f.scratch, prefix+"scratch-dir", "", "directory under which the test restore's scratch data directory is made (it needs room for the restored backup); empty: $TMPDIR or /tmp")
 	fs.StringVar(&f.mysqld, prefix+"mysqld-path", "", "the server binary of the test restore; empty looks for mysqld, then mariadbd, under $VT_MYSQL_ROOT, in PATH and /usr/sbin")
 	fs.StringVar(&f.mysqldFlags, prefix+"mysqld-flags", "", "extra flags for the test restore's throwaway mysqld, split like a shell would (e.g. --lower-case-table-names=1)")
-	fs.Var(flagvalue.Size{P: &f.bufferPool, Allowed: "8MiB..1TiB"}, prefix+"buffer-pool-size", "the test restore's mysqld --innodb-buffer-pool-size")
-	fs.Var(flagvalue.Duration{P: &f.timeout, Allowed: "1s or more"}, prefix+"start-timeout", "how long the test restore's mysqld may take to start on the restored files (crash recovery included)")
+	fs.Var(flagvalue.Size{P: &f.bufferPool, Allowed: allowedBufferPool}, prefix+"buffer-pool-size", "the test restore's mysqld --innodb-buffer-pool-size")
+	fs.Var(flagvalue.Duration{P: &f.timeout, Allowed: allowedStartTimeout}, prefix+"start-timeout", "how long the test restore's mysqld may take to start on the restored files (crash recovery included)")
+	for name, allowed := range map[string]string{
+		"buffer-pool-size": allowedBufferPool, "start-timeout": allowedStartTimeout,
+		"scratch-dir": allowedScratch, "mysqld-flags": allowedMysqldFlags,
+	} {
+		flagvalue.Document(prefix+name, allowed)
+	}
 }
+
+// The allowed values Validate names.
+const (
+	allowedBufferPool   = "8MiB..1TiB"
+	allowedStartTimeout = "1s or more"
+	allowedScratch      = "an absolute directory path"
+	allowedMysqldFlags  = "flags that each start with --, split like a shell would"
+)
 
 // Validate checks the parsed values; an error names the flag and what it
 // allows.
@@ -45,22 +59,21 @@ func (f *Flags) Validate() error {
 		return fmt.Errorf("invalid value %q for --%s%s: allowed values are %s", value, f.prefix, name, allowed)
 	}
 	if f.bufferPool < 8<<20 || f.bufferPool > 1<<40 {
-		return bad("buffer-pool-size", flagvalue.FormatSize(f.bufferPool), "8MiB..1TiB")
+		return bad("buffer-pool-size", flagvalue.FormatSize(f.bufferPool), allowedBufferPool)
 	}
 	if f.timeout < time.Second {
-		return bad("start-timeout", f.timeout.String(), "1s or more")
+		return bad("start-timeout", f.timeout.String(), allowedStartTimeout)
 	}
 	if f.scratch != "" && !filepath.IsAbs(f.scratch) {
-		return bad("scratch-dir", f.scratch, "an absolute directory path")
+		return bad("scratch-dir", f.scratch, allowedScratch)
 	}
-	const flagsAllowed = "flags that each start with --, split like a shell would"
 	flags, err := shlex.Split(f.mysqldFlags)
 	if err != nil {
-		return bad("mysqld-flags", f.mysqldFlags, flagsAllowed+" ("+err.Error()+")")
+		return bad("mysqld-flags", f.mysqldFlags, allowedMysqldFlags+" ("+err.Error()+")")
 	}
 	for _, fl := range flags {
 		if !strings.HasPrefix(fl, "--") {
-			return bad("mysqld-flags", f.mysqldFlags, flagsAllowed)
+			return bad("mysqld-flags", f.mysqldFlags, allowedMysqldFlags)
 		}
 	}
 	f.parsed = flags

@@ -23,9 +23,9 @@ pack() {
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' RETURN
   mkdir -p "$stage/usr/lib/mysql" "$(dirname "$bundle")"
-  go test -c -ldflags='-s -w' -o "$stage/opt/vtfifo-bench/sidebyside.test" ./go/internal/benchdata/sidebyside/
+  go test -c -ldflags='-s -w' -o "$stage/opt/vtfifo-bench/sidebyside.test" ./go/testutil/benchdata/sidebyside/
   # The programs the benchmark would build with go before it runs (testbin).
-  go build -ldflags='-s -w' -o "$stage/opt/vtfifo-bench/bin/xtrabackup" ./go/internal/xtrabackupstandin
+  go build -ldflags='-s -w' -o "$stage/opt/vtfifo-bench/bin/xtrabackup" ./go/testutil/xtrabackupstandin
   dpkg -L mariadb-server-core mariadb-backup mariadb-client-core |
     grep -Ev '/share/(man|doc|lintian)/' |
     while read -r f; do if [[ -f "$f" ]]; then echo "${f#/}"; fi; done >"$stage/files"
@@ -56,7 +56,7 @@ run() {
   fi
   export BENCH_COMMAND
   # go test runs a package's tests in its directory.
-  (cd go/internal/benchdata/sidebyside &&
+  (cd go/testutil/benchdata/sidebyside &&
     /opt/vtfifo-bench/sidebyside.test -test.run '^$' -test.bench BenchmarkSideBySide \
       -test.benchtime 1x -test.timeout 0 -test.v) >"$out/bench.log" 2>&1
   cp "$BENCH_OUT/results.json" "$out/results.json"

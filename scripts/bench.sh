@@ -16,7 +16,7 @@
 # (overriding a list replaces the standard plan by the product of the lists),
 # BENCH_PLANS (data sets of the profile to run, e.g. mixed-1024), BENCH_OUT (results dir),
 # BENCH_DOC (markdown path, "-" for none). A re-run data set replaces the first run's figures with
-#   go run ./go/internal/benchdata/sidebyside/render build/bench/results.json RERUN/results.json
+#   go run ./go/testutil/benchdata/sidebyside/render build/bench/results.json RERUN/results.json
 # Needs MariaDB 10.11 + mariadb-backup (make setup) and versitygw (make tools) for S3.
 # On a bigger host with neither Go, MariaDB nor a network: scripts/bench-bundle.sh.
 set -euo pipefail
@@ -34,4 +34,4 @@ for v in BENCH_OUT BENCH_DOC; do
   if [[ -n "$p" && "$p" != "-" && "$p" != /* ]]; then export "$v=$PWD/$p"; fi
 done
 go test -run '^$' -bench BenchmarkSideBySide -benchtime 1x -timeout 0 -v \
-  ./go/internal/benchdata/sidebyside/ 2>&1 | tee build/bench/bench.log | grep --line-buffered -E 'bench:|^(---|ok|FAIL|PASS)|Error'
+  ./go/testutil/benchdata/sidebyside/ 2>&1 | tee build/bench/bench.log | grep --line-buffered -E 'bench:|^(---|ok|FAIL|PASS)|Error'

@@ -44,7 +44,7 @@ var rules = map[string][]string{
 	"go/cmd/vttablet":                             {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/backuphandle"},
 	"go/cmd/vtbackup":                             {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/cmd/plugin/testrestoreplugin", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/backuphandle"},
 	"go/cmd/vtctld":                               {"go/cmd/plugin", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/backuphandle"},
-	"go/internal/xtrabackupstandin":               {"go/xbstream"},
+	"go/testutil/xtrabackupstandin":               {"go/xbstream"},
 	"go/vt/mysqlctl/selftest":                     {"go/internal/vtusers", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/tableimport", "go/vt/mysqlctl/testrestore", "go/xbstream", "go/internal/retention", "go/vt/vtversion", "go/vt/mysqlctl/backuphandle"},
 }
 

@@ -64,8 +64,8 @@ func Main(m *testing.M, progs ...Program) {
 	os.Exit(code)
 }
 
-// Standin is the xtrabackup stand-in (go/internal/xtrabackupstandin), named
+// Standin is the xtrabackup stand-in (go/testutil/xtrabackupstandin), named
 // xtrabackup as the engine's tool detection expects.
 func Standin(path *string) Program {
-	return Program{Package: "github.com/vtfifo/vtfifo/go/internal/xtrabackupstandin", Name: "xtrabackup", Path: path}
+	return Program{Package: "github.com/vtfifo/vtfifo/go/testutil/xtrabackupstandin", Name: "xtrabackup", Path: path}
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
-// standinPath is the xtrabackup stand-in (go/internal/xtrabackupstandin),
+// standinPath is the xtrabackup stand-in (go/testutil/xtrabackupstandin),
 // built once for the package's tests.
 var standinPath string
 

@@ -36,7 +36,7 @@ func laneSkew(m *Manifest) float64 {
 }
 
 // TestFIFOProtocol runs the engine against the stand-in, which follows
-// Percona XtraBackup's FIFO datasink (see go/internal/xtrabackupstandin for
+// Percona XtraBackup's FIFO datasink (see go/testutil/xtrabackupstandin for
 // the PXB source each point follows), over real mariabackup data: every point
 // of the protocol the engine depends on, and the balance of the lanes
 // whatever the tool deals to its streams.

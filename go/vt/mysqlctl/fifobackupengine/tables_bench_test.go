@@ -16,7 +16,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 
-	"github.com/vtfifo/vtfifo/go/internal/benchdata"
+	"github.com/vtfifo/vtfifo/go/testutil/benchdata"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )

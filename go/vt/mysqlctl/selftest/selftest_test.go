@@ -21,7 +21,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-// standinPath is the xtrabackup stand-in (go/internal/xtrabackupstandin).
+// standinPath is the xtrabackup stand-in (go/testutil/xtrabackupstandin).
 var standinPath string
 
 func TestMain(m *testing.M) { testbin.Main(m, testbin.Standin(&standinPath)) }

@@ -35,7 +35,7 @@ import (
 	_ "vitess.io/vitess/go/vt/mysqlctl/s3backupstorage"
 	"vitess.io/vitess/go/vt/servenv"
 
-	"github.com/vtfifo/vtfifo/go/internal/benchdata"
+	"github.com/vtfifo/vtfifo/go/testutil/benchdata"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
 	"github.com/vtfifo/vtfifo/go/testutil/testbin"

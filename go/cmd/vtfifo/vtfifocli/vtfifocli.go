@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -119,7 +120,10 @@ func keygen(stdout io.Writer) *cobra.Command {
 // parse parses args into fs; it returns -1 to go on, or the exit status.
 func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, fs.FlagUsages()) }
+	all := fs.Bool("help-all", false, "list the storage and engine flags too (the same as vttablet's)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, commandFlags(fs, false))
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -127,11 +131,43 @@ func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Write
 		fmt.Fprintf(stderr, "%s: %v (see %s --help)\n", prog, err, prog)
 		return 2
 	}
+	if *all {
+		fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, commandFlags(fs, true))
+		return 0
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected arguments %q\n", prog, fs.Args())
 		return 2
 	}
 	return -1
+}
+
+// sharedFlagPrefixes are the flags a command shares with vttablet: the
+// storages' and the engine's, which a tablet flag file supplies.
+var sharedFlagPrefixes = append([]string{"split-storage-", "fifo-backup-"}, vttabletFlagPrefixes...)
+
+// commandFlags is the usage of fs's flags: with all every one, otherwise
+// the command's own and one line for those shared with vttablet, so that
+// help lists what the command uses.
+func commandFlags(fs *pflag.FlagSet, all bool) string {
+	if all {
+		return fs.FlagUsages()
+	}
+	own := pflag.NewFlagSet("", pflag.ContinueOnError)
+	shared := 0
+	fs.VisitAll(func(f *pflag.Flag) {
+		for _, p := range sharedFlagPrefixes {
+			if strings.HasPrefix(f.Name, p) {
+				shared++
+				return
+			}
+		}
+		own.AddFlag(f)
+	})
+	if shared == 0 {
+		return own.FlagUsages()
+	}
+	return own.FlagUsages() + fmt.Sprintf("\nand %d storage and engine flags, the same as vttablet's (--backup-storage-implementation, --split-storage-*,\n--file-backup-storage-root, --s3-backup-*, --gcs-backup-storage-*, --azblob-backup-*, --fifo-backup-*, the compression\nflags): --help-all lists them, --flags-file reads them from a tablet's flag file.\n", shared)
 }
 
 // Verify is `vtfifo verify` and fifoverify: it checks a backup where it is

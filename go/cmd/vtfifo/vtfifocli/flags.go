@@ -67,6 +67,8 @@ type options struct {
 
 	// all: verify every complete backup of the shard.
 	all bool
+	// json: verify prints its results as JSON.
+	json bool
 
 	listIncomplete   bool
 	removeIncomplete bool
@@ -125,6 +127,7 @@ func (o *options) validateProgress() error {
 // registerVerifyFlags declares verify's own flags.
 func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
+	fs.BoolVar(&o.json, "json", false, "print the results as one JSON array (backup, ok, summary, problems, seconds) instead of OK/FAIL lines")
 	fs.BoolVar(&o.all, "all", false, "check every complete backup of the shard, oldest first (one OK or FAIL line each), instead of one")
 	fs.Int64Var(&o.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
 	o.registerProgressFlags(fs)

@@ -150,19 +150,49 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 		bhs = []backupstorage.BackupHandle{bh}
 	}
 	code := exitOK
+	var results []VerifyResult
 	for _, bh := range bhs {
-		code = max(code, s.verifyOne(bh, stdout, stderr))
-		if code == exitUnreachable {
+		res, c := s.verifyOne(bh, stderr)
+		code = max(code, c)
+		if c == exitUnreachable {
 			break
 		}
+		results = append(results, res)
+		if !o.json {
+			res.print(stdout)
+		}
+	}
+	if o.json && code != exitUnreachable {
+		writeJSON(stdout, results)
 	}
 	return code
+}
+
+// VerifyResult is what verify found in one backup (--json prints them).
+type VerifyResult struct {
+	Backup   string   `json:"backup"`
+	OK       bool     `json:"ok"`
+	Summary  string   `json:"summary,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+	Seconds  float64  `json:"seconds"`
+}
+
+func (r VerifyResult) print(w io.Writer) {
+	took := time.Duration(r.Seconds * float64(time.Second)).Round(time.Millisecond)
+	if !r.OK {
+		fmt.Fprintf(w, "FAIL: backup %s: %d problem(s) (%v):\n", r.Backup, len(r.Problems), took)
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+		return
+	}
+	fmt.Fprintf(w, "OK: backup %s: %s (%v)\n", r.Backup, r.Summary, took)
 }
 
 // verifyOne checks one backup and prints OK or FAIL with every problem on
 // stdout. A check the --timeout (or an interrupt) cut short says so on
 // stderr and returns exitUnreachable: nothing says the backup is damaged.
-func (s *session) verifyOne(bh backupstorage.BackupHandle, stdout, stderr io.Writer) int {
+func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (VerifyResult, int) {
 	o, ctx := s.o, s.ctx
 	where := o.dir() + "/" + bh.Name()
 	o.notef("checking backup %s (%s storage)", where, backupstorage.BackupStorageImplementation)
@@ -196,17 +226,14 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stdout, stderr io.Wri
 		if errors.Is(err, context.DeadlineExceeded) {
 			why = fmt.Sprintf("out of time (--timeout=%v)", o.timeout)
 		}
-		return o.failf(exitUnreachable, "the check of backup %s in %s stopped after %v, %s: it is not known whether the backup is damaged", where, storageLocation(o), took, why)
+		return VerifyResult{}, o.failf(exitUnreachable, "the check of backup %s in %s stopped after %v, %s: it is not known whether the backup is damaged", where, storageLocation(o), took, why)
 	}
-	if len(problems) > 0 {
-		fmt.Fprintf(stdout, "FAIL: backup %s: %d problem(s) (%v):\n", where, len(problems), took)
-		for _, p := range problems {
-			fmt.Fprintf(stdout, "  %s\n", p)
-		}
-		return exitFailed
+	res := VerifyResult{Backup: where, OK: len(problems) == 0, Summary: summary, Problems: problems, Seconds: took.Seconds()}
+	if !res.OK {
+		res.Summary = ""
+		return res, exitFailed
 	}
-	fmt.Fprintf(stdout, "OK: backup %s: %s (%v)\n", where, summary, took)
-	return exitOK
+	return res, exitOK
 }
 
 // verifyParts checks every part of a split storage backup: present, its

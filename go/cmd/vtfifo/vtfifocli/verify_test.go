@@ -3,6 +3,7 @@ package vtfifocli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,16 @@ func TestVerifyAllSampleAndTimeout(t *testing.T) {
 	require.NoError(t, os.WriteFile(part, b, 0o644))
 	out, _ = verify(1, "--all")
 	assert.Regexp(t, `^OK: backup ks/0/2026-11-20.000000.zone1-0000000100: .*\nFAIL: backup ks/0/2026-11-21.000000.zone1-0000000100: `, out)
+
+	out, _ = verify(1, "--all", "--json")
+	var results []VerifyResult
+	require.NoError(t, json.Unmarshal([]byte(out), &results), out)
+	require.Len(t, results, 2)
+	assert.True(t, results[0].OK)
+	assert.Contains(t, results[0].Summary, "every part and chunk checked")
+	assert.False(t, results[1].OK)
+	assert.Equal(t, "ks/0/2026-11-21.000000.zone1-0000000100", results[1].Backup)
+	assert.NotEmpty(t, results[1].Problems)
 
 	out, errOut = verify(3, "--timeout=1ns")
 	assert.Empty(t, out)

@@ -94,6 +94,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	fmt.Fprintf(stdout, "OK: backup %s copied: %d objects (%s), %d copied (%s; %d of them by the storage service, server-side), the rest already there; verified at the destination\n",
 		where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)), rep.Copied, humanize.IBytes(uint64(rep.CopiedBytes)), rep.ServerSide)
 	if *removeSource {
+		s.releaseLease() // this copy's own
 		if err := src.RemoveBackup(s.ctx, dir, name); err != nil {
 			fmt.Fprintf(stderr, "FAIL: the copy is complete, but removing the source failed: %s\n", errText(err))
 			return 1

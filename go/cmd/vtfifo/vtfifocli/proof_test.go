@@ -128,3 +128,24 @@ func TestPruneTiersAndAges(t *testing.T) {
 	_, errOut = runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-weekly=-1")
 	assert.Equal(t, "vtfifo prune: invalid value \"-1\" for --keep-weekly: allowed values are 0 or more\n", errOut)
 }
+
+// TestRemovalKeepsOffABackupBeingRead: a backup another host is reading
+// (its read lease) is refused by rm (exit 1, saying who reads it) and kept
+// by prune, which goes on with the others.
+func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
+	root, names := proofStorage(t)
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root = root
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	defer bs.Close()
+	lease, err := bs.Hold(context.Background(), "ks/0", names[0], "vtfifo restore on dr-host", time.Hour)
+	require.NoError(t, err)
+	defer lease.Release(context.Background())
+
+	_, errOut := runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
+	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: backup ks/0/"+names[0]+" is not removed: the backup is being read: vtfifo restore on dr-host by ")
+	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")
+	assert.Contains(t, out, "keeping ks/0/"+names[0]+": the backup is being read: vtfifo restore on dr-host by ")
+	assert.Contains(t, out, "removed ks/0/"+names[2]+"\n")
+}

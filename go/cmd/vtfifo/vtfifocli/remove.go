@@ -51,7 +51,10 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		return exitOK
 	}
 	done, err := removeBackup(s, dir, name)
-	if err != nil {
+	switch {
+	case errors.Is(err, splitstorage.ErrInUse):
+		return s.o.failf(exitFailed, "refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
+	case err != nil:
 		return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)
 	}
 	fmt.Fprintf(stdout, "%s %s %s/%s\n", done, what, dir, name)
@@ -188,7 +191,11 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 			continue
 		}
 		done, err := removeBackup(s, dir, bh.Name())
-		if err != nil {
+		switch {
+		case errors.Is(err, splitstorage.ErrInUse):
+			fmt.Fprintf(stdout, "keeping %s: %s\n", where, strings.TrimPrefix(errText(err), "split storage: backup "+where+" is not removed: "))
+			continue
+		case err != nil:
 			code = s.o.failf(exitUnreachable, "removing %s failed: %v; the others go on, run prune again", where, err)
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,6 +26,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 )
@@ -189,6 +191,8 @@ type session struct {
 	bs     backupstorage.BackupStorage
 	logger logutil.Logger
 	close  func()
+	// lease keeps rm and prune elsewhere off the backup being read.
+	lease *splitstorage.Lease
 }
 
 // openSession parses args (the backup flags, plus the subcommand's own that
@@ -236,7 +240,39 @@ func openBackup(ctx context.Context, prog, usage string, args []string, stdout, 
 		s.close()
 		return nil, nil, code
 	}
+	s.holdForReading(bh)
 	return s, bh, -1
+}
+
+// readLeaseTTL bounds a read lease whose holder died without releasing it.
+const readLeaseTTL = 24 * time.Hour
+
+// holdForReading puts a read lease on bh (split storage) until the session
+// closes, so that rm and prune elsewhere keep off it. A storage that takes
+// no lease (read-only credentials) is said on stderr, not fatal.
+func (s *session) holdForReading(bh backupstorage.BackupHandle) {
+	st, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		return
+	}
+	lease, err := st.Hold(s.ctx, bh.Directory(), bh.Name(), s.o.prog, readLeaseTTL)
+	if err != nil {
+		s.o.notef("cannot hold backup %s/%s for reading (%s): rm and prune elsewhere are not kept off it", bh.Directory(), bh.Name(), errText(err))
+		return
+	}
+	s.lease = lease
+	closeSession := s.close
+	s.close = func() {
+		s.releaseLease()
+		closeSession()
+	}
+}
+
+// releaseLease ends the session's read lease, if it holds one (before it
+// removes the backup itself: copy --remove-source).
+func (s *session) releaseLease() {
+	_ = s.lease.Release(s.ctx)
+	s.lease = nil
 }
 
 // Export is `vtfifo export`: the backup as one stock xbstream on stdout or

@@ -118,7 +118,7 @@ func (s *Storage) startCopy(ctx context.Context, dst *Storage, dir, name string,
 	}
 	for _, o := range objs {
 		switch {
-		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker || o.Key == prefix+retiredMarker:
+		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker || o.Key == prefix+retiredMarker || isLeaseKey(prefix, o.Key):
 		case isSidecarKey(prefix, o.Key):
 			c.sidecars = append(c.sidecars, o)
 		default:

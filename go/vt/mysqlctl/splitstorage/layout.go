@@ -19,13 +19,15 @@ import (
 // document), .retired (a removed base kept for its dependents, retiredDoc)
 // and .sidecar-<name> (small documents stored after completion, such as a
 // verification record: no index lists them, ReadFile never returns them,
-// RemoveBackup removes them with the backup).
+// RemoveBackup removes them with the backup) and .reading-<holder> (read
+// leases, lease.go).
 const (
 	startedMarker   = ".started"
 	completeMarker  = ".complete"
 	baseMarker      = ".base"
 	retiredMarker   = ".retired"
 	sidecarPrefix   = ".sidecar-"
+	leasePrefix     = ".reading-"
 	indexSuffix     = ".index"
 	partInfix       = ".part-"
 	maxIndexBytes   = 64 << 20

@@ -9,6 +9,7 @@ package testrestoreplugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -113,9 +114,18 @@ func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) err
 	if proven != nil {
 		logger.Infof("keeping %s/%s: the newest backup that passed a test restore", dir, proven.Name())
 	}
+	remove := bs.RemoveBackup
+	if sp, ok := bs.(*splitstorage.Storage); ok {
+		remove = sp.RemoveUnread
+	}
 	for _, bh := range cands {
 		logger.Infof("test restore passed: removing old backup %s/%s (--min-retention-count=%d, --min-retention-time=%v)", dir, bh.Name(), keep, keepFor)
-		if err := bs.RemoveBackup(ctx, dir, bh.Name()); err != nil {
+		err := remove(ctx, dir, bh.Name())
+		switch {
+		case errors.Is(err, splitstorage.ErrInUse):
+			// Someone reads it: the next run prunes it.
+			logger.Infof("keeping %s/%s for now: %v", dir, bh.Name(), err)
+		case err != nil:
 			return fmt.Errorf("pruning %s: removing %s: %w", dir, bh.Name(), err)
 		}
 	}

@@ -106,13 +106,15 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 // the list and kept until they go.
 func removeBackup(s *session, dir, name string) (string, error) {
 	var deps []string
+	remove := s.bs.RemoveBackup
 	if sp, ok := s.bs.(*splitstorage.Storage); ok {
 		var err error
 		if deps, err = sp.Dependents(s.ctx, dir, name); err != nil {
 			return "", err
 		}
+		remove = sp.RemoveUnread // never under a reader's lease
 	}
-	if err := s.bs.RemoveBackup(s.ctx, dir, name); err != nil {
+	if err := remove(s.ctx, dir, name); err != nil {
 		return "", err
 	}
 	if len(deps) > 0 {

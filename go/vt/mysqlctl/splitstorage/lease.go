@@ -17,12 +17,14 @@ import (
 
 // A read lease is a small object, .reading-<holder>, that a process reading
 // a backup for long (a restore, a copy, an export, a test restore) puts
-// beside it: RemoveBackup refuses the backup while a lease is current, so
-// that retention on another host (vtfifo prune, vtbackup's pruning, vtctld
-// RemoveBackup) does not remove it under the reader. A lease ends when its
-// reader releases it, or at its expiry if the reader died.
+// beside it: RemoveUnread refuses the backup while a lease is current, so
+// that retention on another host (vtfifo rm and prune, the test-restore
+// plugin's pruning) does not remove it under the reader. Vitess's own
+// RemoveBackup (vtctld, stock vtbackup pruning) does not look at leases: a
+// scheduled backup must not fail because someone reads an old one. A lease
+// ends when its reader releases it, or at its expiry if the reader died.
 
-// ErrInUse is returned by RemoveBackup for a backup under a current read
+// ErrInUse is returned by RemoveUnread for a backup under a current read
 // lease.
 var ErrInUse = errors.New("the backup is being read")
 
@@ -92,6 +94,19 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) ([
 		out = append(out, fmt.Sprintf("%s by %s since %s (until %s)", l.What, l.Holder, l.Since.Format(time.RFC3339), l.Until.Format(time.RFC3339)))
 	}
 	return out, nil
+}
+
+// RemoveUnread is RemoveBackup for retention and operators: it refuses a
+// backup under a current read lease (ErrInUse, naming who reads it).
+func (s *Storage) RemoveUnread(ctx context.Context, dir, name string) error {
+	e, err := s.backupEnv(ctx, dir, name)
+	if err != nil {
+		return err
+	}
+	if err := checkNotInUse(ctx, e.be, dir, name); err != nil {
+		return err
+	}
+	return s.removeChained(ctx, e, dir, name)
 }
 
 // checkNotInUse refuses the removal of a backup under a current lease.

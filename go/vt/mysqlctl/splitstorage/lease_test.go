@@ -15,8 +15,9 @@ import (
 )
 
 // TestReadLeaseKeepsRemovalOff: a backup under a current read lease is not
-// removed (ErrInUse, naming who reads it and why); its verification and
-// copy ignore the lease; once released, or expired, removal works.
+// removed by RemoveUnread (ErrInUse, naming who reads it and why); its
+// verification ignores the lease; once released, or expired, removal
+// works. Vitess's RemoveBackup does not look at leases.
 func TestReadLeaseKeepsRemovalOff(t *testing.T) {
 	ctx := context.Background()
 	srv := splitstoragetest.Local(t)
@@ -28,22 +29,29 @@ func TestReadLeaseKeepsRemovalOff(t *testing.T) {
 		require.NoError(t, writeFile(ctx, bh, "f0", newGen(5, 1<<20), rand.New(rand.NewPCG(1, 5))))
 		require.NoError(t, bh.EndBackup(ctx))
 	}
+	other, err := s.Hold(ctx, dir, "b", "export", time.Hour)
+	require.NoError(t, err)
+	defer other.Release(ctx)
 	lease, err := s.Hold(ctx, dir, "a", "restore into /var/lib/mysql-restored", time.Hour)
 	require.NoError(t, err)
 	_, err = findBackup(t, s, dir, "a").(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
 	require.NoError(t, err, "a lease is no stray object")
 
-	err = s.RemoveBackup(ctx, dir, "a")
+	err = s.RemoveUnread(ctx, dir, "a")
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, splitstorage.ErrInUse), "%v", err)
 	assert.Contains(t, err.Error(), "backup ks/0/a is not removed: the backup is being read: restore into /var/lib/mysql-restored by ")
 	require.NoError(t, lease.Release(ctx))
-	require.NoError(t, s.RemoveBackup(ctx, dir, "a"), "released")
+	require.NoError(t, s.RemoveUnread(ctx, dir, "a"), "released")
 
-	expired, err := s.Hold(ctx, dir, "b", "copy", -time.Second)
+	require.NoError(t, s.RemoveBackup(ctx, dir, "b"), "Vitess's RemoveBackup does not look at leases")
+	bh, err := s.StartBackup(ctx, dir, "c")
+	require.NoError(t, err)
+	require.NoError(t, bh.EndBackup(ctx))
+	expired, err := s.Hold(ctx, dir, "c", "copy", -time.Second)
 	require.NoError(t, err)
 	require.NotNil(t, expired)
-	require.NoError(t, s.RemoveBackup(ctx, dir, "b"), "an expired lease (its reader died) does not block")
+	require.NoError(t, s.RemoveUnread(ctx, dir, "c"), "an expired lease (its reader died) does not block")
 	bhs, err := s.ListBackups(ctx, dir)
 	require.NoError(t, err)
 	assert.Empty(t, bhs)

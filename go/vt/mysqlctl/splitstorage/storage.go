@@ -331,9 +331,6 @@ func (s *Storage) RemoveBackup(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkNotInUse(ctx, e.be, dir, name); err != nil {
-		return err
-	}
 	return s.removeChained(ctx, e, dir, name)
 }
 

@@ -279,7 +279,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}{
 			{2, []string{"restore"}, "--target-dir is required"},
 			{1, []string{"restore", "--target-dir=" + restored}, "is not empty"},
-			{1, append([]string{"test-restore", "--backup=2020-01-01.000000.zone1-0000000001"}, tool...), "no such complete backup"},
+			{3, append([]string{"test-restore", "--backup=2020-01-01.000000.zone1-0000000001"}, tool...), "no such backup (GetBackups does not list it)"},
 			{2, []string{"test-restore", "--buffer-pool-size=1KiB"}, "--buffer-pool-size"},
 			{2, []string{"test-restore", "--mysqld-flags=-x"}, "--mysqld-flags"},
 		} {

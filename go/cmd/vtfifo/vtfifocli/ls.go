@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
@@ -37,9 +35,8 @@ type BackupInfo struct {
 	Verification *testrestore.Record `json:",omitempty"`
 	// Problem says why the MANIFEST could not be read, if it could not.
 	Problem string `json:",omitempty"`
-	// State says why restores never pick the backup (split storage):
-	// quarantined with the reason, kept as a base, or incomplete; empty for
-	// a complete one.
+	// State says why restores never pick the backup: "quarantined: " and
+	// the reason (split storage); empty for a complete one.
 	State string `json:",omitempty"`
 }
 
@@ -49,7 +46,7 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	var asJSON *bool
 	var check fleetCheck
 	s, code := openSession(ctx, prog, "Lists the backups of a shard with what their MANIFEST says: the complete ones, and on the split storage\n"+
-		"the quarantined and incomplete ones, marked. Without --keyspace and --shard: every shard of the storage, its newest\n"+
+		"the quarantined ones with the reason. Without --keyspace and --shard: every shard of the storage, its newest\n"+
 		"backup and newest passing test restore (--max-age and --max-unproven-age make it a check; --prometheus for alerting).\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			o.fleet = true
@@ -88,8 +85,9 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	return writeBackupTable(stdout, infos)
 }
 
-// notComplete are the shard's backups that restores never pick (split
-// storage): quarantined ones with the reason, kept bases, incomplete ones.
+// notComplete are the shard's quarantined backups (split storage), with
+// the reason: restores never pick them, and an operator must see why. The
+// incomplete ones (failed, killed or running) are verify --list-incomplete's.
 func (s *session) notComplete() []BackupInfo {
 	st, ok := s.bs.(*splitstorage.Storage)
 	if !ok {
@@ -97,18 +95,13 @@ func (s *session) notComplete() []BackupInfo {
 	}
 	inc, err := st.ListIncomplete(s.ctx, s.o.dir())
 	if err != nil {
-		return []BackupInfo{{Name: "?", Problem: "cannot list the incomplete backups: " + err.Error()}}
+		return []BackupInfo{{Name: "?", Problem: "cannot list the quarantined backups: " + errText(err)}}
 	}
-	out := make([]BackupInfo, 0, len(inc))
+	var out []BackupInfo
 	for _, b := range inc {
-		info := BackupInfo{Name: b.Name, State: "incomplete: started " + b.Started.UTC().Format(time.RFC3339) + " on " + b.Host + ", never completed"}
-		switch {
-		case len(b.RetiredFor) > 0:
-			info.State = "removed, kept as the base of " + strings.Join(b.RetiredFor, ", ")
-		case b.Quarantined != "":
-			info.State = "quarantined: " + b.Quarantined
+		if b.Quarantined != "" && len(b.RetiredFor) == 0 {
+			out = append(out, BackupInfo{Name: b.Name, State: "quarantined: " + b.Quarantined})
 		}
-		out = append(out, info)
 	}
 	return out
 }

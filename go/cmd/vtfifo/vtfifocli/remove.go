@@ -129,7 +129,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	var keep *int
 	var within time.Duration
 	var tiers retention.Tiers
-	var dryRun *bool
+	var dryRun, asJSON *bool
 	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep, younger than --keep-within, the newest\n"+
 		"of one of the last --keep-daily days, --keep-weekly weeks or --keep-monthly months, nor the newest that passed a test restore.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
@@ -139,6 +139,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 			fs.IntVar(&tiers.Weekly, "keep-weekly", 0, "also keep the newest backup of each of the last N ISO weeks that have one")
 			fs.IntVar(&tiers.Monthly, "keep-monthly", 0, "also keep the newest backup of each of the last N months that have one")
 			dryRun = fs.Bool("dry-run", false, "print what would be removed, remove nothing")
+			asJSON = fs.Bool("json", false, "print one JSON object (kept with why, removed, would_remove, failed) instead of lines")
 			return func() error {
 				if o.backup != "" {
 					return errors.New("--backup is not for prune: it chooses by --keep and --keep-within")
@@ -169,39 +170,89 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
 	}
+	out := &pruneOutput{w: stdout, text: !*asJSON}
 	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, *keep, within, time.Now()), tiers)
 	for _, bh := range bhs {
 		if why, ok := tiered[bh.Name()]; ok {
-			fmt.Fprintf(stdout, "keeping %s/%s: %s\n", dir, bh.Name(), why)
+			out.keep(dir+"/"+bh.Name(), why)
 		}
 	}
 	cands, proven := retention.KeepProven(bhs, cands, testrestore.PassedFunc(s.ctx))
 	if proven != nil {
-		fmt.Fprintf(stdout, "keeping %s/%s: the newest backup that passed a test restore\n", dir, proven.Name())
+		out.keep(dir+"/"+proven.Name(), "the newest backup that passed a test restore")
 	}
-	return s.prune(dir, cands, *dryRun, stdout)
+	code = s.prune(dir, cands, *dryRun, out)
+	if *asJSON {
+		writeJSON(stdout, out.PruneResult)
+	}
+	return code
+}
+
+// PruneResult is what prune kept and why, removed (or with --dry-run would
+// remove) and failed to remove (--json prints it).
+type PruneResult struct {
+	Kept        []PruneKept `json:"kept"`
+	Removed     []string    `json:"removed,omitempty"`
+	WouldRemove []string    `json:"would_remove,omitempty"`
+	Failed      []string    `json:"failed,omitempty"`
+}
+
+// PruneKept is a backup prune kept, with why.
+type PruneKept struct {
+	Backup string `json:"backup"`
+	Why    string `json:"why"`
+}
+
+// pruneOutput records prune's decisions and prints them as lines unless
+// --json.
+type pruneOutput struct {
+	PruneResult
+	w    io.Writer
+	text bool
+}
+
+func (o *pruneOutput) keep(where, why string) {
+	o.Kept = append(o.Kept, PruneKept{Backup: where, Why: why})
+	if o.text {
+		fmt.Fprintf(o.w, "keeping %s: %s\n", where, why)
+	}
+}
+
+func (o *pruneOutput) removed(done, where string) {
+	o.Removed = append(o.Removed, where)
+	if o.text {
+		fmt.Fprintf(o.w, "%s %s\n", done, where)
+	}
+}
+
+func (o *pruneOutput) wouldRemove(where string) {
+	o.WouldRemove = append(o.WouldRemove, where)
+	if o.text {
+		fmt.Fprintf(o.w, "would remove %s\n", where)
+	}
 }
 
 // prune removes cands (or with dryRun says it would), going on past a
 // failure, which it reports.
-func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun bool, stdout io.Writer) int {
+func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun bool, out *pruneOutput) int {
 	code := exitOK
 	for _, bh := range cands {
 		where := dir + "/" + bh.Name()
 		if dryRun {
-			fmt.Fprintf(stdout, "would remove %s\n", where)
+			out.wouldRemove(where)
 			continue
 		}
 		done, err := removeBackup(s, dir, bh.Name())
 		switch {
 		case errors.Is(err, splitstorage.ErrInUse):
-			fmt.Fprintf(stdout, "keeping %s: %s\n", where, strings.TrimPrefix(errText(err), "split storage: backup "+where+" is not removed: "))
+			out.keep(where, strings.TrimPrefix(errText(err), "split storage: backup "+where+" is not removed: "))
 			continue
 		case err != nil:
+			out.Failed = append(out.Failed, where)
 			code = s.o.failf(exitUnreachable, "removing %s failed: %v; the others go on, run prune again", where, err)
 			continue
 		}
-		fmt.Fprintf(stdout, "%s %s\n", done, where)
+		out.removed(done, where)
 	}
 	return code
 }

@@ -9,10 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
 	"github.com/vtfifo/vtfifo/go/xbstream"
@@ -38,33 +38,21 @@ func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-ch
 	if err := b.waitForFIFOs(ctx, fifoDir, paths, toolDone); err != nil {
 		return err
 	}
-	files := make([]*os.File, n)
+	// Each stream is opened by its own reader in SplitStreams, so that one
+	// waiting for the tool's first write never holds up another: the tool
+	// writes into one FIFO at a time, and without a control byte a FIFO
+	// shows no input until the tool reaches it.
+	streams := make([]*fifoStream, n)
+	srcs := make([]io.Reader, n)
+	for i, path := range paths {
+		streams[i] = &fifoStream{path: path, ctx: ctx, toolDone: toolDone, stop: make(chan struct{})}
+		srcs[i] = b.meteredSource(streams[i], streams[i], &b.streamBytes[i])
+	}
 	defer func() {
-		for _, f := range files {
-			if f != nil {
-				f.Close()
-			}
+		for _, s := range streams {
+			s.close()
 		}
 	}()
-	srcs := make([]io.Reader, n)
-	g, gctx := errgroup.WithContext(ctx)
-	for i, path := range paths {
-		g.Go(func() error {
-			f, err := openFIFO(gctx, path, toolDone)
-			if err != nil {
-				return err
-			}
-			files[i] = f
-			// The control byte is read with the stream, not here: the tool
-			// writes into one FIFO at a time, and a stream may stay empty
-			// while another's pipe is full.
-			srcs[i] = b.meteredSource(&fifoStream{f: f, path: path}, f, &b.streamBytes[i])
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
 	return b.split(ctx, srcs, fmt.Sprintf("dealing the tool's %d FIFO streams into %d lanes", n, len(b.lanes)))
 }
 
@@ -112,7 +100,7 @@ func (b *backupRun) waitForFIFOs(ctx context.Context, fifoDir string, paths []st
 // waiting on a FIFO the tool unlinked when it failed (ds_fifo.cc,
 // cleanup_on_error): the wait ends when the tool writes (its control byte) or
 // closes its end, when the tool exits, or when ctx ends.
-func openFIFO(ctx context.Context, path string, toolDone <-chan struct{}) (*os.File, error) {
+func openFIFO(ctx context.Context, path string, toolDone, stop <-chan struct{}) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
@@ -140,6 +128,9 @@ func openFIFO(ctx context.Context, path string, toolDone <-chan struct{}) (*os.F
 		case <-ctx.Done():
 			unix.Close(fd)
 			return nil, ctx.Err()
+		case <-stop:
+			unix.Close(fd)
+			return nil, fmt.Errorf("FIFO %s: interrupted before the tool wrote into it", path)
 		case <-toolDone:
 			unix.Close(fd)
 			return nil, fmt.Errorf("the backup tool exited without opening its FIFO %s", path)
@@ -148,16 +139,36 @@ func openFIFO(ctx context.Context, path string, toolDone <-chan struct{}) (*os.F
 	}
 }
 
-// fifoStream is one of the tool's FIFO streams; its first Read takes the
-// control byte off (skipControlByte).
+// fifoStream is one of the tool's FIFO streams: its first Read opens it
+// (openFIFO, waiting for the tool) and takes the control byte off
+// (skipControlByte). SetReadDeadline interrupts the wait or the reads.
 type fifoStream struct {
-	f    *os.File
-	path string
-	br   *bufio.Reader
-	err  error
+	path     string
+	ctx      context.Context
+	toolDone <-chan struct{}
+	stop     chan struct{} // closed by SetReadDeadline while the FIFO is not open
+
+	mu       sync.Mutex
+	f        *os.File
+	stopOnce sync.Once
+	br       *bufio.Reader
+	err      error
 }
 
 func (s *fifoStream) Read(p []byte) (int, error) {
+	if s.f == nil && s.err == nil {
+		f, err := openFIFO(s.ctx, s.path, s.toolDone, s.stop)
+		s.mu.Lock()
+		s.f, s.err = f, err
+		if f != nil {
+			select {
+			case <-s.stop: // interrupted while it opened
+				_ = f.SetReadDeadline(time.Now())
+			default:
+			}
+		}
+		s.mu.Unlock()
+	}
 	if s.br == nil && s.err == nil {
 		s.br, s.err = skipControlByte(s.f, s.path)
 	}
@@ -165,6 +176,25 @@ func (s *fifoStream) Read(p []byte) (int, error) {
 		return 0, s.err
 	}
 	return s.br.Read(p)
+}
+
+// SetReadDeadline interrupts a Read: the open's wait, or the reads.
+func (s *fifoStream) SetReadDeadline(t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		return s.f.SetReadDeadline(t)
+	}
+	s.stopOnce.Do(func() { close(s.stop) })
+	return nil
+}
+
+func (s *fifoStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		s.f.Close()
+	}
 }
 
 // skipControlByte consumes the one byte Percona XtraBackup writes into each

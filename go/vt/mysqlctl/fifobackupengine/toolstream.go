@@ -222,14 +222,17 @@ func (b *backupRun) split(ctx context.Context, srcs []io.Reader, what string) er
 // through the file's SetReadDeadline.
 type deadlineSource struct {
 	io.Reader
-	f *os.File
+	f readDeadliner
 }
+
+// readDeadliner is a source SplitStreams can interrupt (os.File, fifoStream).
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
 
 func (d deadlineSource) SetReadDeadline(t time.Time) error { return d.f.SetReadDeadline(t) }
 
 // meteredSource counts what is read from r (reading f) as Source:Read and
 // into total.
-func (b *backupRun) meteredSource(r io.Reader, f *os.File, total *atomic.Int64) io.Reader {
+func (b *backupRun) meteredSource(r io.Reader, f readDeadliner, total *atomic.Int64) io.Reader {
 	count := func(n int, _ time.Duration) { total.Add(int64(n)) }
 	return deadlineSource{ioutil.NewMeteredReader(r, b.stats.bytesFunc("Source:Read"), count), f}
 }

@@ -69,11 +69,7 @@ func TestRetentionKeepsTheNewestProvenBackup(t *testing.T) {
 // whose test restore did not fail, and stderr names each one passed over.
 func TestLatestSkipsFailedTestRestores(t *testing.T) {
 	root, names := proofStorage(t)
-	cfg := splitstorage.DefaultConfig()
-	cfg.Root = root
-	bs, err := splitstorage.New(cfg)
-	require.NoError(t, err)
-	defer bs.Close()
+	bs := openSplit(t, root)
 	bhs, err := bs.ListBackups(context.Background(), "ks/0")
 	require.NoError(t, err)
 	var notes bytes.Buffer
@@ -134,11 +130,7 @@ func TestPruneTiersAndAges(t *testing.T) {
 // by prune, which goes on with the others.
 func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	root, names := proofStorage(t)
-	cfg := splitstorage.DefaultConfig()
-	cfg.Root = root
-	bs, err := splitstorage.New(cfg)
-	require.NoError(t, err)
-	defer bs.Close()
+	bs := openSplit(t, root)
 	lease, err := bs.Hold(context.Background(), "ks/0", names[0], "vtfifo restore on dr-host", time.Hour)
 	require.NoError(t, err)
 	defer lease.Release(context.Background())
@@ -148,4 +140,15 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")
 	assert.Contains(t, out, "keeping ks/0/"+names[0]+": the backup is being read: vtfifo restore on dr-host by ")
 	assert.Contains(t, out, "removed ks/0/"+names[2]+"\n")
+}
+
+// openSplit opens the split storage on local disk at root for the test.
+func openSplit(t *testing.T, root string) *splitstorage.Storage {
+	t.Helper()
+	cfg := splitstorage.DefaultConfig()
+	cfg.Root = root
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { bs.Close() })
+	return bs
 }

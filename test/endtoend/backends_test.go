@@ -77,7 +77,7 @@ func splitBackend(name, kind string, encrypted bool) storageBackend {
 					}
 					cfg = splitstoragetest.TestConfig()
 					cfg.Backend = splitstorage.BackendFile
-					cfg.Root = root
+					cfg.File.Root = root
 					srv = &splitstoragetest.Server{Kind: kind, Config: cfg, Env: map[string]string{}, Dir: root}
 				} else {
 					srv = splitstoragetest.Start(t, kind)
@@ -85,12 +85,12 @@ func splitBackend(name, kind string, encrypted bool) storageBackend {
 				}
 				if kind == splitstorage.BackendAzure {
 					// The key file, where the cluster's user can read it.
-					key, err := os.ReadFile(srv.Config.AzureKeyFile)
+					key, err := os.ReadFile(srv.Config.Azure.KeyFile)
 					if err != nil {
 						return cluster.Storage{}, err
 					}
-					srv.Config.AzureKeyFile = filepath.Join(c.Root, "azure.key")
-					if err := c.WriteFileOwned(srv.Config.AzureKeyFile, key, 0o600); err != nil {
+					srv.Config.Azure.KeyFile = filepath.Join(c.Root, "azure.key")
+					if err := c.WriteFileOwned(srv.Config.Azure.KeyFile, key, 0o600); err != nil {
 						return cluster.Storage{}, err
 					}
 				}

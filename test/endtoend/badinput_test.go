@@ -55,7 +55,7 @@ func TestHostileBackupNamesThroughVtctld(t *testing.T) {
 		}
 		cfg = splitstoragetest.TestConfig()
 		cfg.Backend = splitstorage.BackendFile
-		cfg.Root = root
+		cfg.File.Root = root
 		srv := &splitstoragetest.Server{Kind: splitstorage.BackendFile, Config: cfg, Env: map[string]string{}, Dir: root}
 		return cluster.Storage{Name: "split-local", Flags: srv.Flags()}, nil
 	}})
@@ -69,7 +69,7 @@ func TestHostileBackupNamesThroughVtctld(t *testing.T) {
 	writeTestBackup(ctx, t, inside, "ks/0", "b")
 	writeTestBackup(ctx, t, inside, "ks/0", "c")
 	outsideCfg := cfg
-	outsideCfg.Root = c.Root
+	outsideCfg.File.Root = c.Root
 	outside, err := splitstorage.New(outsideCfg)
 	must(t, err)
 	writeTestBackup(ctx, t, outside, "victim/0", "b")

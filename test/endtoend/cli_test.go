@@ -416,7 +416,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 
 		gcs := splitstoragetest.Start(t, splitstorage.BackendGCS)
 		copyArgs := append([]string{"copy", "--backup=" + name, "--progress=never", "--to-flags-file=" + flagsFile,
-			"--to=--split-storage-backend=gcs", "--to=--split-storage-gcs-bucket=" + gcs.Config.GCSBucket, "--to=--split-storage-gcs-prefix=" + gcs.Config.GCSPrefix}, c.Storage.Flags...)
+			"--to=--split-storage-backend=gcs", "--to=--split-storage-gcs-bucket=" + gcs.Config.GCS.Bucket, "--to=--split-storage-gcs-prefix=" + gcs.Config.GCS.Prefix}, c.Storage.Flags...)
 		gcsFlags := append(gcs.Flags(), "--backup-storage-implementation=split", "--backup="+name, "--progress=never")
 
 		// Killed halfway: the source's reads held to 1 MiB/s, the copy is

@@ -24,7 +24,7 @@ import (
 // runVerify runs the fifoverify binary against the fixture's storage.
 func runVerify(t testing.TB, cfg splitstorage.Config, env []string, args ...string) (int, string) {
 	t.Helper()
-	argv := append([]string{"--backup-storage-implementation=split", "--keyspace=" + keyspace, "--shard=" + shard, "--progress=never"}, splitstoragetest.Flags(cfg)...)
+	argv := append([]string{"--backup-storage-implementation=split", "--keyspace=" + keyspace, "--shard=" + shard, "--progress=never"}, cfg.Args()...)
 	argv = append(argv, args...)
 	cmd := exec.Command(fifoverifyBin, argv...)
 	cmd.Env = append(os.Environ(), env...)
@@ -55,12 +55,12 @@ func TestCorruptionDetected(t *testing.T) {
 	names := f.list(t)
 	require.Len(t, names, 1)
 	name := names[0]
-	bdir := filepath.Join(cfg.Root, backupDir, name)
+	bdir := filepath.Join(cfg.File.Root, backupDir, name)
 	key := func(file string, part int) string {
-		return filepath.Join(cfg.Root, filepath.FromSlash(splitstorage.PartKey(backupDir, name, file, part)))
+		return filepath.Join(cfg.File.Root, filepath.FromSlash(splitstorage.PartKey(backupDir, name, file, part)))
 	}
 	idxPath := func(file string) string {
-		return filepath.Join(cfg.Root, filepath.FromSlash(splitstorage.IndexKey(backupDir, name, file)))
+		return filepath.Join(cfg.File.Root, filepath.FromSlash(splitstorage.IndexKey(backupDir, name, file)))
 	}
 	entries, err := os.ReadDir(bdir)
 	require.NoError(t, err)

@@ -37,7 +37,7 @@ type proc struct {
 func startProc(t *testing.T, f *fixture, mode string) *proc {
 	args := append([]string{"--mode=" + mode, "--tablet-uid=" + strconv.Itoa(int(f.tb.UID)), "--keyspace=" + keyspace, "--shard=" + shard,
 		"--fifo-backup-lanes=3", "--fifo-backup-source=stdout", "--fifo-backup-parallel=2", "--fifo-backup-use-memory=64MiB",
-		"--fifo-backup-progress-interval=0"}, splitstoragetest.Flags(f.cfg)...)
+		"--fifo-backup-progress-interval=0"}, f.cfg.Args()...)
 	cmd := exec.Command(backupprocBin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Vitess writes temporary client option files (defaults-extra-file-*)

@@ -142,12 +142,12 @@ func TestRestrictiveModes(t *testing.T) {
 	workDirs := watchModes([]string{cnf.TmpDir}, func(p string) bool {
 		return p == cnf.TmpDir || strings.Contains(p, "fifo-")
 	})
-	store := watchModes([]string{cfg.Root}, nil)
+	store := watchModes([]string{cfg.File.Root}, nil)
 	require.NoError(t, f.backup(ctx, nil))
 	work := workDirs.result()
 	stored := store.result()
 	delete(work, cnf.TmpDir)
-	delete(stored, cfg.Root)
+	delete(stored, cfg.File.Root)
 
 	// The staging directory's name is only known once it exists: watch
 	// the tablet directory for it.
@@ -173,7 +173,7 @@ func TestRestrictiveModes(t *testing.T) {
 	// The storage: every object and directory, exactly what the code asks.
 	require.NotEmpty(t, stored)
 	assert.Empty(t, modeProblems(stored, 0o640, 0o750), "storage objects or directories wider than 0640/0750 (umask 0)")
-	final := treeModes(t, cfg.Root)
+	final := treeModes(t, cfg.File.Root)
 	assert.Empty(t, modeProblems(final, 0o640, 0o750), "storage after the backup")
 	var sawMarker, sawIndex, sawManifest bool
 	for p := range final {

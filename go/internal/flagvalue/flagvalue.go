@@ -148,10 +148,10 @@ type Size struct {
 }
 
 func (v Size) String() string {
-	if v.P == nil || *v.P == 0 {
+	if v.P == nil {
 		return "0"
 	}
-	return humanize.IBytes(uint64(*v.P))
+	return FormatSize(*v.P)
 }
 
 func (v Size) Type() string { return "size" }
@@ -259,4 +259,23 @@ func Documented() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// Problems collects what a validation finds, each entry naming its flag and,
+// where a value was refused, the allowed values.
+type Problems []string
+
+// Add records a problem described by format.
+func (p *Problems) Add(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// Invalid records that value is not allowed for --flag.
+func (p *Problems) Invalid(flag string, value any, allowed string) {
+	p.Add("invalid value %q for --%s: allowed values are %s", fmt.Sprint(value), flag, allowed)
+}
+
+// Required records that --flag must be set when the condition holds, unless value is set.
+func (p *Problems) Required(flag, value, when string) {
+	if value == "" {
+		p.Add("--%s must be set when %s", flag, when)
+	}
 }

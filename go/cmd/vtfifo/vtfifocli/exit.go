@@ -58,7 +58,7 @@ func missingRoot(o *options) (string, bool) {
 	switch backupstorage.BackupStorageImplementation {
 	case splitstorage.Name:
 		if c := splitstorage.FlagConfig(); c.Backend == splitstorage.BackendFile {
-			root = c.Root
+			root = c.File.Root
 		}
 	case "file":
 		if f := o.flags.Lookup("file-backup-storage-root"); f != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 )
 
 // runSplit runs vtfifo on the split storage at root; it returns stdout and
@@ -32,7 +33,7 @@ func runSplit(t *testing.T, wantCode int, root string, args ...string) (stdout, 
 // JSON and the Prometheus text format.
 func TestFleetView(t *testing.T) {
 	root, names := proofStorage(t) // ks/0: four backups, the two newest failed their test restores
-	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, Root: root, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
+	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: root}, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
 	require.NoError(t, err)
 	defer bs.Close()
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -21,7 +22,7 @@ import (
 func proofStorage(t *testing.T) (string, []string) {
 	ctx := context.Background()
 	cfg := splitstorage.DefaultConfig()
-	cfg.Root = t.TempDir()
+	cfg.File.Root = t.TempDir()
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 	defer bs.Close()
@@ -33,7 +34,7 @@ func proofStorage(t *testing.T) (string, []string) {
 		require.NoError(t, testrestore.Store(ctx, bh, testrestore.Record{Version: 1, Backup: "ks/0/" + name, Outcome: outcome, Error: "planted " + outcome, Started: now}))
 		names = append(names, name)
 	}
-	return cfg.Root, names
+	return cfg.File.Root, names
 }
 
 // plantBackup stores a complete backup dir/name in bs whose MANIFEST is
@@ -101,7 +102,7 @@ func TestLatestVerified(t *testing.T) {
 		"vtfifo show: FAIL: backup ks/0/"+names[1]+": MANIFEST: BackupMethod is \"\", not \"fifo\"\n", errOut)
 
 	empty := t.TempDir()
-	splitCopyAs(t, splitstorage.Config{Backend: splitstorage.BackendFile, Root: empty, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1,
+	splitCopyAs(t, splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: empty}, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1,
 		ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute},
 		"2026-11-20.000000.zone1-0000000100")
 	out, errOut = runSplit(t, 1, empty, "verify", "--keyspace=ks", "--shard=0", "--backup=latest-verified")
@@ -146,7 +147,7 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 func openSplit(t *testing.T, root string) *splitstorage.Storage {
 	t.Helper()
 	cfg := splitstorage.DefaultConfig()
-	cfg.Root = root
+	cfg.File.Root = root
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { bs.Close() })

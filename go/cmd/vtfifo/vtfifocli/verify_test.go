@@ -73,7 +73,7 @@ func TestInvalidFlags(t *testing.T) {
 func TestVerifyAllSampleAndTimeout(t *testing.T) {
 	root := t.TempDir()
 	cfg := splitstorage.DefaultConfig()
-	cfg.Root, cfg.PartSize = root, 1<<20
+	cfg.File.Root, cfg.PartSize = root, 1<<20
 	splitCopyAs(t, cfg, "2026-11-20.000000.zone1-0000000100")
 	splitCopyAs(t, cfg, "2026-11-21.000000.zone1-0000000100")
 	args := []string{"--split-storage-part-size=1MiB", "--keyspace=ks", "--shard=0", "--progress=never"}

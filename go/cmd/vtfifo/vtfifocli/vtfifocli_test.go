@@ -250,7 +250,7 @@ func TestShowSplitParts(t *testing.T) {
 	src := filepath.Join(backupData, "ks", "0", "2026-11-23.050519.zone1-0000004989")
 	root := t.TempDir()
 	cfg := splitstorage.DefaultConfig()
-	cfg.Root, cfg.PartSize = root, 1<<20
+	cfg.File.Root, cfg.PartSize = root, 1<<20
 	splitCopy(t, cfg)
 	ctx := context.Background()
 
@@ -282,7 +282,7 @@ func TestEncryptedBackup(t *testing.T) {
 
 	root := t.TempDir()
 	cfg := splitstorage.DefaultConfig()
-	cfg.Root, cfg.PartSize, cfg.EncryptionKeyFile = root, 1<<20, keys
+	cfg.File.Root, cfg.PartSize, cfg.EncryptionKeyFile = root, 1<<20, keys
 	splitCopy(t, cfg)
 	args := []string{"--backup-storage-implementation=split", "--split-storage-backend=file",
 		"--split-storage-part-size=1MiB", "--split-storage-root=" + root, "--keyspace=ks", "--shard=0"}

@@ -712,11 +712,11 @@ func (e *env) splitStorage(st string, part, budget int64) *splitstorage.Storage 
 	cfg.PartSize, cfg.MemoryBudget = part, budget
 	switch st {
 	case "local":
-		cfg.Root = e.localRoot("split")
+		cfg.File.Root = e.localRoot("split")
 	case "s3":
 		c := e.s3.Config
-		cfg.Backend, cfg.S3Endpoint, cfg.S3Region, cfg.S3Bucket, cfg.S3Prefix, cfg.S3ForcePathStyle =
-			c.Backend, c.S3Endpoint, c.S3Region, c.S3Bucket, c.S3Prefix, c.S3ForcePathStyle
+		cfg.Backend, cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.Bucket, cfg.S3.Prefix, cfg.S3.ForcePathStyle =
+			c.Backend, c.S3.Endpoint, c.S3.Region, c.S3.Bucket, c.S3.Prefix, c.S3.ForcePathStyle
 	}
 	s, err := splitstorage.New(cfg)
 	require.NoError(e.b, err)
@@ -765,10 +765,10 @@ func countObjects(dir string) (n int, bytes int64) {
 func (e *env) countS3Objects(string) (n int, bytes int64) {
 	c := e.s3.Config
 	client := s3.New(s3.Options{
-		Region: c.S3Region, BaseEndpoint: aws.String(c.S3Endpoint), UsePathStyle: true,
+		Region: c.S3.Region, BaseEndpoint: aws.String(c.S3.Endpoint), UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(splitstoragetest.S3AccessKey, splitstoragetest.S3SecretKey, ""),
 	})
-	pg := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(c.S3Bucket)})
+	pg := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(c.S3.Bucket)})
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(context.Background())
 		require.NoError(e.b, err)
@@ -870,8 +870,8 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	}
 	if e.s3 != nil {
 		c := e.s3.Config
-		args = append(args, "--s3-backup-aws-endpoint="+c.S3Endpoint, "--s3-backup-aws-region="+c.S3Region,
-			"--s3-backup-storage-bucket="+c.S3Bucket, "--s3-backup-storage-root=vitess", "--s3-backup-force-path-style")
+		args = append(args, "--s3-backup-aws-endpoint="+c.S3.Endpoint, "--s3-backup-aws-region="+c.S3.Region,
+			"--s3-backup-storage-bucket="+c.S3.Bucket, "--s3-backup-storage-root=vitess", "--s3-backup-force-path-style")
 	}
 	require.NoError(b, e.fs.Parse(args))
 	var storageName string

@@ -40,7 +40,7 @@ func BenchmarkEncryption(b *testing.B) {
 	storages := map[string]backupstorage.BackupStorage{}
 	for _, mode := range []string{"clear", "encrypted"} {
 		cfg := splitstorage.DefaultConfig()
-		cfg.Root = b.TempDir()
+		cfg.File.Root = b.TempDir()
 		cfg.PartSize = 64 << 20
 		if mode == "encrypted" {
 			cfg.EncryptionKeyFile = splitstoragetest.KeyFile(b, "bench")

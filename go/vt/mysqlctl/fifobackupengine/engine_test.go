@@ -73,10 +73,10 @@ func newFixtureWith(t testing.TB, data mariadbtest.Options, mysqldLines string) 
 // useSplitStorage stores backups in the split storage on local disk.
 func (f *fixture) useSplitStorage(t testing.TB) {
 	cfg := splitstorage.DefaultConfig()
-	cfg.Root = t.TempDir()
+	cfg.File.Root = t.TempDir()
 	cfg.PartSize = 32 << 20
 	cfg.UploadConcurrency = 4
-	f.useSplitConfig(t, cfg, cfg.Root)
+	f.useSplitConfig(t, cfg, cfg.File.Root)
 }
 
 // useSplitConfig stores backups in the split storage cfg describes, whose

@@ -38,7 +38,7 @@ const storageName = "vtfifo-selftest"
 
 func openStore(cfg splitstorage.Config, shard string) (*store, error) {
 	if cfg.Backend == splitstorage.BackendFile {
-		if err := os.MkdirAll(cfg.Root, 0o750); err != nil {
+		if err := os.MkdirAll(cfg.File.Root, 0o750); err != nil {
 			return nil, err
 		}
 	}

@@ -225,7 +225,7 @@ func (r *runner) startServer() (string, error) {
 		return "", err
 	}
 	cfg := splitstorage.DefaultConfig()
-	cfg.Root, cfg.PartSize = filepath.Join(dir, "storage"), 32<<20
+	cfg.File.Root, cfg.PartSize = filepath.Join(dir, "storage"), 32<<20
 	if r.opts.Storage != nil {
 		cfg = *r.opts.Storage
 	}

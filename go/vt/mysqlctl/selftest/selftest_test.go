@@ -137,7 +137,7 @@ func TestSelfTestNamesADamagedPart(t *testing.T) {
 	tier.Integration(t, "MariaDB and mariabackup")
 	dir := workDir(t)
 	rep := Run(t.Context(), Options{WorkDir: dir, Scale: 5, Logger: logutil.NewMemoryLogger(), Keep: true,
-		AfterBackups: func(c splitstorage.Config) error { return damageLargestFile(c.Root) }})
+		AfterBackups: func(c splitstorage.Config) error { return damageLargestFile(c.File.Root) }})
 	out := text(rep)
 	require.False(t, rep.Passed, "%s", out)
 	assert.Contains(t, out, "vtfifo selftest: FAILED")

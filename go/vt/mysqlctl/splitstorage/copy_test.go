@@ -117,8 +117,8 @@ func copyServerSide(t *testing.T, kind string) {
 	srv := base.WithProxy(p)
 	srv.Setenv(t)
 	srcCfg, dstCfg := srv.Config, srv.Config
-	srcPrefix := srcCfg.S3Prefix + srcCfg.GCSPrefix + srcCfg.AzurePrefix
-	dstCfg.S3Prefix, dstCfg.GCSPrefix, dstCfg.AzurePrefix = "dr", "dr", "dr"
+	srcPrefix := srcCfg.S3.Prefix + srcCfg.GCS.Prefix + srcCfg.Azure.Prefix
+	dstCfg.S3.Prefix, dstCfg.GCS.Prefix, dstCfg.Azure.Prefix = "dr", "dr", "dr"
 	src, dst := newStorage(t, srcCfg), newStorage(t, dstCfg)
 	dir, name := "ks/0", "2026-11-23.130000.zone1-0000000100"
 	bh, err := src.StartBackup(ctx, dir, name)

@@ -204,7 +204,7 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 	// A copy keeps the backup encrypted, without the key.
 	dst := t.TempDir()
 	dc := splitstoragetest.Local(t).Config
-	dc.Root = dst
+	dc.File.Root = dst
 	ds := newStorage(t, dc)
 	_, err = s.CopyBackup(ctx, ds, dir, "b1", splitstorage.CopyOptions{})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +15,10 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/azure"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/gcs"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/s3"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -78,7 +83,7 @@ func TestFlags(t *testing.T) {
 	require.ErrorContains(t, err, "split-storage-s3-force-path-style")
 	require.ErrorContains(t, err, "allowed values are true, false")
 	require.NoError(t, parseFlags(t, "--split-storage-s3-force-path-style"))
-	assert.True(t, splitstorage.FlagConfig().S3ForcePathStyle, "a bare boolean flag means true")
+	assert.True(t, splitstorage.FlagConfig().S3.ForcePathStyle, "a bare boolean flag means true")
 }
 
 // TestRegisteredStorage uses the "split" storage registered in
@@ -97,7 +102,7 @@ func TestRegisteredStorage(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	srv := splitstoragetest.Local(t)
-	require.NoError(t, parseFlags(t, splitstoragetest.Flags(srv.Config)...))
+	require.NoError(t, parseFlags(t, srv.Config.Args()...))
 	s = bs.WithParams(backupstorage.NoParams())
 	defer s.Close()
 	bh, err := s.StartBackup(ctx, "ks/0", "2026-05-01.flags")
@@ -138,4 +143,28 @@ func TestEncryptionFlags(t *testing.T) {
 	assert.Contains(t, err.Error(), "for --split-storage-encryption-key-file")
 	assert.Contains(t, err.Error(), `line 1: the key of ID "k1" is not the base64 of 32 bytes`)
 	assert.NotContains(t, err.Error(), secret[:10], "the key is never in an error")
+}
+
+// Every backend's settings travel through their own flags: Args writes a
+// Config as flags and ConfigFromArgs reads it back whole, whatever the
+// backend, so a setting a backend declares is never lost on the way to a
+// process (a copy's destination, a test's vtbackup).
+func TestArgsRoundTripEveryBackend(t *testing.T) {
+	assert.Equal(t, []string{"file", "s3", "gcs", "azure"}, splitstorage.BackendNames())
+	keyFile := filepath.Join(t.TempDir(), "azure.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("a2V5"), 0o600))
+	c := splitstoragetest.TestConfig()
+	c.Backend = splitstorage.BackendAzure
+	c.PartSize, c.UploadLimit, c.SpoolDir = 3<<20+5, 7<<20, t.TempDir()
+	c.File = local.Config{Root: "/r"}
+	c.S3 = s3.Config{Endpoint: "http://h:1", Region: "eu-west-3", Bucket: "b", Prefix: "p", ForcePathStyle: true,
+		SSE: "aws:kms", SSEKMSKeyID: "k", StorageClass: "STANDARD_IA"}
+	c.GCS = gcs.Config{Bucket: "g", Prefix: "gp"}
+	c.Azure = azure.Config{Account: "acc", Container: "ctr", Prefix: "ap", Endpoint: "http://h:2/acc", KeyFile: keyFile}
+	back, err := splitstorage.ConfigFromArgs(c.Args())
+	require.NoError(t, err)
+	assert.Equal(t, c, back)
+	assert.Equal(t, "azure://acc/ctr/ap", back.Location())
+	back.Backend = "tape"
+	assert.ErrorContains(t, back.Validate(), `invalid value "tape" for --split-storage-backend: allowed values are file, s3, gcs, azure`)
 }

@@ -80,7 +80,7 @@ func TestHostileNames(t *testing.T) {
 	root := filepath.Join(top, "root")
 	cfg := splitstoragetest.TestConfig()
 	cfg.Backend = splitstorage.BackendFile
-	cfg.Root = root
+	cfg.File.Root = root
 	s, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 
@@ -100,7 +100,7 @@ func TestHostileNames(t *testing.T) {
 	// Victims outside the root: complete backups where "../victim/0" and
 	// friends lead, and the same at the absolute path.
 	outside := cfg
-	outside.Root = top
+	outside.File.Root = top
 	so, err := splitstorage.New(outside)
 	require.NoError(t, err)
 	writeBackup(so, "victim/0", "b")

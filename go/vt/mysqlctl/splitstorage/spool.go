@@ -117,12 +117,12 @@ type spoolPlace struct {
 func (c Config) spoolPlace() spoolPlace {
 	dir := c.SpoolDir
 	if dir == "" {
-		if c.Backend == BackendFile && spoolsNameless(c.Root) {
-			return spoolPlace{dir: c.Root, linked: true}
+		if c.Backend == BackendFile && spoolsNameless(c.File.Root) {
+			return spoolPlace{dir: c.File.Root, linked: true}
 		}
 		dir = os.TempDir()
 	}
-	return spoolPlace{dir: dir, linked: c.Backend == BackendFile && sameFileSystem(dir, c.Root) && spoolsNameless(dir)}
+	return spoolPlace{dir: dir, linked: c.Backend == BackendFile && sameFileSystem(dir, c.File.Root) && spoolsNameless(dir)}
 }
 
 // SpoolCanHold says whether the spool's file system, were it empty, could

@@ -3,6 +3,10 @@
 // parallel with per-part retries and CRC32C checksums inside a memory budget,
 // and read back in parallel with verification. Backends: a local directory, S3,
 // GCS and Azure Blob Storage. See docs/split-storage.md.
+//
+// Adding a backend is a package under backend/ whose Config implements
+// backend.Settings (its flags, their checks, its location and how to open
+// it) and passes backendtest.Run, plus one field of that type in Config.
 package splitstorage
 
 import (
@@ -30,12 +34,8 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/azure"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/gcs"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/limiter"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/retry"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/s3"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
@@ -111,19 +111,11 @@ var (
 
 // OpenBackend returns the backend c names, without the retrying wrapper.
 func OpenBackend(ctx context.Context, c Config) (backend.Backend, error) {
-	switch c.Backend {
-	case BackendFile:
-		return local.New(c.Root)
-	case BackendS3:
-		return s3.New(ctx, s3.Config{Endpoint: c.S3Endpoint, Region: c.S3Region, Bucket: c.S3Bucket, Prefix: c.S3Prefix,
-			ForcePathStyle: c.S3ForcePathStyle, SSE: c.S3SSE, SSEKMSKeyID: c.S3SSEKMSKeyID, StorageClass: c.S3StorageClass})
-	case BackendGCS:
-		return gcs.New(ctx, gcs.Config{Bucket: c.GCSBucket, Prefix: c.GCSPrefix})
-	case BackendAzure:
-		return azure.New(azure.Config{Account: c.AzureAccount, Container: c.AzureContainer, Prefix: c.AzurePrefix,
-			Endpoint: c.AzureEndpoint, KeyFile: c.AzureKeyFile})
+	b := c.selected()
+	if b == nil {
+		return nil, backend.Permanent(fmt.Errorf("--%s %q: must be one of %s", flagBackend, c.Backend, allowedBackend()))
 	}
-	return nil, backend.Permanent(fmt.Errorf("--split-storage-backend %q: must be one of %s", c.Backend, allowedBackend))
+	return b.Open(ctx)
 }
 
 type env struct {

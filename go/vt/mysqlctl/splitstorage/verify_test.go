@@ -157,7 +157,7 @@ func TestRemoveCrashedLocalBackup(t *testing.T) {
 	s := newStorage(t, srv.Config)
 	_, err := s.StartBackup(ctx, "ks/0", "crashed")
 	require.NoError(t, err)
-	dir := filepath.Join(srv.Config.Root, "ks", "0", "crashed")
+	dir := filepath.Join(srv.Config.File.Root, "ks", "0", "crashed")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "lane-000.xbstream.part-00000001.tmp-0123456789abcdef"), []byte("cut"), 0o640))
 	require.NoError(t, s.RemoveBackup(ctx, "ks/0", "crashed"))
 	_, err = os.Stat(dir)

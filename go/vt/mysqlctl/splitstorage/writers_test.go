@@ -182,8 +182,8 @@ func TestWritesOfEverySize(t *testing.T) {
 func TestFileStorageSpoolsInItsRoot(t *testing.T) {
 	cfg := splitstoragetest.Local(t).Config
 	dir, linked := splitstorage.SpoolPlaceForTest(cfg)
-	if dir != cfg.Root {
-		t.Skipf("the test's temporary directory %s takes no O_TMPFILE (spool: %s)", cfg.Root, dir)
+	if dir != cfg.File.Root {
+		t.Skipf("the test's temporary directory %s takes no O_TMPFILE (spool: %s)", cfg.File.Root, dir)
 	}
 	require.True(t, linked)
 
@@ -201,9 +201,9 @@ func TestFileStorageSpoolsInItsRoot(t *testing.T) {
 	_, err = w.Write(data)
 	require.NoError(t, err)
 	var names []string
-	require.NoError(t, filepath.WalkDir(cfg.Root, func(p string, d fs.DirEntry, err error) error {
+	require.NoError(t, filepath.WalkDir(cfg.File.Root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
-			names = append(names, strings.TrimPrefix(p, cfg.Root))
+			names = append(names, strings.TrimPrefix(p, cfg.File.Root))
 		}
 		return err
 	}))
@@ -229,12 +229,12 @@ func TestFileStorageSpoolsInItsRoot(t *testing.T) {
 	dir, linked = splitstorage.SpoolPlaceForTest(other)
 	assert.Equal(t, os.TempDir(), dir)
 	var a, b unix.Stat_t
-	if unix.Stat(os.TempDir(), &a) == nil && unix.Stat(cfg.Root, &b) == nil && a.Dev != b.Dev {
+	if unix.Stat(os.TempDir(), &a) == nil && unix.Stat(cfg.File.Root, &b) == nil && a.Dev != b.Dev {
 		assert.False(t, linked, "a spool on another file system is linked")
 	}
 
 	s3 := splitstoragetest.TestConfig()
-	s3.Backend, s3.S3Bucket = splitstorage.BackendS3, "b"
+	s3.Backend, s3.S3.Bucket = splitstorage.BackendS3, "b"
 	dir, linked = splitstorage.SpoolPlaceForTest(s3)
 	assert.Equal(t, os.TempDir(), dir)
 	assert.False(t, linked)

@@ -75,49 +75,9 @@ func TestConfig() splitstorage.Config {
 	return c
 }
 
-// Flags returns c as --split-storage-* command-line flags (every flag, so a
-// process gets exactly c).
-func Flags(c splitstorage.Config) []string {
-	f := map[string]string{
-		"backend":               c.Backend,
-		"root":                  c.Root,
-		"part-size":             strconv.FormatInt(c.PartSize, 10),
-		"memory-budget":         strconv.FormatInt(c.MemoryBudget, 10),
-		"upload-concurrency":    strconv.Itoa(c.UploadConcurrency),
-		"read-ahead":            strconv.FormatInt(c.ReadAhead, 10),
-		"spool-dir":             c.SpoolDir,
-		"retry-max-attempts":    strconv.Itoa(c.RetryMaxAttempts),
-		"retry-initial-backoff": c.RetryInitialBackoff.String(),
-		"retry-max-backoff":     c.RetryMaxBackoff.String(),
-		"request-timeout":       c.RequestTimeout.String(),
-		"s3-endpoint":           c.S3Endpoint,
-		"s3-region":             c.S3Region,
-		"s3-bucket":             c.S3Bucket,
-		"s3-prefix":             c.S3Prefix,
-		"s3-force-path-style":   strconv.FormatBool(c.S3ForcePathStyle),
-		"s3-sse":                c.S3SSE,
-		"s3-sse-kms-key-id":     c.S3SSEKMSKeyID,
-		"s3-storage-class":      c.S3StorageClass,
-		"gcs-bucket":            c.GCSBucket,
-		"gcs-prefix":            c.GCSPrefix,
-		"azure-account":         c.AzureAccount,
-		"azure-container":       c.AzureContainer,
-		"azure-prefix":          c.AzurePrefix,
-		"azure-endpoint":        c.AzureEndpoint,
-		"azure-key-file":        c.AzureKeyFile,
-		"encryption-key-file":   c.EncryptionKeyFile,
-	}
-	var out []string
-	for k, v := range f {
-		out = append(out, "--split-storage-"+k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Flags returns the server's Config as flags, plus --backup-storage-implementation=split.
 func (s *Server) Flags() []string {
-	return append([]string{"--backup-storage-implementation=split"}, Flags(s.Config)...)
+	return append([]string{"--backup-storage-implementation=split"}, s.Config.Args()...)
 }
 
 // Environ returns Env as KEY=VALUE lines, for exec.Cmd.Env (append to os.Environ()).
@@ -145,7 +105,7 @@ func Local(t testing.TB) *Server {
 	dir := t.TempDir()
 	c := TestConfig()
 	c.Backend = splitstorage.BackendFile
-	c.Root = dir
+	c.File.Root = dir
 	return &Server{Kind: splitstorage.BackendFile, Config: c, Env: map[string]string{}, Dir: dir}
 }
 
@@ -275,11 +235,11 @@ func StartS3WithSecret(t testing.TB, secret string) *Server {
 	}
 	c := TestConfig()
 	c.Backend = splitstorage.BackendS3
-	c.S3Endpoint = endpoint
-	c.S3Region = "us-east-1"
-	c.S3Bucket = Bucket
-	c.S3Prefix = "backups"
-	c.S3ForcePathStyle = true
+	c.S3.Endpoint = endpoint
+	c.S3.Region = "us-east-1"
+	c.S3.Bucket = Bucket
+	c.S3.Prefix = "backups"
+	c.S3.ForcePathStyle = true
 	return &Server{Kind: splitstorage.BackendS3, Addr: addr, Config: c, Dir: data, Env: map[string]string{
 		"AWS_ACCESS_KEY_ID":     S3AccessKey,
 		"AWS_SECRET_ACCESS_KEY": secret,
@@ -315,8 +275,8 @@ func StartGCS(t testing.TB) *Server {
 	}
 	c := TestConfig()
 	c.Backend = splitstorage.BackendGCS
-	c.GCSBucket = Bucket
-	c.GCSPrefix = "backups"
+	c.GCS.Bucket = Bucket
+	c.GCS.Prefix = "backups"
 	return &Server{Kind: splitstorage.BackendGCS, Addr: addr, Config: c, Dir: data, Env: map[string]string{
 		"STORAGE_EMULATOR_HOST": addr,
 	}}
@@ -332,7 +292,7 @@ const (
 // StartAzure starts Azurite's blob service (npm package azurite, which `make
 // tools` installs into build/tools/azurite) on a free port with its data in a
 // temp dir, creates the container AzureContainer, and returns the Server; the
-// account key is in a file named by Config.AzureKeyFile.
+// account key is in a file named by Config.Azure.KeyFile.
 func StartAzure(t testing.TB) *Server {
 	t.Helper()
 	bin := Binary(t, "AZURITE_BLOB_BIN", filepath.Join("azurite", "node_modules", ".bin", "azurite-blob"))
@@ -362,11 +322,11 @@ func StartAzure(t testing.TB) *Server {
 	}
 	c := TestConfig()
 	c.Backend = splitstorage.BackendAzure
-	c.AzureAccount = AzureAccount
-	c.AzureContainer = AzureContainer
-	c.AzurePrefix = "backups"
-	c.AzureEndpoint = endpoint
-	c.AzureKeyFile = keyFile
+	c.Azure.Account = AzureAccount
+	c.Azure.Container = AzureContainer
+	c.Azure.Prefix = "backups"
+	c.Azure.Endpoint = endpoint
+	c.Azure.KeyFile = keyFile
 	return &Server{Kind: splitstorage.BackendAzure, Addr: addr, Config: c, Dir: data, Env: map[string]string{}}
 }
 
@@ -398,11 +358,11 @@ func (s *Server) WithProxy(p *FaultProxy) *Server {
 	}
 	switch s.Kind {
 	case splitstorage.BackendS3:
-		c.Config.S3Endpoint = "http://" + p.Addr
+		c.Config.S3.Endpoint = "http://" + p.Addr
 	case splitstorage.BackendGCS:
 		c.Env["STORAGE_EMULATOR_HOST"] = p.Addr
 	case splitstorage.BackendAzure:
-		c.Config.AzureEndpoint = "http://" + p.Addr + "/" + AzureAccount
+		c.Config.Azure.Endpoint = "http://" + p.Addr + "/" + AzureAccount
 	}
 	c.Addr = p.Addr
 	return &c

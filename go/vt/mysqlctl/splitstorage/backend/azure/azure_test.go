@@ -80,5 +80,5 @@ func TestAzureKeyFileErrors(t *testing.T) {
 
 // config is the Azure part of a split storage configuration.
 func config(c splitstorage.Config) azure.Config {
-	return azure.Config{Account: c.AzureAccount, Container: c.AzureContainer, Prefix: c.AzurePrefix, Endpoint: c.AzureEndpoint, KeyFile: c.AzureKeyFile}
+	return azure.Config{Account: c.Azure.Account, Container: c.Azure.Container, Prefix: c.Azure.Prefix, Endpoint: c.Azure.Endpoint, KeyFile: c.Azure.KeyFile}
 }

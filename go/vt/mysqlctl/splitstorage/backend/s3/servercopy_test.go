@@ -30,8 +30,8 @@ func TestServerCopyInParts(t *testing.T) {
 	ctx := context.Background()
 	open := func(prefix string) *s3.Backend {
 		c := srv.Config
-		b, err := s3.New(ctx, s3.Config{Endpoint: c.S3Endpoint, Region: c.S3Region, Bucket: c.S3Bucket, Prefix: prefix,
-			ForcePathStyle: c.S3ForcePathStyle, MaxCopyObject: 1 << 20, CopyPartSize: 5 << 20})
+		b, err := s3.New(ctx, s3.Config{Endpoint: c.S3.Endpoint, Region: c.S3.Region, Bucket: c.S3.Bucket, Prefix: prefix,
+			ForcePathStyle: c.S3.ForcePathStyle, MaxCopyObject: 1 << 20, CopyPartSize: 5 << 20})
 		require.NoError(t, err)
 		return b
 	}
@@ -55,7 +55,7 @@ func TestServerCopyInParts(t *testing.T) {
 	}
 	var rangePuts, sourceGets int
 	for _, r := range p.Seen()[before:] {
-		if r == "PUT /"+srv.Config.S3Bucket+"/dst/big" {
+		if r == "PUT /"+srv.Config.S3.Bucket+"/dst/big" {
 			rangePuts++
 		}
 		if strings.HasPrefix(r, "GET ") && strings.Contains(r, "/src/") {

@@ -1,0 +1,49 @@
+package local
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/utils"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+)
+
+// Name selects this backend: --split-storage-backend=file.
+const Name = "file"
+
+const flagRoot = "split-storage-root"
+
+// Config is the file backend's settings: the directory that holds the objects.
+type Config struct {
+	Root string
+}
+
+var _ backend.Settings = (*Config)(nil)
+
+func (c *Config) Kind() string { return Name }
+
+func (c *Config) Defaults() { *c = Config{} }
+
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	utils.SetFlagStringVar(fs, &c.Root, flagRoot, c.Root, "split backup storage: root directory of the file backend.")
+	flagvalue.Document(flagRoot, "must be set when "+backend.Selected(Name))
+}
+
+func (c *Config) Check(selected bool, p *flagvalue.Problems) {
+	if selected {
+		p.Required(flagRoot, c.Root, backend.Selected(Name))
+	}
+}
+
+func (c *Config) Location() string { return c.Root }
+
+func (c *Config) Open(_ context.Context) (backend.Backend, error) {
+	b, err := New(c.Root)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}

@@ -1,0 +1,48 @@
+package backend
+
+import (
+	"context"
+	"net/url"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+)
+
+// Settings is one kind of backend's configuration, owned by the kind's
+// package: its flags and their checks, where it keeps objects, and how to
+// open it. The split storage's Config holds the settings of every kind (its
+// fields of this type are the list of backends) and opens the one that
+// --split-storage-backend names.
+type Settings interface {
+	// Kind is the name --split-storage-backend selects the backend by.
+	Kind() string
+	// Defaults sets the defaults of the kind's flags.
+	Defaults()
+	// RegisterFlags declares the kind's flags in fs, bound to the settings,
+	// and documents their allowed values (flagvalue.Document).
+	RegisterFlags(fs *pflag.FlagSet)
+	// Check adds what is wrong with the settings to p, naming each flag and
+	// its allowed values. What the kind needs is required only when it is
+	// selected; a value no backend accepts is wrong whichever is selected.
+	Check(selected bool, p *flagvalue.Problems)
+	// Location names where the backend keeps objects, for messages: a
+	// directory, or a URL with bucket and prefix (never a credential).
+	Location() string
+	// Open returns the backend; errors that no retry fixes are Permanent.
+	Open(ctx context.Context) (Backend, error)
+}
+
+// CheckEndpoint adds a problem to p when v, the value of --flag, is set and
+// is not an http:// or https:// URL with a host.
+func CheckEndpoint(p *flagvalue.Problems, flag, v, allowed string) {
+	if v == "" {
+		return
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.Invalid(flag, v, allowed)
+	}
+}
+
+// Selected is how Check's "required" problems name the condition.
+func Selected(kind string) string { return "--split-storage-backend=" + kind }

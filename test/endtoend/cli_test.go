@@ -111,9 +111,16 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("ls does not show the failed record:\n%s", out)
 		}
 
-		out = vtfifo(t, 0, append([]string{"test-restore", "--backup=" + name}, tool...)...)
-		if !strings.Contains(out, "OK: test restore of") || !strings.Contains(out, "passed") {
-			t.Fatalf("test-restore output:\n%s", out)
+		out = vtfifo(t, 0, append([]string{"test-restore", "--backup=" + name, "--json"}, tool...)...)
+		var result struct {
+			Record      struct{ Backup, Outcome string }
+			Stored      string
+			Quarantined bool
+		}
+		if i := strings.Index(out, "{\n  \"record\""); i < 0 || json.Unmarshal([]byte(out[i:]), &result) != nil ||
+			result.Record.Outcome != "passed" || result.Record.Backup != c.Keyspace+"/"+c.Shard+"/"+name ||
+			result.Stored != "stored beside the backup" || result.Quarantined {
+			t.Fatalf("test-restore --json: %+v\n%s", result, out)
 		}
 		var rec struct {
 			Outcome, Tool, Server string
@@ -368,9 +375,15 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			// drill run from S3, below.)
 			dr := filepath.Join(c.Root, "dr-storage")
 			must(t, c.MkdirOwned(dr))
-			out := vtfifo(t, 0, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-root="+dr)
-			if !strings.Contains(out, "OK: backup") || !strings.Contains(out, "verified at the destination") {
-				t.Fatalf("copy output (local to local):\n%s", out)
+			out := vtfifo(t, 0, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-root="+dr, "--json")
+			var copied struct {
+				Backup, Destination string
+				Copy                struct{ Objects, Copied int }
+				SourceRemoved       bool `json:"source_removed"`
+			}
+			if i := strings.Index(out, "{\n  \"backup\""); i < 0 || json.Unmarshal([]byte(out[i:]), &copied) != nil ||
+				copied.Destination != dr || copied.Copy.Objects == 0 || copied.Copy.Copied != copied.Copy.Objects || copied.SourceRemoved {
+				t.Fatalf("copy --json (local to local): %+v\n%s", copied, out)
 			}
 			if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-root="+dr); !strings.Contains(out, "already holds it") {
 				t.Fatalf("a second copy:\n%s", out)

@@ -21,7 +21,7 @@ import (
 // listed there; resumable; --remove-source moves it.
 func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var toFiles, toFlags []string
-	var removeSource *bool
+	var removeSource, asJSON *bool
 	var concurrency *int
 	var dst splitstorage.Config
 	s, bh, code := openBackup(ctx, prog, "Copies a complete backup to a second split storage, verified there (every part's size and CRC32C) before its\n"+
@@ -31,6 +31,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 			fs.StringArrayVar(&toFlags, "to", nil, "a destination storage flag, after those of --to-flags-file, e.g. --to=--split-storage-s3-bucket=backups-dr; repeatable")
 			removeSource = fs.Bool("remove-source", false, "remove the backup from the source once it is copied and verified (a move)")
 			concurrency = fs.Int("concurrency", 0, "objects copied at once (0: the destination's --split-storage-upload-concurrency)")
+			asJSON = fs.Bool("json", false, "print one JSON object (backup, destination, bases copied first, objects, bytes, source removed) instead of lines")
 			o.registerProgressFlags(fs)
 			return func() error {
 				if len(toFiles) == 0 && len(toFlags) == 0 {
@@ -61,47 +62,90 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return 1
 	}
 	defer to.Close()
+	res, err := copyBackup(s, src, to, dst.Location(), bh, *concurrency, *removeSource, stderr)
+	if *asJSON {
+		writeJSON(stdout, res)
+	} else {
+		res.print(stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
+		return 1
+	}
+	return 0
+}
+
+// CopyResult is what copy did (--json prints it).
+type CopyResult struct {
+	Backup      string `json:"backup"`
+	Destination string `json:"destination"`
+	// BasesCopied are the bases of an incremental backup that the
+	// destination lacked, copied first, the oldest first.
+	BasesCopied []CopiedBase `json:"bases_copied,omitempty"`
+	// Copy is nil when the backup itself was not copied.
+	Copy          *splitstorage.CopyReport `json:"copy,omitempty"`
+	SourceRemoved bool                     `json:"source_removed"`
+}
+
+// CopiedBase is a base copied before the backup that needs it.
+type CopiedBase struct {
+	Backup string `json:"backup"`
+	splitstorage.CopyReport
+}
+
+// copyBackup copies bh with the bases the destination lacks, and removes the
+// source when asked; the result says how far it went.
+func copyBackup(s *session, src, to *splitstorage.Storage, dest string, bh backupstorage.BackupHandle, concurrency int, move bool, stderr io.Writer) (CopyResult, error) {
 	dir, name := s.o.dir(), bh.Name()
 	where := dir + "/" + name
+	res := CopyResult{Backup: where, Destination: dest}
 	// An incremental backup is of use only where its chain is: its bases
 	// missing at the destination are copied first, the oldest first.
 	bases, err := missingBases(s.ctx, src, to, dir, bh)
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
-		return 1
+		return res, err
 	}
 	for _, base := range bases {
-		rep, err := src.CopyBackup(s.ctx, to, dir, base, splitstorage.CopyOptions{Concurrency: *concurrency})
+		rep, err := src.CopyBackup(s.ctx, to, dir, base, splitstorage.CopyOptions{Concurrency: concurrency})
 		if err != nil {
-			fmt.Fprintf(stderr, "FAIL: copying %s, a base of %s: %s\n", dir+"/"+base, where, errText(err))
-			return 1
+			return res, fmt.Errorf("copying %s, a base of %s: %w", dir+"/"+base, where, err)
 		}
-		fmt.Fprintf(stdout, "OK: base %s/%s of %s copied first: %d objects (%s)\n", dir, base, where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)))
+		res.BasesCopied = append(res.BasesCopied, CopiedBase{Backup: dir + "/" + base, CopyReport: rep})
 	}
-	p := newProgress(s.o, stderr, prog+" "+where)
+	p := newProgress(s.o, stderr, s.o.prog+" "+where)
 	rep, err := src.CopyBackup(s.ctx, to, dir, name, splitstorage.CopyOptions{
-		Concurrency: *concurrency,
-		Move:        *removeSource,
-		OnObject: func(_ string, size int64, _ bool) {
-			p.add(size, 1)
-		},
+		Concurrency: concurrency,
+		Move:        move,
+		OnObject:    func(_ string, size int64, _ bool) { p.add(size, 1) },
 	})
 	p.stop()
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
-		return 1
+		return res, err
 	}
-	fmt.Fprintf(stdout, "OK: backup %s copied: %d objects (%s), %d copied (%s; %d of them by the storage service, server-side), the rest already there; verified at the destination\n",
-		where, rep.Objects, humanize.IBytes(uint64(rep.Bytes)), rep.Copied, humanize.IBytes(uint64(rep.CopiedBytes)), rep.ServerSide)
-	if *removeSource {
+	res.Copy = &rep
+	if move {
 		s.releaseLease() // this copy's own
 		if err := src.RemoveBackup(s.ctx, dir, name); err != nil {
-			fmt.Fprintf(stderr, "FAIL: the copy is complete, but removing the source failed: %s\n", errText(err))
-			return 1
+			return res, fmt.Errorf("the copy is complete, but removing the source failed: %w", err)
 		}
-		fmt.Fprintf(stdout, "removed the source %s\n", where)
+		res.SourceRemoved = true
 	}
-	return 0
+	return res, nil
+}
+
+// print writes one line per backup copied, and for the source removed.
+func (r CopyResult) print(w io.Writer) {
+	for _, b := range r.BasesCopied {
+		fmt.Fprintf(w, "OK: base %s of %s copied first: %d objects (%s)\n", b.Backup, r.Backup, b.Objects, humanize.IBytes(uint64(b.Bytes)))
+	}
+	if c := r.Copy; c != nil {
+		fmt.Fprintf(w, "OK: backup %s copied: %d objects (%s), %d copied (%s; %d of them by the storage service, server-side), "+
+			"the rest already there; verified at the destination\n",
+			r.Backup, c.Objects, humanize.IBytes(uint64(c.Bytes)), c.Copied, humanize.IBytes(uint64(c.CopiedBytes)), c.ServerSide)
+	}
+	if r.SourceRemoved {
+		fmt.Fprintf(w, "removed the source %s\n", r.Backup)
+	}
 }
 
 // missingBases lists the bases of bh's chain that the destination lacks,

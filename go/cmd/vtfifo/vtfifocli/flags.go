@@ -104,6 +104,18 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	return o
 }
 
+// refuseBackup is for the commands that never act on one named backup:
+// --backup leaves their help, and the check it returns refuses it, saying why.
+func (o *options) refuseBackup(fs *pflag.FlagSet, command, why string) func() error {
+	_ = fs.MarkHidden("backup")
+	return func() error {
+		if o.backup != "" {
+			return fmt.Errorf("--backup is not for %s: %s", command, why)
+		}
+		return nil
+	}
+}
+
 // registerProgressFlags declares the progress flags of the commands that
 // read whole backups.
 func (o *options) registerProgressFlags(fs *pflag.FlagSet) {

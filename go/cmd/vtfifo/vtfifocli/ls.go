@@ -52,7 +52,13 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 			o.fleet = true
 			asJSON = fs.Bool("json", false, "print JSON instead of a table")
 			check.register(fs)
-			return func() error { return check.validate(*asJSON) }
+			refuseBackup := o.refuseBackup(fs, "ls", "it lists every backup (vtfifo show describes one)")
+			return func() error {
+				if err := refuseBackup(); err != nil {
+					return err
+				}
+				return check.validate(*asJSON)
+			}
 		})
 	if s == nil {
 		return code

@@ -22,11 +22,12 @@ import (
 // started less than --incomplete-min-age ago may still be running: refused.
 func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var minAge *time.Duration
-	var dryRun *bool
+	var dryRun, asJSON *bool
 	s, code := openSession(ctx, prog, "Removes one backup: complete, quarantined, or incomplete and older than --incomplete-min-age.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
 			dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
+			asJSON = fs.Bool("json", false, "print one JSON object (backup, kind, action, kept_as_base_of) instead of a line")
 			return func() error {
 				if o.backup == "" {
 					return errors.New("--backup is required: rm removes the backup it names, never one it picks")
@@ -42,23 +43,52 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	}
 	defer s.close()
 	dir, name := s.o.dir(), s.o.backup
-	what, code := s.removable(dir, name, *minAge)
-	if what == "" {
+	kind, code := s.removable(dir, name, *minAge)
+	if kind == "" {
 		return code
 	}
-	if *dryRun {
-		fmt.Fprintf(stdout, "would remove %s %s/%s\n", what, dir, name)
-		return exitOK
+	res := RemoveResult{Backup: dir + "/" + name, Kind: kind, Action: "would remove"}
+	if !*dryRun {
+		var err error
+		res.KeptAsBaseOf, err = removeBackup(s, dir, name)
+		switch {
+		case errors.Is(err, splitstorage.ErrInUse):
+			return s.o.failf(exitFailed, "refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
+		case err != nil:
+			return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)
+		}
+		res.Action = "removed"
 	}
-	done, err := removeBackup(s, dir, name)
-	switch {
-	case errors.Is(err, splitstorage.ErrInUse):
-		return s.o.failf(exitFailed, "refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
-	case err != nil:
-		return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)
+	if *asJSON {
+		return writeJSON(stdout, res)
 	}
-	fmt.Fprintf(stdout, "%s %s %s/%s\n", done, what, dir, name)
+	res.print(stdout)
 	return exitOK
+}
+
+// RemoveResult is what rm did, or with --dry-run would do (--json prints it).
+type RemoveResult struct {
+	Backup string `json:"backup"`
+	// Kind is complete backup, quarantined backup or incomplete backup.
+	Kind string `json:"kind"`
+	// Action is removed or would remove.
+	Action string `json:"action"`
+	// KeptAsBaseOf names the incremental backups whose base it is: it left
+	// the list, and its objects go with the last of them.
+	KeptAsBaseOf []string `json:"kept_as_base_of,omitempty"`
+}
+
+func (r RemoveResult) print(w io.Writer) {
+	action := r.Action
+	if len(r.KeptAsBaseOf) > 0 {
+		action = removedFromList(r.KeptAsBaseOf)
+	}
+	fmt.Fprintf(w, "%s %s %s\n", action, r.Kind, r.Backup)
+}
+
+// removedFromList says what became of a removed base of incremental backups.
+func removedFromList(dependents []string) string {
+	return fmt.Sprintf("removed from the list (its objects stay as the base of %s, and go with the last of them):", strings.Join(dependents, ", "))
 }
 
 // removable says what kind of backup rm would remove (complete,
@@ -101,26 +131,20 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 	return "", s.o.failf(exitUnreachable, "backup %s/%s in %s: no such backup: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
 }
 
-// removeBackup removes one backup and says what became of it: removed, or,
-// for the base of incremental backups in the split storage, removed from
-// the list and kept until they go.
-func removeBackup(s *session, dir, name string) (string, error) {
+// removeBackup removes one backup and returns, for the base of incremental
+// backups in the split storage, which ones: it left the list, and is kept
+// until they go.
+func removeBackup(s *session, dir, name string) ([]string, error) {
 	var deps []string
 	remove := s.bs.RemoveBackup
 	if sp, ok := s.bs.(*splitstorage.Storage); ok {
 		var err error
 		if deps, err = sp.Dependents(s.ctx, dir, name); err != nil {
-			return "", err
+			return nil, err
 		}
 		remove = sp.RemoveUnread // never under a reader's lease
 	}
-	if err := remove(s.ctx, dir, name); err != nil {
-		return "", err
-	}
-	if len(deps) > 0 {
-		return fmt.Sprintf("removed from the list (its objects stay as the base of %s, and go with the last of them):", strings.Join(deps, ", ")), nil
-	}
-	return "removed", nil
+	return deps, remove(s.ctx, dir, name)
 }
 
 // Prune is `vtfifo prune`: removes the complete backups that are neither
@@ -140,9 +164,10 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 			fs.IntVar(&tiers.Monthly, "keep-monthly", 0, "also keep the newest backup of each of the last N months that have one")
 			dryRun = fs.Bool("dry-run", false, "print what would be removed, remove nothing")
 			asJSON = fs.Bool("json", false, "print one JSON object (kept with why, removed, would_remove, failed) instead of lines")
+			refuseBackup := o.refuseBackup(fs, "prune", "it chooses by --keep and --keep-within")
 			return func() error {
-				if o.backup != "" {
-					return errors.New("--backup is not for prune: it chooses by --keep and --keep-within")
+				if err := refuseBackup(); err != nil {
+					return err
 				}
 				if *keep < 1 {
 					return invalid("keep", fmt.Sprint(*keep), "1 or more (the newest backup is never pruned)")
@@ -242,7 +267,7 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 			out.wouldRemove(where)
 			continue
 		}
-		done, err := removeBackup(s, dir, bh.Name())
+		deps, err := removeBackup(s, dir, bh.Name())
 		switch {
 		case errors.Is(err, splitstorage.ErrInUse):
 			out.keep(where, strings.TrimPrefix(errText(err), "split storage: backup "+where+" is not removed: "))
@@ -251,6 +276,10 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 			out.Failed = append(out.Failed, where)
 			code = s.o.failf(exitUnreachable, "removing %s failed: %v; the others go on, run prune again", where, err)
 			continue
+		}
+		done := "removed"
+		if len(deps) > 0 {
+			done = removedFromList(deps)
 		}
 		out.removed(done, where)
 	}

@@ -47,6 +47,8 @@ func TestRemoveAndPrune(t *testing.T) {
 	assert.Contains(t, cmd(3, "rm", "--backup=2020-01-01.000000.zone1-0000000100"), "no such backup")
 	assert.Equal(t, "would remove complete backup ks/0/"+names[1]+"\n", cmd(0, "rm", "--backup="+names[1], "--dry-run"))
 	assert.Contains(t, listed(), names[1], "--dry-run removes nothing")
+	assert.JSONEq(t, `{"backup": "ks/0/`+names[1]+`", "kind": "complete backup", "action": "would remove"}`,
+		cmd(0, "rm", "--backup="+names[1], "--dry-run", "--json"))
 	assert.Contains(t, cmd(0, "rm", "--backup="+names[1]), "removed complete backup ks/0/"+names[1])
 	assert.NotContains(t, listed(), names[1])
 
@@ -54,6 +56,10 @@ func TestRemoveAndPrune(t *testing.T) {
 	assert.Contains(t, cmd(2, "prune", "--keep=0"), "invalid value \"0\" for --keep")
 	assert.Contains(t, cmd(2, "prune", "--keep=1", "--keep-within=-1h"), "--keep-within")
 	assert.Contains(t, cmd(2, "prune", "--keep=1", "--backup="+names[0]), "--backup is not for prune")
+	assert.Contains(t, cmd(2, "ls", "--backup="+names[0]), "--backup is not for ls: it lists every backup (vtfifo show describes one)")
+	for _, sub := range []string{"ls", "prune"} {
+		assert.NotContains(t, run(t, 0, sub, "--help"), "--backup ", "%s's help lists only the flags it uses", sub)
+	}
 	out := cmd(0, "prune", "--keep=1", "--keep-within=60h", "--dry-run")
 	assert.Contains(t, out, "would remove ks/0/"+names[0])
 	assert.NotContains(t, out, names[2], "younger than --keep-within")
@@ -103,7 +109,8 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	assert.Contains(t, cmd(3, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined")
 	assert.Contains(t, cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100"), "released ks/0/2026-11-23.120000")
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
-	assert.Contains(t, cmd(0, "rm", "--backup=2026-11-23.120000.zone1-0000000100"), "removed quarantined backup")
+	assert.JSONEq(t, `{"backup": "ks/0/2026-11-23.120000.zone1-0000000100", "kind": "quarantined backup", "action": "removed"}`,
+		cmd(0, "rm", "--backup=2026-11-23.120000.zone1-0000000100", "--json"))
 	bhs, err = s.ListBackups(ctx, "ks/0")
 	require.NoError(t, err)
 	require.Len(t, bhs, 1)

@@ -76,7 +76,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 // stored beside the backup (split storage), where `vtfifo ls` shows it.
 func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var tr testrestore.Flags
-	var record, quarantine *bool
+	var record, quarantine, asJSON *bool
 	s, bh, code := openBackup(ctx, prog, "Proves a fifo backup restorable: restores and prepares it into a scratch directory, starts a throwaway mysqld\n"+
 		"on it (own socket, no network, no replication), runs CHECK TABLE and counts rows on every table, then stops it\n"+
 		"and removes the scratch directory. The verification record is stored beside the backup (split storage).\n"+
@@ -85,6 +85,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 			tr.Register(fs, "")
 			record = fs.Bool("record", true, "store the verification record beside the backup (split storage)")
 			quarantine = fs.Bool("quarantine-on-failure", false, "when the test fails, quarantine the backup: restores no longer choose it (`vtfifo release` puts it back)")
+			asJSON = fs.Bool("json", false, "print one JSON object (the record, where it was stored, whether the backup was quarantined) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {
 				if err := tr.Validate(); err != nil {
@@ -106,47 +107,79 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	opts.Restore.Config.Progress = 0 // the command shows its own (--progress)
 	opts.Restore.OnManifest = prog2.setLanes
 	opts.Restore.OnRead = prog2.addLane
+	// A test that could not run is a FAIL line; with --json, stdout holds
+	// only the JSON result, and the failure goes to stderr.
+	failed := stdout
+	if *asJSON {
+		failed = stderr
+	}
 	rec, err := testrestore.Run(s.ctx, bh, opts)
 	prog2.stop()
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %s\n", errText(err))
+		fmt.Fprintf(failed, "FAIL: %s\n", errText(err))
 		return 1
 	}
-	return reportTestRestore(s.ctx, bh, rec, *record, *quarantine, stdout)
+	res, err := keepTestRestore(s.ctx, bh, rec, *record, *quarantine)
+	if err != nil {
+		fmt.Fprintf(failed, "FAIL: %s\n", errText(err))
+		return 1
+	}
+	if *asJSON {
+		writeJSON(stdout, res)
+	} else {
+		res.print(stdout)
+	}
+	if rec.Outcome != testrestore.Passed {
+		return 1
+	}
+	return 0
 }
 
-// reportTestRestore prints a test restore's record, stores it beside the
-// backup when asked and possible, quarantines a failed backup when asked,
-// and returns the exit status.
-func reportTestRestore(ctx context.Context, bh backupstorage.BackupHandle, rec testrestore.Record, store, quarantine bool, stdout io.Writer) int {
-	stored := "not stored (--record=false)"
+// TestRestoreResult is what test-restore reports: the record, and what
+// became of it (--json prints it).
+type TestRestoreResult struct {
+	Record      testrestore.Record `json:"record"`
+	Stored      string             `json:"stored"`
+	Quarantined bool               `json:"quarantined"`
+}
+
+// keepTestRestore stores a test restore's record beside the backup when
+// asked and possible, and quarantines a failed backup when asked.
+func keepTestRestore(ctx context.Context, bh backupstorage.BackupHandle, rec testrestore.Record, store, quarantine bool) (TestRestoreResult, error) {
+	res := TestRestoreResult{Record: rec, Stored: "not stored (--record=false)"}
 	if store {
 		switch err := testrestore.Store(ctx, bh, rec); {
 		case errors.Is(err, testrestore.ErrNoRecords):
-			stored = "not stored: " + err.Error()
+			res.Stored = "not stored: " + err.Error()
 		case err != nil:
-			fmt.Fprintf(stdout, "FAIL: the verification record could not be stored: %s\n", errText(err))
-			return 1
+			return res, fmt.Errorf("the verification record could not be stored: %w", err)
 		default:
-			stored = "stored beside the backup"
+			res.Stored = "stored beside the backup"
 		}
 	}
+	if rec.Outcome != testrestore.Passed && quarantine {
+		if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
+			return res, fmt.Errorf("test restore of %s failed and it could not be quarantined: %w", rec.Backup, err)
+		}
+		res.Quarantined = true
+	}
+	return res, nil
+}
+
+// print writes the result as one OK or FAIL line.
+func (res TestRestoreResult) print(w io.Writer) {
+	rec, stored := res.Record, res.Stored
 	if rec.Outcome != testrestore.Passed {
-		if quarantine {
-			if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
-				fmt.Fprintf(stdout, "FAIL: test restore of %s failed and it could not be quarantined: %s\n", rec.Backup, errText(err))
-				return 1
-			}
+		if res.Quarantined {
 			stored += "; the backup is quarantined: restores no longer choose it"
 		}
-		fmt.Fprintf(stdout, "FAIL: test restore of %s (%s, record %s): %s\n", rec.Backup, rec.Duration, stored, rec.Error)
-		return 1
+		fmt.Fprintf(w, "FAIL: test restore of %s (%s, record %s): %s\n", rec.Backup, rec.Duration, stored, rec.Error)
+		return
 	}
 	unchecked := ""
 	if rec.Uncheckable > 0 {
 		unchecked = fmt.Sprintf(" (%d of them with an engine that has no CHECK: counted only)", rec.Uncheckable)
 	}
-	fmt.Fprintf(stdout, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s\n",
+	fmt.Fprintf(w, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s\n",
 		rec.Backup, rec.Duration, humanize.IBytes(uint64(rec.Bytes)), rec.Tool, rec.Server, rec.Tables, unchecked, rec.Rows, stored)
-	return 0
 }

@@ -33,11 +33,13 @@ type CopyOptions struct {
 
 // CopyReport says what CopyBackup did.
 type CopyReport struct {
-	Objects, Copied    int
-	Bytes, CopiedBytes int64
+	Objects     int   `json:"objects"`
+	Bytes       int64 `json:"bytes"`
+	Copied      int   `json:"copied"`
+	CopiedBytes int64 `json:"copied_bytes"`
 	// ServerSide of the copied objects were copied by the storage service
 	// (their bytes never passed through this process).
-	ServerSide int
+	ServerSide int `json:"server_side"`
 }
 
 // CopyBackup copies the complete backup dir/name of s to dst, under the same

@@ -84,6 +84,14 @@ var subcommands = []subcommand{
 		"  vtfifo copy --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0 \\\n" +
 			"      --to-flags-file=/etc/vitess/dr-region.flags --to=--split-storage-s3-prefix=protected",
 		Copy},
+	{"repair", "Repair a backup's damaged parts from its copy in a second split storage, verified after",
+		"Verifies the backup --backup names (complete, quarantined or a retired base); every part found missing or\n" +
+			"damaged is read from the same backup in the storage --from-flags-file and --from describe (where vtfifo copy\n" +
+			"put it), checked against the backup's own index (size and CRC32C), and written in place; then the backup is\n" +
+			"verified whole again. Damage to an index or the completion marker is reported, never guessed at.",
+		"  vtfifo repair --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0 \\\n" +
+			"      --backup=2026-11-23.162035.zone1-0000000100 --from-flags-file=/etc/vitess/dr-region.flags",
+		Repair},
 	{"rm", "Remove one backup, named with --backup (complete, quarantined, or incomplete and old enough)",
 		"Removes the backup --backup names: a complete one, a quarantined one, or an incomplete one started more than\n" +
 			"--incomplete-min-age ago (a younger one may still be running: refused). rm never picks a backup itself.",

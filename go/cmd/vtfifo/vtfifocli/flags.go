@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -111,6 +112,19 @@ func (o *options) refuseBackup(fs *pflag.FlagSet, command, why string) func() er
 	return func() error {
 		if o.backup != "" {
 			return fmt.Errorf("--backup is not for %s: %s", command, why)
+		}
+		return nil
+	}
+}
+
+// requireBackup is for the commands that act only on the backup they are
+// named: --backup's help says so, and the check it returns refuses an empty
+// one, saying why.
+func (o *options) requireBackup(fs *pflag.FlagSet, why string) func() error {
+	fs.Lookup("backup").Usage = "name of the backup (as ls lists it); required: " + why
+	return func() error {
+		if o.backup == "" {
+			return errors.New("--backup is required: " + why)
 		}
 		return nil
 	}

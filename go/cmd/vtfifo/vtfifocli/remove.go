@@ -28,9 +28,10 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
 			dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, kind, action, kept_as_base_of) instead of a line")
+			required := o.requireBackup(fs, "rm removes the backup it names, never one it picks")
 			return func() error {
-				if o.backup == "" {
-					return errors.New("--backup is required: rm removes the backup it names, never one it picks")
+				if err := required(); err != nil {
+					return err
 				}
 				if *minAge < 0 {
 					return invalid("incomplete-min-age", minAge.String(), "a duration >= 0")
@@ -291,12 +292,7 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 func Release(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	s, code := openSession(ctx, prog, "Puts a quarantined backup (one that failed its test restore) back among the backups restores choose from.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
-			return func() error {
-				if o.backup == "" {
-					return errors.New("--backup is required")
-				}
-				return nil
-			}
+			return o.requireBackup(fs, "release puts back the quarantined backup it names")
 		})
 	if s == nil {
 		return code

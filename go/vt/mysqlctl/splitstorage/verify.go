@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"golang.org/x/sync/errgroup"
 
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
@@ -72,15 +73,27 @@ func (p Problem) Error() string {
 // against the index, streamed (no part is held in memory). It returns every
 // problem found (up to MaxProblems), each a Problem, joined.
 func (h *Handle) VerifyParts(ctx context.Context, opts VerifyPartsOptions) (VerifyPartsReport, error) {
-	prefix := backupPrefix(h.dir, h.name)
-	doc, err := readSmall(ctx, h.e.be, prefix+completeMarker)
-	if errors.Is(err, ErrNotExist) {
-		// A retired base keeps its completion marker in its retired one.
-		if r, rerr := readRetired(ctx, h.e.be, prefix); rerr == nil {
-			doc, err = r.Complete, nil
+	doc, err := savedComplete(ctx, h.e.be, backupPrefix(h.dir, h.name), false)
+	return h.verifyAgainst(ctx, doc, err, opts)
+}
+
+// savedComplete reads the completion marker of the backup at prefix, or
+// the one a retired base keeps in its retired marker, or with quarantined
+// the one a quarantined backup keeps in its quarantine marker.
+func savedComplete(ctx context.Context, be backend.Backend, prefix string, quarantined bool) ([]byte, error) {
+	doc, err := readSmall(ctx, be, prefix+completeMarker)
+	if !errors.Is(err, ErrNotExist) {
+		return doc, err
+	}
+	if r, rerr := readRetired(ctx, be, prefix); rerr == nil {
+		return r.Complete, nil
+	}
+	if quarantined {
+		if q, qerr := readQuarantine(ctx, be, prefix); qerr == nil {
+			return q.Complete, nil
 		}
 	}
-	return h.verifyAgainst(ctx, doc, err, opts)
+	return nil, err
 }
 
 // verifyAgainst is VerifyParts against the completion marker doc (or the

@@ -1,0 +1,67 @@
+package vtfifocli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRepair: a part damaged in one storage is repaired from the copy in a
+// second one and the backup verifies after (exit 0, one line per part); the
+// same part damaged in both fails naming file and part (exit 1); a copy
+// storage without the backup is "not found" (exit 3); usage errors exit 2.
+func TestRepair(t *testing.T) {
+	root, names := proofStorage(t)
+	dr := t.TempDir()
+	require.NoError(t, os.CopyFS(dr, os.DirFS(root)))
+	name := names[1]
+	parts, err := filepath.Glob(filepath.Join(root, "ks", "0", name, "*.part-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, parts)
+	damage := func(path string) {
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		b[len(b)/2] ^= 0xff
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+	}
+	key := strings.TrimPrefix(parts[0], root+"/")
+	from := "--from=--split-storage-root=" + dr
+
+	out, errOut := runSplit(t, 0, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name, from)
+	assert.Equal(t, "OK: backup ks/0/"+name+" verifies: nothing to repair\n", out)
+	assert.Empty(t, errOut)
+
+	damage(parts[0])
+	out, errOut = runSplit(t, 0, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name, from)
+	assert.Equal(t, "repaired "+key+" from "+dr+"\nOK: backup ks/0/"+name+" verifies after the repair: 1 parts replaced from "+dr+"\n", out)
+	assert.Empty(t, errOut)
+	out, _ = runSplit(t, 0, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name, from)
+	assert.Equal(t, "OK: backup ks/0/"+name+" verifies: nothing to repair\n", out)
+
+	damage(parts[0])
+	damage(filepath.Join(dr, key))
+	out, errOut = runSplit(t, 1, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name, from, "--json")
+	var res RepairResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, RepairResult{Backup: "ks/0/" + name, From: dr, Damaged: res.Damaged}, res)
+	require.Len(t, res.Damaged, 1)
+	assert.Contains(t, res.Damaged[0], "backup ks/0/"+name+", file MANIFEST, part 1 ("+key+"): checksum mismatch")
+	assert.Contains(t, errOut, "vtfifo repair: split storage: repairing backup ks/0/"+name+" from file:"+dr+": file MANIFEST, part 1 ("+key+
+		"): the copy's part is damaged too: expected crc32c")
+	assert.True(t, strings.HasSuffix(errOut, "; the backup is still damaged: repair it from another copy, or restore another backup\n"), errOut)
+
+	_, errOut = runSplit(t, 3, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name, "--from=--split-storage-root="+t.TempDir())
+	assert.Contains(t, errOut, "holds no complete copy of it")
+
+	_, errOut = runSplit(t, 2, root, "repair", "--keyspace=ks", "--shard=0", from)
+	assert.Contains(t, errOut, "--backup is required: repair works on the backup it names, never one it picks")
+	_, errOut = runSplit(t, 2, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name)
+	assert.Contains(t, errOut, "--from-flags-file or --from is required: the storage holding the copy")
+	_, errOut = runSplit(t, 2, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name, "--from=--tape")
+	assert.Contains(t, errOut, `invalid value "--tape" for --from: allowed values are --split-storage-* flags`)
+}

@@ -59,6 +59,9 @@ type options struct {
 	// notes is where what the command decided for the operator goes
 	// (stderr: stdout carries only data, an export's stream included).
 	notes io.Writer
+	// console is stderr as notes and log lines reach it (progress bars stay
+	// below them); nil in tests that make options by hand.
+	console *console
 	// flags is the parsed set: Vitess's decompression flags are read from it.
 	flags *pflag.FlagSet
 

@@ -16,21 +16,29 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
-// progress shows how far a command that reads a whole backup is. On a
-// terminal: a live bar per lane and one for the total, with bytes, rate and
-// ETA (mpb). Otherwise (--progress=always): one plain line every
+// progress shows how far a command that reads a whole backup is, and in
+// which phase (download, prepare, start, check). On a terminal: a line with
+// the phase and its time, a live bar per lane and one for the total, with
+// bytes, rate and ETA (mpb), fitted to the terminal's width; log lines are
+// printed above them (console), never over them. Otherwise
+// (--progress=always): a plain line at each phase and every
 // --progress-interval with the same numbers, for logs.
 type progress struct {
-	out   io.Writer
-	what  string
-	start time.Time
+	out     io.Writer
+	what    string
+	start   time.Time
+	console *console // nil: nothing else writes on out
 
 	bytes, parts, total atomic.Int64
 	mu                  sync.Mutex
 	lanes               []laneProgress // set once by setLanes
+	phaseName           string
+	phaseStart          time.Time
 
 	bars     *mpb.Progress // terminal only
+	phaseBar *mpb.Bar
 	totalBar *mpb.Bar
+	plain    bool // plain lines (not a terminal, --progress=always)
 	done     chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -52,13 +60,22 @@ func isTerminal(w io.Writer) bool {
 }
 
 func newProgress(o *options, out io.Writer, what string) *progress {
-	p := &progress{out: out, what: what, start: time.Now(), done: make(chan struct{})}
+	p := &progress{out: out, what: what, start: time.Now(), done: make(chan struct{}), console: o.console}
+	p.phaseStart = p.start
 	tty := isTerminal(out)
 	switch {
 	case o.progress == "never" || (o.progress == "auto" && !tty):
 	case tty:
-		p.bars = mpb.New(mpb.WithOutput(out), mpb.WithWidth(100), mpb.WithRefreshRate(200*time.Millisecond))
+		// mpb fits every line to the terminal's width (a bar's own width is
+		// what the decorators leave).
+		p.bars = mpb.New(mpb.WithOutput(out), mpb.WithWidth(40), mpb.WithRefreshRate(200*time.Millisecond))
+		p.phaseBar = p.bars.New(0, mpb.SpinnerStyle(),
+			mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return p.phaseLabel() })))
+		if p.console != nil {
+			p.console.above(p.bars)
+		}
 	default:
+		p.plain = true
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -85,13 +102,42 @@ func (p *progress) bar(name string, total int64) *mpb.Bar {
 			decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncSpace)))
 }
 
+// phase says that a phase of the command begins; a phase said again (each
+// backup of an incremental chain is downloaded, then prepared) goes on.
+func (p *progress) phase(name string) {
+	p.mu.Lock()
+	prev, took := p.phaseName, time.Since(p.phaseStart).Round(time.Second)
+	if prev != name {
+		p.phaseName, p.phaseStart = name, time.Now()
+	}
+	p.mu.Unlock()
+	if prev == name || !p.plain {
+		return
+	}
+	after := ""
+	if prev != "" {
+		after = fmt.Sprintf(" (%s took %v)", prev, took)
+	}
+	fmt.Fprintf(p.out, "%s: %s%s\n", p.what, name, after)
+}
+
+// phaseLabel is the terminal's first line: what, the phase and its time.
+func (p *progress) phaseLabel() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.phaseName == "" {
+		return p.what
+	}
+	return fmt.Sprintf("%s: %s %v", p.what, p.phaseName, time.Since(p.phaseStart).Round(time.Second))
+}
+
 // setTotal sets the bytes the command will read (without lanes: parts).
 func (p *progress) setTotal(n int64) {
 	p.total.Store(n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bars != nil && p.totalBar == nil {
-		p.totalBar = p.bar(p.what, n)
+		p.totalBar = p.bar("total", n)
 	}
 }
 
@@ -195,6 +241,38 @@ func (p *progress) stop() {
 				b.Abort(false) // short of its total (the command failed): left drawn as it is
 			}
 		}
+		p.phaseBar.SetTotal(-1, true)
+		if p.console != nil {
+			p.console.above(nil)
+		}
 		p.bars.Wait()
 	})
+}
+
+// console is stderr as a command writes it (notes, log lines): while a
+// terminal shows progress bars, every line goes above them, so that none is
+// drawn over.
+type console struct {
+	mu   sync.Mutex
+	w    io.Writer
+	bars io.Writer
+}
+
+func (c *console) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	bars := c.bars
+	c.mu.Unlock()
+	if bars != nil {
+		if n, err := bars.Write(b); err == nil {
+			return n, nil
+		}
+	}
+	return c.w.Write(b)
+}
+
+// above sends what is written above bars from now on (nil: straight out).
+func (c *console) above(bars io.Writer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bars = bars
 }

@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/mattn/go-runewidth"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -69,6 +71,17 @@ func TestProgressPlainLines(t *testing.T) {
 	assert.GreaterOrEqual(t, len(lines), 3, "%q", s)
 	assert.Regexp(t, `^vtfifo verify ks/0/b: \S+ \S+ of 3\.0 MiB \(\d+%\), ETA \S+, \S+ \S+/s; lanes \d+% \d+%$`, lines[1])
 
+	var phases syncBuffer
+	p = newProgress(&options{progress: "always", progressInterval: time.Hour}, &phases, "vtfifo test-restore ks/0/b")
+	for _, ph := range []string{"download", "download", "prepare", "start", "check"} {
+		p.phase(ph)
+	}
+	p.stop()
+	assert.Equal(t, "vtfifo test-restore ks/0/b: download\n"+
+		"vtfifo test-restore ks/0/b: prepare (download took 0s)\n"+
+		"vtfifo test-restore ks/0/b: start (prepare took 0s)\n"+
+		"vtfifo test-restore ks/0/b: check (start took 0s)\n", phases.String(), "a line per phase, a phase said again goes on")
+
 	var quiet syncBuffer
 	feedLanes(newProgress(&options{progress: "auto", progressInterval: 100 * time.Millisecond}, &quiet, "x"), 3, 60*time.Millisecond)
 	assert.Empty(t, quiet.String(), "auto: nothing when not on a terminal")
@@ -85,3 +98,122 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// TestProgressWithLogsAtTerminalWidths: on a terminal of 80 and of 200
+// columns, with log lines written while the bars run and the phase moving
+// from download to prepare: once the output is played on a screen (cursor
+// up, erase below, carriage returns), every log line is there whole, above
+// the bars, none drawn over; no line is wider than the terminal, and the
+// bars keep their rate and ETA (nothing cut off).
+func TestProgressWithLogsAtTerminalWidths(t *testing.T) {
+	for _, cols := range []int{80, 200} {
+		t.Run(fmt.Sprintf("%d-columns", cols), func(t *testing.T) {
+			master, tty, err := pty.Open()
+			require.NoError(t, err)
+			defer master.Close()
+			require.NoError(t, pty.Setsize(tty, &pty.Winsize{Rows: 50, Cols: uint16(cols)}))
+			var out bytes.Buffer
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = io.Copy(&out, master) }()
+
+			con := &console{w: tty}
+			o := &options{progress: "auto", progressInterval: time.Hour, console: con, notes: con, prog: "vtfifo restore"}
+			p := newProgress(o, tty, "vtfifo restore ks/0/2026-11-25.101010.zone1-0000000100")
+			p.phase("download")
+			p.setLanes(&fifobackupengine.Manifest{StoredBytes: 3 << 30, Lanes: []fifobackupengine.LaneInfo{{StoredBytes: 1 << 30}, {StoredBytes: 2 << 30}}})
+			var logs []string
+			for i := range 8 {
+				p.addLane(0, (1<<30)/8)
+				p.addLane(1, (2<<30)/8)
+				line := fmt.Sprintf("I1125 10:10:1%d.000000 restore.go:42] log line %d written while the bars run", i, i)
+				logs = append(logs, line)
+				fmt.Fprintln(con, line)
+				time.Sleep(120 * time.Millisecond)
+			}
+			p.phase("prepare")
+			o.notef("preparing with mariabackup 10.11.13")
+			time.Sleep(400 * time.Millisecond)
+			p.stop()
+			require.NoError(t, tty.Close())
+			wg.Wait()
+
+			screen := playOnScreen(out.String())
+			t.Logf("screen:\n%s", strings.Join(screen, "\n"))
+			text := strings.Join(screen, "\n")
+			for _, l := range append(logs, "vtfifo restore: preparing with mariabackup 10.11.13") {
+				assert.Contains(t, screen, l, "a log line drawn over or cut:\n%s", text)
+			}
+			for _, l := range screen {
+				assert.LessOrEqual(t, runewidth.StringWidth(l), cols, "wider than the terminal: %q", l)
+			}
+			last := screen[len(screen)-4:]
+			assert.Contains(t, last[0], "vtfifo restore ks/0/2026-11-25.101010.zone1-0000000100: prepare", text)
+			for i, name := range []string{"lane 0", "lane 1", "total"} {
+				assert.True(t, strings.HasPrefix(last[i+1], name), "bar %q below the logs:\n%s", name, text)
+				assert.Contains(t, last[i+1], "ETA", "the bar keeps its ETA:\n%s", text)
+				assert.NotContains(t, last[i+1], "…", "the bar is not cut:\n%s", text)
+			}
+			assert.Contains(t, last[3], "3.0 GiB / 3.0 GiB")
+		})
+	}
+}
+
+// playOnScreen plays what a program wrote on a terminal (text, CR, LF, and
+// the cursor-up and erase-below sequences the bars use; other sequences are
+// dropped) and returns the lines left on the screen.
+func playOnScreen(s string) []string {
+	var lines [][]rune
+	row, col := 0, 0
+	put := func(r rune) {
+		for len(lines) <= row {
+			lines = append(lines, nil)
+		}
+		for len(lines[row]) < col {
+			lines[row] = append(lines[row], ' ')
+		}
+		if col < len(lines[row]) {
+			lines[row][col] = r
+		} else {
+			lines[row] = append(lines[row], r)
+		}
+		col++
+	}
+	csi := regexp.MustCompile(`^\x1b\[\??([0-9;]*)([A-Za-z])`)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		switch rs[i] {
+		case '\r':
+			col = 0
+		case '\n':
+			row, col = row+1, 0
+		case '\x1b':
+			m := csi.FindStringSubmatch(string(rs[i:min(i+16, len(rs))]))
+			if m == nil {
+				continue
+			}
+			i += len([]rune(m[0])) - 1
+			switch m[2] {
+			case "A":
+				n := 1
+				fmt.Sscan(m[1], &n)
+				row = max(row-n, 0)
+			case "J":
+				if row < len(lines) {
+					lines[row] = lines[row][:min(col, len(lines[row]))]
+					lines = lines[:row+1]
+				}
+			}
+		default:
+			put(rs[i])
+		}
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		out = append(out, strings.TrimRight(string(l), " "))
+	}
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
+}

@@ -52,6 +52,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 		Config: cfg, Prepare: *prepare, DefaultsFile: *defaultsFile,
 		OnManifest: prog2.setLanes,
 		OnRead:     prog2.addLane,
+		OnPhase:    prog2.phase,
 		Logger:     s.logger,
 	})
 	prog2.stop()
@@ -107,6 +108,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	opts.Restore.Config.Progress = 0 // the command shows its own (--progress)
 	opts.Restore.OnManifest = prog2.setLanes
 	opts.Restore.OnRead = prog2.addLane
+	opts.OnPhase = prog2.phase
 	// A test that could not run is a FAIL line; with --json, stdout holds
 	// only the JSON result, and the failure goes to stderr.
 	failed := stdout

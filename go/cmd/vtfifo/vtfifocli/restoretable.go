@@ -45,7 +45,11 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			user = fs.String("mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
 			unreplicated = fs.Bool("unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not replicated, it is meant for that server only (default: such a server is refused)")
 			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
+			o.registerProgressFlags(fs)
 			return func() error {
+				if err := o.validateProgress(); err != nil {
+					return err
+				}
 				if *targetDir == "" {
 					return errors.New("--target-dir is required")
 				}
@@ -104,9 +108,12 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	cfg := fifobackupengine.FlagConfig()
 	cfg.Progress = 0
 	start := time.Now()
+	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
 		Config: cfg, Prepare: true, Tables: patterns, Logger: s.logger,
+		OnManifest: p.setLanes, OnRead: p.addLane, OnPhase: p.phase,
 	})
+	p.stop()
 	if err != nil {
 		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 		return 1

@@ -202,7 +202,8 @@ type session struct {
 func openSession(ctx context.Context, prog, usage string, args []string, stderr io.Writer, extra func(*pflag.FlagSet, *options) func() error) (*session, int) {
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	o := registerBackupFlags(fs, prog)
-	o.notes = stderr
+	o.console = &console{w: stderr}
+	o.notes = o.console
 	check := extra(fs, o)
 	if code := parse(fs, prog, usage, args, stderr); code >= 0 {
 		return nil, code
@@ -219,7 +220,7 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 		return nil, 2
 	}
 	ctx, cancel := o.withTimeout(ctx)
-	bs, logger, err := o.openStorage(stderr)
+	bs, logger, err := o.openStorage(o.console)
 	if err != nil {
 		cancel()
 		return nil, o.failf(exitUnreachable, "cannot open %s: %v", storageLocation(o), err)
@@ -280,9 +281,10 @@ func (s *session) releaseLease() {
 func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var output *string
 	s, bh, code := openBackup(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\n"+exitStatusHelp, args, stdout, stderr,
-		func(fs *pflag.FlagSet, _ *options) func() error {
+		func(fs *pflag.FlagSet, o *options) func() error {
 			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
-			return nil
+			o.registerProgressFlags(fs)
+			return o.validateProgress
 		})
 	if s == nil {
 		return code
@@ -298,7 +300,10 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		}
 		w = file
 	}
-	n, err := fifobackupengine.Export(s.ctx, bh, w, fifobackupengine.ExportOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
+	p := newProgress(s.o, stderr, prog+" "+s.o.dir()+"/"+bh.Name())
+	n, err := fifobackupengine.Export(s.ctx, bh, w, fifobackupengine.ExportOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags),
+		OnManifest: p.setLanes, OnRead: p.addLane, Logger: s.logger})
+	p.stop()
 	if file != nil {
 		if cerr := file.Close(); err == nil {
 			err = cerr

@@ -19,7 +19,11 @@ import (
 type ExportOptions struct {
 	// Compression is the local decompressor configuration, as restore uses it.
 	Compression CompressionConfig
-	Logger      logutil.Logger
+	// OnManifest, if set, is called once the MANIFEST is read and checked;
+	// OnRead with the stored bytes read from a lane (progress).
+	OnManifest func(*Manifest)
+	OnRead     func(lane int, n int)
+	Logger     logutil.Logger
 }
 
 // Export writes a backup to w as one stock xbstream, the stream Percona's
@@ -39,9 +43,12 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	if err != nil {
 		return 0, err
 	}
+	if opts.OnManifest != nil {
+		opts.OnManifest(m)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), logger: opts.Logger}).lanes()
+	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes()
 	readers := make([]io.Reader, len(lanes))
 	counts := make([]int64, len(lanes))
 	var opened []io.Closer

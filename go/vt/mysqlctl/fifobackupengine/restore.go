@@ -48,20 +48,34 @@ func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestorePara
 }
 
 type restoreRun struct {
-	cfg    Config
-	params mysqlctl.RestoreParams
-	bh     backupstorage.BackupHandle
-	m      *Manifest
-	chain  []member // what restores m, full first (resolveChain)
-	stats  *phaseStats
-	logger logutil.Logger
-	onRead func(lane, n int) // stored bytes read (progress); may be nil
+	cfg     Config
+	params  mysqlctl.RestoreParams
+	bh      backupstorage.BackupHandle
+	m       *Manifest
+	chain   []member // what restores m, full first (resolveChain)
+	stats   *phaseStats
+	logger  logutil.Logger
+	onRead  func(lane, n int)  // stored bytes read (progress); may be nil
+	onPhase func(phase string) // each phase as it begins (progress); may be nil
 	// checkTables: the last prepare validates the indexes (prepareStep).
 	checkTables bool
 
 	// scope is what the restore restores: everything, or some tables.
 	scope     restoreScope
 	readBytes atomic.Int64 // stored bytes read, every backup of the chain
+}
+
+// The phases of a restore, as RestoreDirOptions.OnPhase names them.
+const (
+	PhaseDownload = "download"
+	PhasePrepare  = "prepare"
+)
+
+// phase says that a phase begins.
+func (r *restoreRun) phase(name string) {
+	if r.onPhase != nil {
+		r.onPhase(name)
+	}
 }
 
 func (r *restoreRun) execute(ctx context.Context) error {
@@ -181,6 +195,7 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 // extract downloads, decompresses and extracts all lanes of one backup in
 // parallel into staging.
 func (r *restoreRun) extract(ctx context.Context, c member, staging string) error {
+	r.phase(PhaseDownload)
 	bh, m := c.bh, c.m
 	n := len(m.Lanes)
 	var read atomic.Int64
@@ -264,6 +279,7 @@ func (r *restoreRun) checkTool(tool *backupTool) error {
 
 // prepare runs the tool's --prepare of one step of a chain (prepareStep).
 func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepareStep) error {
+	r.phase(PhasePrepare)
 	openFiles, err := toolOpenFiles(step.TargetDir)
 	if err != nil {
 		return err

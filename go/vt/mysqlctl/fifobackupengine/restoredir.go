@@ -45,8 +45,12 @@ type RestoreDirOptions struct {
 	OnManifest func(*Manifest)
 	// OnRead is called with the stored bytes read from a lane (progress).
 	OnRead func(lane int, n int)
-	Stats  backupstats.Stats
-	Logger logutil.Logger
+	// OnPhase, if set, is called as each phase begins: PhaseDownload (a
+	// backup's lanes read and extracted), PhasePrepare (the tool's prepare);
+	// once per backup of an incremental chain.
+	OnPhase func(phase string)
+	Stats   backupstats.Stats
+	Logger  logutil.Logger
 }
 
 // RestoreDirReport is what RestoreToDir did.
@@ -96,7 +100,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if opts.OnManifest != nil {
 		opts.OnManifest(m)
 	}
-	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead, checkTables: opts.CheckTables, scope: wholeBackup{}}
+	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead, onPhase: opts.OnPhase, checkTables: opts.CheckTables, scope: wholeBackup{}}
 	var tables *tableRestore
 	if opts.Tables != nil {
 		if !opts.Prepare {

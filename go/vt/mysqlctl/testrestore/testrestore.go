@@ -107,8 +107,18 @@ type Options struct {
 	// are checked (vtfifo selftest compares them with their source); its
 	// error fails the test restore.
 	Inspect func(ctx context.Context, db *sql.DB) error
+	// OnPhase, if set, is called as each phase begins: the restore's
+	// (Restore.OnPhase: download, prepare), then PhaseStart (the throwaway
+	// mysqld) and PhaseCheck (CHECK TABLE and the row counts).
+	OnPhase func(phase string)
 	Logger  logutil.Logger
 }
+
+// The phases of a test restore after those of the restore.
+const (
+	PhaseStart = "start"
+	PhaseCheck = "check"
+)
 
 // Run test-restores bh and returns its record. A failed check is a record
 // with Outcome Failed (and a nil error). The error is for a run that reached
@@ -196,6 +206,11 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	if ro.Logger == nil {
 		ro.Logger = logger
 	}
+	phase := func(string) {}
+	if opts.OnPhase != nil {
+		phase = opts.OnPhase
+		ro.OnPhase = phase
+	}
 	logger.Infof("test restore: restoring %s into %s", rec.Backup, dataDir)
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
 	if err != nil {
@@ -216,6 +231,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 		return err
 	}
 	logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", srv.bin, dataDir)
+	phase(PhaseStart)
 	db, err := srv.start(ctx, args, opts.StartTimeout)
 	if err != nil {
 		return err
@@ -225,6 +241,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rec.Server); err != nil {
 		return fmt.Errorf("SELECT VERSION(): %w", err)
 	}
+	phase(PhaseCheck)
 	if err := checkTables(ctx, db, opts.CheckConcurrency, rec, logger); err != nil {
 		return err
 	}

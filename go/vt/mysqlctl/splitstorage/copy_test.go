@@ -28,12 +28,7 @@ func TestCopyBackup(t *testing.T) {
 	srcSrv, dstSrv := splitstoragetest.Local(t), splitstoragetest.Local(t)
 	src, dst := newStorage(t, srcSrv.Config), newStorage(t, dstSrv.Config)
 	dir, name := "ks/0", "2026-11-23.120000.zone1-0000000100"
-	bh, err := src.StartBackup(ctx, dir, name)
-	require.NoError(t, err)
-	for i, size := range []int64{10 << 20, 1 << 20, 300} {
-		require.NoError(t, writeFile(ctx, bh, "f"+string(rune('0'+i)), newGen(uint64(i), size), rand.New(rand.NewPCG(1, uint64(i)))))
-	}
-	require.NoError(t, bh.EndBackup(ctx))
+	writeBackup(ctx, t, src, dir, name, 10<<20, 1<<20, 300)
 	sh := findBackup(t, src, dir, name).(*splitstorage.Handle)
 	require.NoError(t, sh.PutSidecar(ctx, "verification", []byte(`{"outcome":"passed"}`)))
 	listed := func() int {
@@ -45,7 +40,7 @@ func TestCopyBackup(t *testing.T) {
 	// Stopped after three objects.
 	stopCtx, stop := context.WithCancel(ctx)
 	var n atomic.Int32
-	_, err = src.CopyBackup(stopCtx, dst, dir, name, splitstorage.CopyOptions{Concurrency: 1, OnObject: func(string, int64, bool) {
+	_, err := src.CopyBackup(stopCtx, dst, dir, name, splitstorage.CopyOptions{Concurrency: 1, OnObject: func(string, int64, bool) {
 		if n.Add(1) == 3 {
 			stop()
 		}
@@ -54,14 +49,9 @@ func TestCopyBackup(t *testing.T) {
 	assert.Equal(t, 0, listed(), "a partial copy is never listed")
 
 	// A part already copied, damaged at the destination.
-	var part string
-	require.NoError(t, filepath.WalkDir(dstSrv.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && part == "" && strings.Contains(d.Name(), ".part-") {
-			part = p
-		}
-		return err
-	}))
-	require.NotEmpty(t, part, "some part was copied before the stop")
+	copied := partFiles(t, dstSrv.Dir)
+	require.NotEmpty(t, copied, "some part was copied before the stop")
+	part := copied[0]
 	b, err := os.ReadFile(part)
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0xff
@@ -98,6 +88,17 @@ func TestCopyBackup(t *testing.T) {
 	_, err = src.CopyBackup(ctx, dst, dir, "2026-01-01.000000.zone1-0000000100", splitstorage.CopyOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not complete at the source")
+}
+
+// writeBackup stores a complete backup dir/name in s with one file of each
+// size, f0, f1, ...: bytes of newGen, written in random-sized writes.
+func writeBackup(ctx context.Context, t *testing.T, s *splitstorage.Storage, dir, name string, sizes ...int64) {
+	bh, err := s.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	for i, size := range sizes {
+		require.NoError(t, writeFile(ctx, bh, "f"+string(rune('0'+i)), newGen(uint64(i), size), rand.New(rand.NewPCG(1, uint64(i)))))
+	}
+	require.NoError(t, bh.EndBackup(ctx))
 }
 
 // TestCopyBackupServerSide: between two prefixes of one S3 endpoint

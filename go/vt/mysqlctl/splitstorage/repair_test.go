@@ -3,7 +3,6 @@ package splitstorage_test
 import (
 	"bytes"
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,13 +27,8 @@ func TestRepairBackup(t *testing.T) {
 	srcSrv, dstSrv := splitstoragetest.Local(t), splitstoragetest.Local(t)
 	src, dst := newStorage(t, srcSrv.Config), newStorage(t, dstSrv.Config)
 	dir, name := "ks/0", "2026-11-23.120000.zone1-0000000100"
-	bh, err := src.StartBackup(ctx, dir, name)
-	require.NoError(t, err)
-	for i, size := range []int64{18 << 20, 300} {
-		require.NoError(t, writeFile(ctx, bh, "f"+string(rune('0'+i)), newGen(uint64(i), size), rand.New(rand.NewPCG(1, uint64(i)))))
-	}
-	require.NoError(t, bh.EndBackup(ctx))
-	_, err = src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
+	writeBackup(ctx, t, src, dir, name, 18<<20, 300)
+	_, err := src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
 	require.NoError(t, err)
 	want, err := readAll(ctx, findBackup(t, src, dir, name), "f0")
 	require.NoError(t, err)

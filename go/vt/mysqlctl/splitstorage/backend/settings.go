@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/pflag"
+	"vitess.io/vitess/go/vt/utils"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
@@ -46,3 +47,11 @@ func CheckEndpoint(p *flagvalue.Problems, flag, v, allowed string) {
 
 // Selected is how Check's "required" problems name the condition.
 func Selected(kind string) string { return "--split-storage-backend=" + kind }
+
+// StringFlag declares the string flag name in fs, bound to p with *p as its
+// default, its help after the storage's prefix, and documents its allowed
+// values ("" when any value is).
+func StringFlag(fs *pflag.FlagSet, p *string, name, allowed, usage string) {
+	utils.SetFlagStringVar(fs, p, name, *p, "split backup storage: "+usage)
+	flagvalue.Document(name, allowed)
+}

@@ -6,8 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/utils"
-
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
@@ -31,10 +29,7 @@ func (c *Config) Kind() string { return Name }
 func (c *Config) Defaults() { *c = Config{} }
 
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	str := func(p *string, name, allowed, usage string) {
-		utils.SetFlagStringVar(fs, p, name, *p, "split backup storage: "+usage)
-		flagvalue.Document(name, allowed)
-	}
+	str := func(p *string, name, allowed, usage string) { backend.StringFlag(fs, p, name, allowed, usage) }
 	required := "must be set when " + backend.Selected(Name)
 	str(&c.Account, flagAccount, required, "Azure storage account name.")
 	str(&c.Container, flagContainer, required, "Azure blob container.")

@@ -6,8 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/utils"
-
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
@@ -24,11 +22,9 @@ func (c *Config) Kind() string { return Name }
 func (c *Config) Defaults() { *c = Config{} }
 
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	utils.SetFlagStringVar(fs, &c.Bucket, flagBucket, c.Bucket,
-		"split backup storage: GCS bucket (STORAGE_EMULATOR_HOST is honoured).")
-	flagvalue.Document(flagBucket, "must be set when "+backend.Selected(Name))
-	utils.SetFlagStringVar(fs, &c.Prefix, "split-storage-gcs-prefix", c.Prefix,
-		"split backup storage: object name prefix inside the GCS bucket.")
+	backend.StringFlag(fs, &c.Bucket, flagBucket, "must be set when "+backend.Selected(Name),
+		"GCS bucket (STORAGE_EMULATOR_HOST is honoured).")
+	backend.StringFlag(fs, &c.Prefix, "split-storage-gcs-prefix", "", "object name prefix inside the GCS bucket.")
 }
 
 func (c *Config) Check(selected bool, p *flagvalue.Problems) {

@@ -5,8 +5,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/utils"
-
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
@@ -28,8 +26,7 @@ func (c *Config) Kind() string { return Name }
 func (c *Config) Defaults() { *c = Config{} }
 
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	utils.SetFlagStringVar(fs, &c.Root, flagRoot, c.Root, "split backup storage: root directory of the file backend.")
-	flagvalue.Document(flagRoot, "must be set when "+backend.Selected(Name))
+	backend.StringFlag(fs, &c.Root, flagRoot, "must be set when "+backend.Selected(Name), "root directory of the file backend.")
 }
 
 func (c *Config) Check(selected bool, p *flagvalue.Problems) {

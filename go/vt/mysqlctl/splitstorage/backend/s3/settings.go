@@ -7,8 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/utils"
-
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
@@ -33,10 +31,7 @@ func (c *Config) Kind() string { return Name }
 func (c *Config) Defaults() { *c = Config{Region: "us-east-1"} }
 
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	str := func(p *string, name, allowed, usage string) {
-		utils.SetFlagStringVar(fs, p, name, *p, "split backup storage: "+usage)
-		flagvalue.Document(name, allowed)
-	}
+	str := func(p *string, name, allowed, usage string) { backend.StringFlag(fs, p, name, allowed, usage) }
 	required := "must be set when " + backend.Selected(Name)
 	str(&c.Endpoint, flagEndpoint, allowedEndpoint, "S3 endpoint URL, http:// or https:// (empty: AWS).")
 	str(&c.Region, "split-storage-s3-region", required, "S3 region.")

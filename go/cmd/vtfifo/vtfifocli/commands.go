@@ -92,6 +92,12 @@ var subcommands = []subcommand{
 		"  vtfifo repair --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0 \\\n" +
 			"      --backup=2026-11-23.162035.zone1-0000000100 --from-flags-file=/etc/vitess/dr-region.flags",
 		Repair},
+	{"key-check", "List the key file's key IDs and, for every backup of a shard, whether the key file opens it",
+		"Prints the key IDs of --split-storage-encryption-key-file (never a key), the first being the one that wraps\n" +
+			"new backups, then every complete backup of the shard with the ID of the key that wraps its data key and\n" +
+			"whether the key file unwraps it. Exit 1 when one does not: run it before a key leaves the file.",
+		"  vtfifo key-check --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0",
+		KeyCheck},
 	{"rm", "Remove one backup, named with --backup (complete, quarantined, or incomplete and old enough)",
 		"Removes the backup --backup names: a complete one, a quarantined one, or an incomplete one started more than\n" +
 			"--incomplete-min-age ago (a younger one may still be running: refused). rm never picks a backup itself.",

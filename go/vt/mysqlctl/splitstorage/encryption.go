@@ -89,6 +89,29 @@ func (h *Handle) EncryptionKeyID(ctx context.Context) (string, error) {
 	return env.KeyID, nil
 }
 
+// CheckKey says whether this storage's key file opens the backup: the ID of
+// the master key that wraps its data key ("" for a backup in the clear), and
+// the error unwrapping it (no key file, no key of that ID, or another key
+// under that ID). Nothing but the start marker is read.
+func (h *Handle) CheckKey(ctx context.Context) (keyID string, err error) {
+	env, err := h.envelope(ctx)
+	if err != nil || env == nil {
+		return "", err
+	}
+	_, err = h.readDataKey(ctx)
+	return env.KeyID, err
+}
+
+// Keys lists the IDs of the storage's key file, the current one first (nil
+// without --split-storage-encryption-key-file), and the file.
+func (s *Storage) Keys(ctx context.Context) ([]string, string, error) {
+	e, err := s.env(ctx)
+	if err != nil || e.keys == nil {
+		return nil, "", err
+	}
+	return e.keys.IDs(), e.keys.Source(), nil
+}
+
 // checkEncryptedIndex checks what a version 3 index adds: the scheme, parts
 // of whole frames, frames that can hold a tag, and a size that is what the
 // frames hold.

@@ -126,6 +126,9 @@ func NewKeyLine(id string) (string, error) {
 // Source is where the keys were read from.
 func (kr *Keyring) Source() string { return kr.source }
 
+// IDs lists the keys' IDs, the current one (that wraps new data keys) first.
+func (kr *Keyring) IDs() []string { return append([]string(nil), kr.ids...) }
+
 // CurrentID is the ID of the key that wraps new data keys.
 func (kr *Keyring) CurrentID() string { return kr.ids[0] }
 

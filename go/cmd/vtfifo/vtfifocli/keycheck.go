@@ -1,0 +1,104 @@
+package vtfifocli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// KeyCheck is `vtfifo key-check`: the keys of the key file, and for every
+// complete backup of a shard the key that wraps its data key and whether
+// the key file opens it; before a key leaves the file, and in a disaster
+// drill, it says which backups would become unreadable.
+func KeyCheck(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var asJSON *bool
+	s, code := openSession(ctx, prog, "Lists the key IDs of --split-storage-encryption-key-file (never a key) and, for every complete backup of the\n"+
+		"shard, the key that wraps its data key and whether the key file unwraps it.\n"+exitStatusHelp, args, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			asJSON = fs.Bool("json", false, "print one JSON object (key_file, keys, backups with key and problem) instead of lines")
+			return o.refuseBackup(fs, "key-check", "it checks every backup of the shard")
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	st, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		return s.o.failf(exitUsage, "key-check needs the split storage (--backup-storage-implementation=split)")
+	}
+	if root, missing := missingRoot(s.o); missing {
+		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
+	var res KeyCheckResult
+	var err error
+	if res.Keys, res.KeyFile, err = st.Keys(s.ctx); err != nil {
+		return s.o.failf(exitUnreachable, "cannot open %s: %v", storageLocation(s.o), err)
+	}
+	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
+	if err != nil {
+		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
+	}
+	code = exitOK
+	for _, bh := range bhs {
+		b := KeyCheckBackup{Backup: s.o.dir() + "/" + bh.Name()}
+		if h, ok := bh.(*splitstorage.Handle); ok {
+			if b.Key, err = h.CheckKey(s.ctx); err != nil {
+				b.Problem, code = errText(err), exitFailed
+			}
+		}
+		res.Backups = append(res.Backups, b)
+	}
+	if *asJSON {
+		writeJSON(stdout, res)
+	} else {
+		res.print(stdout)
+	}
+	return code
+}
+
+// KeyCheckResult is what key-check found (--json prints it).
+type KeyCheckResult struct {
+	KeyFile string           `json:"key_file,omitempty"`
+	Keys    []string         `json:"keys"` // the current one first
+	Backups []KeyCheckBackup `json:"backups"`
+}
+
+// KeyCheckBackup is one backup: the ID of the key that wraps its data key
+// ("" in the clear), and why the key file does not unwrap it.
+type KeyCheckBackup struct {
+	Backup  string `json:"backup"`
+	Key     string `json:"key,omitempty"`
+	Problem string `json:"problem,omitempty"`
+}
+
+func (r KeyCheckResult) print(w io.Writer) {
+	switch {
+	case r.KeyFile == "":
+		fmt.Fprintln(w, "no key file (--split-storage-encryption-key-file): new backups are written in the clear")
+	default:
+		fmt.Fprintf(w, "key file %s: %d keys: %s (wraps new backups)", r.KeyFile, len(r.Keys), r.Keys[0])
+		if len(r.Keys) > 1 {
+			fmt.Fprintf(w, ", %s", strings.Join(r.Keys[1:], ", "))
+		}
+		fmt.Fprintln(w)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKUP\tKEY\tOPENS")
+	for _, b := range r.Backups {
+		key, opens := b.Key, "yes"
+		switch {
+		case b.Problem != "":
+			opens = "NO: " + b.Problem
+		case key == "":
+			key, opens = "-", "in the clear"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", b.Backup, key, opens)
+	}
+	tw.Flush()
+}

@@ -1,9 +1,11 @@
 package endtoend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
@@ -412,6 +415,18 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("verify at the destination: exit %d\n%s", code, vout)
 		}
 
+		// A part damaged at the source is repaired from the copy, and the
+		// backup verifies whole (every lane decoded) after.
+		key := damageOnePart(ctx, t, c, tablet, name)
+		if out := vtfifo(t, 1, "verify", "--backup="+name, "--progress=never"); !strings.Contains(out, key) {
+			t.Fatalf("verify of the damaged backup does not name %s:\n%s", key, out)
+		}
+		out = vtfifo(t, 0, "repair", "--backup="+name, "--from-flags-file="+flagsFile, "--from=--split-storage-s3-prefix=dr")
+		if !strings.Contains(out, "repaired "+key+" from s3://") || !strings.Contains(out, "verifies after the repair: 1 parts replaced") {
+			t.Fatalf("repair from the copy:\n%s", out)
+		}
+		vtfifo(t, 0, "verify", "--backup="+name, "--progress=never")
+
 		// Disaster: the primary is gone; a new tablet restores from the copy
 		// (the newest backup there) and serves the source's data. (With the
 		// primary up, a MariaDB replica cannot attach: shared/CONTEXT.md.)
@@ -471,4 +486,36 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("verify at GCS: exit %d\n%s", code, vout)
 		}
 	})
+}
+
+// damageOnePart flips a byte in the middle of the first part of backup
+// name, through the storage's own API (any backend), and returns its key.
+func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storageFlags []string, name string) string {
+	t.Helper()
+	for _, kv := range c.Storage.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	cfg, err := splitstorage.ConfigFromArgs(storageFlags)
+	must(t, err)
+	be, err := splitstorage.OpenBackend(ctx, cfg)
+	must(t, err)
+	defer be.Close()
+	objs, err := be.List(ctx, c.Keyspace+"/"+c.Shard+"/"+name+"/", false)
+	must(t, err)
+	for _, o := range objs {
+		if !strings.Contains(o.Key, ".part-") {
+			continue
+		}
+		r, err := be.Get(ctx, o.Key, 0, -1)
+		must(t, err)
+		b, err := io.ReadAll(r)
+		r.Close()
+		must(t, err)
+		b[len(b)/2] ^= 0xff
+		must(t, be.Put(ctx, o.Key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{}))
+		return o.Key
+	}
+	t.Fatalf("backup %s has no part object", name)
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -513,7 +514,9 @@ func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storag
 		r.Close()
 		must(t, err)
 		b[len(b)/2] ^= 0xff
-		must(t, be.Put(ctx, o.Key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{}))
+		// The store checks the CRC32C it is sent: the damaged bytes' own.
+		sum := crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+		must(t, be.Put(ctx, o.Key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: sum}))
 		return o.Key
 	}
 	t.Fatalf("backup %s has no part object", name)

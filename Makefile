@@ -121,7 +121,7 @@ demo: setup
 
 # VTFIFO_E2E=require turns "prerequisite missing" into a failure instead of a skip.
 test: setup tools check
-	VTFIFO_E2E=require GO=$(GO) scripts/gotest.sh -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
+	VTFIFO_E2E=require GO=$(GO) scripts/gotest.sh -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS)
 
 # The quick tier: every test that needs MariaDB, a storage server or a Vitess binary is
 # skipped by the helper that would start it (go/testutil/tier). Needs Go only.

@@ -4,6 +4,7 @@
 package testbin
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,7 +34,12 @@ const PrebuiltEnv = "TESTBIN_PREBUILT_DIR"
 // Main builds the programs into a temporary directory, runs the tests and
 // removes the directory. Use it as the package's TestMain.
 func Main(m *testing.M, progs ...Program) {
-	if os.Getenv("TESTBIN_HELPER") == "1" {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	// A helper needs no program; nor does listing the tests (go test -list,
+	// as scripts/gotest.sh does to deal them into shards).
+	if os.Getenv("TESTBIN_HELPER") == "1" || flag.Lookup("test.list").Value.String() != "" {
 		os.Exit(m.Run())
 	}
 	if dir := os.Getenv(PrebuiltEnv); dir != "" {

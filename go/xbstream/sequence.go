@@ -88,7 +88,8 @@ func (s *seqCheck) verify(total uint64) error {
 		want.add(i)
 	}
 	if s.count != total || s.sum != want.sum || s.sumSq != want.sumSq {
-		return fmt.Errorf("%w: lanes hold %d numbered chunks, the stream had %d, or some are missing or repeated (is a lane missing, repeated or from another backup?)",
+		return fmt.Errorf("%w: lanes hold %d numbered chunks, the stream had %d, or some are missing or repeated (is a lane missing, repeated or from "+
+			"another backup?)",
 			ErrSequence, s.count, total)
 	}
 	return nil

@@ -36,7 +36,8 @@ func Candidates(bhs []backupstorage.BackupHandle, keep int, within time.Duration
 // removes the last backup proven restorable, whatever the count or age. It
 // returns the candidates left and the backup it kept (nil when none of bhs
 // is proven, or it was not a candidate).
-func KeepProven(bhs, cands []backupstorage.BackupHandle, passed func(backupstorage.BackupHandle) bool) ([]backupstorage.BackupHandle, backupstorage.BackupHandle) {
+func KeepProven(bhs, cands []backupstorage.BackupHandle,
+	passed func(backupstorage.BackupHandle) bool) ([]backupstorage.BackupHandle, backupstorage.BackupHandle) {
 	for i := len(bhs) - 1; i >= 0; i-- {
 		if !passed(bhs[i]) {
 			continue

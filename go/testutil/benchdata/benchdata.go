@@ -100,7 +100,8 @@ func rowSelect(seed uint64, tag int) string {
 		"(%[3]s %% 10000000) / 100, "+
 		"CONCAT(ELT(1 + %[1]s %% 16, %[4]s), ' ', ELT(1 + %[2]s %% 16, %[4]s), ' #', %[3]s %% 9999), "+
 		"CONCAT('order ', seq, ' qty ', %[1]s %% 97, ' ', SUBSTRING(@lorem, 1 + %[2]s %% %[5]d, 80 + %[3]s %% 170)), "+
-		"UNHEX(CONCAT(SHA2(CONCAT(%[6]d, ':%[7]d:', seq), 512), SUBSTRING(SHA2(CONCAT(%[6]d, ':%[7]d:', seq), 256), 1, %[8]d), SUBSTRING(SHA2(CONCAT(%[6]d, ':%[7]d:x', seq), 512), 1, 80)))",
+		"UNHEX(CONCAT(SHA2(CONCAT(%[6]d, ':%[7]d:', seq), 512), SUBSTRING(SHA2(CONCAT(%[6]d, ':%[7]d:', seq), 256), 1, %[8]d), "+
+		"SUBSTRING(SHA2(CONCAT(%[6]d, ':%[7]d:x', seq), 512), 1, 80)))",
 		h(1), h(2), h(3), wordList, len(lorem)-260, seed, tag, 2*(16+int(seed%8)))
 }
 
@@ -348,7 +349,8 @@ func (l *loader) flushDirty() error {
 	if err := l.conn.QueryRowContext(l.ctx, "SELECT @@GLOBAL.innodb_io_capacity, @@GLOBAL.innodb_io_capacity_max").Scan(&oldCap, &oldCapMax); err != nil {
 		return err
 	}
-	for _, q := range []string{"SET GLOBAL innodb_io_capacity_max = 100000", "SET GLOBAL innodb_io_capacity = 50000", "SET GLOBAL innodb_max_dirty_pages_pct = 0"} {
+	for _, q := range []string{"SET GLOBAL innodb_io_capacity_max = 100000", "SET GLOBAL innodb_io_capacity = 50000",
+		"SET GLOBAL innodb_max_dirty_pages_pct = 0"} {
 		if err := l.exec(q); err != nil {
 			return err
 		}

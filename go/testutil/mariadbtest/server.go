@@ -144,7 +144,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 			fi, err := os.Stat(d)
 			require.NoError(t, err)
 			if fi.Mode().Perm()&0o001 == 0 {
-				t.Fatalf("mariadbtest: %s (a parent of the server directory) is not traversable by the mysql user; set TMPDIR to a directory under a world-traversable path such as /tmp", d)
+				t.Fatalf("mariadbtest: %s (a parent of the server directory) is not traversable by the mysql user; set TMPDIR to a directory under a "+
+					"world-traversable path such as /tmp", d)
 			}
 		}
 		s.runAs = "mysql"

@@ -101,7 +101,8 @@ func run(args []string) error {
 		if v == "" {
 			v = "8.0.35-30"
 		}
-		fmt.Fprintf(os.Stderr, "xtrabackup version %s based on MySQL server 8.0.35 Linux (x86_64) (revision id: stand-in for Percona's FIFO protocol, data from mariabackup)\n", v)
+		fmt.Fprintf(os.Stderr, "xtrabackup version %s based on MySQL server 8.0.35 Linux (x86_64) (revision id: stand-in for Percona's FIFO protocol, "+
+			"data from mariabackup)\n", v)
 		return nil
 	}
 

@@ -20,14 +20,17 @@ func (t *Tablet) LoadSampleData(ctx context.Context, rows int) error {
 	db := t.c.DBName()
 	stmts := []string{
 		"CREATE DATABASE IF NOT EXISTS " + db,
-		"CREATE TABLE IF NOT EXISTS " + db + ".orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, amount DECIMAL(12,2), note VARCHAR(255), payload BLOB, KEY (customer_id)) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS " + db + ".orders (id BIGINT PRIMARY KEY, customer_id INT NOT NULL, amount DECIMAL(12,2), note VARCHAR(255), payload " +
+			"BLOB, KEY (customer_id)) ENGINE=InnoDB",
 		"CREATE TABLE IF NOT EXISTS " + db + ".customers (id INT PRIMARY KEY, name VARCHAR(64), email VARCHAR(128)) ENGINE=InnoDB",
 		"CREATE TABLE IF NOT EXISTS " + db + ".events_aria (id INT PRIMARY KEY, kind VARCHAR(16), body TEXT) ENGINE=Aria",
 		"CREATE TABLE IF NOT EXISTS " + db + ".notes_myisam (id INT PRIMARY KEY, body VARCHAR(255)) ENGINE=MyISAM",
-		"CREATE TABLE IF NOT EXISTS " + db + ".metrics_part (id INT NOT NULL, ts INT NOT NULL, v DOUBLE, PRIMARY KEY (id, ts)) ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 4",
+		"CREATE TABLE IF NOT EXISTS " + db + ".metrics_part (id INT NOT NULL, ts INT NOT NULL, v DOUBLE, PRIMARY KEY (id, ts)) ENGINE=InnoDB PARTITION " +
+			"BY HASH (id) PARTITIONS 4",
 		fmt.Sprintf("INSERT INTO %s.orders SELECT seq, seq %% 997, ROUND(seq * 1.37, 2), MD5(seq), REPEAT(SHA2(seq, 256), 8) FROM %s.seq_1_to_%d", db, db, rows),
 		fmt.Sprintf("INSERT INTO %s.customers SELECT seq, CONCAT('customer-', seq), CONCAT('c', seq, '@example.com') FROM %s.seq_1_to_%d", db, db, max(rows/10, 1)),
-		fmt.Sprintf("INSERT INTO %s.events_aria SELECT seq, ELT(1 + seq %% 3, 'click', 'view', 'buy'), REPEAT(MD5(seq), 4) FROM %s.seq_1_to_%d", db, db, max(rows/4, 1)),
+		fmt.Sprintf("INSERT INTO %s.events_aria SELECT seq, ELT(1 + seq %% 3, 'click', 'view', 'buy'), REPEAT(MD5(seq), 4) FROM %s.seq_1_to_%d", db, db,
+			max(rows/4, 1)),
 		fmt.Sprintf("INSERT INTO %s.notes_myisam SELECT seq, SHA1(seq) FROM %s.seq_1_to_%d", db, db, max(rows/4, 1)),
 		fmt.Sprintf("INSERT INTO %s.metrics_part SELECT seq %% 100, seq, seq / 7 FROM %s.seq_1_to_%d", db, db, max(rows/2, 1)),
 	}
@@ -66,7 +69,8 @@ func (t *Tablet) LoadManyTables(ctx context.Context, db string, n int) error {
 func (t *Tablet) AddRows(ctx context.Context, n int) error {
 	db := t.c.DBName()
 	_, err := t.Exec(ctx, fmt.Sprintf(
-		"INSERT INTO %[1]s.orders SELECT m.base + seq, seq %% 997, seq, 'added later', NULL FROM %[1]s.seq_1_to_%[2]d, (SELECT COALESCE(MAX(id), 0) AS base FROM %[1]s.orders) m", db, n))
+		"INSERT INTO %[1]s.orders SELECT m.base + seq, seq %% 997, seq, 'added later', NULL FROM %[1]s.seq_1_to_%[2]d, (SELECT COALESCE(MAX(id), 0) AS "+
+			"base FROM %[1]s.orders) m", db, n))
 	return err
 }
 

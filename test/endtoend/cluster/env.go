@@ -176,7 +176,8 @@ func lookupRunAs() (*runAs, error) {
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: running as root needs an unprivileged user to run mysqld and the tablets as (VTFIFO_RUN_AS, default mysql; mariadb-server creates it): %v", ErrPrereq, err)
+		return nil, fmt.Errorf("%w: running as root needs an unprivileged user to run mysqld and the tablets as (VTFIFO_RUN_AS, default mysql; "+
+			"mariadb-server creates it): %v", ErrPrereq, err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)

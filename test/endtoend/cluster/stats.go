@@ -87,7 +87,8 @@ func FormatStats(title string, stats []Stat) string {
 		if s.Bytes > 0 && s.Duration > 0 {
 			rate = fmt.Sprintf("%.1f", float64(s.Bytes)/(1<<20)/s.Duration.Seconds())
 		}
-		fmt.Fprintf(&b, "%-14s %-14s %-22s %12d %7d %11s %11s\n", s.Component, s.Implementation, s.Operation, s.Bytes, s.Count, s.Duration.Round(time.Millisecond), rate)
+		fmt.Fprintf(&b, "%-14s %-14s %-22s %12d %7d %11s %11s\n", s.Component, s.Implementation, s.Operation, s.Bytes, s.Count,
+			s.Duration.Round(time.Millisecond), rate)
 	}
 	return b.String()
 }

@@ -38,7 +38,9 @@ const testRestorePrefix = "fifo-backup-test-restore"
 var Plugin = plugin.Plugin{
 	Name: "test restore",
 	RegisterFlags: func(fs *pflag.FlagSet) {
-		flagvalue.BoolVar(fs, &testRestore, testRestorePrefix, false, "after the backup, prove it restorable: restore and prepare it into a scratch directory, start a throwaway mysqld, CHECK TABLE every table; the record is stored beside the backup, and a backup that fails is quarantined (no restore chooses it) and vtbackup exits 1; old backups are pruned (--min-retention-*) only after the new one passed (split storage only)")
+		flagvalue.BoolVar(fs, &testRestore, testRestorePrefix, false, "after the backup, prove it restorable: restore and prepare it into a scratch "+
+			"directory, start a throwaway mysqld, CHECK TABLE every table; the record is stored beside the backup, and a backup that fails is quarantined "+
+			"(no restore chooses it) and vtbackup exits 1; old backups are pruned (--min-retention-*) only after the new one passed (split storage only)")
 		testRestoreFlags.Register(fs, testRestorePrefix+"-")
 	},
 	ValidateFlags: func(fs *pflag.FlagSet) error {
@@ -46,7 +48,8 @@ var Plugin = plugin.Plugin{
 			return err
 		}
 		if testRestore && backupstorage.BackupStorageImplementation != splitstorage.Name {
-			return fmt.Errorf("invalid value %q for --backup-storage-implementation with --%s: allowed values are %s (the record is stored beside the backup)", backupstorage.BackupStorageImplementation, testRestorePrefix, splitstorage.Name)
+			return fmt.Errorf("invalid value %q for --backup-storage-implementation with --%s: allowed values are %s (the record is stored beside the backup)",
+				backupstorage.BackupStorageImplementation, testRestorePrefix, splitstorage.Name)
 		}
 		return nil
 	},
@@ -199,5 +202,6 @@ func testNewBackup(ctx context.Context, dir string, before []string) error {
 	if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
 		return fmt.Errorf("test restore of %s/%s failed (%s), and the backup could not be quarantined: %w", dir, bh.Name(), rec.Error, err)
 	}
-	return fmt.Errorf("test restore of %s/%s failed, the backup is quarantined (no restore chooses it; `vtfifo release` puts it back): %s", dir, bh.Name(), rec.Error)
+	return fmt.Errorf("test restore of %s/%s failed, the backup is quarantined (no restore chooses it; `vtfifo release` puts it back): %s", dir,
+		bh.Name(), rec.Error)
 }

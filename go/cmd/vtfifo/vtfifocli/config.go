@@ -25,7 +25,8 @@ type configFiles struct {
 }
 
 func (c *configFiles) register(fs *pflag.FlagSet) {
-	fs.StringSliceVar(&c.flagsFiles, "flags-file", nil, "read flags from this file (one --flag=value per line, # comments, ${VAR} from the environment), as the tablets' flag files hold them; repeatable; the command line wins")
+	fs.StringSliceVar(&c.flagsFiles, "flags-file", nil, "read flags from this file (one --flag=value per line, # comments, ${VAR} from the "+
+		"environment), as the tablets' flag files hold them; repeatable; the command line wins")
 	fs.StringVar(&c.configFile, "config-file", "", "read flags from this YAML file (flag-name: value), as Vitess's --config-file; the command line wins")
 }
 

@@ -27,8 +27,10 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	s, bh, code := openBackup(ctx, prog, "Copies a complete backup to a second split storage, verified there (every part's size and CRC32C) before its\n"+
 		"completion marker is written; a re-run copies only what is missing or wrong.\n"+exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
-			fs.StringSliceVar(&toFiles, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines skipped), e.g. another tablet's; repeatable")
-			fs.StringArrayVar(&toFlags, "to", nil, "a destination storage flag, after those of --to-flags-file, e.g. --to=--split-storage-s3-bucket=backups-dr; repeatable")
+			fs.StringSliceVar(&toFiles, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines "+
+				"skipped), e.g. another tablet's; repeatable")
+			fs.StringArrayVar(&toFlags, "to", nil, "a destination storage flag, after those of --to-flags-file, e.g. "+
+				"--to=--split-storage-s3-bucket=backups-dr; repeatable")
 			removeSource = fs.Bool("remove-source", false, "remove the backup from the source once it is copied and verified (a move)")
 			concurrency = fs.Int("concurrency", 0, "objects copied at once (0: the destination's --split-storage-upload-concurrency)")
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, destination, bases copied first, objects, bytes, source removed) instead of lines")
@@ -95,7 +97,8 @@ type CopiedBase struct {
 
 // copyBackup copies bh with the bases the destination lacks, and removes the
 // source when asked; the result says how far it went.
-func copyBackup(s *session, src, to *splitstorage.Storage, dest string, bh backupstorage.BackupHandle, concurrency int, move bool, stderr io.Writer) (CopyResult, error) {
+func copyBackup(s *session, src, to *splitstorage.Storage, dest string, bh backupstorage.BackupHandle, concurrency int, move bool,
+	stderr io.Writer) (CopyResult, error) {
 	dir, name := s.o.dir(), bh.Name()
 	where := dir + "/" + name
 	res := CopyResult{Backup: where, Destination: dest}

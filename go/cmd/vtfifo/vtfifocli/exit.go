@@ -28,7 +28,8 @@ const (
 )
 
 // exitStatusHelp is the line every command's help ends with.
-const exitStatusHelp = "Exit status: 0 done, 1 a backup is damaged or failed a check, 2 usage error, 3 the storage, location or backup could not be read, accessed or found."
+const exitStatusHelp = "Exit status: 0 done, 1 a backup is damaged or failed a check, 2 usage error, 3 the storage, location or backup could not " +
+	"be read, accessed or found."
 
 // where names the backup directory of the flags and the storage it is in,
 // for messages (never a credential).

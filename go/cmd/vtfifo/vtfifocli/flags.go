@@ -100,7 +100,8 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	fs.StringVar(&o.keyspace, "keyspace", "", "keyspace of the backups (with --shard)")
 	fs.StringVar(&o.shard, "shard", "", "shard of the backups (with --keyspace)")
 	fs.StringVar(&o.backupDir, "backup-dir", "", "backup directory in the storage (keyspace/shard), instead of --keyspace and --shard")
-	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did not fail; latest-verified the latest whose test restore passed")
+	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did "+
+		"not fail; latest-verified the latest whose test restore passed")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the log lines printed on stderr (the engine's, the storage's and the backup tool's): info, warning, error")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only errors on stderr (--log-level=error) besides the command's own result")
@@ -137,7 +138,8 @@ func (o *options) requireBackup(fs *pflag.FlagSet, why string) func() error {
 // read whole backups.
 func (o *options) registerProgressFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.progress, "progress", "auto", "progress line on stderr: auto (on a terminal), always, never")
-	fs.DurationVar(&o.progressInterval, "progress-interval", 10*time.Second, "how often progress is printed when stderr is not a terminal (with --progress=always)")
+	fs.DurationVar(&o.progressInterval, "progress-interval", 10*time.Second, "how often progress is printed when stderr is not a terminal (with "+
+		"--progress=always)")
 }
 
 // validateProgress checks the flags of registerProgressFlags.
@@ -155,15 +157,18 @@ func (o *options) validateProgress() error {
 
 // registerVerifyFlags declares verify's own flags.
 func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
+	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane "+
+		"cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
 	fs.BoolVar(&o.json, "json", false, "print the results as one JSON array (backup, ok, summary, problems, seconds) instead of OK/FAIL lines")
 	fs.BoolVar(&o.all, "all", false, "check every complete backup of the shard, oldest first (one OK or FAIL line each), instead of one")
 	fs.Int64Var(&o.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
 	o.registerProgressFlags(fs)
 	fs.IntVar(&o.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
 	fs.BoolVar(&o.listIncomplete, "list-incomplete", false, "list the backups that were started and never completed (split storage), then exit")
-	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups that were started and never completed, and started more than --incomplete-min-age ago (split storage), then exit")
-	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups started at least this long ago (a backup still running is incomplete too)")
+	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups that were started and never completed, and started more than "+
+		"--incomplete-min-age ago (split storage), then exit")
+	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups started at least this long ago (a backup "+
+		"still running is incomplete too)")
 }
 
 // wholeStorage: the command runs on every backup directory of the storage

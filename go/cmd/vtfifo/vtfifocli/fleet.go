@@ -48,9 +48,13 @@ type fleetCheck struct {
 }
 
 func (c *fleetCheck) register(fs *pflag.FlagSet) {
-	fs.Var(flagvalue.Age{P: &c.maxAge, Allowed: "0 (no check) or an age such as 36h, 2d or 1w"}, "max-age", "without --keyspace/--shard: a shard whose newest complete backup is older than this (or that has none) fails the check (exit 1); 0: no check")
-	fs.Var(flagvalue.Age{P: &c.maxUnprovenAge, Allowed: "0 (no check) or an age such as 36h, 2d or 1w"}, "max-unproven-age", "without --keyspace/--shard: a shard whose newest backup that passed a test restore is older than this (or that has none) fails the check (exit 1); 0: no check")
-	fs.BoolVar(&c.prometheus, "prometheus", false, "without --keyspace/--shard: print the Prometheus text format (for node_exporter's textfile collector) instead of a table")
+	fs.Var(flagvalue.Age{P: &c.maxAge, Allowed: "0 (no check) or an age such as 36h, 2d or 1w"}, "max-age", "without --keyspace/--shard: a shard "+
+		"whose newest complete backup is older than this (or that has none) fails the check (exit 1); 0: no check")
+	fs.Var(flagvalue.Age{P: &c.maxUnprovenAge, Allowed: "0 (no check) or an age such as 36h, 2d or 1w"}, "max-unproven-age",
+		"without --keyspace/--shard: a shard whose newest backup that passed a test restore is older than this (or that has none) fails the check "+
+			"(exit 1); 0: no check")
+	fs.BoolVar(&c.prometheus, "prometheus", false, "without --keyspace/--shard: print the Prometheus text format (for node_exporter's textfile "+
+		"collector) instead of a table")
 }
 
 func (c *fleetCheck) set() bool { return c.maxAge != 0 || c.maxUnprovenAge != 0 || c.prometheus }
@@ -72,7 +76,8 @@ func (c *fleetCheck) validate(asJSON bool) error {
 func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	st, ok := s.bs.(*splitstorage.Storage)
 	if !ok {
-		return s.o.failf(exitUsage, "ls without --keyspace/--shard lists the split storage only (--backup-storage-implementation=split); the %s storage needs --keyspace and --shard", backupstorage.BackupStorageImplementation)
+		return s.o.failf(exitUsage, "ls without --keyspace/--shard lists the split storage only (--backup-storage-implementation=split); the %s storage "+
+			"needs --keyspace and --shard", backupstorage.BackupStorageImplementation)
 	}
 	if root, missing := missingRoot(s.o); missing {
 		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
@@ -248,10 +253,14 @@ func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
 		return float64(t.Unix())
 	}
 	metric("vtfifo_backups", "Complete backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Backups) })
-	metric("vtfifo_backup_newest_timestamp_seconds", "When the shard's newest complete backup was taken (0: none).", "gauge", func(s ShardStatus) float64 { return unix(s.Time) })
-	metric("vtfifo_backup_newest_proven_timestamp_seconds", "When the shard's newest backup that passed a test restore was taken (0: none).", "gauge", func(s ShardStatus) float64 { return unix(s.NewestProvenTime) })
-	metric("vtfifo_backup_chain_length", "The newest backup's place after its chain's full backup (0: full).", "gauge", func(s ShardStatus) float64 { return float64(s.ChainLength) })
-	metric("vtfifo_backups_test_restore_failed", "Complete backups whose latest test restore failed.", "gauge", func(s ShardStatus) float64 { return float64(s.TestRestoreFailed) })
+	metric("vtfifo_backup_newest_timestamp_seconds", "When the shard's newest complete backup was taken (0: none).", "gauge",
+		func(s ShardStatus) float64 { return unix(s.Time) })
+	metric("vtfifo_backup_newest_proven_timestamp_seconds", "When the shard's newest backup that passed a test restore was taken (0: none).", "gauge",
+		func(s ShardStatus) float64 { return unix(s.NewestProvenTime) })
+	metric("vtfifo_backup_chain_length", "The newest backup's place after its chain's full backup (0: full).", "gauge",
+		func(s ShardStatus) float64 { return float64(s.ChainLength) })
+	metric("vtfifo_backups_test_restore_failed", "Complete backups whose latest test restore failed.", "gauge",
+		func(s ShardStatus) float64 { return float64(s.TestRestoreFailed) })
 	metric("vtfifo_backups_quarantined", "Quarantined backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Quarantined) })
 	metric("vtfifo_backups_incomplete", "Backups started and never completed.", "gauge", func(s ShardStatus) float64 { return float64(s.Incomplete) })
 	metric("vtfifo_backup_check_ok", "1 when the shard passed ls's checks (--max-age, --max-unproven-age).", "gauge", func(s ShardStatus) float64 {
@@ -260,5 +269,6 @@ func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
 		}
 		return 1
 	})
-	fmt.Fprintf(w, "# HELP vtfifo_ls_timestamp_seconds When vtfifo ls read the storage.\n# TYPE vtfifo_ls_timestamp_seconds gauge\nvtfifo_ls_timestamp_seconds %d\n", now.Unix())
+	fmt.Fprintf(w, "# HELP vtfifo_ls_timestamp_seconds When vtfifo ls read the storage.\n# TYPE vtfifo_ls_timestamp_seconds gauge\n"+
+		"vtfifo_ls_timestamp_seconds %d\n", now.Unix())
 }

@@ -22,8 +22,10 @@ func Repair(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	s, code := openSession(ctx, prog, "Repairs a backup's damaged or missing parts from its copy in a second split storage (where vtfifo copy put it),\n"+
 		"each part checked against the backup's own index before it is written; the backup is verified whole after.\n"+exitStatusHelp, args, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
-			fs.StringSliceVar(&fromFiles, "from-flags-file", nil, "the storage holding the copy: a flag file whose --split-storage-* lines are read (other lines skipped); repeatable")
-			fs.StringArrayVar(&fromFlags, "from", nil, "a flag of the storage holding the copy, after those of --from-flags-file, e.g. --from=--split-storage-s3-bucket=backups-dr; repeatable")
+			fs.StringSliceVar(&fromFiles, "from-flags-file", nil, "the storage holding the copy: a flag file whose --split-storage-* lines are read (other "+
+				"lines skipped); repeatable")
+			fs.StringArrayVar(&fromFlags, "from", nil, "a flag of the storage holding the copy, after those of --from-flags-file, e.g. "+
+				"--from=--split-storage-s3-bucket=backups-dr; repeatable")
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, from, damaged, repaired, verified) instead of lines")
 			required := o.requireBackup(fs, "repair works on the backup it names, never one it picks")
 			return func() error {

@@ -23,11 +23,13 @@ import (
 func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var targetDir, defaultsFile *string
 	var prepare *bool
-	s, bh, code := openBackup(ctx, prog, "Restores a fifo backup into a new or empty directory, without Vitess; --prepare makes it a data directory.\n"+exitStatusHelp, args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, "Restores a fifo backup into a new or empty directory, without Vitess; --prepare makes it a data directory.\n"+
+		exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			targetDir = fs.String("target-dir", "", "directory to restore into: it must not exist or be empty (required)")
 			prepare = fs.Bool("prepare", false, "run the tool's --prepare (xtrabackup or mariabackup, --fifo-backup-tool-path) so mysqld starts on the directory")
-			defaultsFile = fs.String("defaults-file", "", "option file for the tool's --prepare (its --defaults-file); empty reads none (the tool reads the backup's backup-my.cnf)")
+			defaultsFile = fs.String("defaults-file", "", "option file for the tool's --prepare (its --defaults-file); empty reads none (the tool reads the "+
+				"backup's backup-my.cnf)")
 			o.registerProgressFlags(fs)
 			return func() error {
 				if *targetDir == "" {
@@ -85,7 +87,8 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 		func(fs *pflag.FlagSet, o *options) func() error {
 			tr.Register(fs, "")
 			record = fs.Bool("record", true, "store the verification record beside the backup (split storage)")
-			quarantine = fs.Bool("quarantine-on-failure", false, "when the test fails, quarantine the backup: restores no longer choose it (`vtfifo release` puts it back)")
+			quarantine = fs.Bool("quarantine-on-failure", false, "when the test fails, quarantine the backup: restores no longer choose it (`vtfifo "+
+				"release` puts it back)")
 			asJSON = fs.Bool("json", false, "print one JSON object (the record, where it was stored, whether the backup was quarantined) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {

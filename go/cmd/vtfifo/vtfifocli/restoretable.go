@@ -43,8 +43,10 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			intoMySQL = fs.String("into-mysql", "", "import into the server at this Unix socket (on this host)")
 			intoTablet = fs.String("into-tablet", "", "import into the mysqld of this tablet alias on this host (its socket from $VTDATAROOT/vt_<uid>/my.cnf)")
 			user = fs.String("mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
-			unreplicated = fs.Bool("unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not replicated, it is meant for that server only (default: such a server is refused)")
-			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
+			unreplicated = fs.Bool("unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not "+
+				"replicated, it is meant for that server only (default: such a server is refused)")
+			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
+				"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
 			o.registerProgressFlags(fs)
 			return func() error {
 				if err := o.validateProgress(); err != nil {
@@ -127,7 +129,8 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		return 1
 	}
 	if live == nil {
-		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with --into-mysql/--into-tablet)\n", len(rep.Tables), dir)
+		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with "+
+			"--into-mysql/--into-tablet)\n", len(rep.Tables), dir)
 		return 0
 	}
 	return importTables(s, live, dir, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: *unreplicated}, stdout)
@@ -184,7 +187,8 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 	failed := 0
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
-		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, opts, s.logger)
+		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to,
+			opts, s.logger)
 		if err != nil {
 			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s\n", t.Name(), to, errText(err))
 			failed++

@@ -26,10 +26,14 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	fs.StringVar(&opts.WorkDir, "work-dir", "", "where the scratch directory is made (default: the system's temp dir); it needs room for the data set twice")
 	fs.IntVar(&opts.Scale, "scale", 200, "number of small tables in the data set, 1..100000")
 	fs.IntVar(&opts.Lanes, "lanes", 4, "the engine's lanes, 1..64")
-	fs.StringVar(&opts.HostCnf, "host-cnf", defaultHostCnf(), "the host's server option file: the scratch server takes its settings that shape a backup's files (page size, undo tablespaces, redo size, ...); empty takes none")
+	fs.StringVar(&opts.HostCnf, "host-cnf", defaultHostCnf(), "the host's server option file: the scratch server takes its settings that shape a "+
+		"backup's files (page size, undo tablespaces, redo size, ...); empty takes none")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep the scratch directory (server stopped) and the backups for a bug report")
-	storageFiles := fs.StringSlice("storage-flags-file", nil, "back up into this storage instead of the scratch directory: a flag file whose --split-storage-* lines are read (other lines skipped), e.g. a tablet's; repeatable. The run's backups get a shard of their own and are removed at the end")
-	storageFlags := fs.StringArray("storage", nil, "a storage flag, after those of --storage-flags-file, e.g. --storage=--split-storage-s3-bucket=scratch; repeatable")
+	storageFiles := fs.StringSlice("storage-flags-file", nil, "back up into this storage instead of the scratch directory: a flag file whose "+
+		"--split-storage-* lines are read (other lines skipped), e.g. a tablet's; repeatable. The run's backups get a shard of their own and are "+
+		"removed at the end")
+	storageFlags := fs.StringArray("storage", nil, "a storage flag, after those of --storage-flags-file, e.g. "+
+		"--storage=--split-storage-s3-bucket=scratch; repeatable")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s [flags]\n\nStarts a scratch server laid out as a tablet's, loads a shaped data set, backs it up through the fifo\n"+

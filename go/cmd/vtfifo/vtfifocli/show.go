@@ -48,7 +48,8 @@ type indexer interface {
 // --files the files of the data directory it holds (read from the lanes).
 func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var files, asJSON *bool
-	s, bh, code := openBackup(ctx, prog, "Shows a fifo backup: its MANIFEST, lanes and parts, and with --files the files it holds.\n"+exitStatusHelp, args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, "Shows a fifo backup: its MANIFEST, lanes and parts, and with --files the files it holds.\n"+exitStatusHelp,
+		args, stdout, stderr,
 		func(fs *pflag.FlagSet, _ *options) func() error {
 			files = fs.Bool("files", false, "also list the files of the data directory in the backup (reads and checks every lane, like verify)")
 			asJSON = fs.Bool("json", false, "print one JSON object instead of text")
@@ -76,7 +77,8 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	return 0
 }
 
-func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool, vopts fifobackupengine.VerifyOptions) (ShowReport, *fifobackupengine.Manifest, error) {
+func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
+	vopts fifobackupengine.VerifyOptions) (ShowReport, *fifobackupengine.Manifest, error) {
 	var rep ShowReport
 	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
 	if err != nil {

@@ -102,7 +102,8 @@ func (o *options) latestVerified(ctx context.Context, bhs []backupstorage.Backup
 			return bhs[i], exitOK
 		}
 	}
-	return nil, o.failf(exitFailed, "no backup in %s passed a test restore (%d complete ones): run vtfifo test-restore, or name one with --backup", o.where(), len(bhs))
+	return nil, o.failf(exitFailed, "no backup in %s passed a test restore (%d complete ones): run vtfifo test-restore, or name one with --backup",
+		o.where(), len(bhs))
 }
 
 // latestNotFailed is the newest of bhs whose latest test restore did not
@@ -226,7 +227,8 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 		if errors.Is(err, context.DeadlineExceeded) {
 			why = fmt.Sprintf("out of time (--timeout=%v)", o.timeout)
 		}
-		return VerifyResult{}, o.failf(exitUnreachable, "the check of backup %s in %s stopped after %v, %s: it is not known whether the backup is damaged", where, storageLocation(o), took, why)
+		return VerifyResult{}, o.failf(exitUnreachable, "the check of backup %s in %s stopped after %v, %s: it is not known whether the backup is damaged",
+			where, storageLocation(o), took, why)
 	}
 	res := VerifyResult{Backup: where, OK: len(problems) == 0, Summary: summary, Problems: problems, Seconds: took.Seconds()}
 	if !res.OK {
@@ -240,7 +242,8 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 // recorded size, the indexes consistent, no stray objects; and the bytes
 // of the parts --sample picks (all of them are read below, through the
 // storage, in a full check). A sample always checks at least one part.
-func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.PartVerifier, prog *progress, stderr io.Writer) (problems []string, summary string) {
+func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.PartVerifier, prog *progress,
+	stderr io.Writer) (problems []string, summary string) {
 	o, ctx := s.o, s.ctx
 	popts := splitstorage.VerifyPartsOptions{Concurrency: o.concurrency}
 	if o.samplePct >= 100 {
@@ -322,11 +325,13 @@ func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage
 				switch {
 				case b.Name != o.backup:
 				case len(b.RetiredFor) > 0:
-					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it", strings.Join(b.RetiredFor, ", ")), true
+					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it",
+						strings.Join(b.RetiredFor, ", ")), true
 				case b.Quarantined != "":
 					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined), true
 				default:
-					return fmt.Sprintf("incomplete: started %s on %s, never completed (a failed or killed backup, or one still running); restore never picks it; remove it with --remove-incomplete",
+					return fmt.Sprintf("incomplete: started %s on %s, never completed (a failed or killed backup, or one still running); restore never picks it; "+
+						"remove it with --remove-incomplete",
 						b.Started.Format(time.RFC3339), b.Host), true
 				}
 			}
@@ -349,7 +354,8 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 	failed := false
 	for _, b := range inc {
 		age := time.Since(b.Started).Round(time.Second)
-		line := fmt.Sprintf("%s/%s: started %s (%v ago) on %s, %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), age, b.Host, b.Objects, humanize.IBytes(uint64(b.Bytes)))
+		line := fmt.Sprintf("%s/%s: started %s (%v ago) on %s, %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), age, b.Host, b.Objects,
+			humanize.IBytes(uint64(b.Bytes)))
 		if b.Started.IsZero() {
 			line = fmt.Sprintf("%s/%s: no readable start marker, %d objects, %s", dir, b.Name, b.Objects, humanize.IBytes(uint64(b.Bytes)))
 		}

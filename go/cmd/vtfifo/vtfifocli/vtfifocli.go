@@ -169,7 +169,9 @@ func commandFlags(fs *pflag.FlagSet, all bool) string {
 	if shared == 0 {
 		return own.FlagUsages()
 	}
-	return own.FlagUsages() + fmt.Sprintf("\nand %d storage and engine flags, the same as vttablet's (--backup-storage-implementation, --split-storage-*,\n--file-backup-storage-root, --s3-backup-*, --gcs-backup-storage-*, --azblob-backup-*, --fifo-backup-*, the compression\nflags): --help-all lists them, --flags-file reads them from a tablet's flag file.\n", shared)
+	return own.FlagUsages() + fmt.Sprintf("\nand %d storage and engine flags, the same as vttablet's (--backup-storage-implementation, --split-storage-*,\n"+
+		"--file-backup-storage-root, --s3-backup-*, --gcs-backup-storage-*, --azblob-backup-*, --fifo-backup-*, the compression\n"+
+		"flags): --help-all lists them, --flags-file reads them from a tablet's flag file.\n", shared)
 }
 
 // Verify is `vtfifo verify` and fifoverify: it checks a backup where it is
@@ -231,7 +233,8 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 // openBackup is openSession for the subcommands that read one backup: it
 // also picks the backup the flags name (pickBackup). A nil session comes
 // with the exit status; otherwise the caller calls close.
-func openBackup(ctx context.Context, prog, usage string, args []string, stdout, stderr io.Writer, extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
+func openBackup(ctx context.Context, prog, usage string, args []string, stdout, stderr io.Writer,
+	extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
 	s, code := openSession(ctx, prog, usage, args, stderr, extra)
 	if s == nil {
 		return nil, nil, code
@@ -280,7 +283,8 @@ func (s *session) releaseLease() {
 // in a new file (never over an existing one; removed if the export fails).
 func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var output *string
-	s, bh, code := openBackup(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\n"+exitStatusHelp, args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\n"+exitStatusHelp,
+		args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
 			o.registerProgressFlags(fs)

@@ -36,10 +36,14 @@ func MemoryTable(mem *Results, detail string) string {
 	if detail == "" { // the memory run's own page
 		w("From this page's run: every backup and restore's growth, the restores' included.\n\n")
 	} else {
-		w("From one run of its own, not the run above: profile %s, started %s, %.0f minutes; every figure, the wall times and the run's notes are in [%s](%s). Command:\n\n```\n%s\n```\n\n", mem.Profile, mem.Started, mem.Minutes, detail, detail, mem.Command)
+		w("From one run of its own, not the run above: profile %s, started %s, %.0f minutes; every figure, the wall times and the run's notes are in "+
+			"[%s](%s). Command:\n\n```\n%s\n```\n\n", mem.Profile, mem.Started, mem.Minutes, detail, detail, mem.Command)
 	}
-	w("Peak RSS growth of the benchmark process (MiB over its RSS just before; the engine, compressors and storage client run in it), median of the repeats; the target is at most %d MiB for every fifo+split cell. vs peer: wall time / the peer's at the same lanes, compressor and storage.\n\n", memoryLimit>>20)
-	w("| data | storage | compressor | N | backup fifo+split | backup peer | backup vs peer | restore fifo+split | restore peer | restore vs peer |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	w("Peak RSS growth of the benchmark process (MiB over its RSS just before; the engine, compressors and storage client run in it), median of the "+
+		"repeats; the target is at most %d MiB for every fifo+split cell. vs peer: wall time / the peer's at the same lanes, compressor and storage.\n\n",
+		memoryLimit>>20)
+	w("| data | storage | compressor | N | backup fifo+split | backup peer | backup vs peer | restore fifo+split | restore peer | restore vs peer |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|\n")
 	// The peer's runs have no part size: a cell is found by everything else.
 	type row struct {
 		shape, storage, comp string
@@ -88,12 +92,14 @@ func MemoryTable(mem *Results, detail string) string {
 			if r.Op == "restore" {
 				continue
 			}
-			restore := sg[groupKey(Run{Shape: r.Shape, SizeGiB: r.SizeGiB, Storage: r.Storage, Compressor: r.Compressor, Engine: r.Engine, Lanes: r.Lanes, Op: "restore", PartSize: r.PartSize})]
+			restore := sg[groupKey(Run{Shape: r.Shape, SizeGiB: r.SizeGiB, Storage: r.Storage, Compressor: r.Compressor, Engine: r.Engine, Lanes: r.Lanes,
+				Op: "restore", PartSize: r.PartSize})]
 			if restore != nil {
 				worst, measured = max(worst, mib(restore)), measured+1
 			}
 			worst, measured = max(worst, mib(g)), measured+1
-			w("| %s %g GiB | %s | %d | %d | %s | %s | %.0f |\n", r.Shape, r.SizeGiB, r.Compressor, r.Lanes, r.PartSize>>20, cell(mib(g)), cell(mib(restore)), g.med(func(r Run) float64 { return float64(r.Objects) }))
+			w("| %s %g GiB | %s | %d | %d | %s | %s | %.0f |\n", r.Shape, r.SizeGiB, r.Compressor, r.Lanes, r.PartSize>>20, cell(mib(g)), cell(mib(restore)),
+				g.med(func(r Run) float64 { return float64(r.Objects) }))
 		}
 	}
 	w("\nLargest fifo+split cell: +%.0f MiB of %d (%s).\n\n", worst, measured, verdict(worst <= memoryLimit>>20, worst/float64(memoryLimit>>20), 1))

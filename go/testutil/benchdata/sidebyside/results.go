@@ -163,7 +163,8 @@ func (r *Results) Merge(later *Results) {
 	if r.Settings == nil {
 		r.Settings = map[string]string{}
 	}
-	r.Settings["re-run"] = strings.TrimSpace(r.Settings["re-run"] + fmt.Sprintf(" %s measured again from %s (%.0f minutes, `%s`), replacing the first run's figures.",
+	r.Settings["re-run"] = strings.TrimSpace(r.Settings["re-run"] + fmt.Sprintf(" %s measured again from %s (%.0f minutes, `%s`), "+
+		"replacing the first run's figures.",
 		strings.Join(names, ", "), later.Started, later.Minutes, later.Command))
 	r.Minutes += later.Minutes
 }

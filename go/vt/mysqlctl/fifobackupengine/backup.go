@@ -32,7 +32,8 @@ func (e *Engine) ExecuteBackup(ctx context.Context, params mysqlctl.BackupParams
 	}
 	if cfg.Lanes == 0 {
 		cfg.Lanes = AutoLanes(runtime.NumCPU(), bh)
-		params.Logger.Infof("fifo backup: %d lanes (--fifo-backup-lanes=0: one per CPU of %d, at most %d and what the storage can write at once)", cfg.Lanes, runtime.NumCPU(), maxLanes)
+		params.Logger.Infof("fifo backup: %d lanes (--fifo-backup-lanes=0: one per CPU of %d, at most %d and what the storage can write at once)",
+			cfg.Lanes, runtime.NumCPU(), maxLanes)
 	}
 	run := &backupRun{cfg: cfg, params: params, bh: bh, stats: newPhaseStats(params.Stats), logger: params.Logger}
 	start := time.Now()
@@ -138,7 +139,8 @@ func (b *backupRun) chooseTool(ctx context.Context) error {
 			b.logger.Infof("fifo backup: --parallel raised from %d to %d, as many as the FIFO streams (Percona XtraBackup raises it itself)", b.cfg.Parallel, p)
 		}
 	}
-	b.logger.Infof("fifo backup: %s (%s), source %s%s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, streams, b.cfg.Lanes, compressionName(&b.cfg.Compression))
+	b.logger.Infof("fifo backup: %s (%s), source %s%s, %d lanes, compression %s", b.tool.Path, b.tool.Version, b.source, streams, b.cfg.Lanes,
+		compressionName(&b.cfg.Compression))
 	if b.toolOptions, err = checkToolOptionFile(b.params.Cnf.Path, b.tool.Flavor); err != nil {
 		return err
 	}
@@ -269,7 +271,8 @@ func (b *backupRun) checkKind(m *Manifest) error {
 		m.FullBackup = base.BackupName
 	}
 	if m.LSN.BackupType != "incremental" || m.LSN.From != base.LSN.To {
-		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool was asked for an incremental backup from LSN %s but its checkpoints say backup_type %q from_lsn %q", base.LSN.To, m.LSN.BackupType, m.LSN.From)
+		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool was asked for an incremental backup from LSN %s but its checkpoints say backup_type %q "+
+			"from_lsn %q", base.LSN.To, m.LSN.BackupType, m.LSN.From)
 	}
 	return nil
 }
@@ -334,6 +337,7 @@ func (b *backupRun) writeManifest(ctx context.Context, m *Manifest) error {
 	if err := w.Close(); err != nil {
 		return vterrors.Wrap(err, "cannot close the MANIFEST")
 	}
-	b.logger.Infof("fifo backup %s: %d lanes, %d bytes from the tool, %d bytes stored, position %v; the tool read %d bytes from disk (page cache hits not counted)", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes, m.Position, m.ToolDiskReadBytes)
+	b.logger.Infof("fifo backup %s: %d lanes, %d bytes from the tool, %d bytes stored, position %v; the tool read %d bytes from disk (page cache hits "+
+		"not counted)", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes, m.Position, m.ToolDiskReadBytes)
 	return nil
 }

@@ -163,7 +163,8 @@ func stopMysqld(ctx context.Context, cnf *mysqlctl.Mycnf, timeout time.Duration,
 			if err != nil {
 				what += "; the shutdown command failed: " + err.Error()
 			}
-			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "mysqld of this tablet (%s) did not stop within %v of the request to shut down, so its files were not deleted; %s", cnf.Path, timeout, what)
+			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "mysqld of this tablet (%s) did not stop within %v of the request to shut down, so its "+
+				"files were not deleted; %s", cnf.Path, timeout, what)
 		}
 		if socketErr == nil && time.Since(asked) > time.Second {
 			// A mysqld that was starting listens now, or the last request failed.

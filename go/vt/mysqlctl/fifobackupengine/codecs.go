@@ -204,7 +204,8 @@ func externalReader(ctx context.Context, m *Manifest, local CompressionConfig, r
 		cmd = m.ExternalDecompressor
 	}
 	if cmd == "" {
-		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs --external-decompressor (or --external-decompressor-use-manifest)")
+		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs "+
+			"--external-decompressor (or --external-decompressor-use-manifest)")
 	}
 	return startExternal(ctx, "decompressor", cmd, r, nil, logger)
 }

@@ -121,20 +121,24 @@ func (c *CompressionConfig) Validate() error {
 		return nil
 	}
 	if _, ok := codecs[c.Engine]; !ok {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s", c.Engine, strings.Join(codecNames(), ", "))
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s", c.Engine,
+			strings.Join(codecNames(), ", "))
 	}
 	if c.Engine != mysqlctl.ExternalCompressor {
 		return nil
 	}
 	if c.ExternalCompressor == "" {
 		builtin := slices.DeleteFunc(codecNames(), func(n string) bool { return n == mysqlctl.ExternalCompressor })
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s, or external with --external-compressor set", c.Engine, strings.Join(builtin, ", "))
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s, or external with "+
+			"--external-compressor set", c.Engine, strings.Join(builtin, ", "))
 	}
 	if c.ExternalExtension == "" {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor: allowed values are a file extension such as .zst")
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor: "+
+			"allowed values are a file extension such as .zst")
 	}
 	if _, err := shlex.Split(c.ExternalCompressor); err != nil {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --external-compressor: allowed values are a command split like a shell would (balanced quotes, no trailing backslash); %v", c.ExternalCompressor, err)
+		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --external-compressor: allowed values are a command split like a "+
+			"shell would (balanced quotes, no trailing backslash); %v", c.ExternalCompressor, err)
 	}
 	return nil
 }

@@ -62,7 +62,8 @@ func checkEncryptedTables(dir string, tables []*TableFiles, prepareFlags string)
 		return nil
 	}
 	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
-		"%s: encrypted InnoDB tablespace, and nothing gives the prepare the keyring (no component_keyring_*.cnf in the backup, no keyring option in --fifo-backup-prepare-flags: --component-keyring-config, --keyring-file-data, --transition-key); nothing was prepared or imported",
+		"%s: encrypted InnoDB tablespace, and nothing gives the prepare the keyring (no component_keyring_*.cnf in the backup, no keyring option in "+
+			"--fifo-backup-prepare-flags: --component-keyring-config, --keyring-file-data, --transition-key); nothing was prepared or imported",
 		strings.Join(encrypted, ", "))
 }
 

@@ -76,7 +76,8 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	}
 	for i, l := range m.Lanes {
 		if l.RawBytes > 0 && counts[i] != l.RawBytes {
-			return written, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, l.File, counts[i], l.RawBytes)
+			return written, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, l.File,
+				counts[i], l.RawBytes)
 		}
 	}
 	return written, nil

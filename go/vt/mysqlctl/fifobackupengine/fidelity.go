@@ -37,7 +37,8 @@ func (s streamFiles) fileEnded(path string) error {
 	for _, suffix := range toolTransformedSuffixes {
 		if strings.HasSuffix(path, suffix) {
 			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
-				"the backup tool wrote %s, a file it compressed or encrypted itself (--compress or --encrypt, from its command line or an option file it read); the restore cannot prepare such files, so the backup is refused", path)
+				"the backup tool wrote %s, a file it compressed or encrypted itself (--compress or --encrypt, from its command line or an option file it "+
+					"read); the restore cannot prepare such files, so the backup is refused", path)
 		}
 	}
 	s[path] = struct{}{}
@@ -76,9 +77,11 @@ func checkToolInfo(dir string) error {
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		switch {
 		case k == "partial" && v == "Y":
-			return vterrors.New(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is partial (partial = Y in xtrabackup_info: --databases or --tables, from its command line or an option file it read); a partial backup would be listed as a full one, so it is refused")
+			return vterrors.New(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is partial (partial = Y in xtrabackup_info: --databases "+
+				"or --tables, from its command line or an option file it read); a partial backup would be listed as a full one, so it is refused")
 		case (k == "compressed" || k == "encrypted") && v != "N" && v != "":
-			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is %s (%s = %s in xtrabackup_info); the restore cannot prepare such files, so the backup is refused", k, k, v)
+			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is %s (%s = %s in xtrabackup_info); the restore "+
+				"cannot prepare such files, so the backup is refused", k, k, v)
 		}
 	}
 	return s.Err()
@@ -118,7 +121,8 @@ func checkComplete(files streamFiles, before, after []tableFile) error {
 		more = fmt.Sprintf(" and %d more", len(missing)-len(shown))
 	}
 	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
-		"the backup tool's stream lacks %d tables or databases the server had from the start of the backup to its end: %s%s; a backup that would restore without them is refused (was the tool told to copy only some databases or tables?)",
+		"the backup tool's stream lacks %d tables or databases the server had from the start of the backup to its end: %s%s; a backup that would restore "+
+			"without them is refused (was the tool told to copy only some databases or tables?)",
 		len(missing), strings.Join(shown, ", "), more)
 }
 
@@ -152,7 +156,8 @@ func mariadbTableFiles(ctx context.Context, query queryRows) ([]tableFile, error
 	if err != nil {
 		return nil, err
 	}
-	rows, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, CREATE_TIME FROM information_schema.TABLES WHERE TABLE_TYPE IN ('BASE TABLE','SEQUENCE','SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
+	rows, err := query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, CREATE_TIME FROM information_schema.TABLES WHERE "+
+		"TABLE_TYPE IN ('BASE TABLE','SEQUENCE','SYSTEM VERSIONED') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +172,8 @@ func mariadbTableFiles(ctx context.Context, query queryRows) ([]tableFile, error
 	}
 	// Every database, empty ones too, by its db.opt (CREATE DATABASE writes
 	// it; mariabackup copies it).
-	rows, err = query(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ("+skippedSchemas+") AND SCHEMA_NAME NOT LIKE '#mysql50#%'")
+	rows, err = query(ctx, "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ("+skippedSchemas+
+		") AND SCHEMA_NAME NOT LIKE '#mysql50#%'")
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +206,8 @@ func innodbTableIDs(ctx context.Context, query queryRows, q string) (map[string]
 }
 
 func mysqlTableFiles(ctx context.Context, query queryRows) ([]tableFile, error) {
-	rows, err := query(ctx, "SELECT t.NAME, t.TABLE_ID FROM information_schema.INNODB_TABLES t JOIN information_schema.INNODB_TABLESPACES s ON s.SPACE = t.SPACE WHERE s.SPACE_TYPE = 'Single'")
+	rows, err := query(ctx, "SELECT t.NAME, t.TABLE_ID FROM information_schema.INNODB_TABLES t JOIN information_schema.INNODB_TABLESPACES s ON "+
+		"s.SPACE = t.SPACE WHERE s.SPACE_TYPE = 'Single'")
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +215,8 @@ func mysqlTableFiles(ctx context.Context, query queryRows) ([]tableFile, error) 
 	for _, r := range rows {
 		out = append(out, tableFile{Table: strings.Replace(r[0], "/", ".", 1), File: r[0] + ".ibd", ID: r[1]})
 	}
-	rows, err = query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, CREATE_TIME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE IN ('MyISAM','CSV','ARCHIVE') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
+	rows, err = query(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, CREATE_TIME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' AND "+
+		"ENGINE IN ('MyISAM','CSV','ARCHIVE') AND TABLE_SCHEMA NOT IN ("+skippedSchemas+")")
 	if err != nil {
 		return nil, err
 	}

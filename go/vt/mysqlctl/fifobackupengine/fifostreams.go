@@ -81,11 +81,13 @@ func (b *backupRun) waitForFIFOs(ctx context.Context, fifoDir string, paths []st
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-toolDone:
-				return fmt.Errorf("the backup tool exited before creating its FIFO %s (it creates them after connecting to MySQL and taking LOCK INSTANCE FOR BACKUP)", path)
+				return fmt.Errorf("the backup tool exited before creating its FIFO %s (it creates them after connecting to MySQL and taking LOCK INSTANCE "+
+					"FOR BACKUP)", path)
 			case <-tick.C:
 			}
 			if waited := time.Since(start); waited >= nextLog {
-				b.logger.Infof("fifo backup: waited %v for %s to create its FIFOs in %s; it does so after connecting to MySQL and taking LOCK INSTANCE FOR BACKUP (a long DDL delays it)", waited.Round(time.Second), b.tool.Flavor, fifoDir)
+				b.logger.Infof("fifo backup: waited %v for %s to create its FIFOs in %s; it does so after connecting to MySQL and taking LOCK INSTANCE FOR "+
+					"BACKUP (a long DDL delays it)", waited.Round(time.Second), b.tool.Flavor, fifoDir)
 				nextLog += 30 * time.Second
 			}
 		}
@@ -217,6 +219,7 @@ func skipControlByte(f *os.File, path string) (*bufio.Reader, error) {
 		_, _ = br.Discard(1) // the control byte, then the end or the first chunk
 		return br, nil
 	default:
-		return nil, fmt.Errorf("FIFO %s does not start the way Percona XtraBackup's FIFO streams do (one control byte, then an xbstream chunk): its first bytes are %q", path, head)
+		return nil, fmt.Errorf("FIFO %s does not start the way Percona XtraBackup's FIFO streams do (one control byte, then an xbstream chunk): its "+
+			"first bytes are %q", path, head)
 	}
 }

@@ -169,24 +169,44 @@ func RegisterFlags(fs *pflag.FlagSet) {
 	} {
 		flagvalue.Document(name, allowed)
 	}
-	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, 1..64; 0 (auto) picks one per CPU, at most 64 and at most what the backup storage can write at once (the split storage: the parts its spool directory has free space for). The tool's stream is dealt to them by bytes, whatever the source.")
-	integer(&c.FIFOStreams, "fifo-backup-fifo-streams", d.FIFOStreams, allowedFIFOStreams, "number of FIFO streams Percona XtraBackup writes (its --fifo-streams) with source fifo; 0 uses as many as --fifo-backup-lanes. Their chunks are dealt to the lanes by bytes, so the two need not match.")
-	fs.StringVar(&c.Source, "fifo-backup-source", d.Source, "where the backup stream comes from: auto|fifo|stdout. fifo uses Percona XtraBackup's --fifo-streams (>= 8.0.33); stdout splits the tool's single stream into lanes at chunk boundaries; auto picks fifo when the tool supports it.")
-	fs.StringVar(&c.ToolPath, "fifo-backup-tool-path", d.ToolPath, "path of the backup tool (xtrabackup or mariabackup); empty looks up xtrabackup, then mariabackup, in PATH.")
-	fs.StringVar(&c.ToolFlavor, "fifo-backup-tool-flavor", d.ToolFlavor, "flavor of the backup tool: xtrabackup|mariabackup; empty detects it from the tool's --version.")
+	integer(&c.Lanes, "fifo-backup-lanes", d.Lanes, allowedLanes, "number of parallel lanes (compress, then store) a fifo backup is carried through, "+
+		"1..64; 0 (auto) picks one per CPU, at most 64 and at most what the backup storage can write at once (the split storage: the parts its spool "+
+		"directory has free space for). The tool's stream is dealt to them by bytes, whatever the source.")
+	integer(&c.FIFOStreams, "fifo-backup-fifo-streams", d.FIFOStreams, allowedFIFOStreams, "number of FIFO streams Percona XtraBackup writes (its "+
+		"--fifo-streams) with source fifo; 0 uses as many as --fifo-backup-lanes. Their chunks are dealt to the lanes by bytes, so the two need not match.")
+	fs.StringVar(&c.Source, "fifo-backup-source", d.Source, "where the backup stream comes from: auto|fifo|stdout. fifo uses Percona XtraBackup's "+
+		"--fifo-streams (>= 8.0.33); stdout splits the tool's single stream into lanes at chunk boundaries; auto picks fifo when the tool supports it.")
+	fs.StringVar(&c.ToolPath, "fifo-backup-tool-path", d.ToolPath, "path of the backup tool (xtrabackup or mariabackup); empty looks up xtrabackup, "+
+		"then mariabackup, in PATH.")
+	fs.StringVar(&c.ToolFlavor, "fifo-backup-tool-flavor", d.ToolFlavor, "flavor of the backup tool: xtrabackup|mariabackup; empty detects it from "+
+		"the tool's --version.")
 	fs.StringVar(&c.User, "fifo-backup-user", d.User, "MySQL user the backup tool connects as; empty uses the tablet's DBA user (--db-dba-user).")
-	fs.StringVar(&c.BackupFlags, "fifo-backup-backup-flags", d.BackupFlags, "extra flags for the tool's --backup, split like a shell would (never run through a shell).")
-	fs.StringVar(&c.PrepareFlags, "fifo-backup-prepare-flags", d.PrepareFlags, "extra flags for the tool's --prepare, split like a shell would (never run through a shell).")
+	fs.StringVar(&c.BackupFlags, "fifo-backup-backup-flags", d.BackupFlags, "extra flags for the tool's --backup, split like a shell would (never run "+
+		"through a shell).")
+	fs.StringVar(&c.PrepareFlags, "fifo-backup-prepare-flags", d.PrepareFlags, "extra flags for the tool's --prepare, split like a shell would (never "+
+		"run through a shell).")
 	integer(&c.Parallel, "fifo-backup-parallel", d.Parallel, allowedParallel, "the tool's copy threads (--parallel), 1..256.")
-	size(&c.ReadBufferSize, "fifo-backup-read-buffer-size", d.ReadBufferSize, allowedReadBufferSize, "the tool's chunk size (Percona's --read-buffer-size, e.g. 8MiB); 0 leaves the tool's default. mariabackup has no such setting: asking for it there is an error.")
-	fs.StringVar(&c.FIFODir, "fifo-backup-fifo-dir", d.FIFODir, "directory for the tool's FIFO streams (source fifo); empty uses a fresh directory under the tablet's tmp dir.")
-	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open each of its FIFOs (its --fifo-timeout: that many tries, one a second); 2s..1h. The engine waits for the FIFOs to appear as long as the tool runs.")
-	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves the tool's default.")
-	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup or restore logs bytes done, rate and ETA; 0 disables.")
-	duration(&c.FullInterval, "fifo-backup-full-interval", d.FullInterval, allowedFullInterval, "take incremental backups (the InnoDB pages changed since a base backup) and a full one when the last full is older than this, e.g. 168h; 0 (the default) takes every backup full. A full is also taken, and the log says why, when no usable base exists. Needs the split backup storage, which keeps a base until its last delta is removed.")
-	fs.StringVar(&c.IncrementalBase, "fifo-backup-incremental-base", d.IncrementalBase, "what an incremental backup is taken against: latest (the newest backup of the chain: small deltas, a restore applies them all) or full (the chain's full backup: each delta holds every change since the full, a restore applies one).")
-	integer(&c.MaxChainLength, "fifo-backup-max-chain-length", d.MaxChainLength, allowedMaxChainLength, "most incremental backups after a full; the next backup is full. 1..1000.")
-	fs.StringSliceVar(&c.ExternalTablespaceDirs, "fifo-backup-external-tablespace-dirs", d.ExternalTablespaceDirs, "directories a restore may write tablespaces to that lived outside the data directory (tables with DATA DIRECTORY, MySQL 8 remote tablespaces), besides MySQL's innodb_directories from my.cnf; comma-separated absolute paths. A restored tablespace's path comes from the backup, so any other is refused.")
+	size(&c.ReadBufferSize, "fifo-backup-read-buffer-size", d.ReadBufferSize, allowedReadBufferSize, "the tool's chunk size (Percona's "+
+		"--read-buffer-size, e.g. 8MiB); 0 leaves the tool's default. mariabackup has no such setting: asking for it there is an error.")
+	fs.StringVar(&c.FIFODir, "fifo-backup-fifo-dir", d.FIFODir, "directory for the tool's FIFO streams (source fifo); empty uses a fresh directory "+
+		"under the tablet's tmp dir.")
+	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open each of "+
+		"its FIFOs (its --fifo-timeout: that many tries, one a second); 2s..1h. The engine waits for the FIFOs to appear as long as the tool runs.")
+	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves "+
+		"the tool's default.")
+	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup or restore logs bytes done, rate "+
+		"and ETA; 0 disables.")
+	duration(&c.FullInterval, "fifo-backup-full-interval", d.FullInterval, allowedFullInterval, "take incremental backups (the InnoDB pages changed "+
+		"since a base backup) and a full one when the last full is older than this, e.g. 168h; 0 (the default) takes every backup full. A full is also "+
+		"taken, and the log says why, when no usable base exists. Needs the split backup storage, which keeps a base until its last delta is removed.")
+	fs.StringVar(&c.IncrementalBase, "fifo-backup-incremental-base", d.IncrementalBase, "what an incremental backup is taken against: latest (the "+
+		"newest backup of the chain: small deltas, a restore applies them all) or full (the chain's full backup: each delta holds every change since the "+
+		"full, a restore applies one).")
+	integer(&c.MaxChainLength, "fifo-backup-max-chain-length", d.MaxChainLength, allowedMaxChainLength, "most incremental backups after a full; the "+
+		"next backup is full. 1..1000.")
+	fs.StringSliceVar(&c.ExternalTablespaceDirs, "fifo-backup-external-tablespace-dirs", d.ExternalTablespaceDirs, "directories a restore may write "+
+		"tablespaces to that lived outside the data directory (tables with DATA DIRECTORY, MySQL 8 remote tablespaces), besides MySQL's "+
+		"innodb_directories from my.cnf; comma-separated absolute paths. A restored tablespace's path comes from the backup, so any other is refused.")
 }
 
 // ValidateFlags checks the flags declared in fs (by RegisterFlags) once they

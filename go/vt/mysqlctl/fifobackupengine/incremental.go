@@ -55,12 +55,14 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 	chain := []member{target}
 	for cur := target; cur.m.isDelta(); {
 		if len(chain) > maxChainLength+1 {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its chain is longer than %d backups (a loop?)", target.m.BackupName, maxChainLength)
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its chain is longer than %d backups (a loop?)", target.m.BackupName,
+				maxChainLength)
 		}
 		name := cur.m.BaseBackup
 		ch, ok := cur.bh.(backuphandle.Chain)
 		if !ok {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental on base %s, but its storage cannot open other backups (incremental chains need the split storage)", cur.m.BackupName, name)
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental on base %s, but its storage cannot open other backups "+
+				"(incremental chains need the split storage)", cur.m.BackupName, name)
 		}
 		bh, err := ch.Sibling(ctx, name)
 		if err != nil {
@@ -74,11 +76,14 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 		case m.BackupName != name:
 			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s has the MANIFEST of %s", cur.m.BackupName, name, m.BackupName)
 		case m.ToolFlavor != target.m.ToolFlavor:
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s was taken with %s, it with %s", cur.m.BackupName, name, m.ToolFlavor, target.m.ToolFlavor)
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s was taken with %s, it with %s", cur.m.BackupName, name,
+				m.ToolFlavor, target.m.ToolFlavor)
 		case m.LSN.To == "" || m.LSN.To != cur.m.LSN.From:
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s starts at LSN %q but its base %s ends at LSN %q", cur.m.BackupName, cur.m.LSN.From, name, m.LSN.To)
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s starts at LSN %q but its base %s ends at LSN %q", cur.m.BackupName,
+				cur.m.LSN.From, name, m.LSN.To)
 		case m.ChainLength != cur.m.ChainLength-1 || (m.isDelta() && m.FullBackup != cur.m.FullBackup) || (!m.isDelta() && name != cur.m.FullBackup):
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s (chain of %s, length %d) does not follow its base %s (chain of %s, length %d)", cur.m.BackupName, cur.m.FullBackup, cur.m.ChainLength, name, m.FullBackup, m.ChainLength)
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s (chain of %s, length %d) does not follow its base %s (chain of "+
+				"%s, length %d)", cur.m.BackupName, cur.m.FullBackup, cur.m.ChainLength, name, m.FullBackup, m.ChainLength)
 		}
 		cur = member{bh: bh, m: m}
 		chain = append(chain, cur)
@@ -105,7 +110,8 @@ func checkLanesStored(ctx context.Context, c member) error {
 			return vterrors.Wrapf(err, "backup %s is damaged: lane %s", c.m.BackupName, l.File)
 		}
 		if n != l.StoredBytes {
-			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", c.m.BackupName, l.File, n, l.StoredBytes)
+			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", c.m.BackupName, l.File,
+				n, l.StoredBytes)
 		}
 	}
 	return nil
@@ -142,7 +148,8 @@ func (c *baseChoice) chooseBase(backups []*Manifest) (base *Manifest, whyFull st
 		return nil, fmt.Sprintf("the last full backup %s has an unreadable BackupTime %q", full.BackupName, full.BackupTime)
 	}
 	if age := c.now.Sub(consistent); age >= c.cfg.FullInterval {
-		return nil, fmt.Sprintf("the last full backup %s is %v old: a full is due every %v (--fifo-backup-full-interval)", full.BackupName, age.Round(time.Minute), c.cfg.FullInterval)
+		return nil, fmt.Sprintf("the last full backup %s is %v old: a full is due every %v (--fifo-backup-full-interval)", full.BackupName,
+			age.Round(time.Minute), c.cfg.FullInterval)
 	}
 	base = full
 	if c.cfg.IncrementalBase == BaseLatest {
@@ -155,15 +162,18 @@ func (c *baseChoice) chooseBase(backups []*Manifest) (base *Manifest, whyFull st
 	}
 	switch {
 	case base.ChainLength+1 > c.cfg.MaxChainLength:
-		return nil, fmt.Sprintf("a delta on %s would be number %d after the full %s, more than --fifo-backup-max-chain-length=%d", base.BackupName, base.ChainLength+1, full.BackupName, c.cfg.MaxChainLength)
+		return nil, fmt.Sprintf("a delta on %s would be number %d after the full %s, more than --fifo-backup-max-chain-length=%d", base.BackupName,
+			base.ChainLength+1, full.BackupName, c.cfg.MaxChainLength)
 	case base.ToolFlavor != c.tool.Flavor || base.ToolVersion != c.tool.Version:
-		return nil, fmt.Sprintf("the base %s was taken with %s (%s), the tool here is %s (%s)", base.BackupName, base.ToolFlavor, base.ToolVersion, c.tool.Flavor, c.tool.Version)
+		return nil, fmt.Sprintf("the base %s was taken with %s (%s), the tool here is %s (%s)", base.BackupName, base.ToolFlavor, base.ToolVersion,
+			c.tool.Flavor, c.tool.Version)
 	case base.MySQLVersion != c.mysqlVersion:
 		return nil, fmt.Sprintf("the base %s was taken on MySQL %s, the server here is %s", base.BackupName, base.MySQLVersion, c.mysqlVersion)
 	case base.LSN.To == "":
 		return nil, fmt.Sprintf("the base %s recorded no LSN", base.BackupName)
 	case !c.here.descendsFrom(base):
-		return nil, fmt.Sprintf("this data directory does not descend from the base %s (taken from another data directory, and this one was not restored from its chain): its pages have other LSNs", base.BackupName)
+		return nil, fmt.Sprintf("this data directory does not descend from the base %s (taken from another data directory, and this one was not restored "+
+			"from its chain): its pages have other LSNs", base.BackupName)
 	case !c.pos.AtLeast(base.Position):
 		return nil, fmt.Sprintf("the server's position %v does not contain the base %s's %v", c.pos, base.BackupName, base.Position)
 	}

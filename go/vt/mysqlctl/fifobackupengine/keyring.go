@@ -44,7 +44,9 @@ func checkKeyring(ctx context.Context, query queryRows, files streamFiles, prepa
 		names = append(names, r[0])
 	}
 	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
-		"the server has %d encrypted tablespaces (%s) and nothing would give the restore's prepare the keyring: the stream holds no component_keyring_*.cnf and --fifo-backup-prepare-flags names none (--component-keyring-config, --keyring-file-data, --transition-key); the backup is refused, since every restore of it would fail",
+		"the server has %d encrypted tablespaces (%s) and nothing would give the restore's prepare the keyring: the stream holds no "+
+			"component_keyring_*.cnf and --fifo-backup-prepare-flags names none (--component-keyring-config, --keyring-file-data, --transition-key); the "+
+			"backup is refused, since every restore of it would fail",
 		len(rows), strings.Join(names, ", "))
 }
 

@@ -126,7 +126,8 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 	ext := b.cfg.Compression.Extension()
 	compression := b.cfg.Compression.forLanes(b.cfg.Lanes)
 	if compression.gzipInLane {
-		b.logger.Infof("fifo backup: %d lanes on %d cores: each lane's %s is one sequential gzip stream (the lanes keep the cores busy)", b.cfg.Lanes, runtime.GOMAXPROCS(0), compression.Engine)
+		b.logger.Infof("fifo backup: %d lanes on %d cores: each lane's %s is one sequential gzip stream (the lanes keep the cores busy)", b.cfg.Lanes,
+			runtime.GOMAXPROCS(0), compression.Engine)
 	}
 	destWrite := b.stats.bytesFunc("Destination:Write")
 	compWrite := b.stats.bytesFunc("Compressor:Write")

@@ -163,7 +163,8 @@ func (m *Manifest) check() error {
 	case m.BaseBackup == "" && (m.FullBackup != "" || m.ChainLength != 0):
 		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "has no BaseBackup but FullBackup %q and ChainLength %d", m.FullBackup, m.ChainLength)
 	case m.BaseBackup != "" && (m.FullBackup == "" || m.ChainLength < 1 || m.LSN.From == "" || m.BaseBackup == m.BackupName):
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental (BaseBackup %q) but FullBackup %q, ChainLength %d or LSN.From %q is wrong", m.BaseBackup, m.FullBackup, m.ChainLength, m.LSN.From)
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental (BaseBackup %q) but FullBackup %q, ChainLength %d or LSN.From %q is wrong",
+			m.BaseBackup, m.FullBackup, m.ChainLength, m.LSN.From)
 	}
 	return nil
 }
@@ -190,7 +191,8 @@ func positionFromInfo(dir, flavor string) (replication.Position, error) {
 	}
 	pos := strings.Join(strings.Fields(string(m[1])), "")
 	if pos == "" {
-		return replication.Position{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "empty \"GTID of the last change\" in the tool's xtrabackup_info: is binary logging with GTIDs on?")
+		return replication.Position{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "empty \"GTID of the last change\" in the tool's "+
+			"xtrabackup_info: is binary logging with GTIDs on?")
 	}
 	p, err := replication.ParsePosition(flavor, pos)
 	if err != nil {

@@ -141,7 +141,8 @@ func checkArrived(staging string, moves []placement, l restoreLayout) error {
 		if filepath.Ext(e.Name()) == ".index" || strings.HasPrefix(e.Name(), "ib_logfile") {
 			continue // a binlog index rewritten in place; a redo file PXB leaves behind
 		}
-		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the backup holds %s, which the restore did not place (a database or file of the backup would be lost with the staging directory %s); the restore is failed", e.Name(), staging)
+		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the backup holds %s, which the restore did not place (a database or file of the backup would be "+
+			"lost with the staging directory %s); the restore is failed", e.Name(), staging)
 	}
 	return nil
 }
@@ -282,7 +283,8 @@ func checkExternalPath(p string, dirs []string) error {
 		return errors.New("not a clean absolute path of an .ibd file; refused")
 	}
 	if len(dirs) == 0 {
-		return errors.New("outside the data directory, and no directory is allowed for such tablespaces: add its directory to --fifo-backup-external-tablespace-dirs (or innodb_directories in my.cnf) and restore again")
+		return errors.New("outside the data directory, and no directory is allowed for such tablespaces: add its directory to " +
+			"--fifo-backup-external-tablespace-dirs (or innodb_directories in my.cnf) and restore again")
 	}
 	// The deepest existing ancestor, links resolved, must stay inside.
 	anc := filepath.Dir(p)
@@ -307,7 +309,8 @@ func checkExternalPath(p string, dirs []string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("outside the directories a restore may write tablespaces to (%s): add its directory to --fifo-backup-external-tablespace-dirs (or innodb_directories in my.cnf) and restore again", strings.Join(dirs, ", "))
+	return fmt.Errorf("outside the directories a restore may write tablespaces to (%s): add its directory to --fifo-backup-external-tablespace-dirs "+
+		"(or innodb_directories in my.cnf) and restore again", strings.Join(dirs, ", "))
 }
 
 // placementWrite is a file the restore writes rather than moves.
@@ -362,7 +365,8 @@ func applyMoveBack(staging string, moves []placement, index *placementWrite) err
 		}
 		if st, err := os.Lstat(m.Dst); err == nil {
 			if !m.Replace || !st.Mode().IsRegular() {
-				return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move %s to %s: a %s is there, and a restore never writes over it", m.Src, m.Dst, describeMode(st.Mode()))
+				return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move %s to %s: a %s is there, and a restore never writes over it", m.Src, m.Dst,
+					describeMode(st.Mode()))
 			}
 			if err := os.Remove(m.Dst); err != nil {
 				return vterrors.Wrapf(err, "cannot replace %s", m.Dst)

@@ -56,7 +56,8 @@ func (b *backupRun) planScan(ctx context.Context, query queryRows, optionFile []
 	rows, err := query(ctx, "SELECT component_urn FROM mysql.component WHERE component_urn = '"+mysqlbackupComponent+"'")
 	if err != nil || len(rows) == 0 {
 		if delta {
-			b.logger.Infof("fifo backup: the delta scans every page: the server has no %s (INSTALL COMPONENT '%s' lets deltas read only changed pages)", mysqlbackupComponent, mysqlbackupComponent)
+			b.logger.Infof("fifo backup: the delta scans every page: the server has no %s (INSTALL COMPONENT '%s' lets deltas read only changed pages)",
+				mysqlbackupComponent, mysqlbackupComponent)
 		}
 		return full
 	}

@@ -134,7 +134,8 @@ func toolOpenFiles(dataDir string) (uint64, error) {
 func checkOpenFiles(dataDir string, tablespaces int, hard uint64) (uint64, error) {
 	if need := uint64(tablespaces + openFilesSlack); hard < need {
 		return 0, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
-			"the backup tool needs about %d open files (%d InnoDB tablespaces in %s, and %d more), but this process's hard limit of open files is %d: raise it (ulimit -Hn, LimitNOFILE= in the service unit, the container's nofile ulimit)",
+			"the backup tool needs about %d open files (%d InnoDB tablespaces in %s, and %d more), but this process's hard limit of open files is %d: raise "+
+				"it (ulimit -Hn, LimitNOFILE= in the service unit, the container's nofile ulimit)",
 			need, tablespaces, dataDir, openFilesSlack, hard)
 	}
 	return min(hard, 1<<30), nil

@@ -226,7 +226,8 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			// Say how much room the restore needs, not only where it ran out.
-			return vterrors.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %d bytes there (its stream's size), %s when the extraction began, %d were written",
+			return vterrors.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %d bytes there (its stream's size), %s "+
+				"when the extraction began, %d were written",
 				laneNames(m), staging, m.RawBytes, freeText(free), st.Bytes)
 		}
 		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m))
@@ -272,7 +273,8 @@ func laneNames(m *Manifest) string {
 // checkTool refuses a tool of another flavor than the backup's.
 func (r *restoreRun) checkTool(tool *backupTool) error {
 	if tool.Flavor != r.m.ToolFlavor {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is %s (%s)", r.m.ToolFlavor, r.m.ToolVersion, tool.Flavor, tool.Version)
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is %s (%s)", r.m.ToolFlavor,
+			r.m.ToolVersion, tool.Flavor, tool.Version)
 	}
 	return nil
 }

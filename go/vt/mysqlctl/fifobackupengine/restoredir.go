@@ -100,7 +100,8 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if opts.OnManifest != nil {
 		opts.OnManifest(m)
 	}
-	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead, onPhase: opts.OnPhase, checkTables: opts.CheckTables, scope: wholeBackup{}}
+	run := &restoreRun{cfg: opts.Config, bh: bh, m: m, stats: newPhaseStats(opts.Stats), logger: opts.Logger, onRead: opts.OnRead, onPhase: opts.OnPhase,
+		checkTables: opts.CheckTables, scope: wholeBackup{}}
 	var tables *tableRestore
 	if opts.Tables != nil {
 		if !opts.Prepare {
@@ -123,7 +124,8 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		return rep, err
 	}
 	if len(run.chain) > 1 && !opts.Prepare {
-		return rep, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the tool has applied its chain %v; restore it with prepare", m.BackupName, m.BaseBackup, chainNames(run.chain))
+		return rep, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the "+
+			"tool has applied its chain %v; restore it with prepare", m.BackupName, m.BaseBackup, chainNames(run.chain))
 	}
 	cleanup, err := claimEmptyDir(dir)
 	if err != nil {

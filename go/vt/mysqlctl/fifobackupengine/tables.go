@@ -265,7 +265,8 @@ func importable(t *TableFiles, backup string) error {
 	default:
 		return nil
 	}
-	return vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: %s; restore the backup whole (vtfifo restore) and copy the table's files from there", t.Name(), backup, t.Engine, why)
+	return vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: %s; restore the backup whole (vtfifo restore) and copy the "+
+		"table's files from there", t.Name(), backup, t.Engine, why)
 }
 
 // checkExported checks, after the tool's --prepare --export, that every
@@ -280,7 +281,8 @@ func checkExported(dir string, tables []*TableFiles) error {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
-				return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "table %s: the tool's --export wrote no %s: the table cannot be imported safely; see the tool's output above", t.Name(), p)
+				return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "table %s: the tool's --export wrote no %s: the table cannot be imported safely; see the tool's "+
+					"output above", t.Name(), p)
 			}
 		}
 	}
@@ -313,7 +315,8 @@ func exportedFiles(t *TableFiles) []string {
 // where the backup has a lane index, from whole lanes where it has none. It
 // returns the paths the index says must come out, the stored bytes to read
 // and a line saying what is read.
-func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes, opts *xbstream.ExtractOptions) (want []string, toRead int64, what string, err error) {
+func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes,
+	opts *xbstream.ExtractOptions) (want []string, toRead int64, what string, err error) {
 	m := c.m
 	opts.Select, opts.ListFiles = t.subset.wants, true
 	ix, err := ReadLaneIndex(ctx, c.bh, m)
@@ -321,7 +324,8 @@ func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes, 
 		return nil, 0, "", err
 	}
 	if ix == nil {
-		t.logger.Warningf("fifo restore: backup %s has no lane index (taken before lanes were seekable, or with an external compressor): reading all %d stored bytes of its lanes for the tables' files", m.BackupName, m.StoredBytes)
+		t.logger.Warningf("fifo restore: backup %s has no lane index (taken before lanes were seekable, or with an external compressor): reading all %d "+
+			"stored bytes of its lanes for the tables' files", m.BackupName, m.StoredBytes)
 		t.readStreamBytes += m.RawBytes
 		return nil, m.StoredBytes, fmt.Sprintf("the tables' files from the whole lanes of %s (%d stored bytes)", m.BackupName, m.StoredBytes), nil
 	}

@@ -50,7 +50,8 @@ func detectTool(ctx context.Context, cfg *Config) (*backupTool, error) {
 			}
 		}
 		if path == "" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no backup tool found: neither xtrabackup nor mariabackup is in PATH; set --fifo-backup-tool-path")
+			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no backup tool found: neither xtrabackup nor mariabackup is in PATH; set "+
+				"--fifo-backup-tool-path")
 		}
 	} else if p, err := exec.LookPath(path); err == nil {
 		path = p
@@ -69,7 +70,8 @@ func detectTool(ctx context.Context, cfg *Config) (*backupTool, error) {
 		return nil, err
 	}
 	if cfg.ToolFlavor != "" && cfg.ToolFlavor != t.Flavor {
-		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-tool-flavor is %s but %s says it is %s (%s)", cfg.ToolFlavor, path, t.Flavor, t.Version)
+		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-tool-flavor is %s but %s says it is %s (%s)", cfg.ToolFlavor, path,
+			t.Flavor, t.Version)
 	}
 	return t, nil
 }
@@ -131,7 +133,8 @@ func parseToolVersion(path, out string) (*backupTool, error) {
 		t.Flavor = FlavorMariabackup
 		return t, nil
 	}
-	return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot tell the flavor of %s from its --version output %q; set --fifo-backup-tool-flavor", path, strings.TrimSpace(out))
+	return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot tell the flavor of %s from its --version output %q; set "+
+		"--fifo-backup-tool-flavor", path, strings.TrimSpace(out))
 }
 
 // supportsFIFO reports whether the tool has --fifo-streams: the version with
@@ -158,7 +161,8 @@ func (t *backupTool) sourceFor(cfg *Config) (string, error) {
 		return SourceStdout, nil
 	case SourceFIFO:
 		if !t.supportsFIFO() {
-			return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33-28, but %s is %q; use --fifo-backup-source=stdout or auto", t.Path, t.Version)
+			return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33-28, but %s is %q; "+
+				"use --fifo-backup-source=stdout or auto", t.Path, t.Version)
 		}
 	default:
 		if !t.supportsFIFO() {
@@ -177,7 +181,8 @@ func (t *backupTool) sourceFor(cfg *Config) (string, error) {
 // --fifo-backup-backup-flags come last, so an operator's own wins.
 func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir, source, fifoDir string, openFiles uint64) ([]string, error) {
 	if cfg.ReadBufferSize > 0 && t.Flavor == FlavorMariabackup {
-		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-read-buffer-size is set but %s is mariabackup (%s), which has no chunk size setting; unset the flag", t.Path, t.Version)
+		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-read-buffer-size is set but %s is mariabackup (%s), which has no chunk "+
+			"size setting; unset the flag", t.Path, t.Version)
 	}
 	args := []string{
 		// --defaults-file must come first for both tools.

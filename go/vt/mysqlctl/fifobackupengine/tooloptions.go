@@ -18,11 +18,13 @@ type toolOptionRule struct {
 }
 
 const (
-	whyEngineSets   = "the engine sets it"
-	whyIncremental  = "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"
-	whyPartial      = "it makes the tool copy only some databases or tables, and the backup would be listed as a full one; a table restore reads some tables of a full backup (vtfifo restore-table)"
-	whyToolCompress = "it makes the tool write .zst/.lz4/.qp files that the restore never decompresses; the lanes are compressed by Vitess's --compression-engine-name"
-	whyToolEncrypt  = "it makes the tool write .xbcrypt files that the restore never decrypts; the split storage encrypts (--split-storage-encryption-key-file)"
+	whyEngineSets  = "the engine sets it"
+	whyIncremental = "the engine takes incremental backups by its own policy (--fifo-backup-full-interval) and records their base"
+	whyPartial     = "it makes the tool copy only some databases or tables, and the backup would be listed as a full one; a table restore reads some " +
+		"tables of a full backup (vtfifo restore-table)"
+	whyToolCompress = "it makes the tool write .zst/.lz4/.qp files that the restore never decompresses; the lanes are compressed by Vitess's " +
+		"--compression-engine-name"
+	whyToolEncrypt = "it makes the tool write .xbcrypt files that the restore never decrypts; the split storage encrypts (--split-storage-encryption-key-file)"
 )
 
 // backupOptionRules are refused on the tool's --backup command line
@@ -34,7 +36,8 @@ var backupOptionRules = []toolOptionRule{
 	{name: "databases", why: whyPartial},
 	{name: "tables", why: whyPartial},
 	{name: "rsync", why: "the engine streams xbstream, which --rsync does not work with"},
-	{name: "no-lock", why: "the engine passes --slave-info, which Percona XtraBackup refuses with --no-lock (xtrabackup.cc, xb_init), and without the lock the non-InnoDB tables and the binlog position are not consistent with the data"},
+	{name: "no-lock", why: "the engine passes --slave-info, which Percona XtraBackup refuses with --no-lock (xtrabackup.cc, xb_init), and without the " +
+		"lock the non-InnoDB tables and the binlog position are not consistent with the data"},
 	{name: "incremental", why: whyIncremental},
 	{name: "backup-incremental-base", why: whyIncremental},
 	{name: "page-tracking", why: whyIncremental},

@@ -89,7 +89,8 @@ func (b *backupRun) fifoDir(workDir string) (string, error) {
 	}
 	// The tool creates one level (ds_fifo.cc, fifo_init): the parent must exist.
 	if st, err := os.Stat(b.cfg.FIFODir); err != nil || !st.IsDir() {
-		return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup tool creates one directory in it, not its parents", b.cfg.FIFODir)
+		return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup tool creates "+
+			"one directory in it, not its parents", b.cfg.FIFODir)
 	}
 	return filepath.Join(b.cfg.FIFODir, filepath.Base(workDir)), nil
 }

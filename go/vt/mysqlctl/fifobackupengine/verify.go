@@ -130,7 +130,8 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	}
 	for i, ls := range st.Lanes {
 		if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
-			return rep, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes)
+			return rep, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, m.Lanes[i].File,
+				ls.Bytes, m.Lanes[i].RawBytes)
 		}
 	}
 	return rep, nil

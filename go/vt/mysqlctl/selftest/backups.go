@@ -122,7 +122,8 @@ func (r *runner) backups() {
 	}
 	r.step("incremental backup at rest (source "+fifo+")", func() (string, error) { return r.backup(fifo, true) })
 	if !r.tool.FIFOStreams {
-		r.skip("backup through FIFO streams", fmt.Sprintf("%s has no --fifo-streams (Percona XtraBackup 8.0.33-28 and later has): every backup read its stdout", r.tool.Version))
+		r.skip("backup through FIFO streams", fmt.Sprintf("%s has no --fifo-streams (Percona XtraBackup 8.0.33-28 and later has): every backup "+
+			"read its stdout", r.tool.Version))
 	}
 }
 
@@ -155,7 +156,8 @@ func (r *runner) backup(source string, delta bool) (string, error) {
 	if m.BaseBackup != "" != delta {
 		return "", fmt.Errorf("backup %s: incremental %t, wanted %t", m.BackupName, m.BaseBackup != "", delta)
 	}
-	return fmt.Sprintf("%s: %d lanes, %d bytes from the tool, %d stored, source %s, position %s", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes, m.Source, m.Position), nil
+	return fmt.Sprintf("%s: %d lanes, %d bytes from the tool, %d stored, source %s, position %s", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes,
+		m.Source, m.Position), nil
 }
 
 func (r *runner) latest() (*fifobackupengine.Manifest, error) {
@@ -221,7 +223,8 @@ func (r *runner) restoreAndCompare() (string, error) {
 	if rec.Outcome != testrestore.Passed {
 		return "", fmt.Errorf("%s", rec.Error)
 	}
-	return fmt.Sprintf("%s: %d tables checked, %d rows; %d tables equal to the source (row count and CHECKSUM TABLE); %s", rec.Backup, rec.Tables, rec.Rows, compared, rec.Server), nil
+	return fmt.Sprintf("%s: %d tables checked, %d rows; %d tables equal to the source (row count and CHECKSUM TABLE); %s", rec.Backup, rec.Tables,
+		rec.Rows, compared, rec.Server), nil
 }
 
 // restoreTable restores one small table of the chain into a directory,
@@ -240,13 +243,15 @@ func (r *runner) restoreTable() (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	defs, _, err := testrestore.Definitions(r.ctx, dir, [][2]string{{table.DB, table.Table}}, testrestore.Options{MysqldPath: r.mysqld, ScratchParent: r.scratch, Logger: r.opts.Logger})
+	defs, _, err := testrestore.Definitions(r.ctx, dir, [][2]string{{table.DB, table.Table}}, testrestore.Options{MysqldPath: r.mysqld,
+		ScratchParent: r.scratch, Logger: r.opts.Logger})
 	if err != nil {
 		return "", err
 	}
 	t := rep.Tables[0]
 	to := tableimport.Target{DB: dataDB, Table: "t0001_restored"}
-	res, err := tableimport.Import(r.ctx, r.srv.db, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to, tableimport.Options{}, r.opts.Logger)
+	res, err := tableimport.Import(r.ctx, r.srv.db, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]},
+		to, tableimport.Options{}, r.opts.Logger)
 	if err != nil {
 		return "", err
 	}
@@ -279,7 +284,8 @@ func (r *runner) exportAndExtract() (string, error) {
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
-	n, exportErr := fifobackupengine.Export(r.ctx, bhs[0], pipe, fifobackupengine.ExportOptions{Compression: r.engineConfig("").Compression, Logger: r.opts.Logger})
+	n, exportErr := fifobackupengine.Export(r.ctx, bhs[0], pipe, fifobackupengine.ExportOptions{Compression: r.engineConfig("").Compression,
+		Logger: r.opts.Logger})
 	pipe.Close()
 	waitErr := cmd.Wait()
 	if exportErr != nil {

@@ -58,7 +58,8 @@ func loadData(ctx context.Context, db *sql.DB, sh shape) (string, error) {
 		fill, kinds = append(fill, "secret"), append(kinds, "encrypted ("+sh.encryption+")")
 	}
 	for i := 0; i < sh.scale; i++ {
-		stmts = append(stmts, fmt.Sprintf("CREATE TABLE `%s`.t%04d (id INT PRIMARY KEY, v VARCHAR(40) NOT NULL, n BIGINT NOT NULL, KEY (n)) ENGINE=InnoDB", dataDB, i))
+		stmts = append(stmts, fmt.Sprintf("CREATE TABLE `%s`.t%04d (id INT PRIMARY KEY, v VARCHAR(40) NOT NULL, n BIGINT NOT NULL, KEY (n)) ENGINE=InnoDB",
+			dataDB, i))
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -185,7 +186,8 @@ func (w *writer) finish() (rows, ddl int, err error) {
 // tableSums is every table of the data set's schemas with its row count and
 // CHECKSUM TABLE, keyed `db`.`table`.
 func tableSums(ctx context.Context, db *sql.DB) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (?, ?) AND TABLE_TYPE = 'BASE TABLE'", dataDB, escapedDB)
+	rows, err := db.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA IN (?, ?) AND TABLE_TYPE = "+
+		"'BASE TABLE'", dataDB, escapedDB)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,8 @@ func planMariaDBKeyring(hostCnf, dir string) (*keyring, string, error) {
 	switch {
 	case strings.Contains(all, "file_key_management"):
 	case strings.Contains(all, "key_management"):
-		return nil, fmt.Sprintf("the host loads a key management plugin (%s) that the self-test does not copy into a scratch server; only file_key_management is", all), nil
+		return nil, fmt.Sprintf("the host loads a key management plugin (%s) that the self-test does not copy into a scratch server; only "+
+			"file_key_management is", all), nil
 	default:
 		return nil, "the host's option file " + hostCnf + " loads no key management plugin", nil
 	}
@@ -76,7 +77,8 @@ func planMariaDBKeyring(hostCnf, dir string) (*keyring, string, error) {
 
 func planMySQLKeyring(hostCnf, mysqld, dir string) (*keyring, string, error) {
 	if manifest := filepath.Join(filepath.Dir(mysqld), "mysqld.my"); fileExists(manifest) {
-		return nil, fmt.Sprintf("a keyring component is loaded through %s, which a scratch server would share with the host's server: an encrypted table would write a key into the host's keyring, so none is made", manifest), nil
+		return nil, fmt.Sprintf("a keyring component is loaded through %s, which a scratch server would share with the host's server: an encrypted table "+
+			"would write a key into the host's keyring, so none is made", manifest), nil
 	}
 	v, err := fifobackupengine.ServerOptions(hostCnf, "early_plugin_load")
 	if err != nil {

@@ -176,7 +176,8 @@ func (r *runner) findTool() (string, error) {
 	}
 	r.tool = info
 	r.rep.Versions["tool"] = info.Version
-	return fmt.Sprintf("%s (%s), FIFO streams: %t, --check-tables: %t, extractor: %s", info.Path, info.Flavor, info.FIFOStreams, info.CheckTables, cmp.Or(info.Extractor, "none")), nil
+	return fmt.Sprintf("%s (%s), FIFO streams: %t, --check-tables: %t, extractor: %s", info.Path, info.Flavor, info.FIFOStreams, info.CheckTables,
+		cmp.Or(info.Extractor, "none")), nil
 }
 
 func (r *runner) findServer() (string, error) {
@@ -233,7 +234,8 @@ func (r *runner) startServer() (string, error) {
 	if r.store, err = openStore(cfg, r.shard); err != nil {
 		return "", fmt.Errorf("the storage %s: %w", cfg.Location(), err)
 	}
-	return fmt.Sprintf("%s, socket %s; from the host's option file: %s; backups into %s, %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile, cmp.Or(taken, "nothing"), cfg.Location(), r.store.dir), nil
+	return fmt.Sprintf("%s, socket %s; from the host's option file: %s; backups into %s, %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile,
+		cmp.Or(taken, "nothing"), cfg.Location(), r.store.dir), nil
 }
 
 // hostSettings are the settings of the host's server that change the files
@@ -244,7 +246,8 @@ func hostSettings(path string) (lines, taken string, err error) {
 	if path == "" {
 		return "", "", nil
 	}
-	names := []string{"innodb_page_size", "innodb_undo_tablespaces", "innodb_file_per_table", "innodb_checksum_algorithm", "lower_case_table_names", "innodb_log_file_size", "innodb_redo_log_capacity"}
+	names := []string{"innodb_page_size", "innodb_undo_tablespaces", "innodb_file_per_table", "innodb_checksum_algorithm", "lower_case_table_names",
+		"innodb_log_file_size", "innodb_redo_log_capacity"}
 	vals, err := fifobackupengine.ServerOptions(path, names...)
 	if err != nil {
 		return "", "", err
@@ -344,7 +347,8 @@ func keepProcessState() (restore func()) {
 
 func buildVersions() map[string]string {
 	// Vitess's own version constant, as its binaries' --version print it.
-	v := map[string]string{"plugin": "(devel)", "vitess": servenv.AppVersion.ToStringMap()["version"], "vitess module": vtversion.Module(), "go": runtime.Version()}
+	v := map[string]string{"plugin": "(devel)", "vitess": servenv.AppVersion.ToStringMap()["version"], "vitess module": vtversion.Module(),
+		"go": runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		v["plugin"] = bi.Main.Version
 	}

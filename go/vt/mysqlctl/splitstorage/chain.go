@@ -86,7 +86,8 @@ func (h *Handle) checkBase(ctx context.Context) error {
 		return fmt.Errorf("split storage: backup %s/%s: checking its base %s: %w", h.dir, h.name, h.base, err)
 	}
 	if state == "" {
-		return fmt.Errorf("split storage: backup %s/%s: its base %s is not a complete backup of %s (removed, quarantined or never completed): %w", h.dir, h.name, h.base, h.dir, ErrNotExist)
+		return fmt.Errorf("split storage: backup %s/%s: its base %s is not a complete backup of %s (removed, quarantined or never completed): %w", h.dir,
+			h.name, h.base, h.dir, ErrNotExist)
 	}
 	return nil
 }

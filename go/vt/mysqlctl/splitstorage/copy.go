@@ -65,7 +65,8 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 		return c.rep, err
 	}
 	prefix := backupPrefix(dir, name)
-	if err := c.de.be.Put(ctx, prefix+completeMarker, bytes.NewReader(c.complete), int64(len(c.complete)), backend.PutOptions{CRC32C: crc32c(c.complete)}); err != nil {
+	if err := c.de.be.Put(ctx, prefix+completeMarker, bytes.NewReader(c.complete), int64(len(c.complete)),
+		backend.PutOptions{CRC32C: crc32c(c.complete)}); err != nil {
 		return c.rep, fmt.Errorf("split storage: copying backup %s: writing its completion marker: %w", c.where, err)
 	}
 	return c.rep, c.copyAll(ctx, c.sidecars)
@@ -198,7 +199,8 @@ func (c *backupCopy) verify(ctx context.Context) error {
 		if rmErr := removeBackup(ctx, c.de, c.dir, c.name); rmErr != nil {
 			left = fmt.Sprintf("removing what was copied there failed too (%v): remove it there with vtfifo verify --remove-incomplete --incomplete-min-age=0", rmErr)
 		}
-		return fmt.Errorf("split storage: backup %s is damaged at the source %s, so it cannot be copied (nothing is listed at the destination %s; %s); repair it at the source or copy another backup: %w", c.where, c.se.be, c.de.be, left, srcErr)
+		return fmt.Errorf("split storage: backup %s is damaged at the source %s, so it cannot be copied (nothing is listed at the destination %s; %s); "+
+			"repair it at the source or copy another backup: %w", c.where, c.se.be, c.de.be, left, srcErr)
 	}
 	for _, e := range flatten(err) {
 		var p Problem
@@ -206,7 +208,8 @@ func (c *backupCopy) verify(ctx context.Context) error {
 			c.de.be.Delete(ctx, p.Key)
 		}
 	}
-	return fmt.Errorf("split storage: copy of backup %s failed its verification at the destination %s, while the source %s verifies (the damaged objects were removed at the destination; run the copy again): %w", c.where, c.de.be, c.se.be, err)
+	return fmt.Errorf("split storage: copy of backup %s failed its verification at the destination %s, while the source %s verifies (the damaged "+
+		"objects were removed at the destination; run the copy again): %w", c.where, c.de.be, c.se.be, err)
 }
 
 // copyObject copies o from src to dst unless dst has it already (same size;

@@ -51,7 +51,8 @@ func (h *Handle) readDataKey(ctx context.Context) (*crypt.DataKey, error) {
 		return nil, fmt.Errorf("split storage: backup %s/%s: its indexes say it is encrypted, but its start marker holds no key envelope", h.dir, h.name)
 	}
 	if h.e.keys == nil {
-		return nil, fmt.Errorf("split storage: backup %s/%s is encrypted (key ID %q): set --split-storage-encryption-key-file to a key file that holds that key", h.dir, h.name, env.KeyID)
+		return nil, fmt.Errorf("split storage: backup %s/%s is encrypted (key ID %q): set --split-storage-encryption-key-file to a key file that "+
+			"holds that key", h.dir, h.name, env.KeyID)
 	}
 	dk, err := h.e.keys.Open(*env, h.dir+"/"+h.name)
 	if err != nil {

@@ -108,7 +108,8 @@ func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (
 	if _, dup := h.files[filename]; dup {
 		return nil, fmt.Errorf("split storage: %s: added twice", h.where(filename))
 	}
-	if err := h.e.spool.reserve(h.e.cfg.PartSize, fmt.Sprintf("%s: one part of --split-storage-part-size=%s", h.where(filename), flagvalue.FormatSize(h.e.cfg.PartSize))); err != nil {
+	if err := h.e.spool.reserve(h.e.cfg.PartSize, fmt.Sprintf("%s: one part of --split-storage-part-size=%s", h.where(filename),
+		flagvalue.FormatSize(h.e.cfg.PartSize))); err != nil {
 		return nil, err
 	}
 	var fc *crypt.File

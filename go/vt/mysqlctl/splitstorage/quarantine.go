@@ -81,7 +81,8 @@ func (s *Storage) Release(ctx context.Context, dir, name string) error {
 	if _, err := h.verifyAgainst(ctx, q.Complete, nil, VerifyPartsOptions{}); err != nil {
 		return fmt.Errorf("split storage: backup %s/%s stays quarantined (%s): it fails verification: %w: %w", dir, name, q.Reason, ErrDamaged, err)
 	}
-	if err := e.be.Put(ctx, prefix+completeMarker, bytes.NewReader(q.Complete), int64(len(q.Complete)), backend.PutOptions{CRC32C: crc32c(q.Complete)}); err != nil {
+	if err := e.be.Put(ctx, prefix+completeMarker, bytes.NewReader(q.Complete), int64(len(q.Complete)),
+		backend.PutOptions{CRC32C: crc32c(q.Complete)}); err != nil {
 		return fmt.Errorf("split storage: releasing backup %s/%s: %w", dir, name, err)
 	}
 	if err := e.be.Delete(ctx, prefix+quarantineMarker); err != nil {

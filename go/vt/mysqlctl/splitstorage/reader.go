@@ -169,7 +169,8 @@ func (r *fileReader) fetch(n int, partStart int64) error {
 			last := n == len(r.idx.Parts) && got == want.Size
 			plain, err := r.fc.Open(b[:0], b, n, blk, last)
 			if err != nil {
-				return fmt.Errorf("%s: frame %d (bytes %d..%d) does not decrypt: %w: the object was altered, or is another part's, file's or backup's, or the file was cut short", where, blk, got-int64(k), got-1, err)
+				return fmt.Errorf("%s: frame %d (bytes %d..%d) does not decrypt: %w: the object was altered, or is another part's, file's or backup's, or the "+
+					"file was cut short", where, blk, got-int64(k), got-1, err)
 			}
 			b = plain
 		}

@@ -61,7 +61,8 @@ func (s *Storage) RepairBackup(ctx context.Context, from *Storage, dir, name str
 		rep.Damaged = append(rep.Damaged, p)
 	}
 	if len(left) > 0 {
-		return rep, fmt.Errorf("split storage: backup %s has damage that a copy's parts cannot repair (only parts are repaired); nothing was changed: %w", where, errors.Join(asErrors(left)...))
+		return rep, fmt.Errorf("split storage: backup %s has damage that a copy's parts cannot repair (only parts are repaired); nothing was changed: %w",
+			where, errors.Join(asErrors(left)...))
 	}
 	fe, err := from.backupEnv(ctx, dir, name)
 	if err != nil {

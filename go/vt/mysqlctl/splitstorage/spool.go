@@ -77,7 +77,9 @@ func (s *spool) reserve(n int64, what string) error {
 		return err
 	}
 	if n > avail {
-		return fmt.Errorf("split storage: the spool directory %s (--split-storage-spool-dir) cannot hold %s: it needs %s, and %s are free there beyond the %s promised to the files and backups of this process: free space there, point --split-storage-spool-dir at a larger disk, or lower --split-storage-part-size, --split-storage-upload-concurrency or the files written at once (for the fifo engine, --fifo-backup-lanes)",
+		return fmt.Errorf("split storage: the spool directory %s (--split-storage-spool-dir) cannot hold %s: it needs %s, and %s are free there beyond "+
+			"the %s promised to the files and backups of this process: free space there, point --split-storage-spool-dir at a larger disk, or lower "+
+			"--split-storage-part-size, --split-storage-upload-concurrency or the files written at once (for the fifo engine, --fifo-backup-lanes)",
 			s.dir, what, flagvalue.FormatSize(n), flagvalue.FormatSize(max(avail, 0)), flagvalue.FormatSize(s.reserved))
 	}
 	s.reserved += n
@@ -142,7 +144,9 @@ func (c Config) SpoolCanHold(files int, flag string) error {
 	if most := size/c.PartSize - int64(c.UploadConcurrency); most >= 1 {
 		allowed = fmt.Sprintf("1..%d", most)
 	}
-	return fmt.Errorf("invalid value \"%d\" for %s: the file system of --split-storage-spool-dir (%s, %s in all) cannot hold a part of --split-storage-part-size=%s for each beside --split-storage-upload-concurrency=%d uploads: allowed values are %s (or lower the part size, or point the spool at a larger disk)",
+	return fmt.Errorf("invalid value \"%d\" for %s: the file system of --split-storage-spool-dir (%s, %s in all) cannot hold a part of "+
+		"--split-storage-part-size=%s for each beside --split-storage-upload-concurrency=%d uploads: allowed values are %s (or lower the part size, or "+
+		"point the spool at a larger disk)",
 		files, flag, dir, flagvalue.FormatSize(size), flagvalue.FormatSize(c.PartSize), c.UploadConcurrency, allowed)
 }
 

@@ -158,7 +158,8 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		}
 	}
 	st := s.params.Stats.Scope(stats.Component(stats.BackupStorage), stats.Implementation(Name))
-	pol := retry.Policy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff, RequestTimeout: s.cfg.RequestTimeout}
+	pol := retry.Policy{MaxAttempts: s.cfg.RetryMaxAttempts, InitialBackoff: s.cfg.RetryInitialBackoff, MaxBackoff: s.cfg.RetryMaxBackoff,
+		RequestTimeout: s.cfg.RequestTimeout}
 	return &env{
 		cfg:    s.cfg,
 		be:     s.limits.Wrap(retry.New(s.base, pol, s.params.Logger, st, s.retries)),
@@ -188,7 +189,8 @@ func checkName(kind, v string, slashOK bool) error {
 		}
 	}
 	if bad {
-		return fmt.Errorf("split storage: invalid %s %q: want a relative name without '.'-leading or empty segments, '..', backslashes or control characters", kind, v)
+		return fmt.Errorf("split storage: invalid %s %q: want a relative name without '.'-leading or empty segments, '..', backslashes or "+
+			"control characters", kind, v)
 	}
 	return nil
 }
@@ -267,7 +269,8 @@ func (s *Storage) StartBackup(ctx context.Context, dir, name string) (backupstor
 	}
 	// The spool room for this backup's uploads, before anything is stored.
 	uploads := e.cfg.PartSize * int64(e.cfg.UploadConcurrency)
-	if err := e.spool.reserve(uploads, fmt.Sprintf("backup %s/%s: --split-storage-upload-concurrency=%d uploads of --split-storage-part-size=%s", dir, name, e.cfg.UploadConcurrency, flagvalue.FormatSize(e.cfg.PartSize))); err != nil {
+	if err := e.spool.reserve(uploads, fmt.Sprintf("backup %s/%s: --split-storage-upload-concurrency=%d uploads of --split-storage-part-size=%s", dir,
+		name, e.cfg.UploadConcurrency, flagvalue.FormatSize(e.cfg.PartSize))); err != nil {
 		return nil, err
 	}
 	h, err := s.startBackup(ctx, e, dir, name)

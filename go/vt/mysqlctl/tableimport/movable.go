@@ -38,7 +38,8 @@ func Movable(ctx context.Context, ariaChk, dir string, files []string) error {
 			return fmt.Errorf("%s: %s -dv printed no Status line:\n%s", f, ariaChk, out)
 		}
 		if slices.Contains(status, "open") || slices.Contains(status, "crashed") {
-			return fmt.Errorf("%s: the Aria table was not closed cleanly (status %s): it needs Aria's recovery, which a server started on %s runs, before it can be imported", f, strings.Join(status, ","), dir)
+			return fmt.Errorf("%s: the Aria table was not closed cleanly (status %s): it needs Aria's recovery, which a server started on %s runs, before "+
+				"it can be imported", f, strings.Join(status, ","), dir)
 		}
 		if _, err := ariaChkRun(ctx, ariaChk, dir, "--zerofill", "--silent", table); err != nil {
 			return err

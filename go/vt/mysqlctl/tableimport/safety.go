@@ -27,7 +27,9 @@ func importable(src Source) error {
 		for i, k := range m {
 			names[i] = k[1]
 		}
-		return fmt.Errorf("%s.%s has FULLTEXT indexes (%s), whose auxiliary tables an import cannot bring back (the imported table would crash the server on its next write); restore it into a directory and reload its rows into a table created with the definition instead (docs/table-restore.md)",
+		return fmt.Errorf("%s.%s has FULLTEXT indexes (%s), whose auxiliary tables an import cannot bring back (the imported table would crash the "+
+			"server on its next write); restore it into a directory and reload its rows into a table created with the definition instead "+
+			"(docs/table-restore.md)",
 			src.DB, src.Table, strings.Join(names, ", "))
 	}
 	return nil
@@ -46,7 +48,9 @@ func unreplicated(ctx context.Context, conn *sql.Conn) error {
 		return fmt.Errorf("cannot tell whether replicas read the live server: %w", err)
 	}
 	if readers > 0 {
-		return fmt.Errorf("%w (%d binlog dump connections): an imported table is not replicated and exists on this server only, and a later statement on it that is logged stops every replica; import into a server nothing replicates from, or pass --unreplicated for a table meant for this server only (docs/table-restore.md)", ErrReplicated, readers)
+		return fmt.Errorf("%w (%d binlog dump connections): an imported table is not replicated and exists on this server only, and a later statement on "+
+			"it that is logged stops every replica; import into a server nothing replicates from, or pass --unreplicated for a table meant for this server "+
+			"only (docs/table-restore.md)", ErrReplicated, readers)
 	}
 	return nil
 }
@@ -80,7 +84,8 @@ func noWarnings(ctx context.Context, conn *sql.Conn, what string) error {
 // fails where one does not hold every row: CHECK TABLE alone passed an
 // import whose index was unusable.
 func checkIndexes(ctx context.Context, conn *sql.Conn, to Target, rows int64) error {
-	q, err := conn.QueryContext(ctx, "SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND INDEX_TYPE = 'BTREE'", to.DB, to.Table)
+	q, err := conn.QueryContext(ctx, "SELECT DISTINCT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "+
+		"INDEX_TYPE = 'BTREE'", to.DB, to.Table)
 	if err != nil {
 		return err
 	}

@@ -441,7 +441,8 @@ func Absent(ctx context.Context, db *sql.DB, to Target) error {
 // absent fails with ErrExists when to exists.
 func absent(ctx context.Context, conn *sql.Conn, to Target) error {
 	var n int
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", to.DB, to.Table).Scan(&n); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND "+
+		"TABLE_NAME = ?", to.DB, to.Table).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {

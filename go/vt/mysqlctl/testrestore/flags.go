@@ -31,11 +31,15 @@ type Flags struct {
 // Register declares the flags in fs, each name preceded by prefix.
 func (f *Flags) Register(fs *pflag.FlagSet, prefix string) {
 	f.prefix, f.bufferPool, f.timeout = prefix, 128<<20, 15*time.Minute
-	fs.StringVar(&f.scratch, prefix+"scratch-dir", "", "directory under which the test restore's scratch data directory is made (it needs room for the restored backup); empty: $TMPDIR or /tmp")
-	fs.StringVar(&f.mysqld, prefix+"mysqld-path", "", "the server binary of the test restore; empty looks for mysqld, then mariadbd, under $VT_MYSQL_ROOT, in PATH and /usr/sbin")
-	fs.StringVar(&f.mysqldFlags, prefix+"mysqld-flags", "", "extra flags for the test restore's throwaway mysqld, split like a shell would (e.g. --lower-case-table-names=1)")
+	fs.StringVar(&f.scratch, prefix+"scratch-dir", "", "directory under which the test restore's scratch data directory is made (it needs room for "+
+		"the restored backup); empty: $TMPDIR or /tmp")
+	fs.StringVar(&f.mysqld, prefix+"mysqld-path", "", "the server binary of the test restore; empty looks for mysqld, then mariadbd, under "+
+		"$VT_MYSQL_ROOT, in PATH and /usr/sbin")
+	fs.StringVar(&f.mysqldFlags, prefix+"mysqld-flags", "", "extra flags for the test restore's throwaway mysqld, split like a shell would (e.g. "+
+		"--lower-case-table-names=1)")
 	fs.Var(flagvalue.Size{P: &f.bufferPool, Allowed: allowedBufferPool}, prefix+"buffer-pool-size", "the test restore's mysqld --innodb-buffer-pool-size")
-	fs.Var(flagvalue.Duration{P: &f.timeout, Allowed: allowedStartTimeout}, prefix+"start-timeout", "how long the test restore's mysqld may take to start on the restored files (crash recovery included)")
+	fs.Var(flagvalue.Duration{P: &f.timeout, Allowed: allowedStartTimeout}, prefix+"start-timeout", "how long the test restore's mysqld may take to "+
+		"start on the restored files (crash recovery included)")
 	for name, allowed := range map[string]string{
 		"buffer-pool-size": allowedBufferPool, "start-timeout": allowedStartTimeout,
 		"scratch-dir": allowedScratch, "mysqld-flags": allowedMysqldFlags,

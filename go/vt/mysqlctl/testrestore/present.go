@@ -36,7 +36,8 @@ func checkPresent(ctx context.Context, db *sql.DB, dataDir string, mariadb bool)
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return fmt.Errorf("the restored files hold %d tables the server started on them does not have: %s", len(missing), strings.Join(missing[:min(len(missing), 10)], ", "))
+		return fmt.Errorf("the restored files hold %d tables the server started on them does not have: %s", len(missing),
+			strings.Join(missing[:min(len(missing), 10)], ", "))
 	}
 	return nil
 }

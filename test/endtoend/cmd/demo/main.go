@@ -232,9 +232,11 @@ func run() int {
 	if tbl := engineTable(readFile(restored.Vttablet.LogPath), "fifo restore"); tbl != "" {
 		fmt.Printf("The fifo engine's own per-phase table for the restore (vttablet log):\n\n%s\n", tbl)
 	}
-	fmt.Print(cluster.FormatStats(fmt.Sprintf("Backup per-phase stats from %s /debug/vars (BackupBytes, BackupCount, BackupDurationNanoseconds):", primary.Alias), backupStats))
+	fmt.Print(cluster.FormatStats(fmt.Sprintf("Backup per-phase stats from %s /debug/vars (BackupBytes, BackupCount, BackupDurationNanoseconds):",
+		primary.Alias), backupStats))
 	fmt.Println()
-	fmt.Print(cluster.FormatStats(fmt.Sprintf("Restore per-phase stats from %s /debug/vars (RestoreBytes, RestoreCount, RestoreDurationNanoseconds):", restored.Alias), restoreStats))
+	fmt.Print(cluster.FormatStats(fmt.Sprintf("Restore per-phase stats from %s /debug/vars (RestoreBytes, RestoreCount, RestoreDurationNanoseconds):",
+		restored.Alias), restoreStats))
 	fmt.Println()
 
 	c.Teardown()

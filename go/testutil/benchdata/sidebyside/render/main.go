@@ -1,7 +1,8 @@
 // Command render re-renders docs/benchmarks/side-by-side.md (or -doc) and its chart from a results
 // file written by `make bench`, e.g. after editing report.go or notes.md:
 //
-//	go run ./go/testutil/benchdata/sidebyside/render [-doc=docs/benchmarks/x.md] [-memory=mem.json -memory-doc=docs/benchmarks/memory-x.md] [results.json [rerun.json ...]]
+//	go run ./go/testutil/benchdata/sidebyside/render [-doc=docs/benchmarks/x.md]
+//		[-memory=mem.json -memory-doc=docs/benchmarks/memory-x.md] [results.json [rerun.json ...]]
 //
 // Each further file's data sets replace the same data sets of the first
 // (a data set re-run with BENCH_PLANS on a quieter machine). -memory adds the

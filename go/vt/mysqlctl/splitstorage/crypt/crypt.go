@@ -63,7 +63,8 @@ func LoadKeyring(path string) (*Keyring, error) {
 	defer f.Close()
 	// Master keys readable by every user of the host are keys given away.
 	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o007 != 0 {
-		return nil, fmt.Errorf("key file %s is open to every user of the host (mode %04o): chmod o-rwx %s (600, or 640 for a group the tablets are in)", path, st.Mode().Perm(), path)
+		return nil, fmt.Errorf("key file %s is open to every user of the host (mode %04o): chmod o-rwx %s (600, or 640 for a group the tablets are in)",
+			path, st.Mode().Perm(), path)
 	}
 	doc, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes))
 	if err != nil {
@@ -182,7 +183,8 @@ func (kr *Keyring) Open(env Envelope, context string) (DataKey, error) {
 	}
 	dk, err := aead.Open(nil, env.Nonce, env.Wrapped, wrapAAD(env.KeyID, context))
 	if err != nil || len(dk) != KeySize {
-		return DataKey{}, fmt.Errorf("its data key does not unwrap with key ID %q of the key file %s: another key is stored under that ID there, or the backup's key envelope was altered or belongs to another backup: %w", env.KeyID, kr.source, ErrAuth)
+		return DataKey{}, fmt.Errorf("its data key does not unwrap with key ID %q of the key file %s: another key is stored under that ID there, or the "+
+			"backup's key envelope was altered or belongs to another backup: %w", env.KeyID, kr.source, ErrAuth)
 	}
 	return DataKey{key: dk}, nil
 }

@@ -419,7 +419,8 @@ func Get(t testing.TB, be backend.Backend, key string) []byte {
 // Put stores b at key in be directly, with its CRC32C.
 func Put(t testing.TB, be backend.Backend, key string, b []byte) {
 	t.Helper()
-	if err := be.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}); err != nil {
+	if err := be.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)),
+		backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}); err != nil {
 		t.Fatal(err)
 	}
 }

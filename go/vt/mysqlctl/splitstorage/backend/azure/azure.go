@@ -65,7 +65,8 @@ func New(c Config) (*Backend, error) {
 	}
 	cred, err := container.NewSharedKeyCredential(c.Account, strings.TrimSpace(string(key)))
 	if err != nil {
-		return nil, backend.Permanent(fmt.Errorf("the key in --split-storage-azure-key-file %s is not a shared key of account %s (it must be base64)", c.KeyFile, c.Account))
+		return nil, backend.Permanent(fmt.Errorf("the key in --split-storage-azure-key-file %s is not a shared key of account %s (it must be base64)",
+			c.KeyFile, c.Account))
 	}
 	endpoint := c.Endpoint
 	if endpoint == "" {

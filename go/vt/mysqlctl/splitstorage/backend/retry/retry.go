@@ -99,7 +99,8 @@ func (r *Backend) sleep(ctx context.Context, op, key string, attempt int, cause 
 	d := r.policy.backoff(attempt)
 	n := r.retries.Add(1)
 	r.stats.TimedIncrement(d)
-	r.logger.Warningf("split storage: %s %s: attempt %d/%d failed: %v; retrying in %v (retry #%d)", op, key, attempt, r.policy.MaxAttempts, cause, d.Round(time.Millisecond), n)
+	r.logger.Warningf("split storage: %s %s: attempt %d/%d failed: %v; retrying in %v (retry #%d)", op, key, attempt, r.policy.MaxAttempts, cause,
+		d.Round(time.Millisecond), n)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

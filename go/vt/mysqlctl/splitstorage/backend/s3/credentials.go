@@ -45,7 +45,8 @@ func TakeEnvCredentials() bool {
 	}
 	envCreds.Lock()
 	defer envCreds.Unlock()
-	envCreds.creds = &aws.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: os.Getenv("AWS_SESSION_TOKEN"), Source: "environment (taken at startup)"}
+	envCreds.creds = &aws.Credentials{AccessKeyID: id, SecretAccessKey: secret, SessionToken: os.Getenv("AWS_SESSION_TOKEN"),
+		Source: "environment (taken at startup)"}
 	for _, n := range awsCredentialVars {
 		_ = os.Unsetenv(n)
 	}

@@ -150,6 +150,17 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 	})
 
+	// The fleet view from the cluster's topology (etcd): its one shard, with
+	// a backup that passed its test restore.
+	t.Run("ls-fleet-from-topology", func(t *testing.T) {
+		out, code, err := c.VtfifoFleet(ctx, "ls", "--max-age=1d", "--max-unproven-age=1d")
+		must(t, err)
+		line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c.Keyspace+"/"+c.Shard) + `\s+\d+\s+\S+.*\s+ok$`)
+		if code != 0 || !line.MatchString(out) || strings.Contains(out, "not in the topology") {
+			t.Fatalf("vtfifo ls with the topology's flags: exit %d\n%s", code, out)
+		}
+	})
+
 	t.Run("restore-table", func(t *testing.T) {
 		db := c.DBName()
 		sums := func() map[string]cluster.TableSum {

@@ -22,8 +22,17 @@ func (c *Cluster) Vtfifo(ctx context.Context, args ...string) (string, int, erro
 // VtfifoWith runs vtfifo with the cluster's keyspace and shard but no
 // storage flags of its own (args give them; env is added to the storage's).
 func (c *Cluster) VtfifoWith(ctx context.Context, env []string, args ...string) (string, int, error) {
-	full := append(append([]string{}, args...), "--keyspace="+c.Keyspace, "--shard="+c.Shard)
-	out, err := c.run(ctx, "vtfifo", append(append([]string{}, c.storageEnv()...), env...), c.Bin("vtfifo"), full...)
+	return c.vtfifo(ctx, env, append(append([]string{}, args...), "--keyspace="+c.Keyspace, "--shard="+c.Shard)...)
+}
+
+// VtfifoFleet runs vtfifo with the storage's flags and the topology's, and
+// no keyspace or shard: ls's fleet view of the whole cluster.
+func (c *Cluster) VtfifoFleet(ctx context.Context, args ...string) (string, int, error) {
+	return c.vtfifo(ctx, nil, append(append(append([]string{}, args...), c.Storage.Flags...), c.TopoFlags()...)...)
+}
+
+func (c *Cluster) vtfifo(ctx context.Context, env []string, args ...string) (string, int, error) {
+	out, err := c.run(ctx, "vtfifo", append(append([]string{}, c.storageEnv()...), env...), c.Bin("vtfifo"), args...)
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

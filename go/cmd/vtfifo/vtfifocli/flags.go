@@ -27,9 +27,11 @@ import (
 )
 
 // vttabletFlagPrefixes select, from vttablet's own flag set, the flags that
-// say where backups are and how to decompress them: the same names, the same
-// variables, so a vttablet flag file's storage lines work here unchanged.
+// say where backups are and how to decompress them, and where the topology
+// is (ls's fleet view): the same names, the same variables, so a vttablet
+// flag file's lines work here unchanged.
 var vttabletFlagPrefixes = []string{
+	"topo-",
 	"backup-storage-", // --backup-storage-implementation, -compress, -block-size, -number-blocks
 	"file-backup-storage-",
 	"s3-backup-",

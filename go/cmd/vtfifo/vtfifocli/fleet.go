@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/topo"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -39,6 +42,9 @@ type ShardStatus struct {
 	// Problems are what the checks found (--max-age, --max-unproven-age),
 	// or why the directory could not be read.
 	Problems []string `json:",omitempty"`
+	// NotInTopology: the flags name a topology, which has no such shard
+	// (the backups of a shard since deleted, or of another cluster).
+	NotInTopology bool `json:",omitempty"`
 }
 
 // fleetCheck is ls's whole-storage view: its checks and output format.
@@ -86,6 +92,10 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	if err != nil {
 		return s.o.failf(exitUnreachable, "cannot list %s: %v", storageLocation(s.o), err)
 	}
+	dirs, notInTopo, err := s.withTopology(dirs)
+	if err != nil {
+		return s.o.failf(exitUnreachable, "%v", err)
+	}
 	if len(dirs) == 0 {
 		return s.o.failf(exitUnreachable, "no backup anywhere in %s: check the storage flags (root, bucket, prefix)", storageLocation(s.o))
 	}
@@ -94,6 +104,7 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	failed := false
 	for _, dir := range dirs {
 		sh := s.shardStatus(st, dir)
+		sh.NotInTopology = notInTopo[dir]
 		sh.Problems = append(sh.Problems, c.problems(sh, now)...)
 		failed = failed || len(sh.Problems) > 0
 		shards = append(shards, sh)
@@ -111,6 +122,47 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 		code = exitFailed
 	}
 	return code
+}
+
+// withTopology adds to dirs, the storage's backup directories, every shard
+// of the topology when the flags name one (--topo-global-server-address, as
+// a tablet's flag file has it): a shard that never had a backup shows, and
+// fails --max-age. It marks the directories the topology does not know.
+func (s *session) withTopology(dirs []string) ([]string, map[string]bool, error) {
+	flag := func(name string) string { return s.o.flags.Lookup(name).Value.String() }
+	impl, addr, root := flag("topo-implementation"), flag("topo-global-server-address"), flag("topo-global-root")
+	if addr == "" {
+		return dirs, nil, nil
+	}
+	where := fmt.Sprintf("the topology (--topo-implementation=%s --topo-global-server-address=%s --topo-global-root=%s)", impl, addr, root)
+	ts, err := topo.OpenServer(impl, addr, root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot open %s: %v", where, err)
+	}
+	defer ts.Close()
+	keyspaces, err := ts.GetKeyspaces(s.ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read the keyspaces of %s: %v", where, err)
+	}
+	notInTopo := map[string]bool{}
+	for _, d := range dirs {
+		notInTopo[d] = true
+	}
+	for _, ks := range keyspaces {
+		shards, err := ts.GetShardNames(s.ctx, ks)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cannot read the shards of keyspace %s in %s: %v", ks, where, err)
+		}
+		for _, sh := range shards {
+			d := mysqlctl.GetBackupDir(ks, sh)
+			if _, inStorage := notInTopo[d]; !inStorage {
+				dirs = append(dirs, d)
+			}
+			notInTopo[d] = false
+		}
+	}
+	sort.Strings(dirs)
+	return dirs, notInTopo, nil
 }
 
 // shardStatus reads one backup directory: its complete backups (the
@@ -213,6 +265,9 @@ func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
 		check := "ok"
 		if len(sh.Problems) > 0 {
 			check = "FAIL: " + strings.Join(sh.Problems, "; ")
+		}
+		if sh.NotInTopology {
+			check += " (not in the topology)"
 		}
 		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest), dash(ageIf(now, sh.Newest, sh.Time)),
 			sh.ChainLength, dash(sh.NewestProven), dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, check)

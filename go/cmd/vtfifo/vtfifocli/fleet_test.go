@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	topodatapb "vitess.io/vitess/go/vt/proto/topodata"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"vitess.io/vitess/go/vt/topo"
+	"vitess.io/vitess/go/vt/topo/memorytopo"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
@@ -113,4 +117,34 @@ func TestWrongLocationsFail(t *testing.T) {
 		assert.Empty(t, out, "%v", c.args)
 		assert.Equal(t, c.want, lastLine(errOut), "%v", c.args)
 	}
+}
+
+// TestFleetViewFromTheTopology: with the topology's flags (as a tablet's
+// flag file has them), ls lists every shard of the topology, a shard that
+// never had a backup included (and failing --max-age), and marks the
+// storage's directories the topology does not know; an unreachable
+// topology exits 3 naming it.
+func TestFleetViewFromTheTopology(t *testing.T) {
+	root, names := proofStorage(t) // ks/0
+	ctx := context.Background()
+	ts, factory := memorytopo.NewServerAndFactory(ctx, "zone1")
+	defer ts.Close()
+	topo.RegisterFactory("vtfifo-fleet-test", factory)
+	require.NoError(t, ts.CreateKeyspace(ctx, "ks", &topodatapb.Keyspace{}))
+	for _, shard := range []string{"-80", "80-"} {
+		require.NoError(t, ts.CreateShard(ctx, "ks", shard))
+	}
+	topoFlags := []string{"--topo-implementation=vtfifo-fleet-test", "--topo-global-server-address=memory", "--topo-global-root=/vitess/global"}
+
+	out, errOut := runSplit(t, 1, root, append([]string{"ls", "--max-age=7d"}, topoFlags...)...)
+	assert.Empty(t, errOut)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	assert.Regexp(t, `^ks/-80\s+0\s+-\s+-\s+0\s+-\s+-\s+0\s+0\s+0\s+FAIL: no complete backup$`, lines[1])
+	assert.Regexp(t, `^ks/0\s+4\s+`+names[3]+`\s+.*\s+ok \(not in the topology\)$`, lines[2])
+	assert.Regexp(t, `^ks/80-\s+0\s+.*FAIL: no complete backup$`, lines[3])
+
+	_, errOut = runSplit(t, 3, root, "ls", "--topo-implementation=no-such-topo", "--topo-global-server-address=x", "--topo-global-root=/r")
+	assert.Contains(t, errOut, "vtfifo ls: cannot open the topology (--topo-implementation=no-such-topo --topo-global-server-address=x "+
+		"--topo-global-root=/r): ")
 }

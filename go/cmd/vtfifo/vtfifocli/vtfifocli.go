@@ -171,7 +171,7 @@ func commandFlags(fs *pflag.FlagSet, all bool) string {
 	}
 	return own.FlagUsages() + fmt.Sprintf("\nand %d storage and engine flags, the same as vttablet's (--backup-storage-implementation, --split-storage-*,\n"+
 		"--file-backup-storage-root, --s3-backup-*, --gcs-backup-storage-*, --azblob-backup-*, --fifo-backup-*, the compression\n"+
-		"flags): --help-all lists them, --flags-file reads them from a tablet's flag file.\n", shared)
+		"flags, --topo-*): --help-all lists them, --flags-file reads them from a tablet's flag file.\n", shared)
 }
 
 // Verify is `vtfifo verify` and fifoverify: it checks a backup where it is

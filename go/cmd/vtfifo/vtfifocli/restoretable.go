@@ -27,70 +27,20 @@ import (
 // into a directory, ready for IMPORT TABLESPACE, reading only the frames that
 // hold them; with --into-mysql or --into-tablet imported into a live server.
 func RestoreTable(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	var (
-		tables                    *[]string
-		targetDir, as, mysqldPath *string
-		intoMySQL, intoTablet     *string
-		user                      *string
-		unreplicated              *bool
-	)
+	var f restoreTableFlags
 	s, bh, code := openBackup(ctx, prog, "Restores tables of a fifo backup into a new or empty directory, prepared with the tool's --export;\n"+
-		"--into-mysql or --into-tablet imports them into a live server on this host.\n"+exitStatusHelp, args, stdout, stderr,
-		func(fs *pflag.FlagSet, o *options) func() error {
-			tables = fs.StringArray("table", nil, "a table to restore, db.table or db.* (repeatable; required)")
-			targetDir = fs.String("target-dir", "", "directory to restore into: it must not exist or be empty (required)")
-			as = fs.String("as", "", "import the one table under this name, db.table (default: its own name)")
-			intoMySQL = fs.String("into-mysql", "", "import into the server at this Unix socket (on this host)")
-			intoTablet = fs.String("into-tablet", "", "import into the mysqld of this tablet alias on this host (its socket from $VTDATAROOT/vt_<uid>/my.cnf)")
-			user = fs.String("mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
-			unreplicated = fs.Bool("unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not "+
-				"replicated, it is meant for that server only (default: such a server is refused)")
-			mysqldPath = fs.String("mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
-				"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
-			o.registerProgressFlags(fs)
-			return func() error {
-				if err := o.validateProgress(); err != nil {
-					return err
-				}
-				if *targetDir == "" {
-					return errors.New("--target-dir is required")
-				}
-				if _, err := fifobackupengine.ParseTablePatterns(*tables); err != nil {
-					return err
-				}
-				if *intoMySQL != "" && *intoTablet != "" {
-					return errors.New("--into-mysql and --into-tablet: give one")
-				}
-				if *as != "" {
-					if *intoMySQL == "" && *intoTablet == "" {
-						return errors.New("--as needs --into-mysql or --into-tablet")
-					}
-					if len(*tables) != 1 || strings.HasSuffix((*tables)[0], ".*") {
-						return errors.New("--as renames one table: give exactly one --table db.table")
-					}
-					if db, t, ok := strings.Cut(*as, "."); !ok || db == "" || t == "" {
-						return fmt.Errorf("invalid value %q for --as: allowed values are db.table", *as)
-					}
-				}
-				if *intoTablet != "" {
-					if _, err := topoproto.ParseTabletAlias(*intoTablet); err != nil {
-						return fmt.Errorf("invalid value %q for --into-tablet: allowed values are tablet aliases such as zone1-0000000100: %v", *intoTablet, err)
-					}
-				}
-				return nil
-			}
-		})
+		"--into-mysql or --into-tablet imports them into a live server on this host.\n"+exitStatusHelp, args, stdout, stderr, f.register)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	patterns, _ := fifobackupengine.ParseTablePatterns(*tables)
-	dir, _ := filepath.Abs(*targetDir)
+	patterns, _ := fifobackupengine.ParseTablePatterns(f.tables)
+	dir, _ := filepath.Abs(f.targetDir)
 	where := s.o.dir() + "/" + bh.Name()
 	// targetFor is the table db.table is imported as.
 	targetFor := func(db, table string) tableimport.Target {
-		if *as != "" {
-			db, table, _ = strings.Cut(*as, ".")
+		if f.as != "" {
+			db, table, _ = strings.Cut(f.as, ".")
 		}
 		return tableimport.Target{DB: db, Table: table}
 	}
@@ -98,9 +48,9 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	// The live server is reached, and the names checked there, before
 	// anything is downloaded.
 	var live *sql.DB
-	if *intoMySQL != "" || *intoTablet != "" {
+	if f.intoMySQL != "" || f.intoTablet != "" {
 		var err error
-		if live, err = openLive(s.ctx, *intoMySQL, *intoTablet, *user, !*unreplicated, patterns, targetFor); err != nil {
+		if live, err = openLive(s.ctx, f.intoMySQL, f.intoTablet, f.user, !f.unreplicated, patterns, targetFor); err != nil {
 			fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 			return 1
 		}
@@ -124,7 +74,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		where, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
 		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), time.Since(start).Round(time.Millisecond), rep.Tool, dir)
 
-	defs, ok := definitions(s, dir, rep.Tables, *mysqldPath, stdout)
+	defs, ok := definitions(s, dir, rep.Tables, f.mysqldPath, stdout)
 	if !ok {
 		return 1
 	}
@@ -133,7 +83,62 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			"--into-mysql/--into-tablet)\n", len(rep.Tables), dir)
 		return 0
 	}
-	return importTables(s, live, dir, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: *unreplicated}, stdout)
+	return importTables(s, live, dir, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: f.unreplicated}, stdout)
+}
+
+// restoreTableFlags are restore-table's own flags.
+type restoreTableFlags struct {
+	tables                    []string
+	targetDir, as, mysqldPath string
+	intoMySQL, intoTablet     string
+	user                      string
+	unreplicated              bool
+}
+
+// register declares the flags and returns their check.
+func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error {
+	fs.StringArrayVar(&f.tables, "table", nil, "a table to restore, db.table or db.* (repeatable; required)")
+	fs.StringVar(&f.targetDir, "target-dir", "", "directory to restore into: it must not exist or be empty (required)")
+	fs.StringVar(&f.as, "as", "", "import the one table under this name, db.table (default: its own name)")
+	fs.StringVar(&f.intoMySQL, "into-mysql", "", "import into the server at this Unix socket (on this host)")
+	fs.StringVar(&f.intoTablet, "into-tablet", "", "import into the mysqld of this tablet alias on this host (its socket from $VTDATAROOT/vt_<uid>/my.cnf)")
+	fs.StringVar(&f.user, "mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
+	fs.BoolVar(&f.unreplicated, "unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not "+
+		"replicated, it is meant for that server only (default: such a server is refused)")
+	fs.StringVar(&f.mysqldPath, "mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
+		"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
+	o.registerProgressFlags(fs)
+	return func() error {
+		if err := o.validateProgress(); err != nil {
+			return err
+		}
+		if f.targetDir == "" {
+			return errors.New("--target-dir is required")
+		}
+		if _, err := fifobackupengine.ParseTablePatterns(f.tables); err != nil {
+			return err
+		}
+		if f.intoMySQL != "" && f.intoTablet != "" {
+			return errors.New("--into-mysql and --into-tablet: give one")
+		}
+		if f.as != "" {
+			if f.intoMySQL == "" && f.intoTablet == "" {
+				return errors.New("--as needs --into-mysql or --into-tablet")
+			}
+			if len(f.tables) != 1 || strings.HasSuffix(f.tables[0], ".*") {
+				return errors.New("--as renames one table: give exactly one --table db.table")
+			}
+			if db, t, ok := strings.Cut(f.as, "."); !ok || db == "" || t == "" {
+				return fmt.Errorf("invalid value %q for --as: allowed values are db.table", f.as)
+			}
+		}
+		if f.intoTablet != "" {
+			if _, err := topoproto.ParseTabletAlias(f.intoTablet); err != nil {
+				return fmt.Errorf("invalid value %q for --into-tablet: allowed values are tablet aliases such as zone1-0000000100: %v", f.intoTablet, err)
+			}
+		}
+		return nil
+	}
 }
 
 // openLive connects to the live server a table restore imports into (by

@@ -55,8 +55,8 @@ type CompressionConfig struct {
 // (pgzip, pargzip) then compresses each lane as one sequential gzip stream
 // (klauspost/compress/gzip), whose Reset at each frame reuses all of its
 // state. pgzip's parallel blocks would add no speed, only memory: a new
-// gzip member at each frame drops pgzip's pooled block buffers, and at 64
-// lanes a backup grew by 489 MiB against zstd's 162 (docs/benchmarks/archive/memory-64.md).
+// gzip member at each frame drops pgzip's pooled block buffers (the figures
+// at 64 lanes: docs/benchmarks/archive/memory-64.md).
 // The output is the same gzip format, read by the same decompressor.
 func (c CompressionConfig) forLanes(lanes int) CompressionConfig {
 	c.gzipInLane = c.Enabled && codecs[c.Engine].gzip && lanesKeepCoresBusy(lanes)

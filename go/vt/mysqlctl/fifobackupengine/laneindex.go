@@ -25,11 +25,9 @@ import (
 
 // frameSize is the raw lane bytes after which the next chunk starts a new
 // frame. A table restore reads whole frames, so it is also what a small file
-// costs to reach; a frame restart costs the compressor its history. Measured
-// on 1 GiB (BenchmarkFrames, docs/table-restore.md): 1 MiB frames store
-// 0.18% more than one frame per lane with zstd level 1, and a table restore
-// of one small table reads 0.9% of the backup (8 MiB: 0.03% and 10%).
-// A variable for the benchmarks only.
+// costs to reach; a frame restart costs the compressor its history. 1 MiB
+// keeps both small (BenchmarkFrames measures them; docs/table-restore.md has
+// the figures). A variable for the benchmarks only.
 var frameSize int64 = 1 << 20
 
 // laneIndexFileName is the index's file in the backup; the MANIFEST names it.

@@ -157,9 +157,9 @@ const crcBlockSize = 256 << 10
 
 // spoolWriteSize is the buffer that gathers a part's small writes into one
 // write of its spool file. A gzip or flate stream hands its writer a few
-// hundred bytes at a time: one system call each cost 16 CPU-s per GiB
-// stored, against 2.5 in 64 KiB writes (BenchmarkWriteSizes). Writes of this
-// size or more go to the file as they come.
+// hundred bytes at a time, and a system call for each costs far more CPU
+// than the bytes (BenchmarkWriteSizes measures it). Writes of this size or
+// more go to the file as they come.
 const spoolWriteSize = 64 << 10
 
 var spoolBuffers = sync.Pool{New: func() any { return new([spoolWriteSize]byte) }}

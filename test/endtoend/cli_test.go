@@ -287,7 +287,15 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		fromExport := filepath.Join(t.TempDir(), "mbstream")
 		mariadbtest.MbstreamExtract(t, fromExport, f)
 		extracted := filepath.Join(c.TmpDir, "extracted")
-		vtfifo(t, 0, "restore", "--target-dir="+extracted, "--progress=never")
+		out := vtfifo(t, 0, "restore", "--target-dir="+extracted, "--progress=never", "--json")
+		var restored struct {
+			Backup, Target, Tool string
+			Files                int
+		}
+		if i := strings.Index(out, "{\n  \"backup\""); i < 0 || json.Unmarshal([]byte(out[i:]), &restored) != nil ||
+			restored.Backup != c.Keyspace+"/"+c.Shard+"/"+name || restored.Target != extracted || restored.Files < 10 || restored.Tool != "" {
+			t.Fatalf("restore --json (extracted, not prepared): %+v\n%s", restored, out)
+		}
 		if n := mariadbtest.TreesEqual(t, fromExport, extracted); n < 10 {
 			t.Fatalf("only %d entries compared", n)
 		}

@@ -22,7 +22,7 @@ import (
 // starts on.
 func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var targetDir, defaultsFile *string
-	var prepare *bool
+	var prepare, asJSON *bool
 	s, bh, code := openBackup(ctx, prog, "Restores a fifo backup into a new or empty directory, without Vitess; --prepare makes it a data directory.\n"+
 		exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
@@ -30,6 +30,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 			prepare = fs.Bool("prepare", false, "run the tool's --prepare (xtrabackup or mariabackup, --fifo-backup-tool-path) so mysqld starts on the directory")
 			defaultsFile = fs.String("defaults-file", "", "option file for the tool's --prepare (its --defaults-file); empty reads none (the tool reads the "+
 				"backup's backup-my.cnf)")
+			asJSON = fs.Bool("json", false, "print one JSON object (backup, target, files, bytes, position, chain, tool) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {
 				if *targetDir == "" {
@@ -59,19 +60,44 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	})
 	prog2.stop()
 	if err != nil {
-		fmt.Fprintf(stdout, "FAIL: %s\n", errText(err))
-		return 1
+		return s.o.failf(exitFailed, "FAIL: %v", err)
 	}
-	what := "extracted (not prepared: run the tool's --prepare, or restore with --prepare)"
-	if *prepare {
-		what = "prepared with " + rep.Tool + "; start it with mysqld --datadir=" + dir
-	}
+	res := RestoreResult{Backup: where, Target: dir, Files: rep.Files, Bytes: rep.Bytes, Position: rep.Manifest.Position.String(), Tool: rep.Tool}
 	if len(rep.Chain) > 1 {
-		what = fmt.Sprintf("incremental: its chain %s applied in order; %s", strings.Join(rep.Chain, ", "), what)
+		res.Chain = rep.Chain
 	}
-	fmt.Fprintf(stdout, "OK: backup %s restored into %s: %d files, %s, position %s; %s\n",
-		where, dir, rep.Files, humanize.IBytes(uint64(rep.Bytes)), rep.Manifest.Position, what)
+	if *asJSON {
+		return writeJSON(stdout, res)
+	}
+	res.print(stdout)
 	return 0
+}
+
+// RestoreResult is what restore did (--json prints it).
+type RestoreResult struct {
+	Backup string `json:"backup"`
+	Target string `json:"target"`
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
+	// Position is the backup's replication position (of the last backup of
+	// Chain, for an incremental one).
+	Position string `json:"position"`
+	// Chain is what an incremental backup's restore applied, full first.
+	Chain []string `json:"chain,omitempty"`
+	// Tool prepared the directory; empty: extracted only.
+	Tool string `json:"tool,omitempty"`
+}
+
+func (r RestoreResult) print(w io.Writer) {
+	what := "extracted (not prepared: run the tool's --prepare, or restore with --prepare)"
+	if r.Tool != "" {
+		what = "prepared with " + r.Tool + "; start it with mysqld --datadir=" + r.Target
+	}
+	if len(r.Chain) > 1 {
+		what = fmt.Sprintf("incremental: its chain %s applied in order; %s", strings.Join(r.Chain, ", "), what)
+	}
+	fmt.Fprintf(w, "OK: backup %s restored into %s: %d files, %s, position %s; %s\n",
+		r.Backup, r.Target, r.Files, humanize.IBytes(uint64(r.Bytes)), r.Position, what)
 }
 
 // TestRestore is `vtfifo test-restore`: the backup restored, prepared and

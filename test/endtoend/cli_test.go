@@ -207,7 +207,21 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".orders")
 		must(t, err)
 		restoreTable(t, 0, "--table="+db+".orders", "--into-tablet="+p.Alias)
-		restoreTable(t, 0, "--table="+db+".metrics_part", "--into-tablet="+p.Alias, "--as="+db+".metrics_restored")
+		out = restoreTable(t, 0, "--table="+db+".metrics_part", "--into-tablet="+p.Alias, "--as="+db+".metrics_restored", "--json")
+		var res struct {
+			Backup string
+			Tables []struct {
+				Table, Engine, Definition string
+				ImportedAs                string `json:"imported_as"`
+				Rows                      int64
+				Check                     string
+			}
+		}
+		if i := strings.Index(out, "{\n  \"backup\""); i < 0 || json.Unmarshal([]byte(out[i:]), &res) != nil || len(res.Tables) != 1 ||
+			res.Tables[0].Table != db+".metrics_part" || res.Tables[0].ImportedAs != db+".metrics_restored" ||
+			res.Tables[0].Rows != before["metrics_part"].Rows || res.Tables[0].Check != "OK" || !strings.HasSuffix(res.Tables[0].Definition, ".sql") {
+			t.Fatalf("restore-table --json: %+v\n%s", res, out)
+		}
 		now := sums()
 		for table, from := range map[string]string{"orders": "orders", "metrics_restored": "metrics_part"} {
 			if got := now[table]; got.Rows != before[from].Rows || got.Checksum != before[from].Checksum {

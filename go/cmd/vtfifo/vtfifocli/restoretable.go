@@ -70,20 +70,85 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
-		where, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
-		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), time.Since(start).Round(time.Millisecond), rep.Tool, dir)
+	took := time.Since(start).Round(time.Millisecond)
+	out := &tableOutput{w: stdout, text: !f.json, RestoreTableResult: RestoreTableResult{Backup: where, Target: dir,
+		ReadBytes: rep.ReadBytes, StoredBytes: rep.StoredBytes, Tool: rep.Tool, Seconds: took.Seconds()}}
+	code = restoreTables(s, out, rep, live, f, targetFor)
+	if f.json {
+		writeJSON(stdout, out.RestoreTableResult)
+	}
+	return code
+}
 
-	defs, ok := definitions(s, dir, rep.Tables, f.mysqldPath, stdout)
+// restoreTables reports the restored tables, writes their definitions and
+// imports them into live when there is one; it returns the exit status.
+func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDirReport, live *sql.DB, f restoreTableFlags,
+	targetFor func(db, table string) tableimport.Target) int {
+	took := time.Duration(out.Seconds * float64(time.Second)).Round(time.Millisecond)
+	out.printf("backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
+		out.Backup, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
+		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), took, rep.Tool, out.Target)
+	defs, ok := definitions(s, out.Target, rep.Tables, f.mysqldPath, out)
 	if !ok {
 		return 1
 	}
 	if live == nil {
-		fmt.Fprintf(stdout, "OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with "+
-			"--into-mysql/--into-tablet)\n", len(rep.Tables), dir)
+		out.printf("OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with "+
+			"--into-mysql/--into-tablet)\n", len(rep.Tables), out.Target)
 		return 0
 	}
-	return importTables(s, live, dir, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: f.unreplicated}, stdout)
+	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: f.unreplicated}, out)
+}
+
+// RestoreTableResult is what restore-table did (--json prints it).
+type RestoreTableResult struct {
+	Backup      string               `json:"backup"`
+	Target      string               `json:"target"`
+	ReadBytes   int64                `json:"read_bytes"`
+	StoredBytes int64                `json:"stored_bytes"`
+	Tool        string               `json:"tool"`
+	Seconds     float64              `json:"seconds"` // the restore and prepare
+	Tables      []RestoredTableState `json:"tables"`
+}
+
+// RestoredTableState is one table: its files, its definition, and what
+// became of its import.
+type RestoredTableState struct {
+	Table         string   `json:"table"`
+	Engine        string   `json:"engine"`
+	Files         []string `json:"files"`
+	Definition    string   `json:"definition"`
+	NotImportable string   `json:"not_importable,omitempty"`
+	ImportedAs    string   `json:"imported_as,omitempty"`
+	Rows          int64    `json:"rows,omitempty"`
+	Check         string   `json:"check,omitempty"`
+	Checksum      string   `json:"checksum,omitempty"`
+	ImportError   string   `json:"import_error,omitempty"`
+}
+
+// tableOutput records restore-table's result and prints its lines unless
+// --json.
+type tableOutput struct {
+	RestoreTableResult
+	w    io.Writer
+	text bool
+}
+
+func (o *tableOutput) printf(format string, args ...any) {
+	if o.text {
+		fmt.Fprintf(o.w, format, args...)
+	}
+}
+
+// table returns the state of table name, added if new.
+func (o *tableOutput) table(name string) *RestoredTableState {
+	for i := range o.Tables {
+		if o.Tables[i].Table == name {
+			return &o.Tables[i]
+		}
+	}
+	o.Tables = append(o.Tables, RestoredTableState{Table: name})
+	return &o.Tables[len(o.Tables)-1]
 }
 
 // restoreTableFlags are restore-table's own flags.
@@ -93,6 +158,7 @@ type restoreTableFlags struct {
 	intoMySQL, intoTablet     string
 	user                      string
 	unreplicated              bool
+	json                      bool
 }
 
 // register declares the flags and returns their check.
@@ -107,6 +173,7 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 		"replicated, it is meant for that server only (default: such a server is refused)")
 	fs.StringVar(&f.mysqldPath, "mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
 		"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object (backup, target, bytes read, tool, and per table its files, definition and import) instead of lines")
 	o.registerProgressFlags(fs)
 	return func() error {
 		if err := o.validateProgress(); err != nil {
@@ -188,18 +255,21 @@ func openLive(ctx context.Context, socket, tablet, user string, refuseReplicated
 // importTables imports the restored tables into the live server, each as
 // targetFor names it, and returns the exit status.
 func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengine.RestoredTable, defs map[string]string,
-	targetFor func(db, table string) tableimport.Target, opts tableimport.Options, stdout io.Writer) int {
+	targetFor func(db, table string) tableimport.Target, opts tableimport.Options, out *tableOutput) int {
 	failed := 0
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
 		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to,
 			opts, s.logger)
+		st := out.table(t.Name())
 		if err != nil {
 			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s\n", t.Name(), to, errText(err))
+			st.ImportError = errText(err)
 			failed++
 			continue
 		}
-		fmt.Fprintf(stdout, "OK: %s imported as %s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, res.Rows, res.Check, res.Checksum)
+		st.ImportedAs, st.Rows, st.Check, st.Checksum = to.String(), res.Rows, res.Check, res.Checksum
+		out.printf("OK: %s imported as %s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, res.Rows, res.Check, res.Checksum)
 	}
 	if failed > 0 {
 		return 1
@@ -212,7 +282,7 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 // movable, and writes each definition as db/table.sql, marked NOT
 // IMPORTABLE where an import would harm the server. ok is false, with
 // FAIL lines on stdout, when a table cannot be imported.
-func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, mysqldPath string, stdout io.Writer) (defs map[string]string, ok bool) {
+func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, mysqldPath string, out *tableOutput) (defs map[string]string, ok bool) {
 	names := make([][2]string, len(tables))
 	for i, t := range tables {
 		names[i] = [2]string{t.DB, t.Table}
@@ -253,8 +323,11 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 			fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
 			return nil, false
 		}
-		fmt.Fprintf(stdout, "table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
+		st := out.table(t.Name())
+		st.Engine, st.Files, st.Definition = t.Engine, t.Exported, def
+		out.printf("table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
 		if refusal != nil {
+			st.NotImportable = refusal.Error()
 			fmt.Fprintf(s.o.notes, "FAIL: table %s cannot be imported: %v\n", t.Name(), refusal)
 		}
 	}

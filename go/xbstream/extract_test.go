@@ -235,12 +235,13 @@ func TestExtractGapsAndOverlaps(t *testing.T) {
 		stream []byte
 		want   error
 	}{
-		"gap":               {newSB(t).p("a", 0, "abc").p("a", 10, "xyz").e("a").bytes(), ErrGap},
-		"gap-at-start":      {newSB(t).p("a", 5, "abc").e("a").bytes(), ErrGap},
-		"overlap":           {newSB(t).p("a", 0, "abc").p("a", 1, "xyz").e("a").bytes(), ErrOverlap},
-		"same-chunk-twice":  {newSB(t).p("a", 0, "abc").p("a", 0, "abc").e("a").bytes(), ErrOverlap},
-		"out-of-order":      {newSB(t).p("a", 3, "def").p("a", 0, "abc").e("a").bytes(), ErrOutOfOrder},
-		"sparse-overlap":    {newSB(t).chunk(Chunk{Type: ChunkSparse, Path: "s", Sparse: []SparseSegment{{Skip: 10, Len: 1}}, Payload: []byte("x")}).p("s", 5, "y").e("s").bytes(), ErrOverlap},
+		"gap":              {newSB(t).p("a", 0, "abc").p("a", 10, "xyz").e("a").bytes(), ErrGap},
+		"gap-at-start":     {newSB(t).p("a", 5, "abc").e("a").bytes(), ErrGap},
+		"overlap":          {newSB(t).p("a", 0, "abc").p("a", 1, "xyz").e("a").bytes(), ErrOverlap},
+		"same-chunk-twice": {newSB(t).p("a", 0, "abc").p("a", 0, "abc").e("a").bytes(), ErrOverlap},
+		"out-of-order":     {newSB(t).p("a", 3, "def").p("a", 0, "abc").e("a").bytes(), ErrOutOfOrder},
+		"sparse-overlap": {newSB(t).chunk(Chunk{Type: ChunkSparse, Path: "s", Sparse: []SparseSegment{{Skip: 10, Len: 1}}, Payload: []byte("x")}).
+			p("s", 5, "y").e("s").bytes(), ErrOverlap},
 		"data-after-eof":    {newSB(t).p("a", 0, "abc").e("a").p("a", 3, "d").bytes(), ErrStreamCut},
 		"missing-eof-plain": {newSB(t).p("a", 0, "abc").bytes(), io.ErrUnexpectedEOF},
 	}

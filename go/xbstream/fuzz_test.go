@@ -26,7 +26,8 @@ func fuzzSeeds(t testing.TB) [][]byte {
 	return [][]byte{
 		newSB(t).p("ibdata1", 0, "abc").e("ibdata1").bytes(),
 		newSB(t).file("db/t.ibd", big, 1024).p("x", 0, "").e("x").e("db/empty").bytes(),
-		newSB(t).chunk(Chunk{Type: ChunkSparse, Path: "db/c.ibd", Sparse: []SparseSegment{{Skip: 3, Len: 2}, {Skip: 100, Len: 0}}, Payload: []byte("ab")}).e("db/c.ibd").bytes(),
+		newSB(t).chunk(Chunk{Type: ChunkSparse, Path: "db/c.ibd", Sparse: []SparseSegment{{Skip: 3, Len: 2}, {Skip: 100, Len: 0}},
+			Payload: []byte("ab")}).e("db/c.ibd").bytes(),
 		newSB(t).chunk(Chunk{Flags: FlagIgnorable, Type: 'Z', Path: "meta", Payload: []byte("x")}).p("a", 0, "1").e("a").bytes(),
 		newSB(t).p("a", 0, "1").e("a").p("b", 0, "2").p("a", 0, "again").e("a").e("b").bytes(),
 		newSB(t).p("../evil", 0, "x").bytes(),

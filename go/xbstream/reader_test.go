@@ -41,7 +41,8 @@ func TestReaderChunkTypesRoundTrip(t *testing.T) {
 		{Type: ChunkPayload, Path: "ibdata1", Offset: 0, Payload: []byte("hello")},
 		{Type: ChunkPayload, Path: "ibdata1", Offset: 5, Payload: []byte{}},
 		{Type: ChunkEOF, Path: "ibdata1"},
-		{Type: ChunkSparse, Path: "db/t.ibd", Offset: 16, Sparse: []SparseSegment{{Skip: 4, Len: 2}, {Skip: 0, Len: 3}, {Skip: 100, Len: 0}}, Payload: []byte("abcde")},
+		{Type: ChunkSparse, Path: "db/t.ibd", Offset: 16, Sparse: []SparseSegment{{Skip: 4, Len: 2}, {Skip: 0, Len: 3}, {Skip: 100, Len: 0}},
+			Payload: []byte("abcde")},
 		{Type: ChunkEOF, Path: "db/t.ibd"},
 		// The ignorable flag on a known type changes nothing.
 		{Flags: FlagIgnorable, Type: ChunkPayload, Path: "x", Payload: []byte("1")},

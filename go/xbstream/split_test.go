@@ -324,7 +324,8 @@ func TestSplitDealsDeltaClustersInPieces(t *testing.T) {
 	_, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: 1 << 20})
 	require.NoError(t, err)
 	dir := t.TempDir()
-	_, err = Extract(context.Background(), dir, ReaderLanes(bytes.NewReader(bufs[0].Bytes()), bytes.NewReader(bufs[1].Bytes()), bytes.NewReader(bufs[2].Bytes())), ExtractOptions{})
+	_, err = Extract(context.Background(), dir, ReaderLanes(bytes.NewReader(bufs[0].Bytes()), bytes.NewReader(bufs[1].Bytes()),
+		bytes.NewReader(bufs[2].Bytes())), ExtractOptions{})
 	require.NoError(t, err)
 	got, err := os.ReadFile(dir + "/db/t.ibd.delta")
 	require.NoError(t, err)

@@ -177,7 +177,8 @@ func TestHostileBackupNamesThroughVtctld(t *testing.T) {
 	client := vtctlservicepb.NewVtctldClient(conn)
 	for _, h := range raw {
 		_, err := client.RemoveBackup(ctx, &vtctldatapb.RemoveBackupRequest{Keyspace: h.keyspace, Shard: h.shard, Name: h.name})
-		outcomes = append(outcomes, outcome{fmt.Sprintf("gRPC RemoveBackup %q %q %q", h.keyspace, h.shard, h.name), true, h.keyspace + "/" + h.shard, errString(err), ""})
+		outcomes = append(outcomes, outcome{fmt.Sprintf("gRPC RemoveBackup %q %q %q", h.keyspace, h.shard, h.name), true, h.keyspace + "/" + h.shard,
+			errString(err), ""})
 		if h.keyspace == "ks" && h.shard == "0" {
 			continue
 		}
@@ -186,7 +187,8 @@ func TestHostileBackupNamesThroughVtctld(t *testing.T) {
 		if resp != nil {
 			out = fmt.Sprint(resp.Backups)
 		}
-		outcomes = append(outcomes, outcome{fmt.Sprintf("gRPC GetBackups %q %q", h.keyspace, h.shard), false, filepath.Join(h.keyspace, h.shard), errString(err), out})
+		outcomes = append(outcomes, outcome{fmt.Sprintf("gRPC GetBackups %q %q", h.keyspace, h.shard), false, filepath.Join(h.keyspace, h.shard),
+			errString(err), out})
 	}
 
 	refusedN, mustN := 0, 0
@@ -215,7 +217,8 @@ func TestHostileBackupNamesThroughVtctld(t *testing.T) {
 			refusedN++
 		}
 	}
-	t.Logf("%d requests to refuse: %d refused; %d GetBackups of a directory vtctld cleans into the root: answered, nothing from outside", mustN, refusedN, len(outcomes)-mustN)
+	t.Logf("%d requests to refuse: %d refused; %d GetBackups of a directory vtctld cleans into the root: answered, nothing from outside", mustN,
+		refusedN, len(outcomes)-mustN)
 
 	after := map[string]string{}
 	for _, p := range watched {

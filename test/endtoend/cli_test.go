@@ -136,7 +136,8 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		for _, s := range want {
 			rows += s.Rows
 		}
-		if rec.Outcome != "passed" || rec.Tables < len(want) || rec.Rows < rows || !strings.Contains(rec.Server, "MariaDB") || !strings.Contains(rec.Tool, "mariabackup") {
+		if rec.Outcome != "passed" || rec.Tables < len(want) || rec.Rows < rows || !strings.Contains(rec.Server, "MariaDB") ||
+			!strings.Contains(rec.Tool, "mariabackup") {
 			t.Fatalf("verification record %+v: want passed, >= %d tables, >= %d rows, a MariaDB server and mariabackup", rec, len(want), rows)
 		}
 		if out := vtfifo(t, 0, "ls"); !strings.Contains(out, "passed") {
@@ -267,7 +268,8 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}{
 			{[]string{"--table=" + db + ".orders", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was changed"},
 			{[]string{"--table=" + db + ".nosuch", "--into-tablet=" + p.Alias}, "no table " + db + ".nosuch in backup"},
-			{[]string{"--table=" + db + ".events_aria", "--into-mysql=" + p.Socket()}, db + ".events_aria: a table of that name exists in the live server: nothing was changed"},
+			{[]string{"--table=" + db + ".events_aria", "--into-mysql=" + p.Socket()}, db + ".events_aria: a table of that name exists in the live server: " +
+				"nothing was changed"},
 		} {
 			if out := restoreTable(t, 1, tc.args...); !strings.Contains(out, tc.want) {
 				t.Fatalf("restore-table %v: want %q in:\n%s", tc.args, tc.want, out)
@@ -422,10 +424,12 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 				copied.Destination != dr || copied.Copy.Objects == 0 || copied.Copy.Copied != copied.Copy.Objects || copied.SourceRemoved {
 				t.Fatalf("copy --json (local to local): %+v\n%s", copied, out)
 			}
-			if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-root="+dr); !strings.Contains(out, "already holds it") {
+			if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile,
+				"--to=--split-storage-root="+dr); !strings.Contains(out, "already holds it") {
 				t.Fatalf("a second copy:\n%s", out)
 			}
-			vout, code, err := c.VtfifoWith(ctx, nil, append(append([]string{"verify", "--backup=" + name, "--progress=never"}, c.Storage.Flags...), "--split-storage-root="+dr)...)
+			vout, code, err := c.VtfifoWith(ctx, nil, append(append([]string{"verify", "--backup=" + name, "--progress=never"}, c.Storage.Flags...),
+				"--split-storage-root="+dr)...)
 			must(t, err)
 			if code != 0 || !strings.Contains(vout, "OK") {
 				t.Fatalf("verify at the destination root: exit %d\n%s", code, vout)
@@ -436,14 +440,17 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			return
 		}
 		out := vtfifo(t, 0, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-s3-prefix=dr")
-		if !strings.Contains(out, "OK: backup") || !strings.Contains(out, "verified at the destination") || strings.Contains(out, "; 0 of them by the storage service") {
+		if !strings.Contains(out, "OK: backup") || !strings.Contains(out, "verified at the destination") ||
+			strings.Contains(out, "; 0 of them by the storage service") {
 			t.Fatalf("copy output (S3 to S3: server-side):\n%s", out)
 		}
-		if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile, "--to=--split-storage-s3-prefix=dr"); !strings.Contains(out, "already holds it") {
+		if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile,
+			"--to=--split-storage-s3-prefix=dr"); !strings.Contains(out, "already holds it") {
 			t.Fatalf("a second copy:\n%s", out)
 		}
 		// The copy verifies at the destination (the tablets' flags, another prefix).
-		vout, code, err := c.VtfifoWith(ctx, nil, append(append([]string{"verify", "--backup=" + name, "--progress=never"}, c.Storage.Flags...), "--split-storage-s3-prefix=dr")...)
+		vout, code, err := c.VtfifoWith(ctx, nil, append(append([]string{"verify", "--backup=" + name, "--progress=never"}, c.Storage.Flags...),
+			"--split-storage-s3-prefix=dr")...)
 		must(t, err)
 		if code != 0 {
 			t.Fatalf("verify at the destination: exit %d\n%s", code, vout)
@@ -478,7 +485,8 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 
 		gcs := splitstoragetest.Start(t, splitstorage.BackendGCS)
 		copyArgs := append([]string{"copy", "--backup=" + name, "--progress=never", "--to-flags-file=" + flagsFile,
-			"--to=--split-storage-backend=gcs", "--to=--split-storage-gcs-bucket=" + gcs.Config.GCS.Bucket, "--to=--split-storage-gcs-prefix=" + gcs.Config.GCS.Prefix}, c.Storage.Flags...)
+			"--to=--split-storage-backend=gcs", "--to=--split-storage-gcs-bucket=" + gcs.Config.GCS.Bucket, "--to=--split-storage-gcs-prefix=" +
+				gcs.Config.GCS.Prefix}, c.Storage.Flags...)
 		gcsFlags := append(gcs.Flags(), "--backup-storage-implementation=split", "--backup="+name, "--progress=never")
 
 		// Killed halfway: the source's reads held to 1 MiB/s, the copy is

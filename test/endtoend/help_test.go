@@ -32,7 +32,8 @@ func TestHelpListsPluginFlags(t *testing.T) {
 		want []string
 	}{
 		{"vttablet", append(append([]string{"backup-engine-implementation", "backup-storage-implementation"}, engineFlags...), storageFlags...)},
-		{"vtbackup", append(append([]string{"backup-engine-implementation", "backup-storage-implementation", "min-retention-count"}, engineFlags...), storageFlags...)},
+		{"vtbackup", append(append([]string{"backup-engine-implementation", "backup-storage-implementation", "min-retention-count"}, engineFlags...),
+			storageFlags...)},
 		{"vtctld", append([]string{"backup-storage-implementation"}, storageFlags...)},
 	} {
 		t.Run(tc.bin, func(t *testing.T) {

@@ -326,7 +326,8 @@ func TestSecretsNeverLeak(t *testing.T) {
 		secrets.check(t, path, data)
 		return nil
 	}))
-	t.Logf("looked through %d files under %s (%d harness command lines skipped), %d stored objects, %d backups' lanes and MANIFESTs (%d tool_command lines), %d command outputs",
+	t.Logf("looked through %d files under %s (%d harness command lines skipped), %d stored objects, %d backups' lanes and MANIFESTs (%d tool_command "+
+		"lines), %d command outputs",
 		files, c.Root, skipped, objects, len(bhs), toolCommands, len(outputs))
 }
 

@@ -61,7 +61,8 @@ func TestDiskFullDuringRestore(t *testing.T) {
 	m := latestManifest(t, f)
 	cnf := f.tb.Cnf
 	stateFile := filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState)
-	t.Logf("backup: %d lanes, %d bytes of stream (%d stored); tmpfs %s: %d bytes used with mysqld running", len(m.Lanes), m.RawBytes, m.StoredBytes, mnt, fsUsed(t, mnt))
+	t.Logf("backup: %d lanes, %d bytes of stream (%d stored); tmpfs %s: %d bytes used with mysqld running", len(m.Lanes), m.RawBytes, m.StoredBytes, mnt,
+		fsUsed(t, mnt))
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 	for i := range n {
@@ -94,7 +95,8 @@ func TestDiskFullDuringRestore(t *testing.T) {
 		staging := atOpen.staging[0]
 		require.Error(t, err, "trial %d: a restore with %d bytes free for a %d-byte stream must fail; log:\n%s", i+1, budget, m.RawBytes, logger.String())
 		f.srv = nil
-		t.Logf("trial %d/%d: %d bytes free for %d bytes of stream (%d%%): restore failed after %v: %v", i+1, n, budget, m.RawBytes, budget*100/m.RawBytes, took.Round(time.Millisecond), err)
+		t.Logf("trial %d/%d: %d bytes free for %d bytes of stream (%d%%): restore failed after %v: %v", i+1, n, budget, m.RawBytes, budget*100/m.RawBytes,
+			took.Round(time.Millisecond), err)
 
 		// A clear error: ENOSPC, said in words, with the path being written
 		// (in the staging directory) and the backup's name.
@@ -103,7 +105,8 @@ func TestDiskFullDuringRestore(t *testing.T) {
 		assert.Contains(t, msg, "no space left on device", "trial %d", i+1)
 		assert.Contains(t, msg, staging+string(filepath.Separator), "trial %d: the error names the file being written", i+1)
 		assert.Contains(t, msg, f.list(t)[0], "trial %d: the error names the backup", i+1)
-		assert.Contains(t, msg, fmt.Sprintf("the file system of %s is full: the backup needs about %d bytes there", staging, m.RawBytes), "trial %d: the error says how much room the restore needs", i+1)
+		assert.Contains(t, msg, fmt.Sprintf("the file system of %s is full: the backup needs about %d bytes there", staging, m.RawBytes), "trial %d: the "+
+			"error says how much room the restore needs", i+1)
 		assert.True(t, atOpen.dataDirGone, "trial %d: the old data was deleted before the lanes were read", i+1)
 
 		// Nothing visible left behind.
@@ -112,10 +115,12 @@ func TestDiskFullDuringRestore(t *testing.T) {
 			assert.Empty(t, dirEntries(t, dir), "trial %d: %s must hold no half-restored files", i+1, dir)
 		}
 		used := fsUsed(t, mnt)
-		assert.LessOrEqual(t, used, atOpen.used+1<<20, "trial %d: the space taken by the partial extraction must be given back (%d bytes used when the lanes opened, %d after the failure)", i+1, atOpen.used, used)
+		assert.LessOrEqual(t, used, atOpen.used+1<<20, "trial %d: the space taken by the partial extraction must be given back (%d bytes used when the "+
+			"lanes opened, %d after the failure)", i+1, atOpen.used, used)
 		assert.FileExists(t, stateFile, "trial %d: restore_in_progress must stay after a failed restore", i+1)
 		assert.False(t, f.mysqldRunning(), "trial %d: mysqld must not be started after a failed restore", i+1)
-		t.Logf("trial %d/%d: after the failure: tmpfs %d bytes used (%d when the lanes opened), tablet dir holds %s", i+1, n, used, atOpen.used, strings.Join(dirEntries(t, cnf.TabletDir()), " "))
+		t.Logf("trial %d/%d: after the failure: tmpfs %d bytes used (%d when the lanes opened), tablet dir holds %s", i+1, n, used, atOpen.used,
+			strings.Join(dirEntries(t, cnf.TabletDir()), " "))
 
 		// Space back: the restore run again succeeds.
 		require.NoError(t, remountTmpfs(mnt, roomy))

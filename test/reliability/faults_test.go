@@ -67,7 +67,8 @@ func TestTransientFaults(t *testing.T) {
 				p.SetFailRate(0)
 				f.requireSourceData(t, fmt.Sprintf("trial %d/%d", i+1, n))
 				ok++
-				t.Logf("trial %d/%d: backup %v, restore %v, faults injected so far %v", i+1, n, bt.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), p.Injected())
+				t.Logf("trial %d/%d: backup %v, restore %v, faults injected so far %v", i+1, n, bt.Round(time.Millisecond),
+					time.Since(start).Round(time.Millisecond), p.Injected())
 			}
 			assert.Equal(t, n, len(f.list(t)))
 			inj := p.Injected()

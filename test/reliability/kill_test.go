@@ -152,7 +152,8 @@ func TestKillDuringBackup(t *testing.T) {
 
 	inc, err := f.st.ListIncomplete(ctx, backupDir)
 	require.NoError(t, err)
-	t.Logf("%d kills inside a backup; %d backups completed before their kill moment and fifoverify found them good; %d incomplete backups left", killed, completedAnyway, len(inc))
+	t.Logf("%d kills inside a backup; %d backups completed before their kill moment and fifoverify found them good; %d incomplete backups left", killed,
+		completedAnyway, len(inc))
 	code, out := runVerify(t, cfg, nil, "--remove-incomplete", "--incomplete-min-age=0s")
 	require.Equal(t, 0, code, out)
 	inc, err = f.st.ListIncomplete(ctx, backupDir)
@@ -191,7 +192,8 @@ func TestKillDuringRestore(t *testing.T) {
 		p := startProc(t, f, "restore")
 		landed := p.killAfter(t, d, false)
 		_, statErr := os.Stat(filepath.Join(f.tb.Cnf.TabletDir(), mysqlctl.RestoreState))
-		t.Logf("kill %d/%d at %v (landed %v): restore_in_progress present: %v, mysqld running: %v", i+1, n, d.Round(time.Millisecond), landed, statErr == nil, f.mysqldRunning())
+		t.Logf("kill %d/%d at %v (landed %v): restore_in_progress present: %v, mysqld running: %v", i+1, n, d.Round(time.Millisecond), landed,
+			statErr == nil, f.mysqldRunning())
 		_, err := f.restore(ctx, nil)
 		require.NoError(t, err, "kill %d: the restore run again must succeed", i+1)
 		f.requireSourceData(t, fmt.Sprintf("restore after kill %d", i+1))

@@ -19,7 +19,8 @@ func TestParseAndFormatSize(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, want an error", in, got)
 		}
 	}
-	for n, want := range map[int64]string{0: "0", 1: "1", 1023: "1023", 1 << 20: "1MiB", 1<<20 - 1: "1048575", 1280 << 20: "1280MiB", 5<<30 + 1: "5368709121", 1 << 50: "1PiB"} {
+	for n, want := range map[int64]string{0: "0", 1: "1", 1023: "1023", 1 << 20: "1MiB", 1<<20 - 1: "1048575", 1280 << 20: "1280MiB",
+		5<<30 + 1: "5368709121", 1 << 50: "1PiB"} {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}

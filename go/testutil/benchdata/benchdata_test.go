@@ -52,8 +52,10 @@ func TestLoadShapes(t *testing.T) {
 				require.NoError(t, srv.DB().QueryRow("CHECKSUM TABLE `"+o2.Database+"`.t0001").Scan(&name, &sum2))
 				// Same seed and tag, fewer rows: compare on the common prefix.
 				var a, b string
-				require.NoError(t, srv.DB().QueryRow("SELECT GROUP_CONCAT(MD5(CONCAT_WS(',',id,k,created,amount,name,note,HEX(token))) ORDER BY id) FROM `"+o.Database+"`.t0001 WHERE id <= 50").Scan(&a))
-				require.NoError(t, srv.DB().QueryRow("SELECT GROUP_CONCAT(MD5(CONCAT_WS(',',id,k,created,amount,name,note,HEX(token))) ORDER BY id) FROM `"+o2.Database+"`.t0001 WHERE id <= 50").Scan(&b))
+				require.NoError(t, srv.DB().QueryRow("SELECT GROUP_CONCAT(MD5(CONCAT_WS(',',id,k,created,amount,name,note,HEX(token))) ORDER BY id) FROM `"+
+					o.Database+"`.t0001 WHERE id <= 50").Scan(&a))
+				require.NoError(t, srv.DB().QueryRow("SELECT GROUP_CONCAT(MD5(CONCAT_WS(',',id,k,created,amount,name,note,HEX(token))) ORDER BY id) FROM `"+
+					o2.Database+"`.t0001 WHERE id <= 50").Scan(&b))
 				require.Equal(t, a, b)
 			}
 		})

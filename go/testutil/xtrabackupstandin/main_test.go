@@ -119,7 +119,8 @@ func TestDealChunksAndRoundRobin(t *testing.T) {
 	w := xbstream.NewWriter(&src)
 	for _, f := range []string{"a", "b", "c"} {
 		for off := 0; off < 10; off++ {
-			require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: f, Offset: uint64(off * 100), Payload: bytes.Repeat([]byte{byte(off)}, 100)}))
+			require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: f, Offset: uint64(off * 100),
+				Payload: bytes.Repeat([]byte{byte(off)}, 100)}))
 		}
 		require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkEOF, Path: f}))
 	}

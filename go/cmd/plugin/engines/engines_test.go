@@ -79,7 +79,8 @@ func TestSixtyFourLanesStartWithDefaults(t *testing.T) {
 	cmd.Flags().StringVar(&backupstorage.BackupStorageImplementation, "backup-storage-implementation", "", "")
 	plugin.Install(cmd, All...)
 	plugin.Install(cmd, storages.All...)
-	cmd.SetArgs([]string{"--backup-engine-implementation=fifo", "--backup-storage-implementation=split", "--split-storage-root=" + t.TempDir(), "--fifo-backup-lanes=64"})
+	cmd.SetArgs([]string{"--backup-engine-implementation=fifo", "--backup-storage-implementation=split", "--split-storage-root=" + t.TempDir(),
+		"--fifo-backup-lanes=64"})
 	require.NoError(t, cmd.Execute())
 }
 

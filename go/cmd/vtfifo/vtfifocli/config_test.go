@@ -37,7 +37,8 @@ func TestFlagFiles(t *testing.T) {
 	// The command line wins: another shard, which has no backups, is a
 	// wrong location (exit 3), not an empty table.
 	out = run(t, 3, "ls", "--flags-file="+flagsFile, "--config-file="+yamlFile, "--shard=1")
-	assert.Equal(t, "vtfifo ls: no backup in ks/1 in "+root+" (file storage): check --keyspace and --shard (or --backup-dir) and the storage flags\n", lastLine(out))
+	assert.Equal(t, "vtfifo ls: no backup in ks/1 in "+root+" (file storage): check --keyspace and --shard (or --backup-dir) and the storage flags\n",
+		lastLine(out))
 
 	bad := func(name, body string) string {
 		p := filepath.Join(dir, name)

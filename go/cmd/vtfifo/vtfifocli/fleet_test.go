@@ -37,7 +37,9 @@ func runSplit(t *testing.T, wantCode int, root string, args ...string) (stdout, 
 // JSON and the Prometheus text format.
 func TestFleetView(t *testing.T) {
 	root, names := proofStorage(t) // ks/0: four backups, the two newest failed their test restores
-	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: root}, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
+	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: root},
+		PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond,
+		RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
 	require.NoError(t, err)
 	defer bs.Close()
 	ctx := context.Background()
@@ -109,9 +111,14 @@ func TestWrongLocationsFail(t *testing.T) {
 		{missing, []string{"ls", "--keyspace=ks", "--shard=0"}, "vtfifo ls: the storage root " + missing + " does not exist: check the storage flags\n"},
 		{missing, []string{"verify", "--keyspace=ks", "--shard=0"}, "vtfifo verify: the storage root " + missing + " does not exist: check the storage flags\n"},
 		{empty, []string{"ls"}, "vtfifo ls: no backup anywhere in " + empty + " (split storage): check the storage flags (root, bucket, prefix)\n"},
-		{root, []string{"ls", "--keyspace=ks", "--shard=9"}, "vtfifo ls: no backup in ks/9 in " + root + " (split storage): check --keyspace and --shard (or --backup-dir) and the storage flags\n"},
-		{root, []string{"restore", "--keyspace=kz", "--shard=0", "--target-dir=" + filepath.Join(t.TempDir(), "r")}, "vtfifo restore: no complete backup in kz/0 in " + root + " (split storage): check --keyspace and --shard (or --backup-dir) and the storage flags\n"},
-		{root, []string{"export", "--keyspace=ks", "--shard=0", "--backup=2020-01-01.000000.zone1-0000000100", "-o", filepath.Join(t.TempDir(), "x")}, "vtfifo export: backup ks/0/2020-01-01.000000.zone1-0000000100 in " + root + " (split storage): no such backup (GetBackups does not list it): check --backup, --keyspace and --shard\n"},
+		{root, []string{"ls", "--keyspace=ks", "--shard=9"}, "vtfifo ls: no backup in ks/9 in " + root + " (split storage): check --keyspace and --shard " +
+			"(or --backup-dir) and the storage flags\n"},
+		{root, []string{"restore", "--keyspace=kz", "--shard=0", "--target-dir=" + filepath.Join(t.TempDir(), "r")},
+			"vtfifo restore: no complete backup in kz/0 in " + root + " (split storage): check --keyspace and --shard (or --backup-dir) and the " +
+				"storage flags\n"},
+		{root, []string{"export", "--keyspace=ks", "--shard=0", "--backup=2020-01-01.000000.zone1-0000000100", "-o", filepath.Join(t.TempDir(), "x")},
+			"vtfifo export: backup ks/0/2020-01-01.000000.zone1-0000000100 in " + root + " (split storage): no such backup (GetBackups does not list it): " +
+				"check --backup, --keyspace and --shard\n"},
 	} {
 		out, errOut := runSplit(t, 3, c.root, c.args...)
 		assert.Empty(t, out, "%v", c.args)

@@ -31,7 +31,8 @@ func proofStorage(t *testing.T) (string, []string) {
 	for i, outcome := range []string{testrestore.Passed, testrestore.Passed, testrestore.Failed, testrestore.Failed} {
 		name := now.Add(time.Duration(i-4)*24*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
 		bh := plantBackup(t, bs, "ks/0", name)
-		require.NoError(t, testrestore.Store(ctx, bh, testrestore.Record{Version: 1, Backup: "ks/0/" + name, Outcome: outcome, Error: "planted " + outcome, Started: now}))
+		require.NoError(t, testrestore.Store(ctx, bh, testrestore.Record{Version: 1, Backup: "ks/0/" + name, Outcome: outcome, Error: "planted " + outcome,
+			Started: now}))
 		names = append(names, name)
 	}
 	return cfg.File.Root, names
@@ -102,12 +103,14 @@ func TestLatestVerified(t *testing.T) {
 		"vtfifo show: FAIL: backup ks/0/"+names[1]+": MANIFEST: BackupMethod is \"\", not \"fifo\"\n", errOut)
 
 	empty := t.TempDir()
-	splitCopyAs(t, splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: empty}, PartSize: splitstorage.MinPartSize, UploadConcurrency: 1,
-		ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute},
+	splitCopyAs(t, splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: empty}, PartSize: splitstorage.MinPartSize,
+		UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond,
+		RequestTimeout: time.Minute},
 		"2026-11-20.000000.zone1-0000000100")
 	out, errOut = runSplit(t, 1, empty, "verify", "--keyspace=ks", "--shard=0", "--backup=latest-verified")
 	assert.Empty(t, out)
-	assert.Equal(t, "vtfifo verify: no backup in ks/0 in "+empty+" (split storage) passed a test restore (1 complete ones): run vtfifo test-restore, or name one with --backup\n", errOut)
+	assert.Equal(t, "vtfifo verify: no backup in ks/0 in "+empty+" (split storage) passed a test restore (1 complete ones): run vtfifo test-restore, "+
+		"or name one with --backup\n", errOut)
 }
 
 // TestPruneTiersAndAges: --keep-daily keeps the newest backup of each of
@@ -121,7 +124,8 @@ func TestPruneTiersAndAges(t *testing.T) {
 	out, _ = runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=7d", "--dry-run")
 	assert.NotContains(t, out, "would remove", "every backup is younger than 7 days")
 	_, errOut := runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=soon")
-	assert.Contains(t, errOut, `invalid argument "soon" for "--keep-within" flag: not an age (such as 7d, 2w, 36h, 1d12h): allowed values are an age >= 0 such as 36h, 7d or 2w`)
+	assert.Contains(t, errOut, `invalid argument "soon" for "--keep-within" flag: not an age (such as 7d, 2w, 36h, 1d12h): allowed values are an age `+
+		`>= 0 such as 36h, 7d or 2w`)
 	_, errOut = runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-weekly=-1")
 	assert.Equal(t, "vtfifo prune: invalid value \"-1\" for --keep-weekly: allowed values are 0 or more\n", errOut)
 }
@@ -137,7 +141,8 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	defer lease.Release(context.Background())
 
 	_, errOut := runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
-	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: backup ks/0/"+names[0]+" is not removed: the backup is being read: vtfifo restore on dr-host by ")
+	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: backup ks/0/"+names[0]+" is not removed: the backup is being read: vtfifo restore "+
+		"on dr-host by ")
 	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")
 	assert.Contains(t, out, "keeping ks/0/"+names[0]+": the backup is being read: vtfifo restore on dr-host by ")
 	assert.Contains(t, out, "removed ks/0/"+names[2]+"\n")

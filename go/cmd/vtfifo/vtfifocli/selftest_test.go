@@ -34,12 +34,14 @@ func TestSelfTestCommand(t *testing.T) {
 	code = Main(context.Background(), []string{"selftest", "--storage=--split-storage-backend=s4"}, &stdout, &stderr)
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout.String())
-	assert.Equal(t, "vtfifo selftest: the storage (--storage-flags-file, --storage): split backup storage: invalid flags: invalid value \"s4\" for --split-storage-backend: allowed values are file, s3, gcs, azure\n", stderr.String())
+	assert.Equal(t, "vtfifo selftest: the storage (--storage-flags-file, --storage): split backup storage: invalid flags: invalid value \"s4\" for "+
+		"--split-storage-backend: allowed values are file, s3, gcs, azure\n", stderr.String())
 	stdout.Reset()
 	stderr.Reset()
 	code = Main(context.Background(), []string{"selftest", "--storage=--keyspace=x"}, &stdout, &stderr)
 	assert.Equal(t, 2, code)
-	assert.Equal(t, "vtfifo selftest: the storage (--storage-flags-file, --storage): invalid value \"--keyspace=x\" for --storage: allowed values are --split-storage-* flags\n", stderr.String())
+	assert.Equal(t, "vtfifo selftest: the storage (--storage-flags-file, --storage): invalid value \"--keyspace=x\" for --storage: allowed values are "+
+		"--split-storage-* flags\n", stderr.String())
 
 	tier.Integration(t, "MariaDB and mariabackup")
 	dir := t.TempDir()
@@ -67,7 +69,8 @@ func TestSelfTestCommand(t *testing.T) {
 
 	stdout.Reset()
 	stderr.Reset()
-	require.Equal(t, 0, Main(context.Background(), []string{"selftest", "--scale=5", "--json", "--work-dir=" + dir}, &stdout, &stderr), "stderr: %s", stderr.String())
+	require.Equal(t, 0, Main(context.Background(), []string{"selftest", "--scale=5", "--json", "--work-dir=" + dir}, &stdout, &stderr), "stderr: %s",
+		stderr.String())
 	var rep struct {
 		Passed   bool              `json:"passed"`
 		Versions map[string]string `json:"versions"`

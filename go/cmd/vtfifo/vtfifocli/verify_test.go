@@ -19,7 +19,8 @@ import (
 func TestInvalidFlags(t *testing.T) {
 	root := t.TempDir()
 	// Flag variables are process globals: every case sets what others change.
-	base := []string{"--backup-storage-implementation=split", "--split-storage-backend=file", "--split-storage-part-size=4MiB", "--split-storage-upload-concurrency=2", "--split-storage-root=" + root, "--keyspace=ks", "--shard=0"}
+	base := []string{"--backup-storage-implementation=split", "--split-storage-backend=file", "--split-storage-part-size=4MiB",
+		"--split-storage-upload-concurrency=2", "--split-storage-root=" + root, "--keyspace=ks", "--shard=0"}
 	cases := []struct {
 		args []string
 		want []string
@@ -60,7 +61,8 @@ func TestInvalidFlags(t *testing.T) {
 	})
 	t.Run("traversal in backup-dir", func(t *testing.T) {
 		var out, errOut bytes.Buffer
-		code := Verify(context.Background(), "fifoverify", []string{"--backup-storage-implementation=split", "--split-storage-root=" + root, "--backup-dir=../../etc"}, &out, &errOut)
+		code := Verify(context.Background(), "fifoverify", []string{"--backup-storage-implementation=split", "--split-storage-root=" + root,
+			"--backup-dir=../../etc"}, &out, &errOut)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut.String(), "--backup-dir")
 	})

@@ -312,7 +312,8 @@ func TestEncryptedBackup(t *testing.T) {
 
 	stdout.Reset()
 	Main(ctx, append([]string{"ls"}, args...), &stdout, &stderr)
-	assert.Contains(t, stdout.String(), `cannot read MANIFEST: split storage: backup ks/0/copied is encrypted (key ID "k1")`, "ls says why it cannot read the backup")
+	assert.Contains(t, stdout.String(), `cannot read MANIFEST: split storage: backup ks/0/copied is encrypted (key ID "k1")`,
+		"ls says why it cannot read the backup")
 	for _, cmd := range []string{"show", "verify"} {
 		stdout.Reset()
 		stderr.Reset()

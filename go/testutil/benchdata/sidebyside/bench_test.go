@@ -206,7 +206,8 @@ func profileFromEnv() profile {
 			*dst = strings.Split(v, ",")
 		}
 	}
-	for _, env := range []string{"BENCH_SIZES_MIB", "BENCH_LANES", "BENCH_S3_LANES", "BENCH_SWEEP_SIZES_MIB", "BENCH_SHAPES", "BENCH_COMPRESSORS", "BENCH_STORAGES"} {
+	for _, env := range []string{"BENCH_SIZES_MIB", "BENCH_LANES", "BENCH_S3_LANES", "BENCH_SWEEP_SIZES_MIB", "BENCH_SHAPES", "BENCH_COMPRESSORS",
+		"BENCH_STORAGES"} {
 		if os.Getenv(env) != "" {
 			p.Plans = nil // the lists, overridden, say what runs
 		}
@@ -358,7 +359,8 @@ func (e *env) setUp(bytes int64) {
 	srv.Exec(b, "CREATE TABLE `"+database+"`.gtid_marker (id INT PRIMARY KEY) ENGINE=InnoDB")
 	srv.Exec(b, "INSERT INTO `"+database+"`.gtid_marker VALUES (1)")
 	logf("loaded %d MiB (%d tables, %d rows) in %v", rep.Bytes>>20, rep.Tables, rep.Rows, rep.Duration.Round(time.Second))
-	e.res.Datasets = append(e.res.Datasets, Dataset{Shape: e.shape, SizeGiB: e.sizeGiB, Bytes: rep.Bytes, Tables: rep.Tables, Rows: rep.Rows, LoadS: rep.Duration.Seconds()})
+	e.res.Datasets = append(e.res.Datasets, Dataset{Shape: e.shape, SizeGiB: e.sizeGiB, Bytes: rep.Bytes, Tables: rep.Tables, Rows: rep.Rows,
+		LoadS: rep.Duration.Seconds()})
 }
 
 func (e *env) dataset() *Dataset {
@@ -473,8 +475,10 @@ func (e *env) ceilings() {
 		if stored == nil {
 			stored = compressed
 		}
-		e.addCeiling("compress-"+comp, fmt.Sprintf("%s level 1 over the stream, %d goroutines, 8 MiB chunks, from the page cache", codecName(comp), runtime.GOMAXPROCS(0)), int64(len(stream)), cw, cc)
-		e.addCeiling("decompress-"+comp, fmt.Sprintf("%s decompression of that, %d goroutines, to memory", codecName(comp), runtime.GOMAXPROCS(0)), int64(len(stream)), dw, dc)
+		e.addCeiling("compress-"+comp, fmt.Sprintf("%s level 1 over the stream, %d goroutines, 8 MiB chunks, from the page cache", codecName(comp),
+			runtime.GOMAXPROCS(0)), int64(len(stream)), cw, cc)
+		e.addCeiling("decompress-"+comp, fmt.Sprintf("%s decompression of that, %d goroutines, to memory", codecName(comp), runtime.GOMAXPROCS(0)),
+			int64(len(stream)), dw, dc)
 	}
 
 	// 4. The storage alone: the split storage writing and reading the
@@ -488,7 +492,8 @@ func (e *env) ceilings() {
 			ww, wc, rw, rc = append(ww, w), append(wc, cw), append(rw, r), append(rc, cr)
 			s.Close()
 		}
-		e.addCeiling("storage-write-"+st, fmt.Sprintf("split storage (%s), %d files written from the page cache, 256 MiB parts", st, lanes), int64(len(stored)), ww, wc)
+		e.addCeiling("storage-write-"+st, fmt.Sprintf("split storage (%s), %d files written from the page cache, 256 MiB parts", st, lanes),
+			int64(len(stored)), ww, wc)
 		e.addCeiling("storage-read-"+st, fmt.Sprintf("split storage (%s), %d files read to io.Discard", st, lanes), int64(len(stored)), rw, rc)
 	}
 }
@@ -968,7 +973,8 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	rs := base
 	rs.Op = "restore"
 	rs.Wall, rs.CPU = te.restore.wall, te.restore.cpu
-	rs.SelfBase, rs.SelfRSS, rs.ToolRSS, rs.ToolComm, rs.ServerCPU = te.restore.selfBase, te.restore.selfRSS, te.restore.toolRSS, te.restore.toolComm, te.restore.serverCPU
+	rs.SelfBase, rs.SelfRSS, rs.ToolRSS, rs.ToolComm, rs.ServerCPU = te.restore.selfBase, te.restore.selfRSS, te.restore.toolRSS, te.restore.toolComm,
+		te.restore.serverCPU
 	rs.Stored = bk.Stored
 	e.writeLog(logger, rs)
 	require.NoError(b, err, "restore %s: %s", eng, tailOf(logger.String()))
@@ -1000,7 +1006,8 @@ func (e *env) writeLog(l *logutil.MemoryLogger, r Run) {
 // runName names one run's files under logs/, each run apart (a repeat's
 // number is set after the run).
 func runName(r Run) string {
-	return fmt.Sprintf("%s-%g-%s-%s-%s-%d-%dMiB-%s-%d", r.Shape, r.SizeGiB, r.Storage, r.Compressor, r.Engine, r.Lanes, r.PartSize>>20, r.Op, time.Now().UnixNano())
+	return fmt.Sprintf("%s-%g-%s-%s-%s-%d-%dMiB-%s-%d", r.Shape, r.SizeGiB, r.Storage, r.Compressor, r.Engine, r.Lanes, r.PartSize>>20, r.Op,
+		time.Now().UnixNano())
 }
 
 func phaseTable(l *logutil.MemoryLogger) string {

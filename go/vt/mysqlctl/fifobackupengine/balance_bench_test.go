@@ -83,12 +83,15 @@ func BenchmarkFIFOBalance(b *testing.B) {
 		return strings.Join(s, " / "), float64(most) / (float64(total) / float64(len(v)))
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "\nskewed data set (big table %d MiB, 2,000 small tables), zstd level 1, Vitess file storage on local disk, medians of %d runs\n\n", bigMB, repeat)
-	fmt.Fprintf(&out, "| engine, source | backup wall s | restore wall s | lanes MB | lanes max/mean | tool streams MB (= lanes before) | streams max/mean |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&out, "\nskewed data set (big table %d MiB, 2,000 small tables), zstd level 1, Vitess file storage on local disk, medians of "+
+		"%d runs\n\n", bigMB, repeat)
+	fmt.Fprintf(&out, "| engine, source | backup wall s | restore wall s | lanes MB | lanes max/mean | tool streams MB (= lanes before) | streams "+
+		"max/mean |\n|---|---|---|---|---|---|---|\n")
 	for i, r := range runs {
 		lanes, lskew := mb(results[i].lanes)
 		streams, sskew := mb(results[i].streams)
-		fmt.Fprintf(&out, "| %s | %.1f | %.1f | %s | %.3f | %s | %.2f |\n", r.name, median(results[i].backup), median(results[i].restore), lanes, lskew, streams, sskew)
+		fmt.Fprintf(&out, "| %s | %.1f | %.1f | %s | %.3f | %s | %.2f |\n", r.name, median(results[i].backup), median(results[i].restore), lanes, lskew,
+			streams, sskew)
 	}
 	b.Log(out.String())
 	fmt.Print(out.String())

@@ -80,7 +80,8 @@ func BenchmarkEncryption(b *testing.B) {
 		return median(w), median(c)
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%d MiB of data, %s, %d MiB stored (what is encrypted), split storage on local disk (64 MiB parts), medians of %d runs\n", dataMB, compName, stored>>20, repeat)
+	fmt.Fprintf(&out, "\n%d MiB of data, %s, %d MiB stored (what is encrypted), split storage on local disk (64 MiB parts), medians of %d runs\n",
+		dataMB, compName, stored>>20, repeat)
 	fmt.Fprintf(&out, "%-8s %-3s %13s %13s %13s %13s %10s %10s\n", "OP", "N", "clear wall s", "clear cpu s", "enc wall s", "enc cpu s", "wall ratio", "cpu ratio")
 	for _, n := range lanes {
 		for _, op := range []string{"backup", "restore"} {

@@ -158,7 +158,8 @@ func runEncryptedBackup(t *testing.T, kind string) {
 		})
 		_, err := f.restore(t, nil)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), fmt.Sprintf("backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", m.BackupName, lane, m.Lanes[0].StoredBytes-1, m.Lanes[0].StoredBytes))
+		assert.Contains(t, err.Error(), fmt.Sprintf("backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", m.BackupName, lane,
+			m.Lanes[0].StoredBytes-1, m.Lanes[0].StoredBytes))
 		splitstoragetest.Tamper(t, be, dir, m.BackupName, lane, func([][]byte) [][]byte { return saved })
 	})
 

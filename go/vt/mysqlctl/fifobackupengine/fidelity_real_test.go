@@ -59,8 +59,10 @@ func TestBackupsAreWhatTheySayRealMariaDB(t *testing.T) {
 	for _, tc := range []struct{ name, knob, value, want string }{
 		{"compress from a source the engine cannot read", "EXTRA_ARGS", "--compress", ".qp, a file it compressed or encrypted itself"},
 		{"a database left out by a source the engine cannot read", "EXTRA_ARGS", "--databases-exclude=other", "the backup tool says its backup is partial"},
-		{"a database silently missing from the stream", "DROP", "other/", "lacks 2 tables or databases the server had from the start of the backup to its end: database other (other/db.opt), other.kept (other/kept.frm)"},
-		{"an empty database silently missing from the stream", "DROP", "emptydb/", "lacks 1 tables or databases the server had from the start of the backup to its end: database emptydb (emptydb/db.opt)"},
+		{"a database silently missing from the stream", "DROP", "other/", "lacks 2 tables or databases the server had from the start of the backup to " +
+			"its end: database other (other/db.opt), other.kept (other/kept.frm)"},
+		{"an empty database silently missing from the stream", "DROP", "emptydb/", "lacks 1 tables or databases the server had from the start of the " +
+			"backup to its end: database emptydb (emptydb/db.opt)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.value == "emptydb/" {

@@ -28,7 +28,8 @@ func TestOptionFileAsTheToolReadsIt(t *testing.T) {
 	inc := filepath.Join(dir, "inc.cnf")
 	require.NoError(t, os.WriteFile(inc, []byte("[client]\nskip-compress\n"), 0o600))
 	main := filepath.Join(dir, "my.cnf")
-	require.NoError(t, os.WriteFile(main, []byte("# top\nignored-before-any-group\n[mysqld]\nport = 3306\n!include "+inc+"\n!include "+dir+"/missing.cnf\n!includedir "+conf+"\n[xtrabackup-x]\ndatabases=d\n"), 0o600))
+	require.NoError(t, os.WriteFile(main, []byte("# top\nignored-before-any-group\n[mysqld]\nport = 3306\n!include "+inc+"\n!include "+dir+
+		"/missing.cnf\n!includedir "+conf+"\n[xtrabackup-x]\ndatabases=d\n"), 0o600))
 
 	lines, err := readOptionFile(main)
 	require.NoError(t, err)
@@ -36,7 +37,8 @@ func TestOptionFileAsTheToolReadsIt(t *testing.T) {
 	for _, l := range lines {
 		got = append(got, l.Group+" "+l.Name+"="+l.Value)
 	}
-	assert.Equal(t, []string{"mysqld port=3306", "client compress=", "mysqld innodb-undo-directory=/u", "xtrabackup compress-threads=4", "xtrabackup-x databases=d"}, got)
+	assert.Equal(t, []string{"mysqld port=3306", "client compress=", "mysqld innodb-undo-directory=/u", "xtrabackup compress-threads=4",
+		"xtrabackup-x databases=d"}, got)
 	assert.True(t, lines[1].Off, "skip-compress turns it off")
 	assert.Equal(t, filepath.Join(conf, "b.cnf"), lines[3].File)
 	assert.Equal(t, 2, lines[3].Line)
@@ -212,12 +214,14 @@ func TestServerTableFiles(t *testing.T) {
 		}
 	}
 	got, err := serverTableFiles(context.Background(), query(map[string][][]string{
-		"INNODB_SYS_TABLES":           {{"shop/orders", "17"}, {"shop/p#P#p0", "18"}, {"shop/p#P#p1", "19"}},
-		"information_schema.TABLES":   {{"shop", "orders", "2026-11-25 10:00:00"}, {"my-db", "t 1", "2026-11-25 10:00:01"}, {"shop", "café", "x"}, {"shop", "p", "y"}},
+		"INNODB_SYS_TABLES": {{"shop/orders", "17"}, {"shop/p#P#p0", "18"}, {"shop/p#P#p1", "19"}},
+		"information_schema.TABLES": {{"shop", "orders", "2026-11-25 10:00:00"}, {"my-db", "t 1", "2026-11-25 10:00:01"}, {"shop", "café", "x"},
+			{"shop", "p", "y"}},
 		"information_schema.SCHEMATA": {{"shop"}, {"empty"}},
 	}), true)
 	require.NoError(t, err)
-	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm", "17"}, {"my-db.t 1", "my@002ddb/t@00201.frm", "2026-11-25 10:00:01"}, {"shop.p", "shop/p.frm", "18"},
+	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.frm", "17"}, {"my-db.t 1", "my@002ddb/t@00201.frm", "2026-11-25 10:00:01"},
+		{"shop.p", "shop/p.frm", "18"},
 		{"database shop", "shop/db.opt", ""}, {"database empty", "empty/db.opt", ""}}, got, "a name with a two-character code is left out")
 
 	got, err = serverTableFiles(context.Background(), query(map[string][][]string{
@@ -225,7 +229,8 @@ func TestServerTableFiles(t *testing.T) {
 		"ENGINE IN ('MyISAM','CSV','ARCHIVE')": {{"shop", "m", "MyISAM", "t1"}, {"mysql", "general_log", "CSV", "t2"}},
 	}), false)
 	require.NoError(t, err)
-	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.ibd", "1066"}, {"shop.p#p#p0", "shop/p#p#p0.ibd", "1067"}, {"shop.m", "shop/m.MYD", "t1"}, {"mysql.general_log", "mysql/general_log.CSV", "t2"}}, got)
+	assert.Equal(t, []tableFile{{"shop.orders", "shop/orders.ibd", "1066"}, {"shop.p#p#p0", "shop/p#p#p0.ibd", "1067"}, {"shop.m", "shop/m.MYD", "t1"},
+		{"mysql.general_log", "mysql/general_log.CSV", "t2"}}, got)
 }
 
 // TestPlanScan: --page-tracking on every backup of a Percona XtraBackup >=
@@ -248,7 +253,8 @@ func TestPlanScan(t *testing.T) {
 	assert.Equal(t, scanPlan{args: []string{"--page-tracking"}, mode: ScanPageTracking}, run(pxb, true, "", withComponent, nil))
 	assert.Equal(t, scanPlan{mode: ScanFull}, run(pxb, true, "", without, nil))
 	assert.Equal(t, scanPlan{args: []string{"--incremental-force-scan"}, mode: ScanFull}, run(pxb, true, "--lock-ddl=REDUCED", withComponent, nil))
-	assert.Equal(t, scanPlan{args: []string{"--incremental-force-scan"}, mode: ScanFull}, run(pxb, true, "", withComponent, []optionLine{{Name: "lock-ddl", Value: "REDUCED"}}))
+	assert.Equal(t, scanPlan{args: []string{"--incremental-force-scan"}, mode: ScanFull}, run(pxb, true, "", withComponent,
+		[]optionLine{{Name: "lock-ddl", Value: "REDUCED"}}))
 	assert.Equal(t, scanPlan{}, run(pxb, false, "--lock_ddl=reduced", withComponent, nil))
 	old := &backupTool{Flavor: FlavorXtrabackup, Major: 8, Minor: 0, Patch: 26, Build: 18}
 	assert.Equal(t, scanPlan{mode: ScanFull}, run(old, true, "", withComponent, nil))

@@ -44,7 +44,8 @@ func TestFramesOfEveryCodec(t *testing.T) {
 			}
 		}
 	}
-	require.Subset(t, names, []string{mysqlctl.ZstdCompressor, mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.Lz4Compressor, "pgzip-in-lane", "pargzip-in-lane"})
+	require.Subset(t, names, []string{mysqlctl.ZstdCompressor, mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.Lz4Compressor,
+		"pgzip-in-lane", "pargzip-in-lane"})
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			engine, inLane := strings.CutSuffix(name, "-in-lane")

@@ -53,7 +53,8 @@ func BenchmarkIncrementalChain(b *testing.B) {
 	var rows, pages int64
 	f.srv.Exec(b, "ANALYZE TABLE sample.big")
 	require.NoError(b, f.srv.DB().QueryRow("SELECT COUNT(*) FROM sample.big").Scan(&rows))
-	require.NoError(b, f.srv.DB().QueryRow("SELECT data_length DIV 16384 FROM information_schema.tables WHERE table_schema = 'sample' AND table_name = 'big'").Scan(&pages))
+	require.NoError(b, f.srv.DB().QueryRow("SELECT data_length DIV 16384 FROM information_schema.tables WHERE table_schema = 'sample' AND "+
+		"table_name = 'big'").Scan(&pages))
 	// changePages updates one row in every 100/pct pages of the big table.
 	changePages := func(pct float64) {
 		step := max(int64(float64(rows)/float64(pages)*100/pct), 1)
@@ -126,7 +127,8 @@ func BenchmarkIncrementalChain(b *testing.B) {
 			fmt.Fprintf(&out, "| %s | %.1f | | | | |\n", r.what, r.wall.Seconds())
 			continue
 		}
-		fmt.Fprintf(&out, "| %s | %.1f | %.1f | %.1f | %.1f | %d |\n", r.what, r.wall.Seconds(), float64(r.read)/(1<<20), float64(r.raw)/(1<<20), float64(r.stored)/(1<<20), r.objs)
+		fmt.Fprintf(&out, "| %s | %.1f | %.1f | %.1f | %.1f | %d |\n", r.what, r.wall.Seconds(), float64(r.read)/(1<<20), float64(r.raw)/(1<<20),
+			float64(r.stored)/(1<<20), r.objs)
 	}
 	fmt.Fprintf(&out, "\n| restore | wall s (median) | runs |\n|---|---:|---|\n")
 	for _, what := range restoreOrder {

@@ -159,7 +159,8 @@ func checkpoint(t testing.TB, db *sql.DB) {
 func assertUntouched(t *testing.T, f *fixture) {
 	t.Helper()
 	var n int
-	require.NoError(t, f.srv.DB().QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'sample' AND table_name = 'after_restore'").Scan(&n))
+	require.NoError(t, f.srv.DB().QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'sample' AND table_name = "+
+		"'after_restore'").Scan(&n))
 	assert.Equal(t, 1, n, "mysqld still serves its data")
 	assert.NoFileExists(t, filepath.Join(f.tb.Cnf.TabletDir(), mysqlctl.RestoreState))
 }

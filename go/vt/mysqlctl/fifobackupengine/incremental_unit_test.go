@@ -96,9 +96,11 @@ func TestChooseBase(t *testing.T) {
 		{"tool changed", backups, func(c *baseChoice) {
 			c.tool = &backupTool{Flavor: FlavorMariabackup, Version: "mariabackup based on MariaDB server 10.11.7-MariaDB"}
 		}, "the base c was taken with mariabackup (" + mariaTool + "), the tool here is mariabackup (mariabackup based on MariaDB server 10.11.7"},
-		{"server changed", backups, func(c *baseChoice) { c.mysqlVersion = "10.11.7-MariaDB" }, "the base c was taken on MySQL 10.11.6-MariaDB, the server here is 10.11.7-MariaDB"},
+		{"server changed", backups, func(c *baseChoice) { c.mysqlVersion = "10.11.7-MariaDB" }, "the base c was taken on MySQL 10.11.6-MariaDB, the " +
+			"server here is 10.11.7-MariaDB"},
 		{"another data directory", backups, func(c *baseChoice) { c.here = lineage{Instance: "L2"} }, "this data directory does not descend from the base c"},
-		{"restored from an older backup of the chain", backups, func(c *baseChoice) { c.here = lineage{Instance: "L2", Restored: []string{"a", "b"}} }, "does not descend from the base c"},
+		{"restored from an older backup of the chain", backups, func(c *baseChoice) { c.here = lineage{Instance: "L2", Restored: []string{"a", "b"}} },
+			"does not descend from the base c"},
 		{"server behind the base", backups, func(c *baseChoice) { c.pos = mariaPos(t, 2) }, "the server's position 0-1-2 does not contain the base c's 0-1-3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

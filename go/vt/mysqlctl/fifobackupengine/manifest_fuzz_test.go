@@ -10,7 +10,12 @@ import (
 )
 
 // manifestSeed is a MANIFEST as the engine writes one (3 zstd lanes).
-const manifestSeed = `{"BackupMethod":"fifo","Position":"MariaDB/0-1-42","PurgedPosition":"","FromPosition":"","Incremental":false,"BackupTime":"2026-02-01T10:00:00Z","FinishedTime":"2026-02-01T10:01:00Z","ServerUUID":"","TabletAlias":"zone1-0000000101","Keyspace":"ks","Shard":"0","MySQLVersion":"10.11.11-MariaDB","UpgradeSafe":true,"Source":"stdout","Lanes":[{"File":"lane-000.xbstream.zst","RawBytes":100,"StoredBytes":40,"Chunks":3},{"File":"lane-001.xbstream.zst","RawBytes":200,"StoredBytes":60,"Chunks":4},{"File":"lane-002.xbstream.zst","RawBytes":300,"StoredBytes":90}],"RawBytes":600,"StoredBytes":190,"Compressed":true,"CompressionEngine":"zstd","CompressionLevel":1,"CompressionExtension":".zst","ToolFlavor":"mariabackup","ToolVersion":"10.11.11","LSN":{"BackupType":"full-backuped","To":"12345"}}`
+const manifestSeed = `{"BackupMethod":"fifo","Position":"MariaDB/0-1-42","PurgedPosition":"","FromPosition":"","Incremental":false,` +
+	`"BackupTime":"2026-02-01T10:00:00Z","FinishedTime":"2026-02-01T10:01:00Z","ServerUUID":"","TabletAlias":"zone1-0000000101","Keyspace":"ks",` +
+	`"Shard":"0","MySQLVersion":"10.11.11-MariaDB","UpgradeSafe":true,"Source":"stdout","Lanes":[{"File":"lane-000.xbstream.zst","RawBytes":100,` +
+	`"StoredBytes":40,"Chunks":3},{"File":"lane-001.xbstream.zst","RawBytes":200,"StoredBytes":60,"Chunks":4},{"File":"lane-002.xbstream.zst",` +
+	`"RawBytes":300,"StoredBytes":90}],"RawBytes":600,"StoredBytes":190,"Compressed":true,"CompressionEngine":"zstd","CompressionLevel":1,` +
+	`"CompressionExtension":".zst","ToolFlavor":"mariabackup","ToolVersion":"10.11.11","LSN":{"BackupType":"full-backuped","To":"12345"}}`
 
 func TestParseManifest(t *testing.T) {
 	m, err := ParseManifest([]byte(manifestSeed))

@@ -108,7 +108,8 @@ func TestMoveBackMySQL8Tree(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(root, "data/db1/t2.ibd"), "an external tablespace is not also in the data dir")
 	assert.NoFileExists(t, filepath.Join(root, "data/binlog.index"))
 	// The tool's metadata stays behind.
-	for _, name := range []string{"backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_logfile", "xtrabackup_tablespaces", "xtrabackup_binlog_info", "binlog.index"} {
+	for _, name := range []string{"backup-my.cnf", "xtrabackup_checkpoints", "xtrabackup_logfile", "xtrabackup_tablespaces", "xtrabackup_binlog_info",
+		"binlog.index"} {
 		assert.FileExists(t, filepath.Join(staging, name))
 		assert.NoFileExists(t, filepath.Join(root, "data", name))
 	}
@@ -153,7 +154,8 @@ func TestMoveBackRefusesUntrustedPaths(t *testing.T) {
 		allowed   []string // relative to root; nil: the layout's
 		want      []string
 	}{
-		{"outside the allowed dirs", "/var/lib/other/db1/t.ibd", nil, []string{"db1/t.ibd (t.isl) lived at /var/lib/other/db1/t.ibd", "--fifo-backup-external-tablespace-dirs"}},
+		{"outside the allowed dirs", "/var/lib/other/db1/t.ibd", nil, []string{"db1/t.ibd (t.isl) lived at /var/lib/other/db1/t.ibd",
+			"--fifo-backup-external-tablespace-dirs"}},
 		{"no allowed dir", "ROOT/ext/db1/t.ibd", []string{}, []string{"no directory is allowed", "--fifo-backup-external-tablespace-dirs"}},
 		{"dot-dot", "ROOT/ext/../etc/t.ibd", nil, []string{"not a clean absolute path"}},
 		{"relative", "ext/db1/t.ibd", nil, []string{"not a clean absolute path"}},
@@ -242,7 +244,8 @@ func TestMoveBackAriaLogDir(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, applyMoveBack(staging, moves, index))
 	require.NoError(t, checkArrived(staging, moves, l))
-	requirePlaced(t, root, map[string]string{"aria/aria_log_control": "aria_log_control", "aria/aria_log.00000002": "aria_log.00000002", "data/db1/t.MAI": "db1/t.MAI"})
+	requirePlaced(t, root, map[string]string{"aria/aria_log_control": "aria_log_control", "aria/aria_log.00000002": "aria_log.00000002",
+		"data/db1/t.MAI": "db1/t.MAI"})
 	assert.NoFileExists(t, filepath.Join(root, "data/aria_log_control"))
 
 	// The option file as the server reads it: relative to the data directory.

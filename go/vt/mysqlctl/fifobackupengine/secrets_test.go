@@ -17,7 +17,8 @@ func TestSecretFlagForms(t *testing.T) {
 		`--transition-key=PLANTED-9 --encrypt-key PLANTED-10 --port=3306 -P 3306 --encrypt-key-file=/keys/k --password`
 	got := redactFlags(flags)
 	assert.NotContains(t, got, "PLANTED")
-	for _, keep := range []string{"--no-lock", "--parallel=4", "--port=3306", "-P 3306", "--encrypt-key-file=/keys/k", "--password=****", "-p****", "--password ****", "-p ****"} {
+	for _, keep := range []string{"--no-lock", "--parallel=4", "--port=3306", "-P 3306", "--encrypt-key-file=/keys/k", "--password=****", "-p****",
+		"--password ****", "-p ****"} {
 		assert.Contains(t, got, keep)
 	}
 	assert.True(t, strings.HasSuffix(got, " --password"), "a trailing bare --password stays: %s", got)

@@ -42,7 +42,8 @@ func BenchmarkFrames(b *testing.B) {
 	comp := envString("FIFO_BENCH_COMPRESSION", mysqlctl.ZstdCompressor)
 	sizes := envInts(b, "FIFO_BENCH_FRAME_MB", "0,1,8")
 	f := newFixture(b, mariadbtest.Options{Tables: 200})
-	_, err := benchdata.Load(context.Background(), f.srv.DB(), benchdata.Options{Shape: benchdata.Giant, Bytes: int64(dataMB) << 20, Seed: 1, DataDir: f.tb.Cnf.DataDir, Log: b.Logf})
+	_, err := benchdata.Load(context.Background(), f.srv.DB(), benchdata.Options{Shape: benchdata.Giant, Bytes: int64(dataMB) << 20, Seed: 1,
+		DataDir: f.tb.Cnf.DataDir, Log: b.Logf})
 	require.NoError(b, err)
 	cfg := testConfig(lanes, SourceStdout, CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2})
 	cfg.Progress = 0
@@ -83,8 +84,10 @@ func BenchmarkFrames(b *testing.B) {
 		}
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%d MiB of benchdata shape giant (one table of 80%%, 100 small ones), %d lanes, %s level 1, split storage on local disk, medians of %d\n", dataMB, lanes, comp, repeat)
-	fmt.Fprintf(&out, "%-8s %9s %9s %10s %10s %12s %13s %15s %15s\n", "frame", "backup s", "cpu s", "restore s", "cpu s", "stored MiB", "1 table s", "read MiB", "stream MiB")
+	fmt.Fprintf(&out, "\n%d MiB of benchdata shape giant (one table of 80%%, 100 small ones), %d lanes, %s level 1, split storage on local disk, "+
+		"medians of %d\n", dataMB, lanes, comp, repeat)
+	fmt.Fprintf(&out, "%-8s %9s %9s %10s %10s %12s %13s %15s %15s\n", "frame", "backup s", "cpu s", "restore s", "cpu s", "stored MiB", "1 table s",
+		"read MiB", "stream MiB")
 	for _, mb := range sizes {
 		r := rows[mb]
 		name := fmt.Sprintf("%d MiB", mb)
@@ -95,7 +98,8 @@ func BenchmarkFrames(b *testing.B) {
 			median(r.stored)/(1<<20), median(r.tw), median(r.read)/(1<<20), median(r.readRaw)/(1<<20))
 	}
 	if none := rows[0]; none != nil {
-		fmt.Fprintf(&out, "\nmedian of each run's ratio to the run without frames of the same repeat:\n%-8s %9s %9s %10s %10s\n", "frame", "backup", "cpu", "restore", "cpu")
+		fmt.Fprintf(&out, "\nmedian of each run's ratio to the run without frames of the same repeat:\n%-8s %9s %9s %10s %10s\n", "frame", "backup", "cpu",
+			"restore", "cpu")
 		for _, mb := range sizes {
 			if r := rows[mb]; mb != 0 {
 				fmt.Fprintf(&out, "%-8s %9.3f %9.3f %10.3f %10.3f\n", fmt.Sprintf("%d MiB", mb),
@@ -130,7 +134,8 @@ func BenchmarkTableRestoreS3(b *testing.B) {
 	dataMB := envInt("FIFO_BENCH_DATA_MB", 4096)
 	repeat := envInt("FIFO_BENCH_REPEAT", 3)
 	f := newFixture(b, mariadbtest.Options{Tables: 200})
-	_, err := benchdata.Load(context.Background(), f.srv.DB(), benchdata.Options{Shape: benchdata.Giant, Bytes: int64(dataMB) << 20, Seed: 1, DataDir: f.tb.Cnf.DataDir, Log: b.Logf})
+	_, err := benchdata.Load(context.Background(), f.srv.DB(), benchdata.Options{Shape: benchdata.Giant, Bytes: int64(dataMB) << 20, Seed: 1,
+		DataDir: f.tb.Cnf.DataDir, Log: b.Logf})
 	require.NoError(b, err)
 	base := splitstoragetest.StartS3(b)
 	proxy := splitstoragetest.NewFaultProxy(b, base.Addr)
@@ -170,8 +175,10 @@ func BenchmarkTableRestoreS3(b *testing.B) {
 	fmt.Fprintf(&out, "\n%d MiB of benchdata shape giant, backup stored %.1f MiB in %d lanes (zstd level 1), split storage on S3 (versitygw), medians of %d\n",
 		dataMB, float64(m.StoredBytes)/(1<<20), len(m.Lanes), repeat)
 	fmt.Fprintf(&out, "%-34s %14s %10s %8s\n", "restore", "MiB from S3", "% stored", "wall s")
-	fmt.Fprintf(&out, "%-34s %14.1f %10.2f %8.2f\n", "one small table (bench.t0050)", median(tableBytes)/(1<<20), 100*median(tableBytes)/float64(m.StoredBytes), median(tableWall))
-	fmt.Fprintf(&out, "%-34s %14.1f %10.2f %8.2f\n", "the whole backup, prepared", median(fullBytes)/(1<<20), 100*median(fullBytes)/float64(m.StoredBytes), median(fullWall))
+	fmt.Fprintf(&out, "%-34s %14.1f %10.2f %8.2f\n", "one small table (bench.t0050)", median(tableBytes)/(1<<20),
+		100*median(tableBytes)/float64(m.StoredBytes), median(tableWall))
+	fmt.Fprintf(&out, "%-34s %14.1f %10.2f %8.2f\n", "the whole backup, prepared", median(fullBytes)/(1<<20),
+		100*median(fullBytes)/float64(m.StoredBytes), median(fullWall))
 	b.Log(out.String())
 	fmt.Print(out.String())
 }

@@ -171,7 +171,8 @@ func TestTableRestoreRealMariaDB(t *testing.T) {
 
 	t.Run("no lane index", func(t *testing.T) {
 		ext := cfg
-		ext.Compression = CompressionConfig{Enabled: true, Engine: "external", Level: 1, ExternalCompressor: "zstd -1 -c", ExternalExtension: ".zst", ExternalDecompressor: "zstd -d -c"}
+		ext.Compression = CompressionConfig{Enabled: true, Engine: "external", Level: 1, ExternalCompressor: "zstd -1 -c", ExternalExtension: ".zst",
+			ExternalDecompressor: "zstd -d -c"}
 		useEngine(t, ext)
 		require.NoError(t, f.backup(t, nil))
 		bhs := f.backupHandles(t)
@@ -237,7 +238,8 @@ func TestTableRestoreChainRealMariaDB(t *testing.T) {
 	ps, err := ParseTablePatterns([]string{"sample.t0001", "sample.t0002"})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "tables")
-	rep, err := RestoreToDir(context.Background(), bhs[len(bhs)-1], out, RestoreDirOptions{Config: incrementalConfig(), Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
+	rep, err := RestoreToDir(context.Background(), bhs[len(bhs)-1], out, RestoreDirOptions{Config: incrementalConfig(), Prepare: true, Tables: ps,
+		Logger: logutil.NewMemoryLogger()})
 	require.NoError(t, err)
 	require.Len(t, rep.Chain, 3)
 	t.Logf("chain table restore read %d of %d stream bytes", rep.ReadStreamBytes, rep.StreamBytes)
@@ -266,7 +268,8 @@ func TestTableRestoreEncryptedRealMariaDB(t *testing.T) {
 	ps, err := ParseTablePatterns([]string{"sample.t0077"})
 	require.NoError(t, err)
 	out := filepath.Join(t.TempDir(), "tables")
-	rep, err := RestoreToDir(context.Background(), bhs[len(bhs)-1], out, RestoreDirOptions{Config: testConfig(2, SourceStdout, zstdConfig()), Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
+	rep, err := RestoreToDir(context.Background(), bhs[len(bhs)-1], out, RestoreDirOptions{Config: testConfig(2, SourceStdout, zstdConfig()),
+		Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
 	require.NoError(t, err)
 	assert.Less(t, rep.ReadBytes, rep.StoredBytes)
 	importAs(t, f, out, "t0077", "t0077_restored")
@@ -274,6 +277,7 @@ func TestTableRestoreEncryptedRealMariaDB(t *testing.T) {
 
 	f.encryptedStorage(t, srv, "")
 	bhs = f.backupHandles(t)
-	_, err = RestoreToDir(context.Background(), bhs[len(bhs)-1], filepath.Join(t.TempDir(), "t"), RestoreDirOptions{Config: testConfig(2, SourceStdout, zstdConfig()), Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
+	_, err = RestoreToDir(context.Background(), bhs[len(bhs)-1], filepath.Join(t.TempDir(), "t"), RestoreDirOptions{
+		Config: testConfig(2, SourceStdout, zstdConfig()), Prepare: true, Tables: ps, Logger: logutil.NewMemoryLogger()})
 	require.ErrorContains(t, err, `key ID "k1"`)
 }

@@ -206,7 +206,8 @@ func TestHostSettings(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "my.cnf")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "inc.cnf"), []byte("[mysqld]\ninnodb_undo_tablespaces = 3\n"), 0o600))
-	require.NoError(t, os.WriteFile(p, []byte("[mysqld]\ninnodb-page-size=32k\ndatadir=/var/lib/mysql\n[client]\nlower_case_table_names=1\n!include "+filepath.Join(dir, "inc.cnf")+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(p, []byte("[mysqld]\ninnodb-page-size=32k\ndatadir=/var/lib/mysql\n[client]\nlower_case_table_names=1\n!include "+
+		filepath.Join(dir, "inc.cnf")+"\n"), 0o600))
 	lines, taken, err := hostSettings(p)
 	require.NoError(t, err)
 	assert.Equal(t, "innodb_page_size=32k\ninnodb_undo_tablespaces=3\n", lines)

@@ -49,21 +49,32 @@ func TestFlags(t *testing.T) {
 	require.NoError(t, splitstorage.FlagConfig().Validate())
 
 	for args, want := range map[string]string{
-		"--split-storage-backend=tape":                                                        `invalid value "tape" for --split-storage-backend: allowed values are file, s3, gcs, azure`,
-		"--split-storage-backend=azure --split-storage-azure-account=a":                       "--split-storage-azure-container must be set",
-		"--split-storage-root=/x --split-storage-azure-endpoint=localhost:10000":              `invalid value "localhost:10000" for --split-storage-azure-endpoint: allowed values are empty`,
-		"--split-storage-part-size=512KiB --split-storage-root=/x":                            `invalid value "512KiB" for --split-storage-part-size: allowed values are 1MiB..5GiB`,
-		"--split-storage-part-size=1048575 --split-storage-root=/x":                           `invalid value "1048575" for --split-storage-part-size: allowed values are 1MiB..5GiB`,
-		"--split-storage-upload-concurrency=0 --split-storage-root=/x":                        `invalid value "0" for --split-storage-upload-concurrency: allowed values are 1..256`,
-		"--split-storage-backend=s3":                                                          "--split-storage-s3-bucket must be set",
-		"--split-storage-backend=s3 --split-storage-s3-bucket=b --split-storage-s3-sse=rot13": `invalid value "rot13" for --split-storage-s3-sse: allowed values are empty, AES256, aws:kms, aws:kms:dsse`,
-		"--split-storage-root=/x --split-storage-s3-sse=rot13":                                `invalid value "rot13" for --split-storage-s3-sse: allowed values`,
-		"--split-storage-root=/x --split-storage-s3-endpoint=localhost:9000":                  `invalid value "localhost:9000" for --split-storage-s3-endpoint: allowed values are empty (AWS) or an http:// or https:// URL`,
-		"--split-storage-backend=gcs":                                                         "--split-storage-gcs-bucket must be set",
-		"--split-storage-root=/x --split-storage-read-ahead=2":                                `invalid value "2" for --split-storage-read-ahead: allowed values are 1MiB..1GiB`,
-		"--split-storage-root=/x --split-storage-spool-dir=/nonexistent/spool":                `invalid value "/nonexistent/spool" for --split-storage-spool-dir: allowed values are empty (the system's temporary directory) or an existing directory`,
-		"--split-storage-root=/x --split-storage-retry-max-attempts=0":                        `invalid value "0" for --split-storage-retry-max-attempts: allowed values are 1..100`,
-		"--split-storage-root=/x --split-storage-retry-max-backoff=100ms":                     `invalid value "100ms" for --split-storage-retry-max-backoff: allowed values are a duration >= --split-storage-retry-initial-backoff (500ms)`,
+		"--split-storage-backend=tape": `invalid value "tape" for --split-storage-backend: ` +
+			`allowed values are file, s3, gcs, azure`,
+		"--split-storage-backend=azure --split-storage-azure-account=a": "--split-storage-azure-container must be set",
+		"--split-storage-root=/x --split-storage-azure-endpoint=localhost:10000": `invalid value "localhost:10000" for ` +
+			`--split-storage-azure-endpoint: allowed values are empty`,
+		"--split-storage-part-size=512KiB --split-storage-root=/x": `invalid value "512KiB" for --split-storage-part-size: ` +
+			`allowed values are 1MiB..5GiB`,
+		"--split-storage-part-size=1048575 --split-storage-root=/x": `invalid value "1048575" for --split-storage-part-size: ` +
+			`allowed values are 1MiB..5GiB`,
+		"--split-storage-upload-concurrency=0 --split-storage-root=/x": `invalid value "0" for ` +
+			`--split-storage-upload-concurrency: allowed values are 1..256`,
+		"--split-storage-backend=s3": "--split-storage-s3-bucket must be set",
+		"--split-storage-backend=s3 --split-storage-s3-bucket=b --split-storage-s3-sse=rot13": `invalid value "rot13" for --split-storage-s3-sse: ` +
+			`allowed values are empty, AES256, aws:kms, aws:kms:dsse`,
+		"--split-storage-root=/x --split-storage-s3-sse=rot13": `invalid value "rot13" for --split-storage-s3-sse: allowed values`,
+		"--split-storage-root=/x --split-storage-s3-endpoint=localhost:9000": `invalid value "localhost:9000" for ` +
+			`--split-storage-s3-endpoint: allowed values are empty (AWS) or an http:// or https:// URL`,
+		"--split-storage-backend=gcs": "--split-storage-gcs-bucket must be set",
+		"--split-storage-root=/x --split-storage-read-ahead=2": `invalid value "2" for --split-storage-read-ahead: ` +
+			`allowed values are 1MiB..1GiB`,
+		"--split-storage-root=/x --split-storage-spool-dir=/nonexistent/spool": `invalid value "/nonexistent/spool" for ` +
+			`--split-storage-spool-dir: allowed values are empty (the system's temporary directory) or an existing directory`,
+		"--split-storage-root=/x --split-storage-retry-max-attempts=0": `invalid value "0" for ` +
+			`--split-storage-retry-max-attempts: allowed values are 1..100`,
+		"--split-storage-root=/x --split-storage-retry-max-backoff=100ms": `invalid value "100ms" for ` +
+			`--split-storage-retry-max-backoff: allowed values are a duration >= --split-storage-retry-initial-backoff (500ms)`,
 	} {
 		require.NoError(t, parseFlags(t, strings.Fields(args)...), args)
 		err := splitstorage.FlagConfig().Validate()
@@ -95,7 +106,8 @@ func TestRegisteredStorage(t *testing.T) {
 	require.True(t, ok)
 	ctx := context.Background()
 
-	require.NoError(t, parseFlags(t, "--split-storage-backend=file", "--split-storage-root=", "--split-storage-part-size=1MiB", "--split-storage-memory-budget=8MiB"))
+	require.NoError(t, parseFlags(t, "--split-storage-backend=file", "--split-storage-root=", "--split-storage-part-size=1MiB",
+		"--split-storage-memory-budget=8MiB"))
 	s := bs.WithParams(backupstorage.NoParams())
 	_, err := s.StartBackup(ctx, "ks/0", "x")
 	require.ErrorContains(t, err, "--split-storage-root must be set")
@@ -132,7 +144,8 @@ func TestEncryptionFlags(t *testing.T) {
 	c.PartSize = 1<<20 + 4096
 	err := c.Validate()
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `invalid value "1028KiB" for --split-storage-part-size: allowed values are a multiple of 256KiB (the encryption frame) in 1MiB..5GiB when --split-storage-encryption-key-file is set`)
+	assert.Contains(t, err.Error(), `invalid value "1028KiB" for --split-storage-part-size: allowed values are a multiple of 256KiB (the encryption `+
+		`frame) in 1MiB..5GiB when --split-storage-encryption-key-file is set`)
 
 	c.PartSize = 1 << 20
 	secret := "c2VjcmV0LWtleS1ieXRlcy10aGF0LWFyZS10b28tc2hvcnQ=" // 31 bytes

@@ -17,7 +17,8 @@ func TestParseIndex(t *testing.T) {
 	assert.Len(t, idx.Parts, 3)
 	_, err = splitstorage.ParseIndex([]byte(`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[]}`), "ks/0", "b", "f")
 	require.NoError(t, err, "an empty file has no parts")
-	v2 := `{"version":2,"backup":"ks/0/b","file":"f","part_size":4096,"block_size":1024,"size":5000,"parts":[{"size":4096,"crc32c":1,"blocks":"AAAAAQAAAAIAAAADAAAABA=="},{"size":904,"crc32c":2,"blocks":"AAAABQ=="}]}`
+	v2 := `{"version":2,"backup":"ks/0/b","file":"f","part_size":4096,"block_size":1024,"size":5000,"parts":[{"size":4096,"crc32c":1,` +
+		`"blocks":"AAAAAQAAAAIAAAADAAAABA=="},{"size":904,"crc32c":2,"blocks":"AAAABQ=="}]}`
 	idx, err = splitstorage.ParseIndex([]byte(v2), "ks/0", "b", "f")
 	require.NoError(t, err)
 	assert.Equal(t, []byte{0, 0, 0, 5}, idx.Parts[1].Blocks)
@@ -25,19 +26,21 @@ func TestParseIndex(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{`:         "corrupt index",
 		good + `{}`: "trailing data",
-		`{"version":3,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[]}`:                                                         "version 3",
-		`{"version":2,"backup":"ks/0/b","file":"f","part_size":4096,"size":0,"parts":[]}`:                                                       "block_size 0 out of range",
-		`{"version":2,"backup":"ks/0/b","file":"f","part_size":4096,"block_size":1024,"size":2048,"parts":[{"size":2048,"blocks":"AAAAAA=="}]}`: "part 1 has 4 bytes of block checksums, want 8",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":4096,"size":2048,"parts":[{"size":2048,"blocks":"AAAAAAAAAAA="}]}`:               "block checksums in a version 1 index",
-		`{"version":1,"backup":"ks/0/other","file":"f","part_size":10,"size":0,"parts":[]}`:                                                     "index is for ks/0/other",
-		`{"version":1,"backup":"ks/0/b","file":"g","part_size":10,"size":0,"parts":[]}`:                                                         "file g",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":0,"size":0,"parts":[]}`:                                                          "part_size 0",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":-1,"parts":[]}`:                                                        "size -1",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":15,"parts":[{"size":5},{"size":10}]}`:                                  "part 1 of 2 has size 5",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":11,"parts":[{"size":11}]}`:                                             "part 1 has size 11",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[{"size":0}]}`:                                               "part 1 has size 0",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":-5,"parts":[{"size":-5}]}`:                                             "part 1 has size -5",
-		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":99,"parts":[{"size":10}]}`:                                             "size 99 but its parts add up to 10",
+		`{"version":3,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[]}`:   "version 3",
+		`{"version":2,"backup":"ks/0/b","file":"f","part_size":4096,"size":0,"parts":[]}`: "block_size 0 out of range",
+		`{"version":2,"backup":"ks/0/b","file":"f","part_size":4096,"block_size":1024,"size":2048,"parts":[{"size":2048,` +
+			`"blocks":"AAAAAA=="}]}`: "part 1 has 4 bytes of block checksums, want 8",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":4096,"size":2048,"parts":[{"size":2048,` +
+			`"blocks":"AAAAAAAAAAA="}]}`: "block checksums in a version 1 index",
+		`{"version":1,"backup":"ks/0/other","file":"f","part_size":10,"size":0,"parts":[]}`:                    "index is for ks/0/other",
+		`{"version":1,"backup":"ks/0/b","file":"g","part_size":10,"size":0,"parts":[]}`:                        "file g",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":0,"size":0,"parts":[]}`:                         "part_size 0",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":-1,"parts":[]}`:                       "size -1",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":15,"parts":[{"size":5},{"size":10}]}`: "part 1 of 2 has size 5",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":11,"parts":[{"size":11}]}`:            "part 1 has size 11",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[{"size":0}]}`:              "part 1 has size 0",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":-5,"parts":[{"size":-5}]}`:            "part 1 has size -5",
+		`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":99,"parts":[{"size":10}]}`:            "size 99 but its parts add up to 10",
 	} {
 		_, err := splitstorage.ParseIndex([]byte(doc), "ks/0", "b", "f")
 		require.Error(t, err, doc)
@@ -64,9 +67,11 @@ func TestParseComplete(t *testing.T) {
 // FuzzIndex: ParseIndex never panics, and what it accepts is consistent
 // (parts add up, every part but the last is full) and survives a re-encode.
 func FuzzIndex(f *testing.F) {
-	f.Add([]byte(`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":25,"parts":[{"size":10,"crc32c":1},{"size":10,"crc32c":2},{"size":5,"crc32c":3}]}`))
+	f.Add([]byte(`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":25,"parts":[{"size":10,"crc32c":1},{"size":10,"crc32c":2},{"size":5,` +
+		`"crc32c":3}]}`))
 	f.Add([]byte(`{"version":1,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[]}`))
-	f.Add([]byte(`{"version":1,"backup":"ks/0/b","file":"f","part_size":9223372036854775807,"size":-9223372036854775808,"parts":[{"size":9223372036854775807},{"size":1}]}`))
+	f.Add([]byte(`{"version":1,"backup":"ks/0/b","file":"f","part_size":9223372036854775807,"size":-9223372036854775808,` +
+		`"parts":[{"size":9223372036854775807},{"size":1}]}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		idx, err := splitstorage.ParseIndex(doc, "ks/0", "b", "f")
 		if err != nil {

@@ -34,7 +34,8 @@ func TestSpoolSpaceIsCheckedBeforeData(t *testing.T) {
 	splitstorage.SetFreeSpaceForTest(t, 7<<20) // less than the 2 uploads' 8 MiB
 	_, err = bs.StartBackup(ctx, "ks/0", "nospace")
 	require.Error(t, err)
-	for _, want := range []string{cfg.SpoolDir, "--split-storage-spool-dir", "--split-storage-upload-concurrency=2", "--split-storage-part-size=4MiB", "needs 8MiB", "7MiB are free"} {
+	for _, want := range []string{cfg.SpoolDir, "--split-storage-spool-dir", "--split-storage-upload-concurrency=2", "--split-storage-part-size=4MiB",
+		"needs 8MiB", "7MiB are free"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	bhs, err := bs.ListBackups(ctx, "ks/0")

@@ -129,7 +129,8 @@ func TestImportRealMariaDB(t *testing.T) {
 	}
 	importAs := func(table, as string) Result {
 		t.Helper()
-		res, err := Import(ctx, srv.DB(), Source{DB: "d", Table: table, Dir: dir, Files: files(table), Create: defs["d."+table]}, Target{"d", as}, Options{}, logutil.NewMemoryLogger())
+		res, err := Import(ctx, srv.DB(), Source{DB: "d", Table: table, Dir: dir, Files: files(table), Create: defs["d."+table]}, Target{"d", as},
+			Options{}, logutil.NewMemoryLogger())
 		require.NoError(t, err, "%s as %s", table, as)
 		assert.Equal(t, "OK", res.Check)
 		return res
@@ -183,13 +184,15 @@ func TestImportRealMariaDB(t *testing.T) {
 			srv.Exec(t, q)
 		}
 		assert.Equal(t, "1", srv.Query(t, "SELECT COUNT(*) FROM d.gen_restored FORCE INDEX (b) WHERE b = 10 AND id = 999999"))
-		assert.Equal(t, "1", srv.Query(t, "SELECT COUNT(*) FROM d.geo_restored WHERE MBRContains(ST_GeomFromText('POLYGON((0 0,0 3,3 3,3 0,0 0))'), g) AND id = 999999"))
+		assert.Equal(t, "1", srv.Query(t, "SELECT COUNT(*) FROM d.geo_restored WHERE MBRContains(ST_GeomFromText('POLYGON((0 0,0 3,3 3,3 0,0 0))'), g) "+
+			"AND id = 999999"))
 		srv.Restart()
 		assert.Equal(t, "2001", srv.Query(t, "SELECT COUNT(*) FROM d.pc_restored"), "the server came back with every write")
 	})
 
 	t.Run("a FULLTEXT table is refused before anything is imported", func(t *testing.T) {
-		_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: "ft", Dir: dir, Files: files("ft"), Create: defs["d.ft"]}, Target{"d", "ft_restored"}, Options{}, logutil.NewMemoryLogger())
+		_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: "ft", Dir: dir, Files: files("ft"), Create: defs["d.ft"]}, Target{"d", "ft_restored"},
+			Options{}, logutil.NewMemoryLogger())
 		require.ErrorContains(t, err, "d.ft has FULLTEXT indexes (ftb)")
 		require.NoError(t, Absent(ctx, srv.DB(), Target{"d", "ft_restored"}))
 		left, _ := filepath.Glob(filepath.Join(srv.DataDir, "d", "ft_restored*"))
@@ -202,7 +205,8 @@ func TestImportRealMariaDB(t *testing.T) {
 		replica := mariadbtest.Start(t, mariadbtest.WithArgs("--server-id=12", "--log-bin=replica-bin", "--binlog-format=ROW"))
 		primary.Exec(t, "CREATE USER 'repl'@'127.0.0.1' IDENTIFIED BY 'r'")
 		primary.Exec(t, "GRANT REPLICATION SLAVE ON *.* TO 'repl'@'127.0.0.1'")
-		replica.Exec(t, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='repl', MASTER_PASSWORD='r', MASTER_USE_GTID=slave_pos", primary.Port))
+		replica.Exec(t, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='repl', MASTER_PASSWORD='r', "+
+			"MASTER_USE_GTID=slave_pos", primary.Port))
 		replica.Exec(t, "START SLAVE")
 		primary.Exec(t, "CREATE DATABASE d")
 		waitReplica := func(query, want string) {
@@ -253,7 +257,8 @@ func TestImportRealMariaDB(t *testing.T) {
 		other := mariadbtest.Start(t)
 		other.Exec(t, "CREATE DATABASE d")
 		for _, tb := range []string{"aria", "busy", "csv"} {
-			_, err := Import(ctx, other.DB(), Source{DB: "d", Table: tb, Dir: dir, Files: files(tb), Create: defs["d."+tb]}, Target{"d", tb}, Options{}, logutil.NewMemoryLogger())
+			_, err := Import(ctx, other.DB(), Source{DB: "d", Table: tb, Dir: dir, Files: files(tb), Create: defs["d."+tb]}, Target{"d", tb}, Options{},
+				logutil.NewMemoryLogger())
 			require.NoError(t, err, tb)
 		}
 		got := mariadbtest.Checksums(t, other.DB(), "d")
@@ -265,7 +270,8 @@ func TestImportRealMariaDB(t *testing.T) {
 		before, err := os.ReadFile(filepath.Join(srv.DataDir, "d", "my.MYD"))
 		require.NoError(t, err)
 		for _, tb := range []string{"my", "inno"} {
-			_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: tb, Dir: dir, Files: files(tb), Create: defs["d."+tb]}, Target{"d", tb}, Options{}, logutil.NewMemoryLogger())
+			_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: tb, Dir: dir, Files: files(tb), Create: defs["d."+tb]}, Target{"d", tb}, Options{},
+				logutil.NewMemoryLogger())
 			require.ErrorIs(t, err, ErrExists)
 		}
 		after, err := os.ReadFile(filepath.Join(srv.DataDir, "d", "my.MYD"))
@@ -274,7 +280,8 @@ func TestImportRealMariaDB(t *testing.T) {
 		// A stray data file of the target's name stays as it was.
 		stray := filepath.Join(srv.DataDir, "d", "stray.MYD")
 		require.NoError(t, os.WriteFile(stray, []byte("someone's"), 0o660))
-		_, err = Import(ctx, srv.DB(), Source{DB: "d", Table: "my", Dir: dir, Files: files("my"), Create: defs["d.my"]}, Target{"d", "stray"}, Options{}, logutil.NewMemoryLogger())
+		_, err = Import(ctx, srv.DB(), Source{DB: "d", Table: "my", Dir: dir, Files: files("my"), Create: defs["d.my"]}, Target{"d", "stray"}, Options{},
+			logutil.NewMemoryLogger())
 		require.ErrorContains(t, err, "exists")
 		b, err := os.ReadFile(stray)
 		require.NoError(t, err)
@@ -288,7 +295,8 @@ func TestImportRealMariaDB(t *testing.T) {
 		// TABLESPACE refuses it, and what the import created is gone.
 		create := strings.Replace(defs["d.inno"], "`b` varchar(40)", "`b` varchar(41)", 1)
 		require.NotEqual(t, defs["d.inno"], create)
-		_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: "inno", Dir: dir, Files: files("inno"), Create: create}, Target{"d", "inno_mismatch"}, Options{}, logutil.NewMemoryLogger())
+		_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: "inno", Dir: dir, Files: files("inno"), Create: create}, Target{"d", "inno_mismatch"},
+			Options{}, logutil.NewMemoryLogger())
 		require.ErrorContains(t, err, "IMPORT TABLESPACE")
 		require.ErrorContains(t, err, "chema mismatch")
 		require.NoError(t, Absent(ctx, srv.DB(), Target{"d", "inno_mismatch"}))

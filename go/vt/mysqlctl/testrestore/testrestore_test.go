@@ -71,7 +71,8 @@ func TestServerArgs(t *testing.T) {
 			args, err := s.args(Options{BufferPool: 64 << 20, MysqldFlags: []string{"--lower-case-table-names=1"}})
 			require.NoError(t, err)
 			assert.Equal(t, "--no-defaults", args[0], "no option file of the host is read")
-			for _, w := range append(tc.want, "--skip-networking", "--skip-grant-tables", "--event-scheduler=DISABLED", "--datadir="+data, "--innodb-buffer-pool-size=67108864") {
+			for _, w := range append(tc.want, "--skip-networking", "--skip-grant-tables", "--event-scheduler=DISABLED", "--datadir="+data,
+				"--innodb-buffer-pool-size=67108864") {
 				assert.Contains(t, args, w)
 			}
 			joined := strings.Join(args, " ")

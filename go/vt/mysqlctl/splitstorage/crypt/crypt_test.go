@@ -163,7 +163,8 @@ func TestLoadKeyring(t *testing.T) {
 	require.NoError(t, os.Chmod(path, 0o644))
 	_, err = LoadKeyring(path)
 	require.Error(t, err)
-	assert.Equal(t, "key file "+path+" is open to every user of the host (mode 0644): chmod o-rwx "+path+" (600, or 640 for a group the tablets are in)", err.Error())
+	assert.Equal(t, "key file "+path+" is open to every user of the host (mode 0644): chmod o-rwx "+path+" (600, or 640 for a group the tablets are in)",
+		err.Error())
 }
 
 // BenchmarkFrame seals and opens 256 KiB frames in place, as the storage does.

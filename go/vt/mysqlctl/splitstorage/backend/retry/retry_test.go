@@ -70,7 +70,8 @@ func TestWhatIsRetried(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &errorBackend{err: tc.err}
 			logger := logutil.NewMemoryLogger()
-			r := retry.New(e, retry.Policy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, RequestTimeout: time.Second}, logger, stats.NoStats(), nil)
+			r := retry.New(e, retry.Policy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, RequestTimeout: time.Second},
+				logger, stats.NoStats(), nil)
 			_, err := r.Stat(ctx, "k")
 			require.ErrorIs(t, err, tc.err)
 			assert.Equal(t, tc.calls, e.calls)
@@ -84,7 +85,8 @@ func TestWhatIsRetried(t *testing.T) {
 
 	t.Run("put-rereads-the-body", func(t *testing.T) {
 		e := &errorBackend{err: backend.Transient(errors.New("reset"))}
-		r := retry.New(e, retry.Policy{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, RequestTimeout: time.Second}, logutil.NewMemoryLogger(), stats.NoStats(), nil)
+		r := retry.New(e, retry.Policy{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, RequestTimeout: time.Second},
+			logutil.NewMemoryLogger(), stats.NoStats(), nil)
 		body := strings.NewReader("payload")
 		require.Error(t, r.Put(ctx, "k", body, 7, backend.PutOptions{}))
 		assert.Equal(t, 2, e.calls)
@@ -95,7 +97,8 @@ func TestWhatIsRetried(t *testing.T) {
 // A cancelled context ends the retries at once.
 func TestCancelStopsRetrying(t *testing.T) {
 	e := &errorBackend{err: backend.Transient(errors.New("unavailable"))}
-	r := retry.New(e, retry.Policy{MaxAttempts: 100, InitialBackoff: time.Hour, MaxBackoff: time.Hour, RequestTimeout: time.Second}, logutil.NewMemoryLogger(), stats.NoStats(), nil)
+	r := retry.New(e, retry.Policy{MaxAttempts: 100, InitialBackoff: time.Hour, MaxBackoff: time.Hour, RequestTimeout: time.Second},
+		logutil.NewMemoryLogger(), stats.NoStats(), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()

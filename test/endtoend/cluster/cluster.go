@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vtfifo/vtfifo/go/testutil/tabletdb"
 )
 
 // Storage is a backup storage configuration: the flags every binary that touches backups
@@ -203,7 +205,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if user != nil {
 		extra += "user=" + user.name + "\n"
 	}
-	extra += "innodb_buffer_pool_size=64M\ninnodb_log_file_size=48M\nperformance_schema=OFF\n"
+	extra += "innodb_buffer_pool_size=64M\ninnodb_log_file_size=48M\nperformance_schema=OFF\n" + tabletdb.TestDurability
 	if err := c.user.writeFile(c.ExtraMyCnf, []byte(extra), 0o644); err != nil {
 		return c, err
 	}

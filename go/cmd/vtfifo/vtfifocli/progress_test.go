@@ -2,8 +2,10 @@ package vtfifocli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -216,4 +218,50 @@ func playOnScreen(s string) []string {
 		out = out[:len(out)-1]
 	}
 	return out
+}
+
+// TestRestoreOnATerminal: `vtfifo restore` itself, its stderr a terminal of
+// 80 and of 200 columns: the restore's log lines (extraction, the per-phase
+// stats) end up on the screen whole, above the display, which ends with the
+// phase line and a bar per lane and the total, each as wide as the terminal
+// at most; stdout holds only the result.
+func TestRestoreOnATerminal(t *testing.T) {
+	for _, cols := range []int{80, 200} {
+		t.Run(fmt.Sprintf("%d-columns", cols), func(t *testing.T) {
+			_, args := storageCopy(t)
+			master, tty, err := pty.Open()
+			require.NoError(t, err)
+			defer master.Close()
+			require.NoError(t, pty.Setsize(tty, &pty.Winsize{Rows: 60, Cols: uint16(cols)}))
+			var screenBytes bytes.Buffer
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() { defer wg.Done(); _, _ = io.Copy(&screenBytes, master) }()
+
+			var stdout bytes.Buffer
+			target := filepath.Join(t.TempDir(), "restored")
+			code := Main(context.Background(), append([]string{"restore", "--target-dir=" + target}, args...), &stdout, tty)
+			require.NoError(t, tty.Close())
+			wg.Wait()
+			require.Equal(t, 0, code, "stdout: %s\nterminal: %q", stdout.String(), screenBytes.String())
+			assert.True(t, strings.HasPrefix(stdout.String(), "OK: backup ks/0/2026-11-23.050519.zone1-0000004989 restored into "+target), stdout.String())
+
+			screen := playOnScreen(screenBytes.String())
+			text := strings.Join(screen, "\n")
+			assert.Regexp(t, `(?m)^\S+ \S+ \S+\] fifo restore: extracted \d+ files, \d+ bytes in \S+$`, text, "a log line whole")
+			assert.Regexp(t, `(?m)fifo restore 2026-11-23.050519.zone1-0000004989 into .*: per-phase stats`, text, "the stats, logged before the display ends")
+			require.GreaterOrEqual(t, len(screen), 6, text)
+			display := screen[len(screen)-6:]
+			assert.Contains(t, display[0], "vtfifo restore ks/0/2026-11-23.050519.zone1-0000004989: download", text)
+			for i, name := range []string{"lane 0", "lane 1", "lane 2", "lane 3", "total"} {
+				line := display[i+1]
+				assert.True(t, strings.HasPrefix(line, name), "bar %q below the log lines:\n%s", name, text)
+				assert.Contains(t, line, "100 %", text)
+				assert.Contains(t, line, "ETA", text)
+			}
+			for _, l := range display {
+				assert.LessOrEqual(t, runewidth.StringWidth(l), cols, "wider than the terminal: %q", l)
+			}
+		})
+	}
 }

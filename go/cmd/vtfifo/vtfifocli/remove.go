@@ -24,7 +24,7 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	var minAge *time.Duration
 	var dryRun, asJSON *bool
 	s, code := openSession(ctx, prog, "Removes one backup: complete, quarantined, or incomplete and older than --incomplete-min-age.\n"+exitStatusHelp,
-		args, stderr,
+		args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
 			dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
@@ -158,7 +158,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	var dryRun, asJSON *bool
 	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep, younger than --keep-within, the newest\n"+
 		"of one of the last --keep-daily days, --keep-weekly weeks or --keep-monthly months, nor the newest that passed a test restore.\n"+exitStatusHelp,
-		args, stderr,
+		args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			keep = fs.Int("keep", 0, "how many of the newest complete backups are always kept (at least 1; required)")
 			fs.Var(flagvalue.Age{P: &within, Allowed: "an age >= 0 such as 36h, 7d or 2w"}, "keep-within", "also keep every backup younger than this (e.g. 7d, 36h)")
@@ -293,7 +293,7 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 // ones that restores choose from.
 func Release(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	s, code := openSession(ctx, prog, "Puts a quarantined backup (one that failed its test restore) back among the backups restores choose from.\n"+
-		exitStatusHelp, args, stderr,
+		exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			return o.requireBackup(fs, "release puts back the quarantined backup it names")
 		})

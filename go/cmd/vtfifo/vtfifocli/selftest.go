@@ -36,7 +36,8 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 		"--storage=--split-storage-s3-bucket=scratch; repeatable")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s [flags]\n\nStarts a scratch server laid out as a tablet's, loads a shaped data set, backs it up through the fifo\n"+
+		fs.SetOutput(stdout) // help is the command's output
+		fmt.Fprintf(stdout, "Usage: %s [flags]\n\nStarts a scratch server laid out as a tablet's, loads a shaped data set, backs it up through the fifo\n"+
 			"engine into a split storage (on local disk, or --storage) while writing to it (a full backup, two incremental ones),\n"+
 			"verifies every backup, restores and prepares the chain, starts a server on it and compares every table\n"+
 			"with its source, restores one table into the scratch server and extracts the stream with the tool's own\n"+

@@ -66,7 +66,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "vtfifo %s\n", version())
 		return exitOK
 	}
-	root.SetOut(stderr)
+	root.SetOut(stdout) // help is the command's output; errors go to stderr
 	root.SetErr(stderr)
 	for _, c := range subcommands {
 		root.AddCommand(sub(c))
@@ -120,11 +120,11 @@ func keygen(stdout io.Writer) *cobra.Command {
 }
 
 // parse parses args into fs; it returns -1 to go on, or the exit status.
-func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Writer) int {
+func parse(fs *pflag.FlagSet, prog, usage string, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	all := fs.Bool("help-all", false, "list the storage and engine flags too (the same as vttablet's)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, commandFlags(fs, false))
+		fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, commandFlags(fs, false))
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -134,7 +134,7 @@ func parse(fs *pflag.FlagSet, prog, usage string, args []string, stderr io.Write
 		return 2
 	}
 	if *all {
-		fmt.Fprintf(stderr, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, commandFlags(fs, true))
+		fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, commandFlags(fs, true))
 		return 0
 	}
 	if fs.NArg() > 0 {
@@ -177,7 +177,7 @@ func commandFlags(fs *pflag.FlagSet, all bool) string {
 // Verify is `vtfifo verify` and fifoverify: it checks a backup where it is
 // stored (see docs/reliability.md) and returns the exit status.
 func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	s, code := openSession(ctx, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\n"+exitStatusHelp, args, stderr,
+	s, code := openSession(ctx, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\n"+exitStatusHelp, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error { o.registerVerifyFlags(fs); return o.validateVerify })
 	if s == nil {
 		return code
@@ -201,13 +201,14 @@ type session struct {
 // extra declares, returning their check or nil), validates them and opens
 // the storage. A nil session comes with the exit status; otherwise the
 // caller calls close.
-func openSession(ctx context.Context, prog, usage string, args []string, stderr io.Writer, extra func(*pflag.FlagSet, *options) func() error) (*session, int) {
+func openSession(ctx context.Context, prog, usage string, args []string, stdout, stderr io.Writer,
+	extra func(*pflag.FlagSet, *options) func() error) (*session, int) {
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	o := registerBackupFlags(fs, prog)
 	o.console = &console{w: stderr}
 	o.notes = o.console
 	check := extra(fs, o)
-	if code := parse(fs, prog, usage, args, stderr); code >= 0 {
+	if code := parse(fs, prog, usage, args, stdout, stderr); code >= 0 {
 		return nil, code
 	}
 	err := o.files.apply(fs, prog, stderr)
@@ -235,7 +236,7 @@ func openSession(ctx context.Context, prog, usage string, args []string, stderr 
 // with the exit status; otherwise the caller calls close.
 func openBackup(ctx context.Context, prog, usage string, args []string, stdout, stderr io.Writer,
 	extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
-	s, code := openSession(ctx, prog, usage, args, stderr, extra)
+	s, code := openSession(ctx, prog, usage, args, stdout, stderr, extra)
 	if s == nil {
 		return nil, nil, code
 	}

@@ -117,7 +117,8 @@ func TestList(t *testing.T) {
 	assert.Empty(t, b.Problem)
 }
 
-// Usage errors exit 2; --help exits 0.
+// Usage errors exit 2 on stderr; help, asked for, is the command's output:
+// stdout, exit 0, nothing on stderr.
 func TestUsage(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -125,15 +126,31 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"export", "--keyspace=ks"}, 2, "--keyspace and --shard"},
-		{[]string{"export", "--help"}, 0, "--output"},
-		{[]string{"verify", "--help"}, 0, "--sample"},
-		{[]string{"ls", "--help"}, 0, "--json"},
 		{[]string{"nosuch"}, 2, "unknown command"},
 		{[]string{"export", "extra-arg", "--keyspace=ks", "--shard=0"}, 2, "unexpected arguments"},
 	} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, c.code, Main(context.Background(), c.args, &stdout, &stderr), "%v: %s", c.args, stderr.String())
 		assert.Contains(t, stderr.String(), c.want, "%v", c.args)
+		assert.Empty(t, stdout.String(), "%v", c.args)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--help"}, "Available Commands:"},
+		{[]string{"help", "ls"}, "vtfifo ls"},
+		{[]string{"export", "--help"}, "--output"},
+		{[]string{"verify", "--help"}, "--sample"},
+		{[]string{"ls", "--help"}, "--json"},
+		{[]string{"ls", "--help-all"}, "--split-storage-backend"},
+		{[]string{"selftest", "--help"}, "--work-dir"},
+		{[]string{"keygen", "--help"}, "--id"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, Main(context.Background(), c.args, &stdout, &stderr), "%v: %s", c.args, stderr.String())
+		assert.Contains(t, stdout.String(), c.want, "%v", c.args)
+		assert.Empty(t, stderr.String(), "%v", c.args)
 	}
 }
 

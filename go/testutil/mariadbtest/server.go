@@ -26,6 +26,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/testutil/freeport"
+
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
@@ -176,10 +178,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Get()
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 func (s *Server) args() []string {

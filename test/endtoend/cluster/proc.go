@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vtfifo/vtfifo/go/testutil/freeport"
 )
 
 // Proc is one long-running process the harness started. Its stdout and stderr go to LogPath.
@@ -152,30 +153,9 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. Ports handed out by
-// this process are never handed out twice.
-func FreePort() (int, error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !usedPorts[port] {
-			usedPorts[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port")
-}
-
-var (
-	portMu    sync.Mutex
-	usedPorts = map[int]bool{}
-)
+// FreePort returns a TCP port that is free and no other test process holds
+// (go/testutil/freeport).
+func FreePort() (int, error) { return freeport.Get() }
 
 // stopWaiting wraps an error that makes waitFor give up at once (a process exited).
 type stopWaiting struct{ error }

@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/testutil/freeport"
+
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -151,15 +153,14 @@ func serverDirs(t testing.TB) (dir, data string) {
 	return dir, data
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
+// FreePort returns a free TCP port (go/testutil/freeport).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // startProcess runs bin with args and env, kills it by PID at cleanup, and waits

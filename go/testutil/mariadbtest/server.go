@@ -139,7 +139,11 @@ func Start(t testing.TB, opts ...Option) *Server {
 		cfg:     cfg,
 		logPath: filepath.Join(dir, "mysqld.err"),
 	}
+	// A server of its own temporary directory: mariadbd removes the #sql
+	// files it finds in its tmpdir when it starts, and in a shared /tmp those
+	// are another server's, mid-bootstrap or mid-query.
 	require.NoError(t, os.Mkdir(s.DataDir, 0o750))
+	require.NoError(t, os.Mkdir(s.tmpDir(), 0o750))
 	if os.Geteuid() == 0 {
 		// mysqld runs as the mysql user: every parent must be traversable.
 		for d := filepath.Dir(dir); d != "/" && d != "."; d = filepath.Dir(d) {
@@ -157,9 +161,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 		gid, _ := strconv.Atoi(u.Gid)
 		require.NoError(t, os.Chown(dir, uid, gid))
 		require.NoError(t, os.Chown(s.DataDir, uid, gid))
+		require.NoError(t, os.Chown(s.tmpDir(), uid, gid))
 	}
 
-	args := []string{"--no-defaults", "--datadir=" + s.DataDir,
+	args := []string{"--no-defaults", "--datadir=" + s.DataDir, "--tmpdir=" + s.tmpDir(),
 		"--auth-root-authentication-method=normal", "--skip-test-db",
 		"--skip-name-resolve"}
 	if s.runAs != "" {
@@ -183,10 +188,13 @@ func freePort(t testing.TB) int {
 	return p
 }
 
+func (s *Server) tmpDir() string { return filepath.Join(s.Dir, "tmp") }
+
 func (s *Server) args() []string {
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + s.DataDir,
+		"--tmpdir=" + s.tmpDir(),
 		"--socket=" + s.Socket,
 		"--port=" + strconv.Itoa(s.Port),
 		"--bind-address=127.0.0.1",

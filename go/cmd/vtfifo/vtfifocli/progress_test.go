@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -110,15 +111,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 func TestProgressWithLogsAtTerminalWidths(t *testing.T) {
 	for _, cols := range []int{80, 200} {
 		t.Run(fmt.Sprintf("%d-columns", cols), func(t *testing.T) {
-			master, tty, err := pty.Open()
-			require.NoError(t, err)
-			defer master.Close()
-			require.NoError(t, pty.Setsize(tty, &pty.Winsize{Rows: 50, Cols: uint16(cols)}))
-			var out bytes.Buffer
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() { defer wg.Done(); _, _ = io.Copy(&out, master) }()
-
+			tty, played := terminal(t, cols)
 			con := &console{w: tty}
 			o := &options{progress: "auto", progressInterval: time.Hour, console: con, notes: con, prog: "vtfifo restore"}
 			p := newProgress(o, tty, "vtfifo restore ks/0/2026-11-25.101010.zone1-0000000100")
@@ -137,10 +130,7 @@ func TestProgressWithLogsAtTerminalWidths(t *testing.T) {
 			o.notef("preparing with mariabackup 10.11.13")
 			time.Sleep(400 * time.Millisecond)
 			p.stop()
-			require.NoError(t, tty.Close())
-			wg.Wait()
-
-			screen := playOnScreen(out.String())
+			screen := played()
 			t.Logf("screen:\n%s", strings.Join(screen, "\n"))
 			text := strings.Join(screen, "\n")
 			for _, l := range append(logs, "vtfifo restore: preparing with mariabackup 10.11.13") {
@@ -158,6 +148,25 @@ func TestProgressWithLogsAtTerminalWidths(t *testing.T) {
 			}
 			assert.Contains(t, last[3], "3.0 GiB / 3.0 GiB")
 		})
+	}
+}
+
+// terminal opens a pseudo-terminal of cols columns and returns its end a
+// program writes on, and played, which closes that end and returns the
+// lines its output left on the screen (playOnScreen).
+func terminal(t *testing.T, cols int) (tty *os.File, played func() []string) {
+	master, tty, err := pty.Open()
+	require.NoError(t, err)
+	t.Cleanup(func() { master.Close() })
+	require.NoError(t, pty.Setsize(tty, &pty.Winsize{Rows: 60, Cols: uint16(cols)}))
+	var out bytes.Buffer
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _, _ = io.Copy(&out, master) }()
+	return tty, func() []string {
+		require.NoError(t, tty.Close())
+		wg.Wait()
+		return playOnScreen(out.String())
 	}
 }
 
@@ -229,24 +238,13 @@ func TestRestoreOnATerminal(t *testing.T) {
 	for _, cols := range []int{80, 200} {
 		t.Run(fmt.Sprintf("%d-columns", cols), func(t *testing.T) {
 			_, args := storageCopy(t)
-			master, tty, err := pty.Open()
-			require.NoError(t, err)
-			defer master.Close()
-			require.NoError(t, pty.Setsize(tty, &pty.Winsize{Rows: 60, Cols: uint16(cols)}))
-			var screenBytes bytes.Buffer
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() { defer wg.Done(); _, _ = io.Copy(&screenBytes, master) }()
-
+			tty, played := terminal(t, cols)
 			var stdout bytes.Buffer
 			target := filepath.Join(t.TempDir(), "restored")
 			code := Main(context.Background(), append([]string{"restore", "--target-dir=" + target}, args...), &stdout, tty)
-			require.NoError(t, tty.Close())
-			wg.Wait()
-			require.Equal(t, 0, code, "stdout: %s\nterminal: %q", stdout.String(), screenBytes.String())
+			screen := played()
+			require.Equal(t, 0, code, "stdout: %s\nterminal:\n%s", stdout.String(), strings.Join(screen, "\n"))
 			assert.True(t, strings.HasPrefix(stdout.String(), "OK: backup ks/0/2026-11-23.050519.zone1-0000004989 restored into "+target), stdout.String())
-
-			screen := playOnScreen(screenBytes.String())
 			text := strings.Join(screen, "\n")
 			assert.Regexp(t, `(?m)^\S+ \S+ \S+\] fifo restore: extracted \d+ files, \d+ bytes in \S+$`, text, "a log line whole")
 			assert.Regexp(t, `(?m)fifo restore 2026-11-23.050519.zone1-0000004989 into .*: per-phase stats`, text, "the stats, logged before the display ends")

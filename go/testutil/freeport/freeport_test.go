@@ -28,15 +28,22 @@ func TestPortsAreFreeDistinctAndOwnBlock(t *testing.T) {
 		l.Close()
 	}
 
+	// Another process's block: the first free one after ours, locked here
+	// through a file of its own (flock locks belong to the open file).
 	mine := block
-	next := mine.last + 1
-	other, err := os.OpenFile(filepath.Join(os.TempDir(), "vtfifo-test-ports", strconv.Itoa(next)), os.O_CREATE|os.O_RDWR, 0o666)
-	require.NoError(t, err)
-	defer other.Close()
-	if syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
-		t.Skipf("the block after ours (%d) is held by another test process already", next)
+	var other *os.File
+	taken := mine.last + 1
+	for ; other == nil; taken += blockSize {
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), "vtfifo-test-ports", strconv.Itoa(taken)), os.O_CREATE|os.O_RDWR, 0o666)
+		require.NoError(t, err)
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			other = f
+			break
+		}
+		f.Close()
 	}
-	b, err := claimBlock(mine)
+	defer other.Close()
+	b, err := claimBlock(&portBlock{last: taken - 1})
 	require.NoError(t, err)
-	assert.Greater(t, b.next, next, "the block another process holds is skipped")
+	assert.Greater(t, b.next, taken, "the block another process holds is skipped")
 }

@@ -168,45 +168,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c.Teardown()
 		}
 	}()
-	if err := c.user.chown(root); err != nil {
-		return c, err
-	}
-	if err := os.Chmod(root, 0o755); err != nil {
-		return c, err
-	}
-	for _, d := range []string{c.LogDir, c.DataRoot, c.TmpDir, c.XtrabackupRoot, filepath.Join(root, "bin")} {
-		if err := c.user.mkdir(d); err != nil {
-			return c, err
-		}
-	}
-	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient", "vtfifo"} {
-		p, err := stageFile(filepath.Join(opts.Paths.BinDir, b), filepath.Join(root, "bin"), user)
-		if err != nil {
-			return c, err
-		}
-		c.bins[b] = p
-	}
-	if c.initSQL, err = stageFile(opts.Paths.InitDBSQL, filepath.Join(root, "bin"), user); err != nil {
-		return c, err
-	}
-	// Vitess's xtrabackup engine runs <root>/xtrabackup and <root>/xbstream.
-	for link, target := range map[string]string{"xtrabackup": "mariabackup", "xbstream": "mbstream"} {
-		tp, err := lookPath(target)
-		if err != nil {
-			return c, fmt.Errorf("%w: %v", ErrPrereq, err)
-		}
-		if err := os.Symlink(tp, filepath.Join(c.XtrabackupRoot, link)); err != nil {
-			return c, err
-		}
-	}
-	// mysqlctl reads EXTRA_MY_CNF after its own my.cnf template.
-	c.ExtraMyCnf = filepath.Join(root, "extra_my.cnf")
-	extra := "# added by the vtfifo cluster harness\n"
-	if user != nil {
-		extra += "user=" + user.name + "\n"
-	}
-	extra += "innodb_buffer_pool_size=64M\ninnodb_log_file_size=48M\nperformance_schema=OFF\n" + tabletdb.TestDurability
-	if err := c.user.writeFile(c.ExtraMyCnf, []byte(extra), 0o644); err != nil {
+	if err := c.layOut(); err != nil {
 		return c, err
 	}
 	if opts.PrepareStorage != nil {
@@ -235,6 +197,55 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// layOut makes the cluster's directories, stages the binaries and the init
+// SQL where the cluster's user reads them, links the tools Vitess's
+// xtrabackup engine runs, and writes the my.cnf additions.
+func (c *Cluster) layOut() error {
+	if err := c.user.chown(c.Root); err != nil {
+		return err
+	}
+	if err := os.Chmod(c.Root, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []string{c.LogDir, c.DataRoot, c.TmpDir, c.XtrabackupRoot, filepath.Join(c.Root, "bin")} {
+		if err := c.user.mkdir(d); err != nil {
+			return err
+		}
+	}
+	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient", "vtfifo"} {
+		p, err := stageFile(filepath.Join(c.Paths.BinDir, b), filepath.Join(c.Root, "bin"), c.user)
+		if err != nil {
+			return err
+		}
+		c.bins[b] = p
+	}
+	var err error
+	if c.initSQL, err = stageFile(c.Paths.InitDBSQL, filepath.Join(c.Root, "bin"), c.user); err != nil {
+		return err
+	}
+	// Vitess's xtrabackup engine runs <root>/xtrabackup and <root>/xbstream.
+	for link, target := range map[string]string{"xtrabackup": "mariabackup", "xbstream": "mbstream"} {
+		tp, err := lookPath(target)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrPrereq, err)
+		}
+		if err := os.Symlink(tp, filepath.Join(c.XtrabackupRoot, link)); err != nil {
+			return err
+		}
+	}
+	// mysqlctl reads EXTRA_MY_CNF after its own my.cnf template.
+	c.ExtraMyCnf = filepath.Join(c.Root, "extra_my.cnf")
+	extra := "# added by the vtfifo cluster harness\n"
+	if c.user != nil {
+		extra += "user=" + c.user.name + "\n"
+	}
+	extra += "innodb_buffer_pool_size=64M\ninnodb_log_file_size=48M\nperformance_schema=OFF\n" + tabletdb.TestDurability
+	if err := c.user.writeFile(c.ExtraMyCnf, []byte(extra), 0o644); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (c *Cluster) startEtcd(ctx context.Context) error {

@@ -141,7 +141,9 @@ func TestFaultsChosenRequests(t *testing.T) {
 func TestFaultsRandom(t *testing.T) {
 	for _, kind := range remoteBackends {
 		t.Run(kind, func(t *testing.T) {
-			nfiles, mib := 20, int64(256)
+			// Many parts, not many bytes: faults are drawn per request, so 8-9
+			// parts a file give S3 about 640 requests to fail at 1/8 of the bytes.
+			nfiles, mib := 20, int64(32)
 			if kind != splitstorage.BackendS3 {
 				nfiles, mib = 8, 16
 			}
@@ -149,10 +151,10 @@ func TestFaultsRandom(t *testing.T) {
 				fmt.Sscan(v, &mib)
 			}
 			s, p, _ := proxied(t, kind, func(c *splitstorage.Config) {
-				c.PartSize = 32 << 20
-				c.MemoryBudget = 64 << 20
+				c.PartSize = 4 << 20
+				c.MemoryBudget = 8 << 20
 				c.UploadConcurrency = 4
-				c.ReadAhead = 8 << 20
+				c.ReadAhead = 1 << 20
 				c.RetryMaxAttempts = 10
 			})
 			p.StallFor = 20 * time.Second

@@ -25,8 +25,8 @@ import (
 //     at the middle backup's consistent point restores the full and the
 //     first delta: the data at that backup;
 //  3. another restores the latest (the whole chain) and is promoted;
-//  4. a simulated week of daily vtbackup runs with --min-retention-count=2
-//     and a full every 4th: each restores the newest chain, catches up,
+//  4. five daily vtbackup runs with --min-retention-count=2 and a full
+//     every 3rd: each restores the newest chain, catches up,
 //     takes a delta on it (or a full) and prunes; the pruned bases leave
 //     the list but stay while a listed delta needs them, and old chains go
 //     with their last member;
@@ -113,14 +113,15 @@ func runIncremental(t *testing.T, sb storageBackend) {
 	}
 
 	var want []cluster.TableSum
-	t.Run("vtbackup-week-retention-keeps-chains", func(t *testing.T) {
-		// Seven daily runs with a full when a chain has 3 deltas (the interval
-		// itself cannot be shortened below a minute): the chain of the
-		// tablets' backups grows to 3, a full starts the next, which grows
-		// to 3, and another full follows.
+	t.Run("vtbackup-daily-retention-keeps-chains", func(t *testing.T) {
+		// Five daily runs with a full when a chain has 2 deltas (the interval
+		// itself cannot be shortened below a minute): the tablets' chain is
+		// at 2 already, so a full starts the next chain, which grows to 2,
+		// and another full follows; keeping the newest two removes each old
+		// chain whole once no listed backup stands on it.
 		vo := cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 2, MinRetentionTime: time.Second,
-			Extra: append(slices.Clone(incremental), "--fifo-backup-max-chain-length=3")}
-		wantChain := []int{3, 0, 1, 2, 3, 0, 1}
+			Extra: append(slices.Clone(incremental), "--fifo-backup-max-chain-length=2")}
+		wantChain := []int{0, 1, 2, 0, 1}
 		for day, length := range wantChain {
 			must(t, r.AddRows(ctx, 200))
 			var err error

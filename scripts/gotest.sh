@@ -13,8 +13,9 @@
 # leaves the CPUs idle. Each slow package is compiled once (go test -c) and its top-level
 # tests are dealt into processes of that binary (-test.run), one per TEST_SHARD_SECONDS of
 # their weight, the heaviest first into the lightest shard, by the weights in
-# scripts/test-weights.tsv (whole seconds measured on 2 cores; an unknown test weighs 1);
-# every shard runs at once with the other packages (go test -p), in its package's directory
+# scripts/test-weights.tsv (whole seconds measured on 2 cores; an unknown test weighs 1; a
+# test whose subtests have weights, the end-to-end tests with a cluster per backend, is dealt
+# subtest by subtest); every shard runs at once with the other packages (go test -p), in its package's directory
 # as go test runs it. Vitess keeps engine and storage in globals, so tests of one package
 # cannot share a process in parallel: separate processes can. The helper programs the tests
 # run (go/testutil/testbin) are built once, before, for every process.
@@ -51,28 +52,63 @@ while (( $# > 0 )); do
   esac
   shift
 done
+# Test binaries carry no DWARF tables unless asked (-ldflags): stack traces come from the
+# pclntab, and leaving DWARF out takes about a third off every link.
+[[ " ${build_flags[*]} " == *" -ldflags"* ]] || build_flags=(-ldflags=-w "${build_flags[@]}")
 
-# deal PKG: prints one -run pattern per shard, the heaviest tests first, each into the
-# shard with the least weight so far.
+# re NAME: NAME as a regular expression that matches it alone.
+re() { sed 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$1"; }
+
+# units PKG: what there is to deal, one "WEIGHT<TAB>RUN<TAB>SKIP" line each (SKIP "-": none):
+# a top-level test whole (RUN is its name), or, where the weights name its subtests
+# (PKG.Test/sub: tests whose subtests are independent, each with its own cluster), each of
+# those subtests, and the test once more without them, so that one added since still runs.
+units() {
+  local pkg=$1 t k sub subs
+  while read -r t; do
+    subs=
+    for k in "${!weight[@]}"; do
+      [[ $k == "$pkg.$t/"* ]] || continue
+      sub=$(re "${k#"$pkg.$t/"}")
+      printf '%s\t^%s$/^%s$\t-\n' "${weight[$k]}" "$t" "$sub"
+      subs+="${subs:+|}$sub"
+    done
+    if [[ -n $subs ]]; then
+      printf '1\t^%s$\t^%s$/^(%s)$\n' "$t" "$t" "$subs"
+    else
+      printf '%s\t%s\t-\n' "${weight[$pkg.$t]:-1}" "$t"
+    fi
+  done < <("$bins/$(basename "$pkg").test" -test.list '.' 2>/dev/null | grep -E '^(Test|Fuzz|Example)')
+}
+
+# deal PKG: prints one line per shard, the heaviest units first, each into the shard with
+# the least weight so far: tab-separated RUN SKIP pairs, one run of the test binary each
+# (the whole tests of a shard share one).
 deal() {
-  local pkg=$1 name i best shards total=0
-  local -a load=() sets=() tests=()
-  mapfile -t tests < <("$bins/$(basename "$pkg").test" -test.list '.' 2>/dev/null | grep -E '^(Test|Fuzz|Example)' |
-    while read -r t; do printf '%s\t%s\n' "${weight[$pkg.$t]:-1}" "$t"; done | sort -t$'\t' -k1,1 -rn | cut -f2)
-  for name in "${tests[@]}"; do (( total += ${weight[$pkg.$name]:-1} )); done
+  local pkg=$1 u w run skip i best shards line total=0
+  local -a load=() whole=() parts=() all=()
+  mapfile -t all < <(units "$pkg" | sort -t$'\t' -k1,1 -rn)
+  for u in "${all[@]}"; do (( total += ${u%%$'\t'*} )); done
   shards=$(( (total + shard_seconds - 1) / shard_seconds ))
   (( shards >= 1 )) || shards=1
-  for ((i = 0; i < shards; i++)); do load[i]=0; sets[i]=; done
-  for name in "${tests[@]}"; do
+  for ((i = 0; i < shards; i++)); do load[i]=0; whole[i]=; parts[i]=; done
+  for u in "${all[@]}"; do
+    IFS=$'\t' read -r w run skip <<<"$u"
     best=0
     for ((i = 1; i < shards; i++)); do
       (( load[i] < load[best] )) && best=$i
     done
-    (( load[best] += ${weight[$pkg.$name]:-1} ))
-    sets[best]+="${sets[best]:+|}$name"
+    (( load[best] += w ))
+    if [[ $run == ^* ]]; then
+      parts[best]+="${parts[best]:+$'\t'}$run"$'\t'"$skip"
+    else
+      whole[best]+="${whole[best]:+|}$run"
+    fi
   done
   for ((i = 0; i < shards; i++)); do
-    [[ -n ${sets[i]} ]] && echo "^(${sets[i]})\$"
+    line=${parts[i]}
+    [[ -n ${whole[i]} ]] && line="^(${whole[i]})\$"$'\t'"-${line:+$'\t'}$line"
+    [[ -n $line ]] && echo "$line"
   done
 }
 
@@ -88,14 +124,19 @@ start() {
   ( cd "$dir" && "$@" >"$OLDPWD/$logs/$name" 2>&1; echo $? >"$OLDPWD/$logs/$name.status" ) &
 }
 
-# shard NAME IMPORTPATH BINARY PATTERN TESTFLAGS...: the package's test binary on the tests
-# PATTERN matches, with a last line as go test prints it.
+# shard NAME IMPORTPATH BINARY RUNS TESTFLAGS...: the package's test binary once per
+# RUN SKIP pair of RUNS (as deal prints them), with a last line as go test prints it.
 shard() {
-  local name=$1 path=$2 bin=$3 pattern=$4 t0 rc
+  local name=$1 path=$2 bin=$3 t0 i rc=0
+  local -a runs skip
+  IFS=$'\t' read -ra runs <<<"$4"
   shift 4
   t0=$(date +%s)
-  "$bin" -test.run "$pattern" "$@"
-  rc=$?
+  for ((i = 0; i < ${#runs[@]}; i += 2)); do
+    skip=()
+    [[ ${runs[i+1]} == - ]] || skip=(-test.skip "${runs[i+1]}")
+    "$bin" -test.run "${runs[i]}" "${skip[@]}" "$@" || rc=1
+  done
   (( rc == 0 )) && echo "ok  	$path [$name]	$(( $(date +%s) - t0 ))s" || echo "FAIL	$path [$name]	$(( $(date +%s) - t0 ))s"
   return $rc
 }
@@ -118,9 +159,9 @@ rest=$("$go" list ./... | grep -vxF -f <(for p in "${slow[@]}"; do "$go" list "$
 t0=$(date +%s)
 for p in "${slow[@]}"; do
   n=0
-  while read -r pattern; do
+  while read -r runs; do
     name=$(basename "$p")-$((++n))
-    start "$name" "$p" bash -c 'shard "$@"' _ "$name" "$("$go" list "$p")" "$bins/$(basename "$p").test" "$pattern" "${test_flags[@]}"
+    start "$name" "$p" bash -c 'shard "$@"' _ "$name" "$("$go" list "$p")" "$bins/$(basename "$p").test" "$runs" "${test_flags[@]}"
   done < <(deal "$p")
 done
 # shellcheck disable=SC2086

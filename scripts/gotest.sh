@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
 # Runs the tests of ./... with ARGS (go test flags only: -timeout, -count, -v, -run, and build
-# flags such as -race or -tags), the slow packages split into shards that run beside the rest,
-# and keeps the whole output in build/test-output.log. When a run fails it ends with a summary
-# of what failed: every "--- FAIL" line with the test's own messages, panics, timeouts and
-# test binaries killed by a signal (the tests log a lot: mysqld, Vitess, so the cause may be
-# far above the last lines a CI keeps).
+# flags such as -race or -tags), the slow packages' tests taken from a queue by several
+# processes beside the rest, and keeps the whole output in build/test-output.log. When a run
+# fails it ends with a summary of what failed: every "--- FAIL" line with the test's own
+# messages, panics, timeouts and test binaries killed by a signal (the tests log a lot:
+# mysqld, Vitess, so the cause may be far above the last lines a CI keeps).
 #
 #   scripts/gotest.sh -timeout 75m -count=1
 #
-# Why shards: a package's tests run one after another in one process, and the slow ones
+# Why a queue: a package's tests run one after another in one process, and the slow ones
 # (real MariaDB, clusters) mostly wait on processes starting and stopping, so one package
-# leaves the CPUs idle. Each slow package is compiled once (go test -c) and its top-level
-# tests are dealt into processes of that binary (-test.run), one per TEST_SHARD_SECONDS of
-# their weight, the heaviest first into the lightest shard, by the weights in
-# scripts/test-weights.tsv (whole seconds measured on 2 cores; an unknown test weighs 1; a
-# test whose subtests have weights, the end-to-end tests with a cluster per backend, is dealt
-# subtest by subtest); every shard runs at once with the other packages (go test -p), in its package's directory
-# as go test runs it. Vitess keeps engine and storage in globals, so tests of one package
-# cannot share a process in parallel: separate processes can. The helper programs the tests
-# run (go/testutil/testbin) are built once, before, for every process.
+# leaves the CPUs idle; Vitess keeps engine and storage in globals, so tests of one package
+# cannot run in parallel inside one process, but separate processes can. Each slow package
+# is compiled once (go test -c). Its top-level tests, and the subtests the weights name (the
+# end-to-end tests that start a cluster per backend), go into one queue, heaviest first by
+# scripts/test-weights.tsv (seconds each took in a `make test` run on 2 cores; an unknown
+# test weighs 1). TEST_WORKERS workers (default 10) each take the next test when they finish
+# one and run the package's binary on it in the package's directory, as go test would,
+# beside the other packages' go test. The helper programs the tests run (go/testutil/testbin)
+# are built once, before, for every process. TEST_DRY_RUN=1 prints the queue.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 for a in "$@"; do
@@ -28,7 +28,7 @@ for a in "$@"; do
   fi
 done
 go=${GO:-go}
-shard_seconds=${TEST_SHARD_SECONDS:-250}
+workers=${TEST_WORKERS:-10}
 slow=(./go/vt/mysqlctl/fifobackupengine ./test/endtoend ./test/reliability)
 log=build/test-output.log
 logs=build/test-logs
@@ -41,12 +41,15 @@ while IFS=$'\t' read -r name secs; do
 done < scripts/test-weights.tsv
 
 # The go test flags split: those the test binary takes (as -test.X) and the build flags.
-test_flags=() build_flags=()
+# -run is the queue's (each entry has its own): kept apart.
+test_flags=() build_flags=() user_run=
 while (( $# > 0 )); do
   case $1 in
-    -timeout|-count|-run|-parallel|-cpu)
+    -run) user_run=$2; shift 2; continue ;;
+    -run=*) user_run=${1#-run=} ;;
+    -timeout|-count|-parallel|-cpu)
       test_flags+=("-test.${1#-}=$2"); shift 2; continue ;;
-    -timeout=*|-count=*|-run=*|-parallel=*|-cpu=*|-v|-v=*|-short|-failfast)
+    -timeout=*|-count=*|-parallel=*|-cpu=*|-v|-v=*|-short|-failfast)
       test_flags+=("-test.${1#-}") ;;
     *) build_flags+=("$1") ;;
   esac
@@ -59,88 +62,58 @@ done
 # re NAME: NAME as a regular expression that matches it alone.
 re() { sed 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$1"; }
 
-# units PKG: what there is to deal, one "WEIGHT<TAB>RUN<TAB>SKIP" line each (SKIP "-": none):
-# a top-level test whole (RUN is its name), or, where the weights name its subtests
-# (PKG.Test/sub: tests whose subtests are independent, each with its own cluster), each of
-# those subtests, and the test once more without them, so that one added since still runs.
+# units PKG: the package's entries of the queue, "WEIGHT<TAB>PKG<TAB>NAME<TAB>RUN<TAB>SKIP"
+# (SKIP "-": none): each top-level test, or, where the weights name its subtests
+# (PKG.Test/sub: tests whose subtests are independent), each of those subtests and the test
+# once more without them, so that one added since still runs. The tests that take a second
+# or two share one entry. With -run, the package once.
 units() {
-  local pkg=$1 t k sub subs
+  local pkg=$1 base t k sub subs quick= nquick=0
+  base=$(basename "$pkg")
+  if [[ -n $user_run ]]; then
+    printf '1\t%s\t%s\t%s\t-\n' "$pkg" "$base" "$user_run"
+    return
+  fi
   while read -r t; do
     subs=
     for k in "${!weight[@]}"; do
       [[ $k == "$pkg.$t/"* ]] || continue
-      sub=$(re "${k#"$pkg.$t/"}")
-      printf '%s\t^%s$/^%s$\t-\n' "${weight[$k]}" "$t" "$sub"
-      subs+="${subs:+|}$sub"
+      sub=${k#"$pkg.$t/"}
+      printf '%s\t%s\t%s.%s.%s\t^%s$/^%s$\t-\n' "${weight[$k]}" "$pkg" "$base" "$t" "$sub" "$t" "$(re "$sub")"
+      subs+="${subs:+|}$(re "$sub")"
     done
     if [[ -n $subs ]]; then
-      printf '1\t^%s$\t^%s$/^(%s)$\n' "$t" "$t" "$subs"
+      printf '1\t%s\t%s.%s\t^%s$\t^%s$/^(%s)$\n' "$pkg" "$base" "$t" "$t" "$t" "$subs"
+    elif (( ${weight[$pkg.$t]:-1} <= 2 )); then
+      quick+="${quick:+|}$t"
+      (( nquick += ${weight[$pkg.$t]:-1} ))
     else
-      printf '%s\t%s\t-\n' "${weight[$pkg.$t]:-1}" "$t"
+      printf '%s\t%s\t%s.%s\t^%s$\t-\n' "${weight[$pkg.$t]}" "$pkg" "$base" "$t" "$t"
     fi
-  done < <("$bins/$(basename "$pkg").test" -test.list '.' 2>/dev/null | grep -E '^(Test|Fuzz|Example)')
-}
-
-# deal PKG: prints one line per shard, the heaviest units first, each into the shard with
-# the least weight so far: tab-separated RUN SKIP pairs, one run of the test binary each
-# (the whole tests of a shard share one).
-deal() {
-  local pkg=$1 u w run skip i best shards line total=0
-  local -a load=() whole=() parts=() all=()
-  mapfile -t all < <(units "$pkg" | sort -t$'\t' -k1,1 -rn)
-  for u in "${all[@]}"; do (( total += ${u%%$'\t'*} )); done
-  shards=$(( (total + shard_seconds - 1) / shard_seconds ))
-  (( shards >= 1 )) || shards=1
-  for ((i = 0; i < shards; i++)); do load[i]=0; whole[i]=; parts[i]=; done
-  for u in "${all[@]}"; do
-    IFS=$'\t' read -r w run skip <<<"$u"
-    best=0
-    for ((i = 1; i < shards; i++)); do
-      (( load[i] < load[best] )) && best=$i
-    done
-    (( load[best] += w ))
-    if [[ $run == ^* ]]; then
-      parts[best]+="${parts[best]:+$'\t'}$run"$'\t'"$skip"
-    else
-      whole[best]+="${whole[best]:+|}$run"
-    fi
-  done
-  for ((i = 0; i < shards; i++)); do
-    line=${parts[i]}
-    [[ -n ${whole[i]} ]] && line="^(${whole[i]})\$"$'\t'"-${line:+$'\t'}$line"
-    [[ -n $line ]] && echo "$line"
-  done
-}
-
-jobs=()
-# start NAME DIR CMD...: one process in the background, in DIR, its output in $logs/NAME.
-start() {
-  local name=$1 dir=$2; shift 2
-  jobs+=("$name")
-  if [[ -n ${TEST_DRY_RUN:-} ]]; then # print the processes, run nothing
-    echo "$name: (cd $dir && $*)" >"$logs/$name"; echo 0 >"$logs/$name.status"
-    return
+  done < <("$bins/$base.test" -test.list '.' 2>/dev/null | grep -E '^(Test|Fuzz|Example)')
+  if [[ -n $quick ]]; then
+    printf '%s\t%s\t%s.quick\t^(%s)$\t-\n' "$nquick" "$pkg" "$base" "$quick"
   fi
-  ( cd "$dir" && "$@" >"$OLDPWD/$logs/$name" 2>&1; echo $? >"$OLDPWD/$logs/$name.status" ) &
 }
 
-# shard NAME IMPORTPATH BINARY RUNS TESTFLAGS...: the package's test binary once per
-# RUN SKIP pair of RUNS (as deal prints them), with a last line as go test prints it.
-shard() {
-  local name=$1 path=$2 bin=$3 t0 i rc=0
-  local -a runs skip
-  IFS=$'\t' read -ra runs <<<"$4"
-  shift 4
-  t0=$(date +%s)
-  for ((i = 0; i < ${#runs[@]}; i += 2)); do
-    skip=()
-    [[ ${runs[i+1]} == - ]] || skip=(-test.skip "${runs[i+1]}")
-    "$bin" -test.run "${runs[i]}" "${skip[@]}" "$@" || rc=1
+# worker: runs the next entry of the queue until none is left, in the package's directory;
+# its output in $logs/NAME, ending with a line as go test prints it, its status in
+# $logs/NAME.status.
+worker() {
+  local n w pkg name run skip t0 rc
+  local -a skip_flags
+  while n=$(flock "$queue.lock" bash -c 'n=$(<"$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$queue.next") &&
+    IFS=$'\t' read -r w pkg name run skip < <(sed -n "$((n + 1))p" "$queue"); do
+    skip_flags=()
+    [[ $skip == - ]] || skip_flags=(-test.skip "$skip")
+    t0=$(date +%s)
+    (cd "$pkg" && "$bins/$(basename "$pkg").test" -test.run "$run" "${skip_flags[@]}" "${test_flags[@]}") >"$logs/$name" 2>&1
+    rc=$?
+    echo "$rc" >"$logs/$name.status"
+    (( rc == 0 )) && echo -n "ok  " >>"$logs/$name" || echo -n "FAIL" >>"$logs/$name"
+    echo "	${import_path[$pkg]} [$name]	$(( $(date +%s) - t0 ))s" >>"$logs/$name"
   done
-  (( rc == 0 )) && echo "ok  	$path [$name]	$(( $(date +%s) - t0 ))s" || echo "FAIL	$path [$name]	$(( $(date +%s) - t0 ))s"
-  return $rc
 }
-export -f shard
 
 built=0
 "$go" build -o "$bins/" ./go/cmd/fifoverify ./test/reliability/internal/backupproc >"$logs/build" 2>&1 &&
@@ -155,17 +128,24 @@ if (( built != 0 )); then
 fi
 export TESTBIN_PREBUILT_DIR=$bins
 
-rest=$("$go" list ./... | grep -vxF -f <(for p in "${slow[@]}"; do "$go" list "$p"; done))
+declare -A import_path=()
+for p in "${slow[@]}"; do import_path[$p]=$("$go" list "$p"); done
+rest=$("$go" list ./... | grep -vxF -f <(printf '%s\n' "${import_path[@]}"))
+queue=$logs/queue
+for p in "${slow[@]}"; do units "$p"; done | sort -t$'\t' -k1,1 -rn >"$queue"
+echo 0 >"$queue.next"
+mapfile -t jobs < <(cut -f3 "$queue")
+jobs+=(rest)
+if [[ -n ${TEST_DRY_RUN:-} ]]; then
+  echo "gotest: $workers workers would take, in this order:"
+  cut -f1,3- "$queue"
+  echo "beside: go test ${build_flags[*]} ${test_flags[*]/#-test./-} ${user_run:+-run $user_run} $(wc -w <<<"$rest") other packages"
+  exit 0
+fi
 t0=$(date +%s)
-for p in "${slow[@]}"; do
-  n=0
-  while read -r runs; do
-    name=$(basename "$p")-$((++n))
-    start "$name" "$p" bash -c 'shard "$@"' _ "$name" "$("$go" list "$p")" "$bins/$(basename "$p").test" "$runs" "${test_flags[@]}"
-  done < <(deal "$p")
-done
+for ((i = 0; i < workers; i++)); do worker & done
 # shellcheck disable=SC2086
-start rest . "$go" test "${build_flags[@]}" "${test_flags[@]/#-test./-}" $rest
+{ "$go" test "${build_flags[@]}" "${test_flags[@]/#-test./-}" ${user_run:+-run "$user_run"} $rest >"$logs/rest" 2>&1; echo $? >"$logs/rest.status"; } &
 wait
 
 status=0
@@ -174,7 +154,7 @@ for j in "${jobs[@]}"; do
   cat "$logs/$j" | tee -a "$log"
   (( $(cat "$logs/$j.status") == 0 )) || status=1
 done
-echo "gotest: ${#jobs[@]} test processes (${jobs[*]}) finished in $(( $(date +%s) - t0 ))s, after building the tests"
+echo "gotest: ${#jobs[@]} test runs ($workers workers beside go test of the other packages) finished in $(( $(date +%s) - t0 ))s, after building the tests"
 if (( status != 0 )); then
   echo
   echo "==== test summary: go test failed; whole output in $log ===="

@@ -64,189 +64,216 @@ func run() int {
 	fmt.Printf("(Vitess %s vttablet/vtctld/vtctldclient, MariaDB + mariabackup, etcd; all on 127.0.0.1)\n", vtversion.Module())
 	fmt.Println()
 
-	var c *cluster.Cluster
-	failed := func(err error) int {
-		fmt.Fprintf(os.Stderr, "\nDEMO FAILED: %v\n", err)
-		if c != nil {
-			c.Teardown()
-			fmt.Fprintf(os.Stderr, "logs of every process are kept in %s\n", c.LogDir)
-			fmt.Fprintf(os.Stderr, "(vttablet-<uid>.log, vtctld.log, vtctldclient.log, mysqlctl-<uid>.log; mysqld's error.log under %s/vt_*/)\n", c.DataRoot)
-		}
-		return 1
-	}
-
-	s := &step{total: 9}
-	var splitRoot string
-	err := s.do("start etcd and vtctld (split storage on local disk)", func() error {
-		var err error
-		c, err = cluster.Start(ctx, cluster.Options{
-			PrepareStorage: func(c *cluster.Cluster) (cluster.Storage, error) {
-				splitRoot = filepath.Join(c.Root, "backups")
-				return cluster.Storage{Name: "split-local", Flags: []string{
-					"--backup-storage-implementation=split",
-					"--split-storage-backend=file",
-					"--split-storage-root=" + splitRoot,
-					"--split-storage-part-size=4MiB",
-					"--split-storage-memory-budget=64MiB",
-				}}, c.MkdirOwned(splitRoot)
-			},
-		})
-		return err
-	})
-	if err != nil {
-		if errors.Is(err, cluster.ErrPrereq) {
-			fmt.Fprintln(os.Stderr, "run `make setup` (or `make demo`, which runs it) first")
-		}
-		return failed(err)
-	}
+	d := &demo{ctx: ctx, rows: rows}
 	defer func() {
-		c.Teardown()
+		if d.c != nil {
+			d.c.Teardown()
+		}
 	}()
-	engine := func() cluster.Engine {
-		return cluster.Engine{Name: "fifo", Flags: []string{
-			"--fifo-backup-tool-path=" + filepath.Join(c.XtrabackupRoot, "xtrabackup"),
-			"--fifo-backup-tool-flavor=mariabackup",
-			"--fifo-backup-lanes=2",
-			"--fifo-backup-parallel=2",
-		}}
+	steps := []struct {
+		name string
+		do   func() error
+		then func() // what to show once the step is done
+	}{
+		{"start etcd and vtctld (split storage on local disk)", d.startCluster, nil},
+		{"start a MariaDB primary tablet (mysqlctl init, vttablet, InitShardPrimary)", d.startPrimary, nil},
+		{fmt.Sprintf("load sample data (%d rows in the biggest table; InnoDB, Aria, MyISAM, partitioned)", rows), d.loadData, nil},
+		{"take a fifo backup into split storage: vtctldclient Backup --allow-primary", d.backup, nil},
+		{"list backups: vtctldclient GetBackups", d.list, d.showList},
+		{"DISASTER: stop the primary, delete its data directory, DeleteTablets --allow-primary", func() error { return d.primary.Destroy(ctx) }, nil},
+		{"start a fresh tablet with --restore-from-backup", d.restore, nil},
+		{"promote it to primary", d.promote, nil},
+		{"compare the data: row counts and CHECKSUM TABLE", d.compare, nil},
 	}
+	s := &step{total: len(steps)}
+	for _, st := range steps {
+		if err := s.do(st.name, st.do); err != nil {
+			return d.failed(err)
+		}
+		if st.then != nil {
+			st.then()
+		}
+	}
+	d.report()
 
-	var primary *cluster.Tablet
-	if err := s.do("start a MariaDB primary tablet (mysqlctl init, vttablet, InitShardPrimary)", func() error {
-		var err error
-		if primary, err = c.NewTablet(100); err != nil {
-			return err
-		}
-		primary.Engine = engine()
-		if err := primary.InitMySQL(ctx); err != nil {
-			return err
-		}
-		if err := primary.Start(ctx, cluster.StartOptions{}); err != nil {
-			return err
-		}
-		if _, err := c.Vtctldclient(ctx, "InitShardPrimary", "--force", c.Keyspace+"/"+c.Shard, primary.Alias); err != nil {
-			return err
-		}
-		if err := primary.WaitForType(ctx, "PRIMARY", 2*time.Minute); err != nil {
-			return err
-		}
-		return primary.WaitServing(ctx, 2*time.Minute)
-	}); err != nil {
-		return failed(err)
-	}
-
-	var before []cluster.TableSum
-	if err := s.do(fmt.Sprintf("load sample data (%d rows in the biggest table; InnoDB, Aria, MyISAM, partitioned)", rows), func() error {
-		if err := primary.LoadSampleData(ctx, rows); err != nil {
-			return err
-		}
-		var err error
-		before, err = primary.Checksums(ctx)
-		return err
-	}); err != nil {
-		return failed(err)
-	}
-
-	var backupOut string
-	if err := s.do("take a fifo backup into split storage: vtctldclient Backup --allow-primary", func() error {
-		var err error
-		backupOut, err = c.Vtctldclient(ctx, "Backup", "--allow-primary", primary.Alias)
-		return err
-	}); err != nil {
-		return failed(err)
-	}
-	backupStats := statsOf(ctx, primary, "Backup")
-
-	var listing string
-	if err := s.do("list backups: vtctldclient GetBackups", func() error {
-		var err error
-		listing, err = c.Vtctldclient(ctx, "GetBackups", c.Keyspace+"/"+c.Shard)
-		if err == nil && strings.TrimSpace(listing) == "" {
-			err = errors.New("GetBackups listed no backup")
-		}
-		return err
-	}); err != nil {
-		return failed(err)
-	}
-	fmt.Printf("\n$ vtctldclient GetBackups %s/%s\n%s\n", c.Keyspace, c.Shard, strings.TrimSpace(listing))
-	if objs, size := countFiles(splitRoot); objs > 0 {
-		fmt.Printf("(%d objects, %.1f MiB in %s)\n\n", objs, float64(size)/(1<<20), splitRoot)
-	}
-
-	if err := s.do("DISASTER: stop the primary, delete its data directory, DeleteTablets --allow-primary", func() error {
-		return primary.Destroy(ctx)
-	}); err != nil {
-		return failed(err)
-	}
-
-	var restored *cluster.Tablet
-	if err := s.do("start a fresh tablet with --restore-from-backup", func() error {
-		var err error
-		if restored, err = c.NewTablet(101); err != nil {
-			return err
-		}
-		restored.Engine = engine()
-		if err := restored.InitMySQL(ctx); err != nil {
-			return err
-		}
-		return restored.Start(ctx, cluster.StartOptions{RestoreFromBackup: true})
-	}); err != nil {
-		return failed(err)
-	}
-	restoreStats := statsOf(ctx, restored, "Restore")
-
-	if err := s.do("promote it to primary", func() error {
-		_, err := c.Vtctldclient(ctx, "PlannedReparentShard", "--new-primary="+restored.Alias, c.Keyspace+"/"+c.Shard)
-		if err == nil {
-			return restored.WaitServing(ctx, 2*time.Minute)
-		}
-		if strings.Contains(err.Error(), "regexp_like") {
-			fmt.Print("(PlannedReparentShard fails on MariaDB with Vitess v24: regexp_like; using read_only=OFF + TabletExternallyReparented) ")
-		}
-		return restored.MakePrimary(ctx)
-	}); err != nil {
-		return failed(err)
-	}
-
-	var after []cluster.TableSum
-	if err := s.do("compare the data: row counts and CHECKSUM TABLE", func() error {
-		var err error
-		if after, err = restored.Checksums(ctx); err != nil {
-			return err
-		}
-		if diff := cluster.CompareChecksums(before, after); diff != "" {
-			fmt.Printf("\n%s", cluster.FormatChecksums("original", before, "restored", after))
-			return fmt.Errorf("restored data differs: %s", diff)
-		}
-		return nil
-	}); err != nil {
-		return failed(err)
-	}
-
-	fmt.Printf("\nData before the disaster (%s) and after the restore (%s):\n\n", primary.Alias, restored.Alias)
-	fmt.Print(cluster.FormatChecksums("original", before, "restored", after))
-	fmt.Println()
-	if tbl := engineTable(backupOut, "fifo backup"); tbl != "" {
-		fmt.Printf("The fifo engine's own per-phase table for the backup (logged by the engine):\n\n%s\n", tbl)
-	}
-	if tbl := engineTable(readFile(restored.Vttablet.LogPath), "fifo restore"); tbl != "" {
-		fmt.Printf("The fifo engine's own per-phase table for the restore (vttablet log):\n\n%s\n", tbl)
-	}
-	fmt.Print(cluster.FormatStats(fmt.Sprintf("Backup per-phase stats from %s /debug/vars (BackupBytes, BackupCount, BackupDurationNanoseconds):",
-		primary.Alias), backupStats))
-	fmt.Println()
-	fmt.Print(cluster.FormatStats(fmt.Sprintf("Restore per-phase stats from %s /debug/vars (RestoreBytes, RestoreCount, RestoreDurationNanoseconds):",
-		restored.Alias), restoreStats))
-	fmt.Println()
-
-	c.Teardown()
+	d.c.Teardown()
 	if os.Getenv("VTFIFO_KEEP") == "" {
-		_ = c.RemoveAll()
+		_ = d.c.RemoveAll()
 	} else {
-		fmt.Printf("kept %s (VTFIFO_KEEP is set)\n", c.Root)
+		fmt.Printf("kept %s (VTFIFO_KEEP is set)\n", d.c.Root)
 	}
 	fmt.Println("DEMO PASSED: the restored tablet serves as primary with identical data; everything was torn down.")
 	return 0
+}
+
+// demo is what the steps share: the cluster, its tablets, the data before and
+// after, and what the backup and the restore reported.
+type demo struct {
+	ctx                       context.Context
+	rows                      int
+	c                         *cluster.Cluster
+	splitRoot                 string
+	primary, restored         *cluster.Tablet
+	before, after             []cluster.TableSum
+	backupOut, listing        string
+	backupStats, restoreStats []cluster.Stat
+}
+
+// failed says which step failed and where the logs are; it returns the exit code.
+func (d *demo) failed(err error) int {
+	fmt.Fprintf(os.Stderr, "\nDEMO FAILED: %v\n", err)
+	if errors.Is(err, cluster.ErrPrereq) {
+		fmt.Fprintln(os.Stderr, "run `make setup` (or `make demo`, which runs it) first")
+	}
+	if d.c != nil {
+		d.c.Teardown()
+		fmt.Fprintf(os.Stderr, "logs of every process are kept in %s\n", d.c.LogDir)
+		fmt.Fprintf(os.Stderr, "(vttablet-<uid>.log, vtctld.log, vtctldclient.log, mysqlctl-<uid>.log; mysqld's error.log under %s/vt_*/)\n", d.c.DataRoot)
+	}
+	return 1
+}
+
+func (d *demo) startCluster() error {
+	c, err := cluster.Start(d.ctx, cluster.Options{
+		PrepareStorage: func(c *cluster.Cluster) (cluster.Storage, error) {
+			d.splitRoot = filepath.Join(c.Root, "backups")
+			return cluster.Storage{Name: "split-local", Flags: []string{
+				"--backup-storage-implementation=split",
+				"--split-storage-backend=file",
+				"--split-storage-root=" + d.splitRoot,
+				"--split-storage-part-size=4MiB",
+				"--split-storage-memory-budget=64MiB",
+			}}, c.MkdirOwned(d.splitRoot)
+		},
+	})
+	if c != nil {
+		d.c = c
+	}
+	return err
+}
+
+// engine is the fifo engine as the demo's tablets run it.
+func (d *demo) engine() cluster.Engine {
+	return cluster.Engine{Name: "fifo", Flags: []string{
+		"--fifo-backup-tool-path=" + filepath.Join(d.c.XtrabackupRoot, "xtrabackup"),
+		"--fifo-backup-tool-flavor=mariabackup",
+		"--fifo-backup-lanes=2",
+		"--fifo-backup-parallel=2",
+	}}
+}
+
+func (d *demo) startPrimary() error {
+	var err error
+	if d.primary, err = d.c.NewTablet(100); err != nil {
+		return err
+	}
+	d.primary.Engine = d.engine()
+	if err := d.primary.InitMySQL(d.ctx); err != nil {
+		return err
+	}
+	if err := d.primary.Start(d.ctx, cluster.StartOptions{}); err != nil {
+		return err
+	}
+	if _, err := d.c.Vtctldclient(d.ctx, "InitShardPrimary", "--force", d.c.Keyspace+"/"+d.c.Shard, d.primary.Alias); err != nil {
+		return err
+	}
+	if err := d.primary.WaitForType(d.ctx, "PRIMARY", 2*time.Minute); err != nil {
+		return err
+	}
+	return d.primary.WaitServing(d.ctx, 2*time.Minute)
+}
+
+func (d *demo) loadData() error {
+	if err := d.primary.LoadSampleData(d.ctx, d.rows); err != nil {
+		return err
+	}
+	var err error
+	d.before, err = d.primary.Checksums(d.ctx)
+	return err
+}
+
+func (d *demo) backup() error {
+	var err error
+	if d.backupOut, err = d.c.Vtctldclient(d.ctx, "Backup", "--allow-primary", d.primary.Alias); err != nil {
+		return err
+	}
+	d.backupStats = statsOf(d.ctx, d.primary, "Backup")
+	return nil
+}
+
+func (d *demo) list() error {
+	var err error
+	d.listing, err = d.c.Vtctldclient(d.ctx, "GetBackups", d.c.Keyspace+"/"+d.c.Shard)
+	if err == nil && strings.TrimSpace(d.listing) == "" {
+		err = errors.New("GetBackups listed no backup")
+	}
+	return err
+}
+
+func (d *demo) showList() {
+	fmt.Printf("\n$ vtctldclient GetBackups %s/%s\n%s\n", d.c.Keyspace, d.c.Shard, strings.TrimSpace(d.listing))
+	if objs, size := countFiles(d.splitRoot); objs > 0 {
+		fmt.Printf("(%d objects, %.1f MiB in %s)\n\n", objs, float64(size)/(1<<20), d.splitRoot)
+	}
+}
+
+func (d *demo) restore() error {
+	var err error
+	if d.restored, err = d.c.NewTablet(101); err != nil {
+		return err
+	}
+	d.restored.Engine = d.engine()
+	if err := d.restored.InitMySQL(d.ctx); err != nil {
+		return err
+	}
+	if err := d.restored.Start(d.ctx, cluster.StartOptions{RestoreFromBackup: true}); err != nil {
+		return err
+	}
+	d.restoreStats = statsOf(d.ctx, d.restored, "Restore")
+	return nil
+}
+
+func (d *demo) promote() error {
+	_, err := d.c.Vtctldclient(d.ctx, "PlannedReparentShard", "--new-primary="+d.restored.Alias, d.c.Keyspace+"/"+d.c.Shard)
+	if err == nil {
+		return d.restored.WaitServing(d.ctx, 2*time.Minute)
+	}
+	if strings.Contains(err.Error(), "regexp_like") {
+		fmt.Print("(PlannedReparentShard fails on MariaDB with Vitess v24: regexp_like; using read_only=OFF + TabletExternallyReparented) ")
+	}
+	return d.restored.MakePrimary(d.ctx)
+}
+
+func (d *demo) compare() error {
+	var err error
+	if d.after, err = d.restored.Checksums(d.ctx); err != nil {
+		return err
+	}
+	if diff := cluster.CompareChecksums(d.before, d.after); diff != "" {
+		fmt.Printf("\n%s", cluster.FormatChecksums("original", d.before, "restored", d.after))
+		return fmt.Errorf("restored data differs: %s", diff)
+	}
+	return nil
+}
+
+// report shows the data before and after, the engine's own per-phase tables
+// and Vitess's backup and restore stats.
+func (d *demo) report() {
+	fmt.Printf("\nData before the disaster (%s) and after the restore (%s):\n\n", d.primary.Alias, d.restored.Alias)
+	fmt.Print(cluster.FormatChecksums("original", d.before, "restored", d.after))
+	fmt.Println()
+	if tbl := engineTable(d.backupOut, "fifo backup"); tbl != "" {
+		fmt.Printf("The fifo engine's own per-phase table for the backup (logged by the engine):\n\n%s\n", tbl)
+	}
+	if tbl := engineTable(readFile(d.restored.Vttablet.LogPath), "fifo restore"); tbl != "" {
+		fmt.Printf("The fifo engine's own per-phase table for the restore (vttablet log):\n\n%s\n", tbl)
+	}
+	fmt.Print(cluster.FormatStats(fmt.Sprintf("Backup per-phase stats from %s /debug/vars (BackupBytes, BackupCount, BackupDurationNanoseconds):",
+		d.primary.Alias), d.backupStats))
+	fmt.Println()
+	fmt.Print(cluster.FormatStats(fmt.Sprintf("Restore per-phase stats from %s /debug/vars (RestoreBytes, RestoreCount, RestoreDurationNanoseconds):",
+		d.restored.Alias), d.restoreStats))
+	fmt.Println()
 }
 
 // statsOf reads the backup or restore stats from a tablet's /debug/vars.

@@ -59,9 +59,14 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	must(t, p.Start(ctx, cluster.StartOptions{}))
 	must(t, initShardPrimary(ctx, c, p))
 	must(t, p.LoadSampleData(ctx, sampleRows))
-	// Thousands of tables around the ones restore-table restores.
+	// Thousands of tables around the ones restore-table restores, on local
+	// disk: which files a table restore picks does not depend on the backend,
+	// and every backup, restore and vtbackup run of the test carries them.
 	const many, manyTables = "vtfifo_many", 2000
-	must(t, p.LoadManyTables(ctx, many, manyTables))
+	withMany := sb.name == "split-local"
+	if withMany {
+		must(t, p.LoadManyTables(ctx, many, manyTables))
+	}
 	must(t, p.Backup(ctx, true, ""))
 	want, err := p.Checksums(ctx)
 	must(t, err)
@@ -249,16 +254,18 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".events_restored")
 		must(t, err)
-		// One of the thousands, beside itself, through the server's socket.
-		one := fmt.Sprintf("%s.t%05d", many, manyTables/2)
-		restoreTable(t, 0, "--table="+one, "--into-mysql="+p.Socket(), "--as="+one+"_restored")
-		checksum := func(table string) string {
-			r, err := p.Exec(ctx, "CHECKSUM TABLE "+table)
-			must(t, err)
-			return r.Rows[0][1].ToString()
-		}
-		if got, want := checksum(one+"_restored"), checksum(one); got != want || want == "" {
-			t.Fatalf("%s_restored: checksum %q, want %q", one, got, want)
+		if withMany {
+			// One of the thousands, beside itself, through the server's socket.
+			one := fmt.Sprintf("%s.t%05d", many, manyTables/2)
+			restoreTable(t, 0, "--table="+one, "--into-mysql="+p.Socket(), "--as="+one+"_restored")
+			checksum := func(table string) string {
+				r, err := p.Exec(ctx, "CHECKSUM TABLE "+table)
+				must(t, err)
+				return r.Rows[0][1].ToString()
+			}
+			if got, want := checksum(one+"_restored"), checksum(one); got != want || want == "" {
+				t.Fatalf("%s_restored: checksum %q, want %q", one, got, want)
+			}
 		}
 		// Bad input: one clear line, exit 1, the live server unchanged.
 		unchanged := sums()

@@ -18,7 +18,8 @@
 # test weighs 1). TEST_WORKERS workers (default 10) each take the next test when they finish
 # one and run the package's binary on it in the package's directory, as go test would,
 # beside the other packages' go test. The helper programs the tests run (go/testutil/testbin)
-# are built once, before, for every process. TEST_DRY_RUN=1 prints the queue.
+# are built once, before, for every process. TEST_DRY_RUN=1 prints the queue; TEST_CPU=1
+# (as root) counts each test's CPU-seconds with those of the processes it starts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 for a in "$@"; do
@@ -96,22 +97,44 @@ units() {
   fi
 }
 
+# With TEST_CPU=1 (as root) each test run is counted in a cgroup of its own, with every
+# process it starts (mysqld, vttablet, ...): its line then ends with its CPU-seconds.
+# cpu_group NAME: creates that cgroup and prints its directory (nothing without TEST_CPU).
+cpu_group() {
+  [[ -n ${TEST_CPU:-} ]] || return 0
+  local d=/sys/fs/cgroup/cpuacct # v1; v2: its cpu.stat is there without any controller
+  [[ -d $d ]] || d=/sys/fs/cgroup
+  mkdir -p "$d/gotest-$$-$1" && echo "$d/gotest-$$-$1"
+}
+
+# cpu_seconds DIR: the CPU time counted in DIR, then the cgroup removed.
+cpu_seconds() {
+  local ns
+  if [[ -f $1/cpuacct.usage ]]; then ns=$(<"$1/cpuacct.usage"); else ns=$(( $(awk '$1 == "usage_usec" {print $2}' "$1/cpu.stat") * 1000 )); fi
+  rmdir "$1" 2>/dev/null
+  echo " $(( ns / 1000000000 )) CPU-s"
+}
+
 # worker: runs the next entry of the queue until none is left, in the package's directory;
 # its output in $logs/NAME, ending with a line as go test prints it, its status in
 # $logs/NAME.status.
 worker() {
-  local n w pkg name run skip t0 rc
+  local n w pkg name run skip t0 rc cg
   local -a skip_flags
   while n=$(flock "$queue.lock" bash -c 'n=$(<"$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$queue.next") &&
     IFS=$'\t' read -r w pkg name run skip < <(sed -n "$((n + 1))p" "$queue"); do
     skip_flags=()
     [[ $skip == - ]] || skip_flags=(-test.skip "$skip")
     t0=$(date +%s)
-    (cd "$pkg" && "$bins/$(basename "$pkg").test" -test.run "$run" "${skip_flags[@]}" "${test_flags[@]}") >"$logs/$name" 2>&1
+    cg=$(cpu_group "$name")
+    (
+      [[ -z $cg ]] || echo "$BASHPID" >"$cg/cgroup.procs"
+      cd "$pkg" && exec "$bins/$(basename "$pkg").test" -test.run "$run" "${skip_flags[@]}" "${test_flags[@]}"
+    ) >"$logs/$name" 2>&1
     rc=$?
     echo "$rc" >"$logs/$name.status"
     (( rc == 0 )) && echo -n "ok  " >>"$logs/$name" || echo -n "FAIL" >>"$logs/$name"
-    echo "	${import_path[$pkg]} [$name]	$(( $(date +%s) - t0 ))s" >>"$logs/$name"
+    echo "	${import_path[$pkg]} [$name]	$(( $(date +%s) - t0 ))s${cg:+$(cpu_seconds "$cg")}" >>"$logs/$name"
   done
 }
 
@@ -144,8 +167,17 @@ if [[ -n ${TEST_DRY_RUN:-} ]]; then
 fi
 t0=$(date +%s)
 for ((i = 0; i < workers; i++)); do worker & done
-# shellcheck disable=SC2086
-{ "$go" test "${build_flags[@]}" "${test_flags[@]/#-test./-}" ${user_run:+-run "$user_run"} $rest >"$logs/rest" 2>&1; echo $? >"$logs/rest.status"; } &
+# go vet ran before, in make check (a superset of the checks go test runs): not again here.
+cg=$(cpu_group rest)
+{
+  (
+    [[ -z $cg ]] || echo "$BASHPID" >"$cg/cgroup.procs"
+    # shellcheck disable=SC2086
+    exec "$go" test -vet=off "${build_flags[@]}" "${test_flags[@]/#-test./-}" ${user_run:+-run "$user_run"} $rest
+  ) >"$logs/rest" 2>&1
+  echo $? >"$logs/rest.status"
+  [[ -z $cg ]] || echo "rest: go test of the other packages:$(cpu_seconds "$cg")" >>"$logs/rest"
+} &
 wait
 
 status=0
@@ -155,6 +187,10 @@ for j in "${jobs[@]}"; do
   (( $(cat "$logs/$j.status") == 0 )) || status=1
 done
 echo "gotest: ${#jobs[@]} test runs ($workers workers beside go test of the other packages) finished in $(( $(date +%s) - t0 ))s, after building the tests"
+if [[ -n ${TEST_CPU:-} ]]; then
+  echo "gotest: CPU-seconds of each test run with the processes it started, most first:"
+  sed -nE 's/^(ok  |FAIL)\t\S+ \[(\S+)\]\t\S+ ([0-9]+) CPU-s$/\3\t\2/p; s/^rest: (.*): ([0-9]+) CPU-s$/\2\t\1/p' "$log" | sort -rn
+fi
 if (( status != 0 )); then
   echo
   echo "==== test summary: go test failed; whole output in $log ===="

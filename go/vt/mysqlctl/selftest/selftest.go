@@ -234,8 +234,8 @@ func (r *runner) startServer() (string, error) {
 	if r.store, err = openStore(cfg, r.shard); err != nil {
 		return "", fmt.Errorf("the storage %s: %w", cfg.Location(), err)
 	}
-	return fmt.Sprintf("%s, socket %s; from the host's option file: %s; backups into %s, %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile,
-		cmp.Or(taken, "nothing"), cfg.Location(), r.store.dir), nil
+	return fmt.Sprintf("%s, socket %s, %s; from the host's option file: %s; backups into %s, %s", r.srv.cnf.DataDir, r.srv.cnf.SocketFile,
+		r.srv.reach(), cmp.Or(taken, "nothing"), cfg.Location(), r.store.dir), nil
 }
 
 // hostSettings are the settings of the host's server that change the files

@@ -69,6 +69,7 @@ func TestSelfTestThroughTheStandIn(t *testing.T) {
 		}
 	}
 	assert.Contains(t, rep.Versions["tool"], "stand-in")
+	assert.Contains(t, stepOf(t, rep, "start a scratch server").Detail, ", no TCP port;")
 	assert.Contains(t, stepOf(t, rep, "load the data set").Detail, "DATA DIRECTORY")
 	assert.Equal(t, "no host option file given (--host-cnf), so no keyring is known", stepOf(t, rep, "an encrypted table").Detail)
 	left, _ := os.ReadDir(dir)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,8 +22,8 @@ import (
 )
 
 // scratchServer is a server laid out and initialised as a Vitess tablet's
-// (mysqlctl: its my.cnf, directories and init SQL), under its own root,
-// socket and port: the engine backs it up as it would a tablet's.
+// (mysqlctl: its my.cnf, directories and init SQL), under its own root and
+// socket, with no TCP port: the engine backs it up as it would a tablet's.
 type scratchServer struct {
 	root     string
 	external string // where the DATA DIRECTORY table lives
@@ -48,7 +47,10 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 	if err := os.Mkdir(external, 0o750); err != nil {
 		return nil, err
 	}
-	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\nloose-innodb_directories=" + external + "\n" + mysqldLines
+	// No TCP port at all (MySQL 8's X Plugin off too): the self-test reaches
+	// the server by its socket, nothing else on the host can reach it, and no
+	// port can clash with the host's own servers.
+	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\nskip-networking\nloose-mysqlx=0\nloose-innodb_directories=" + external + "\n" + mysqldLines
 	owner, err := testrestore.ServerUser(root)
 	if err != nil {
 		return nil, err
@@ -66,11 +68,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 	s := &scratchServer{root: root, external: external, uid: uint32(100 + rand.IntN(9000))}
 	socket := filepath.Join(root, fmt.Sprintf("vt_%010d", s.uid), "mysql.sock")
 	dbconfigs.GlobalDBConfigs.Socket = socket
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	if s.mysqld, s.cnf, err = mysqlctl.CreateMysqldAndMycnf(s.uid, socket, port, collations.MySQL8()); err != nil {
+	if s.mysqld, s.cnf, err = mysqlctl.CreateMysqldAndMycnf(s.uid, socket, 0, collations.MySQL8()); err != nil {
 		return nil, err
 	}
 	if err := s.mysqld.InitConfig(s.cnf); err != nil {
@@ -106,6 +104,19 @@ func (s *scratchServer) connect() error {
 	}
 	s.db = db
 	return db.Ping()
+}
+
+// reach says how the server can be reached besides its socket, as it says
+// itself: "no TCP port" when it listens on none, as it is configured to.
+func (s *scratchServer) reach() string {
+	var off int
+	if err := s.db.QueryRow("SELECT @@skip_networking").Scan(&off); err != nil {
+		return fmt.Sprintf("TCP unknown (%v)", err)
+	}
+	if off != 1 {
+		return fmt.Sprintf("TCP port %d", s.cnf.MysqlPort)
+	}
+	return "no TCP port"
 }
 
 // stop shuts the server down (a kill if that fails).
@@ -146,13 +157,4 @@ func writeInitSQL(ctx context.Context, root string) (string, error) {
 	}
 	p := filepath.Join(root, "init_db.sql")
 	return p, os.WriteFile(p, []byte(b.String()), 0o644)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

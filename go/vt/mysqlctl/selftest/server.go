@@ -47,9 +47,11 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 	if err := os.Mkdir(external, 0o750); err != nil {
 		return nil, err
 	}
-	// No TCP port at all (MySQL 8's X Plugin off too): the self-test reaches
-	// the server by its socket, nothing else on the host can reach it, and no
-	// port can clash with the host's own servers.
+	// No TCP port at all: the self-test reaches the server by its socket,
+	// nothing else on the host can reach it, and no port can clash with the
+	// host's own servers. MySQL 8's X Plugin (port 33060) is off with
+	// mysqlx=0 (MySQL 8.0/8.4 manual, 22.5.2 "Disabling X Plugin"; not run
+	// here); MariaDB has no such option, hence loose-.
 	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\nskip-networking\nloose-mysqlx=0\nloose-innodb_directories=" + external + "\n" + mysqldLines
 	owner, err := testrestore.ServerUser(root)
 	if err != nil {

@@ -69,10 +69,11 @@ re() { sed 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$1"; }
 # once more without them, so that one added since still runs. The tests that take a second
 # or two share one entry. With -run, the package once.
 units() {
-  local pkg=$1 base t k sub subs quick= nquick=0
+  local pkg=$1 base t k sub subs quick= nquick=0 tests
   base=$(basename "$pkg")
-  if [[ -n $user_run ]]; then
-    printf '1\t%s\t%s\t%s\t-\n' "$pkg" "$base" "$user_run"
+  # A binary that cannot list its tests runs whole, so that its failure shows.
+  if [[ -n $user_run ]] || ! tests=$("$bins/$base.test" -test.list '.' 2>/dev/null | grep -E '^(Test|Fuzz|Example)'); then
+    printf '1\t%s\t%s\t%s\t-\n' "$pkg" "$base" "${user_run:-.}"
     return
   fi
   while read -r t; do
@@ -91,7 +92,7 @@ units() {
     else
       printf '%s\t%s\t%s.%s\t^%s$\t-\n' "${weight[$pkg.$t]}" "$pkg" "$base" "$t" "$t"
     fi
-  done < <("$bins/$base.test" -test.list '.' 2>/dev/null | grep -E '^(Test|Fuzz|Example)')
+  done <<<"$tests"
   if [[ -n $quick ]]; then
     printf '%s\t%s\t%s.quick\t^(%s)$\t-\n' "$nquick" "$pkg" "$base" "$quick"
   fi
@@ -115,6 +116,14 @@ cpu_seconds() {
   echo " $(( ns / 1000000000 )) CPU-s"
 }
 
+# counted CG CMD...: CMD in place of this (sub)shell, counted in the cgroup CG, if any.
+counted() {
+  local cg=$1
+  shift
+  [[ -z $cg ]] || echo "$BASHPID" >"$cg/cgroup.procs"
+  exec "$@"
+}
+
 # worker: runs the next entry of the queue until none is left, in the package's directory;
 # its output in $logs/NAME, ending with a line as go test prints it, its status in
 # $logs/NAME.status.
@@ -127,10 +136,7 @@ worker() {
     [[ $skip == - ]] || skip_flags=(-test.skip "$skip")
     t0=$(date +%s)
     cg=$(cpu_group "$name")
-    (
-      [[ -z $cg ]] || echo "$BASHPID" >"$cg/cgroup.procs"
-      cd "$pkg" && exec "$bins/$(basename "$pkg").test" -test.run "$run" "${skip_flags[@]}" "${test_flags[@]}"
-    ) >"$logs/$name" 2>&1
+    (cd "$pkg" && counted "$cg" "$bins/$(basename "$pkg").test" -test.run "$run" "${skip_flags[@]}" "${test_flags[@]}") >"$logs/$name" 2>&1
     rc=$?
     echo "$rc" >"$logs/$name.status"
     (( rc == 0 )) && echo -n "ok  " >>"$logs/$name" || echo -n "FAIL" >>"$logs/$name"
@@ -170,11 +176,8 @@ for ((i = 0; i < workers; i++)); do worker & done
 # go vet ran before, in make check (a superset of the checks go test runs): not again here.
 cg=$(cpu_group rest)
 {
-  (
-    [[ -z $cg ]] || echo "$BASHPID" >"$cg/cgroup.procs"
-    # shellcheck disable=SC2086
-    exec "$go" test -vet=off "${build_flags[@]}" "${test_flags[@]/#-test./-}" ${user_run:+-run "$user_run"} $rest
-  ) >"$logs/rest" 2>&1
+  # shellcheck disable=SC2086
+  (counted "$cg" "$go" test -vet=off "${build_flags[@]}" "${test_flags[@]/#-test./-}" ${user_run:+-run "$user_run"} $rest) >"$logs/rest" 2>&1
   echo $? >"$logs/rest.status"
   [[ -z $cg ]] || echo "rest: go test of the other packages:$(cpu_seconds "$cg")" >>"$logs/rest"
 } &

@@ -414,7 +414,6 @@ func (p *page) targetTable() {
 // phaseTables: the fifo engine's own per-phase table of the last repeat of
 // each fifo run.
 func (p *page) phaseTables(gs map[string]*group, order []string) {
-	// Per-phase tables of the last fifo runs: where the time goes.
 	p.w("## Where the time goes (the fifo engine's own per-phase table, last repeat)\n\nSeconds are busy time summed over lanes; `Source:Read` on " +
 		"backup is time waiting for the tool.\n\n")
 	for _, k := range order {

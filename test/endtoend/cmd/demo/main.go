@@ -152,26 +152,28 @@ func (d *demo) startCluster() error {
 	return err
 }
 
-// engine is the fifo engine as the demo's tablets run it.
-func (d *demo) engine() cluster.Engine {
-	return cluster.Engine{Name: "fifo", Flags: []string{
+// tablet starts a tablet of the fifo engine as the demo runs it: mysqlctl
+// init, then vttablet with opts.
+func (d *demo) tablet(uid int, opts cluster.StartOptions) (*cluster.Tablet, error) {
+	t, err := d.c.NewTablet(uid)
+	if err != nil {
+		return nil, err
+	}
+	t.Engine = cluster.Engine{Name: "fifo", Flags: []string{
 		"--fifo-backup-tool-path=" + filepath.Join(d.c.XtrabackupRoot, "xtrabackup"),
 		"--fifo-backup-tool-flavor=mariabackup",
 		"--fifo-backup-lanes=2",
 		"--fifo-backup-parallel=2",
 	}}
+	if err := t.InitMySQL(d.ctx); err != nil {
+		return t, err
+	}
+	return t, t.Start(d.ctx, opts)
 }
 
 func (d *demo) startPrimary() error {
 	var err error
-	if d.primary, err = d.c.NewTablet(100); err != nil {
-		return err
-	}
-	d.primary.Engine = d.engine()
-	if err := d.primary.InitMySQL(d.ctx); err != nil {
-		return err
-	}
-	if err := d.primary.Start(d.ctx, cluster.StartOptions{}); err != nil {
+	if d.primary, err = d.tablet(100, cluster.StartOptions{}); err != nil {
 		return err
 	}
 	if _, err := d.c.Vtctldclient(d.ctx, "InitShardPrimary", "--force", d.c.Keyspace+"/"+d.c.Shard, d.primary.Alias); err != nil {
@@ -219,14 +221,7 @@ func (d *demo) showList() {
 
 func (d *demo) restore() error {
 	var err error
-	if d.restored, err = d.c.NewTablet(101); err != nil {
-		return err
-	}
-	d.restored.Engine = d.engine()
-	if err := d.restored.InitMySQL(d.ctx); err != nil {
-		return err
-	}
-	if err := d.restored.Start(d.ctx, cluster.StartOptions{RestoreFromBackup: true}); err != nil {
+	if d.restored, err = d.tablet(101, cluster.StartOptions{RestoreFromBackup: true}); err != nil {
 		return err
 	}
 	d.restoreStats = statsOf(d.ctx, d.restored, "Restore")

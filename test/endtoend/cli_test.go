@@ -91,7 +91,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			Verification json.RawMessage
 		}
 		out := vtfifo(t, 0, "ls", "--json")
-		if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &infos); err != nil {
+		if err := decodeJSON(out, "[", &infos); err != nil {
 			t.Fatalf("vtfifo ls --json: %v\n%s", err, out)
 		}
 		m := map[string]json.RawMessage{}
@@ -126,7 +126,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			Stored      string
 			Quarantined bool
 		}
-		if i := strings.Index(out, "{\n  \"record\""); i < 0 || json.Unmarshal([]byte(out[i:]), &result) != nil ||
+		if decodeJSON(out, "{\n  \"record\"", &result) != nil ||
 			result.Record.Outcome != "passed" || result.Record.Backup != c.Keyspace+"/"+c.Shard+"/"+name ||
 			result.Stored != "stored beside the backup" || result.Quarantined {
 			t.Fatalf("test-restore --json: %+v\n%s", result, out)
@@ -223,7 +223,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 				Check                     string
 			}
 		}
-		if i := strings.Index(out, "{\n  \"backup\""); i < 0 || json.Unmarshal([]byte(out[i:]), &res) != nil || len(res.Tables) != 1 ||
+		if decodeJSON(out, "{\n  \"backup\"", &res) != nil || len(res.Tables) != 1 ||
 			res.Tables[0].Table != db+".metrics_part" || res.Tables[0].ImportedAs != db+".metrics_restored" ||
 			res.Tables[0].Rows != before["metrics_part"].Rows || res.Tables[0].Check != "OK" || !strings.HasSuffix(res.Tables[0].Definition, ".sql") {
 			t.Fatalf("restore-table --json: %+v\n%s", res, out)
@@ -315,7 +315,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			Backup, Target, Tool string
 			Files                int
 		}
-		if i := strings.Index(out, "{\n  \"backup\""); i < 0 || json.Unmarshal([]byte(out[i:]), &restored) != nil ||
+		if decodeJSON(out, "{\n  \"backup\"", &restored) != nil ||
 			restored.Backup != c.Keyspace+"/"+c.Shard+"/"+name || restored.Target != extracted || restored.Files < 10 || restored.Tool != "" {
 			t.Fatalf("restore --json (extracted, not prepared): %+v\n%s", restored, out)
 		}
@@ -427,7 +427,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 				Copy                struct{ Objects, Copied int }
 				SourceRemoved       bool `json:"source_removed"`
 			}
-			if i := strings.Index(out, "{\n  \"backup\""); i < 0 || json.Unmarshal([]byte(out[i:]), &copied) != nil ||
+			if decodeJSON(out, "{\n  \"backup\"", &copied) != nil ||
 				copied.Destination != dr || copied.Copy.Objects == 0 || copied.Copy.Copied != copied.Copy.Objects || copied.SourceRemoved {
 				t.Fatalf("copy --json (local to local): %+v\n%s", copied, out)
 			}
@@ -504,7 +504,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			StoredBytes int64
 		}
 		lsOut := vtfifo(t, 0, "ls", "--json")
-		must(t, json.Unmarshal([]byte(lsOut[strings.Index(lsOut, "["):]), &infos))
+		must(t, decodeJSON(lsOut, "[", &infos))
 		var stored int64
 		for _, i := range infos {
 			if i.Name == name {

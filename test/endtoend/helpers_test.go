@@ -2,8 +2,11 @@ package endtoend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +69,15 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// decodeJSON decodes into v the JSON value of out that starts with start:
+// vtfifo --json prints it alone on stdout, and its log lines on stderr may
+// come before or after it in the output the cluster keeps of both.
+func decodeJSON(out, start string, v any) error {
+	i := strings.Index(out, start)
+	if i < 0 {
+		return fmt.Errorf("no %q in the output", start)
+	}
+	return json.NewDecoder(strings.NewReader(out[i:])).Decode(v)
 }

@@ -123,9 +123,12 @@ func (c *Cluster) run(ctx context.Context, name string, env []string, bin string
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = c.Root
 	cmd.Env = append(c.baseEnv(), env...)
+	// One writer for both: exec then gives the process one pipe, so out holds
+	// its stdout and stderr in the order it wrote them, copied by one goroutine
+	// (two writers are two pipes read at once, in any order, into one Builder).
 	var out strings.Builder
-	cmd.Stdout = &teeWriter{&out, f}
-	cmd.Stderr = &teeWriter{&out, f}
+	w := &teeWriter{&out, f}
+	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = c.user.sysProcAttr()
 	cmd.WaitDelay = 10 * time.Second
 	err = cmd.Run()

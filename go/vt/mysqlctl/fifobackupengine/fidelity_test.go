@@ -139,10 +139,11 @@ func TestPrepareNamesByVersion(t *testing.T) {
 	assert.Equal(t, []string{"--defaults-file=/t/backup-my.cnf", "--prepare", "--target-dir=/t", "--incremental-dir=/d"}, args[:4],
 		"mariabackup's prepare reads the encryption plugin's settings from the backup's own option file")
 	assert.NotContains(t, strings.Join(args, " "), "--check-tables")
-	step.DefaultsFile = "/vt/my.cnf"
+	step.DefaultsFile = "/t.prepare.cnf"
 	args, err = maria.prepareArgs(&cfg, step)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"--defaults-file=/vt/my.cnf", "--defaults-extra-file=/t/backup-my.cnf", "--prepare"}, args[:3])
+	assert.Equal(t, []string{"--defaults-file=/t.prepare.cnf", "--prepare"}, args[:2],
+		"one option file, no --defaults-extra-file (mysys ignores it beside a --defaults-file)")
 }
 
 // TestStreamFilesRefuseToolTransformedFiles: a file the tool compressed or

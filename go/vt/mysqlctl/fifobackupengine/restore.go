@@ -88,8 +88,11 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := r.checkTool(tool); err != nil {
 		return err
 	}
-	// So is every backup of its chain.
+	// So is every backup of its chain, and the keys they need.
 	if err := r.resolveChain(ctx); err != nil {
+		return err
+	}
+	if err := checkRestoreKeys(r.chain, cnf.Path, r.logger); err != nil {
 		return err
 	}
 
@@ -287,6 +290,15 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 		return err
 	}
 	step.OpenFiles = openFiles
+	var fileSecrets []string
+	if tool.Flavor == FlavorMariabackup && step.DefaultsFile != "" {
+		optionFile, secrets, remove, err := writePrepareOptionFile(step.DefaultsFile, step.TargetDir)
+		if err != nil {
+			return err
+		}
+		defer remove()
+		step.DefaultsFile, fileSecrets = optionFile, secrets
+	}
 	args, err := tool.prepareArgs(&r.cfg, step)
 	if err != nil {
 		return err
@@ -294,7 +306,7 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	r.logger.Infof("fifo restore: running %s %s", tool.Path, strings.Join(redactArgs(args), " "))
 	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)
 	_, secrets := redactSecrets(args)
-	out.hide(secrets...)
+	out.hide(append(secrets, fileSecrets...)...)
 	cmd := newToolCommand(ctx, tool.Path, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out

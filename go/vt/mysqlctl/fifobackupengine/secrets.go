@@ -14,8 +14,9 @@ import (
 // secretWords mark a long flag whose value is a secret: --password and its
 // abbreviations and typos the tool echoes back ("unknown variable
 // 'pass=...'"), --*pwd*, and the tools' key flags (Percona's
-// --encrypt-key, --transition-key). A name ending in "-file" holds a path.
-var secretWords = []string{"pass", "pasw", "pwd", "secret", "token", "encrypt-key", "transition-key"}
+// --encrypt-key, --transition-key; MariaDB's file_key_management_filekey).
+// A name ending in "-file" holds a path.
+var secretWords = []string{"pass", "pasw", "pwd", "secret", "token", "encrypt-key", "transition-key", "filekey"}
 
 // isSecretFlag reports whether a flag name (without "=value") takes a
 // secret value: "-p" or a long flag named with one of secretWords.

@@ -228,8 +228,10 @@ func parallel(cfg *Config, source string) int {
 // prepareStep is one --prepare of a restore: a full backup, or one delta of
 // a chain applied to it.
 type prepareStep struct {
-	// DefaultsFile is the tool's --defaults-file; empty reads no option file
-	// (the tool still reads the backup's own backup-my.cnf).
+	// DefaultsFile is the tool's --defaults-file: the host's option file, or
+	// for mariabackup the one composed from it and the backup's own
+	// (keysettings.go); empty reads no option file but, for mariabackup,
+	// backup-my.cnf.
 	DefaultsFile string
 	TargetDir    string
 	// OpenFiles as in backupArgs (0: not passed): applying the redo opens
@@ -309,22 +311,15 @@ func (t *backupTool) prepareNames() prepareNames {
 func (t *backupTool) hasCheckTables() bool { return t.since(checkTablesSince84, checkTablesSince97) }
 
 // prepareDefaults are the option files a --prepare reads: step.DefaultsFile
-// or none, and for mariabackup the backup's own backup-my.cnf after it.
-// mariabackup's backup writes there the encryption plugin's settings
-// (plugin_dir and the plugin's variables, encryption_plugin.cc:
-// encryption_plugin_backup_init), and its prepare takes them only from the
-// option files it reads: without them it cannot load the plugin, and the
-// prepare of an encrypted table's redo fails ("Encryption key is not
-// found") on every restore.
+// (for mariabackup the file writePrepareOptionFile composed, which holds the
+// backup's backup-my.cnf), else for mariabackup the backup's backup-my.cnf
+// alone, else none.
 func (t *backupTool) prepareDefaults(step prepareStep) []string {
-	backupCnf := filepath.Join(step.TargetDir, "backup-my.cnf")
 	switch {
-	case t.Flavor == FlavorMariabackup && step.DefaultsFile != "":
-		return []string{"--defaults-file=" + step.DefaultsFile, "--defaults-extra-file=" + backupCnf}
-	case t.Flavor == FlavorMariabackup:
-		return []string{"--defaults-file=" + backupCnf}
 	case step.DefaultsFile != "":
 		return []string{"--defaults-file=" + step.DefaultsFile}
+	case t.Flavor == FlavorMariabackup:
+		return []string{"--defaults-file=" + filepath.Join(step.TargetDir, "backup-my.cnf")}
 	}
 	return []string{"--no-defaults"}
 }

@@ -413,11 +413,17 @@ func (s *server) args(opts Options) ([]string, error) {
 			args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+v)
 		}
 	}
-	if opts := encryptionPluginOptions(cnf); s.mariadb && len(opts) > 0 {
+	// The backup's encryption plugin with the restoring host's keys
+	// (Restore.DefaultsFile), as its prepare read them.
+	keys, err := fifobackupengine.KeySettings(filepath.Join(s.dataDir, "backup-my.cnf"), opts.Restore.DefaultsFile)
+	if err != nil {
+		return nil, err
+	}
+	if s.mariadb && len(keys) > 0 {
 		// An option file, not arguments: the plugin's variables may hold
 		// a key (file_key_management_filekey), which /proc shows in argv.
 		p := filepath.Join(s.dir, "encryption.cnf")
-		if err := os.WriteFile(p, []byte("[mysqld]\n"+strings.Join(opts, "\n")+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(p, []byte("[mysqld]\n"+strings.Join(keys, "\n")+"\n"), 0o600); err != nil {
 			return nil, err
 		}
 		if s.runAs != nil {
@@ -431,33 +437,6 @@ func (s *server) args(opts Options) ([]string, error) {
 		args = append(args, "--user="+s.runAs.Username)
 	}
 	return append(args, opts.MysqldFlags...), nil
-}
-
-// encryptionPluginOptions load the encryption plugin that mariabackup found
-// on the source server and wrote into backup-my.cnf (plugin_load, plugin_dir
-// and the plugin's own variables: encryption_plugin.cc), so encrypted tables
-// of the backup can be read; none when the source had none.
-func encryptionPluginOptions(cnf map[string]string) []string {
-	load := cnf["plugin_load"]
-	if load == "" {
-		return nil
-	}
-	name, _, _ := strings.Cut(load, "=")
-	opts := []string{"plugin_load_add=" + load}
-	if dir := cnf["plugin_dir"]; dir != "" {
-		opts = append(opts, "plugin_dir="+dir)
-	}
-	keys := make([]string, 0, len(cnf))
-	for k := range cnf {
-		if strings.HasPrefix(k, name+"_") || k == "innodb_encrypt_log" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		opts = append(opts, k+"="+cnf[k])
-	}
-	return opts
 }
 
 // readBackupCnf reads the [mysqld] options of the tool's backup-my.cnf.

@@ -1,0 +1,157 @@
+package fifobackupengine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// What a prepare of a MariaDB backup, or a server started on its files,
+// reads to decrypt it is decided here, once, from how the tools read option
+// files (mysys): a --defaults-file is the only file read (a
+// --defaults-extra-file beside it is ignored), !include inside it is
+// followed, and the last value of an option wins.
+//
+//   - The backup's own settings come from its backup-my.cnf: mariabackup
+//     wrote there the source server's page size, undo and checksum settings,
+//     and its encryption plugin (plugin_load, plugin_dir, the plugin's
+//     variables: encryption_plugin.cc, encryption_plugin_backup_init).
+//   - The restoring host's own settings come from its option file (the
+//     tablet's my.cnf, vtfifo's --defaults-file): where its plugin library is
+//     (plugin_dir) and where its keys are (the plugin's variables, such as
+//     file_key_management_filename): on another host the key file may be
+//     elsewhere than on the source.
+//
+// The host's key settings win over the backup's; the backup's server
+// settings win over the host's.
+
+// KeySettings returns the [mysqld] option lines (name=value) that load the
+// encryption plugin a MariaDB backup was taken with, from its backup-my.cnf
+// (backupCnf), with the restoring host's own plugin_dir and plugin variables
+// from hostCnf (may be empty) over the backup's; none when the backup names
+// no encryption plugin.
+func KeySettings(backupCnf, hostCnf string) ([]string, error) {
+	backup, err := readOptionFile(backupCnf)
+	if err != nil {
+		return nil, err
+	}
+	backup = inGroups(backup, serverOptionGroups)
+	load := lastValues(backup, "plugin_load")["plugin_load"]
+	if load == "" {
+		return nil, nil
+	}
+	plugin, _, _ := strings.Cut(load, "=")
+	ours := func(name string) bool {
+		return strings.HasPrefix(name, strings.ReplaceAll(plugin, "_", "-")+"-") || name == "plugin-dir"
+	}
+	values := map[string]string{"plugin-load-add": load}
+	order := []string{"plugin-load-add"}
+	set := func(lines []optionLine, keep func(string) bool) {
+		for _, l := range lines {
+			if l.Off || !keep(l.Name) {
+				continue
+			}
+			if _, seen := values[l.Name]; !seen {
+				order = append(order, l.Name)
+			}
+			values[l.Name] = l.Value
+		}
+	}
+	set(backup, func(name string) bool { return ours(name) || name == "innodb-encrypt-log" })
+	if hostCnf != "" {
+		host, err := readOptionFile(hostCnf)
+		if err != nil {
+			return nil, err
+		}
+		set(inGroups(host, serverOptionGroups), ours)
+	}
+	out := make([]string, 0, len(order))
+	for _, name := range order {
+		out = append(out, name+"="+quoteOptionValue(values[name]))
+	}
+	return out, nil
+}
+
+// quoteOptionValue writes a value back as mysys reads it.
+func quoteOptionValue(v string) string {
+	if v == "" || !strings.ContainsAny(v, " \t#;'\"") {
+		return v
+	}
+	return `"` + v + `"`
+}
+
+// optionFileSecrets are the values of the options in the files that are
+// secrets (isSecretFlag): the tool echoes its plugin's parameters into its
+// output ("Encryption plugin parameter : '--file_key_management_filekey=...'").
+func optionFileSecrets(paths ...string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		lines, err := readOptionFile(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range lines {
+			if isSecretFlag("--"+l.Name) && len(l.Value) >= minSecretLen {
+				out = append(out, l.Value)
+			}
+		}
+	}
+	return out, nil
+}
+
+// prepareOptionFilePrefix names the option file a mariabackup --prepare reads,
+// beside its target directory (never in it: the target's files move into the
+// data directory).
+const prepareOptionFilePrefix = ".vtfifo-prepare-"
+
+// writePrepareOptionFile writes the one option file a mariabackup --prepare
+// of target reads (see KeySettings): the host's option file included, the
+// backup's backup-my.cnf over it, the host's key settings over that. It
+// returns the file, the secrets the tool may echo, and a function that
+// removes the file.
+func writePrepareOptionFile(hostCnf, target string) (path string, secrets []string, remove func(), err error) {
+	backupCnf := filepath.Join(target, "backup-my.cnf")
+	backup, err := os.ReadFile(backupCnf)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("the backup has no readable backup-my.cnf: %w", err)
+	}
+	keys, err := KeySettings(backupCnf, hostCnf)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if secrets, err = optionFileSecrets(backupCnf, hostCnf); err != nil {
+		return "", nil, nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# vtfifo: the options of one prepare of %s: the restoring host's option file, the backup's own\n", target)
+	b.WriteString("# settings (backup-my.cnf) over it, the host's encryption key settings over those.\n")
+	if hostCnf != "" {
+		abs, err := filepath.Abs(hostCnf)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		fmt.Fprintf(&b, "!include %s\n", abs)
+	}
+	b.Write(backup)
+	if len(keys) > 0 {
+		b.WriteString("\n[mysqld]\n" + strings.Join(keys, "\n") + "\n")
+	}
+	f, err := os.CreateTemp(filepath.Dir(filepath.Clean(target)), prepareOptionFilePrefix+"*.cnf")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("cannot write the prepare's option file: %w", err)
+	}
+	remove = func() { os.Remove(f.Name()) }
+	_, err = f.WriteString(b.String())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		remove()
+		return "", nil, nil, fmt.Errorf("cannot write the prepare's option file: %w", err)
+	}
+	return f.Name(), secrets, remove, nil
+}

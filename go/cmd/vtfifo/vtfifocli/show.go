@@ -153,6 +153,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Source", m.Source},
 		{"Compression", compression},
 		{"Encryption", encryption(rep.EncryptionKeyID)},
+		{"Server encryption", m.ServerEncryption.String()},
 		{"Size", fmt.Sprintf("%s from the tool, %s stored", humanize.IBytes(uint64(m.RawBytes)), humanize.IBytes(uint64(m.StoredBytes)))},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])

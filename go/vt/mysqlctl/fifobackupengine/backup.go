@@ -113,6 +113,12 @@ func (b *backupRun) execute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.mariadb {
+		// After the tool: the key ids of tablespaces made during the backup too.
+		if m.ServerEncryption, err = readServerEncryption(ctx, b.query, readKeyFile, b.logger); err != nil {
+			return vterrors.Wrap(err, "cannot read the server's encryption settings, which the MANIFEST records")
+		}
+	}
 	if ix := b.laneIndex(); ix != nil {
 		if err := writeLaneIndex(ctx, b.bh, ix); err != nil {
 			return err

@@ -85,6 +85,10 @@ type Manifest struct {
 	// Lineage names the life of the data directory it was taken from
 	// (lineage.go): a delta is only taken against a backup of the same.
 	Lineage string `json:",omitempty"`
+
+	// ServerEncryption is the server's own data-at-rest encryption
+	// (serverencryption.go); nil when it had no encryption plugin.
+	ServerEncryption *ServerEncryption `json:",omitempty"`
 }
 
 // isDelta reports whether the backup is an incremental one.

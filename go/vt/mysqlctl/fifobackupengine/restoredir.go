@@ -123,6 +123,11 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if err := run.resolveChain(ctx); err != nil {
 		return rep, err
 	}
+	if opts.Prepare {
+		if err := checkRestoreKeys(run.chain, opts.DefaultsFile, opts.Logger); err != nil {
+			return rep, err
+		}
+	}
 	if len(run.chain) > 1 && !opts.Prepare {
 		return rep, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the "+
 			"tool has applied its chain %v; restore it with prepare", m.BackupName, m.BaseBackup, chainNames(run.chain))

@@ -62,7 +62,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	start := time.Now()
 	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
-		Config: cfg, Prepare: true, Tables: patterns, Logger: s.logger,
+		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger,
 		OnManifest: p.setLanes, OnRead: p.addLane, OnPhase: p.phase,
 	})
 	p.stop()
@@ -88,7 +88,7 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 	out.printf("backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
 		out.Backup, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
 		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), took, rep.Tool, out.Target)
-	defs, ok := definitions(s, out.Target, rep.Tables, f.mysqldPath, out)
+	defs, ok := definitions(s, out.Target, rep.Tables, f, out)
 	if !ok {
 		return 1
 	}
@@ -97,7 +97,43 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 			"--into-mysql/--into-tablet)\n", len(rep.Tables), out.Target)
 		return 0
 	}
+	if err := fifobackupengine.CheckImportKeys(s.ctx, textRows(live), rep.Manifest, out.Target, rep.Tables); err != nil {
+		fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
+		return 1
+	}
 	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: f.unreplicated}, out)
+}
+
+// textRows runs a query on db and reads every column as text.
+func textRows(db *sql.DB) func(ctx context.Context, q string) ([][]string, error) {
+	return func(ctx context.Context, q string) ([][]string, error) {
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			return nil, err
+		}
+		var out [][]string
+		for rows.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				return nil, err
+			}
+			row := make([]string, len(cols))
+			for i, v := range vals {
+				row[i] = v.String
+			}
+			out = append(out, row)
+		}
+		return out, rows.Err()
+	}
 }
 
 // RestoreTableResult is what restore-table did (--json prints it).
@@ -156,6 +192,7 @@ type restoreTableFlags struct {
 	tables                    []string
 	targetDir, as, mysqldPath string
 	intoMySQL, intoTablet     string
+	defaultsFile              string
 	user                      string
 	unreplicated              bool
 	json                      bool
@@ -168,6 +205,9 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 	fs.StringVar(&f.as, "as", "", "import the one table under this name, db.table (default: its own name)")
 	fs.StringVar(&f.intoMySQL, "into-mysql", "", "import into the server at this Unix socket (on this host)")
 	fs.StringVar(&f.intoTablet, "into-tablet", "", "import into the mysqld of this tablet alias on this host (its socket from $VTDATAROOT/vt_<uid>/my.cnf)")
+	fs.StringVar(&f.defaultsFile, "defaults-file", "", "the restoring host's option file: where its encryption plugin and keys are (plugin_dir, "+
+		"file_key_management_filename in [mysqld]), which the prepare and the throwaway server take over the backup's own (default: the "+
+		"--into-tablet's my.cnf; else the backup's, the source server's paths)")
 	fs.StringVar(&f.user, "mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
 	fs.BoolVar(&f.unreplicated, "unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not "+
 		"replicated, it is meant for that server only (default: such a server is refused)")
@@ -200,8 +240,12 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 			}
 		}
 		if f.intoTablet != "" {
-			if _, err := topoproto.ParseTabletAlias(f.intoTablet); err != nil {
+			a, err := topoproto.ParseTabletAlias(f.intoTablet)
+			if err != nil {
 				return fmt.Errorf("invalid value %q for --into-tablet: allowed values are tablet aliases such as zone1-0000000100: %v", f.intoTablet, err)
+			}
+			if f.defaultsFile == "" {
+				f.defaultsFile = mysqlctl.MycnfFile(a.Uid)
 			}
 		}
 		return nil
@@ -282,12 +326,13 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 // movable, and writes each definition as db/table.sql, marked NOT
 // IMPORTABLE where an import would harm the server. ok is false, with
 // FAIL lines on stdout, when a table cannot be imported.
-func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, mysqldPath string, out *tableOutput) (defs map[string]string, ok bool) {
+func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, f restoreTableFlags, out *tableOutput) (defs map[string]string, ok bool) {
 	names := make([][2]string, len(tables))
 	for i, t := range tables {
 		names[i] = [2]string{t.DB, t.Table}
 	}
-	defs, _, err := testrestore.Definitions(s.ctx, dir, names, testrestore.Options{MysqldPath: mysqldPath, Logger: s.logger})
+	defs, _, err := testrestore.Definitions(s.ctx, dir, names, testrestore.Options{MysqldPath: f.mysqldPath, Logger: s.logger,
+		Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: f.defaultsFile}})
 	if err != nil {
 		fmt.Fprintf(s.o.notes, "FAIL: reading the tables' definitions from the restored files: %s\n", errText(err))
 		return nil, false

@@ -2,6 +2,7 @@ package testrestore
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ type Flags struct {
 	scratch     string
 	mysqld      string
 	mysqldFlags string
+	defaults    string
 	bufferPool  int64
 	timeout     time.Duration
 	parsed      []string
@@ -37,12 +39,15 @@ func (f *Flags) Register(fs *pflag.FlagSet, prefix string) {
 		"$VT_MYSQL_ROOT, in PATH and /usr/sbin")
 	fs.StringVar(&f.mysqldFlags, prefix+"mysqld-flags", "", "extra flags for the test restore's throwaway mysqld, split like a shell would (e.g. "+
 		"--lower-case-table-names=1)")
+	fs.StringVar(&f.defaults, prefix+"defaults-file", "", "the restoring host's option file: where its encryption plugin and keys are "+
+		"(plugin_dir, file_key_management_filename in [mysqld]), which the prepare and the throwaway mysqld take over the backup's own; "+
+		"empty: the backup's (the source server's paths)")
 	fs.Var(flagvalue.Size{P: &f.bufferPool, Allowed: allowedBufferPool}, prefix+"buffer-pool-size", "the test restore's mysqld --innodb-buffer-pool-size")
 	fs.Var(flagvalue.Duration{P: &f.timeout, Allowed: allowedStartTimeout}, prefix+"start-timeout", "how long the test restore's mysqld may take to "+
 		"start on the restored files (crash recovery included)")
 	for name, allowed := range map[string]string{
 		"buffer-pool-size": allowedBufferPool, "start-timeout": allowedStartTimeout,
-		"scratch-dir": allowedScratch, "mysqld-flags": allowedMysqldFlags,
+		"scratch-dir": allowedScratch, "mysqld-flags": allowedMysqldFlags, "defaults-file": allowedDefaults,
 	} {
 		flagvalue.Document(prefix+name, allowed)
 	}
@@ -54,6 +59,7 @@ const (
 	allowedStartTimeout = "1s or more"
 	allowedScratch      = "an absolute directory path"
 	allowedMysqldFlags  = "flags that each start with --, split like a shell would"
+	allowedDefaults     = "a readable option file"
 )
 
 // Validate checks the parsed values; an error names the flag and what it
@@ -70,6 +76,11 @@ func (f *Flags) Validate() error {
 	}
 	if f.scratch != "" && !filepath.IsAbs(f.scratch) {
 		return bad("scratch-dir", f.scratch, allowedScratch)
+	}
+	if f.defaults != "" {
+		if _, err := os.ReadFile(f.defaults); err != nil {
+			return bad("defaults-file", f.defaults, allowedDefaults+" ("+err.Error()+")")
+		}
 	}
 	flags, err := shlex.Split(f.mysqldFlags)
 	if err != nil {
@@ -88,7 +99,7 @@ func (f *Flags) Validate() error {
 // the engine's flags (compression, lanes, tool).
 func (f *Flags) Options(logger logutil.Logger) Options {
 	return Options{
-		Restore:       fifobackupengine.RestoreDirOptions{Config: fifobackupengine.FlagConfig()},
+		Restore:       fifobackupengine.RestoreDirOptions{Config: fifobackupengine.FlagConfig(), DefaultsFile: f.defaults},
 		ScratchParent: f.scratch,
 		MysqldPath:    f.mysqld,
 		MysqldFlags:   f.parsed,

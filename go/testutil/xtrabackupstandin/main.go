@@ -41,7 +41,8 @@
 //   - anything else (--prepare, ...) runs mariabackup with the same flags,
 //     less --apply-log-only (Percona's rule for a chain's prepares but the
 //     last): mariabackup 10.2+ has no such option, its prepare
-//     never rolls back.
+//     never rolls back; a prepare reads the backup's backup-my.cnf in place
+//     of its --defaults-file (preparesFromBackupCnf).
 //
 // What it does not prove: that the byte's value, Percona's redo copying, its
 // file set (MySQL 8's #innodb_redo, undo tablespaces, xtrabackup_tablespaces)
@@ -72,6 +73,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -242,11 +244,33 @@ func parseArgs(args []string, asMaria bool) (standinArgs, error) {
 		}
 		o.passed = append(o.passed, a)
 	}
+	if !o.backup && !asMaria {
+		preparesFromBackupCnf(o.passed)
+	}
 	if o.backup {
 		o.passed = append(o.passed, fmt.Sprintf("--parallel=%d", max(parallel, o.fifoStreams)))
 		o.passed = append(o.passed, strings.Fields(os.Getenv("XTRABACKUP_STANDIN_EXTRA_ARGS"))...)
 	}
 	return o, nil
+}
+
+// preparesFromBackupCnf has a prepare read the backup's backup-my.cnf in
+// place of the given --defaults-file, as Percona's prepare takes the server's
+// settings from there (the host's file gives it its keyring, which the
+// mariabackup data behind the stand-in has none of): mariabackup would take
+// the host's [mysqld] user= into the server it starts for --export.
+func preparesFromBackupCnf(args []string) {
+	target := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--target-dir="); ok {
+			target = v
+		}
+	}
+	for i, a := range args {
+		if strings.HasPrefix(a, "--defaults-file=") && target != "" && slices.Contains(args, "--prepare") {
+			args[i] = "--defaults-file=" + filepath.Join(target, "backup-my.cnf")
+		}
+	}
 }
 
 func passThrough(bin string, args []string) error {

@@ -47,6 +47,9 @@ type Options struct {
 	PrepareStorage func(c *Cluster) (Storage, error)
 	// Engine is the tablets' default backup engine (--backup-engine-implementation).
 	Engine Engine
+	// MysqldLines are more [mysqld] lines for every mysqld the cluster's
+	// processes start (tablets, vtbackup), through EXTRA_MY_CNF.
+	MysqldLines string
 	// Root is the directory everything goes under; default: a new temp dir.
 	Root string
 	// Logf receives progress lines (testing.T.Logf or a printer); may be nil.
@@ -241,7 +244,7 @@ func (c *Cluster) layOut() error {
 	if c.user != nil {
 		extra += "user=" + c.user.name + "\n"
 	}
-	extra += "innodb_buffer_pool_size=64M\ninnodb_log_file_size=48M\nperformance_schema=OFF\n" + tabletdb.TestDurability
+	extra += "innodb_buffer_pool_size=64M\ninnodb_log_file_size=48M\nperformance_schema=OFF\n" + tabletdb.TestDurability + c.MysqldLines
 	if err := c.user.writeFile(c.ExtraMyCnf, []byte(extra), 0o644); err != nil {
 		return err
 	}

@@ -109,10 +109,12 @@ func optionFileSecrets(paths ...string) ([]string, error) {
 const prepareOptionFilePrefix = ".vtfifo-prepare-"
 
 // writePrepareOptionFile writes the one option file a mariabackup --prepare
-// of target reads (see KeySettings): the host's option file included, the
-// backup's backup-my.cnf over it, the host's key settings over that. It
-// returns the file, the secrets the tool may echo, and a function that
-// removes the file.
+// of target reads (see KeySettings): the backup's backup-my.cnf, the host's
+// key settings over it. Nothing else of the host's file: --export starts a
+// server on the target that reads the same file, and would take the host's
+// user= (a root-run restore then writes as another user), data directory
+// and the rest. It returns the file, the secrets the tool may echo, and a
+// function that removes the file.
 func writePrepareOptionFile(hostCnf, target string) (path string, secrets []string, remove func(), err error) {
 	backupCnf := filepath.Join(target, "backup-my.cnf")
 	backup, err := os.ReadFile(backupCnf)
@@ -127,15 +129,8 @@ func writePrepareOptionFile(hostCnf, target string) (path string, secrets []stri
 		return "", nil, nil, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# vtfifo: the options of one prepare of %s: the restoring host's option file, the backup's own\n", target)
-	b.WriteString("# settings (backup-my.cnf) over it, the host's encryption key settings over those.\n")
-	if hostCnf != "" {
-		abs, err := filepath.Abs(hostCnf)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		fmt.Fprintf(&b, "!include %s\n", abs)
-	}
+	fmt.Fprintf(&b, "# vtfifo: the options of one prepare of %s: the backup's own settings (backup-my.cnf), the\n", target)
+	b.WriteString("# restoring host's encryption key settings over them.\n")
 	b.Write(backup)
 	if len(keys) > 0 {
 		b.WriteString("\n[mysqld]\n" + strings.Join(keys, "\n") + "\n")

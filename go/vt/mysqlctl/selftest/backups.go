@@ -206,7 +206,8 @@ func (r *runner) restoreAndCompare() (string, error) {
 		flags = r.keyring.testServerFlags
 	}
 	rec, err := testrestore.Run(r.ctx, bh, testrestore.Options{
-		Restore:       fifobackupengine.RestoreDirOptions{Config: r.engineConfig(""), Logger: r.opts.Logger},
+		// The scratch server's my.cnf, as a tablet's restore reads its own.
+		Restore:       fifobackupengine.RestoreDirOptions{Config: r.engineConfig(""), DefaultsFile: r.srv.cnf.Path, Logger: r.opts.Logger},
 		ScratchParent: r.scratch, MysqldPath: r.mysqld, MysqldFlags: flags, Logger: r.opts.Logger,
 		Inspect: func(ctx context.Context, db *sql.DB) error {
 			got, err := tableSums(ctx, db)
@@ -237,14 +238,14 @@ func (r *runner) restoreTable() (string, error) {
 	dir := filepath.Join(r.scratch, "table-restore")
 	table := fifobackupengine.TablePattern{DB: dataDB, Table: "t0001"}
 	rep, err := fifobackupengine.RestoreToDir(r.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
-		Config: r.engineConfig(""), Prepare: true, Tables: []fifobackupengine.TablePattern{table}, Logger: r.opts.Logger,
+		Config: r.engineConfig(""), Prepare: true, Tables: []fifobackupengine.TablePattern{table}, DefaultsFile: r.srv.cnf.Path, Logger: r.opts.Logger,
 	})
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(dir)
 	defs, _, err := testrestore.Definitions(r.ctx, dir, [][2]string{{table.DB, table.Table}}, testrestore.Options{MysqldPath: r.mysqld,
-		ScratchParent: r.scratch, Logger: r.opts.Logger})
+		ScratchParent: r.scratch, Logger: r.opts.Logger, Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: r.srv.cnf.Path}})
 	if err != nil {
 		return "", err
 	}

@@ -113,14 +113,16 @@ func TestEncryptedServerFlows(t *testing.T) {
 	}
 	vtfifo := func(t *testing.T, wantCode int, args ...string) string {
 		t.Helper()
-		out, code, err := c.Vtfifo(ctx, append(args, "--fifo-backup-tool-path="+c.XtrabackupRoot+"/xtrabackup", "--fifo-backup-tool-flavor=mariabackup",
-			"--progress=never")...)
+		out, code, err := c.Vtfifo(ctx, args...)
 		must(t, err)
 		if code != wantCode {
 			t.Fatalf("vtfifo %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
 		}
 		return out
 	}
+
+	// The tool the tablets use (mariabackup behind the xtrabackup name).
+	tool := []string{"--fifo-backup-tool-path=" + c.XtrabackupRoot + "/xtrabackup", "--fifo-backup-tool-flavor=mariabackup", "--progress=never"}
 
 	p := tablet(100)
 	must(t, p.Start(ctx, cluster.StartOptions{}))
@@ -172,7 +174,7 @@ func TestEncryptedServerFlows(t *testing.T) {
 		}
 	})
 	t.Run("test-restore", func(t *testing.T) {
-		out := vtfifo(t, 0, "test-restore", "--backup="+delta, "--record=false")
+		out := vtfifo(t, 0, append([]string{"test-restore", "--backup=" + delta, "--record=false"}, tool...)...)
 		if !strings.Contains(out, "passed") {
 			t.Fatalf("test-restore of the encrypted chain:\n%s", out)
 		}
@@ -181,8 +183,8 @@ func TestEncryptedServerFlows(t *testing.T) {
 		dir, err := os.MkdirTemp(c.TmpDir, "restore-table-")
 		must(t, err)
 		must(t, os.Chmod(dir, 0o777))
-		out := vtfifo(t, 0, "restore-table", "--backup="+delta, "--target-dir="+filepath.Join(dir, "t"), "--table="+db+".secret2",
-			"--into-tablet="+p.Alias, "--as="+db+".secret2_restored")
+		out := vtfifo(t, 0, append([]string{"restore-table", "--backup=" + delta, "--target-dir=" + filepath.Join(dir, "t"), "--table=" + db + ".secret2",
+			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_restored"}, tool...)...)
 		if !strings.Contains(out, "OK: "+db+".secret2 imported as "+db+".secret2_restored") {
 			t.Fatalf("restore-table secret2:\n%s", out)
 		}

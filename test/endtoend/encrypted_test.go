@@ -197,6 +197,25 @@ func TestEncryptedServerFlows(t *testing.T) {
 		if a, b := got["secret2"], got["secret2_restored"]; a.Rows != b.Rows || a.Checksum != b.Checksum {
 			t.Fatalf("secret2_restored %+v, want %+v", b, a)
 		}
+
+		// The keys for the prepare from another option file (--defaults-file),
+		// a live server whose key file has no key id 2: refused before IMPORT.
+		hostKeys := &serverKeyFile{path: filepath.Join(filepath.Dir(keys.path), "restore-host-keys.txt"), keys: keys.keys}
+		hostKeys.write(t, keys.keys)
+		hostCnf := filepath.Join(filepath.Dir(keys.path), "restore-host.cnf")
+		must(t, os.WriteFile(hostCnf, []byte("[mysqld]\nfile_key_management_filename="+hostKeys.path+"\n"), 0o644))
+		keys.write(t, map[int]string{1: keys.keys[1]})
+		defer keys.write(t, keys.keys)
+		out = vtfifo(t, 1, append([]string{"restore-table", "--backup=" + delta, "--target-dir=" + filepath.Join(dir, "u"), "--table=" + db + ".secret2",
+			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_refused", "--defaults-file=" + hostCnf}, tool...)...)
+		want := "FAIL: " + db + ".secret2 encrypted under key id 2: the live server's key file " + keys.path + " has no key id 2"
+		if !strings.Contains(out, want) || !strings.Contains(out, "nothing was imported") {
+			t.Fatalf("restore-table into a server without key 2: want %q:\n%s", want, out)
+		}
+		if res, err := p.Exec(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'secret2_refused'"); err != nil ||
+			res.Rows[0][0].ToString() != "0" {
+			t.Fatalf("secret2_refused exists after a refused import (%v)", err)
+		}
 	})
 	if t.Failed() {
 		return

@@ -347,6 +347,22 @@ func (s *Server) kill() {
 	}
 }
 
+// Crash kills the server with SIGKILL, as a power loss would leave its
+// files (less what the OS had not written), and starts it again on the same
+// port and data: InnoDB's crash recovery runs.
+func (s *Server) Crash() {
+	s.t.Helper()
+	s.mu.Lock()
+	db := s.db
+	s.db = nil
+	s.mu.Unlock()
+	if db != nil {
+		_ = db.Close()
+	}
+	s.kill()
+	s.start()
+}
+
 // Restart stops the server and starts it again on the same port and data.
 func (s *Server) Restart() {
 	s.t.Helper()

@@ -21,6 +21,7 @@
 package tableimport
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -32,6 +33,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 	"unicode"
 
 	"vitess.io/vitess/go/vt/logutil"
@@ -60,6 +62,9 @@ type Options struct {
 	// stops every replica. Without it such a server is refused before
 	// anything is created.
 	Unreplicated bool
+	// DurableTimeout bounds the wait for InnoDB's checkpoint to pass the
+	// import (durable.go); 0: 10 minutes.
+	DurableTimeout time.Duration
 }
 
 func (t Target) String() string { return t.DB + "." + t.Table }
@@ -126,7 +131,25 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 	if err != nil {
 		return res, err
 	}
-	return verify(ctx, conn, to)
+	if res, err = verify(ctx, conn, to); err != nil {
+		return res, err
+	}
+	return res, im.durable(opts)
+}
+
+// durable returns once a crash can no longer take the import back
+// (makeDurable); a server that cannot tell (MySQL 8) is said to.
+func (im *importer) durable(opts Options) error {
+	err := makeDurable(im.ctx, im.conn, cmp.Or(opts.DurableTimeout, defaultDurableTimeout))
+	if errors.Is(err, errNoLSNStatus) {
+		im.logger.Warningf("import of %s: the server shows no Innodb_lsn_* status, so the import is not known to be checkpointed: restart the server "+
+			"cleanly before relying on it surviving a crash", im.to)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s imported, but not durable: %w; the import is undone", im.to, err)
+	}
+	return nil
 }
 
 // importer is one Import: the live server's connection and what the

@@ -187,7 +187,9 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			dir, err := os.MkdirTemp(c.TmpDir, "restore-table-")
 			must(t, err)
 			must(t, os.Chmod(dir, 0o777))
-			return vtfifo(t, code, append(append([]string{"restore-table", "--backup=" + name, "--target-dir=" + filepath.Join(dir, "t")}, args...), tool[:2]...)...)
+			// The primary writes a binary log: --unreplicated, the table meant for this server only.
+			return vtfifo(t, code, append(append([]string{"restore-table", "--backup=" + name, "--target-dir=" + filepath.Join(dir, "t"), "--unreplicated"},
+				args...), tool[:2]...)...)
 		}
 		// A table with secondary indexes, under another name, into the
 		// tablet found by its alias.
@@ -281,6 +283,19 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			if out := restoreTable(t, 1, tc.args...); !strings.Contains(out, tc.want) {
 				t.Fatalf("restore-table %v: want %q in:\n%s", tc.args, tc.want, out)
 			}
+		}
+		// Without --unreplicated, a server that writes a binary log is refused
+		// before anything is downloaded, whether or not a replica reads it now.
+		dir, err := os.MkdirTemp(c.TmpDir, "restore-table-")
+		must(t, err)
+		must(t, os.Chmod(dir, 0o777))
+		out = vtfifo(t, 1, append([]string{"restore-table", "--backup=" + name, "--target-dir=" + filepath.Join(dir, "t"), "--table=" + db + ".orders",
+			"--into-tablet=" + p.Alias, "--as=" + db + ".orders_logged"}, tool[:2]...)...)
+		if !strings.Contains(out, "log_bin=ON, 0 binlog dump connections now") || !strings.Contains(out, "pass --unreplicated") {
+			t.Fatalf("restore-table into a primary that logs, without --unreplicated:\n%s", out)
+		}
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Fatalf("refused, yet %s holds %d entries", dir, len(left))
 		}
 		if got := sums(); len(got) != len(unchanged) {
 			t.Fatalf("the live server changed: %v, was %v", got, unchanged)

@@ -184,7 +184,7 @@ func TestEncryptedServerFlows(t *testing.T) {
 		must(t, err)
 		must(t, os.Chmod(dir, 0o777))
 		out := vtfifo(t, 0, append([]string{"restore-table", "--backup=" + delta, "--target-dir=" + filepath.Join(dir, "t"), "--table=" + db + ".secret2",
-			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_restored"}, tool...)...)
+			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_restored", "--unreplicated"}, tool...)...)
 		if !strings.Contains(out, "OK: "+db+".secret2 imported as "+db+".secret2_restored") {
 			t.Fatalf("restore-table secret2:\n%s", out)
 		}
@@ -207,7 +207,7 @@ func TestEncryptedServerFlows(t *testing.T) {
 		keys.write(t, map[int]string{1: keys.keys[1]})
 		defer keys.write(t, keys.keys)
 		out = vtfifo(t, 1, append([]string{"restore-table", "--backup=" + delta, "--target-dir=" + filepath.Join(dir, "u"), "--table=" + db + ".secret2",
-			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_refused", "--defaults-file=" + hostCnf}, tool...)...)
+			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_refused", "--defaults-file=" + hostCnf, "--unreplicated"}, tool...)...)
 		want := "FAIL: " + db + ".secret2 encrypted under key id 2: the live server's key file " + keys.path + " has no key id 2"
 		if !strings.Contains(out, want) || !strings.Contains(out, "nothing was imported") {
 			t.Fatalf("restore-table into a server without key 2: want %q:\n%s", want, out)

@@ -72,6 +72,7 @@ var Flags = []Flag{
 	{Name: "fifo-backup-test-restore-buffer-pool-size", Allowed: "8MiB..1TiB", Bad: []string{"4MiB", "2TiB", "0", "-1", "abc"}},
 	{Name: "fifo-backup-test-restore-start-timeout", Allowed: "1s or more", Bad: []string{"0", "500ms", "-1s", "abc"}},
 	{Name: "fifo-backup-test-restore-mysqld-path", Free: "any path: the server is looked up when the test restore runs"},
+	{Name: "fifo-backup-test-restore-defaults-file", Allowed: "a readable option file", Bad: []string{"/nonexistent/my.cnf"}},
 
 	// The split backup storage (go/vt/mysqlctl/splitstorage/config.go).
 	{Name: "split-storage-backend", Allowed: "file, s3, gcs, azure", Bad: []string{"tape", "", "S3", "azblob"}},

@@ -209,7 +209,8 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 		"file_key_management_filename in [mysqld]), which the prepare and the throwaway server take over the backup's own (default: the "+
 		"--into-tablet's my.cnf; else the backup's, the source server's paths)")
 	fs.StringVar(&f.user, "mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
-	fs.BoolVar(&f.unreplicated, "unreplicated", false, "import even though replicas or binlog streams read the live server: the imported table is not "+
+	fs.BoolVar(&f.unreplicated, "unreplicated", false, "import even though the live server writes a binary log (every Vitess primary does) or replicas "+
+		"read it: the imported table is not "+
 		"replicated, it is meant for that server only (default: such a server is refused)")
 	fs.StringVar(&f.mysqldPath, "mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
 		"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")

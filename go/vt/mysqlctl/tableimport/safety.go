@@ -35,24 +35,33 @@ func importable(src Source) error {
 	return nil
 }
 
-// unreplicated refuses a server that replicas or binlog streams (Vitess's
-// VReplication, CDC) read: an imported table is not in the binary log, so
-// it exists on this server only, and the first logged statement on it stops
-// every replica ("Table ... doesn't exist"). Every reader holds a binlog
-// dump connection (MySQL and MariaDB: Command "Binlog Dump" or "Binlog Dump
-// GTID").
+// unreplicated refuses a server that writes a binary log, or that replicas
+// or binlog streams (Vitess's VReplication, CDC) read: an imported table is
+// not in the binary log, so it exists on this server only, and the first
+// logged statement on it stops every replica ("Table ... doesn't exist").
+// The binary log, not only the readers of the moment: a replica that ran
+// STOP SLAVE holds no binlog dump connection, and reads the statement when
+// it starts again (every Vitess primary logs).
 func unreplicated(ctx context.Context, conn *sql.Conn) error {
-	var readers int
-	err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'").Scan(&readers)
+	var logBin, readers int
+	err := conn.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin, (SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%')").
+		Scan(&logBin, &readers)
 	if err != nil {
 		return fmt.Errorf("cannot tell whether replicas read the live server: %w", err)
 	}
-	if readers > 0 {
-		return fmt.Errorf("%w (%d binlog dump connections): an imported table is not replicated and exists on this server only, and a later statement on "+
-			"it that is logged stops every replica; import into a server nothing replicates from, or pass --unreplicated for a table meant for this server "+
-			"only (docs/table-restore.md)", ErrReplicated, readers)
+	if logBin == 0 && readers == 0 {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w (log_bin=%s, %d binlog dump connections now; a stopped replica holds none): an imported table is not replicated and "+
+		"exists on this server only, and a later statement on it that is logged stops every replica; import into a server that writes no binary "+
+		"log, or pass --unreplicated for a table meant for this server only (docs/table-restore.md)", ErrReplicated, onOff(logBin), readers)
+}
+
+func onOff(v int) string {
+	if v != 0 {
+		return "ON"
+	}
+	return "OFF"
 }
 
 // noWarnings fails when the statement just run left warnings or errors.

@@ -55,8 +55,8 @@ type Target struct{ DB, Table string }
 
 // Options say what an import may do beyond the default.
 type Options struct {
-	// Unreplicated allows the import into a server that has replicas or
-	// binlog streams reading it (a binlog dump connection): the imported
+	// Unreplicated allows the import into a server that writes a binary log
+	// or that replicas or binlog streams read: the imported
 	// table is not in the binary log, so it exists on this server only, and
 	// a later statement on it that is logged (a RENAME, a DROP, an UPDATE)
 	// stops every replica. Without it such a server is refused before
@@ -79,9 +79,9 @@ type Result struct {
 // ErrExists is returned when the target table exists: it is never replaced.
 var ErrExists = errors.New("a table of that name exists in the live server")
 
-// ErrReplicated is returned for a server that replicas or binlog streams
-// read, unless Options.Unreplicated.
-var ErrReplicated = errors.New("the live server has replicas or binlog streams reading it")
+// ErrReplicated is returned for a server that writes a binary log or that
+// replicas or binlog streams read, unless Options.Unreplicated.
+var ErrReplicated = errors.New("the live server writes a binary log that replicas may read")
 
 // Import imports src into the live server db (whose data directory must be
 // on this host) as to.

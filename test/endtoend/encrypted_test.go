@@ -184,8 +184,8 @@ func TestEncryptedServerFlows(t *testing.T) {
 		must(t, err)
 		must(t, os.Chmod(dir, 0o777))
 		out := vtfifo(t, 0, append([]string{"restore-table", "--backup=" + delta, "--target-dir=" + filepath.Join(dir, "t"), "--table=" + db + ".secret2",
-			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_restored", "--unreplicated"}, tool...)...)
-		if !strings.Contains(out, "OK: "+db+".secret2 imported as "+db+".secret2_restored") {
+			"--into-tablet=" + p.Alias, "--as=" + db + ".secret2_restored"}, tool...)...)
+		if !strings.Contains(out, "OK: "+db+".secret2 imported as "+db+".secret2_restored through the binary log") {
 			t.Fatalf("restore-table secret2:\n%s", out)
 		}
 		now, err := p.Checksums(ctx)

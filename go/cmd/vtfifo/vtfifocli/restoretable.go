@@ -50,11 +50,19 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	var live *sql.DB
 	if f.intoMySQL != "" || f.intoTablet != "" {
 		var err error
-		if live, err = openLive(s.ctx, f.intoMySQL, f.intoTablet, f.user, !f.unreplicated, patterns, targetFor); err != nil {
+		if live, err = openLive(s.ctx, f.intoMySQL, f.intoTablet, f.user, patterns, targetFor); err != nil {
 			fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
 			return 1
 		}
 		defer live.Close()
+		// A server that writes a binary log gets the tables through it, so
+		// that its replicas get them too (tableimport.ImportReplicated).
+		if !f.unreplicated {
+			if f.replicated, err = tableimport.LogsBinary(s.ctx, live); err != nil {
+				fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
+				return 1
+			}
+		}
 	}
 
 	cfg := fifobackupengine.FlagConfig()
@@ -63,6 +71,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
 		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger,
+		OnTables: func(tables []fifobackupengine.TableFiles) error { return targetsAbsent(s.ctx, live, tables, targetFor, f.replicated) },
 		OnManifest: p.setLanes, OnRead: p.addLane, OnPhase: p.phase,
 	})
 	p.stop()
@@ -101,7 +110,7 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 		fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
 		return 1
 	}
-	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, tableimport.Options{Unreplicated: f.unreplicated}, out)
+	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, f, out)
 }
 
 // textRows runs a query on db and reads every column as text.
@@ -156,6 +165,7 @@ type RestoredTableState struct {
 	Definition    string   `json:"definition"`
 	NotImportable string   `json:"not_importable,omitempty"`
 	ImportedAs    string   `json:"imported_as,omitempty"`
+	Replicated    bool     `json:"replicated,omitempty"` // through the binary log
 	Rows          int64    `json:"rows,omitempty"`
 	Check         string   `json:"check,omitempty"`
 	Checksum      string   `json:"checksum,omitempty"`
@@ -195,6 +205,7 @@ type restoreTableFlags struct {
 	defaultsFile              string
 	user                      string
 	unreplicated              bool
+	replicated                bool // decided once the live server is reached
 	json                      bool
 }
 
@@ -209,9 +220,9 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 		"file_key_management_filename in [mysqld]), which the prepare and the throwaway server take over the backup's own (default: the "+
 		"--into-tablet's my.cnf; else the backup's, the source server's paths)")
 	fs.StringVar(&f.user, "mysql-user", "vt_dba", "user for --into-mysql/--into-tablet; its password, if any, from $MYSQL_PWD")
-	fs.BoolVar(&f.unreplicated, "unreplicated", false, "import even though the live server writes a binary log (every Vitess primary does) or replicas "+
-		"read it: the imported table is not "+
-		"replicated, it is meant for that server only (default: such a server is refused)")
+	fs.BoolVar(&f.unreplicated, "unreplicated", false, "import the files only, not through the binary log, into a server that writes one (every Vitess "+
+		"primary does): the table is then on that server only, not on its replicas (default: on such a server the rows are copied into the target "+
+		"through the binary log, so replicas get them too)")
 	fs.StringVar(&f.mysqldPath, "mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
 		"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object (backup, target, bytes read, tool, and per table its files, definition and import) instead of lines")
@@ -255,9 +266,8 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 
 // openLive connects to the live server a table restore imports into (by
 // its socket, or a tablet's on this host) and checks it before anything is
-// downloaded: nothing replicates from it (unless told), and no target table
-// exists there.
-func openLive(ctx context.Context, socket, tablet, user string, refuseReplicated bool, patterns []fifobackupengine.TablePattern,
+// downloaded: no target table exists there.
+func openLive(ctx context.Context, socket, tablet, user string, patterns []fifobackupengine.TablePattern,
 	targetFor func(db, table string) tableimport.Target) (*sql.DB, error) {
 	if tablet != "" {
 		var err error
@@ -275,11 +285,6 @@ func openLive(ctx context.Context, socket, tablet, user string, refuseReplicated
 		return nil, fmt.Errorf("cannot reach the live server at %s as %s: %w", socket, user, err)
 	}
 	check := func() error {
-		if refuseReplicated {
-			if err := tableimport.CheckUnreplicated(ctx, db); err != nil {
-				return err
-			}
-		}
 		for _, p := range patterns {
 			if p.Table == "*" {
 				continue
@@ -297,29 +302,86 @@ func openLive(ctx context.Context, socket, tablet, user string, refuseReplicated
 	return db, nil
 }
 
+// targetsAbsent checks, once the backup's tables are known and before their
+// frames are read, that no target of any of them (and no local name the
+// copy through the binary log would use) exists in the live server: a run
+// of several tables (db.*) changes nothing when one is in the way.
+func targetsAbsent(ctx context.Context, live *sql.DB, tables []fifobackupengine.TableFiles, targetFor func(db, table string) tableimport.Target,
+	replicated bool) error {
+	if live == nil {
+		return nil
+	}
+	var in []string
+	for _, t := range tables {
+		to := targetFor(t.DB, t.Table)
+		names := []tableimport.Target{to}
+		if replicated {
+			names = append(names, tableimport.LocalName(to))
+		}
+		for _, n := range names {
+			if err := tableimport.Absent(ctx, live, n); errors.Is(err, tableimport.ErrExists) {
+				in = append(in, n.String())
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+	if len(in) > 0 {
+		return fmt.Errorf("%s: %w: nothing was downloaded or changed; choose another name (--as) or drop them first", strings.Join(in, ", "),
+			tableimport.ErrExists)
+	}
+	return nil
+}
+
 // importTables imports the restored tables into the live server, each as
 // targetFor names it, and returns the exit status.
 func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengine.RestoredTable, defs map[string]string,
-	targetFor func(db, table string) tableimport.Target, opts tableimport.Options, out *tableOutput) int {
-	failed := 0
+	targetFor func(db, table string) tableimport.Target, f restoreTableFlags, out *tableOutput) int {
+	importOne, how := tableimport.Import, ""
+	if f.replicated {
+		importOne, how = tableimport.ImportReplicated, " through the binary log"
+	}
+	opts := tableimport.Options{Unreplicated: f.unreplicated}
+	var done []importedTable
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
-		res, err := tableimport.Import(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to,
+		res, err := importOne(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to,
 			opts, s.logger)
 		st := out.table(t.Name())
 		if err != nil {
-			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s\n", t.Name(), to, errText(err))
 			st.ImportError = errText(err)
-			failed++
-			continue
+			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live, done, f.replicated, out))
+			return 1
 		}
-		st.ImportedAs, st.Rows, st.Check, st.Checksum = to.String(), res.Rows, res.Check, res.Checksum
-		out.printf("OK: %s imported as %s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, res.Rows, res.Check, res.Checksum)
-	}
-	if failed > 0 {
-		return 1
+		done = append(done, importedTable{t.Name(), to})
+		st.ImportedAs, st.Rows, st.Check, st.Checksum, st.Replicated = to.String(), res.Rows, res.Check, res.Checksum, f.replicated
+		out.printf("OK: %s imported as %s%s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, how, res.Rows, res.Check, res.Checksum)
 	}
 	return 0
+}
+
+// importedTable is a table a run imported, by its name in the backup.
+type importedTable struct {
+	name string
+	to   tableimport.Target
+}
+
+// undoImports drops the tables a failed run imported before its failure
+// (all or nothing) and says so.
+func undoImports(live *sql.DB, done []importedTable, replicated bool, out *tableOutput) string {
+	if len(done) == 0 {
+		return ""
+	}
+	names := make([]string, len(done))
+	for i, d := range done {
+		if err := tableimport.Drop(context.Background(), live, d.to, replicated); err != nil {
+			return fmt.Sprintf("; dropping %s, imported before it, failed too (%v): drop it by hand", d.to, err)
+		}
+		st := out.table(d.name)
+		st.ImportedAs, st.ImportError = "", "dropped again: another table of the run failed"
+		names[i] = d.to.String()
+	}
+	return fmt.Sprintf("; the %d tables imported before it (%s) were dropped again: the live server is as it was", len(done), strings.Join(names, ", "))
 }
 
 // definitions reads the tables' definitions from the restored files (a

@@ -41,6 +41,11 @@ type RestoreDirOptions struct {
 	// --check-tables): the structure, not the contents. A test restore's
 	// first, cheap tier.
 	CheckTables bool
+	// OnTables, if set, is called with the tables a table restore (Tables)
+	// restores once they are known: before any of their frames is read
+	// where the backup has a lane index, after its lanes are read where it
+	// has none. Its error stops the restore.
+	OnTables func([]TableFiles) error
 	// OnManifest, if set, is called once the MANIFEST is read and checked.
 	OnManifest func(*Manifest)
 	// OnRead is called with the stored bytes read from a lane (progress).
@@ -107,7 +112,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		if !opts.Prepare {
 			return rep, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "a table restore prepares the files (with --export): set Prepare")
 		}
-		tables = &tableRestore{subset: tableSubset{patterns: opts.Tables}, logger: opts.Logger}
+		tables = &tableRestore{subset: tableSubset{patterns: opts.Tables}, logger: opts.Logger, onTables: opts.OnTables}
 		run.scope = tables
 	}
 	// The tool is checked before anything is downloaded.

@@ -57,6 +57,9 @@ type tableRestore struct {
 	tables []*TableFiles
 	// readStreamBytes is what the frames read hold, every backup of the chain.
 	readStreamBytes int64
+	// onTables, if set, is told the tables once they are known
+	// (RestoreDirOptions.OnTables).
+	onTables func([]TableFiles) error
 }
 
 // beforePrepare refuses, on MySQL 8, encrypted tables whose keyring the

@@ -330,7 +330,7 @@ func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes,
 		return nil, m.StoredBytes, fmt.Sprintf("the tables' files from the whole lanes of %s (%d stored bytes)", m.BackupName, m.StoredBytes), nil
 	}
 	if t.tables == nil {
-		if t.tables, err = t.subset.tables(ix.Paths, m.BackupName); err != nil {
+		if err := t.found(ix.Paths, m.BackupName); err != nil {
 			return nil, 0, "", err
 		}
 	}
@@ -371,9 +371,25 @@ func (t *tableRestore) extracted(c member, want []string, got map[string]int64) 
 			paths = append(paths, p)
 		}
 		slices.Sort(paths)
-		var err error
-		t.tables, err = t.subset.tables(paths, c.m.BackupName)
-		return err
+		return t.found(paths, c.m.BackupName)
 	}
 	return nil
+}
+
+// found sets the tables the restore restores from the full backup's paths,
+// and hands them to onTables.
+func (t *tableRestore) found(paths []string, backup string) error {
+	tables, err := t.subset.tables(paths, backup)
+	if err != nil {
+		return err
+	}
+	t.tables = tables
+	if t.onTables == nil {
+		return nil
+	}
+	list := make([]TableFiles, len(tables))
+	for i, tf := range tables {
+		list[i] = *tf
+	}
+	return t.onTables(list)
 }

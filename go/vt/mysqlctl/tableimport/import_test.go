@@ -56,6 +56,8 @@ func TestImportRealMariaDB(t *testing.T) {
 		"CREATE TABLE d.ver (id INT PRIMARY KEY, v INT) ENGINE=InnoDB WITH SYSTEM VERSIONING",
 		"INSERT INTO d.ver SELECT seq, seq FROM d.seq_1_to_500",
 		"UPDATE d.ver SET v = v + 1 WHERE id % 2 = 0",
+		"CREATE TABLE d.inv (id INT PRIMARY KEY, v INT, h INT INVISIBLE DEFAULT 5) ENGINE=InnoDB",
+		"INSERT INTO d.inv (id, v, h) SELECT seq, seq % 7, seq % 11 FROM d.seq_1_to_4500",
 		"CREATE TABLE d.cmp (id INT PRIMARY KEY, v VARCHAR(200), KEY (v)) ENGINE=InnoDB ROW_FORMAT=COMPRESSED",
 		"INSERT INTO d.cmp SELECT seq, REPEAT(MD5(seq), 3) FROM d.seq_1_to_2000",
 		"CREATE TABLE d.pc (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB PAGE_COMPRESSED=1",
@@ -108,7 +110,7 @@ func TestImportRealMariaDB(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 
 	ctx := context.Background()
-	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "geo", "gen", "ver", "cmp", "pc"}
+	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "geo", "gen", "ver", "cmp", "pc", "inv"}
 	names := make([][2]string, len(tables))
 	for i, tb := range tables {
 		names[i] = [2]string{"d", tb}
@@ -224,31 +226,42 @@ func TestImportRealMariaDB(t *testing.T) {
 		require.ErrorIs(t, err, ErrReplicated)
 		require.NoError(t, Absent(ctx, primary.DB(), Target{"d", "inno_restored"}))
 
-		// Told it is meant for that server, then brought into a replicated
-		// table as docs/table-restore.md says.
-		_, err = Import(ctx, primary.DB(), src, Target{"d", "inno_restored"}, Options{Unreplicated: true}, logutil.NewMemoryLogger())
-		require.NoError(t, err)
-		final := strings.Replace(defs["d.inno"], "CREATE TABLE `inno`", "CREATE TABLE d.inno_final", 1)
-		conn, err := primary.DB().Conn(ctx)
-		require.NoError(t, err)
-		defer conn.Close()
-		for _, q := range []string{
-			final,
-			"SET SESSION binlog_format = ROW",
-			"INSERT INTO d.inno_final SELECT * FROM d.inno_restored",
-			"SET SESSION sql_log_bin = 0",
-			"DROP TABLE d.inno_restored",
-			"SET SESSION sql_log_bin = 1",
-		} {
-			_, err := conn.ExecContext(ctx, q)
-			require.NoError(t, err, q)
+		// Through the binary log: imported under a local name without
+		// logging, then copied into its target as rows (Replicate), with a
+		// replica stopped throughout: it catches up when started again.
+		replica.Exec(t, "STOP SLAVE")
+		for _, tb := range []string{"inno", "ver", "inv", "aria"} {
+			src := Source{DB: "d", Table: tb, Dir: dir, Files: files(tb), Create: defs["d."+tb]}
+			to := Target{"d", tb + "_final"}
+			_, err := Import(ctx, primary.DB(), src, LocalName(to), Options{Unreplicated: true}, logutil.NewMemoryLogger())
+			require.NoError(t, err, tb)
+			res, err := Replicate(ctx, primary.DB(), src, LocalName(to), to, logutil.NewMemoryLogger())
+			require.NoError(t, err, tb)
+			assert.Equal(t, "OK", res.Check, tb)
+			require.NoError(t, Absent(ctx, primary.DB(), LocalName(to)), "the local table is dropped")
 		}
+		assert.Equal(t, want["inno"], mariadbtest.Checksums(t, primary.DB(), "d")["inno_final"])
 		primary.Exec(t, "INSERT INTO d.inno_final VALUES (999999, 1, 'after')")
+		primary.Exec(t, "UPDATE d.ver_final SET v = v + 100 WHERE id = 1")
 		assert.Equal(t, "1", primary.Query(t, "SELECT @@session.sql_log_bin"), "the pool's connections log again after an import")
+		replica.Exec(t, "START SLAVE")
 		waitReplica("SELECT COUNT(*) FROM d.inno_final", "3001")
+		waitReplica("SELECT v FROM d.ver_final WHERE id = 1", "101")
 		assert.Empty(t, replicaStatus(t, replica, "Last_SQL_Error"))
 		assert.Equal(t, "Yes", replicaStatus(t, replica, "Slave_SQL_Running"))
-		assert.Equal(t, mariadbtest.Checksums(t, primary.DB(), "d")["inno_final"], mariadbtest.Checksums(t, replica.DB(), "d")["inno_final"])
+		for _, q := range []string{
+			"SELECT COUNT(*) FROM d.ver_final FOR SYSTEM_TIME ALL",
+			"SELECT CONCAT(COUNT(*), ' ', SUM(h), ' ', SUM(v)) FROM d.inv_final",
+			"SELECT COUNT(*) FROM d.aria_final",
+		} {
+			assert.Equal(t, primary.Query(t, q), replica.Query(t, q), q)
+		}
+		assert.Equal(t, srv.Query(t, "SELECT COUNT(*) FROM d.ver FOR SYSTEM_TIME ALL")+"+1",
+			primary.Query(t, "SELECT CONCAT(COUNT(*) - 1, '+1') FROM d.ver_final FOR SYSTEM_TIME ALL"), "every history row, and the update's")
+		assert.Equal(t, srv.Query(t, "SELECT SUM(h) FROM d.inv"), primary.Query(t, "SELECT SUM(h) FROM d.inv_final"), "INVISIBLE columns copied")
+		for _, tb := range []string{"inno_final", "inv_final", "aria_final"} {
+			assert.Equal(t, mariadbtest.Checksums(t, primary.DB(), "d")[tb], mariadbtest.Checksums(t, replica.DB(), "d")[tb], tb)
+		}
 	})
 
 	t.Run("into another server", func(t *testing.T) {

@@ -124,17 +124,6 @@ func checkIndexes(ctx context.Context, conn *sql.Conn, to Target, rows int64) er
 	return nil
 }
 
-// CheckUnreplicated is the check Import makes without Options.Unreplicated,
-// for a caller to make before it restores anything.
-func CheckUnreplicated(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return unreplicated(ctx, conn)
-}
-
 // restoreSession puts back the session settings an import changed, or
 // keeps the connection from its pool when it cannot.
 func restoreSession(conn *sql.Conn) {

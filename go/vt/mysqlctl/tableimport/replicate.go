@@ -1,0 +1,295 @@
+package tableimport
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"vitess.io/vitess/go/vt/logutil"
+)
+
+// On a server that writes a binary log, an imported table would exist on
+// that server only (replicas have no files to import). So the table is
+// imported under a local name without logging, then created under its
+// target name and filled from the local one through the binary log, row by
+// row in batches, and the local one dropped without logging: every replica
+// gets the table and its rows as any other write.
+
+// copyBatchRows is how many rows one logged INSERT ... SELECT copies.
+const copyBatchRows = 2000
+
+// LocalName is the name a table is imported under before Replicate copies
+// it into to: short, and unique per target.
+func LocalName(to Target) Target {
+	sum := sha256.Sum256([]byte(to.Table))
+	return Target{DB: to.DB, Table: "_vtfifo_local_" + hex.EncodeToString(sum[:6])}
+}
+
+// LogsBinary reports whether the server writes a binary log.
+func LogsBinary(ctx context.Context, db *sql.DB) (bool, error) {
+	var on int
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin").Scan(&on); err != nil {
+		return false, fmt.Errorf("cannot tell whether the live server writes a binary log: %w", err)
+	}
+	return on != 0, nil
+}
+
+// periodColumns names a system-versioned table's explicit row start and end
+// columns in its definition; without them they are row_start and row_end.
+var periodColumns = regexp.MustCompile("PERIOD FOR SYSTEM_TIME \\(`((?:[^`]|``)*)`, `((?:[^`]|``)*)`\\)")
+
+// copyPlan is how a local table's rows are copied: the columns written
+// (every stored one, INVISIBLE ones included, generated ones left to the
+// server), the primary key to batch by (none: one statement), and a
+// system-versioned table's history.
+type copyPlan struct {
+	columns   []string // quoted
+	key       []string // quoted, primary key order
+	versioned bool
+	generated bool
+}
+
+func planCopy(ctx context.Context, conn *sql.Conn, local Target, create string) (copyPlan, error) {
+	var p copyPlan
+	rows, err := conn.QueryContext(ctx, "SELECT COLUMN_NAME, IS_GENERATED, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND "+
+		"TABLE_NAME = ? ORDER BY ORDINAL_POSITION", local.DB, local.Table)
+	if err != nil {
+		return p, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, generated, key string
+		if err := rows.Scan(&name, &generated, &key); err != nil {
+			return p, err
+		}
+		if generated == "NEVER" {
+			p.columns = append(p.columns, quoteName(name))
+		} else {
+			p.generated = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return p, err
+	}
+	var typ string
+	if err := conn.QueryRowContext(ctx, "SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", local.DB,
+		local.Table).Scan(&typ); err != nil {
+		return p, err
+	}
+	if p.versioned = typ == "SYSTEM VERSIONED"; p.versioned {
+		start, end := "row_start", "row_end"
+		if m := periodColumns.FindStringSubmatch(create); m != nil {
+			start, end = strings.ReplaceAll(m[1], "``", "`"), strings.ReplaceAll(m[2], "``", "`")
+		}
+		p.columns = append(p.columns, quoteName(start), quoteName(end))
+		return p, nil // history rows share a key: one statement
+	}
+	keys, err := conn.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "+
+		"INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX", local.DB, local.Table)
+	if err != nil {
+		return p, err
+	}
+	defer keys.Close()
+	for keys.Next() {
+		var name string
+		if err := keys.Scan(&name); err != nil {
+			return p, err
+		}
+		p.key = append(p.key, quoteName(name))
+	}
+	return p, keys.Err()
+}
+
+// Replicate creates to from src's definition and copies the rows of local
+// (src imported under that name, unlogged) into it through the binary log (row-based), in
+// batches by primary key, a system-versioned table with its history; then
+// checks to against local and drops local without logging. On failure what
+// it created is dropped (through the log, so replicas drop it too) and local
+// is left for the caller to drop.
+func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, logger logutil.Logger) (res Result, err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close()
+	defer restoreSession(conn)
+	defer conn.ExecContext(context.Background(), "SET SESSION binlog_format = DEFAULT")
+	exec := func(q string, args ...any) error {
+		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		return nil
+	}
+	plan, err := planCopy(ctx, conn, local, src.Create)
+	if err != nil {
+		return res, fmt.Errorf("reading %s's columns: %w", local, err)
+	}
+	def, err := renamed(src, to)
+	if err != nil {
+		return res, err
+	}
+	if err := absent(ctx, conn, to); err != nil {
+		return res, err
+	}
+	for _, q := range []string{"SET SESSION sql_log_bin = 1", "SET SESSION binlog_format = ROW", "SET SESSION foreign_key_checks = 0", def} {
+		if err := exec(q); err != nil {
+			return res, err
+		}
+	}
+	defer func() {
+		if err != nil {
+			_ = exec("DROP TABLE IF EXISTS " + quoted(to))
+		}
+	}()
+	if err = copyRows(ctx, conn, plan, local, to, logger); err != nil {
+		return res, err
+	}
+	if err = sameRows(ctx, conn, plan, local, to); err != nil {
+		return res, err
+	}
+	if res, err = verify(ctx, conn, to); err != nil {
+		return res, err
+	}
+	if err = exec("SET SESSION sql_log_bin = 0"); err == nil {
+		err = exec("DROP TABLE " + quoted(local))
+	}
+	return res, err
+}
+
+// copyRows copies local into to in logged batches.
+func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target, logger logutil.Logger) error {
+	cols := strings.Join(p.columns, ", ")
+	from := quoted(local)
+	if p.versioned {
+		if _, err := conn.ExecContext(ctx, "SET SESSION system_versioning_insert_history = 1"); err != nil {
+			return fmt.Errorf("a system-versioned table's history needs system_versioning_insert_history (MariaDB 10.11): %w", err)
+		}
+		defer conn.ExecContext(context.Background(), "SET SESSION system_versioning_insert_history = DEFAULT")
+		from += " FOR SYSTEM_TIME ALL"
+	}
+	insert := "INSERT INTO " + quoted(to) + " (" + cols + ") SELECT " + cols + " FROM " + from
+	if len(p.key) == 0 {
+		_, err := conn.ExecContext(ctx, insert)
+		return err
+	}
+	key := "(" + strings.Join(p.key, ", ") + ")"
+	vars := make([]string, len(p.key))
+	desc := make([]string, len(p.key))
+	for i, k := range p.key {
+		vars[i] = fmt.Sprintf("@vtfifo_k%d", i)
+		desc[i] = k + " DESC"
+	}
+	order := " ORDER BY " + strings.Join(p.key, ", ") + fmt.Sprintf(" LIMIT %d", copyBatchRows)
+	last := "SELECT " + strings.Join(p.key, ", ") + " INTO " + strings.Join(vars, ", ") + " FROM " + quoted(to) + " ORDER BY " + strings.Join(desc, ", ") +
+		" LIMIT 1"
+	var copied int64
+	for batch := 0; ; batch++ {
+		q := insert + order
+		if batch > 0 {
+			q = insert + " WHERE " + key + " > (" + strings.Join(vars, ", ") + ")" + order
+		}
+		r, err := conn.ExecContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("copying %s into %s: %w", local, to, err)
+		}
+		n, _ := r.RowsAffected()
+		copied += n
+		if n < copyBatchRows {
+			logger.Infof("restore-table: %d rows of %s copied into %s through the binary log", copied, local, to)
+			return nil
+		}
+		if _, err := conn.ExecContext(ctx, last); err != nil {
+			return err
+		}
+		if batch%50 == 49 {
+			logger.Infof("restore-table: %d rows copied into %s so far", copied, to)
+		}
+	}
+}
+
+// sameRows checks that to holds local's rows: their counts, and their
+// CHECKSUM TABLE where no generated column makes it differ between equal
+// tables.
+func sameRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target) error {
+	all := ""
+	if p.versioned {
+		all = " FOR SYSTEM_TIME ALL"
+	}
+	var a, b int64
+	if err := conn.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM "+quoted(local)+all+"), (SELECT COUNT(*) FROM "+quoted(to)+all+")").
+		Scan(&a, &b); err != nil {
+		return err
+	}
+	if a != b {
+		return fmt.Errorf("%s holds %d rows after the copy, %s %d", to, b, local, a)
+	}
+	if p.generated {
+		return nil
+	}
+	sums := map[string]string{}
+	rows, err := conn.QueryContext(ctx, "CHECKSUM TABLE "+quoted(local)+", "+quoted(to))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var sum sql.NullString
+		if err := rows.Scan(&name, &sum); err != nil {
+			return err
+		}
+		sums[name] = sum.String
+	}
+	if s1, s2 := sums[local.DB+"."+local.Table], sums[to.DB+"."+to.Table]; s1 != s2 {
+		return fmt.Errorf("%s's CHECKSUM TABLE %s after the copy differs from the imported table's %s", to, s2, s1)
+	}
+	return rows.Err()
+}
+
+// ImportReplicated imports src as to on a server that writes a binary log:
+// under LocalName(to) without logging (Import), then into to through the
+// log (Replicate). On failure nothing of it is left: the local table is
+// dropped without logging, the target through the log.
+func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, opts Options, logger logutil.Logger) (Result, error) {
+	if logger == nil {
+		logger = logutil.NewConsoleLogger()
+	}
+	local := LocalName(to)
+	opts.Unreplicated = true
+	if _, err := Import(ctx, db, src, local, opts, logger); err != nil {
+		return Result{}, err
+	}
+	res, err := Replicate(ctx, db, src, local, to, logger)
+	if err != nil {
+		if derr := dropUnlogged(ctx, db, local); derr != nil {
+			logger.Warningf("restore-table: cannot drop the local table %s (%v): drop it with sql_log_bin=0", local, derr)
+		}
+	}
+	return res, err
+}
+
+// dropUnlogged drops a table that only this server has, without logging.
+func dropUnlogged(ctx context.Context, db *sql.DB, t Target) error { return Drop(ctx, db, t, false) }
+
+// Drop drops a table an import created: through the binary log where it
+// was made through it (ImportReplicated), so replicas drop it too, else
+// without logging.
+func Drop(ctx context.Context, db *sql.DB, t Target, logged bool) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	defer restoreSession(conn)
+	if !logged {
+		if _, err := conn.ExecContext(ctx, "SET SESSION sql_log_bin = 0"); err != nil {
+			return err
+		}
+	}
+	_, err = conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+quoted(t))
+	return err
+}

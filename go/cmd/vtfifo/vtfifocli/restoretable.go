@@ -71,7 +71,9 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
 		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger,
-		OnTables: func(tables []fifobackupengine.TableFiles) error { return targetsAbsent(s.ctx, live, tables, targetFor, f.replicated) },
+		OnTables: func(tables []fifobackupengine.TableFiles) error {
+			return targetsAbsent(s.ctx, live, tables, targetFor, f.replicated)
+		},
 		OnManifest: p.setLanes, OnRead: p.addLane, OnPhase: p.phase,
 	})
 	p.stop()

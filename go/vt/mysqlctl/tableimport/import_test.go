@@ -47,6 +47,13 @@ func TestImportRealMariaDB(t *testing.T) {
 		"CREATE TABLE d.csv (id INT NOT NULL, v VARCHAR(100) NOT NULL) ENGINE=CSV",
 		"INSERT INTO d.csv SELECT seq, SHA1(seq) FROM d.seq_1_to_2000",
 		// Kinds of InnoDB tables an import must bring back whole and writable.
+		// Created while COMPACT was the default: its definition names no row format.
+		"SET GLOBAL innodb_default_row_format = 'compact'",
+		"CREATE TABLE d.oldfmt (id INT PRIMARY KEY, v VARCHAR(100)) ENGINE=InnoDB",
+		"SET GLOBAL innodb_default_row_format = 'dynamic'",
+		"INSERT INTO d.oldfmt SELECT seq, MD5(seq) FROM d.seq_1_to_1000",
+		"CREATE TABLE d.myft (id INT PRIMARY KEY, body TEXT, FULLTEXT KEY ftb (body)) ENGINE=MyISAM",
+		"INSERT INTO d.myft SELECT seq, CONCAT('word', seq % 50, ' other ', MD5(seq)) FROM d.seq_1_to_1000",
 		"CREATE TABLE d.ft (id INT PRIMARY KEY, body TEXT, FULLTEXT KEY ftb (body)) ENGINE=InnoDB",
 		"INSERT INTO d.ft SELECT seq, CONCAT('word', seq % 50, ' other text ', MD5(seq)) FROM d.seq_1_to_2000",
 		"CREATE TABLE d.geo (id INT PRIMARY KEY, g POINT NOT NULL, SPATIAL KEY (g)) ENGINE=InnoDB",
@@ -110,7 +117,7 @@ func TestImportRealMariaDB(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 
 	ctx := context.Background()
-	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "geo", "gen", "ver", "cmp", "pc", "inv"}
+	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "geo", "gen", "ver", "cmp", "pc", "inv", "myft", "oldfmt"}
 	names := make([][2]string, len(tables))
 	for i, tb := range tables {
 		names[i] = [2]string{"d", tb}
@@ -148,9 +155,11 @@ func TestImportRealMariaDB(t *testing.T) {
 	importAs("aria", "aria")
 	importAs("my", "my")
 	got := mariadbtest.Checksums(t, srv.DB(), "d")
-	for _, tb := range []string{"inno", "aria", "my", "csv"} {
+	for _, tb := range []string{"inno", "aria", "my", "csv", "myft", "oldfmt"} {
 		assert.Equal(t, want[tb], got[tb+"_restored"], tb)
 	}
+	assert.Equal(t, "20", srv.Query(t, "SELECT COUNT(*) FROM d.myft_restored WHERE MATCH(body) AGAINST ('word7')"),
+		"a MyISAM table's FULLTEXT index comes with its files")
 	assert.Equal(t, want["aria"], got["aria"])
 	assert.Equal(t, want["my"], got["my"])
 	// The table written during the backup is whole at the backup's end:

@@ -2,6 +2,7 @@ package testrestore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -113,6 +114,9 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 		if !strings.HasPrefix(create, "CREATE TABLE ") {
 			return nil, "", fmt.Errorf("%s.%s: SHOW CREATE TABLE gave no CREATE TABLE: %.80q", t[0], t[1], create)
 		}
+		if create, err = withRowFormat(ctx, db, t, create); err != nil {
+			return nil, "", err
+		}
 		defs[t[0]+"."+t[1]] = create
 	}
 	return defs, version, nil
@@ -176,4 +180,34 @@ func copyRegular(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// withRowFormat makes an InnoDB definition's row format explicit where SHOW
+// CREATE TABLE leaves it out (the table took the server's default when it
+// was created): a live server whose default differs would create another
+// format than the tablespace has, and IMPORT TABLESPACE fails ("Schema
+// mismatch"). The format is the backup's own, as the server on its files
+// reads it.
+func withRowFormat(ctx context.Context, db *sql.DB, t [2]string, create string) (string, error) {
+	if strings.Contains(create, "ROW_FORMAT=") || !strings.Contains(create, ") ENGINE=InnoDB") {
+		return create, nil
+	}
+	var format sql.NullString
+	if err := db.QueryRowContext(ctx, "SELECT ROW_FORMAT FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t[0], t[1]).
+		Scan(&format); err != nil {
+		return "", fmt.Errorf("%s.%s: its row format: %w", t[0], t[1], err)
+	}
+	// DYNAMIC, every server's default since MariaDB 10.2 and MySQL 5.7,
+	// stays implicit: the definition is then the server's own.
+	switch f := strings.ToUpper(format.String); f {
+	case "COMPACT", "REDUNDANT":
+		// At the end of the table options' line, before any PARTITION BY.
+		at := strings.Index(create, ") ENGINE=InnoDB")
+		end := strings.IndexByte(create[at:], '\n')
+		if end < 0 {
+			end = len(create) - at
+		}
+		return create[:at+end] + " ROW_FORMAT=" + f + create[at+end:], nil
+	}
+	return create, nil
 }

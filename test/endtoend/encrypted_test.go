@@ -273,12 +273,28 @@ func TestEncryptedServerFlows(t *testing.T) {
 		must(t, err)
 		want, err := r.Checksums(ctx)
 		must(t, err)
-		_, err = c.RunVtbackup(ctx, cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), Extra: incremental})
+		// vtbackup's own test restore proves its new backup with this host's keys.
+		hostCnf := filepath.Join(filepath.Dir(keys.path), "vtbackup-host.cnf")
+		must(t, os.WriteFile(hostCnf, []byte("[mysqld]\n"+keys.mysqldLines()), 0o644))
+		extra := append(slices.Clone(incremental), "--fifo-backup-test-restore", "--fifo-backup-test-restore-defaults-file="+hostCnf)
+		_, err = c.RunVtbackup(ctx, cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), Extra: extra})
 		must(t, err)
 		after, err := c.GetBackups(ctx)
 		must(t, err)
 		if len(after) != 3 || !slices.Equal(after[:2], names) {
 			t.Fatalf("after vtbackup: %v, want %v and one more", after, names)
+		}
+		if out := vtfifo(t, 0, "ls"); !strings.Contains(out, "passed") {
+			t.Fatalf("vtfifo ls shows no passed test restore of vtbackup's backup:\n%s", out)
+		}
+		// vtfifo restore --prepare of the chain with this host's keys.
+		dir, err := os.MkdirTemp(c.TmpDir, "restore-prepare-")
+		must(t, err)
+		must(t, os.Chmod(dir, 0o777))
+		out := vtfifo(t, 0, append([]string{"restore", "--backup=" + after[2], "--target-dir=" + filepath.Join(dir, "d"), "--prepare",
+			"--defaults-file=" + hostCnf}, tool...)...)
+		if !strings.Contains(out, "prepared with mariabackup") {
+			t.Fatalf("vtfifo restore --prepare of the encrypted chain:\n%s", out)
 		}
 		must(t, r.Destroy(ctx))
 		n := tablet(102)

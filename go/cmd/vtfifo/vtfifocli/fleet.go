@@ -190,7 +190,8 @@ func (s *session) shardStatus(st *splitstorage.Storage, dir string) ShardStatus 
 			sh.TestRestoreFailed++
 		}
 		if rec.Outcome == testrestore.Passed && sh.NewestProven == "" {
-			sh.NewestProven, sh.NewestProvenTime = bhs[i].Name(), backupTime(BackupInfo{Name: bhs[i].Name()})
+			// The same clock as the newest's: the MANIFEST's time.
+			sh.NewestProven, sh.NewestProvenTime = bhs[i].Name(), backupTime(describe(s.ctx, bhs[i]))
 		}
 	}
 	inc, err := st.ListIncomplete(s.ctx, dir)
@@ -246,16 +247,30 @@ func (c fleetCheck) problems(sh ShardStatus, now time.Time) []string {
 	return out
 }
 
-// age is how long ago t was, for people: "3d4h", "5h12m", "40s".
+// ageUnits are age's units, largest first.
+var ageUnits = []struct {
+	d    time.Duration
+	name string
+}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+
+// age is how long ago t was, for people, in its two largest units: "3d4h",
+// "5h12m", "2m40s", "40s", "3d".
 func age(now, t time.Time) string {
 	if t.IsZero() {
 		return "?"
 	}
-	d := now.Sub(t).Round(time.Second)
-	if d >= 24*time.Hour {
-		return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	d := max(now.Sub(t).Round(time.Second), 0)
+	for i, u := range ageUnits[:len(ageUnits)-1] {
+		if d < u.d {
+			continue
+		}
+		next := ageUnits[i+1]
+		if rest := d % u.d / next.d; rest > 0 {
+			return fmt.Sprintf("%d%s%d%s", d/u.d, u.name, rest, next.name)
+		}
+		return fmt.Sprintf("%d%s", d/u.d, u.name)
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m")
+	return fmt.Sprintf("%ds", d/time.Second)
 }
 
 func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {

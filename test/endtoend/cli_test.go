@@ -421,7 +421,9 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 		quarantined := m[1]
 		vtfifo(t, 1, "show", "--backup="+quarantined)
-		vtfifo(t, 0, "release", "--backup="+quarantined)
+		if out := vtfifo(t, 0, "release", "--backup="+quarantined); !strings.Contains(out, "still pass it over") {
+			t.Fatalf("release does not say that its failed test record still passes it over:\n%s", out)
+		}
 		released, err := c.GetBackups(ctx)
 		must(t, err)
 		if !slices.Contains(released, quarantined) {

@@ -316,6 +316,32 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 		}
 		return s.o.failf(exitUnreachable, "%v", err)
 	}
-	fmt.Fprintf(stdout, "released %s/%s after verifying every part: restores may choose it again\n", dir, name)
+	fmt.Fprintf(stdout, "released %s/%s after verifying every part: restores may choose it again%s\n", dir, name, stillPassedOver(s, dir, name))
 	return exitOK
+}
+
+// stillPassedOver says what, after a release, still passes the backup
+// over: its failed test restore record, which release keeps (it is the
+// backup's history), and which vtfifo's own picks and retention read.
+func stillPassedOver(s *session, dir, name string) string {
+	bhs, err := s.bs.ListBackups(s.ctx, dir)
+	if err != nil {
+		return fmt.Sprintf("; its test restore record could not be read (%v)", err)
+	}
+	for _, bh := range bhs {
+		if bh.Name() != name {
+			continue
+		}
+		rec, err := testrestore.Load(s.ctx, bh)
+		if err != nil {
+			return fmt.Sprintf("; its test restore record could not be read (%v)", err)
+		}
+		if rec == nil || rec.Outcome != testrestore.Failed {
+			return ""
+		}
+		return fmt.Sprintf(" (Vitess's restores do now); but its test restore of %s failed, so vtfifo's commands that pick the newest backup "+
+			"(restore, export, ... without --backup) and retention's proven rules still pass it over: run vtfifo test-restore --backup=%s to "+
+			"record a new verdict", rec.Started.UTC().Format("2006-01-02 15:04"), name)
+	}
+	return ""
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 func run(t *testing.T, wantCode int, args ...string) string {
@@ -108,6 +109,15 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	assert.Contains(t, cmd(1, "show", "--backup=2026-11-23.120000.zone1-0000000100"), "quarantined: test restore failed")
 	assert.Contains(t, cmd(3, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined")
 	assert.Contains(t, cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100"), "released ks/0/2026-11-23.120000")
+	// Released with its failed test record: it says what still passes it over.
+	require.NoError(t, testrestore.Store(ctx, bhs[1], testrestore.Record{Version: 1, Backup: bhs[1].Name(), Outcome: testrestore.Failed,
+		Started: time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC), Error: "CHECK TABLE failed"}))
+	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
+	out := cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100")
+	assert.Contains(t, out, "but its test restore of 2026-11-23 13:00 failed, so vtfifo's commands that pick the newest backup")
+	assert.Contains(t, out, "run vtfifo test-restore --backup=2026-11-23.120000.zone1-0000000100")
+	// (These backups hold nothing: the restore it goes on to fails.)
+	assert.Contains(t, cmd(1, "restore", "--target-dir="+t.TempDir()+"/r"), "skipping ks/0/2026-11-23.120000.zone1-0000000100: its test restore")
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
 	assert.JSONEq(t, `{"backup": "ks/0/2026-11-23.120000.zone1-0000000100", "kind": "quarantined backup", "action": "removed"}`,
 		cmd(0, "rm", "--backup=2026-11-23.120000.zone1-0000000100", "--json"))

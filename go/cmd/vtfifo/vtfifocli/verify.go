@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -201,7 +202,8 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 	prog := newProgress(o, stderr, o.prog+" "+where)
 	var problems []string
 	summary := ""
-	if pv, ok := bh.(splitstorage.PartVerifier); ok {
+	pv, isSplit := bh.(splitstorage.PartVerifier)
+	if isSplit {
 		problems, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
 	if o.samplePct >= 100 {
@@ -213,9 +215,18 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 			Logger:      s.logger,
 			OnManifest:  prog.setLanes,
 		})
-		if err != nil {
+		switch {
+		case err != nil && isSplit && len(problems) == 0 && ctx.Err() == nil:
+			// Decoding stops at the first damage: every part's bytes are
+			// read against their checksums to name each damaged one.
+			_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: o.concurrency, MaxProblems: 1 << 20})
+			if problems = splitErrors(all); len(problems) == 0 {
+				problems = []string{errText(err)}
+			}
+			slices.Sort(problems)
+		case err != nil:
 			problems = append(problems, errText(err))
-		} else {
+		default:
 			summary = fmt.Sprintf("%d lanes, %d files, %s of data in %s stored, every part and chunk checked",
 				len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)), humanize.IBytes(uint64(vr.Manifest.StoredBytes)))
 		}

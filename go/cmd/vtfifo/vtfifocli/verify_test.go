@@ -98,6 +98,19 @@ func TestVerifyAllSampleAndTimeout(t *testing.T) {
 	out, _ = verify(1, "--all")
 	assert.Regexp(t, `^OK: backup ks/0/2026-11-20.000000.zone1-0000000100: .*\nFAIL: backup ks/0/2026-11-21.000000.zone1-0000000100: `, out)
 
+	// Three damaged parts: a full check names each (decoding stops at the first).
+	for _, p := range []string{"lane-000.xbstream.zst.part-00000001", "lane-002.xbstream.zst.part-00000001"} {
+		p = filepath.Join(root, "ks", "0", "2026-11-21.000000.zone1-0000000100", p)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		b[len(b)/3] ^= 0xff
+		require.NoError(t, os.WriteFile(p, b, 0o644))
+	}
+	out, _ = verify(1, "--backup=2026-11-21.000000.zone1-0000000100")
+	assert.Contains(t, out, "FAIL: backup ks/0/2026-11-21.000000.zone1-0000000100: 3 problem(s)")
+	assert.Regexp(t, `(?s)file lane-000.xbstream.zst, part 1 .*: checksum mismatch.*file lane-001.xbstream.zst, part 1 .*file lane-002.xbstream.zst, part 1 `, out,
+		"every damaged part, in order")
+
 	out, _ = verify(1, "--all", "--json")
 	var results []VerifyResult
 	require.NoError(t, json.Unmarshal([]byte(out), &results), out)

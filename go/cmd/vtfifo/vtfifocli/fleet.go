@@ -253,13 +253,18 @@ var ageUnits = []struct {
 	name string
 }{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
 
-// age is how long ago t was, for people, in its two largest units: "3d4h",
-// "5h12m", "2m40s", "40s", "3d".
+// age is how long ago t was, for people (shortDuration).
 func age(now, t time.Time) string {
 	if t.IsZero() {
 		return "?"
 	}
-	d := max(now.Sub(t).Round(time.Second), 0)
+	return shortDuration(now.Sub(t))
+}
+
+// shortDuration is d for people, in its two largest units: "3d4h",
+// "5h12m", "2m40s", "40s", "3d".
+func shortDuration(d time.Duration) string {
+	d = max(d.Round(time.Second), 0)
 	for i, u := range ageUnits[:len(ageUnits)-1] {
 		if d < u.d {
 			continue

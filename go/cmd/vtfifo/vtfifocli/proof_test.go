@@ -119,11 +119,17 @@ func TestPruneTiersAndAges(t *testing.T) {
 	root, names := proofStorage(t) // one backup a day, the last four days
 	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-daily=2", "--dry-run")
 	assert.Equal(t, "keeping ks/0/"+names[2]+": daily "+names[2][:10]+"\n"+
+		"keeping ks/0/"+names[3]+": one of the newest 1 (--keep)\n"+
 		"keeping ks/0/"+names[1]+": the newest backup that passed a test restore\n"+
 		"would remove ks/0/"+names[0]+"\n", out)
 	out, _ = runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=7d", "--dry-run")
 	assert.NotContains(t, out, "would remove", "every backup is younger than 7 days")
-	_, errOut := runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=soon")
+	assert.Contains(t, out, "keeping ks/0/"+names[0]+": younger than --keep-within=7d\n")
+	assert.True(t, strings.HasSuffix(out, "nothing to remove in ks/0: 4 kept\n"), "%s", out)
+	// A shard with no backup at all is a wrong location, not an empty prune.
+	_, errOut := runSplit(t, 3, root, "prune", "--keyspace=ks", "--shard=1", "--keep=1")
+	assert.Contains(t, errOut, "no backups at all in ks/1")
+	_, errOut = runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=soon")
 	assert.Contains(t, errOut, `invalid argument "soon" for "--keep-within" flag: not an age (such as 7d, 2w, 36h, 1d12h): allowed values are an age `+
 		`>= 0 such as 36h, 7d or 2w`)
 	_, errOut = runSplit(t, 2, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-weekly=-1")
@@ -140,10 +146,19 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	require.NoError(t, err)
 	defer lease.Release(context.Background())
 
-	_, errOut := runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
+	// A dry run takes the same decisions.
+	_, errOut := runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0], "--dry-run")
+	assert.Contains(t, errOut, "vtfifo rm: would be refused: split storage: backup ks/0/"+names[0]+" is not removed: the backup is being read: vtfifo "+
+		"restore on dr-host by ")
+	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
+	assert.Contains(t, out, "keeping ks/0/"+names[0]+": the backup is being read: vtfifo restore on dr-host by ")
+	assert.Contains(t, out, "would remove ks/0/"+names[2]+"\n")
+	assert.NotContains(t, out, "would remove ks/0/"+names[0])
+
+	_, errOut = runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
 	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: backup ks/0/"+names[0]+" is not removed: the backup is being read: vtfifo restore "+
 		"on dr-host by ")
-	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")
+	out, _ = runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")
 	assert.Contains(t, out, "keeping ks/0/"+names[0]+": the backup is being read: vtfifo restore on dr-host by ")
 	assert.Contains(t, out, "removed ks/0/"+names[2]+"\n")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,15 +51,21 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		return code
 	}
 	res := RemoveResult{Backup: dir + "/" + name, Kind: kind, Action: "would remove"}
+	remove := removeBackup
+	if *dryRun {
+		remove = checkRemovable
+	}
+	var err error
+	res.KeptAsBaseOf, err = remove(s, dir, name)
+	switch {
+	case errors.Is(err, splitstorage.ErrInUse) && *dryRun:
+		return s.o.failf(exitFailed, "would be refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
+	case errors.Is(err, splitstorage.ErrInUse):
+		return s.o.failf(exitFailed, "refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
+	case err != nil:
+		return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)
+	}
 	if !*dryRun {
-		var err error
-		res.KeptAsBaseOf, err = removeBackup(s, dir, name)
-		switch {
-		case errors.Is(err, splitstorage.ErrInUse):
-			return s.o.failf(exitFailed, "refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
-		case err != nil:
-			return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)
-		}
 		res.Action = "removed"
 	}
 	if *asJSON {
@@ -149,6 +156,20 @@ func removeBackup(s *session, dir, name string) ([]string, error) {
 	return deps, remove(s.ctx, dir, name)
 }
 
+// checkRemovable is removeBackup's decision without the removal (a dry
+// run): the same refusal of a backup under a read lease.
+func checkRemovable(s *session, dir, name string) ([]string, error) {
+	sp, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		return nil, nil
+	}
+	deps, err := sp.Dependents(s.ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return deps, sp.CheckUnread(s.ctx, dir, name)
+}
+
 // Prune is `vtfifo prune`: removes the complete backups that are neither
 // among the newest --keep nor younger than --keep-within.
 func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
@@ -198,11 +219,20 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	if err != nil {
 		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
 	}
+	if len(bhs) == 0 && s.holdsNothing(dir) {
+		return s.o.failf(exitUnreachable, "no backups at all in %s: check --keyspace, --shard and the storage flags", s.o.where())
+	}
 	out := &pruneOutput{w: stdout, text: !*asJSON}
-	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, *keep, within, time.Now()), tiers)
-	for _, bh := range bhs {
-		if why, ok := tiered[bh.Name()]; ok {
+	young := retention.Candidates(bhs, *keep, within, time.Now())
+	cands, tiered := retention.KeepTiers(bhs, young, tiers)
+	for i, bh := range bhs {
+		switch why, ok := tiered[bh.Name()]; {
+		case ok:
 			out.keep(dir+"/"+bh.Name(), why)
+		case !slices.Contains(young, bh) && len(bhs)-i <= *keep:
+			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("one of the newest %d (--keep)", *keep))
+		case !slices.Contains(young, bh):
+			out.keep(dir+"/"+bh.Name(), "younger than --keep-within="+shortDuration(within))
 		}
 	}
 	cands, proven := retention.KeepProven(bhs, cands, testrestore.PassedFunc(s.ctx))
@@ -210,10 +240,24 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		out.keep(dir+"/"+proven.Name(), "the newest backup that passed a test restore")
 	}
 	code = s.prune(dir, cands, *dryRun, out)
+	if r := out.PruneResult; len(r.Removed)+len(r.WouldRemove)+len(r.Failed) == 0 && out.text {
+		fmt.Fprintf(stdout, "nothing to remove in %s: %d kept\n", dir, len(r.Kept))
+	}
 	if *asJSON {
 		writeJSON(stdout, out.PruneResult)
 	}
 	return code
+}
+
+// holdsNothing reports whether dir has no backup at all, complete or not
+// (a wrong keyspace or shard); false when it cannot tell.
+func (s *session) holdsNothing(dir string) bool {
+	sp, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		return false
+	}
+	inc, err := sp.ListIncomplete(s.ctx, dir)
+	return err == nil && len(inc) == 0
 }
 
 // PruneResult is what prune kept and why, removed (or with --dry-run would
@@ -264,13 +308,13 @@ func (o *pruneOutput) wouldRemove(where string) {
 // failure, which it reports.
 func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun bool, out *pruneOutput) int {
 	code := exitOK
+	remove := removeBackup
+	if dryRun {
+		remove = checkRemovable
+	}
 	for _, bh := range cands {
 		where := dir + "/" + bh.Name()
-		if dryRun {
-			out.wouldRemove(where)
-			continue
-		}
-		deps, err := removeBackup(s, dir, bh.Name())
+		deps, err := remove(s, dir, bh.Name())
 		switch {
 		case errors.Is(err, splitstorage.ErrInUse):
 			out.keep(where, strings.TrimPrefix(errText(err), "split storage: backup "+where+" is not removed: "))
@@ -278,6 +322,10 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 		case err != nil:
 			out.Failed = append(out.Failed, where)
 			code = s.o.failf(exitUnreachable, "removing %s failed: %v; the others go on, run prune again", where, err)
+			continue
+		}
+		if dryRun {
+			out.wouldRemove(where)
 			continue
 		}
 		done := "removed"

@@ -63,7 +63,8 @@ func TestRemoveAndPrune(t *testing.T) {
 	}
 	out := cmd(0, "prune", "--keep=1", "--keep-within=60h", "--dry-run")
 	assert.Contains(t, out, "would remove ks/0/"+names[0])
-	assert.NotContains(t, out, names[2], "younger than --keep-within")
+	assert.Contains(t, out, "keeping ks/0/"+names[2]+": younger than --keep-within=2d12h\n")
+	assert.NotContains(t, out, "would remove ks/0/"+names[2])
 	for _, n := range []string{names[0], names[2], names[3]} {
 		assert.Contains(t, listed(), n, "--dry-run removes nothing")
 	}

@@ -109,6 +109,17 @@ func (s *Storage) RemoveUnread(ctx context.Context, dir, name string) error {
 	return s.removeChained(ctx, e, dir, name)
 }
 
+// CheckUnread returns what RemoveUnread would refuse dir/name for (an error
+// wrapping ErrInUse, naming who reads it), without removing anything: a dry
+// run's decision is the real one's.
+func (s *Storage) CheckUnread(ctx context.Context, dir, name string) error {
+	e, err := s.backupEnv(ctx, dir, name)
+	if err != nil {
+		return err
+	}
+	return checkNotInUse(ctx, e.be, dir, name)
+}
+
 // checkNotInUse refuses the removal of a backup under a current lease.
 func checkNotInUse(ctx context.Context, be backend.Backend, dir, name string) error {
 	held, err := currentLeases(ctx, be, dir, name)

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -289,9 +290,42 @@ func (r *runner) cleanUp() {
 		r.rep.Kept = r.scratch
 		return
 	}
-	if err := os.RemoveAll(r.scratch); err != nil {
+	if err := removeScratch(r.scratch, 30*time.Second); err != nil {
 		r.opts.Logger.Warningf("selftest: cannot remove %s: %v", r.scratch, err)
 	}
+}
+
+// removeScratch removes dir once no process started on it is left: mysqld's
+// shutdown returns when its pid file is gone, and mysqld_safe, which
+// started it, still writes its last lines into the directory after that (on
+// a busy host, "directory not empty" half a second later). A process counts
+// as started on dir when its command line names it (/proc; elsewhere none
+// is seen). Removal is retried until timeout.
+func removeScratch(dir string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for processesUnder(dir) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		err := os.RemoveAll(dir)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processesUnder counts the processes whose command line names dir.
+func processesUnder(dir string) int {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	n := 0
+	for _, c := range cmdlines {
+		b, err := os.ReadFile(c)
+		if err == nil && strings.Contains(string(b), dir) && filepath.Base(filepath.Dir(c)) != strconv.Itoa(os.Getpid()) {
+			n++
+		}
+	}
+	return n
 }
 
 // removeBackups removes the run's backups from a storage the operator

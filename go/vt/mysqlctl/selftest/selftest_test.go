@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -218,4 +220,20 @@ func TestHostSettings(t *testing.T) {
 	assert.Empty(t, lines)
 	_, _, err = hostSettings(filepath.Join(dir, "missing.cnf"))
 	assert.Error(t, err)
+}
+
+// TestRemoveScratchWaitsForItsProcesses: a process still writing into the
+// scratch directory after the server's shutdown returned (mysqld_safe's last
+// lines) is waited for; the directory is gone, and stays gone.
+func TestRemoveScratchWaitsForItsProcesses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "scratch")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	late := exec.Command("sh", "-c", `sleep 0.5; mkdir -p "$1/late"; touch "$1/late/log"`, "late-writer", dir)
+	require.NoError(t, late.Start())
+	done := make(chan error, 1)
+	go func() { done <- late.Wait() }()
+	require.NoError(t, removeScratch(dir, 10*time.Second))
+	require.NoError(t, <-done)
+	_, err := os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "the directory is gone after its last writer: %v", err)
 }

@@ -74,17 +74,8 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	must(t, err)
 	name := names[len(names)-1]
 
-	// The tool the tablets use (mariabackup behind the xtrabackup name).
-	tool := []string{"--fifo-backup-tool-path=" + c.XtrabackupRoot + "/xtrabackup", "--fifo-backup-tool-flavor=mariabackup", "--progress=never"}
-	vtfifo := func(t *testing.T, wantCode int, args ...string) string {
-		t.Helper()
-		out, code, err := c.Vtfifo(ctx, args...)
-		must(t, err)
-		if code != wantCode {
-			t.Fatalf("vtfifo %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return out
-	}
+	tool := toolFlags(c)
+	vtfifo := vtfifoRunner(ctx, c)
 	listed := func(t *testing.T) map[string]json.RawMessage {
 		var infos []struct {
 			Name         string

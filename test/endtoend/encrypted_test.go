@@ -111,18 +111,9 @@ func TestEncryptedServerFlows(t *testing.T) {
 		must(t, tab.InitMySQL(ctx))
 		return tab
 	}
-	vtfifo := func(t *testing.T, wantCode int, args ...string) string {
-		t.Helper()
-		out, code, err := c.Vtfifo(ctx, args...)
-		must(t, err)
-		if code != wantCode {
-			t.Fatalf("vtfifo %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
-		}
-		return out
-	}
+	vtfifo := vtfifoRunner(ctx, c)
 
-	// The tool the tablets use (mariabackup behind the xtrabackup name).
-	tool := []string{"--fifo-backup-tool-path=" + c.XtrabackupRoot + "/xtrabackup", "--fifo-backup-tool-flavor=mariabackup", "--progress=never"}
+	tool := toolFlags(c)
 
 	p := tablet(100)
 	must(t, p.Start(ctx, cluster.StartOptions{}))

@@ -81,3 +81,23 @@ func decodeJSON(out, start string, v any) error {
 	}
 	return json.NewDecoder(strings.NewReader(out[i:])).Decode(v)
 }
+
+// vtfifoRunner runs vtfifo on c (its storage's flags, keyspace and shard)
+// and fails t unless it exits wantCode; it returns the output.
+func vtfifoRunner(ctx context.Context, c *cluster.Cluster) func(t *testing.T, wantCode int, args ...string) string {
+	return func(t *testing.T, wantCode int, args ...string) string {
+		t.Helper()
+		out, code, err := c.Vtfifo(ctx, args...)
+		must(t, err)
+		if code != wantCode {
+			t.Fatalf("vtfifo %s: exit %d, want %d:\n%s", strings.Join(args, " "), code, wantCode, out)
+		}
+		return out
+	}
+}
+
+// toolFlags are the flags of the tool the tablets use (mariabackup behind
+// the xtrabackup name), for the vtfifo commands that run it.
+func toolFlags(c *cluster.Cluster) []string {
+	return []string{"--fifo-backup-tool-path=" + c.XtrabackupRoot + "/xtrabackup", "--fifo-backup-tool-flavor=mariabackup", "--progress=never"}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -244,6 +245,40 @@ func TestEncryptedServerFlows(t *testing.T) {
 			}
 			keys.write(t, keys.keys)
 			checkData(ctx, t, r, atDelta) // untouched
+		}
+	})
+	// This host's keys are not the backup's damage: a test restore without
+	// them reaches no verdict (exit 3), records nothing and quarantines
+	// nothing; nor does a restore --prepare.
+	t.Run("test-restore-without-the-keys", func(t *testing.T) {
+		defer keys.write(t, keys.keys)
+		keys.write(t, map[int]string{1: keys.keys[1]})
+		out := vtfifo(t, 3, append([]string{"test-restore", "--backup=" + delta, "--quarantine-on-failure"}, tool...)...)
+		for _, want := range []string{"FAIL: test restore of ", "could not run, nothing is recorded: backup " + delta + " is encrypted by " +
+			"file_key_management with key ids 1,2: key id 2 is not in the key file " + keys.path} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("test-restore without key 2: want %q in:\n%s", want, out)
+			}
+		}
+		var infos []struct {
+			Name         string
+			Verification json.RawMessage
+		}
+		must(t, decodeJSON(vtfifo(t, 0, "ls", "--json"), "[", &infos))
+		for _, i := range infos {
+			if i.Name == delta && len(i.Verification) > 0 && string(i.Verification) != "null" {
+				t.Fatalf("a test restore that could not run recorded %s", i.Verification)
+			}
+		}
+		if listed, err := c.GetBackups(ctx); err != nil || !slices.Contains(listed, delta) {
+			t.Fatalf("%s is no longer listed (%v): quarantined for this host's keys", delta, err)
+		}
+		dir, err := os.MkdirTemp(c.TmpDir, "restore-nokeys-")
+		must(t, err)
+		must(t, os.Chmod(dir, 0o777))
+		out = vtfifo(t, 3, append([]string{"restore", "--backup=" + delta, "--target-dir=" + filepath.Join(dir, "d"), "--prepare"}, tool...)...)
+		if !strings.Contains(out, "key id 2 is not in the key file "+keys.path) {
+			t.Fatalf("restore --prepare without key 2:\n%s", out)
 		}
 	})
 	t.Run("restorefrombackup", func(t *testing.T) {

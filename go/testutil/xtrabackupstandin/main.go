@@ -255,10 +255,12 @@ func parseArgs(args []string, asMaria bool) (standinArgs, error) {
 }
 
 // preparesFromBackupCnf has a prepare read the backup's backup-my.cnf in
-// place of the given --defaults-file, as Percona's prepare takes the server's
-// settings from there (the host's file gives it its keyring, which the
-// mariabackup data behind the stand-in has none of): mariabackup would take
-// the host's [mysqld] user= into the server it starts for --export.
+// place of the given --defaults-file. The data behind the stand-in is
+// mariabackup's, whose prepare takes its server and encryption settings
+// from there, and which for --export starts a server that would take the
+// host file's [mysqld] user=. A choice of the stand-in, not Percona's
+// behaviour (whose prepare reads the given file for its keyring: not run
+// here).
 func preparesFromBackupCnf(args []string) {
 	target := ""
 	for _, a := range args {

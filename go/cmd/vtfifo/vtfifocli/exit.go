@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -26,6 +28,16 @@ const (
 	// credentials, a timeout); nothing says the backups are damaged.
 	exitUnreachable = 3
 )
+
+// restoreFailure is the exit status of a restore that failed with err: a
+// host that cannot give the prepare the backup's keys is access (3), not a
+// failed check of the backup.
+func restoreFailure(err error) int {
+	if errors.Is(err, fifobackupengine.ErrKeysUnavailable) {
+		return exitUnreachable
+	}
+	return exitFailed
+}
 
 // exitStatusHelp is the line every command's help ends with.
 const exitStatusHelp = "Exit status: 0 done, 1 a backup is damaged or failed a check, 2 usage error, 3 the storage, location or backup could not " +

@@ -60,7 +60,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	})
 	prog2.stop()
 	if err != nil {
-		return s.o.failf(exitFailed, "FAIL: %v", err)
+		return s.o.failf(restoreFailure(err), "FAIL: %v", err)
 	}
 	res := RestoreResult{Backup: where, Target: dir, Files: rep.Files, Bytes: rep.Bytes, Position: rep.Manifest.Position.String(), Tool: rep.Tool}
 	if len(rep.Chain) > 1 {
@@ -148,7 +148,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	prog2.stop()
 	if err != nil {
 		fmt.Fprintf(failed, "FAIL: %s\n", errText(err))
-		return 1
+		return restoreFailure(err)
 	}
 	res, err := keepTestRestore(s.ctx, bh, rec, *record, *quarantine)
 	if err != nil {

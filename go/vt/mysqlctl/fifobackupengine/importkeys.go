@@ -97,8 +97,13 @@ func CheckImportKeys(ctx context.Context, query func(ctx context.Context, q stri
 		return vterrors.Wrap(err, "cannot read the live server's encryption plugin")
 	}
 	if len(rows) == 0 {
-		return refuse(ids[0], "the live server loads no encryption plugin, so it cannot read them: load the plugin with that key (for "+
-			"file_key_management: plugin_load_add and file_key_management_filename in its [mysqld] group) and restart it")
+		var tables []string
+		for _, id := range ids {
+			tables = append(tables, need[id]...)
+		}
+		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key ids %s: the live server loads no encryption plugin, so it "+
+			"cannot read them: load the plugin with those keys (for file_key_management: plugin_load_add and file_key_management_filename in its "+
+			"[mysqld] group) and restart it; nothing was imported", strings.Join(tables, ", "), idList(ids))
 	}
 	if rows[0][0] != fileKeyManagement || m.ServerEncryption == nil || len(m.ServerEncryption.KeyChecks) == 0 {
 		return nil

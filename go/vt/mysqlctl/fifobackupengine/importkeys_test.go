@@ -80,5 +80,5 @@ func TestCheckImportKeys(t *testing.T) {
 	plugins = nil
 	err = CheckImportKeys(ctx, query, m, dir, []RestoredTable{table("secret")})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "shop.secret encrypted under key id 2: the live server loads no encryption plugin")
+	assert.Contains(t, err.Error(), "shop.secret encrypted under key ids 2: the live server loads no encryption plugin")
 }

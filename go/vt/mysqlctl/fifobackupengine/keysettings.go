@@ -36,6 +36,12 @@ func KeySettings(backupCnf, hostCnf string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	keys, err := keySettings(backup, hostCnf)
+	return formatOptions(keys), err
+}
+
+// keySettings is KeySettings on the backup's option lines.
+func keySettings(backup []optionLine, hostCnf string) ([]optionLine, error) {
 	backup = inGroups(backup, serverOptionGroups)
 	load := lastValues(backup, "plugin_load")["plugin_load"]
 	if load == "" {
@@ -45,17 +51,19 @@ func KeySettings(backupCnf, hostCnf string) ([]string, error) {
 	ours := func(name string) bool {
 		return strings.HasPrefix(name, strings.ReplaceAll(plugin, "_", "-")+"-") || name == "plugin-dir"
 	}
-	values := map[string]string{"plugin-load-add": load}
-	order := []string{"plugin-load-add"}
+	out := []optionLine{{Name: "plugin-load-add", Value: load}}
+	at := map[string]int{"plugin-load-add": 0}
 	set := func(lines []optionLine, keep func(string) bool) {
 		for _, l := range lines {
 			if l.Off || !keep(l.Name) {
 				continue
 			}
-			if _, seen := values[l.Name]; !seen {
-				order = append(order, l.Name)
+			if i, seen := at[l.Name]; seen {
+				out[i].Value = l.Value
+				continue
 			}
-			values[l.Name] = l.Value
+			at[l.Name] = len(out)
+			out = append(out, optionLine{Name: l.Name, Value: l.Value})
 		}
 	}
 	set(backup, func(name string) bool { return ours(name) || name == "innodb-encrypt-log" })
@@ -66,11 +74,16 @@ func KeySettings(backupCnf, hostCnf string) ([]string, error) {
 		}
 		set(inGroups(host, serverOptionGroups), ours)
 	}
-	out := make([]string, 0, len(order))
-	for _, name := range order {
-		out = append(out, name+"="+quoteOptionValue(values[name]))
-	}
 	return out, nil
+}
+
+// formatOptions writes option lines back as "name=value".
+func formatOptions(lines []optionLine) []string {
+	var out []string
+	for _, l := range lines {
+		out = append(out, l.Name+"="+quoteOptionValue(l.Value))
+	}
+	return out
 }
 
 // quoteOptionValue writes a value back as mysys reads it.
@@ -81,26 +94,19 @@ func quoteOptionValue(v string) string {
 	return `"` + v + `"`
 }
 
-// optionFileSecrets are the values of the options in the files that are
-// secrets (isSecretFlag): the tool echoes its plugin's parameters into its
-// output ("Encryption plugin parameter : '--file_key_management_filekey=...'").
-func optionFileSecrets(paths ...string) ([]string, error) {
+// secretValues are the values of the options that are secrets
+// (isSecretFlag): the tool echoes its plugin's parameters into its output
+// ("Encryption plugin parameter : '--file_key_management_filekey=...'").
+func secretValues(lines ...[]optionLine) []string {
 	var out []string
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		lines, err := readOptionFile(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range lines {
+	for _, ls := range lines {
+		for _, l := range ls {
 			if isSecretFlag("--"+l.Name) && len(l.Value) >= minSecretLen {
 				out = append(out, l.Value)
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // prepareOptionFilePrefix names the option file a mariabackup --prepare reads,
@@ -121,19 +127,21 @@ func writePrepareOptionFile(hostCnf, target string) (path string, secrets []stri
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("the backup has no readable backup-my.cnf: %w", err)
 	}
-	keys, err := KeySettings(backupCnf, hostCnf)
+	lines, err := readOptionFile(backupCnf)
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if secrets, err = optionFileSecrets(backupCnf, hostCnf); err != nil {
+	keys, err := keySettings(lines, hostCnf)
+	if err != nil {
 		return "", nil, nil, err
 	}
+	secrets = secretValues(lines, keys)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# vtfifo: the options of one prepare of %s: the backup's own settings (backup-my.cnf), the\n", target)
 	b.WriteString("# restoring host's encryption key settings over them.\n")
 	b.Write(backup)
 	if len(keys) > 0 {
-		b.WriteString("\n[mysqld]\n" + strings.Join(keys, "\n") + "\n")
+		b.WriteString("\n[mysqld]\n" + strings.Join(formatOptions(keys), "\n") + "\n")
 	}
 	f, err := os.CreateTemp(filepath.Dir(filepath.Clean(target)), prepareOptionFilePrefix+"*.cnf")
 	if err != nil {

@@ -13,6 +13,23 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
+// ErrKeysUnavailable marks a restore refused because the restoring host
+// cannot give its prepare the keys a backup needs (the key file missing,
+// unreadable, without a key id, or with another key under one): a setting
+// of this host, not damage to the backup. A test restore records no verdict
+// for it, the CLI exits 3.
+var ErrKeysUnavailable = errors.New("the restoring host cannot give the prepare the backup's encryption keys")
+
+// keysError is a refusal for want of keys: FAILED_PRECONDITION to Vitess,
+// ErrKeysUnavailable to errors.Is.
+type keysError struct{ msg string }
+
+func (e *keysError) Error() string           { return e.msg }
+func (e *keysError) ErrorCode() vtrpcpb.Code { return vtrpcpb.Code_FAILED_PRECONDITION }
+func (e *keysError) Is(target error) bool    { return target == ErrKeysUnavailable }
+
+var _ vterrors.ErrorWithCode = (*keysError)(nil)
+
 // keyNeed is what a chain's backups need of the server's encryption.
 type keyNeed struct {
 	plugin  string
@@ -94,8 +111,8 @@ func checkRestoreKeys(chain []member, hostCnf string, logger logutil.Logger) err
 			" of the source server (vtfifo: --defaults-file)"
 	}
 	fail := func(format string, args ...any) error {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is encrypted by %s with key ids %s: %s; nothing was downloaded: %s",
-			newest, need.plugin, idList(ids), fmt.Sprintf(format, args...), fix)
+		return &keysError{fmt.Sprintf("backup %s is encrypted by %s with key ids %s: %s; nothing was downloaded: %s",
+			newest, need.plugin, idList(ids), fmt.Sprintf(format, args...), fix)}
 	}
 	if keyFile == "" {
 		return fail("no key file is named (the backup records none)")

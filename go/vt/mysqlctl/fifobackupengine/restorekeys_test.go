@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/logutil"
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
 func TestReadKeyFile(t *testing.T) {
@@ -85,6 +88,8 @@ func TestCheckRestoreKeys(t *testing.T) {
 			continue
 		}
 		require.Error(t, err)
+		assert.ErrorIs(t, err, ErrKeysUnavailable, "this host's keys, not damage")
+		assert.Equal(t, vtrpcpb.Code_FAILED_PRECONDITION, vterrors.Code(vterrors.Wrap(err, "fifo restore failed")))
 		assert.Equal(t,
 			"backup backupA is encrypted by file_key_management with key ids 1,2: "+tc.want+"; nothing was downloaded: set file_key_management_filename "+
 				"in the [mysqld] group of "+hostCnf+" to a key file that holds key ids 1,2 of the source server", err.Error())

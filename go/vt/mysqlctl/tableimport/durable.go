@@ -39,8 +39,11 @@ func makeDurable(ctx context.Context, conn *sql.Conn, timeout time.Duration) err
 		return err
 	}
 	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", checkpointLock, int(timeout.Seconds())).Scan(&got); err != nil || got.Int64 != 1 {
-		return fmt.Errorf("waiting for another import's checkpoint (lock %s): %v", checkpointLock, err)
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", checkpointLock, int(timeout.Seconds())).Scan(&got); err != nil {
+		return fmt.Errorf("taking the lock %s: %w", checkpointLock, err)
+	}
+	if got.Int64 != 1 {
+		return fmt.Errorf("another import held the lock %s for %v (its checkpoint wait): run the restore again when it is done", checkpointLock, timeout)
 	}
 	defer conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", checkpointLock)
 	var pct string

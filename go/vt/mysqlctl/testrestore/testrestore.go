@@ -123,7 +123,8 @@ const (
 // Run test-restores bh and returns its record. A failed check is a record
 // with Outcome Failed (and a nil error). The error is for a run that reached
 // no verdict on the backup, so that nothing is recorded: no server binary,
-// one of another flavor than the backup's, ctx cancelled. The scratch
+// one of another flavor than the backup's, ctx cancelled, this host lacking
+// the backup's encryption keys (fifobackupengine.ErrKeysUnavailable). The scratch
 // directory is removed and mysqld stopped before Run returns, whatever
 // happened.
 func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Record, error) {
@@ -149,6 +150,10 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	rec.Duration = time.Since(rec.Started).Round(time.Second).String()
 	if ctx.Err() != nil {
 		return rec, fmt.Errorf("test restore of %s interrupted: %w", rec.Backup, ctx.Err())
+	}
+	if errors.Is(err, fifobackupengine.ErrKeysUnavailable) {
+		// This host's keys, not the backup: no verdict on the backup.
+		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, err)
 	}
 	rec.Outcome = Passed
 	if err != nil {

@@ -59,6 +59,18 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	must(t, p.Start(ctx, cluster.StartOptions{}))
 	must(t, initShardPrimary(ctx, c, p))
 	must(t, p.LoadSampleData(ctx, sampleRows))
+	// Names in another script (their files in the server's file-name
+	// encoding: donn@0pes/t@0ible_@0p_3.ibd) and a foreign key.
+	for _, q := range []string{
+		"CREATE DATABASE `données`",
+		"CREATE TABLE `données`.`tâble_é_3` (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB",
+		"INSERT INTO `données`.`tâble_é_3` SELECT seq, MD5(seq) FROM `données`.seq_1_to_50",
+		"CREATE TABLE `données`.`enfant` (id INT PRIMARY KEY, pid INT, CONSTRAINT `lien` FOREIGN KEY (pid) REFERENCES `tâble_é_3` (id)) ENGINE=InnoDB",
+		"INSERT INTO `données`.`enfant` SELECT seq, seq FROM `données`.seq_1_to_50",
+	} {
+		_, err := p.Exec(ctx, q)
+		must(t, err)
+	}
 	// Thousands of tables around the ones restore-table restores, on local
 	// disk: which files a table restore picks does not depend on the backend,
 	// and every backup, restore and vtbackup run of the test carries them.
@@ -246,6 +258,20 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			}
 		}
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".events_restored")
+		must(t, err)
+		// A name in another script with a foreign key, beside the live
+		// table: the key keeps its parent and takes a free name, said so.
+		out = restoreTable(t, 0, "--table=données.enfant", "--into-tablet="+p.Alias, "--as=données.enfant-2")
+		if !strings.Contains(out, "OK: données.enfant imported as données.enfant-2: 50 rows") ||
+			!strings.Contains(out, "note: données.enfant-2: foreign key lien is named lien_2 in données.enfant-2 (lien is taken in database données)") {
+			t.Fatalf("restore-table données.enfant:\n%s", out)
+		}
+		r, err := p.Exec(ctx, "SHOW CREATE TABLE `données`.`enfant-2`")
+		must(t, err)
+		if def := r.Rows[0][1].ToString(); !strings.Contains(def, "CONSTRAINT `lien_2` FOREIGN KEY (`pid`) REFERENCES `tâble_é_3` (`id`)") {
+			t.Fatalf("données.enfant-2:\n%s", def)
+		}
+		_, err = p.Exec(ctx, "DROP TABLE `données`.`enfant-2`")
 		must(t, err)
 		if withMany {
 			// One of the thousands, beside itself, through the server's socket.

@@ -18,6 +18,7 @@ const mod = "github.com/vtfifo/vtfifo/"
 var rules = map[string][]string{
 	"go/xbstream":                 {},
 	"go/internal/flagvalue":       {},
+	"go/internal/mysqlfilename":   {},
 	"go/internal/retention":       {},
 	"go/internal/vtusers":         {},
 	"go/vt/vtversion":             {},
@@ -32,41 +33,41 @@ var rules = map[string][]string{
 	"go/vt/mysqlctl/splitstorage/backend/azure":   {"go/vt/mysqlctl/splitstorage/backend", "go/internal/flagvalue"},
 	"go/vt/mysqlctl/splitstorage/backend/retry":   {"go/vt/mysqlctl/splitstorage/backend", "go/internal/flagvalue"},
 	"go/vt/mysqlctl/splitstorage/backend/limiter": {"go/vt/mysqlctl/splitstorage/backend", "go/internal/flagvalue"},
-	"go/vt/mysqlctl/fifobackupengine":             {"go/internal/flagvalue", "go/xbstream", "go/vt/mysqlctl/backuphandle"},
-	"go/vt/mysqlctl/tableimport":                  {},
-	"go/vt/mysqlctl/testrestore": {"go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage",
+	"go/vt/mysqlctl/fifobackupengine":             {"go/internal/flagvalue", "go/internal/mysqlfilename", "go/xbstream", "go/vt/mysqlctl/backuphandle"},
+	"go/vt/mysqlctl/tableimport":                  {"go/internal/mysqlfilename"},
+	"go/vt/mysqlctl/testrestore": {"go/internal/flagvalue", "go/internal/mysqlfilename", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage",
 		"go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream", "go/vt/mysqlctl/backuphandle"},
 	"go/cmd/plugin": {"go/internal/flagvalue"},
-	"go/cmd/plugin/testrestoreplugin": {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine",
+	"go/cmd/plugin/testrestoreplugin": {"go/cmd/plugin", "go/internal/flagvalue", "go/internal/mysqlfilename", "go/vt/mysqlctl/fifobackupengine",
 		"go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/testrestore",
 		"go/xbstream", "go/internal/retention", "go/vt/mysqlctl/backuphandle"},
 	"go/cmd/plugin/storages": {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/splitstorage",
 		"go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/backuphandle"},
-	"go/cmd/plugin/engines": {"go/cmd/plugin", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine",
+	"go/cmd/plugin/engines": {"go/cmd/plugin", "go/internal/flagvalue", "go/internal/mysqlfilename", "go/vt/mysqlctl/fifobackupengine",
 		"go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream",
 		"go/vt/mysqlctl/backuphandle"},
-	"go/cmd/vtfifo/vtfifocli": {"go/vt/mysqlctl/tableimport", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine",
+	"go/cmd/vtfifo/vtfifocli": {"go/vt/mysqlctl/tableimport", "go/internal/flagvalue", "go/internal/mysqlfilename", "go/vt/mysqlctl/fifobackupengine",
 		"go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/xbstream",
 		"go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest", "go/internal/vtusers", "go/vt/vtversion",
 		"go/vt/mysqlctl/backuphandle"},
-	"go/cmd/vtfifo": {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue",
+	"go/cmd/vtfifo": {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue", "go/internal/mysqlfilename",
 		"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt",
 		"go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest", "go/internal/vtusers", "go/vt/vtversion",
 		"go/vt/mysqlctl/backuphandle"},
-	"go/cmd/fifoverify": {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue",
+	"go/cmd/fifoverify": {"go/vt/mysqlctl/tableimport", "go/cmd/vtfifo/vtfifocli", "go/internal/flagvalue", "go/internal/mysqlfilename",
 		"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt",
 		"go/xbstream", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/selftest", "go/internal/vtusers", "go/vt/vtversion",
 		"go/vt/mysqlctl/backuphandle"},
-	"go/cmd/vttablet": {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue",
+	"go/cmd/vttablet": {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/internal/mysqlfilename",
 		"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt",
 		"go/xbstream", "go/vt/mysqlctl/backuphandle"},
-	"go/cmd/vtbackup": {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue",
+	"go/cmd/vtbackup": {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/internal/mysqlfilename",
 		"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt",
 		"go/xbstream", "go/cmd/plugin/testrestoreplugin", "go/vt/mysqlctl/testrestore", "go/internal/retention", "go/vt/mysqlctl/backuphandle"},
 	"go/cmd/vtctld": {"go/cmd/plugin", "go/cmd/plugin/storages", "go/internal/flagvalue", "go/vt/mysqlctl/splitstorage",
 		"go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/backuphandle"},
 	"go/testutil/xtrabackupstandin": {"go/xbstream"},
-	"go/vt/mysqlctl/selftest": {"go/internal/vtusers", "go/internal/flagvalue", "go/vt/mysqlctl/fifobackupengine",
+	"go/vt/mysqlctl/selftest": {"go/internal/vtusers", "go/internal/flagvalue", "go/internal/mysqlfilename", "go/vt/mysqlctl/fifobackupengine",
 		"go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt", "go/vt/mysqlctl/tableimport",
 		"go/vt/mysqlctl/testrestore", "go/xbstream", "go/internal/retention", "go/vt/vtversion", "go/vt/mysqlctl/backuphandle"},
 }
@@ -111,4 +112,23 @@ func allows(allowed []string, dep string) bool {
 		}
 	}
 	return false
+}
+
+// testSupport are the packages that only tests, benchmarks and generators
+// import: no rule above allows them, so no product package depends on them.
+var testSupport = []string{"go/testutil/...", "test/...", "go/internal/layers", "go/cmd/plugin/flagsdoc", "go/cmd/plugin/plugintest",
+	"go/vt/mysqlctl/splitstorage/backend/backendtest", "go/vt/mysqlctl/splitstorage/splitstoragetest"}
+
+// TestEveryPackageHasARule: a new package of the project is either given a
+// rule (what it may import) or named test support; it is never unchecked.
+func TestEveryPackageHasARule(t *testing.T) {
+	cmd := exec.Command("go", "list", "./...")
+	cmd.Dir = "../../.."
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, line := range strings.Fields(string(out)) {
+		pkg := strings.TrimPrefix(line, mod)
+		_, ruled := rules[pkg]
+		assert.True(t, ruled || allows(testSupport, pkg), "package %s has no rule in layers_test.go and is not test support: say what it may import", pkg)
+	}
 }

@@ -172,6 +172,9 @@ type RestoredTableState struct {
 	Check         string   `json:"check,omitempty"`
 	Checksum      string   `json:"checksum,omitempty"`
 	ImportError   string   `json:"import_error,omitempty"`
+	// Notes say what the import changed from the backup's definition
+	// (foreign keys) and the rows whose foreign key has no parent row.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // tableOutput records restore-table's result and prints its lines unless
@@ -207,6 +210,7 @@ type restoreTableFlags struct {
 	defaultsFile              string
 	user                      string
 	unreplicated              bool
+	dropKeysWithoutParent     bool
 	replicated                bool // decided once the live server is reached
 	json                      bool
 }
@@ -225,6 +229,8 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 	fs.BoolVar(&f.unreplicated, "unreplicated", false, "import the files only, not through the binary log, into a server that writes one (every Vitess "+
 		"primary does): the table is then on that server only, not on its replicas (default: on such a server the rows are copied into the target "+
 		"through the binary log, so replicas get them too)")
+	fs.BoolVar(&f.dropKeysWithoutParent, "drop-foreign-keys-without-parent", false, "import a table without those of its foreign keys whose "+
+		"parent table the live server does not have, naming each (default: such a table is refused before anything is imported)")
 	fs.StringVar(&f.mysqldPath, "mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
 		"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object (backup, target, bytes read, tool, and per table its files, definition and import) instead of lines")
@@ -343,7 +349,10 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 	if f.replicated {
 		importOne, how = tableimport.ImportReplicated, " through the binary log"
 	}
-	opts := tableimport.Options{Unreplicated: f.unreplicated}
+	opts := tableimport.Options{Unreplicated: f.unreplicated, DropKeysWithoutParent: f.dropKeysWithoutParent}
+	for _, t := range tables {
+		opts.Importing = append(opts.Importing, targetFor(t.DB, t.Table))
+	}
 	var done []importedTable
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
@@ -358,6 +367,20 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 		done = append(done, importedTable{t.Name(), to})
 		st.ImportedAs, st.Rows, st.Check, st.Checksum, st.Replicated = to.String(), res.Rows, res.Check, res.Checksum, f.replicated
 		out.printf("OK: %s imported as %s%s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, how, res.Rows, res.Check, res.Checksum)
+		st.Notes = res.Notes
+	}
+	// Orphans are counted once every table of the run is in: a parent may
+	// come after its child.
+	for _, d := range done {
+		st := out.table(d.name)
+		orphans, err := tableimport.Orphans(s.ctx, live, d.to)
+		if err != nil {
+			orphans = []string{"orphan rows not counted: " + errText(err)}
+		}
+		st.Notes = append(st.Notes, orphans...)
+		for _, n := range st.Notes {
+			out.printf("note: %s: %s\n", d.to, n)
+		}
 	}
 	return 0
 }
@@ -423,7 +446,7 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
 		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
 		text := defs[t.Name()] + ";\n"
-		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Create: defs[t.Name()]})
+		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]})
 		if refusal != nil {
 			// The operator's own IMPORT TABLESPACE would do the same harm.
 			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text

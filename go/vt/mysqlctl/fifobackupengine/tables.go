@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/internal/mysqlfilename"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -140,31 +140,7 @@ func tableOf(p string) (db, table, ext string, partition, ok bool) {
 	default:
 		return "", "", "", false, false
 	}
-	return decodeName(dir), decodeName(name), ext, partition, true
-}
-
-// DecodeFileName is decodeName: a schema or table name from the name of
-// its file or directory.
-func DecodeFileName(s string) string { return decodeName(s) }
-
-// decodeName undoes the server's file name encoding of identifiers where it
-// is @XXXX (a code point in hex); other encodings are kept as written.
-func decodeName(s string) string {
-	if !strings.Contains(s, "@") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '@' && i+5 <= len(s) {
-			if r, err := strconv.ParseUint(s[i+1:i+5], 16, 32); err == nil {
-				b.WriteRune(rune(r))
-				i += 4
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return mysqlfilename.Decode(dir), mysqlfilename.Decode(name), ext, partition, true
 }
 
 // tableSubset is what a table restore takes from a backup.

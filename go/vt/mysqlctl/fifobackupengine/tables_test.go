@@ -60,6 +60,9 @@ func TestTablePatternsAndFiles(t *testing.T) {
 	db, table, ext, part, ok := tableOf("my@002ddb/t@0024x#P#p3.ibd")
 	assert.True(t, ok)
 	assert.Equal(t, []any{"my-db", "t$x", "ibd", true}, []any{db, table, ext, part})
+	db, table, _, _, ok = tableOf("donn@0pes/t@0ible_@0p_3.ibd")
+	assert.True(t, ok)
+	assert.Equal(t, []any{"données", "tâble_é_3"}, []any{db, table}, "letters are '@' and two characters (mysqlfilename)")
 
 	paths := []string{"ibdata1", "db/t.frm", "db/t.ibd", "db2/a.frm", "db2/a#P#p0.ibd", "db2/a#P#p1.new", "db2/a#P#p1.ibd", "db2/v.frm", "db2/n.frm", "db2/n.new"}
 	tables, err := s.tables(paths, "b1")

@@ -18,6 +18,7 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 
+	"github.com/vtfifo/vtfifo/go/internal/mysqlfilename"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -69,6 +70,34 @@ func TestImportRealMariaDB(t *testing.T) {
 		"INSERT INTO d.cmp SELECT seq, REPEAT(MD5(seq), 3) FROM d.seq_1_to_2000",
 		"CREATE TABLE d.pc (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB PAGE_COMPRESSED=1",
 		"INSERT INTO d.pc SELECT seq, REPEAT(MD5(seq), 3) FROM d.seq_1_to_2000",
+		// Names in other scripts and with punctuation (their files are named
+		// in the server's file-name encoding).
+		"CREATE DATABASE `données`",
+		"CREATE TABLE `données`.`tâble_é_3` (id INT PRIMARY KEY, v VARCHAR(40), KEY (v)) ENGINE=InnoDB",
+		"INSERT INTO `données`.`tâble_é_3` SELECT seq, MD5(seq) FROM d.seq_1_to_700",
+		"CREATE TABLE `données`.`pärt` (id INT PRIMARY KEY, v INT) ENGINE=InnoDB PARTITION BY RANGE (id) (PARTITION `pé0` VALUES LESS THAN (100), " +
+			"PARTITION `p-1` VALUES LESS THAN MAXVALUE)",
+		"INSERT INTO `données`.`pärt` SELECT seq, seq FROM d.seq_1_to_300",
+		"CREATE TABLE `données`.`ária` (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=Aria",
+		"INSERT INTO `données`.`ária` SELECT seq, SHA1(seq) FROM d.seq_1_to_400",
+		// Foreign keys: a parent and a child with 25 orphan rows, a table
+		// referencing itself, and a child whose parent is dropped after
+		// the backup.
+		"CREATE TABLE d.fk_parent (id INT PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT INTO d.fk_parent SELECT seq FROM d.seq_1_to_100",
+		"CREATE TABLE d.fk_child (id INT PRIMARY KEY, pid INT, CONSTRAINT fk_child_p FOREIGN KEY (pid) REFERENCES fk_parent (id)) ENGINE=InnoDB",
+		"INSERT INTO d.fk_child SELECT seq, seq FROM d.seq_1_to_100",
+		"SET SESSION foreign_key_checks = 0",
+		"INSERT INTO d.fk_child SELECT seq, seq FROM d.seq_501_to_525",
+		"SET SESSION foreign_key_checks = 1",
+		"CREATE TABLE d.fk_self (id INT PRIMARY KEY, up INT, FOREIGN KEY (up) REFERENCES fk_self (id) ON DELETE CASCADE) ENGINE=InnoDB",
+		"INSERT INTO d.fk_self VALUES (1, NULL), (2, 1), (3, 2), (4, NULL)",
+		"CREATE TABLE d.fk_gone (id INT PRIMARY KEY) ENGINE=InnoDB",
+		// A FULLTEXT index dropped: its hidden FTS_DOC_ID column stays.
+		"CREATE TABLE d.ftgone (id INT PRIMARY KEY, body TEXT, FULLTEXT KEY ftb (body)) ENGINE=InnoDB",
+		"INSERT INTO d.ftgone SELECT seq, CONCAT('word', seq) FROM d.seq_1_to_300",
+		"ALTER TABLE d.ftgone DROP INDEX ftb",
+		"CREATE TABLE d.fk_lost (id INT PRIMARY KEY, gid INT, CONSTRAINT fk_lost_g FOREIGN KEY (gid) REFERENCES fk_gone (id)) ENGINE=InnoDB",
 	} {
 		srv.Exec(t, q)
 	}
@@ -118,23 +147,35 @@ func TestImportRealMariaDB(t *testing.T) {
 
 	ctx := context.Background()
 	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "geo", "gen", "ver", "cmp", "pc", "inv", "myft", "oldfmt"}
-	names := make([][2]string, len(tables))
-	for i, tb := range tables {
-		names[i] = [2]string{"d", tb}
+	names := [][2]string{{"données", "tâble_é_3"}, {"données", "pärt"}, {"données", "ária"}, {"d", "fk_child"}, {"d", "fk_self"}, {"d", "fk_lost"}, {"d", "ftgone"}}
+	for _, tb := range tables {
+		names = append(names, [2]string{"d", tb})
 	}
 	defs, _, err := testrestore.Definitions(ctx, dir, names, testrestore.Options{Logger: logutil.NewMemoryLogger()})
 	require.NoError(t, err)
-	files := func(table string) []string {
+	filesOf := func(db, table string) []string {
+		dbFile, err := mysqlfilename.Encode(db)
+		require.NoError(t, err)
+		tableFile, err := mysqlfilename.Encode(table)
+		require.NoError(t, err)
 		var out []string
 		for _, ext := range []string{".ibd", ".cfg", ".frm", ".MAD", ".MAI", ".MYD", ".MYI", ".CSV", ".CSM"} {
-			if _, err := os.Stat(filepath.Join(dir, "d", table+ext)); err == nil {
-				out = append(out, "d/"+table+ext)
+			if _, err := os.Stat(filepath.Join(dir, dbFile, tableFile+ext)); err == nil {
+				out = append(out, dbFile+"/"+tableFile+ext)
 			}
+		}
+		parts, _ := filepath.Glob(filepath.Join(dir, dbFile, tableFile+"#P#*"))
+		for _, p := range parts {
+			out = append(out, dbFile+"/"+filepath.Base(p))
 		}
 		return out
 	}
-	for _, tb := range tables {
-		require.NoError(t, Movable(ctx, ariaChk, dir, files(tb)), tb)
+	files := func(table string) []string { return filesOf("d", table) }
+	for _, n := range names {
+		require.NoError(t, Movable(ctx, ariaChk, dir, filesOf(n[0], n[1])), n)
+	}
+	source := func(db, table string) Source {
+		return Source{DB: db, Table: table, Dir: dir, Files: filesOf(db, table), Create: defs[db+"."+table]}
 	}
 	importAs := func(table, as string) Result {
 		t.Helper()
@@ -201,6 +242,66 @@ func TestImportRealMariaDB(t *testing.T) {
 		assert.Equal(t, "2001", srv.Query(t, "SELECT COUNT(*) FROM d.pc_restored"), "the server came back with every write")
 	})
 
+	t.Run("names in other scripts and with punctuation", func(t *testing.T) {
+		for _, c := range []struct{ table, as string }{{"tâble_é_3", "t-x€ü"}, {"pärt", "pärt 2"}, {"ária", "ária.b"}} {
+			res, err := Import(ctx, srv.DB(), source("données", c.table), Target{"données", c.as}, Options{}, logutil.NewMemoryLogger())
+			require.NoError(t, err, c.table)
+			assert.Equal(t, "OK", res.Check)
+			var name, sum string
+			require.NoError(t, srv.DB().QueryRow("CHECKSUM TABLE `données`.`"+c.table+"`").Scan(&name, &sum))
+			assert.Equal(t, sum, res.Checksum, c.table)
+		}
+		assert.Equal(t, "300", srv.Query(t, "SELECT COUNT(*) FROM `données`.`pärt 2` PARTITION (`pé0`, `p-1`)"))
+	})
+
+	t.Run("foreign keys point where they pointed", func(t *testing.T) {
+		srv.Exec(t, "CREATE DATABASE d2")
+		showCreate := func(table string) string {
+			var name, create string
+			require.NoError(t, srv.DB().QueryRow("SHOW CREATE TABLE "+table).Scan(&name, &create))
+			return create
+		}
+		imp := func(src Source, to Target, opts Options) Result {
+			t.Helper()
+			res, err := Import(ctx, srv.DB(), src, to, opts, logutil.NewMemoryLogger())
+			require.NoError(t, err, "%s as %s", src.Table, to)
+			return res
+		}
+		// Into another database: the parent is named fully, the name is free.
+		res := imp(source("d", "fk_child"), Target{"d2", "fk_child_r"}, Options{})
+		assert.Empty(t, res.Notes)
+		assert.Contains(t, showCreate("d2.fk_child_r"), "CONSTRAINT `fk_child_p` FOREIGN KEY (`pid`) REFERENCES `d`.`fk_parent` (`id`)")
+		srv.Exec(t, "INSERT INTO d2.fk_child_r VALUES (1000, 7)")
+		_, err := srv.DB().Exec("INSERT INTO d2.fk_child_r VALUES (1001, 7777)")
+		assert.ErrorContains(t, err, "1452", "the key is enforced against d.fk_parent")
+		// Beside the live child: the constraint name is taken there.
+		res = imp(source("d", "fk_child"), Target{"d", "fk_child_r"}, Options{})
+		assert.Equal(t, []string{"foreign key fk_child_p is named fk_child_p_2 in d.fk_child_r (fk_child_p is taken in database d)"}, res.Notes)
+		orphans, err := Orphans(ctx, srv.DB(), Target{"d", "fk_child_r"})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"25 rows whose foreign key fk_child_p_2 has no row in d.fk_parent (orphans, as in the backup: the import does not " +
+			"check keys)"}, orphans)
+		// A key on the table itself follows its new name and still cascades.
+		imp(source("d", "fk_self"), Target{"d", "fk_self_r"}, Options{})
+		assert.Contains(t, showCreate("d.fk_self_r"), "CONSTRAINT `fk_self_r_ibfk_1` FOREIGN KEY (`up`) REFERENCES `fk_self_r` (`id`) ON DELETE CASCADE")
+		srv.Exec(t, "DELETE FROM d.fk_self_r WHERE id = 1")
+		assert.Equal(t, "1", srv.Query(t, "SELECT COUNT(*) FROM d.fk_self_r"), "rows 2 and 3 went with row 1")
+		assert.Equal(t, "4", srv.Query(t, "SELECT COUNT(*) FROM d.fk_self"))
+		// A parent the live server no longer has: refused, naming the key,
+		// nothing created; imported without the key only when asked.
+		srv.Exec(t, "DROP TABLE d.fk_lost")
+		srv.Exec(t, "DROP TABLE d.fk_gone")
+		_, err = Import(ctx, srv.DB(), source("d", "fk_lost"), Target{"d", "fk_lost"}, Options{}, logutil.NewMemoryLogger())
+		require.ErrorContains(t, err, "d.fk_lost: foreign keys whose parent the live server does not have: fk_lost_g (references d.fk_gone)")
+		require.NoError(t, Absent(ctx, srv.DB(), Target{"d", "fk_lost"}))
+		res = imp(source("d", "fk_lost"), Target{"d", "fk_lost"}, Options{DropKeysWithoutParent: true})
+		assert.Equal(t, []string{"foreign key fk_lost_g dropped: its parent d.fk_gone is not in the live server"}, res.Notes)
+		assert.NotContains(t, showCreate("d.fk_lost"), "FOREIGN KEY")
+		// A parent imported in the same run counts as there.
+		res = imp(source("d", "fk_lost"), Target{"d", "fk_lost_2"}, Options{Importing: []Target{{"d", "fk_gone"}}})
+		assert.Contains(t, showCreate("d.fk_lost_2"), "REFERENCES `fk_gone` (`id`)")
+	})
+
 	t.Run("a FULLTEXT table is refused before anything is imported", func(t *testing.T) {
 		_, err := Import(ctx, srv.DB(), Source{DB: "d", Table: "ft", Dir: dir, Files: files("ft"), Create: defs["d.ft"]}, Target{"d", "ft_restored"},
 			Options{}, logutil.NewMemoryLogger())
@@ -208,6 +309,11 @@ func TestImportRealMariaDB(t *testing.T) {
 		require.NoError(t, Absent(ctx, srv.DB(), Target{"d", "ft_restored"}))
 		left, _ := filepath.Glob(filepath.Join(srv.DataDir, "d", "ft_restored*"))
 		assert.Empty(t, left)
+		// Its index dropped, the hidden column it added is still in the
+		// tablespace: refused for that reason, by its .cfg.
+		_, err = Import(ctx, srv.DB(), source("d", "ftgone"), Target{"d", "ftgone_restored"}, Options{}, logutil.NewMemoryLogger())
+		require.ErrorContains(t, err, "d.ftgone has a hidden FTS_DOC_ID column (left by a FULLTEXT index dropped since)")
+		require.NoError(t, Absent(ctx, srv.DB(), Target{"d", "ftgone_restored"}))
 	})
 
 	t.Run("a replicated server", func(t *testing.T) {
@@ -244,7 +350,7 @@ func TestImportRealMariaDB(t *testing.T) {
 			to := Target{"d", tb + "_final"}
 			_, err := Import(ctx, primary.DB(), src, LocalName(to), Options{Unreplicated: true}, logutil.NewMemoryLogger())
 			require.NoError(t, err, tb)
-			res, err := Replicate(ctx, primary.DB(), src, LocalName(to), to, logutil.NewMemoryLogger())
+			res, err := Replicate(ctx, primary.DB(), src, LocalName(to), to, Options{}, logutil.NewMemoryLogger())
 			require.NoError(t, err, tb)
 			assert.Equal(t, "OK", res.Check, tb)
 			require.NoError(t, Absent(ctx, primary.DB(), LocalName(to)), "the local table is dropped")
@@ -253,7 +359,18 @@ func TestImportRealMariaDB(t *testing.T) {
 		primary.Exec(t, "INSERT INTO d.inno_final VALUES (999999, 1, 'after')")
 		primary.Exec(t, "UPDATE d.ver_final SET v = v + 100 WHERE id = 1")
 		assert.Equal(t, "1", primary.Query(t, "SELECT @@session.sql_log_bin"), "the pool's connections log again after an import")
+		// A key on itself and a name in another script, in one call each.
+		primary.Exec(t, "CREATE DATABASE `données`")
+		for _, tb := range [][2]string{{"d", "fk_self"}, {"données", "tâble_é_3"}} {
+			_, err := ImportReplicated(ctx, primary.DB(), source(tb[0], tb[1]), Target{tb[0], tb[1]}, Options{}, logutil.NewMemoryLogger())
+			require.NoError(t, err, tb)
+		}
 		replica.Exec(t, "START SLAVE")
+		waitReplica("SELECT COUNT(*) FROM `données`.`tâble_é_3`", "700")
+		waitReplica("SELECT COUNT(*) FROM d.fk_self", "4")
+		var name, create string
+		require.NoError(t, replica.DB().QueryRow("SHOW CREATE TABLE d.fk_self").Scan(&name, &create))
+		assert.Contains(t, create, "CONSTRAINT `fk_self_ibfk_1` FOREIGN KEY (`up`) REFERENCES `fk_self` (`id`) ON DELETE CASCADE")
 		waitReplica("SELECT COUNT(*) FROM d.inno_final", "3001")
 		waitReplica("SELECT v FROM d.ver_final WHERE id = 1", "101")
 		assert.Empty(t, replicaStatus(t, replica, "Last_SQL_Error"))

@@ -110,7 +110,7 @@ func planCopy(ctx context.Context, conn *sql.Conn, local Target, create string) 
 // checks to against local and drops local without logging. On failure what
 // it created is dropped (through the log, so replicas drop it too) and local
 // is left for the caller to drop.
-func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, logger logutil.Logger) (res Result, err error) {
+func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, opts Options, logger logutil.Logger) (res Result, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return res, err
@@ -128,7 +128,7 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, lo
 	if err != nil {
 		return res, fmt.Errorf("reading %s's columns: %w", local, err)
 	}
-	def, err := renamed(src, to)
+	def, notes, err := definition(ctx, conn, src, to, opts)
 	if err != nil {
 		return res, err
 	}
@@ -154,6 +154,7 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, lo
 	if res, err = verify(ctx, conn, to); err != nil {
 		return res, err
 	}
+	res.Notes = notes
 	if err = exec("SET SESSION sql_log_bin = 0"); err == nil {
 		err = exec("DROP TABLE " + quoted(local))
 	}
@@ -259,11 +260,12 @@ func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, op
 		logger = logutil.NewConsoleLogger()
 	}
 	local := LocalName(to)
-	opts.Unreplicated = true
-	if _, err := Import(ctx, db, src, local, opts, logger); err != nil {
+	localOpts := opts
+	localOpts.Unreplicated, localOpts.withoutForeignKeys = true, true
+	if _, err := Import(ctx, db, src, local, localOpts, logger); err != nil {
 		return Result{}, err
 	}
-	res, err := Replicate(ctx, db, src, local, to, logger)
+	res, err := Replicate(ctx, db, src, local, to, opts, logger)
 	if err != nil {
 		if derr := dropUnlogged(ctx, db, local); derr != nil {
 			logger.Warningf("restore-table: cannot drop the local table %s (%v): drop it with sql_log_bin=0", local, derr)

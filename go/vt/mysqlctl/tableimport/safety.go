@@ -1,10 +1,13 @@
 package tableimport
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -38,7 +41,35 @@ func importable(src Source) error {
 			"(docs/table-restore.md)",
 			src.DB, src.Table, strings.Join(names, ", "))
 	}
+	if hiddenDocID(src) {
+		return fmt.Errorf("%s.%s has a hidden FTS_DOC_ID column (left by a FULLTEXT index dropped since), which a table created from its definition "+
+			"cannot have: imported into a table made to match (a FULLTEXT index created and dropped again), MariaDB 10.11 stopped on the next INSERT; "+
+			"restore it into a directory and reload its rows into a table created with the definition instead (docs/table-restore.md)", src.DB, src.Table)
+	}
 	return nil
+}
+
+// cfgDocIDColumn is how a .cfg names a column FTS_DOC_ID: the name's length
+// with its NUL (4 bytes, big-endian), the name, the NUL (MariaDB and MySQL
+// row0quiesce.cc, row_quiesce_write_table).
+var cfgDocIDColumn = []byte("\x00\x00\x00\x0bFTS_DOC_ID\x00")
+
+// hiddenDocID reports whether src's tablespaces hold an FTS_DOC_ID column
+// its definition does not declare: InnoDB's hidden one.
+func hiddenDocID(src Source) bool {
+	if strings.Contains(src.Create, "`FTS_DOC_ID`") {
+		return false
+	}
+	for _, f := range src.Files {
+		if !strings.HasSuffix(f, ".cfg") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src.Dir, filepath.FromSlash(f)))
+		if err == nil && bytes.Contains(b, cfgDocIDColumn) {
+			return true
+		}
+	}
+	return false
 }
 
 // unreplicated refuses a server that writes a binary log, or that replicas

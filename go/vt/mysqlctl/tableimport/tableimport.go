@@ -34,9 +34,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 
 	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/internal/mysqlfilename"
 )
 
 // Source is one exported table.
@@ -62,6 +63,16 @@ type Options struct {
 	// stops every replica. Without it such a server is refused before
 	// anything is created.
 	Unreplicated bool
+	// DropKeysWithoutParent imports a table without those of its foreign
+	// keys whose parent the live server does not have (and Importing does
+	// not name), saying so; without it such a table is refused.
+	DropKeysWithoutParent bool
+	// Importing are the other tables the caller imports in the same run:
+	// parents among them count as there.
+	Importing []Target
+	// withoutForeignKeys creates the table without its foreign keys (the
+	// local copy of ImportReplicated, whose target has them).
+	withoutForeignKeys bool
 	// DurableTimeout bounds the wait for InnoDB's checkpoint to pass the
 	// import (durable.go); 0: 10 minutes.
 	DurableTimeout time.Duration
@@ -74,6 +85,9 @@ type Result struct {
 	Rows     int64
 	Check    string // CHECK TABLE's last message ("OK")
 	Checksum string // CHECKSUM TABLE
+	// Notes say what the import changed from the backup's definition
+	// (foreign keys renamed, pointed at their parent, dropped).
+	Notes []string
 }
 
 // ErrExists is returned when the target table exists: it is never replaced.
@@ -111,7 +125,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 		return res, err
 	}
 	if spaces == nil {
-		return importFiles(ctx, conn, src, to, im.dbDir, im.owner, logger)
+		return importFiles(ctx, conn, src, to, filepath.Join(im.dbDir, im.file), im.owner, logger)
 	}
 	// From here on, what failed is undone: the tables created are dropped,
 	// the files copied in that remain are removed.
@@ -134,6 +148,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 	if res, err = verify(ctx, conn, to); err != nil {
 		return res, err
 	}
+	res.Notes = im.notes
 	return res, im.durable(opts)
 }
 
@@ -164,6 +179,8 @@ type importer struct {
 	dbDir   string
 	owner   os.FileInfo // of dbDir: the files copied in take its owner
 	create  string      // the table's definition under the target's name
+	file    string      // the target's file name, without extension
+	notes   []string    // Result.Notes
 
 	created []Target
 	copied  []string
@@ -185,19 +202,18 @@ func (im *importer) check(opts Options) ([]tablespace, error) {
 		return nil, err
 	}
 	im.mariadb = strings.Contains(version, "MariaDB")
-	// The target's names are their file names (checkName).
-	if err := checkName(im.to.DB); err != nil {
+	dbFile, err := fileName(im.to.DB)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkName(im.to.Table); err != nil {
+	if im.file, err = fileName(im.to.Table); err != nil {
 		return nil, err
 	}
-	im.dbDir = filepath.Join(dataDir, im.to.DB)
-	var err error
+	im.dbDir = filepath.Join(dataDir, dbFile)
 	if im.owner, err = os.Stat(im.dbDir); err != nil {
 		return nil, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", im.dbDir, err)
 	}
-	if im.create, err = renamed(im.src, im.to); err != nil {
+	if im.create, im.notes, err = definition(im.ctx, im.conn, im.src, im.to, opts); err != nil {
 		return nil, err
 	}
 	if err := importable(im.src); err != nil {
@@ -222,7 +238,9 @@ func (im *importer) check(opts Options) ([]tablespace, error) {
 
 // placeholder is the table a MariaDB partition is imported into before it
 // is exchanged into the target.
-func (im *importer) placeholder() Target { return Target{im.to.DB, im.to.Table + "_vtfifo_import"} }
+func (im *importer) placeholder() Target { return Target{im.to.DB, im.to.Table + placeholderSuffix} }
+
+const placeholderSuffix = "_vtfifo_import"
 
 // undo drops the tables created and removes the files copied in.
 func (im *importer) undo() {
@@ -291,7 +309,7 @@ func (im *importer) whole(sp tablespace) error {
 	if err := im.exec("ALTER TABLE " + quoted(im.to) + " DISCARD TABLESPACE"); err != nil {
 		return err
 	}
-	if err := im.copyIn(sp, im.to.Table); err != nil {
+	if err := im.copyIn(sp, im.file); err != nil {
 		return err
 	}
 	return im.importTablespace(im.to)
@@ -314,14 +332,14 @@ func (im *importer) mariadbPartitions(spaces []tablespace) error {
 				return err
 			}
 		}
-		if err := im.copyIn(sp, placeholder.Table); err != nil {
+		if err := im.copyIn(sp, im.file+placeholderSuffix); err != nil {
 			return err
 		}
 		if err := im.importTablespace(placeholder); err != nil {
 			return err
 		}
 		for _, q := range []string{
-			"ALTER TABLE " + quoted(im.to) + " EXCHANGE PARTITION " + quoteName(sp.partition) + " WITH TABLE " + quoted(placeholder),
+			"ALTER TABLE " + quoted(im.to) + " EXCHANGE PARTITION " + quoteName(mysqlfilename.Decode(sp.partition)) + " WITH TABLE " + quoted(placeholder),
 			"DROP TABLE " + quoted(placeholder),
 		} {
 			if err := im.exec(q); err != nil {
@@ -343,7 +361,7 @@ func (im *importer) mysqlPartitions(spaces []tablespace) error {
 		return err
 	}
 	for _, sp := range spaces {
-		if err := im.copyIn(sp, im.to.Table+"#p#"+sp.partition); err != nil {
+		if err := im.copyIn(sp, im.file+"#p#"+sp.partition); err != nil {
 			return err
 		}
 	}
@@ -361,7 +379,7 @@ var dataFiles = map[string]bool{".MAD": true, ".MAI": true, ".MYD": true, ".MYI"
 // .frm, never sees part of one; FLUSH TABLES makes the server open the
 // table anew. What failed is undone: the table dropped once its .frm is in,
 // the files copied in removed.
-func importFiles(ctx context.Context, conn *sql.Conn, src Source, to Target, dbDir string, owner os.FileInfo, logger logutil.Logger) (res Result, err error) {
+func importFiles(ctx context.Context, conn *sql.Conn, src Source, to Target, toPath string, owner os.FileInfo, logger logutil.Logger) (res Result, err error) {
 	var frm string
 	var data []string
 	for _, f := range src.Files {
@@ -392,7 +410,7 @@ func importFiles(ctx context.Context, conn *sql.Conn, src Source, to Target, dbD
 			os.Remove(p)
 		}
 	}()
-	in := func(f string) string { return filepath.Join(dbDir, to.Table+filepath.Ext(f)) }
+	in := func(f string) string { return toPath + filepath.Ext(f) }
 	for _, f := range data {
 		if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(f)), in(f), owner); err != nil {
 			return res, err
@@ -474,6 +492,16 @@ func absent(ctx context.Context, conn *sql.Conn, to Target) error {
 	return nil
 }
 
+// definition is src's definition creating to, its foreign keys by the rule
+// of foreignkeys.go, and what that changed.
+func definition(ctx context.Context, conn *sql.Conn, src Source, to Target, opts Options) (string, []string, error) {
+	create, err := renamed(src, to)
+	if err != nil {
+		return "", nil, err
+	}
+	return foreignKeys(ctx, conn, src, to, create, opts)
+}
+
 // renamed is src's definition creating to.
 func renamed(src Source, to Target) (string, error) {
 	head := "CREATE TABLE " + quoteName(src.Table) + " "
@@ -524,17 +552,12 @@ func tablespaces(src Source) ([]tablespace, error) {
 	return out, nil
 }
 
-// checkName accepts the names whose file name is the name itself.
-func checkName(s string) error {
-	for _, r := range s {
-		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_') {
-			return fmt.Errorf("name %q: only letters, digits and '_' are supported for an import target", s)
-		}
+// fileName is the file name of a target's database or table name.
+func fileName(name string) (string, error) {
+	if name == "" {
+		return "", errors.New("empty table or database name")
 	}
-	if s == "" {
-		return errors.New("empty table or database name")
-	}
-	return nil
+	return mysqlfilename.Encode(name)
 }
 
 func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

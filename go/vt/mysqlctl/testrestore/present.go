@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/internal/mysqlfilename"
 )
 
 // checkPresent fails, naming them, when tables whose files the restored
@@ -45,7 +45,6 @@ func checkPresent(ctx context.Context, db *sql.DB, dataDir string, mariadb bool)
 var (
 	partitionSuffix = regexp.MustCompile(`(?i)#p#.*$`)
 	ftsAuxiliary    = regexp.MustCompile(`^fts_[0-9a-f]{16}_`)
-	plainEncoding   = regexp.MustCompile(`^([^@]|@[0-9a-f]{4})*$`)
 )
 
 // tablesOnDisk lists schema.table and the file that says so.
@@ -61,7 +60,7 @@ func tablesOnDisk(dataDir string, mariadb bool) ([][2]string, error) {
 	seen := map[string]bool{}
 	var out [][2]string
 	for _, d := range dbs {
-		if !d.IsDir() || strings.HasPrefix(d.Name(), "#") || d.Name() == "performance_schema" || !plainEncoding.MatchString(d.Name()) {
+		if !d.IsDir() || strings.HasPrefix(d.Name(), "#") || d.Name() == "performance_schema" {
 			continue
 		}
 		files, err := filepath.Glob(filepath.Join(dataDir, d.Name(), "*"+ext))
@@ -70,10 +69,10 @@ func tablesOnDisk(dataDir string, mariadb bool) ([][2]string, error) {
 		}
 		for _, f := range files {
 			base := partitionSuffix.ReplaceAllString(strings.TrimSuffix(filepath.Base(f), ext), "")
-			if !plainEncoding.MatchString(base) || ftsAuxiliary.MatchString(base) || strings.HasPrefix(base, "#sql") || (mariadb && isView(f)) {
+			if ftsAuxiliary.MatchString(base) || strings.HasPrefix(base, "#sql") || (mariadb && isView(f)) {
 				continue
 			}
-			name := fifobackupengine.DecodeFileName(d.Name()) + "." + fifobackupengine.DecodeFileName(base)
+			name := mysqlfilename.Decode(d.Name()) + "." + mysqlfilename.Decode(base)
 			if !seen[name] {
 				seen[name] = true
 				out = append(out, [2]string{name, d.Name() + "/" + filepath.Base(f)})

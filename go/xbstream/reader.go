@@ -111,11 +111,17 @@ func (r *Reader) fail(start int64, path, msg string, err error) error {
 	return &FormatError{Offset: start, Path: path, Msg: msg, Err: err}
 }
 
+// failIO reports a read of the stream that failed: a stream that ended is
+// truncated; any other error is the source's (it could not be read), and
+// says nothing about the stream.
 func (r *Reader) failIO(start int64, path, what string, err error) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return r.fail(start, path, fmt.Sprintf("truncated %s at stream offset %d: %v", what, r.off, err), err)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return r.fail(start, path, fmt.Sprintf("truncated %s at stream offset %d: %v", what, r.off, err), err)
+	}
+	return r.fail(start, path, fmt.Sprintf("reading the %s at stream offset %d: %v", what, r.off, err), err)
 }
 
 // read parses one chunk, reading its payload into *buf (grown as needed, never

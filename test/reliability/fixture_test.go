@@ -42,16 +42,18 @@ const (
 
 var backupDir = mysqlctl.GetBackupDir(keyspace, shard)
 
-// Binaries built once for the package: fifoverify and the backup/restore
+// Binaries built once for the package: fifoverify, vtfifo and the backup/restore
 // process that the SIGKILL scenarios kill.
 var (
 	fifoverifyBin string
+	vtfifoBin     string
 	backupprocBin string
 )
 
 func TestMain(m *testing.M) {
 	testbin.Main(m,
 		testbin.Program{Package: "github.com/vtfifo/vtfifo/go/cmd/fifoverify", Name: "fifoverify", Path: &fifoverifyBin},
+		testbin.Program{Package: "github.com/vtfifo/vtfifo/go/cmd/vtfifo", Name: "vtfifo", Path: &vtfifoBin},
 		testbin.Program{Package: "github.com/vtfifo/vtfifo/test/reliability/internal/backupproc", Name: "backupproc", Path: &backupprocBin})
 }
 

@@ -61,7 +61,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	to, err := splitstorage.New(dst)
 	if err != nil {
 		fmt.Fprintf(stderr, "FAIL: the destination: %s\n", errText(err))
-		return 1
+		return failureStatus(err)
 	}
 	defer to.Close()
 	res, err := copyBackup(s, src, to, dst.Location(), bh, *concurrency, *removeSource, stderr)
@@ -71,8 +71,8 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		res.print(stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
-		return 1
+		fmt.Fprintln(stderr, failLine(err))
+		return failureStatus(err)
 	}
 	return 0
 }

@@ -2,7 +2,6 @@ package vtfifocli
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -10,7 +9,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -29,14 +28,25 @@ const (
 	exitUnreachable = 3
 )
 
-// restoreFailure is the exit status of a restore that failed with err: a
-// host that cannot give the prepare the backup's keys is access (3), not a
-// failed check of the backup.
-func restoreFailure(err error) int {
-	if errors.Is(err, fifobackupengine.ErrKeysUnavailable) {
+// failureStatus is the exit status of a command on a backup that failed
+// with err, by the one rule (go/internal/unreadable): what could not be
+// read, reached or accessed (a permission, credentials, a timeout, an
+// interrupt, the network, this host's keys) is 3, never damage; anything
+// else 1.
+func failureStatus(err error) int {
+	if unreadable.Is(err) {
 		return exitUnreachable
 	}
 	return exitFailed
+}
+
+// failLine is the FAIL line of such a failure, saying for an access error
+// that the backup was not judged.
+func failLine(err error) string {
+	if unreadable.Is(err) {
+		return "FAIL: " + errText(err) + "; it could not be read or reached: nothing says the backup is damaged"
+	}
+	return "FAIL: " + errText(err)
 }
 
 // exitStatusHelp is the line every command's help ends with.

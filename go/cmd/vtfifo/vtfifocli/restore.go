@@ -60,7 +60,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	})
 	prog2.stop()
 	if err != nil {
-		return s.o.failf(restoreFailure(err), "FAIL: %v", err)
+		return s.o.failf(failureStatus(err), "%s", failLine(err))
 	}
 	res := RestoreResult{Backup: where, Target: dir, Files: rep.Files, Bytes: rep.Bytes, Position: rep.Manifest.Position.String(), Tool: rep.Tool}
 	if len(rep.Chain) > 1 {
@@ -147,13 +147,13 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	rec, err := testrestore.Run(s.ctx, bh, opts)
 	prog2.stop()
 	if err != nil {
-		fmt.Fprintf(failed, "FAIL: %s\n", errText(err))
-		return restoreFailure(err)
+		fmt.Fprintln(failed, failLine(err))
+		return failureStatus(err)
 	}
 	res, err := keepTestRestore(s.ctx, bh, rec, *record, *quarantine)
 	if err != nil {
-		fmt.Fprintf(failed, "FAIL: %s\n", errText(err))
-		return 1
+		fmt.Fprintln(failed, failLine(err))
+		return failureStatus(err)
 	}
 	if *asJSON {
 		writeJSON(stdout, res)

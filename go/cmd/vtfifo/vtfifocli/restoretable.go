@@ -78,8 +78,8 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	})
 	p.stop()
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
-		return restoreFailure(err)
+		fmt.Fprintln(stderr, failLine(err))
+		return failureStatus(err)
 	}
 	took := time.Since(start).Round(time.Millisecond)
 	out := &tableOutput{w: stdout, text: !f.json, RestoreTableResult: RestoreTableResult{Backup: where, Target: dir,

@@ -18,6 +18,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
@@ -155,19 +156,28 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 	var results []VerifyResult
 	for _, bh := range bhs {
 		res, c := s.verifyOne(bh, stderr)
-		code = max(code, c)
-		if c == exitUnreachable {
-			break
+		code = worse(code, c)
+		if res.Backup == "" {
+			break // stopped: out of time or interrupted
 		}
 		results = append(results, res)
 		if !o.json {
 			res.print(stdout)
 		}
 	}
-	if o.json && code != exitUnreachable {
+	if o.json && len(results) > 0 {
 		writeJSON(stdout, results)
 	}
 	return code
+}
+
+// worse is the status of a run of checks: damage found anywhere (1) before
+// what could not be read (3).
+func worse(a, b int) int {
+	if a == exitFailed || b == exitFailed {
+		return exitFailed
+	}
+	return max(a, b)
 }
 
 // VerifyResult is what verify found in one backup (--json prints them).
@@ -176,16 +186,27 @@ type VerifyResult struct {
 	OK       bool     `json:"ok"`
 	Summary  string   `json:"summary,omitempty"`
 	Problems []string `json:"problems,omitempty"`
-	Seconds  float64  `json:"seconds"`
+	// Unreadable are the objects that could not be read or reached (a
+	// permission, a timeout): not damage, and not checked.
+	Unreadable []string `json:"unreadable,omitempty"`
+	Seconds    float64  `json:"seconds"`
 }
 
 func (r VerifyResult) print(w io.Writer) {
 	took := time.Duration(r.Seconds * float64(time.Second)).Round(time.Millisecond)
-	if !r.OK {
+	if len(r.Problems) > 0 {
 		fmt.Fprintf(w, "FAIL: backup %s: %d problem(s) (%v):\n", r.Backup, len(r.Problems), took)
 		for _, p := range r.Problems {
 			fmt.Fprintf(w, "  %s\n", p)
 		}
+	}
+	if len(r.Unreadable) > 0 {
+		fmt.Fprintf(w, "FAIL: backup %s: %d could not be read or reached, so were not checked (nothing says they are damaged):\n", r.Backup, len(r.Unreadable))
+		for _, p := range r.Unreadable {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	if !r.OK {
 		return
 	}
 	fmt.Fprintf(w, "OK: backup %s: %s (%v)\n", r.Backup, r.Summary, took)
@@ -200,11 +221,11 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 	o.notef("checking backup %s (%s storage)", where, backupstorage.BackupStorageImplementation)
 	start := time.Now()
 	prog := newProgress(o, stderr, o.prog+" "+where)
-	var problems []string
+	var problems, unread []string
 	summary := ""
 	pv, isSplit := bh.(splitstorage.PartVerifier)
 	if isSplit {
-		problems, summary = s.verifyParts(bh, pv, prog, stderr)
+		problems, unread, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
 	if o.samplePct >= 100 {
 		// Also when the listing found problems: decoding may find more
@@ -216,14 +237,17 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 			OnManifest:  prog.setLanes,
 		})
 		switch {
+		case unreadable.Is(err):
+			if len(unread) == 0 {
+				unread = []string{errText(err)}
+			}
 		case err != nil && isSplit && len(problems) == 0 && ctx.Err() == nil:
 			// Decoding stops at the first damage: every part's bytes are
 			// read against their checksums to name each damaged one.
 			_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: o.concurrency, MaxProblems: 1 << 20})
-			if problems = splitErrors(all); len(problems) == 0 {
+			if problems, unread = splitProblems(all); len(problems) == 0 {
 				problems = []string{errText(err)}
 			}
-			slices.Sort(problems)
 		case err != nil:
 			problems = append(problems, errText(err))
 		default:
@@ -241,10 +265,17 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 		return VerifyResult{}, o.failf(exitUnreachable, "the check of backup %s in %s stopped after %v, %s: it is not known whether the backup is damaged",
 			where, storageLocation(o), took, why)
 	}
-	res := VerifyResult{Backup: where, OK: len(problems) == 0, Summary: summary, Problems: problems, Seconds: took.Seconds()}
-	if !res.OK {
+	slices.Sort(problems)
+	slices.Sort(unread)
+	res := VerifyResult{Backup: where, OK: len(problems)+len(unread) == 0, Summary: summary, Problems: problems, Unreadable: unread,
+		Seconds: took.Seconds()}
+	switch {
+	case len(problems) > 0:
 		res.Summary = ""
 		return res, exitFailed
+	case len(unread) > 0:
+		res.Summary = ""
+		return res, exitUnreachable
 	}
 	return res, exitOK
 }
@@ -254,13 +285,14 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 // of the parts --sample picks (all of them are read below, through the
 // storage, in a full check). A sample always checks at least one part.
 func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.PartVerifier, prog *progress,
-	stderr io.Writer) (problems []string, summary string) {
+	stderr io.Writer) (problems, unread []string, summary string) {
 	o, ctx := s.o, s.ctx
 	popts := splitstorage.VerifyPartsOptions{Concurrency: o.concurrency}
 	if o.samplePct >= 100 {
 		popts.Sample = func(string, int) bool { return false }
 		_, err := pv.VerifyParts(ctx, popts)
-		return splitErrors(err), ""
+		problems, unread = splitProblems(err)
+		return problems, unread, ""
 	}
 	seed := o.seed
 	if seed == 0 {
@@ -274,40 +306,47 @@ func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.Par
 	}
 	popts.OnPart = func(_ string, _ int, n int64) { prog.add(n, 1) }
 	rep, err := pv.VerifyParts(ctx, popts)
-	problems = splitErrors(err)
-	if len(problems) == 0 && rep.PartsChecked == 0 && rep.Parts > 0 {
+	problems, unread = splitProblems(err)
+	if len(problems)+len(unread) == 0 && rep.PartsChecked == 0 && rep.Parts > 0 {
 		// The sample picked none: one part, chosen by the seed, is read,
 		// so that an OK always rests on bytes read back.
 		target, n := uint64(seed)%uint64(rep.Parts), uint64(0)
 		popts.Sample = func(string, int) bool { n++; return n-1 == target }
 		rep, err = pv.VerifyParts(ctx, popts)
-		problems = splitErrors(err)
+		problems, unread = splitProblems(err)
 	}
 	prog.setTotal(rep.Bytes)
 	summary = fmt.Sprintf("%d files, %d of %d parts checked (%s of %s), every part's size checked; lanes not decoded (sample)",
 		len(rep.Files), rep.PartsChecked, rep.Parts, humanize.IBytes(uint64(rep.BytesChecked)), humanize.IBytes(uint64(rep.Bytes)))
 	// The MANIFEST must still parse as restore would parse it.
-	if len(problems) == 0 {
-		if err := checkManifestOnly(ctx, bh); err != nil {
+	if len(problems)+len(unread) == 0 {
+		if err := checkManifestOnly(ctx, bh); unreadable.Is(err) {
+			unread = append(unread, errText(err))
+		} else if err != nil {
 			problems = append(problems, errText(err))
 		}
 	}
-	return problems, summary
+	return problems, unread, summary
 }
 
-// splitErrors turns VerifyParts' joined problems into lines.
-func splitErrors(err error) []string {
+// splitProblems turns VerifyParts' joined problems into lines: proven
+// damage, and what could not be read or reached (go/internal/unreadable).
+func splitProblems(err error) (damage, unread []string) {
 	if err == nil {
-		return nil
+		return nil, nil
 	}
+	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []string
-		for _, e := range j.Unwrap() {
-			out = append(out, errText(e))
-		}
-		return out
+		errs = j.Unwrap()
 	}
-	return []string{errText(err)}
+	for _, e := range errs {
+		if unreadable.Is(e) {
+			unread = append(unread, errText(e))
+		} else {
+			damage = append(damage, errText(e))
+		}
+	}
+	return damage, unread
 }
 
 func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error {

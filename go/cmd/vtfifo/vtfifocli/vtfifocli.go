@@ -318,8 +318,8 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: FAIL: %s\n", prog, errText(err))
-		return 1
+		fmt.Fprintf(stderr, "%s: %s\n", prog, failLine(err))
+		return failureStatus(err)
 	}
 	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, s.o.dir(), bh.Name(), *output)
 	return 0

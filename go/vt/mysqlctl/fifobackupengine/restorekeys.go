@@ -11,6 +11,8 @@ import (
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // ErrKeysUnavailable marks a restore refused because the restoring host
@@ -28,7 +30,13 @@ func (e *keysError) Error() string           { return e.msg }
 func (e *keysError) ErrorCode() vtrpcpb.Code { return vtrpcpb.Code_FAILED_PRECONDITION }
 func (e *keysError) Is(target error) bool    { return target == ErrKeysUnavailable }
 
-var _ vterrors.ErrorWithCode = (*keysError)(nil)
+// Unreadable: this host's keys, not the backup, are what is missing.
+func (e *keysError) Unreadable() bool { return true }
+
+var (
+	_ vterrors.ErrorWithCode = (*keysError)(nil)
+	_ unreadable.Marker      = (*keysError)(nil)
+)
 
 // keyNeed is what a chain's backups need of the server's encryption.
 type keyNeed struct {

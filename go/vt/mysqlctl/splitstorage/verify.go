@@ -49,7 +49,12 @@ type Problem struct {
 	Part   int    // 1-based; 0 when not about one part
 	Key    string // object key, when about one object
 	Msg    string
+	// Err is the error of a read that failed, when the problem is one
+	// (Unwrap): an access error there says nothing about damage.
+	Err error
 }
+
+func (p Problem) Unwrap() error { return p.Err }
 
 func (p Problem) Error() string {
 	var b strings.Builder
@@ -111,7 +116,7 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 		expected: map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true, prefix + baseMarker: true, prefix + retiredMarker: true,
 			prefix + quarantineMarker: true}}
 	if docErr != nil {
-		v.report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr)})
+		v.report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr), Err: docErr})
 		return v.result()
 	}
 	comp, err := ParseComplete(doc, h.dir, h.name)
@@ -170,7 +175,7 @@ func (v *partsVerifier) result() (VerifyPartsReport, error) {
 func (v *partsVerifier) listObjects(ctx context.Context) bool {
 	objs, err := v.h.e.be.List(ctx, v.prefix, false)
 	if err != nil {
-		v.report(Problem{Msg: fmt.Sprintf("cannot list the objects: %v", err)})
+		v.report(Problem{Msg: fmt.Sprintf("cannot list the objects: %v", err), Err: err})
 		return false
 	}
 	v.sizes = map[string]int64{}
@@ -193,7 +198,7 @@ func (v *partsVerifier) checkIndexes(ctx context.Context, comp Complete) bool {
 		doc, err := readSmall(ctx, h.e.be, key)
 		if err != nil {
 			v.badIndex[f] = true
-			if !v.report(Problem{File: f, Key: key, Msg: fmt.Sprintf("cannot read the index: %v", err)}) {
+			if !v.report(Problem{File: f, Key: key, Msg: fmt.Sprintf("cannot read the index: %v", err), Err: err}) {
 				return false
 			}
 			continue
@@ -284,7 +289,7 @@ func (v *partsVerifier) checkBytes(ctx context.Context) {
 				return nil
 			}
 			if err := v.h.checkPart(ctx, j.file, j.n, j.want); err != nil {
-				if !v.report(Problem{File: j.file, Part: j.n, Key: PartKey(v.h.dir, v.h.name, j.file, j.n), Msg: err.Error()}) {
+				if !v.report(Problem{File: j.file, Part: j.n, Key: PartKey(v.h.dir, v.h.name, j.file, j.n), Msg: err.Error(), Err: err}) {
 					cancel()
 				}
 				return nil
@@ -304,7 +309,7 @@ func (v *partsVerifier) checkBytes(ctx context.Context) {
 	none := len(v.problems) == 0
 	v.mu.Unlock()
 	if err := ctx.Err(); err != nil && none {
-		v.report(Problem{Msg: err.Error()})
+		v.report(Problem{Msg: err.Error(), Err: err})
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
@@ -123,8 +124,10 @@ const (
 // Run test-restores bh and returns its record. A failed check is a record
 // with Outcome Failed (and a nil error). The error is for a run that reached
 // no verdict on the backup, so that nothing is recorded: no server binary,
-// one of another flavor than the backup's, ctx cancelled, this host lacking
-// the backup's encryption keys (fifobackupengine.ErrKeysUnavailable). The scratch
+// one of another flavor than the backup's, ctx cancelled, no scratch
+// directory, and a restore that failed because something could not be
+// read, reached or accessed (go/internal/unreadable: a part it may not
+// read, a timeout, this host lacking the backup's encryption keys). The scratch
 // directory is removed and mysqld stopped before Run returns, whatever
 // happened.
 func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Record, error) {
@@ -151,8 +154,7 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	if ctx.Err() != nil {
 		return rec, fmt.Errorf("test restore of %s interrupted: %w", rec.Backup, ctx.Err())
 	}
-	if errors.Is(err, fifobackupengine.ErrKeysUnavailable) {
-		// This host's keys, not the backup: no verdict on the backup.
+	if errors.Is(err, errCouldNotRun) {
 		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, err)
 	}
 	rec.Outcome = Passed
@@ -161,6 +163,11 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	}
 	return rec, nil
 }
+
+// errCouldNotRun marks a run that reached no verdict on the backup.
+var errCouldNotRun = errors.New("no verdict on the backup")
+
+func couldNotRun(err error) error { return fmt.Errorf("%w (%w)", err, errCouldNotRun) }
 
 // serverFor finds the server binary that can start bh: of the backup's
 // flavor (MariaDB or MySQL).
@@ -193,7 +200,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	}
 	scratch, err := os.MkdirTemp(parent, "vtfifo-test-restore-")
 	if err != nil {
-		return fmt.Errorf("cannot create the scratch directory: %w", err)
+		return couldNotRun(fmt.Errorf("cannot create the scratch directory: %w", err))
 	}
 	defer func() {
 		if err := os.RemoveAll(scratch); err != nil {
@@ -218,6 +225,9 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	}
 	logger.Infof("test restore: restoring %s into %s", rec.Backup, dataDir)
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
+	if unreadable.Is(err) {
+		return couldNotRun(err)
+	}
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // Backend is the small object-store interface every store implements. Keys are
@@ -106,6 +108,20 @@ func Permanent(err error) error {
 	}
 	return permanentError{err}
 }
+
+// Denied marks err, a store's refusal of these credentials or this
+// principal (401, 403, AccessDenied), as permanent and as access, never
+// damage (go/internal/unreadable).
+func Denied(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unreadable.Error(Permanent(err))
+}
+
+// DeniedStatus says whether an HTTP status refuses the request's
+// credentials or principal.
+func DeniedStatus(code int) bool { return code == 401 || code == 403 }
 
 type transientError struct{ err error }
 

@@ -36,10 +36,13 @@ const (
 	Stall
 	// Refuse drops the connection at once (the store is gone).
 	Refuse
+	// Forbidden answers 403 with an S3 AccessDenied error, as a store does for
+	// a principal its policy does not allow to read the object.
+	Forbidden
 )
 
 func (f Fault) String() string {
-	return [...]string{"none", "503-slowdown", "500", "cut-request", "cut-response", "stall", "refuse"}[f]
+	return [...]string{"none", "503-slowdown", "500", "cut-request", "cut-response", "stall", "refuse", "403-forbidden"}[f]
 }
 
 // FaultProxy is an in-process HTTP reverse proxy in front of an S3 or GCS
@@ -145,6 +148,13 @@ func (p *FaultProxy) FailMatching(method, substr string, fault Fault, times int)
 	p.rules = append(p.rules, &rule{method: method, substr: substr, fault: fault, times: times})
 }
 
+// ClearMatching drops every FailMatching rule.
+func (p *FaultProxy) ClearMatching() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = nil
+}
+
 // SetDown makes the store unreachable (every request refused) or reachable again.
 func (p *FaultProxy) SetDown(down bool) {
 	p.mu.Lock()
@@ -225,11 +235,14 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch f := p.pick(r, seq); f {
 	case None:
 		p.rp.ServeHTTP(countingWriter{w, &p.served}, r)
-	case SlowDown, InternalError:
+	case SlowDown, InternalError, Forbidden:
 		_, _ = io.Copy(io.Discard, r.Body)
 		code, status := "SlowDown", http.StatusServiceUnavailable
-		if f == InternalError {
+		switch f {
+		case InternalError:
 			code, status = "InternalError", http.StatusInternalServerError
+		case Forbidden:
+			code, status = "AccessDenied", http.StatusForbidden
 		}
 		w.Header().Set("Content-Type", "application/xml")
 		w.Header().Set("Connection", "close")

@@ -109,8 +109,10 @@ func azureErr(err error) error {
 		return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 	case bloberror.HasCode(err, bloberror.BlobAlreadyExists, bloberror.ConditionNotMet):
 		return fmt.Errorf("%w: %v", backend.ErrExists, err)
-	case bloberror.HasCode(err, bloberror.ContainerNotFound, bloberror.AuthenticationFailed, bloberror.AuthorizationFailure,
-		bloberror.InsufficientAccountPermissions, bloberror.AccountIsDisabled):
+	case bloberror.HasCode(err, bloberror.AuthenticationFailed, bloberror.AuthorizationFailure, bloberror.InsufficientAccountPermissions,
+		bloberror.AccountIsDisabled):
+		return backend.Denied(err)
+	case bloberror.HasCode(err, bloberror.ContainerNotFound):
 		return backend.Permanent(err)
 	}
 	var re *azcore.ResponseError
@@ -122,6 +124,8 @@ func azureErr(err error) error {
 			// If-None-Match: * on a blob that exists (a 409 without the
 			// BlobAlreadyExists code is a lease or state conflict: permanent).
 			return fmt.Errorf("%w: %v", backend.ErrExists, err)
+		case backend.DeniedStatus(code):
+			return backend.Denied(err)
 		case backend.RetryableStatus(code):
 			return backend.Transient(err)
 		default:

@@ -121,6 +121,8 @@ func gcsErr(err error) error {
 		return fmt.Errorf("%w: %v", backend.ErrExists, err)
 	case code == 0:
 		return err
+	case backend.DeniedStatus(code):
+		return backend.Denied(err)
 	case backend.RetryableStatus(code):
 		return backend.Transient(err)
 	default:

@@ -136,6 +136,8 @@ func s3Err(err error) error {
 			return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 		case "PreconditionFailed", "ConditionalRequestConflict":
 			return fmt.Errorf("%w: %v", backend.ErrExists, err)
+		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled", "ExpiredToken", "InvalidToken":
+			return backend.Denied(err)
 		}
 	}
 	var hs backend.HTTPStatusError
@@ -145,6 +147,8 @@ func s3Err(err error) error {
 			return fmt.Errorf("%w: %v", backend.ErrNotExist, err)
 		case http.StatusPreconditionFailed:
 			return fmt.Errorf("%w: %v", backend.ErrExists, err)
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return backend.Denied(err)
 		}
 	}
 	return err

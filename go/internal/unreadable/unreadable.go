@@ -1,0 +1,98 @@
+// Package unreadable tells an error that says something could not be read,
+// reached or accessed (a permission, credentials, a timeout, an interrupt,
+// the network, this host's keys) from one that says what was read is wrong.
+// The first is never damage: no command records it as a failed check,
+// quarantines a backup for it, or lets it change what restores and
+// retention pick; the CLI exits 3 for it.
+package unreadable
+
+import (
+	"context"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// Marker is implemented by an error that knows it is about access, where
+// its cause alone does not say so (an object store's 403, a host without
+// the backup's keys).
+type Marker interface{ Unreadable() bool }
+
+// Is reports whether err, or anything it wraps (through Unwrap or a Vitess
+// error's Cause), says that something could not be read, reached or
+// accessed.
+func Is(err error) bool {
+	for _, e := range chain(err) {
+		if access(e) {
+			return true
+		}
+	}
+	return false
+}
+
+func access(e error) bool {
+	if m, ok := e.(Marker); ok && m.Unreadable() {
+		return true
+	}
+	for _, target := range []error{context.Canceled, context.DeadlineExceeded, os.ErrDeadlineExceeded, fs.ErrPermission, syscall.ECONNREFUSED,
+		syscall.ECONNRESET, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT} {
+		if e == target {
+			return true
+		}
+	}
+	if se, ok := e.(syscall.Errno); ok && (se == syscall.EACCES || se == syscall.EPERM) {
+		return true
+	}
+	if _, ok := e.(net.Error); ok {
+		return true
+	}
+	if c, ok := e.(interface{ ErrorCode() vtrpcpb.Code }); ok {
+		switch c.ErrorCode() {
+		case vtrpcpb.Code_CANCELED, vtrpcpb.Code_DEADLINE_EXCEEDED, vtrpcpb.Code_UNAVAILABLE, vtrpcpb.Code_PERMISSION_DENIED,
+			vtrpcpb.Code_UNAUTHENTICATED:
+			return true
+		}
+	}
+	return false
+}
+
+// chain is err and everything it wraps, depth first.
+func chain(err error) []error {
+	var out []error
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil || len(out) > 1000 {
+			return
+		}
+		out = append(out, e)
+		switch w := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range w.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(w.Unwrap())
+		case interface{ Cause() error }:
+			walk(w.Cause())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// Error marks err as being about access.
+func Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	return marked{err}
+}
+
+type marked struct{ err error }
+
+func (m marked) Error() string    { return m.err.Error() }
+func (m marked) Unwrap() error    { return m.err }
+func (m marked) Unreadable() bool { return true }

@@ -1,0 +1,57 @@
+package unreadable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// TestAccessOrNot: what could not be read, reached or accessed, however it
+// is wrapped (fmt's %w, errors.Join, a Vitess error's Cause), against what
+// says the data is wrong.
+func TestAccessOrNot(t *testing.T) {
+	denied := &fs.PathError{Op: "open", Path: "/r/ks/0/b/lane-001.part-00000001", Err: syscall.EACCES}
+	access := map[string]error{
+		"permission":               denied,
+		"wrapped by vterrors":      vterrors.Wrapf(fmt.Errorf("lane 1: %w", denied), "backup b"),
+		"joined":                   errors.Join(errors.New("checksum mismatch"), fmt.Errorf("part 2: %w", denied)),
+		"deadline":                 fmt.Errorf("reading: %w", context.DeadlineExceeded),
+		"interrupt":                vterrors.Wrap(context.Canceled, "restore"),
+		"i/o timeout":              &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded},
+		"connection refused":       fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
+		"a store's 403":            fmt.Errorf("download: %w", Error(errors.New("api error AccessDenied"))),
+		"a Vitess code":            vterrors.Errorf(vtrpcpb.Code_UNAVAILABLE, "storage unavailable"),
+		"a marker deep in a chain": vterrors.Wrap(fmt.Errorf("x: %w", marker{}), "y"),
+	}
+	for name, err := range access {
+		assert.True(t, Is(err), name)
+	}
+	damage := map[string]error{
+		"nil":                nil,
+		"checksum":           errors.New("checksum mismatch: expected crc32c 1, found 2"),
+		"truncated":          fmt.Errorf("lane 1: %w", io.ErrUnexpectedEOF),
+		"a missing part":     fmt.Errorf("part missing: %w", fs.ErrNotExist),
+		"a data-loss code":   vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane 0: read 5 bytes, the MANIFEST says 6"),
+		"a text that quotes": errors.New("permission denied"), // only a message: nothing says so
+	}
+	for name, err := range damage {
+		assert.False(t, Is(err), name)
+	}
+}
+
+type marker struct{}
+
+func (marker) Error() string    { return "this host's keys" }
+func (marker) Unreadable() bool { return true }

@@ -1,0 +1,118 @@
+package reliability
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+// runVtfifo runs the vtfifo binary's command against the fixture's
+// storage and returns its exit status, stdout and stderr.
+func runVtfifo(t testing.TB, cfg splitstorage.Config, command string, args ...string) (int, string, string) {
+	t.Helper()
+	argv := append([]string{command, "--backup-storage-implementation=split", "--keyspace=" + keyspace, "--shard=" + shard}, cfg.Args()...)
+	cmd := exec.Command(vtfifoBin, append(argv, args...)...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "vtfifo did not run: %v", err)
+		code = ee.ExitCode()
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// TestAccessIsNeverDamage: one part of a good backup that the store refuses
+// to serve (403 AccessDenied, as for a principal its policy does not allow
+// to read it) or does not answer for (a stall past --timeout), on S3
+// (versitygw behind the fault proxy). Every vtfifo command that reads it
+// exits 3 and says nothing makes the backup damaged: verify names the part
+// as not read, test-restore records nothing and quarantines nothing even
+// with --quarantine-on-failure, restore, export and copy leave nothing.
+// Once the store serves the part again, the backup verifies and is listed
+// as it was, untested and not quarantined.
+func TestAccessIsNeverDamage(t *testing.T) {
+	f := newFixture(t)
+	p, _ := faultyStore(t, f, splitstorage.BackendS3)
+	cfg := f.cfg
+	require.NoError(t, f.backup(context.Background(), nil))
+	names := f.list(t)
+	require.Len(t, names, 1)
+	name := names[0]
+	part := path.Base(splitstorage.PartKey(backupDir, name, "lane-001.xbstream.zst", 1))
+	scratch := t.TempDir()
+	notDamaged := "nothing says the backup is damaged"
+
+	commands := []struct {
+		name string
+		args []string
+		want string // on stdout or stderr
+	}{
+		{"verify", nil, "could not be read or reached, so were not checked (nothing says they are damaged)"},
+		{"test-restore", []string{"--quarantine-on-failure", "--start-timeout=2m"}, "could not run, nothing is recorded"},
+		{"restore", []string{"--target-dir=" + filepath.Join(scratch, "restore")}, notDamaged},
+		{"export", []string{"-o", filepath.Join(scratch, "export.xbstream")}, notDamaged},
+		{"copy", []string{"--to=--split-storage-backend=file", "--to=--split-storage-root=" + filepath.Join(scratch, "copy")}, notDamaged},
+	}
+	for _, fault := range []struct {
+		fault   splitstoragetest.Fault
+		timeout string
+		why     string
+	}{
+		{splitstoragetest.Forbidden, "", "AccessDenied"},
+		{splitstoragetest.Stall, "--timeout=4s", ""},
+	} {
+		for _, c := range commands {
+			t.Run(fault.fault.String()+"/"+c.name, func(t *testing.T) {
+				p.ClearMatching()
+				p.FailMatching("GET", part, fault.fault, 1000)
+				args := append([]string{"--progress=never"}, c.args...)
+				if fault.timeout != "" {
+					args = append([]string{fault.timeout}, args...)
+				}
+				code, stdout, stderr := runVtfifo(t, cfg, c.name, args...)
+				out := stdout + stderr
+				t.Logf("vtfifo %s: exit %d:\n%s", c.name, code, out)
+				assert.Equal(t, 3, code, "exit status; output:\n%s", out)
+				if fault.timeout == "" {
+					assert.Contains(t, out, c.want)
+					assert.Contains(t, out, fault.why)
+				}
+				assert.NotContains(t, out, "problem(s)", "nothing reported as damage")
+				assert.NotContains(t, out, "quarantined")
+				if c.name == "verify" && fault.timeout == "" {
+					assert.Contains(t, stdout, "file lane-001.xbstream.zst, part 1", "the part not read is named")
+				}
+			})
+		}
+	}
+	p.ClearMatching()
+	_, err := os.Stat(filepath.Join(scratch, "export.xbstream"))
+	assert.True(t, os.IsNotExist(err), "export leaves no file behind")
+
+	code, stdout, stderr := runVtfifo(t, cfg, "verify", "--progress=never")
+	require.Equal(t, 0, code, "verify once the part is served again:\n%s%s", stdout, stderr)
+	code, stdout, stderr = runVtfifo(t, cfg, "ls", "--json")
+	require.Equal(t, 0, code, "ls:\n%s%s", stdout, stderr)
+	var listed []struct {
+		Name         string
+		Verification json.RawMessage
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &listed), stdout)
+	require.Len(t, listed, 1, "listed, not quarantined: %s", stdout)
+	assert.Equal(t, name, listed[0].Name)
+	assert.Empty(t, listed[0].Verification, "no test-restore record: %s", stdout)
+}

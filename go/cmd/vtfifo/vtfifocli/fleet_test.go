@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,6 +103,10 @@ func TestWrongLocationsFail(t *testing.T) {
 	root, _ := proofStorage(t)
 	missing := filepath.Join(root, "no-such-dir")
 	empty := t.TempDir()
+	// The storage's root one level up: r1/ks/0/<backup>/... would read as
+	// keyspace r1, shard ks, holding "backups" named 0.
+	high := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(high, "r1"), os.DirFS(root)))
 	for _, c := range []struct {
 		root string
 		args []string
@@ -111,6 +116,11 @@ func TestWrongLocationsFail(t *testing.T) {
 		{missing, []string{"ls", "--keyspace=ks", "--shard=0"}, "vtfifo ls: the storage root " + missing + " does not exist: check the storage flags\n"},
 		{missing, []string{"verify", "--keyspace=ks", "--shard=0"}, "vtfifo verify: the storage root " + missing + " does not exist: check the storage flags\n"},
 		{empty, []string{"ls"}, "vtfifo ls: no backup anywhere in " + empty + " (split storage): check the storage flags (root, bucket, prefix)\n"},
+		{high, []string{"ls"}, "vtfifo ls: no backup anywhere in " + high + " (split storage): check the storage flags (root, bucket, prefix)\n"},
+		{high, []string{"prune", "--keyspace=r1", "--shard=ks", "--keep=1"}, "vtfifo prune: no backups at all in r1/ks in " + high + " (split storage): " +
+			"check --keyspace, --shard and the storage flags\n"},
+		{high, []string{"key-check", "--keyspace=r1", "--shard=ks"}, "vtfifo key-check: no backups at all in r1/ks in " + high + " (split storage): " +
+			"check --keyspace, --shard and the storage flags\n"},
 		{root, []string{"ls", "--keyspace=ks", "--shard=9"}, "vtfifo ls: no backup in ks/9 in " + root + " (split storage): check --keyspace and --shard " +
 			"(or --backup-dir) and the storage flags\n"},
 		{root, []string{"restore", "--keyspace=kz", "--shard=0", "--target-dir=" + filepath.Join(t.TempDir(), "r")},
@@ -167,4 +177,25 @@ func TestAge(t *testing.T) {
 		assert.Equal(t, want, age(now, now.Add(-d)), "%v", d)
 	}
 	assert.Equal(t, "?", age(now, time.Time{}))
+}
+
+// TestAnotherStoragesBackupIsLeftAlone: a backup laid out as Vitess's file
+// storage writes it (a MANIFEST naming the xtrabackup engine and its data
+// file) under the split storage's root is not the split storage's: not
+// listed as incomplete, never removed by --remove-incomplete, not a shard
+// of the fleet view.
+func TestAnotherStoragesBackupIsLeftAlone(t *testing.T) {
+	root := t.TempDir()
+	b := filepath.Join(root, "ks", "0", "2026-11-20.000000.zone1-0000000100")
+	require.NoError(t, os.MkdirAll(b, 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(b, "MANIFEST"), []byte(`{"BackupMethod":"xtrabackup","BackupName":"2026-11-20.000000.zone1-0000000100"}`), 0o640))
+	require.NoError(t, os.WriteFile(filepath.Join(b, "0"), []byte("xbstream data"), 0o640))
+	out, _ := runSplit(t, 0, root, "verify", "--keyspace=ks", "--shard=0", "--list-incomplete")
+	assert.Equal(t, "no incomplete backup in ks/0\n", out)
+	out, _ = runSplit(t, 0, root, "verify", "--keyspace=ks", "--shard=0", "--remove-incomplete")
+	assert.Equal(t, "no incomplete backup in ks/0\n", out)
+	assert.FileExists(t, filepath.Join(b, "MANIFEST"))
+	assert.FileExists(t, filepath.Join(b, "0"))
+	_, errOut := runSplit(t, 3, root, "ls")
+	assert.Contains(t, errOut, "no backup anywhere in "+root)
 }

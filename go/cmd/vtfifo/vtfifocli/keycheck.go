@@ -32,19 +32,15 @@ func KeyCheck(ctx context.Context, prog string, args []string, stdout, stderr io
 	if !ok {
 		return s.o.failf(exitUsage, "key-check needs the split storage (--backup-storage-implementation=split)")
 	}
-	if root, missing := missingRoot(s.o); missing {
-		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	bhs, code := s.shardBackups()
+	if code != exitOK {
+		return code
 	}
 	var res KeyCheckResult
 	var err error
 	if res.Keys, res.KeyFile, err = st.Keys(s.ctx); err != nil {
 		return s.o.failf(exitUnreachable, "cannot open %s: %v", storageLocation(s.o), err)
 	}
-	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
-	if err != nil {
-		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
-	}
-	code = exitOK
 	for _, bh := range bhs {
 		b := KeyCheckBackup{Backup: s.o.dir() + "/" + bh.Name()}
 		if h, ok := bh.(*splitstorage.Handle); ok {

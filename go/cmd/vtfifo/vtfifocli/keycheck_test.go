@@ -16,7 +16,8 @@ import (
 // TestKeyCheck: the key file's IDs (never a key), and for each backup the key
 // that wraps it and whether the file opens it: all open (exit 0); a key
 // taken out of the file, or no file, leaves its backups unreadable (exit 1,
-// each named); --backup is refused (exit 2).
+// each named); --backup is refused (exit 2); a keyspace with no backup at
+// all is a wrong location (exit 3).
 func TestKeyCheck(t *testing.T) {
 	root, dir := t.TempDir(), t.TempDir()
 	line := map[string]string{}
@@ -69,6 +70,11 @@ func TestKeyCheck(t *testing.T) {
 	require.Len(t, res.Backups, 3)
 	assert.Contains(t, res.Backups[0].Problem, `is encrypted (key ID "k1"): set --split-storage-encryption-key-file`)
 	assert.Empty(t, res.Backups[1].Problem)
+
+	// A wrong keyspace is a wrong location, not an empty shard.
+	out, errOut = runSplit(t, 3, root, "key-check", "--keyspace=kss", "--shard=0", "--split-storage-encryption-key-file="+both)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "no backups at all in kss/0 in "+root+" (split storage): check --keyspace, --shard and the storage flags")
 
 	_, errOut = runSplit(t, 2, root, "key-check", "--keyspace=ks", "--shard=0", "--backup=x")
 	assert.Contains(t, errOut, "--backup is not for key-check: it checks every backup of the shard")

@@ -212,15 +212,9 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	}
 	defer s.close()
 	dir := s.o.dir()
-	if root, missing := missingRoot(s.o); missing {
-		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
-	}
-	bhs, err := s.bs.ListBackups(s.ctx, dir)
-	if err != nil {
-		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
-	}
-	if len(bhs) == 0 && s.holdsNothing(dir) {
-		return s.o.failf(exitUnreachable, "no backups at all in %s: check --keyspace, --shard and the storage flags", s.o.where())
+	bhs, code := s.shardBackups()
+	if code != exitOK {
+		return code
 	}
 	out := &pruneOutput{w: stdout, text: !*asJSON}
 	young := retention.Candidates(bhs, *keep, within, time.Now())
@@ -249,16 +243,6 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	return code
 }
 
-// holdsNothing reports whether dir has no backup at all, complete or not
-// (a wrong keyspace or shard); false when it cannot tell.
-func (s *session) holdsNothing(dir string) bool {
-	sp, ok := s.bs.(*splitstorage.Storage)
-	if !ok {
-		return false
-	}
-	inc, err := sp.ListIncomplete(s.ctx, dir)
-	return err == nil && len(inc) == 0
-}
 
 // PruneResult is what prune kept and why, removed (or with --dry-run would
 // remove) and failed to remove (--json prints it).

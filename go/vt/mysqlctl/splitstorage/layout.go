@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
@@ -33,6 +35,16 @@ const (
 	maxIndexBytes   = 64 << 20
 	maxSidecarBytes = 1 << 20
 )
+
+// ownObject reports whether rel, a key under a backup's prefix, is one
+// this storage writes: directly in it, a '.'-leading marker or document, a
+// part or an index. A backup directory without one was written by another
+// storage (or is not a backup: a root one level off).
+func ownObject(rel string) bool {
+	return !strings.Contains(rel, "/") && (strings.HasPrefix(rel, ".") || partKey.MatchString(rel) || strings.HasSuffix(rel, indexSuffix))
+}
+
+var partKey = regexp.MustCompile(`\.part-[0-9]{8}$`)
 
 // ParseIndex decodes a file's part index (<file>.index) and checks that it is
 // one this storage could have written for file of backup dir/name: version 1, 2

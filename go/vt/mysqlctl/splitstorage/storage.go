@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -217,6 +218,25 @@ func (s *Storage) backupNames(ctx context.Context, dir string) (*env, []string, 
 	return e, names, nil
 }
 
+// holdsOwnBackup reports whether one of names in dir is a backup this
+// storage wrote (its start or completion marker, else any object of its
+// own: ownObject).
+func holdsOwnBackup(ctx context.Context, e *env, dir string, names []string) bool {
+	for _, name := range names {
+		prefix := backupPrefix(dir, name)
+		for _, marker := range []string{startedMarker, completeMarker} {
+			if _, err := e.be.Stat(ctx, prefix+marker); err == nil {
+				return true
+			}
+		}
+		objs, err := e.be.List(ctx, prefix, false)
+		if err == nil && slices.ContainsFunc(objs, func(o backend.ObjectInfo) bool { return !o.Dir && ownObject(strings.TrimPrefix(o.Key, prefix)) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // ListBackups is part of backupstorage.BackupStorage: only completed backups, sorted by name.
 func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.BackupHandle, error) {
 	e, names, err := s.backupNames(ctx, dir)
@@ -399,7 +419,9 @@ func readSmall(ctx context.Context, be backend.Backend, key string) ([]byte, err
 
 // ListBackupDirs lists the backup directories of the storage
 // (keyspace/shard, as mysqlctl.GetBackupDir names them) that hold at least
-// one backup, complete or not, sorted.
+// one backup of this storage, complete or not, sorted: a root one level
+// too high (root/<r>/<ks>/<shard>/...) or another storage's tree lists
+// none.
 func (s *Storage) ListBackupDirs(ctx context.Context) ([]string, error) {
 	e, err := s.env(ctx)
 	if err != nil {
@@ -423,7 +445,7 @@ func (s *Storage) ListBackupDirs(ctx context.Context) ([]string, error) {
 				continue
 			}
 			dir := strings.TrimSuffix(sh.Key, "/")
-			if _, names, err := s.backupNames(ctx, dir); err == nil && len(names) > 0 {
+			if _, names, err := s.backupNames(ctx, dir); err == nil && holdsOwnBackup(ctx, e, dir, names) {
 				dirs = append(dirs, dir)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -372,7 +373,9 @@ type IncompleteBackup struct {
 // ListIncomplete returns the backups in dir that have no completion marker
 // (never listed by ListBackups, never restored from), sorted by name. A
 // backup still being taken is among them: look at Started before removing;
-// so is a quarantined one, with its reason.
+// so is a quarantined one, with its reason. A directory holding no object
+// this storage writes (ownObject: another storage's backup, such as Vitess's
+// file storage's MANIFEST and files) is not one, and is never listed.
 // RemoveBackup removes one.
 func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteBackup, error) {
 	e, names, err := s.backupNames(ctx, dir)
@@ -386,6 +389,13 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 			continue
 		} else if !errors.Is(err, ErrNotExist) {
 			return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+		}
+		objs, err := e.be.List(ctx, prefix, false)
+		if err != nil {
+			return nil, fmt.Errorf("split storage: listing backup %s/%s: %w", dir, name, err)
+		}
+		if !slices.ContainsFunc(objs, func(o backend.ObjectInfo) bool { return !o.Dir && ownObject(strings.TrimPrefix(o.Key, prefix)) }) {
+			continue
 		}
 		ib := IncompleteBackup{Name: name}
 		if doc, err := readSmall(ctx, e.be, prefix+startedMarker); err == nil {
@@ -406,10 +416,6 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 			ib.Quarantined = q.Reason
 		} else if !errors.Is(err, ErrNotExist) {
 			ib.Quarantined = "unreadable quarantine marker: " + err.Error()
-		}
-		objs, err := e.be.List(ctx, prefix, false)
-		if err != nil {
-			return nil, fmt.Errorf("split storage: listing backup %s/%s: %w", dir, name, err)
 		}
 		for _, o := range objs {
 			if !o.Dir {

@@ -33,7 +33,7 @@ import (
 //     table's row count and CHECKSUM TABLE equal the source's;
 //   - export | mbstream -x gives the same files as restore without --prepare;
 //   - bad input: a missing flag, a non-empty target, an unknown backup, a bad
-//     flag value: one clear line, exit 2 or 1;
+//     flag value: one clear line, exit 2 (usage) or 3 (not found);
 //   - vtbackup --fifo-backup-test-restore: a record for a passing backup; a
 //     failing one quarantined, never listed, then released and removed.
 //   - copy: on local disk, to another root, verified there; from S3, to another prefix of the bucket, verified there, and a
@@ -385,7 +385,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			want string
 		}{
 			{2, []string{"restore"}, "--target-dir is required"},
-			{1, []string{"restore", "--target-dir=" + restored}, "is not empty"},
+			{2, []string{"restore", "--target-dir=" + restored}, "is not empty: a restore never writes over files"},
 			{3, append([]string{"test-restore", "--backup=2020-01-01.000000.zone1-0000000001"}, tool...), "no such backup (GetBackups does not list it)"},
 			{2, []string{"test-restore", "--buffer-pool-size=1KiB"}, "--buffer-pool-size"},
 			{2, []string{"test-restore", "--mysqld-flags=-x"}, "--mysqld-flags"},

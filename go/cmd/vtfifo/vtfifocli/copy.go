@@ -24,8 +24,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	var removeSource, asJSON *bool
 	var concurrency *int
 	var dst splitstorage.Config
-	s, bh, code := openBackup(ctx, prog, "Copies a complete backup to a second split storage, verified there (every part's size and CRC32C) before its\n"+
-		"completion marker is written; a re-run copies only what is missing or wrong.\n"+exitStatusHelp, args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			fs.StringSliceVar(&toFiles, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines "+
 				"skipped), e.g. another tablet's; repeatable")

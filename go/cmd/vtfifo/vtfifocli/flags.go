@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -188,6 +190,25 @@ func (o *options) dir() string {
 
 func invalid(flag, value, allowed string) error {
 	return fmt.Errorf("invalid value %q for --%s: allowed values are %s", value, flag, allowed)
+}
+
+// targetDirFlag checks --target-dir: given, and a directory that does not
+// exist or is empty (a restore never writes over files), before anything
+// is read.
+func targetDirFlag(dir string) error {
+	if dir == "" {
+		return errors.New("--target-dir is required")
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--target-dir %s: %v", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("--target-dir %s is not empty: a restore never writes over files; give a new or empty directory", dir)
+	}
+	return nil
 }
 
 // validateBackup checks the flags of registerBackupFlags.

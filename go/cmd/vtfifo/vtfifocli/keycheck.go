@@ -18,8 +18,7 @@ import (
 // drill, it says which backups would become unreadable.
 func KeyCheck(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var asJSON *bool
-	s, code := openSession(ctx, prog, "Lists the key IDs of --split-storage-encryption-key-file (never a key) and, for every complete backup of the\n"+
-		"shard, the key that wraps its data key and whether the key file unwraps it.\n"+exitStatusHelp, args, stdout, stderr,
+	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			asJSON = fs.Bool("json", false, "print one JSON object (key_file, keys, backups with key and problem) instead of lines")
 			return o.refuseBackup(fs, "key-check", "it checks every backup of the shard")

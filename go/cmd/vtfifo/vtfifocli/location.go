@@ -1,6 +1,8 @@
 package vtfifocli
 
 import (
+	"slices"
+
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -34,4 +36,24 @@ func (s *session) holdsNothing(dir string) bool {
 	}
 	inc, err := sp.ListIncomplete(s.ctx, dir)
 	return err == nil && len(inc) == 0
+}
+
+// exists reports whether dir holds a backup named name, complete or not
+// (true when it cannot tell: the caller's own error is then the one said).
+func (s *session) exists(dir, name string) bool {
+	bhs, err := s.bs.ListBackups(s.ctx, dir)
+	if err != nil {
+		return true
+	}
+	for _, bh := range bhs {
+		if bh.Name() == name {
+			return true
+		}
+	}
+	sp, ok := s.bs.(*splitstorage.Storage)
+	if !ok {
+		return true
+	}
+	inc, err := sp.ListIncomplete(s.ctx, dir)
+	return err != nil || slices.ContainsFunc(inc, func(b splitstorage.IncompleteBackup) bool { return b.Name == name })
 }

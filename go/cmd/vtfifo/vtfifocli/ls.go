@@ -45,9 +45,7 @@ type BackupInfo struct {
 func List(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var asJSON *bool
 	var check fleetCheck
-	s, code := openSession(ctx, prog, "Lists the backups of a shard with what their MANIFEST says: the complete ones, and on the split storage\n"+
-		"the quarantined ones with the reason. Without --keyspace and --shard: every shard of the storage, its newest\n"+
-		"backup and newest passing test restore (--max-age and --max-unproven-age make it a check; --prometheus for alerting).\n"+exitStatusHelp, args, stdout, stderr,
+	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			o.fleet = true
 			asJSON = fs.Bool("json", false, "print JSON instead of a table")

@@ -24,8 +24,7 @@ import (
 func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var minAge *time.Duration
 	var dryRun, asJSON *bool
-	s, code := openSession(ctx, prog, "Removes one backup: complete, quarantined, or incomplete and older than --incomplete-min-age.\n"+exitStatusHelp,
-		args, stdout, stderr,
+	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
 			dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
@@ -177,9 +176,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	var within time.Duration
 	var tiers retention.Tiers
 	var dryRun, asJSON *bool
-	s, code := openSession(ctx, prog, "Removes the complete backups that are neither among the newest --keep, younger than --keep-within, the newest\n"+
-		"of one of the last --keep-daily days, --keep-weekly weeks or --keep-monthly months, nor the newest that passed a test restore.\n"+exitStatusHelp,
-		args, stdout, stderr,
+	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			keep = fs.Int("keep", 0, "how many of the newest complete backups are always kept (at least 1; required)")
 			fs.Var(flagvalue.Age{P: &within, Allowed: "an age >= 0 such as 36h, 7d or 2w"}, "keep-within", "also keep every backup younger than this (e.g. 7d, 36h)")
@@ -242,7 +239,6 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	}
 	return code
 }
-
 
 // PruneResult is what prune kept and why, removed (or with --dry-run would
 // remove) and failed to remove (--json prints it).
@@ -324,8 +320,7 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 // Release is `vtfifo release`: a quarantined backup back among the complete
 // ones that restores choose from.
 func Release(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	s, code := openSession(ctx, prog, "Puts a quarantined backup (one that failed its test restore) back among the backups restores choose from.\n"+
-		exitStatusHelp, args, stdout, stderr,
+	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			return o.requireBackup(fs, "release puts back the quarantined backup it names")
 		})
@@ -341,8 +336,10 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 	dir, name := s.o.dir(), s.o.backup
 	if err := sp.Release(s.ctx, dir, name); err != nil {
 		switch {
+		case errors.Is(err, splitstorage.ErrNotExist) && !s.exists(dir, name):
+			return s.o.failf(exitUnreachable, "backup %s/%s in %s: no such backup: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
 		case errors.Is(err, splitstorage.ErrNotExist):
-			return s.o.failf(exitUnreachable, "backup %s/%s in %s is not quarantined: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
+			return s.o.failf(exitFailed, "backup %s/%s in %s is not quarantined: restores may choose it already", dir, name, storageLocation(s.o))
 		case errors.Is(err, splitstorage.ErrDamaged):
 			return s.o.failf(exitFailed, "%v", err)
 		}

@@ -108,7 +108,9 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	require.Len(t, bhs, 2)
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
 	assert.Contains(t, cmd(1, "show", "--backup=2026-11-23.120000.zone1-0000000100"), "quarantined: test restore failed")
-	assert.Contains(t, cmd(3, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined")
+	assert.Contains(t, cmd(1, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined: restores may choose it already")
+	assert.Contains(t, cmd(3, "release", "--backup=2026-11-23.090000.zone1-0000000100"), "2026-11-23.090000.zone1-0000000100 in "+srv.Config.File.Root+
+		" (split storage): no such backup")
 	assert.Contains(t, cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100"), "released ks/0/2026-11-23.120000")
 	// Released with its failed test record: it says what still passes it over.
 	require.NoError(t, testrestore.Store(ctx, bhs[1], testrestore.Record{Version: 1, Backup: bhs[1].Name(), Outcome: testrestore.Failed,

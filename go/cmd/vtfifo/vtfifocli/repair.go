@@ -19,8 +19,7 @@ func Repair(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	var fromFiles, fromFlags []string
 	var asJSON *bool
 	var from splitstorage.Config
-	s, code := openSession(ctx, prog, "Repairs a backup's damaged or missing parts from its copy in a second split storage (where vtfifo copy put it),\n"+
-		"each part checked against the backup's own index before it is written; the backup is verified whole after.\n"+exitStatusHelp, args, stdout, stderr,
+	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			fs.StringSliceVar(&fromFiles, "from-flags-file", nil, "the storage holding the copy: a flag file whose --split-storage-* lines are read (other "+
 				"lines skipped); repeatable")

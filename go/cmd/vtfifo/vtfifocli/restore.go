@@ -23,8 +23,7 @@ import (
 func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var targetDir, defaultsFile *string
 	var prepare, asJSON *bool
-	s, bh, code := openBackup(ctx, prog, "Restores a fifo backup into a new or empty directory, without Vitess; --prepare makes it a data directory.\n"+
-		exitStatusHelp, args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			targetDir = fs.String("target-dir", "", "directory to restore into: it must not exist or be empty (required)")
 			prepare = fs.Bool("prepare", false, "run the tool's --prepare (xtrabackup or mariabackup, --fifo-backup-tool-path) so mysqld starts on the directory")
@@ -33,8 +32,8 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, target, files, bytes, position, chain, tool) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {
-				if *targetDir == "" {
-					return errors.New("--target-dir is required")
+				if err := targetDirFlag(*targetDir); err != nil {
+					return err
 				}
 				if *defaultsFile != "" && !*prepare {
 					return errors.New("--defaults-file needs --prepare")
@@ -106,15 +105,12 @@ func (r RestoreResult) print(w io.Writer) {
 func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var tr testrestore.Flags
 	var record, quarantine, asJSON *bool
-	s, bh, code := openBackup(ctx, prog, "Proves a fifo backup restorable: restores and prepares it into a scratch directory, starts a throwaway mysqld\n"+
-		"on it (own socket, no network, no replication), runs CHECK TABLE and counts rows on every table, then stops it\n"+
-		"and removes the scratch directory. The verification record is stored beside the backup (split storage).\n"+
-		exitStatusHelp, args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			tr.Register(fs, "")
 			record = fs.Bool("record", true, "store the verification record beside the backup (split storage)")
-			quarantine = fs.Bool("quarantine-on-failure", false, "when the test fails, quarantine the backup: restores no longer choose it (`vtfifo "+
-				"release` puts it back)")
+			quarantine = fs.Bool("quarantine-on-failure", false, "when the test fails, quarantine the backup: restores no longer choose it (vtfifo "+
+				"release puts it back)")
 			asJSON = fs.Bool("json", false, "print one JSON object (the record, where it was stored, whether the backup was quarantined) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {

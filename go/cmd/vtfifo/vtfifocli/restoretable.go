@@ -28,8 +28,7 @@ import (
 // hold them; with --into-mysql or --into-tablet imported into a live server.
 func RestoreTable(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var f restoreTableFlags
-	s, bh, code := openBackup(ctx, prog, "Restores tables of a fifo backup into a new or empty directory, prepared with the tool's --export;\n"+
-		"--into-mysql or --into-tablet imports them into a live server on this host.\n"+exitStatusHelp, args, stdout, stderr, f.register)
+	s, bh, code := openBackup(ctx, prog, args, stdout, stderr, f.register)
 	if s == nil {
 		return code
 	}
@@ -239,8 +238,8 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 		if err := o.validateProgress(); err != nil {
 			return err
 		}
-		if f.targetDir == "" {
-			return errors.New("--target-dir is required")
+		if err := targetDirFlag(f.targetDir); err != nil {
+			return err
 		}
 		if _, err := fifobackupengine.ParseTablePatterns(f.tables); err != nil {
 			return err

@@ -37,12 +37,7 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	fs.Usage = func() {
 		fs.SetOutput(stdout) // help is the command's output
-		fmt.Fprintf(stdout, "Usage: %s [flags]\n\nStarts a scratch server laid out as a tablet's, loads a shaped data set, backs it up through the fifo\n"+
-			"engine into a split storage (on local disk, or --storage) while writing to it (a full backup, two incremental ones),\n"+
-			"verifies every backup, restores and prepares the chain, starts a server on it and compares every table\n"+
-			"with its source, restores one table into the scratch server and extracts the stream with the tool's own\n"+
-			"extractor. Prints a report (versions, host, every step and its time, the first error in full).\n"+
-			"Exit status: 0 every step that ran passed, 1 a step failed, 2 usage error.\n\nFlags:\n", prog)
+		fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n", prog, commandHelp(prog))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -48,8 +48,7 @@ type indexer interface {
 // --files the files of the data directory it holds (read from the lanes).
 func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var files, asJSON *bool
-	s, bh, code := openBackup(ctx, prog, "Shows a fifo backup: its MANIFEST, lanes and parts, and with --files the files it holds.\n"+exitStatusHelp,
-		args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, _ *options) func() error {
 			files = fs.Bool("files", false, "also list the files of the data directory in the backup (reads and checks every lane, like verify)")
 			asJSON = fs.Bool("json", false, "print one JSON object instead of text")

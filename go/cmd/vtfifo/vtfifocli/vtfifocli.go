@@ -44,14 +44,18 @@ func Run(cmd func(ctx context.Context) int) {
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := 0
 	sub := func(c subcommand) *cobra.Command {
-		return &cobra.Command{
-			Use: c.use, Short: c.short, Long: c.long, Example: c.example,
+		prog := "vtfifo " + c.use
+		cmd := &cobra.Command{
+			Use: c.use, Short: c.short,
 			// Each subcommand parses its own flags (one code path with fifoverify).
 			DisableFlagParsing: true,
 			Run: func(_ *cobra.Command, args []string) {
-				code = c.run(ctx, "vtfifo "+c.use, args, stdout, stderr)
+				code = c.run(ctx, prog, args, stdout, stderr)
 			},
 		}
+		// `vtfifo help ls` is `vtfifo ls --help`: one text (commandHelp).
+		cmd.SetHelpFunc(func(*cobra.Command, []string) { code = c.run(ctx, prog, []string{"--help"}, stdout, stderr) })
+		return cmd
 	}
 	root := &cobra.Command{
 		Use:   "vtfifo",
@@ -68,7 +72,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	root.SetOut(stdout) // help is the command's output; errors go to stderr
 	root.SetErr(stderr)
-	for _, c := range subcommands {
+	for _, c := range commands() {
 		root.AddCommand(sub(c))
 	}
 	root.AddCommand(keygen(stdout))
@@ -120,9 +124,10 @@ func keygen(stdout io.Writer) *cobra.Command {
 }
 
 // parse parses args into fs; it returns -1 to go on, or the exit status.
-func parse(fs *pflag.FlagSet, prog, usage string, args []string, stdout, stderr io.Writer) int {
+func parse(fs *pflag.FlagSet, prog string, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	all := fs.Bool("help-all", false, "list the storage and engine flags too (the same as vttablet's)")
+	usage := commandHelp(prog)
 	fs.Usage = func() {
 		fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n%s", prog, usage, commandFlags(fs, false))
 	}
@@ -177,7 +182,7 @@ func commandFlags(fs *pflag.FlagSet, all bool) string {
 // Verify is `vtfifo verify` and fifoverify: it checks a backup where it is
 // stored (see docs/reliability.md) and returns the exit status.
 func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	s, code := openSession(ctx, prog, "Checks a fifo backup in its storage without restoring it (see docs/reliability.md).\n"+exitStatusHelp, args, stdout, stderr,
+	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error { o.registerVerifyFlags(fs); return o.validateVerify })
 	if s == nil {
 		return code
@@ -201,14 +206,14 @@ type session struct {
 // extra declares, returning their check or nil), validates them and opens
 // the storage. A nil session comes with the exit status; otherwise the
 // caller calls close.
-func openSession(ctx context.Context, prog, usage string, args []string, stdout, stderr io.Writer,
+func openSession(ctx context.Context, prog string, args []string, stdout, stderr io.Writer,
 	extra func(*pflag.FlagSet, *options) func() error) (*session, int) {
 	fs := pflag.NewFlagSet(prog, pflag.ContinueOnError)
 	o := registerBackupFlags(fs, prog)
 	o.console = &console{w: stderr}
 	o.notes = o.console
 	check := extra(fs, o)
-	if code := parse(fs, prog, usage, args, stdout, stderr); code >= 0 {
+	if code := parse(fs, prog, args, stdout, stderr); code >= 0 {
 		return nil, code
 	}
 	err := o.files.apply(fs, prog, stderr)
@@ -234,9 +239,9 @@ func openSession(ctx context.Context, prog, usage string, args []string, stdout,
 // openBackup is openSession for the subcommands that read one backup: it
 // also picks the backup the flags name (pickBackup). A nil session comes
 // with the exit status; otherwise the caller calls close.
-func openBackup(ctx context.Context, prog, usage string, args []string, stdout, stderr io.Writer,
+func openBackup(ctx context.Context, prog string, args []string, stdout, stderr io.Writer,
 	extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
-	s, code := openSession(ctx, prog, usage, args, stdout, stderr, extra)
+	s, code := openSession(ctx, prog, args, stdout, stderr, extra)
 	if s == nil {
 		return nil, nil, code
 	}
@@ -284,12 +289,16 @@ func (s *session) releaseLease() {
 // in a new file (never over an existing one; removed if the export fails).
 func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var output *string
-	s, bh, code := openBackup(ctx, prog, "Writes a fifo backup as one stock xbstream that `xbstream -x` / `mbstream -x` extract.\n"+exitStatusHelp,
-		args, stdout, stderr,
+	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
-			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout) or a file that does not exist yet")
+			output = fs.StringP("output", "o", "-", "where the stream goes: - (stdout, not a terminal) or a file that does not exist yet")
 			o.registerProgressFlags(fs)
-			return o.validateProgress
+			return func() error {
+				if *output == "-" && isTerminal(stdout) {
+					return errors.New("refusing to write a binary stream to a terminal: give -o FILE, or redirect or pipe stdout")
+				}
+				return o.validateProgress()
+			}
 		})
 	if s == nil {
 		return code

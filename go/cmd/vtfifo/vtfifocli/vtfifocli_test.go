@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/creack/pty"
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -337,5 +338,49 @@ func TestEncryptedBackup(t *testing.T) {
 		code = Main(ctx, append([]string{cmd}, args...), &stdout, &stderr)
 		assert.Equal(t, 1, code, cmd)
 		assert.Contains(t, stdout.String()+stderr.String(), `is encrypted (key ID "k1"): set --split-storage-encryption-key-file`, cmd)
+	}
+}
+
+// TestExportRefusesATerminal: export's binary stream never goes to a
+// terminal: exit 2 before anything is read, saying what to do instead.
+func TestExportRefusesATerminal(t *testing.T) {
+	_, args := storageCopy(t)
+	master, tty, err := pty.Open()
+	require.NoError(t, err)
+	defer master.Close()
+	defer tty.Close()
+	var stderr bytes.Buffer
+	code := Main(context.Background(), append([]string{"export"}, args...), tty, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "refusing to write a binary stream to a terminal: give -o FILE, or redirect or pipe stdout")
+}
+
+// TestTargetMustBeNewOrEmpty: a restore into a directory that holds files
+// is a usage error (exit 2) before anything is read, as export's existing
+// file is.
+func TestTargetMustBeNewOrEmpty(t *testing.T) {
+	_, args := storageCopy(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ibdata1"), []byte("x"), 0o640))
+	for _, cmd := range [][]string{{"restore"}, {"restore-table", "--table=d.t"}} {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), append(append(cmd, "--target-dir="+dir), args...), &stdout, &stderr)
+		assert.Equal(t, 2, code, cmd)
+		assert.Contains(t, stderr.String(), "--target-dir "+dir+" is not empty: a restore never writes over files; give a new or empty directory")
+		assert.Empty(t, stdout.String())
+	}
+	assert.FileExists(t, filepath.Join(dir, "ibdata1"))
+}
+
+// TestHelpHasOneSource: `vtfifo help X` and `vtfifo X --help` print the
+// same text, from the commands table, for every command.
+func TestHelpHasOneSource(t *testing.T) {
+	for _, c := range commands() {
+		var viaHelp, viaFlag, errOut bytes.Buffer
+		require.Equal(t, 0, Main(context.Background(), []string{"help", c.use}, &viaHelp, &errOut), c.use)
+		require.Equal(t, 0, Main(context.Background(), []string{c.use, "--help"}, &viaFlag, &errOut), c.use)
+		assert.Equal(t, viaFlag.String(), viaHelp.String(), c.use)
+		assert.Contains(t, viaFlag.String(), c.long, c.use)
+		assert.Contains(t, viaFlag.String(), "Exit status: 0 ", c.use)
 	}
 }

@@ -145,7 +145,7 @@ worker() {
 }
 
 built=0
-"$go" build -o "$bins/" ./go/cmd/fifoverify ./test/reliability/internal/backupproc >"$logs/build" 2>&1 &&
+"$go" build -o "$bins/" ./go/cmd/fifoverify ./go/cmd/vtfifo ./test/reliability/internal/backupproc >"$logs/build" 2>&1 &&
   "$go" build -o "$bins/xtrabackup" ./go/testutil/xtrabackupstandin >>"$logs/build" 2>&1 || built=1
 for p in "${slow[@]}"; do
   "$go" test -c "${build_flags[@]}" -o "$bins/$(basename "$p").test" "$p" >>"$logs/build" 2>&1 || built=1

@@ -93,9 +93,21 @@ func runIncremental(t *testing.T, sb storageBackend) {
 	t.Run("restore-from-backup-ts-middle", func(t *testing.T) {
 		at, err := mysqlctl.ParseRFC3339(backups[1].Time)
 		must(t, err)
-		r := tablet(101, "--restore-from-backup-ts="+at.UTC().Format(mysqlctl.BackupTimestampFormat))
+		ts := at.UTC().Format(mysqlctl.BackupTimestampFormat)
+		// vtfifo says beforehand what the tablet will do, and why.
+		out, code, err := c.Vtfifo(ctx, "ls", "--as-of="+ts)
+		must(t, err)
+		if code != 0 || !strings.Contains(out, "passed over "+c.Keyspace+"/"+c.Shard+"/"+backups[2].Name+": its data is as of") ||
+			!strings.Contains(out, "restores "+c.Keyspace+"/"+c.Shard+"/"+backups[1].Name+": its data is as of") {
+			t.Fatalf("vtfifo ls --as-of=%s: exit %d:\n%s", ts, code, out)
+		}
+		r := tablet(101, "--restore-from-backup-ts="+ts)
 		must(t, r.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
 		checkData(ctx, t, r, sums[1])
+		// The tablet's log names the newer backup it passed over and why.
+		if log := r.Vttablet.Tail(1 << 20); !strings.Contains(log, "passed over backup "+backups[2].Name+": its data is as of") {
+			t.Errorf("the restore's log does not name %s as passed over:\n%s", backups[2].Name, r.Vttablet.Tail(4000))
+		}
 		must(t, r.Destroy(ctx))
 	})
 	if t.Failed() {

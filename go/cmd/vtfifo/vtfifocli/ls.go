@@ -3,6 +3,7 @@ package vtfifocli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -12,7 +13,6 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
-	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 )
 
@@ -45,15 +45,21 @@ type BackupInfo struct {
 func List(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var asJSON *bool
 	var check fleetCheck
+	var asOf asOfTime
 	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			o.fleet = true
 			asJSON = fs.Bool("json", false, "print JSON instead of a table")
+			fs.Var(&asOf, "as-of", "say which backup a restore to this time (as --restore-from-backup-ts takes it, or RFC 3339) restores, "+
+				"and why each newer one is passed over")
 			check.register(fs)
 			refuseBackup := o.refuseBackup(fs, "ls", "it lists every backup (vtfifo show describes one)")
 			return func() error {
 				if err := refuseBackup(); err != nil {
 					return err
+				}
+				if !asOf.t.IsZero() && o.wholeStorage() {
+					return errors.New("--as-of is about one shard: give --keyspace and --shard (or --backup-dir)")
 				}
 				return check.validate(*asJSON)
 			}
@@ -67,6 +73,9 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	}
 	if check.set() {
 		return s.o.failf(exitUsage, "--max-age, --max-unproven-age and --prometheus apply to the whole storage: leave out --keyspace and --shard")
+	}
+	if !asOf.t.IsZero() {
+		return s.asOf(asOf.t, *asJSON, stdout)
 	}
 	if root, missing := missingRoot(s.o); missing {
 		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
@@ -154,20 +163,9 @@ func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 // (builtin, xtrabackup) for its engine, time and position.
 func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	info := BackupInfo{Name: bh.Name()}
-	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
+	base, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
 	if err != nil {
-		info.Problem = "cannot read MANIFEST: " + errText(err)
-		return info
-	}
-	defer r.Close()
-	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
-	if err != nil {
-		info.Problem = "cannot read MANIFEST: " + errText(err)
-		return info
-	}
-	var base mysqlctl.BackupManifest
-	if err := json.Unmarshal(doc, &base); err != nil {
-		info.Problem = "MANIFEST is not JSON: " + errText(err)
+		info.Problem = errText(err)
 		return info
 	}
 	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()

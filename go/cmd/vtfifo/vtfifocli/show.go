@@ -79,18 +79,9 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 	vopts fifobackupengine.VerifyOptions) (ShowReport, *fifobackupengine.Manifest, error) {
 	var rep ShowReport
-	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
+	m, doc, err := fifobackupengine.ReadManifestDoc(ctx, bh)
 	if err != nil {
 		return rep, nil, err
-	}
-	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
-	r.Close()
-	if err != nil {
-		return rep, nil, fmt.Errorf("reading the MANIFEST: %w", err)
-	}
-	m, err := fifobackupengine.ParseManifest(doc)
-	if err != nil {
-		return rep, nil, fmt.Errorf("MANIFEST: %w", err)
 	}
 	rep.Manifest = doc
 	ix, _ := bh.(indexer)

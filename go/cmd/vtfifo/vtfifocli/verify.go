@@ -350,19 +350,8 @@ func splitProblems(err error) (damage, unread []string) {
 }
 
 func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error {
-	r, err := bh.ReadFile(ctx, fifobackupengine.ManifestFileName)
-	if err != nil {
-		return fmt.Errorf("cannot read MANIFEST: %w", err)
-	}
-	defer r.Close()
-	doc, err := io.ReadAll(io.LimitReader(r, 16<<20))
-	if err != nil {
-		return fmt.Errorf("cannot read MANIFEST: %w", err)
-	}
-	if _, err := fifobackupengine.ParseManifest(doc); err != nil {
-		return fmt.Errorf("MANIFEST: %w", err)
-	}
-	return nil
+	_, err := fifobackupengine.ReadManifest(ctx, bh)
+	return err
 }
 
 // whyMissing says why a named backup is not among the complete ones, and

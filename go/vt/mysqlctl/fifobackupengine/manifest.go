@@ -2,7 +2,9 @@ package fifobackupengine
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -114,8 +116,68 @@ func laneFileName(i int, ext string) string {
 	return fmt.Sprintf("lane-%03d.xbstream%s", i, ext)
 }
 
-// ReadManifest reads and checks the MANIFEST of a backup.
+// ManifestFileName is the name of the MANIFEST file in a backup.
+const ManifestFileName = manifestFileName
+
+// ParseManifest decodes a MANIFEST and runs the checks restore runs before
+// it touches anything: the engine, lane names and count, source and tool
+// flavor (Manifest.check), and that the byte counts and the compression
+// fields agree with each other. A hand-edited MANIFEST fails here.
+func ParseManifest(doc []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	if err := dec.Decode(&m); err != nil {
+		return nil, vterrors.Wrap(err, "cannot decode MANIFEST")
+	}
+	if dec.More() {
+		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "MANIFEST has data after its JSON object")
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	if err := m.checkConsistency(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// ReadManifest reads and checks the MANIFEST of a backup of this engine.
 func ReadManifest(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, error) {
+	m, _, err := ReadManifestDoc(ctx, bh)
+	return m, err
+}
+
+// ReadManifestDoc is ReadManifest that also returns the document as stored.
+func ReadManifestDoc(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, []byte, error) {
+	doc, err := readManifestBytes(ctx, bh)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := ParseManifest(doc)
+	if err != nil {
+		return nil, doc, vterrors.Wrapf(err, "backup %s: MANIFEST", bh.Name())
+	}
+	return m, doc, nil
+}
+
+// ReadAnyManifest reads the MANIFEST of a backup of any engine (builtin,
+// xtrabackup, fifo) as Vitess's own fields (engine, time, position), with
+// the document (ParseManifest reads a fifo one in full).
+func ReadAnyManifest(ctx context.Context, bh backupstorage.BackupHandle) (*mysqlctl.BackupManifest, []byte, error) {
+	doc, err := readManifestBytes(ctx, bh)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m mysqlctl.BackupManifest
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, doc, vterrors.Wrapf(err, "backup %s: MANIFEST is not JSON", bh.Name())
+	}
+	return &m, doc, nil
+}
+
+// readManifestBytes is the one read of a MANIFEST: bounded, with a clear
+// error for one over the bound.
+func readManifestBytes(ctx context.Context, bh backupstorage.BackupHandle) ([]byte, error) {
 	r, err := bh.ReadFile(ctx, manifestFileName)
 	if err != nil {
 		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
@@ -128,11 +190,7 @@ func ReadManifest(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest
 	if len(doc) > maxManifestBytes {
 		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: MANIFEST is larger than %d bytes", bh.Name(), maxManifestBytes)
 	}
-	m, err := ParseManifest(doc)
-	if err != nil {
-		return nil, vterrors.Wrapf(err, "backup %s: MANIFEST", bh.Name())
-	}
-	return m, nil
+	return doc, nil
 }
 
 // check rejects a MANIFEST that could not have been written by this engine,

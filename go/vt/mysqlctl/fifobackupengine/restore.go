@@ -36,6 +36,7 @@ func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestorePara
 	if err != nil {
 		return nil, err
 	}
+	logAsOf(ctx, params, bh)
 	run := &restoreRun{cfg: cfg, params: params, bh: bh, m: m, stats: newPhaseStats(params.Stats), logger: params.Logger, scope: wholeBackup{}}
 	start := time.Now()
 	err = run.execute(ctx)

@@ -1,9 +1,7 @@
 package fifobackupengine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -13,31 +11,6 @@ import (
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
-
-// ManifestFileName is the name of the MANIFEST file in a backup.
-const ManifestFileName = manifestFileName
-
-// ParseManifest decodes a MANIFEST and runs the checks restore runs before
-// it touches anything: the engine, lane names and count, source and tool
-// flavor (Manifest.check), and that the byte counts and the compression
-// fields agree with each other. A hand-edited MANIFEST fails here.
-func ParseManifest(doc []byte) (*Manifest, error) {
-	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	if err := dec.Decode(&m); err != nil {
-		return nil, vterrors.Wrap(err, "cannot decode MANIFEST")
-	}
-	if dec.More() {
-		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "MANIFEST has data after its JSON object")
-	}
-	if err := m.check(); err != nil {
-		return nil, err
-	}
-	if err := m.checkConsistency(); err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
 
 // checkConsistency checks what Manifest.check does not: totals are the sums
 // over the lanes, no count is negative, the compression fields agree.

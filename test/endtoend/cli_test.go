@@ -557,7 +557,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		// nothing, and the next run resumes it.
 		var infos []struct {
 			Name        string
-			StoredBytes int64
+			StoredBytes int64 `json:"stored_bytes"`
 		}
 		lsOut := vtfifo(t, 0, "ls", "--json")
 		must(t, decodeJSON(lsOut, "[", &infos))

@@ -55,7 +55,7 @@ func runIncremental(t *testing.T, sb storageBackend) {
 	}
 	type info struct {
 		Name, Time, Base string
-		ChainLength      int
+		ChainLength      int `json:"chain_length"`
 	}
 	list := func(t *testing.T) []info {
 		t.Helper()

@@ -23,28 +23,29 @@ import (
 // ShardStatus is one backup directory (keyspace/shard) as the fleet view
 // shows it.
 type ShardStatus struct {
-	Keyspace, Shard string
+	Keyspace string `json:"keyspace"`
+	Shard    string `json:"shard"`
 	// Backups counts the complete ones (those restores pick from).
-	Backups int
-	Newest  string    `json:",omitempty"`
-	Time    time.Time `json:",omitempty"`
+	Backups int       `json:"backups"`
+	Newest  string    `json:"newest,omitempty"`
+	Time    time.Time `json:"time,omitempty"`
 	// ChainLength is the newest backup's place after its chain's full (0:
 	// a full backup).
-	ChainLength int
+	ChainLength int `json:"chain_length"`
 	// NewestProven is the newest backup whose latest test restore passed.
-	NewestProven     string    `json:",omitempty"`
-	NewestProvenTime time.Time `json:",omitempty"`
+	NewestProven     string    `json:"newest_proven,omitempty"`
+	NewestProvenTime time.Time `json:"newest_proven_time,omitempty"`
 	// TestRestoreFailed counts the complete backups whose latest test
 	// restore failed.
-	TestRestoreFailed int
-	Quarantined       int
-	Incomplete        int
+	TestRestoreFailed int `json:"test_restore_failed"`
+	Quarantined       int `json:"quarantined"`
+	Incomplete        int `json:"incomplete"`
 	// Problems are what the checks found (--max-age, --max-unproven-age),
 	// or why the directory could not be read.
-	Problems []string `json:",omitempty"`
+	Problems []string `json:"problems,omitempty"`
 	// NotInTopology: the flags name a topology, which has no such shard
 	// (the backups of a shard since deleted, or of another cluster).
-	NotInTopology bool `json:",omitempty"`
+	NotInTopology bool `json:"not_in_topology,omitempty"`
 }
 
 // fleetCheck is ls's whole-storage view: its checks and output format.

@@ -18,26 +18,26 @@ import (
 
 // BackupInfo is one backup as `vtfifo ls` shows it.
 type BackupInfo struct {
-	Name        string
-	Engine      string
-	Time        string `json:",omitempty"`
-	Position    string `json:",omitempty"`
-	Lanes       int    `json:",omitempty"`
-	RawBytes    int64  `json:",omitempty"`
-	StoredBytes int64  `json:",omitempty"`
-	Compression string `json:",omitempty"`
-	Tool        string `json:",omitempty"`
+	Name        string `json:"name"`
+	Engine      string `json:"engine"`
+	Time        string `json:"time,omitempty"`
+	Position    string `json:"position,omitempty"`
+	Lanes       int    `json:"lanes,omitempty"`
+	RawBytes    int64  `json:"raw_bytes,omitempty"`
+	StoredBytes int64  `json:"stored_bytes,omitempty"`
+	Compression string `json:"compression,omitempty"`
+	Tool        string `json:"tool,omitempty"`
 	// Base is the backup an incremental one holds the changes since, and
 	// ChainLength its place after the chain's full (0 for a full).
-	Base        string `json:",omitempty"`
-	ChainLength int    `json:",omitempty"`
+	Base        string `json:"base,omitempty"`
+	ChainLength int    `json:"chain_length,omitempty"`
 	// Verification is the backup's latest test restore (split storage).
-	Verification *testrestore.Record `json:",omitempty"`
+	Verification *testrestore.Record `json:"verification,omitempty"`
 	// Problem says why the MANIFEST could not be read, if it could not.
-	Problem string `json:",omitempty"`
+	Problem string `json:"problem,omitempty"`
 	// State says why restores never pick the backup: "quarantined: " and
 	// the reason (split storage); empty for a complete one.
-	State string `json:",omitempty"`
+	State string `json:"state,omitempty"`
 }
 
 // List is `vtfifo ls`: one shard's backups, or with no --keyspace/--shard

@@ -100,7 +100,7 @@ func TestLatestVerified(t *testing.T) {
 	out, errOut := runSplit(t, 1, root, "show", "--keyspace=ks", "--shard=0", "--backup=latest-verified", "--json")
 	assert.Empty(t, out)
 	assert.Equal(t, "vtfifo show: taking ks/0/"+names[1]+", the newest backup that passed a test restore (2 newer ones did not)\n"+
-		"vtfifo show: FAIL: backup ks/0/"+names[1]+": MANIFEST: BackupMethod is \"\", not \"fifo\"\n", errOut)
+		"vtfifo show: FAIL: backup "+names[1]+": MANIFEST: BackupMethod is \"\", not \"fifo\"\n", errOut)
 
 	empty := t.TempDir()
 	splitCopyAs(t, splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: empty}, PartSize: splitstorage.MinPartSize,

@@ -18,6 +18,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
@@ -50,16 +51,16 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	if f.intoMySQL != "" || f.intoTablet != "" {
 		var err error
 		if live, err = openLive(s.ctx, f.intoMySQL, f.intoTablet, f.user, patterns, targetFor); err != nil {
-			fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
-			return 1
+			fmt.Fprintln(stderr, failLine(err))
+			return failureStatus(err)
 		}
 		defer live.Close()
 		// A server that writes a binary log gets the tables through it, so
 		// that its replicas get them too (tableimport.ImportReplicated).
 		if !f.unreplicated {
 			if f.replicated, err = tableimport.LogsBinary(s.ctx, live); err != nil {
-				fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
-				return 1
+				fmt.Fprintln(stderr, failLine(err))
+				return failureStatus(err)
 			}
 		}
 	}
@@ -289,7 +290,7 @@ func openLive(ctx context.Context, socket, tablet, user string, patterns []fifob
 		err = db.PingContext(ctx)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the live server at %s as %s: %w", socket, user, err)
+		return nil, unreadable.Error(fmt.Errorf("cannot reach the live server at %s as %s: %w", socket, user, err))
 	}
 	check := func() error {
 		for _, p := range patterns {
@@ -361,7 +362,7 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 		if err != nil {
 			st.ImportError = errText(err)
 			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live, done, f.replicated, out))
-			return 1
+			return failureStatus(err)
 		}
 		done = append(done, importedTable{t.Name(), to})
 		st.ImportedAs, st.Rows, st.Check, st.Checksum, st.Replicated = to.String(), res.Rows, res.Check, res.Checksum, f.replicated

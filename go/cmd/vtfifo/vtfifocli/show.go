@@ -20,21 +20,24 @@ import (
 // ShowLane is one lane as `vtfifo show` prints it; the part fields are the
 // split storage's (absent on another storage).
 type ShowLane struct {
-	fifobackupengine.LaneInfo
-	Parts    int   `json:",omitempty"`
-	PartSize int64 `json:",omitempty"`
+	File        string `json:"file"`
+	RawBytes    int64  `json:"raw_bytes"`
+	StoredBytes int64  `json:"stored_bytes"`
+	Chunks      int64  `json:"chunks,omitempty"`
+	Parts       int    `json:"parts,omitempty"`
+	PartSize    int64  `json:"part_size,omitempty"`
 }
 
 // ShowReport is `vtfifo show --json`.
 type ShowReport struct {
-	Backup   string
-	Manifest json.RawMessage
-	Lanes    []ShowLane
+	Backup   string          `json:"backup"`
+	Manifest json.RawMessage `json:"manifest"`
+	Lanes    []ShowLane      `json:"lanes"`
 	// Files are the files of the tool's backup directory (with --files).
-	Files map[string]int64 `json:",omitempty"`
+	Files map[string]int64 `json:"files,omitempty"`
 	// EncryptionKeyID names the master key of an encrypted backup on the
 	// split storage ("" in the clear).
-	EncryptionKeyID string `json:",omitempty"`
+	EncryptionKeyID string `json:"encryption_key_id,omitempty"`
 }
 
 // indexer is the split storage's handle: its lanes' part indexes and
@@ -60,8 +63,9 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	defer s.close()
 	rep, m, err := show(s.ctx, bh, *files, fifobackupengine.VerifyOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: FAIL: backup %s/%s: %s\n", prog, s.o.dir(), bh.Name(), errText(err))
-		return 1
+		// The error names the backup (and the file and part).
+		fmt.Fprintf(stderr, "%s: %s\n", prog, failLine(err))
+		return failureStatus(err)
 	}
 	rep.Backup = s.o.dir() + "/" + bh.Name()
 	if *asJSON {
@@ -91,7 +95,7 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 		}
 	}
 	for _, l := range m.Lanes {
-		sl := ShowLane{LaneInfo: l}
+		sl := ShowLane{File: l.File, RawBytes: l.RawBytes, StoredBytes: l.StoredBytes, Chunks: l.Chunks}
 		if ix != nil {
 			idx, err := ix.Index(ctx, l.File)
 			if err != nil {

@@ -387,8 +387,8 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 	}
 	inc, err := s.ListIncomplete(ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: %s\n", errText(err))
-		return 1
+		fmt.Fprintf(stderr, "%s: cannot list the incomplete backups of %s: %s\n", o.prog, o.where(), errText(err))
+		return exitUnreachable
 	}
 	failed := false
 	for _, b := range inc {

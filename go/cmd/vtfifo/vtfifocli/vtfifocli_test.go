@@ -384,3 +384,18 @@ func TestHelpHasOneSource(t *testing.T) {
 		assert.Contains(t, viaFlag.String(), "Exit status: 0 ", c.use)
 	}
 }
+
+// TestUnreachableLiveServer: restore-table into a server it cannot reach
+// is exit 3 (access, never damage), before anything is downloaded.
+func TestUnreachableLiveServer(t *testing.T) {
+	_, args := storageCopy(t)
+	target := filepath.Join(t.TempDir(), "t")
+	var stdout, stderr bytes.Buffer
+	sock := filepath.Join(t.TempDir(), "no.sock")
+	code := Main(context.Background(), append([]string{"restore-table", "--table=d.t", "--target-dir=" + target, "--into-mysql=" + sock}, args...),
+		&stdout, &stderr)
+	assert.Equal(t, 3, code, "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "FAIL: cannot reach the live server at "+sock+" as vt_dba")
+	assert.Contains(t, stderr.String(), "nothing says the backup is damaged")
+	assert.NoDirExists(t, target)
+}

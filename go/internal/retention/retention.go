@@ -31,6 +31,25 @@ func Candidates(bhs []backupstorage.BackupHandle, keep int, within time.Duration
 	return out
 }
 
+// KeepCount is how many of the newest backups of bhs (oldest first) the
+// newest keep are, counting only those that did not fail a test restore
+// (failed says so): a backup that failed its test is not one an operator
+// keeps for restores, so --keep=1 over an untested backup and a newer
+// failed one keeps both, never the failed one alone. The failed backups
+// among the newest are kept with them (they are newer than a kept one).
+func KeepCount(bhs []backupstorage.BackupHandle, keep int, failed func(backupstorage.BackupHandle) bool) int {
+	counted := 0
+	for i := len(bhs) - 1; i >= 0; i-- {
+		if !failed(bhs[i]) {
+			counted++
+		}
+		if counted == keep {
+			return len(bhs) - i
+		}
+	}
+	return len(bhs)
+}
+
 // KeepProven takes out of cands (Candidates' answer for bhs) the newest
 // backup of bhs that passed a test restore (passed says so): retention never
 // removes the last backup proven restorable, whatever the count or age. It

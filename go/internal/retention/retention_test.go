@@ -96,3 +96,21 @@ func TestKeepTiers(t *testing.T) {
 		assert.False(t, ok, c.Name())
 	}
 }
+
+// TestKeepCountSkipsFailedBackups: --keep counts the backups that did not
+// fail a test restore; the failed ones among the newest are kept with them.
+func TestKeepCountSkipsFailedBackups(t *testing.T) {
+	var bhs []backupstorage.BackupHandle
+	for _, n := range []string{"2026-11-20.000000.zone1-0000000100", "2026-11-21.000000.zone1-0000000100", "2026-11-22.000000.zone1-0000000100",
+		"2026-11-23.000000.zone1-0000000100"} {
+		bhs = append(bhs, handle{name: n})
+	}
+	failedSet := map[string]bool{}
+	failed := func(bh backupstorage.BackupHandle) bool { return failedSet[bh.Name()] }
+	assert.Equal(t, 1, KeepCount(bhs, 1, failed), "none failed: the newest one")
+	failedSet["2026-11-23.000000.zone1-0000000100"] = true
+	assert.Equal(t, 2, KeepCount(bhs, 1, failed), "the newest failed: it and the untested one before it")
+	failedSet["2026-11-22.000000.zone1-0000000100"] = true
+	assert.Equal(t, 4, KeepCount(bhs, 2, failed), "two needed, only two not failed: all")
+	assert.Equal(t, 4, KeepCount(bhs, 9, failed), "more than there are: all")
+}

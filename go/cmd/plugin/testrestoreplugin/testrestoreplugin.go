@@ -113,7 +113,10 @@ func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) err
 		return fmt.Errorf("pruning %s: %w", dir, err)
 	}
 	logger := logutil.NewConsoleLogger()
-	cands, proven := retention.KeepProven(bhs, retention.Candidates(bhs, keep, keepFor, time.Now()), testrestore.PassedFunc(ctx))
+	// --min-retention-count counts the backups that did not fail a test
+	// restore, as vtfifo prune's --keep does (retention.KeepCount).
+	keepN := retention.KeepCount(bhs, keep, testrestore.FailedFunc(ctx))
+	cands, proven := retention.KeepProven(bhs, retention.Candidates(bhs, keepN, keepFor, time.Now()), testrestore.PassedFunc(ctx))
 	if proven != nil {
 		logger.Infof("keeping %s/%s: the newest backup that passed a test restore", dir, proven.Name())
 	}

@@ -54,17 +54,32 @@ func plantBackup(t *testing.T, bs *splitstorage.Storage, dir, name string) backu
 	return bh
 }
 
-// TestRetentionKeepsTheNewestProvenBackup: prune --keep=1 would remove the
-// three older backups; the newest one that passed its test restore stays,
-// and the output says why.
+// TestRetentionKeepsTheNewestProvenBackup: with a newer untested backup,
+// prune --keep=1 would remove the older ones; the newest one that passed
+// its test restore stays, and the output says why.
 func TestRetentionKeepsTheNewestProvenBackup(t *testing.T) {
 	root, names := proofStorage(t)
+	untested := time.Now().UTC().Add(-time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	plantBackup(t, openSplit(t, root), "ks/0", untested)
 	out := run(t, 0, "prune", "--backup-storage-implementation=split", "--split-storage-root="+root, "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
+	assert.Contains(t, out, "keeping ks/0/"+untested+": one of the newest 1 that did not fail a test restore (--keep)\n")
 	assert.Contains(t, out, "keeping ks/0/"+names[1]+": the newest backup that passed a test restore\n")
-	assert.Contains(t, out, "would remove ks/0/"+names[0]+"\n")
-	assert.Contains(t, out, "would remove ks/0/"+names[2]+"\n")
+	for _, gone := range []string{names[0], names[2], names[3]} {
+		assert.Contains(t, out, "would remove ks/0/"+gone+"\n")
+	}
 	assert.NotContains(t, out, "would remove ks/0/"+names[1])
-	assert.NotContains(t, out, "would remove ks/0/"+names[3])
+}
+
+// TestKeepCountsBackupsThatDidNotFail: --keep=1 over an untested backup
+// and newer ones whose test restore failed keeps them all, saying why: a
+// failed backup never takes the place of one that may restore.
+func TestKeepCountsBackupsThatDidNotFail(t *testing.T) {
+	root, names := proofStorage(t) // passed, passed, failed, failed
+	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
+	assert.Equal(t, "keeping ks/0/"+names[1]+": one of the newest 1 that did not fail a test restore (--keep)\n"+
+		"keeping ks/0/"+names[2]+": newer than the oldest of the newest 1 that did not fail a test restore (--keep); its own test restore failed\n"+
+		"keeping ks/0/"+names[3]+": newer than the oldest of the newest 1 that did not fail a test restore (--keep); its own test restore failed\n"+
+		"would remove ks/0/"+names[0]+"\n", out)
 }
 
 // TestLatestSkipsFailedTestRestores: "the latest" is the newest backup
@@ -117,11 +132,13 @@ func TestLatestVerified(t *testing.T) {
 // the last days besides --keep, saying why; --keep-within takes days.
 func TestPruneTiersAndAges(t *testing.T) {
 	root, names := proofStorage(t) // one backup a day, the last four days
-	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-daily=2", "--dry-run")
-	assert.Equal(t, "keeping ks/0/"+names[2]+": daily "+names[2][:10]+"\n"+
-		"keeping ks/0/"+names[3]+": one of the newest 1 (--keep)\n"+
-		"keeping ks/0/"+names[1]+": the newest backup that passed a test restore\n"+
-		"would remove ks/0/"+names[0]+"\n", out)
+	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-daily=4", "--dry-run")
+	failedLine := ": newer than the oldest of the newest 1 that did not fail a test restore (--keep); its own test restore failed\n"
+	assert.Equal(t, "keeping ks/0/"+names[0]+": daily "+names[0][:10]+"\n"+
+		"keeping ks/0/"+names[1]+": one of the newest 1 that did not fail a test restore (--keep)\n"+
+		"keeping ks/0/"+names[2]+failedLine+
+		"keeping ks/0/"+names[3]+failedLine+
+		"nothing to remove in ks/0: 4 kept\n", out)
 	out, _ = runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--keep-within=7d", "--dry-run")
 	assert.NotContains(t, out, "would remove", "every backup is younger than 7 days")
 	assert.Contains(t, out, "keeping ks/0/"+names[0]+": younger than --keep-within=7d\n")
@@ -142,6 +159,9 @@ func TestPruneTiersAndAges(t *testing.T) {
 func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	root, names := proofStorage(t)
 	bs := openSplit(t, root)
+	// An older one, untested: prune's to remove beside the one being read.
+	older := time.Now().UTC().Add(-5 * 24 * time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	plantBackup(t, bs, "ks/0", older)
 	lease, err := bs.Hold(context.Background(), "ks/0", names[0], "vtfifo restore on dr-host", time.Hour)
 	require.NoError(t, err)
 	defer lease.Release(context.Background())
@@ -152,7 +172,7 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 		"restore on dr-host by ")
 	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
 	assert.Contains(t, out, "keeping ks/0/"+names[0]+": the backup is being read: vtfifo restore on dr-host by ")
-	assert.Contains(t, out, "would remove ks/0/"+names[2]+"\n")
+	assert.Contains(t, out, "would remove ks/0/"+older+"\n")
 	assert.NotContains(t, out, "would remove ks/0/"+names[0])
 
 	_, errOut = runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
@@ -160,7 +180,7 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 		"on dr-host by ")
 	out, _ = runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")
 	assert.Contains(t, out, "keeping ks/0/"+names[0]+": the backup is being read: vtfifo restore on dr-host by ")
-	assert.Contains(t, out, "removed ks/0/"+names[2]+"\n")
+	assert.Contains(t, out, "removed ks/0/"+older+"\n")
 }
 
 // openSplit opens the split storage on local disk at root for the test.

@@ -214,15 +214,19 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		return code
 	}
 	out := &pruneOutput{w: stdout, text: !*asJSON}
-	young := retention.Candidates(bhs, *keep, within, time.Now())
-	cands, tiered := retention.KeepTiers(bhs, young, tiers)
+	failed := testrestore.FailedFunc(s.ctx)
+	keepN := retention.KeepCount(bhs, *keep, failed)
+	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, time.Now()), tiers)
 	for i, bh := range bhs {
 		switch why, ok := tiered[bh.Name()]; {
 		case ok:
 			out.keep(dir+"/"+bh.Name(), why)
-		case !slices.Contains(young, bh) && len(bhs)-i <= *keep:
-			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("one of the newest %d (--keep)", *keep))
-		case !slices.Contains(young, bh):
+		case len(bhs)-i <= keepN && failed(bh):
+			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("newer than the oldest of the newest %d that did not fail a test restore (--keep); its own "+
+				"test restore failed", *keep))
+		case len(bhs)-i <= keepN:
+			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("one of the newest %d that did not fail a test restore (--keep)", *keep))
+		case !slices.Contains(cands, bh):
 			out.keep(dir+"/"+bh.Name(), "younger than --keep-within="+shortDuration(within))
 		}
 	}

@@ -52,10 +52,9 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return code
 	}
 	defer s.close()
-	src, ok := s.bs.(*splitstorage.Storage)
-	if !ok {
-		fmt.Fprintf(stderr, "%s: the source must be the split storage (--backup-storage-implementation=split)\n", prog)
-		return 2
+	src, err := can[backupCopier](s.bs, "copy a backup")
+	if err != nil {
+		return s.o.failf(exitUsage, "%v", err)
 	}
 	to, err := splitstorage.New(dst)
 	if err != nil {
@@ -96,7 +95,7 @@ type CopiedBase struct {
 
 // copyBackup copies bh with the bases the destination lacks, and removes the
 // source when asked; the result says how far it went.
-func copyBackup(s *session, src, to *splitstorage.Storage, dest string, bh backupstorage.BackupHandle, concurrency int, move bool,
+func copyBackup(s *session, src backupCopier, to *splitstorage.Storage, dest string, bh backupstorage.BackupHandle, concurrency int, move bool,
 	stderr io.Writer) (CopyResult, error) {
 	dir, name := s.o.dir(), bh.Name()
 	where := dir + "/" + name
@@ -152,7 +151,7 @@ func (r CopyResult) print(w io.Writer) {
 
 // missingBases lists the bases of bh's chain that the destination lacks,
 // the oldest first.
-func missingBases(ctx context.Context, src, dst *splitstorage.Storage, dir string, bh backupstorage.BackupHandle) ([]string, error) {
+func missingBases(ctx context.Context, src backupCopier, dst *splitstorage.Storage, dir string, bh backupstorage.BackupHandle) ([]string, error) {
 	var missing []string
 	for cur := bh; ; {
 		m, err := fifobackupengine.ReadManifest(ctx, cur)

@@ -62,7 +62,7 @@ func TestOperationsDocMatchesTheFlags(t *testing.T) {
 // othersFlag are the flags of other programs and commands the rows name:
 // mysqld's, the backup tool's, verify's, vtbackup's, vttablet's.
 var othersFlag = map[string]bool{"datadir": true, "export": true, "prepare": true, "skip-networking": true, "skip-grant-tables": true,
-	"list-incomplete": true, "min-retention-count": true, "min-retention-time": true, "restore-from-backup-ts": true}
+	"list-incomplete": true, "min-retention-count": true, "min-retention-time": true, "restore-from-backup-ts": true, "fifo-backup-test-restore": true}
 
 // sharedCLIFlag are the flags every command takes, documented once in
 // operations.md's introduction, not in each row.

@@ -12,11 +12,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/topo"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -81,10 +79,9 @@ func (c *fleetCheck) validate(asJSON bool) error {
 // fleet is ls without --keyspace/--shard: every backup directory of the
 // storage, checked as c says.
 func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
-	st, ok := s.bs.(*splitstorage.Storage)
-	if !ok {
-		return s.o.failf(exitUsage, "ls without --keyspace/--shard lists the split storage only (--backup-storage-implementation=split); the %s storage "+
-			"needs --keyspace and --shard", backupstorage.BackupStorageImplementation)
+	st, err := can[fleetLister](s.bs, "list its shards (give --keyspace and --shard)")
+	if err != nil {
+		return s.o.failf(exitUsage, "%v", err)
 	}
 	if root, missing := missingRoot(s.o); missing {
 		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
@@ -169,10 +166,10 @@ func (s *session) withTopology(dirs []string) ([]string, map[string]bool, error)
 // shardStatus reads one backup directory: its complete backups (the
 // newest's MANIFEST, the test restore records from the newest down to the
 // newest that passed) and the others.
-func (s *session) shardStatus(st *splitstorage.Storage, dir string) ShardStatus {
+func (s *session) shardStatus(st fleetLister, dir string) ShardStatus {
 	sh := ShardStatus{}
 	sh.Keyspace, sh.Shard, _ = strings.Cut(dir, "/")
-	bhs, err := st.ListBackups(s.ctx, dir)
+	bhs, err := s.bs.ListBackups(s.ctx, dir)
 	if err != nil {
 		sh.Problems = append(sh.Problems, "cannot list its backups: "+err.Error())
 		return sh

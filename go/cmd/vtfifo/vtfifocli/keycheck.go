@@ -8,8 +8,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
-
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // KeyCheck is `vtfifo key-check`: the keys of the key file, and for every
@@ -27,22 +25,21 @@ func KeyCheck(ctx context.Context, prog string, args []string, stdout, stderr io
 		return code
 	}
 	defer s.close()
-	st, ok := s.bs.(*splitstorage.Storage)
-	if !ok {
-		return s.o.failf(exitUsage, "key-check needs the split storage (--backup-storage-implementation=split)")
+	st, err := can[keyLister](s.bs, "name its encryption keys")
+	if err != nil {
+		return s.o.failf(exitUsage, "%v", err)
 	}
 	bhs, code := s.shardBackups()
 	if code != exitOK {
 		return code
 	}
 	var res KeyCheckResult
-	var err error
 	if res.Keys, res.KeyFile, err = st.Keys(s.ctx); err != nil {
 		return s.o.failf(exitUnreachable, "cannot open %s: %v", storageLocation(s.o), err)
 	}
 	for _, bh := range bhs {
 		b := KeyCheckBackup{Backup: s.o.dir() + "/" + bh.Name()}
-		if h, ok := bh.(*splitstorage.Handle); ok {
+		if h, ok := bh.(keyChecker); ok {
 			if b.Key, err = h.CheckKey(s.ctx); err != nil {
 				b.Problem, code = errText(err), exitFailed
 			}

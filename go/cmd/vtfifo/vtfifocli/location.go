@@ -30,7 +30,7 @@ func (s *session) shardBackups() ([]backupstorage.BackupHandle, int) {
 // holdsNothing reports whether dir has no backup at all, complete or not
 // (a wrong keyspace or shard); false when it cannot tell.
 func (s *session) holdsNothing(dir string) bool {
-	sp, ok := s.bs.(*splitstorage.Storage)
+	sp, ok := s.bs.(incompleteLister)
 	if !ok {
 		return false
 	}
@@ -50,7 +50,7 @@ func (s *session) exists(dir, name string) bool {
 			return true
 		}
 	}
-	sp, ok := s.bs.(*splitstorage.Storage)
+	sp, ok := s.bs.(incompleteLister)
 	if !ok {
 		return true
 	}

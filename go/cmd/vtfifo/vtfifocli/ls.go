@@ -11,7 +11,6 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 )
@@ -102,7 +101,7 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 // the reason: restores never pick them, and an operator must see why. The
 // incomplete ones (failed, killed or running) are verify --list-incomplete's.
 func (s *session) notComplete() []BackupInfo {
-	st, ok := s.bs.(*splitstorage.Storage)
+	st, ok := s.bs.(incompleteLister)
 	if !ok {
 		return nil
 	}

@@ -160,7 +160,7 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	root, names := proofStorage(t)
 	bs := openSplit(t, root)
 	// An older one, untested: prune's to remove beside the one being read.
-	older := time.Now().UTC().Add(-5 * 24 * time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	older := time.Now().UTC().Add(-5*24*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
 	plantBackup(t, bs, "ks/0", older)
 	lease, err := bs.Hold(context.Background(), "ks/0", names[0], "vtfifo restore on dr-host", time.Hour)
 	require.NoError(t, err)

@@ -115,7 +115,7 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 			return "complete backup", exitOK
 		}
 	}
-	if sp, ok := s.bs.(*splitstorage.Storage); ok {
+	if sp, ok := s.bs.(incompleteLister); ok {
 		inc, err := sp.ListIncomplete(s.ctx, dir)
 		if err != nil {
 			return "", s.o.failf(exitUnreachable, "cannot list the incomplete backups of %s: %v", s.o.where(), err)
@@ -145,7 +145,7 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 func removeBackup(s *session, dir, name string) ([]string, error) {
 	var deps []string
 	remove := s.bs.RemoveBackup
-	if sp, ok := s.bs.(*splitstorage.Storage); ok {
+	if sp, ok := s.bs.(guardedRemover); ok {
 		var err error
 		if deps, err = sp.Dependents(s.ctx, dir, name); err != nil {
 			return nil, err
@@ -158,7 +158,7 @@ func removeBackup(s *session, dir, name string) ([]string, error) {
 // checkRemovable is removeBackup's decision without the removal (a dry
 // run): the same refusal of a backup under a read lease.
 func checkRemovable(s *session, dir, name string) ([]string, error) {
-	sp, ok := s.bs.(*splitstorage.Storage)
+	sp, ok := s.bs.(guardedRemover)
 	if !ok {
 		return nil, nil
 	}
@@ -332,10 +332,9 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 		return code
 	}
 	defer s.close()
-	sp, ok := s.bs.(*splitstorage.Storage)
-	if !ok {
-		fmt.Fprintf(stderr, "%s: only the split storage quarantines backups\n", prog)
-		return 2
+	sp, err := can[releaser](s.bs, "release a quarantined backup")
+	if err != nil {
+		return s.o.failf(exitUsage, "%v", err)
 	}
 	dir, name := s.o.dir(), s.o.backup
 	if err := sp.Release(s.ctx, dir, name); err != nil {

@@ -77,7 +77,7 @@ func TestRemoveAndPrune(t *testing.T) {
 	assert.Contains(t, l, names[3], "the newest is kept")
 	assert.Contains(t, cmd(0, "prune", "--keep=1"), "", "nothing left to prune")
 	assert.Contains(t, listed(), names[3])
-	assert.Contains(t, cmd(2, "release", "--backup="+names[3]), "only the split storage")
+	assert.Contains(t, cmd(2, "release", "--backup="+names[3]), "the file storage cannot release a quarantined backup: that needs the split storage")
 }
 
 // TestRemoveRefusesARunningBackup: on the split storage an incomplete backup

@@ -45,9 +45,9 @@ func Repair(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		return code
 	}
 	defer s.close()
-	src, ok := s.bs.(*splitstorage.Storage)
-	if !ok {
-		return s.o.failf(exitUsage, "repair needs the split storage (--backup-storage-implementation=split)")
+	src, err := can[backupRepairer](s.bs, "repair a backup")
+	if err != nil {
+		return s.o.failf(exitUsage, "%v", err)
 	}
 	copyStore, err := splitstorage.New(from)
 	if err != nil {

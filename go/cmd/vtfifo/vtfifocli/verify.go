@@ -223,7 +223,7 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 	prog := newProgress(o, stderr, o.prog+" "+where)
 	var problems, unread []string
 	summary := ""
-	pv, isSplit := bh.(splitstorage.PartVerifier)
+	pv, isSplit := bh.(partVerifier)
 	if isSplit {
 		problems, unread, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
@@ -284,7 +284,7 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 // recorded size, the indexes consistent, no stray objects; and the bytes
 // of the parts --sample picks (all of them are read below, through the
 // storage, in a full check). A sample always checks at least one part.
-func (s *session) verifyParts(bh backupstorage.BackupHandle, pv splitstorage.PartVerifier, prog *progress,
+func (s *session) verifyParts(bh backupstorage.BackupHandle, pv partVerifier, prog *progress,
 	stderr io.Writer) (problems, unread []string, summary string) {
 	o, ctx := s.o, s.ctx
 	popts := splitstorage.VerifyPartsOptions{Concurrency: o.concurrency}
@@ -357,7 +357,7 @@ func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error
 // whyMissing says why a named backup is not among the complete ones, and
 // whether it is there at all (incomplete, quarantined, or kept as a base).
 func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir string) (string, bool) {
-	if s, ok := bs.(*splitstorage.Storage); ok {
+	if s, ok := bs.(incompleteLister); ok {
 		inc, err := s.ListIncomplete(ctx, dir)
 		if err == nil {
 			for _, b := range inc {
@@ -380,10 +380,12 @@ func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage
 }
 
 func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage, dir string, stdout, stderr io.Writer) int {
-	s, ok := bs.(*splitstorage.Storage)
-	if !ok {
-		fmt.Fprintf(stderr, "%s: --list-incomplete/--remove-incomplete need the split storage\n", o.prog)
-		return 2
+	s, err := can[interface {
+		incompleteLister
+		backupstorage.BackupStorage
+	}](bs, "list or remove incomplete backups (--list-incomplete, --remove-incomplete)")
+	if err != nil {
+		return o.failf(exitUsage, "%v", err)
 	}
 	inc, err := s.ListIncomplete(ctx, dir)
 	if err != nil {

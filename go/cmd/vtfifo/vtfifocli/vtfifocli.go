@@ -261,7 +261,7 @@ const readLeaseTTL = 24 * time.Hour
 // closes, so that rm and prune elsewhere keep off it. A storage that takes
 // no lease (read-only credentials) is said on stderr, not fatal.
 func (s *session) holdForReading(bh backupstorage.BackupHandle) {
-	st, ok := s.bs.(*splitstorage.Storage)
+	st, ok := s.bs.(leaseHolder)
 	if !ok {
 		return
 	}

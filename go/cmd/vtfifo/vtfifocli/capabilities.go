@@ -1,0 +1,103 @@
+package vtfifocli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// What the CLI asks of a storage beyond backupstorage.BackupStorage, here
+// only: one small interface per capability, and one way to ask for it
+// (can), which names the storage that lacks it. The split storage has them
+// all (asserted below); a storage that wraps another passes on what the one
+// it wraps has. Nowhere else does the CLI assert a concrete storage type.
+
+// incompleteLister lists the backups never completed (and quarantined).
+type incompleteLister interface {
+	ListIncomplete(ctx context.Context, dir string) ([]splitstorage.IncompleteBackup, error)
+}
+
+// shardLister lists every keyspace/shard directory that holds backups.
+type shardLister interface {
+	ListBackupDirs(ctx context.Context) ([]string, error)
+}
+
+// guardedRemover removes a backup only when no reader holds it, keeping a
+// base of incremental backups until they go.
+type guardedRemover interface {
+	Dependents(ctx context.Context, dir, name string) ([]string, error)
+	RemoveUnread(ctx context.Context, dir, name string) error
+	CheckUnread(ctx context.Context, dir, name string) error
+}
+
+// releaser puts a quarantined backup back.
+type releaser interface {
+	Release(ctx context.Context, dir, name string) error
+}
+
+// keyLister names the encryption keys the storage holds.
+type keyLister interface {
+	Keys(ctx context.Context) ([]string, string, error)
+}
+
+// partVerifier is a backup handle whose parts can be checked one by one.
+type partVerifier = splitstorage.PartVerifier
+
+// fleetLister lists every shard of the storage and what is in each.
+type fleetLister interface {
+	shardLister
+	incompleteLister
+}
+
+// keyChecker is a backup handle that says which key wraps it and whether
+// the key file opens it.
+type keyChecker interface {
+	CheckKey(ctx context.Context) (string, error)
+}
+
+// leaseHolder holds a backup for reading, so that removals keep off it.
+type leaseHolder interface {
+	Hold(ctx context.Context, dir, name, what string, ttl time.Duration) (*splitstorage.Lease, error)
+}
+
+// backupCopier copies a backup to another split storage, verified there;
+// it opens any backup by name (a base of an incremental one, even one
+// removed from the list and kept for its dependents) and removes one.
+type backupCopier interface {
+	CopyBackup(ctx context.Context, dst *splitstorage.Storage, dir, name string, opts splitstorage.CopyOptions) (splitstorage.CopyReport, error)
+	OpenBackup(ctx context.Context, dir, name string) (backupstorage.BackupHandle, error)
+	RemoveBackup(ctx context.Context, dir, name string) error
+}
+
+// backupRepairer repairs a backup's damaged parts from a copy.
+type backupRepairer interface {
+	RepairBackup(ctx context.Context, from *splitstorage.Storage, dir, name string) (splitstorage.RepairReport, error)
+}
+
+var (
+	_ incompleteLister = (*splitstorage.Storage)(nil)
+	_ shardLister      = (*splitstorage.Storage)(nil)
+	_ fleetLister      = (*splitstorage.Storage)(nil)
+	_ guardedRemover   = (*splitstorage.Storage)(nil)
+	_ releaser         = (*splitstorage.Storage)(nil)
+	_ keyLister        = (*splitstorage.Storage)(nil)
+	_ leaseHolder      = (*splitstorage.Storage)(nil)
+	_ backupCopier     = (*splitstorage.Storage)(nil)
+	_ backupRepairer   = (*splitstorage.Storage)(nil)
+	_ keyChecker       = (*splitstorage.Handle)(nil)
+)
+
+// can returns v (a storage or a backup handle) as the capability T, or an
+// error naming the storage in use and what it cannot do.
+func can[T any](v any, what string) (T, error) {
+	c, ok := v.(T)
+	if !ok {
+		return c, fmt.Errorf("the %s storage cannot %s: that needs the split storage (--backup-storage-implementation=split)",
+			backupstorage.BackupStorageImplementation, what)
+	}
+	return c, nil
+}

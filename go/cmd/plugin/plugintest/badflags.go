@@ -76,6 +76,7 @@ var Flags = []Flag{
 
 	// The split backup storage (go/vt/mysqlctl/splitstorage/config.go).
 	{Name: "split-storage-backend", Allowed: "file, s3, gcs, azure", Bad: []string{"tape", "", "S3", "azblob"}},
+	{Name: "split-storage-legacy", Allowed: "empty, or one of the Vitess storages this binary links: ", Bad: []string{"split", "tape", "S3"}},
 	{Name: "split-storage-root", Allowed: "must be set when --split-storage-backend=file", Bad: []string{""}, With: []string{"--split-storage-backend=file"}},
 	{Name: "split-storage-part-size", Allowed: "1MiB..5GiB", Bad: []string{"0", "1048575", "512KiB", "5368709121", "6GiB", "-1", "-1MiB", "abc"}},
 	{Name: "split-storage-memory-budget", Allowed: "a size >= 0", Bad: []string{"abc", "-1", "-2GiB"}},

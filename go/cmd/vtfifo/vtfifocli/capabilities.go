@@ -39,6 +39,12 @@ type releaser interface {
 	Release(ctx context.Context, dir, name string) error
 }
 
+// originNamer says which storage a listed backup is in (the split storage
+// lists a legacy storage's beside its own).
+type originNamer interface {
+	Origin(bh backupstorage.BackupHandle) string
+}
+
 // keyLister names the encryption keys the storage holds.
 type keyLister interface {
 	Keys(ctx context.Context) ([]string, string, error)
@@ -85,6 +91,7 @@ var (
 	_ guardedRemover   = (*splitstorage.Storage)(nil)
 	_ releaser         = (*splitstorage.Storage)(nil)
 	_ keyLister        = (*splitstorage.Storage)(nil)
+	_ originNamer      = (*splitstorage.Storage)(nil)
 	_ leaseHolder      = (*splitstorage.Storage)(nil)
 	_ backupCopier     = (*splitstorage.Storage)(nil)
 	_ backupRepairer   = (*splitstorage.Storage)(nil)

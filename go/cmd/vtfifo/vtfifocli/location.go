@@ -57,3 +57,11 @@ func (s *session) exists(dir, name string) bool {
 	inc, err := sp.ListIncomplete(s.ctx, dir)
 	return err != nil || slices.ContainsFunc(inc, func(b splitstorage.IncompleteBackup) bool { return b.Name == name })
 }
+
+// origin names the storage bh is in (originNamer), else the one in use.
+func (s *session) origin(bh backupstorage.BackupHandle) string {
+	if o, ok := s.bs.(originNamer); ok {
+		return o.Origin(bh)
+	}
+	return backupstorage.BackupStorageImplementation
+}

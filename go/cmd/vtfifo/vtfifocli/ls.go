@@ -17,8 +17,11 @@ import (
 
 // BackupInfo is one backup as `vtfifo ls` shows it.
 type BackupInfo struct {
-	Name        string `json:"name"`
-	Engine      string `json:"engine"`
+	Name   string `json:"name"`
+	Engine string `json:"engine"`
+	// Storage is the storage the backup is in: the one in use, or the
+	// split storage's legacy one.
+	Storage     string `json:"storage"`
 	Time        string `json:"time,omitempty"`
 	Position    string `json:"position,omitempty"`
 	Lanes       int    `json:"lanes,omitempty"`
@@ -85,7 +88,9 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	}
 	infos := make([]BackupInfo, 0, len(bhs))
 	for _, bh := range bhs {
-		infos = append(infos, describe(s.ctx, bh))
+		info := describe(s.ctx, bh)
+		info.Storage = s.origin(bh)
+		infos = append(infos, info)
 	}
 	infos = append(infos, s.notComplete()...)
 	if len(infos) == 0 {
@@ -131,14 +136,14 @@ func writeJSON(w io.Writer, v any) int {
 // say why instead of their MANIFEST.
 func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
+	fmt.Fprintln(tw, "NAME\tENGINE\tSTORAGE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
 	for _, b := range infos {
 		switch {
 		case b.State != "":
-			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t%s\n", b.Name, b.State)
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t%s\n", b.Name, b.State)
 			continue
 		case b.Problem != "":
-			fmt.Fprintf(tw, "%s\t?\t\t\t\t\t\t\t\t%s\n", b.Name, b.Problem)
+			fmt.Fprintf(tw, "%s\t?\t%s\t\t\t\t\t\t\t\t%s\n", b.Name, b.Storage, b.Problem)
 			continue
 		}
 		verified := "-"
@@ -149,7 +154,7 @@ func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 		if b.Base != "" {
 			kind = fmt.Sprintf("delta %d on %s", b.ChainLength, b.Base)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, kind, b.Time, b.Lanes,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Storage, kind, b.Time, b.Lanes,
 			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, verified)
 	}
 	if err := tw.Flush(); err != nil {

@@ -102,7 +102,7 @@ func TestList(t *testing.T) {
 	_, args := storageCopy(t)
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, Main(context.Background(), append([]string{"ls"}, args...), &stdout, &stderr), stderr.String())
-	assert.Regexp(t, `(?m)^2026-11-23\.050519\.zone1-0000004989\s+fifo\s+full\s+\S+\s+4\s`, stdout.String())
+	assert.Regexp(t, `(?m)^2026-11-23\.050519\.zone1-0000004989\s+fifo\s+file\s+full\s+\S+\s+4\s`, stdout.String())
 
 	stdout.Reset()
 	require.Equal(t, 0, Main(context.Background(), append([]string{"ls", "--json"}, args...), &stdout, &stderr), stderr.String())

@@ -108,9 +108,11 @@ func backupState(ctx context.Context, be backend.Backend, dir, name string) (str
 	return "", nil
 }
 
-// Siblings lists the complete backups of this backup's directory.
+// Siblings lists this storage's complete backups of this backup's
+// directory (a chain is never based on a legacy storage's backup).
 func (h *Handle) Siblings(ctx context.Context) ([]backupstorage.BackupHandle, error) {
-	return h.s.ListBackups(ctx, h.dir)
+	_, own, err := h.s.listOwn(ctx, h.dir)
+	return own, err
 }
 
 // Sibling opens the backup named name in this backup's directory for
@@ -196,6 +198,9 @@ func (s *Storage) Dependents(ctx context.Context, dir, name string) ([]string, e
 // it retires it; then it removes its base too when that was retired and this
 // was its last dependent. It reports what it kept.
 func (s *Storage) removeChained(ctx context.Context, e *env, dir, name string) error {
+	if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {
+		return err
+	}
 	_, names, err := s.backupNames(ctx, dir)
 	if err != nil {
 		return err

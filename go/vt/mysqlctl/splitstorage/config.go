@@ -61,6 +61,10 @@ type Config struct {
 	// EncryptionKeyFile holds the master keys (crypt.LoadKeyring); empty:
 	// backups are written in the clear (encrypted ones still cannot be read).
 	EncryptionKeyFile string
+	// Legacy names a Vitess storage implementation (file, s3, gcs,
+	// azblob, ceph) whose backups are listed and restored beside this
+	// storage's (legacy.go); "" none.
+	Legacy string
 }
 
 // DefaultConfig returns the defaults of the flags.
@@ -132,6 +136,7 @@ func (c Config) Validate() error {
 	c.checkBackends(&p)
 	c.checkParts(&p)
 	c.checkTransfers(&p)
+	c.checkLegacy(&p)
 	if len(p) > 0 {
 		return fmt.Errorf("split backup storage: invalid flags: %s", strings.Join(p, "; "))
 	}

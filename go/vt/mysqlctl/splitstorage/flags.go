@@ -123,6 +123,9 @@ func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	str(&c.EncryptionKeyFile, "split-storage-encryption-key-file", allowedKeyFile,
 		"file of master keys, one \"<id> <base64 of 32 bytes>\" per line: backups are encrypted (AES-256-GCM) under a data key "+
 			"wrapped by the first; every key listed decrypts (rotation). Empty: no encryption.")
+	str(&c.Legacy, flagLegacy, allowedLegacy(), "a Vitess backup storage whose backups, written before the switch to this one, are listed "+
+		"and restored beside this storage's (GetBackups, restores, retention, vtfifo); it is configured by its own flags (--file-backup-storage-root, "+
+		"--s3-backup-storage-bucket, ...). New backups go to this storage only; the legacy one is read, and written to by a removal only. Empty: none.")
 	for _, b := range c.backends() {
 		b.RegisterFlags(fs)
 	}

@@ -237,11 +237,22 @@ func holdsOwnBackup(ctx context.Context, e *env, dir string, names []string) boo
 	return false
 }
 
-// ListBackups is part of backupstorage.BackupStorage: only completed backups, sorted by name.
+// ListBackups is part of backupstorage.BackupStorage: only completed
+// backups, this storage's and the legacy storage's (legacy.go), sorted by
+// name.
 func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.BackupHandle, error) {
-	e, names, err := s.backupNames(ctx, dir)
+	e, own, err := s.listOwn(ctx, dir)
 	if err != nil {
 		return nil, err
+	}
+	return s.withLegacy(ctx, e, dir, own)
+}
+
+// listOwn lists this storage's complete backups in dir, sorted by name.
+func (s *Storage) listOwn(ctx context.Context, dir string) (*env, []backupstorage.BackupHandle, error) {
+	e, names, err := s.backupNames(ctx, dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	complete := make([]bool, len(names))
 	errs := make([]error, len(names))
@@ -261,7 +272,7 @@ func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.
 	}
 	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 	}
 	var out []backupstorage.BackupHandle
 	for i, n := range names {
@@ -270,7 +281,7 @@ func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out, nil
+	return e, out, nil
 }
 
 // StartBackup is part of backupstorage.BackupStorage. It fails if the backup

@@ -1,0 +1,122 @@
+package splitstorage
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+)
+
+// A legacy storage (Config.Legacy): one of Vitess's own storage
+// implementations, as the tablet used it before the switch to this one,
+// configured by its own flags. Its backups (taken by Vitess's builtin or
+// xtrabackup engine, or by fifo into that storage) are listed beside this
+// storage's, sorted by name, so that GetBackups, a restore's choice by time
+// and retention see the shard's whole history; each is its own storage's
+// handle, so Vitess restores it with its own engine as before. This
+// storage never writes to the legacy one, except to remove a backup an
+// operator or retention removes. Its layout is the legacy storage's
+// business: it is only ever reached through its own implementation.
+
+const flagLegacy = "split-storage-legacy"
+
+// allowedLegacy are the storages a binary links, besides this one.
+func allowedLegacy() string {
+	var names []string
+	for n := range backupstorage.BackupStorageMap {
+		if n != Name {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return "empty, or one of the Vitess storages this binary links: " + strings.Join(names, ", ")
+}
+
+func (c Config) checkLegacy(p *flagvalue.Problems) {
+	if c.Legacy == "" {
+		return
+	}
+	if _, ok := backupstorage.BackupStorageMap[c.Legacy]; !ok || c.Legacy == Name {
+		p.Invalid(flagLegacy, c.Legacy, allowedLegacy())
+	}
+}
+
+// legacy is the legacy storage with this storage's parameters, nil when
+// none is named.
+func (s *Storage) legacy(e *env) backupstorage.BackupStorage {
+	if e.cfg.Legacy == "" {
+		return nil
+	}
+	return backupstorage.BackupStorageMap[e.cfg.Legacy].WithParams(s.params)
+}
+
+// withLegacy adds to own (this storage's complete backups in dir) the
+// legacy storage's, except those of a name this storage has in dir (a
+// legacy storage whose root is this one's lists this storage's backups as
+// its own), sorted by name. A legacy storage that cannot list fails the
+// listing, naming it: an empty list would hide backups.
+func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, own []backupstorage.BackupHandle) ([]backupstorage.BackupHandle, error) {
+	legacy := s.legacy(e)
+	if legacy == nil {
+		return own, nil
+	}
+	defer legacy.Close()
+	theirs, err := legacy.ListBackups(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("split storage: listing the backups of the legacy %s storage (--%s) in %s: %w", e.cfg.Legacy, flagLegacy, dir, err)
+	}
+	_, names, err := s.backupNames(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(own)
+	for _, bh := range theirs {
+		if !slices.Contains(names, bh.Name()) {
+			out = append(out, bh)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// Origin names the storage a backup listed by this one is in: this
+// storage's name, or the legacy storage's.
+func (s *Storage) Origin(bh backupstorage.BackupHandle) string {
+	if _, ok := bh.(*Handle); ok {
+		return Name
+	}
+	if e, err := s.env(context.Background()); err == nil && e.cfg.Legacy != "" {
+		return e.cfg.Legacy
+	}
+	return "?"
+}
+
+// removeLegacy removes dir/name from the legacy storage when it is one of
+// its backups (and not this storage's): reports whether it did.
+func (s *Storage) removeLegacy(ctx context.Context, e *env, dir, name string) (bool, error) {
+	legacy := s.legacy(e)
+	if legacy == nil {
+		return false, nil
+	}
+	defer legacy.Close()
+	_, names, err := s.backupNames(ctx, dir)
+	if err != nil || slices.Contains(names, name) {
+		return false, err
+	}
+	theirs, err := legacy.ListBackups(ctx, dir)
+	if err != nil {
+		return false, fmt.Errorf("split storage: listing the legacy %s storage (--%s) in %s: %w", e.cfg.Legacy, flagLegacy, dir, err)
+	}
+	if !slices.ContainsFunc(theirs, func(bh backupstorage.BackupHandle) bool { return bh.Name() == name }) {
+		return false, nil
+	}
+	if err := legacy.RemoveBackup(ctx, dir, name); err != nil {
+		return true, fmt.Errorf("split storage: removing backup %s/%s from the legacy %s storage: %w", dir, name, e.cfg.Legacy, err)
+	}
+	return true, nil
+}

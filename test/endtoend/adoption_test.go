@@ -1,0 +1,114 @@
+package endtoend
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
+)
+
+// TestAdoptionFromVitessStorage: a shard whose backups Vitess's xtrabackup
+// engine (over mariabackup) wrote into Vitess's own file storage moves onto
+// fifo + split with the file storage named as the legacy one
+// (--split-storage-legacy=file and its usual --file-backup-storage-root):
+//   - GetBackups through vtctld and vtfifo ls list the legacy backup (ls
+//     with its engine and storage);
+//   - a new tablet restores it, with Vitess's xtrabackup engine from the
+//     file storage's own handle, and has the source's data;
+//   - its first fifo backup goes to the split storage, listed beside it;
+//   - a restore to the time of the legacy backup picks the legacy one, and
+//     has its data.
+func TestAdoptionFromVitessStorage(t *testing.T) {
+	sb := splitBackend("split-local", "file", false)
+	prepare := sb.prepare(t)
+	c := startCluster(t, cluster.Options{PrepareStorage: func(c *cluster.Cluster) (cluster.Storage, error) {
+		st, err := prepare(c)
+		if err != nil {
+			return st, err
+		}
+		legacy := filepath.Join(c.Root, "vitess-file-backups")
+		st.Flags = append(st.Flags, "--split-storage-legacy=file", "--file-backup-storage-root="+legacy)
+		return st, c.MkdirOwned(legacy)
+	}})
+	ctx := ctxFor(t, 30*time.Minute)
+	tablet := func(uid int, engine string, extra ...string) *cluster.Tablet {
+		tab, err := c.NewTablet(uid)
+		must(t, err)
+		tab.Engine = engineFor(c, engine)
+		tab.ExtraArgs = extra
+		must(t, tab.InitMySQL(ctx))
+		return tab
+	}
+
+	// Before the switch: the stock engine and storage.
+	p := tablet(100, "xtrabackup", "--backup-storage-implementation=file")
+	must(t, p.Start(ctx, cluster.StartOptions{}))
+	must(t, initShardPrimary(ctx, c, p))
+	must(t, p.LoadSampleData(ctx, sampleRows))
+	must(t, p.Backup(ctx, true, ""))
+	legacySums, err := p.Checksums(ctx)
+	must(t, err)
+	names, err := c.GetBackups(ctx)
+	must(t, err)
+	if len(names) != 1 {
+		t.Fatalf("GetBackups through vtctld (split storage, legacy file): %v, want the one legacy backup", names)
+	}
+	legacyName := names[0]
+	out, code, err := c.Vtfifo(ctx, "ls")
+	must(t, err)
+	if code != 0 || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+file\s`, out) {
+		t.Fatalf("vtfifo ls: exit %d, want %s listed with engine xtrabackup in storage file:\n%s", code, legacyName, out)
+	}
+
+	// After the switch: fifo + split, the legacy storage named. (One tablet
+	// at a time: a MariaDB replica cannot attach beside a primary in
+	// Vitess v24, docs/compatibility.md.)
+	must(t, p.Destroy(ctx))
+	time.Sleep(time.Second) // backup names have seconds
+	r := tablet(101, "fifo")
+	t.Run("new-tablet-restores-the-legacy-backup", func(t *testing.T) {
+		must(t, r.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+		checkData(ctx, t, r, legacySums)
+		if log := r.Vttablet.Tail(1 << 20); !strings.Contains(log, legacyName) {
+			t.Errorf("the restore's log does not name %s:\n%s", legacyName, r.Vttablet.Tail(4000))
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("first-fifo-backup-listed-beside", func(t *testing.T) {
+		must(t, promote(ctx, t, c, r))
+		must(t, r.Backup(ctx, true, ""))
+		names, err := c.GetBackups(ctx)
+		must(t, err)
+		if len(names) != 2 || names[0] != legacyName {
+			t.Fatalf("GetBackups: %v, want %s then the fifo backup", names, legacyName)
+		}
+		out, code, err := c.Vtfifo(ctx, "ls")
+		must(t, err)
+		if code != 0 || !regexpMatch(`(?m)^`+names[1]+`\s+fifo\s+split\s`, out) || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+file\s`, out) {
+			t.Fatalf("vtfifo ls: exit %d, want both backups with their engine and storage:\n%s", code, out)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	must(t, r.Destroy(ctx))
+	t.Run("restore-to-a-time-before-the-switch", func(t *testing.T) {
+		ts, _, _ := strings.Cut(legacyName, ".zone")
+		q := tablet(102, "fifo", "--restore-from-backup-ts="+ts)
+		must(t, q.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+		checkData(ctx, t, q, legacySums)
+		out, code, err := c.Vtfifo(ctx, "ls", "--as-of="+ts)
+		must(t, err)
+		if code != 0 || !strings.Contains(out, "restores "+c.Keyspace+"/"+c.Shard+"/"+legacyName) {
+			t.Fatalf("vtfifo ls --as-of=%s: exit %d:\n%s", ts, code, out)
+		}
+	})
+}
+
+// regexpMatch reports whether the pattern matches s.
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }

@@ -34,6 +34,9 @@ FUZZTIME     ?= 60s
 
 # Every non-test Go source of this module: a change to any of them rebuilds the plugin mains.
 GO_SOURCES := $(shell find go -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
+# The plugin's version stamped into the binaries (vtfifo --version): the
+# commit (and tag) they are built from; "devel" outside a git checkout.
+PLUGIN_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 PLUGIN_BINS := $(BIN_DIR)/vttablet $(BIN_DIR)/vtbackup $(BIN_DIR)/vtctld
 STOCK_BINS  := $(BIN_DIR)/mysqlctl $(BIN_DIR)/vtctldclient
 INIT_DB_SQL := $(BUILD_DIR)/vitess-$(VITESS_VERSION)/init_db_mariadb.sql
@@ -79,7 +82,7 @@ build: $(PLUGIN_BINS) $(STOCK_BINS) $(INIT_DB_SQL) $(TOOL_BINS)
 
 $(BIN_DIR)/%: $(GO_SOURCES)
 	@mkdir -p $(@D)
-	$(GO) build -o $@ ./go/cmd/$*
+	$(GO) build -ldflags "-X github.com/vtfifo/vtfifo/go/vt/vtversion.plugin=$(PLUGIN_VERSION)" -o $@ ./go/cmd/$*
 
 # Stock binaries from the pinned module (go.mod "tool" directives); only go.mod/go.sum matter.
 $(BIN_DIR)/mysqlctl: go.mod go.sum

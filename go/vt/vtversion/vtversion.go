@@ -26,3 +26,19 @@ func Module() string {
 	major, rest, _ := strings.Cut(servenv.AppVersion.ToStringMap()["version"], ".")
 	return "v0." + major + "." + strings.TrimPrefix(rest, "0.")
 }
+
+// plugin is this project's version, set when the binaries are linked
+// (Makefile: -X ...vtversion.plugin=$(git describe)); empty otherwise.
+var plugin string
+
+// Plugin is this project's version: the one the build was stamped with,
+// else the module's, else "devel".
+func Plugin() string {
+	if plugin != "" {
+		return plugin
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}

@@ -18,3 +18,12 @@ func TestModuleIsGoModsPin(t *testing.T) {
 	require.NotNil(t, m, "go.mod requires vitess.io/vitess")
 	assert.Equal(t, string(m[1]), Module())
 }
+
+// TestPluginVersion: the version the Makefile stamps wins; a build without
+// one says "devel", never "(devel)".
+func TestPluginVersion(t *testing.T) {
+	assert.Equal(t, "devel", Plugin())
+	plugin = "v1.2.3-4-gabcdef"
+	defer func() { plugin = "" }()
+	assert.Equal(t, "v1.2.3-4-gabcdef", Plugin())
+}

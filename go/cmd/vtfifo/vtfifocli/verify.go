@@ -335,11 +335,7 @@ func splitProblems(err error) (damage, unread []string) {
 	if err == nil {
 		return nil, nil
 	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	for _, e := range errs {
+	for _, e := range splitstorage.ProblemsOf(err) {
 		if unreadable.Is(e) {
 			unread = append(unread, errText(e))
 		} else {

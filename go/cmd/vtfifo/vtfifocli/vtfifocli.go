@@ -7,7 +7,6 @@
 package vtfifocli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,19 +83,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// version is the plugin's version (the module's, or its commit), the
-// Vitess it is built against and the Go that built it.
+// version is the plugin's version (vtversion.Plugin) with its commit when
+// the build recorded one, the Vitess it is built against and the Go that
+// built it.
 func version() string {
-	v, rev := "(devel)", ""
+	rev := ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		v = cmp.Or(bi.Main.Version, v)
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
 				rev = " " + s.Value[:12]
 			}
 		}
 	}
-	return fmt.Sprintf("%s%s, Vitess %s, %s", v, rev, vtversion.Module(), runtime.Version())
+	return fmt.Sprintf("%s%s, Vitess %s, %s", vtversion.Plugin(), rev, vtversion.Module(), runtime.Version())
 }
 
 // keygen is `vtfifo keygen`: a new master key, as a key file line.

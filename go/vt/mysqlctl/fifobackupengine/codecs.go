@@ -49,16 +49,18 @@ var codecs = map[string]codec{
 	mysqlctl.ExternalCompressor: {writer: externalWriter, reader: externalReader},
 }
 
-// codecNames are the allowed values of --compression-engine-name, in
-// Vitess's order.
+// codecNames are the allowed values of --compression-engine-name: Vitess's
+// in its order, then the others sorted (the same text on every run).
 func codecNames() []string {
 	names := []string{mysqlctl.PgzipCompressor, mysqlctl.PargzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor, mysqlctl.ExternalCompressor}
+	var others []string
 	for n := range codecs {
 		if !slices.Contains(names, n) {
-			names = append(names, n)
+			others = append(others, n)
 		}
 	}
-	return names
+	slices.Sort(others)
+	return append(names, others...)
 }
 
 // sequentialGzip is a lane's gzip as one sequential stream (gzipInLane).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -258,7 +259,7 @@ func (r *runner) restoreTable() (string, error) {
 		return "", err
 	}
 	got := fmt.Sprintf("rows=%d checksum=%s", res.Rows, res.Checksum)
-	if want := r.sums[quoteName(dataDB)+".`t0001`"]; got != want {
+	if want := r.sums[sqlescape.EscapeID(dataDB)+".`t0001`"]; got != want {
 		return "", fmt.Errorf("%s imported as %s holds %s, the source %s", table, to, got, want)
 	}
 	return fmt.Sprintf("%s imported as %s: %s, %d of %d stored bytes read", table, to, got, rep.ReadBytes, rep.StoredBytes), nil

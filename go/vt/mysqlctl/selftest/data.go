@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"vitess.io/vitess/go/sqlescape"
 )
 
 // The data set's schemas: one plain, one whose name needs escaping in file
@@ -198,7 +200,7 @@ func tableSums(ctx context.Context, db *sql.DB) (map[string]string, error) {
 			rows.Close()
 			return nil, err
 		}
-		names = append(names, quoteName(s)+"."+quoteName(t))
+		names = append(names, sqlescape.EscapeID(s)+"."+sqlescape.EscapeID(t))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -240,5 +242,3 @@ func diffSums(want, got map[string]string) error {
 	}
 	return nil
 }
-
-func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -202,7 +202,7 @@ func (c *backupCopy) verify(ctx context.Context) error {
 		return fmt.Errorf("split storage: backup %s is damaged at the source %s, so it cannot be copied (nothing is listed at the destination %s; %s); "+
 			"repair it at the source or copy another backup: %w", c.where, c.se.be, c.de.be, left, srcErr)
 	}
-	for _, e := range flatten(err) {
+	for _, e := range ProblemsOf(err) {
 		var p Problem
 		if errors.As(e, &p) && p.Key != "" && p.Key != prefix+completeMarker {
 			c.de.be.Delete(ctx, p.Key)
@@ -274,8 +274,9 @@ func forEach[T any](ctx context.Context, conc int, items []T, fn func(context.Co
 	return ctx.Err()
 }
 
-// flatten undoes errors.Join.
-func flatten(err error) []error {
+// ProblemsOf undoes errors.Join: the problems VerifyParts (or a copy's
+// verification) found, one error each.
+func ProblemsOf(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}

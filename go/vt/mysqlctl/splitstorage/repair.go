@@ -48,7 +48,7 @@ func (s *Storage) RepairBackup(ctx context.Context, from *Storage, dir, name str
 		return rep, nil
 	}
 	var parts, left []Problem
-	for _, err := range flatten(verr) {
+	for _, err := range ProblemsOf(verr) {
 		var p Problem
 		switch {
 		case !errors.As(err, &p):

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"vitess.io/vitess/go/sqlescape"
 )
 
 // The rule for foreign keys (docs/table-restore.md, "Foreign keys"): a
@@ -70,7 +72,7 @@ func foreignKeys(ctx context.Context, conn *sql.Conn, src Source, to Target, cre
 		if newName != name {
 			notes = append(notes, fmt.Sprintf("foreign key %s is named %s in %s (%s is taken in database %s)", name, newName, to, name, to.DB))
 		}
-		kept = append(kept, m[1]+quoteName(newName)+m[3]+quoted(parent)+m[6])
+		kept = append(kept, m[1]+sqlescape.EscapeID(newName)+m[3]+quoted(parent)+m[6])
 	}
 	if len(missing) > 0 {
 		return "", nil, fmt.Errorf("%s.%s: foreign keys whose parent the live server does not have: %s: restore the parents first (or in the same "+
@@ -160,8 +162,8 @@ func Orphans(ctx context.Context, db *sql.DB, t Target) ([]string, error) {
 			keys[name] = k
 			order = append(order, name)
 		}
-		k.notNull = append(k.notNull, "c."+quoteName(col)+" IS NOT NULL")
-		k.join = append(k.join, "p."+quoteName(pcol)+" = c."+quoteName(col))
+		k.notNull = append(k.notNull, "c."+sqlescape.EscapeID(col)+" IS NOT NULL")
+		k.join = append(k.join, "p."+sqlescape.EscapeID(pcol)+" = c."+sqlescape.EscapeID(col))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
 )
 
@@ -67,7 +68,7 @@ func planCopy(ctx context.Context, conn *sql.Conn, local Target, create string) 
 			return p, err
 		}
 		if generated == "NEVER" {
-			p.columns = append(p.columns, quoteName(name))
+			p.columns = append(p.columns, sqlescape.EscapeID(name))
 		} else {
 			p.generated = true
 		}
@@ -85,7 +86,7 @@ func planCopy(ctx context.Context, conn *sql.Conn, local Target, create string) 
 		if m := periodColumns.FindStringSubmatch(create); m != nil {
 			start, end = strings.ReplaceAll(m[1], "``", "`"), strings.ReplaceAll(m[2], "``", "`")
 		}
-		p.columns = append(p.columns, quoteName(start), quoteName(end))
+		p.columns = append(p.columns, sqlescape.EscapeID(start), sqlescape.EscapeID(end))
 		return p, nil // history rows share a key: one statement
 	}
 	keys, err := conn.QueryContext(ctx, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND "+
@@ -99,7 +100,7 @@ func planCopy(ctx context.Context, conn *sql.Conn, local Target, create string) 
 		if err := keys.Scan(&name); err != nil {
 			return p, err
 		}
-		p.key = append(p.key, quoteName(name))
+		p.key = append(p.key, sqlescape.EscapeID(name))
 	}
 	return p, keys.Err()
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"vitess.io/vitess/go/sqlescape"
 )
 
 // fulltextKey is a FULLTEXT index line of SHOW CREATE TABLE.
@@ -150,7 +152,7 @@ func checkIndexes(ctx context.Context, conn *sql.Conn, to Target, rows int64) er
 	}
 	for _, n := range names {
 		var count int64
-		stmt := "SELECT COUNT(*) FROM " + quoted(to) + " FORCE INDEX (" + quoteName(n) + ")"
+		stmt := "SELECT COUNT(*) FROM " + quoted(to) + " FORCE INDEX (" + sqlescape.EscapeID(n) + ")"
 		if err := conn.QueryRowContext(ctx, stmt).Scan(&count); err != nil {
 			return fmt.Errorf("index %s of %s is not usable: %w", n, to, err)
 		}

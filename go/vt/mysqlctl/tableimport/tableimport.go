@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlfilename"
@@ -339,7 +340,7 @@ func (im *importer) mariadbPartitions(spaces []tablespace) error {
 			return err
 		}
 		for _, q := range []string{
-			"ALTER TABLE " + quoted(im.to) + " EXCHANGE PARTITION " + quoteName(mysqlfilename.Decode(sp.partition)) + " WITH TABLE " + quoted(placeholder),
+			"ALTER TABLE " + quoted(im.to) + " EXCHANGE PARTITION " + sqlescape.EscapeID(mysqlfilename.Decode(sp.partition)) + " WITH TABLE " + quoted(placeholder),
 			"DROP TABLE " + quoted(placeholder),
 		} {
 			if err := im.exec(q); err != nil {
@@ -504,7 +505,7 @@ func definition(ctx context.Context, conn *sql.Conn, src Source, to Target, opts
 
 // renamed is src's definition creating to.
 func renamed(src Source, to Target) (string, error) {
-	head := "CREATE TABLE " + quoteName(src.Table) + " "
+	head := "CREATE TABLE " + sqlescape.EscapeID(src.Table) + " "
 	if !strings.HasPrefix(src.Create, head) {
 		return "", fmt.Errorf("%s.%s: the definition does not start with %q", src.DB, src.Table, head)
 	}
@@ -560,8 +561,7 @@ func fileName(name string) (string, error) {
 	return mysqlfilename.Encode(name)
 }
 
-func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
-func quoted(t Target) string    { return quoteName(t.DB) + "." + quoteName(t.Table) }
+func quoted(t Target) string { return sqlescape.EscapeID(t.DB) + "." + sqlescape.EscapeID(t.Table) }
 
 // copyFile copies src to a new file dst (never over one: a file in the way
 // is an error and stays as it was), synced, owned as owner is. A dst it

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
 )
 
@@ -107,7 +108,7 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 	defs = map[string]string{}
 	for _, t := range tables {
 		var name, create string
-		q := "SHOW CREATE TABLE " + quoteName(t[0]) + "." + quoteName(t[1])
+		q := "SHOW CREATE TABLE " + sqlescape.EscapeID(t[0]) + "." + sqlescape.EscapeID(t[1])
 		if err := db.QueryRowContext(ctx, q).Scan(&name, &create); err != nil {
 			return nil, "", fmt.Errorf("%s.%s: the restored files give no definition (%s: %v); the server's log ends:\n%s", t[0], t[1], q, err, srv.logTail())
 		}

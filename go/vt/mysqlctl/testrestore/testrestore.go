@@ -27,6 +27,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
@@ -567,7 +568,7 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 			rows.Close()
 			return err
 		}
-		tables = append(tables, quoteName(schema)+"."+quoteName(name))
+		tables = append(tables, sqlescape.EscapeID(schema)+"."+sqlescape.EscapeID(name))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -670,5 +671,3 @@ func checkTable(ctx context.Context, db *sql.DB, table string) (ok, checked bool
 	}
 	return ok, checked, n, nil
 }
-
-func quoteName(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/sqlescape"
 )
 
 // Percona XtraBackup 8.0's backup-my.cnf (backup_mysql.cc, write_backup_config_file),
@@ -104,5 +106,5 @@ func TestRecord(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 	assert.Equal(t, []string{"a", "b", "and 2 more"}, first([]string{"a", "b", "c", "d"}, 2))
-	assert.Equal(t, "`a``b`", quoteName("a`b"))
+	assert.Equal(t, "`a``b`", sqlescape.EscapeID("a`b"))
 }

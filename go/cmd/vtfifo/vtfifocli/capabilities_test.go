@@ -3,10 +3,13 @@ package vtfifocli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCapabilitiesNameTheStorage: a command that needs what only the split
@@ -34,5 +37,23 @@ func TestCapabilitiesNameTheStorage(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, Main(context.Background(), c.args, &stdout, &stderr), "%v: %s", c.args, stderr.String())
 		assert.Contains(t, stderr.String(), c.want, c.args)
+	}
+}
+
+// TestAnotherEnginesBackupIsNotJudged: a backup Vitess's xtrabackup engine
+// took is refused by the commands that read fifo backups (exit 2, naming
+// its engine and storage), never called damaged.
+func TestAnotherEnginesBackupIsNotJudged(t *testing.T) {
+	root := t.TempDir()
+	b := filepath.Join(root, "ks", "0", "2026-11-20.000000.zone1-0000000100")
+	require.NoError(t, os.MkdirAll(b, 0o750))
+	require.NoError(t, os.WriteFile(filepath.Join(b, "MANIFEST"), []byte(`{"BackupMethod":"xtrabackup","BackupName":"2026-11-20.000000.zone1-0000000100"}`), 0o640))
+	args := []string{"--backup-storage-implementation=file", "--file-backup-storage-root=" + root, "--keyspace=ks", "--shard=0"}
+	for _, cmd := range [][]string{{"verify"}, {"show"}, {"export", "-o", filepath.Join(t.TempDir(), "x")}, {"restore", "--target-dir=" + filepath.Join(t.TempDir(), "r")}} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, Main(context.Background(), append(cmd, args...), &stdout, &stderr), "%v: %s", cmd, stderr.String())
+		assert.Contains(t, stderr.String(), "backup ks/0/2026-11-20.000000.zone1-0000000100 was taken by Vitess's xtrabackup engine (in the file storage): "+
+			"vtfifo "+cmd[0]+" reads fifo backups only", cmd)
+		assert.NotContains(t, stdout.String()+stderr.String(), "FAIL", cmd)
 	}
 }

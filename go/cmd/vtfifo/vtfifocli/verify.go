@@ -152,9 +152,19 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 		}
 		bhs = []backupstorage.BackupHandle{bh}
 	}
+	if !o.all {
+		if code := s.fifoOnly(bhs[0]); code >= 0 {
+			return code
+		}
+	}
 	code := exitOK
 	var results []VerifyResult
 	for _, bh := range bhs {
+		if m, _, err := fifobackupengine.ReadAnyManifest(ctx, bh); o.all && err == nil && m.BackupMethod != "fifo" && m.BackupMethod != "" {
+			fmt.Fprintf(stdout, "SKIP: backup %s/%s: taken by Vitess's %s engine (in the %s storage): vtfifo verifies fifo backups only\n", dir, bh.Name(),
+				m.BackupMethod, s.origin(bh))
+			continue
+		}
 		res, c := s.verifyOne(bh, stderr)
 		code = worse(code, c)
 		if res.Backup == "" {

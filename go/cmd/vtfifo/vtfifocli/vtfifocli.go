@@ -249,8 +249,26 @@ func openBackup(ctx context.Context, prog string, args []string, stdout, stderr 
 		s.close()
 		return nil, nil, code
 	}
+	if code := s.fifoOnly(bh); code >= 0 {
+		s.close()
+		return nil, nil, code
+	}
 	s.holdForReading(bh)
 	return s, bh, -1
+}
+
+// fifoOnly refuses, with exitUsage and a line saying why, a backup another
+// engine took (Vitess's builtin or xtrabackup, listed through the split
+// storage's legacy storage or in Vitess's own storage): vtfifo reads fifo
+// backups only, and must never call such a backup damaged. -1: go on (a
+// MANIFEST that cannot be read is the command's to report).
+func (s *session) fifoOnly(bh backupstorage.BackupHandle) int {
+	m, _, err := fifobackupengine.ReadAnyManifest(s.ctx, bh)
+	if err != nil || m.BackupMethod == "fifo" || m.BackupMethod == "" {
+		return -1 // a MANIFEST naming no engine is the command's to judge
+	}
+	return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s reads fifo backups only; Vitess restores it "+
+		"with its own engine (--restore-from-backup), and vtfifo rm, prune and ls handle it", bh.Directory(), bh.Name(), m.BackupMethod, s.origin(bh), s.o.prog)
 }
 
 // readLeaseTTL bounds a read lease whose holder died without releasing it.

@@ -32,7 +32,7 @@ type storageBackend struct {
 // too (the reference the plugins are compared with).
 func storageBackends() []storageBackend {
 	var out []storageBackend
-	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
+	for _, kind := range splitstoragetest.All() {
 		name, encrypted := "split-"+kind, kind == splitstorage.BackendGCS || kind == splitstorage.BackendAzure
 		if kind == splitstorage.BackendFile {
 			name = "split-local"

@@ -47,7 +47,7 @@ func faultyStore(t *testing.T, f *fixture, kind string) (*splitstoragetest.Fault
 // backend (default 3; the full count is 20).
 func TestTransientFaults(t *testing.T) {
 	n := trials(t, "RELIABILITY_FAULT_TRIALS", 3)
-	for _, kind := range []string{splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
+	for _, kind := range splitstoragetest.Remote() {
 		t.Run(kind, func(t *testing.T) {
 			f := newFixture(t)
 			p, _ := faultyStore(t, f, kind)

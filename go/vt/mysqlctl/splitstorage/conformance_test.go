@@ -23,7 +23,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-var backends = []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure}
+var backends = splitstoragetest.All()
 
 // TestConformance runs one suite against every backend.
 func TestConformance(t *testing.T) {

@@ -106,7 +106,7 @@ func writeBackup(ctx context.Context, t *testing.T, s *splitstorage.Storage, dir
 // counted at the server, no part of the source is downloaded; the copy
 // verifies and reads back equal.
 func TestCopyBackupServerSide(t *testing.T) {
-	for _, kind := range []string{splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
+	for _, kind := range splitstoragetest.Remote() {
 		t.Run(kind, func(t *testing.T) { copyServerSide(t, kind) })
 	}
 }

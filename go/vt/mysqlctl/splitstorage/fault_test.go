@@ -23,7 +23,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-var remoteBackends = []string{splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure}
+var remoteBackends = splitstoragetest.Remote()
 
 // proxied starts a server of kind behind a fault proxy and returns a storage
 // talking through the proxy, with a logger that keeps the retry log lines.

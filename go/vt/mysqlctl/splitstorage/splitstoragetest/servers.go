@@ -331,39 +331,26 @@ func StartAzure(t testing.TB) *Server {
 	return &Server{Kind: splitstorage.BackendAzure, Addr: addr, Config: c, Dir: data, Env: map[string]string{}}
 }
 
-// Start starts a Server of the given kind (file, s3, gcs or azure).
+// Start starts a Server of the given kind (Kinds).
 func Start(t testing.TB, kind string) *Server {
 	t.Helper()
-	switch kind {
-	case splitstorage.BackendFile:
-		return Local(t)
-	case splitstorage.BackendS3:
-		return StartS3(t)
-	case splitstorage.BackendGCS:
-		return StartGCS(t)
-	case splitstorage.BackendAzure:
-		return StartAzure(t)
+	k, ok := kindOf(kind)
+	if !ok {
+		t.Fatalf("unknown split storage backend %q", kind)
 	}
-	t.Fatalf("unknown split storage backend %q", kind)
-	return nil
+	return k.Start(t)
 }
 
-// WithProxy returns a copy of s that talks to the store through p (S3, GCS and
-// Azure); it sets p.PreserveHost as the store needs.
+// WithProxy returns a copy of s that talks to the store through p (a
+// remote kind: Kinds).
 func (s *Server) WithProxy(p *FaultProxy) *Server {
-	p.PreserveHost = s.Kind == splitstorage.BackendS3
 	c := *s
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
 		c.Env[k] = v
 	}
-	switch s.Kind {
-	case splitstorage.BackendS3:
-		c.Config.S3.Endpoint = "http://" + p.Addr
-	case splitstorage.BackendGCS:
-		c.Env["STORAGE_EMULATOR_HOST"] = p.Addr
-	case splitstorage.BackendAzure:
-		c.Config.Azure.Endpoint = "http://" + p.Addr + "/" + AzureAccount
+	if k, ok := kindOf(s.Kind); ok && k.proxy != nil {
+		k.proxy(&c, p)
 	}
 	c.Addr = p.Addr
 	return &c

@@ -1,7 +1,6 @@
 package vtfifocli
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
 // TestAsOf: ls --as-of says which backup a restore to a time restores and
@@ -21,21 +21,12 @@ func TestAsOf(t *testing.T) {
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 	defer bs.Close()
-	ctx := context.Background()
 	for name, at := range map[string]string{
 		"2026-11-25.090000.zone1-0000000100": "2026-11-25T09:04:00Z",
 		"2026-11-25.100000.zone1-0000000100": "2026-11-25T10:05:00Z",
 		"2026-11-25.110000.zone1-0000000100": "2026-11-25T11:03:00Z",
 	} {
-		bh, err := bs.StartBackup(ctx, "ks/0", name)
-		require.NoError(t, err)
-		doc := `{"BackupMethod":"fifo","BackupTime":"` + at + `"}`
-		w, err := bh.AddFile(ctx, "MANIFEST", int64(len(doc)))
-		require.NoError(t, err)
-		_, err = w.Write([]byte(doc))
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-		require.NoError(t, bh.EndBackup(ctx))
+		splitstoragetest.Plant(t, bs, "ks/0", name, `{"BackupMethod":"fifo","BackupTime":"`+at+`"}`)
 	}
 	root := cfg.File.Root
 	out, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0", "--as-of=2026-11-25.100000")

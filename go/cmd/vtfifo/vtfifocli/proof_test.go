@@ -14,6 +14,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -41,17 +42,7 @@ func proofStorage(t *testing.T) (string, []string) {
 // plantBackup stores a complete backup dir/name in bs whose MANIFEST is
 // "{}" (not a fifo one: enough for listing, retention and records).
 func plantBackup(t *testing.T, bs *splitstorage.Storage, dir, name string) backupstorage.BackupHandle {
-	t.Helper()
-	ctx := context.Background()
-	bh, err := bs.StartBackup(ctx, dir, name)
-	require.NoError(t, err)
-	w, err := bh.AddFile(ctx, "MANIFEST", 2)
-	require.NoError(t, err)
-	_, err = w.Write([]byte("{}"))
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
-	require.NoError(t, bh.EndBackup(ctx))
-	return bh
+	return splitstoragetest.Plant(t, bs, dir, name, "{}")
 }
 
 // TestRetentionKeepsTheNewestProvenBackup: with a newer untested backup,

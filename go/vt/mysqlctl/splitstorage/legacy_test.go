@@ -14,6 +14,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/filebackupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
 // legacyBackup writes a backup as Vitess's file storage lays it out (its
@@ -53,14 +54,7 @@ func TestLegacyStorageListedBeside(t *testing.T) {
 	s, err := splitstorage.New(cfg)
 	require.NoError(t, err)
 	defer s.Close()
-	bh, err := s.StartBackup(ctx, "ks/0", "2026-11-02.000000.zone1-0000000100")
-	require.NoError(t, err)
-	w, err := bh.AddFile(ctx, "MANIFEST", 2)
-	require.NoError(t, err)
-	_, err = w.Write([]byte("{}"))
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
-	require.NoError(t, bh.EndBackup(ctx))
+	splitstoragetest.Plant(t, s, "ks/0", "2026-11-02.000000.zone1-0000000100", "{}")
 
 	bhs, err := s.ListBackups(ctx, "ks/0")
 	require.NoError(t, err)

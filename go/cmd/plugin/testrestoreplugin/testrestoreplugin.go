@@ -120,10 +120,7 @@ func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) err
 	if proven != nil {
 		logger.Infof("keeping %s/%s: the newest backup that passed a test restore", dir, proven.Name())
 	}
-	remove := bs.RemoveBackup
-	if sp, ok := bs.(*splitstorage.Storage); ok {
-		remove = sp.RemoveUnread
-	}
+	remove := splitstorage.Remover(bs)
 	for _, bh := range cands {
 		logger.Infof("test restore passed: removing old backup %s/%s (--min-retention-count=%d, --min-retention-time=%v)", dir, bh.Name(), keep, keepFor)
 		err := remove(ctx, dir, bh.Name())

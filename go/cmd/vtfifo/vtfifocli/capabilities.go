@@ -26,11 +26,10 @@ type shardLister interface {
 	ListBackupDirs(ctx context.Context) ([]string, error)
 }
 
-// guardedRemover removes a backup only when no reader holds it, keeping a
-// base of incremental backups until they go.
+// guardedRemover says which backups a removal keeps a base for, and what a
+// removal would refuse (a reader's lease); splitstorage.Remover removes.
 type guardedRemover interface {
 	Dependents(ctx context.Context, dir, name string) ([]string, error)
-	RemoveUnread(ctx context.Context, dir, name string) error
 	CheckUnread(ctx context.Context, dir, name string) error
 }
 

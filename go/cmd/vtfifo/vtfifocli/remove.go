@@ -144,15 +144,14 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 // until they go.
 func removeBackup(s *session, dir, name string) ([]string, error) {
 	var deps []string
-	remove := s.bs.RemoveBackup
 	if sp, ok := s.bs.(guardedRemover); ok {
 		var err error
 		if deps, err = sp.Dependents(s.ctx, dir, name); err != nil {
 			return nil, err
 		}
-		remove = sp.RemoveUnread // never under a reader's lease
 	}
-	return deps, remove(s.ctx, dir, name)
+	return deps, splitstorage.Remover(s.bs)(s.ctx, dir, name) // never under a reader's lease
+
 }
 
 // checkRemovable is removeBackup's decision without the removal (a dry

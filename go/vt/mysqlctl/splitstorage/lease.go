@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -94,6 +96,16 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) ([
 		out = append(out, fmt.Sprintf("%s by %s since %s (until %s)", l.What, l.Holder, l.Since.Format(time.RFC3339), l.Until.Format(time.RFC3339)))
 	}
 	return out, nil
+}
+
+// Remover is how retention and operators remove a backup of bs: the split
+// storage's RemoveUnread (never under a reader's lease), another storage's
+// RemoveBackup.
+func Remover(bs backupstorage.BackupStorage) func(ctx context.Context, dir, name string) error {
+	if s, ok := bs.(*Storage); ok {
+		return s.RemoveUnread
+	}
+	return bs.RemoveBackup
 }
 
 // RemoveUnread is RemoveBackup for retention and operators: it refuses a

@@ -116,6 +116,16 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 	return rep, m, nil
 }
 
+// redo says how much redo the prepare applies (the log the tool copied
+// while it copied the data files): what makes a prepare long.
+func redo(l fifobackupengine.LSNs) string {
+	n, ok := l.Redo()
+	if !ok {
+		return "not recorded (LSNs " + cmp.Or(l.To, "?") + " .. " + cmp.Or(l.Last, "?") + ")"
+	}
+	return fmt.Sprintf("%s copied during the backup, applied by the prepare (LSN %s .. %s)", humanize.IBytes(uint64(n)), l.To, l.Last)
+}
+
 func backupType(m *fifobackupengine.Manifest) string {
 	if m.BaseBackup == "" {
 		return "full"
@@ -149,6 +159,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Encryption", encryption(rep.EncryptionKeyID)},
 		{"Server encryption", m.ServerEncryption.String()},
 		{"Size", fmt.Sprintf("%s from the tool, %s stored", humanize.IBytes(uint64(m.RawBytes)), humanize.IBytes(uint64(m.StoredBytes)))},
+		{"Redo", redo(m.LSN)},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"vitess.io/vitess/go/mysql/replication"
@@ -110,6 +111,18 @@ type LSNs struct {
 	From       string `json:",omitempty"`
 	To         string `json:",omitempty"`
 	Last       string `json:",omitempty"`
+}
+
+// Redo is the redo the tool copied while it copied the data files, which
+// the prepare applies: last_lsn - to_lsn, in bytes of log. ok is false when
+// the backup does not record both (one taken before the LSNs were kept).
+func (l LSNs) Redo() (bytes int64, ok bool) {
+	to, err1 := strconv.ParseInt(l.To, 10, 64)
+	last, err2 := strconv.ParseInt(l.Last, 10, 64)
+	if err1 != nil || err2 != nil || last < to {
+		return 0, false
+	}
+	return last - to, true
 }
 
 func laneFileName(i int, ext string) string {

@@ -273,6 +273,37 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 		_, err = p.Exec(ctx, "DROP TABLE `données`.`enfant-2`")
 		must(t, err)
+		// All or nothing in the middle of a run: both tables of données
+		// dropped, a stray file where the second one's tablespace goes. The
+		// first (a child whose parent comes in the same run) is imported,
+		// the second fails, the first is dropped again, and the line says so.
+		for _, q := range []string{"DROP TABLE `données`.`enfant`", "DROP TABLE `données`.`tâble_é_3`"} {
+			_, err = p.Exec(ctx, q)
+			must(t, err)
+		}
+		dd, err := p.Exec(ctx, "SELECT @@datadir")
+		must(t, err)
+		stray := filepath.Join(dd.Rows[0][0].ToString(), "donn@0pes", "t@0ible_@0p_3.ibd")
+		must(t, os.WriteFile(stray, []byte("not ours"), 0o640))
+		out = restoreTable(t, 1, "--table=données.*", "--into-tablet="+p.Alias)
+		if !strings.Contains(out, "FAIL: importing données.tâble_é_3 as données.tâble_é_3: ") ||
+			!strings.Contains(out, "the 1 tables imported before it (données.enfant) were dropped again: the live server is as it was") {
+			t.Fatalf("restore-table données.* with a stray file in the way:\n%s", out)
+		}
+		if b, err := os.ReadFile(stray); err != nil || string(b) != "not ours" {
+			t.Fatalf("the stray file was touched: %q, %v", b, err)
+		}
+		left, err := p.Exec(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'données'")
+		must(t, err)
+		if n := left.Rows[0][0].ToString(); n != "0" {
+			t.Fatalf("%s tables left in données after the failed run", n)
+		}
+		must(t, os.Remove(stray))
+		out = restoreTable(t, 0, "--table=données.*", "--into-tablet="+p.Alias)
+		if !strings.Contains(out, "OK: données.enfant imported as données.enfant: 50 rows") ||
+			!strings.Contains(out, "OK: données.tâble_é_3 imported as données.tâble_é_3: 50 rows") {
+			t.Fatalf("restore-table données.*:\n%s", out)
+		}
 		if withMany {
 			// One of the thousands, beside itself, through the server's socket.
 			one := fmt.Sprintf("%s.t%05d", many, manyTables/2)

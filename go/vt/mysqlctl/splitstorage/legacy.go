@@ -47,7 +47,9 @@ func (c Config) checkLegacy(p *flagvalue.Problems) {
 }
 
 // legacy is the legacy storage with this storage's parameters, nil when
-// none is named.
+// none is named. It is not closed after use: the handles it lists read
+// through it, and Vitess's gcs, azblob and ceph storages return themselves
+// from WithParams, so closing would close the shared instance's client.
 func (s *Storage) legacy(e *env) backupstorage.BackupStorage {
 	if e.cfg.Legacy == "" {
 		return nil
@@ -65,7 +67,6 @@ func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, own []back
 	if legacy == nil {
 		return own, nil
 	}
-	defer legacy.Close()
 	theirs, err := legacy.ListBackups(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("split storage: listing the backups of the legacy %s storage (--%s) in %s: %w", e.cfg.Legacy, flagLegacy, dir, err)
@@ -103,7 +104,6 @@ func (s *Storage) removeLegacy(ctx context.Context, e *env, dir, name string) (b
 	if legacy == nil {
 		return false, nil
 	}
-	defer legacy.Close()
 	_, names, err := s.backupNames(ctx, dir)
 	if err != nil || slices.Contains(names, name) {
 		return false, err

@@ -69,10 +69,13 @@ func logAsOf(ctx context.Context, params mysqlctl.RestoreParams, bh backupstorag
 	if err != nil {
 		return
 	}
-	// A copy of its own: closing the shared instance would close the
-	// client the restore reads through.
+	// A copy of its own, closed after: closing the shared instance would
+	// close the client the restore reads through (Vitess's gcs, azblob and
+	// ceph storages return themselves from WithParams: left open).
 	bs := shared.WithParams(backupstorage.NoParams())
-	defer bs.Close()
+	if bs != shared {
+		defer bs.Close()
+	}
 	bhs, err := bs.ListBackups(ctx, bh.Directory())
 	if err != nil {
 		params.Logger.Warningf("fifo restore: cannot list %s to say which backups a restore to %s passed over: %v", bh.Directory(),

@@ -166,8 +166,8 @@ func TestFleetViewFromTheTopology(t *testing.T) {
 		"--topo-global-root=/r): ")
 }
 
-// TestAge: the fleet view's ages in their two largest units, no digit lost.
-func TestAge(t *testing.T) {
+// TestAgeKeepsItsTwoLargestUnits: the fleet view's ages in their two largest units, no digit lost.
+func TestAgeKeepsItsTwoLargestUnits(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	for d, want := range map[time.Duration]string{
 		0: "0s", 10 * time.Second: "10s", 160 * time.Second: "2m40s", 2 * time.Minute: "2m", 80 * time.Minute: "1h20m",

@@ -13,12 +13,12 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
-// TestKeyCheck: the key file's IDs (never a key), and for each backup the key
+// TestKeyCheckNamesWhichKeyOpensEachBackup: the key file's IDs (never a key), and for each backup the key
 // that wraps it and whether the file opens it: all open (exit 0); a key
 // taken out of the file, or no file, leaves its backups unreadable (exit 1,
 // each named); --backup is refused (exit 2); a keyspace with no backup at
 // all is a wrong location (exit 3).
-func TestKeyCheck(t *testing.T) {
+func TestKeyCheckNamesWhichKeyOpensEachBackup(t *testing.T) {
 	root, dir := t.TempDir(), t.TempDir()
 	line := map[string]string{}
 	for _, id := range []string{"k1", "k2"} {

@@ -96,10 +96,10 @@ func TestLatestSkipsFailedTestRestores(t *testing.T) {
 	assert.Contains(t, notes.String(), "every backup in ks/0 failed its test restore: taking the newest")
 }
 
-// TestLatestVerified: --backup=latest-verified takes the newest backup whose
+// TestLatestVerifiedIsTheNewestProven: --backup=latest-verified takes the newest backup whose
 // test restore passed, saying how many newer ones it passed over; with
 // none proven it fails (exit 1) saying so.
-func TestLatestVerified(t *testing.T) {
+func TestLatestVerifiedIsTheNewestProven(t *testing.T) {
 	root, names := proofStorage(t)
 	// The planted backups' MANIFESTs are not fifo ones: show fails on the
 	// one it took, saying why without Vitess's RPC code.

@@ -132,10 +132,10 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	assert.Empty(t, inc)
 }
 
-// TestCopy: `vtfifo copy` copies a backup to a second split storage named
+// TestCopyVerifiesAtTheDestination: `vtfifo copy` copies a backup to a second split storage named
 // by a flag file (its split-storage lines) and --to; the copy verifies,
 // the destination refuses it a second time; --remove-source moves.
-func TestCopy(t *testing.T) {
+func TestCopyVerifiesAtTheDestination(t *testing.T) {
 	ctx := context.Background()
 	srcSrv, dstSrv := splitstoragetest.Local(t), splitstoragetest.Local(t)
 	s, err := splitstorage.New(srcSrv.Config)

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRepair: a part damaged in one storage is repaired from the copy in a
+// TestRepairFromTheCopyThenVerify: a part damaged in one storage is repaired from the copy in a
 // second one and the backup verifies after (exit 0, one line per part); the
 // same part damaged in both fails naming file and part (exit 1); a copy
 // storage without the backup is "not found" (exit 3); usage errors exit 2.
-func TestRepair(t *testing.T) {
+func TestRepairFromTheCopyThenVerify(t *testing.T) {
 	root, names := proofStorage(t)
 	dr := t.TempDir()
 	require.NoError(t, os.CopyFS(dr, os.DirFS(root)))

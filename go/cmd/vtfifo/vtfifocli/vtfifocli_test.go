@@ -98,7 +98,7 @@ func TestExportOfADamagedBackupFails(t *testing.T) {
 }
 
 // `vtfifo ls` shows what the MANIFEST says, as a table and as JSON.
-func TestList(t *testing.T) {
+func TestListShowsEachManifest(t *testing.T) {
 	_, args := storageCopy(t)
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, Main(context.Background(), append([]string{"ls"}, args...), &stdout, &stderr), stderr.String())
@@ -120,7 +120,7 @@ func TestList(t *testing.T) {
 
 // Usage errors exit 2 on stderr; help, asked for, is the command's output:
 // stdout, exit 0, nothing on stderr.
-func TestUsage(t *testing.T) {
+func TestUsageErrorsAndHelpGoWhereTheyBelong(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		code int
@@ -195,10 +195,10 @@ func tree(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// TestShow: `vtfifo show` prints the MANIFEST's facts and the lanes; with
+// TestShowPrintsManifestLanesAndFiles: `vtfifo show` prints the MANIFEST's facts and the lanes; with
 // --files, the data directory's files as extracting the lanes would write
 // them; --json says the same in one object; an unknown backup exits 1.
-func TestShow(t *testing.T) {
+func TestShowPrintsManifestLanesAndFiles(t *testing.T) {
 	root, args := storageCopy(t)
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), append([]string{"show", "--files"}, args...), &stdout, &stderr)

@@ -18,6 +18,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
@@ -431,7 +432,7 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 		if t.Engine != "Aria" {
 			continue
 		}
-		ariaChk, ok := testrestore.FindTool("aria_chk")
+		ariaChk, ok := mysqlinstall.FindTool("aria_chk")
 		if !ok {
 			fmt.Fprintf(s.o.notes, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
 			return nil, false

@@ -26,9 +26,9 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/servenv"
 
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 )
 
@@ -182,11 +182,11 @@ func (r *runner) findTool() (string, error) {
 }
 
 func (r *runner) findServer() (string, error) {
-	bin, err := testrestore.FindMysqld(r.opts.MysqldPath)
+	bin, err := mysqlinstall.FindMysqld(r.opts.MysqldPath)
 	if err != nil {
 		return "", err
 	}
-	version, mariadb, err := testrestore.ServerVersion(r.ctx, bin)
+	version, mariadb, err := mysqlinstall.ServerVersion(r.ctx, bin)
 	if err != nil {
 		return "", err
 	}

@@ -17,8 +17,8 @@ import (
 	"vitess.io/vitess/go/vt/dbconfigs"
 	"vitess.io/vitess/go/vt/mysqlctl"
 
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/vtusers"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // scratchServer is a server laid out and initialised as a Vitess tablet's
@@ -53,7 +53,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 	// mysqlx=0 (MySQL 8.0/8.4 manual, 22.5.2 "Disabling X Plugin"; not run
 	// here); MariaDB has no such option, hence loose-.
 	extra := "[mysqld]\ninnodb_buffer_pool_size=128M\nskip-networking\nloose-mysqlx=0\nloose-innodb_directories=" + external + "\n" + mysqldLines
-	owner, err := testrestore.ServerUser(root)
+	owner, err := mysqlinstall.ServerUser(root)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func startScratchServer(ctx context.Context, root, mysqldLines string) (*scratch
 		return nil, err
 	}
 	if owner != nil {
-		if err := testrestore.ChownTree(root, owner); err != nil {
+		if err := mysqlinstall.ChownTree(root, owner); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,8 @@ import (
 
 	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 )
 
 // Definitions starts a throwaway mysqld on dataDir (a table restore's
@@ -37,11 +39,11 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 5 * time.Minute
 	}
-	bin, err := findMysqld(opts.MysqldPath)
+	bin, err := mysqlinstall.FindMysqld(opts.MysqldPath)
 	if err != nil {
 		return nil, "", err
 	}
-	_, mariadb, err := serverVersion(ctx, bin)
+	_, mariadb, err := mysqlinstall.ServerVersion(ctx, bin)
 	if err != nil {
 		return nil, "", err
 	}
@@ -57,13 +59,13 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 	if err := os.Mkdir(filepath.Join(scratch, "tmp"), 0o750); err != nil {
 		return nil, "", err
 	}
-	runAs, err := serverUser(scratch)
+	runAs, err := mysqlinstall.ServerUser(scratch)
 	if err != nil {
 		return nil, "", err
 	}
 	if runAs != nil {
 		for _, d := range []string{scratch, dataDir} {
-			if err := chownTree(d, runAs); err != nil {
+			if err := mysqlinstall.ChownTree(d, runAs); err != nil {
 				return nil, "", err
 			}
 		}
@@ -81,7 +83,7 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 			return nil, "", err
 		}
 		if runAs != nil {
-			if err := chownTree(srv.dataDir, runAs); err != nil {
+			if err := mysqlinstall.ChownTree(srv.dataDir, runAs); err != nil {
 				return nil, "", err
 			}
 		}

@@ -19,7 +19,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +30,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
@@ -173,11 +173,11 @@ func couldNotRun(err error) error { return fmt.Errorf("%w (%w)", err, errCouldNo
 // serverFor finds the server binary that can start bh: of the backup's
 // flavor (MariaDB or MySQL).
 func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) (*server, error) {
-	mysqld, err := findMysqld(path)
+	mysqld, err := mysqlinstall.FindMysqld(path)
 	if err != nil {
 		return nil, err
 	}
-	version, mariadb, err := serverVersion(ctx, mysqld)
+	version, mariadb, err := mysqlinstall.ServerVersion(ctx, mysqld)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +208,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 			logger.Warningf("test restore: cannot remove %s: %v", scratch, err)
 		}
 	}()
-	runAs, err := serverUser(scratch)
+	runAs, err := mysqlinstall.ServerUser(scratch)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 		return err
 	}
 	if runAs != nil {
-		if err := chownTree(scratch, runAs); err != nil {
+		if err := mysqlinstall.ChownTree(scratch, runAs); err != nil {
 			return err
 		}
 	}
@@ -265,106 +265,6 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 		return err
 	}
 	return opts.Inspect(ctx, db)
-}
-
-// ServerVersion is the server binary's --version line, and whether it is
-// MariaDB's.
-func ServerVersion(ctx context.Context, mysqld string) (version string, mariadb bool, err error) {
-	return serverVersion(ctx, mysqld)
-}
-
-// FindMysqld resolves the server binary as Run does: path, else mysqld or
-// mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin.
-func FindMysqld(path string) (string, error) { return findMysqld(path) }
-
-// findMysqld resolves the server binary.
-func findMysqld(path string) (string, error) {
-	if path != "" {
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return "", fmt.Errorf("mysqld %s: %w", path, err)
-		}
-		return p, nil
-	}
-	for _, name := range []string{"mysqld", "mariadbd"} {
-		if p, ok := FindTool(name); ok {
-			return p, nil
-		}
-	}
-	return "", errors.New("no mysqld or mariadbd found (under $VT_MYSQL_ROOT, in PATH or /usr/sbin): give its path")
-}
-
-// FindTool finds a program of the server's installation by name (mysqld,
-// mariadbd, aria_chk): under $VT_MYSQL_ROOT (bin, sbin, libexec), in PATH,
-// then in /usr/sbin, /usr/local/sbin and /usr/local/mysql/bin.
-func FindTool(name string) (string, bool) {
-	var dirs []string
-	if root := os.Getenv("VT_MYSQL_ROOT"); root != "" {
-		dirs = append(dirs, filepath.Join(root, "bin"), filepath.Join(root, "sbin"), filepath.Join(root, "libexec"))
-	}
-	for _, d := range dirs {
-		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
-			return p, true
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p, true
-	}
-	for _, d := range []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"} {
-		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// serverVersion runs mysqld --version.
-func serverVersion(ctx context.Context, mysqld string) (version string, mariadb bool, err error) {
-	out, err := exec.CommandContext(ctx, mysqld, "--version").CombinedOutput()
-	if err != nil {
-		return "", false, fmt.Errorf("%s --version: %v: %s", mysqld, err, strings.TrimSpace(string(out)))
-	}
-	version = strings.TrimSpace(string(out))
-	return version, strings.Contains(version, "MariaDB"), nil
-}
-
-// serverUser is the user mysqld runs as: ourselves, or, as root (which
-// mysqld refuses), the mysql user, who must be able to reach scratch.
-// ServerUser is serverUser, for another throwaway server (vtfifo selftest).
-func ServerUser(scratch string) (*user.User, error) { return serverUser(scratch) }
-
-// ChownTree is chownTree, for another throwaway server (vtfifo selftest).
-func ChownTree(dir string, u *user.User) error { return chownTree(dir, u) }
-
-func serverUser(scratch string) (*user.User, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("mysql")
-	if err != nil {
-		return nil, fmt.Errorf("running as root, mysqld must run as the mysql user: %w", err)
-	}
-	for d := filepath.Dir(scratch); d != "/" && d != "."; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return nil, err
-		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			return nil, fmt.Errorf("the mysql user cannot reach the scratch directory %s: %s is not traversable by others; choose another scratch directory", scratch, d)
-		}
-	}
-	return u, nil
-}
-
-func chownTree(dir string, u *user.User) error {
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }
 
 // server is the throwaway mysqld.
@@ -443,7 +343,7 @@ func (s *server) args(opts Options) ([]string, error) {
 			return nil, err
 		}
 		if s.runAs != nil {
-			if err := chownTree(p, s.runAs); err != nil {
+			if err := mysqlinstall.ChownTree(p, s.runAs); err != nil {
 				return nil, err
 			}
 		}

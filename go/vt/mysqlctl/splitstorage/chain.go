@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -111,8 +112,11 @@ func backupState(ctx context.Context, be backend.Backend, dir, name string) (str
 // Siblings lists this storage's complete backups of this backup's
 // directory (a chain is never based on a legacy storage's backup).
 func (h *Handle) Siblings(ctx context.Context) ([]backupstorage.BackupHandle, error) {
-	_, own, err := h.s.listOwn(ctx, h.dir)
-	return own, err
+	e, names, err := h.s.backupNames(ctx, h.dir)
+	if err != nil {
+		return nil, err
+	}
+	return h.s.listOwn(ctx, e, h.dir, names)
 }
 
 // Sibling opens the backup named name in this backup's directory for
@@ -198,12 +202,14 @@ func (s *Storage) Dependents(ctx context.Context, dir, name string) ([]string, e
 // it retires it; then it removes its base too when that was retired and this
 // was its last dependent. It reports what it kept.
 func (s *Storage) removeChained(ctx context.Context, e *env, dir, name string) error {
-	if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {
-		return err
-	}
 	_, names, err := s.backupNames(ctx, dir)
 	if err != nil {
 		return err
+	}
+	if !slices.Contains(names, name) {
+		if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {
+			return err
+		}
 	}
 	deps, err := dependents(ctx, e, dir, names, name)
 	if err != nil {

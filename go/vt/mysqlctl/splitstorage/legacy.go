@@ -57,12 +57,13 @@ func (s *Storage) legacy(e *env) backupstorage.BackupStorage {
 	return backupstorage.BackupStorageMap[e.cfg.Legacy].WithParams(s.params)
 }
 
-// withLegacy adds to own (this storage's complete backups in dir) the
-// legacy storage's, except those of a name this storage has in dir (a
+// withLegacy adds to own (this storage's complete backups in dir, whose
+// backup directories are names) the legacy storage's, except those of a
+// name in names (a
 // legacy storage whose root is this one's lists this storage's backups as
 // its own), sorted by name. A legacy storage that cannot list fails the
 // listing, naming it: an empty list would hide backups.
-func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, own []backupstorage.BackupHandle) ([]backupstorage.BackupHandle, error) {
+func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, names []string, own []backupstorage.BackupHandle) ([]backupstorage.BackupHandle, error) {
 	legacy := s.legacy(e)
 	if legacy == nil {
 		return own, nil
@@ -70,10 +71,6 @@ func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, own []back
 	theirs, err := legacy.ListBackups(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("split storage: listing the backups of the legacy %s storage (--%s) in %s: %w", e.cfg.Legacy, flagLegacy, dir, err)
-	}
-	_, names, err := s.backupNames(ctx, dir)
-	if err != nil {
-		return nil, err
 	}
 	out := slices.Clone(own)
 	for _, bh := range theirs {
@@ -97,16 +94,12 @@ func (s *Storage) Origin(bh backupstorage.BackupHandle) string {
 	return "?"
 }
 
-// removeLegacy removes dir/name from the legacy storage when it is one of
-// its backups (and not this storage's): reports whether it did.
+// removeLegacy removes dir/name, which is not this storage's, from the
+// legacy storage when it is one of its backups: reports whether it did.
 func (s *Storage) removeLegacy(ctx context.Context, e *env, dir, name string) (bool, error) {
 	legacy := s.legacy(e)
 	if legacy == nil {
 		return false, nil
-	}
-	_, names, err := s.backupNames(ctx, dir)
-	if err != nil || slices.Contains(names, name) {
-		return false, err
 	}
 	theirs, err := legacy.ListBackups(ctx, dir)
 	if err != nil {

@@ -241,19 +241,20 @@ func holdsOwnBackup(ctx context.Context, e *env, dir string, names []string) boo
 // backups, this storage's and the legacy storage's (legacy.go), sorted by
 // name.
 func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.BackupHandle, error) {
-	e, own, err := s.listOwn(ctx, dir)
+	e, names, err := s.backupNames(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	return s.withLegacy(ctx, e, dir, own)
+	own, err := s.listOwn(ctx, e, dir, names)
+	if err != nil {
+		return nil, err
+	}
+	return s.withLegacy(ctx, e, dir, names, own)
 }
 
-// listOwn lists this storage's complete backups in dir, sorted by name.
-func (s *Storage) listOwn(ctx context.Context, dir string) (*env, []backupstorage.BackupHandle, error) {
-	e, names, err := s.backupNames(ctx, dir)
-	if err != nil {
-		return nil, nil, err
-	}
+// listOwn lists this storage's complete backups among names (its backup
+// directories in dir), sorted by name.
+func (s *Storage) listOwn(ctx context.Context, e *env, dir string, names []string) ([]backupstorage.BackupHandle, error) {
 	complete := make([]bool, len(names))
 	errs := make([]error, len(names))
 	var g errgroup.Group
@@ -272,7 +273,7 @@ func (s *Storage) listOwn(ctx context.Context, dir string) (*env, []backupstorag
 	}
 	_ = g.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 	}
 	var out []backupstorage.BackupHandle
 	for i, n := range names {
@@ -281,7 +282,7 @@ func (s *Storage) listOwn(ctx context.Context, dir string) (*env, []backupstorag
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return e, out, nil
+	return out, nil
 }
 
 // StartBackup is part of backupstorage.BackupStorage. It fails if the backup

@@ -19,6 +19,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
@@ -67,6 +68,10 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		"INSERT INTO `données`.`tâble_é_3` SELECT seq, MD5(seq) FROM `données`.seq_1_to_50",
 		"CREATE TABLE `données`.`enfant` (id INT PRIMARY KEY, pid INT, CONSTRAINT `lien` FOREIGN KEY (pid) REFERENCES `tâble_é_3` (id)) ENGINE=InnoDB",
 		"INSERT INTO `données`.`enfant` SELECT seq, seq FROM `données`.seq_1_to_50",
+		// A FULLTEXT table, whose files an import cannot take: its rows are loaded.
+		"CREATE DATABASE textes",
+		"CREATE TABLE textes.articles (id INT PRIMARY KEY, body TEXT, FULLTEXT KEY ftb (body)) ENGINE=InnoDB",
+		"INSERT INTO textes.articles SELECT seq, CONCAT('word', seq % 50, ' other ', MD5(seq)) FROM textes.seq_1_to_300",
 	} {
 		_, err := p.Exec(ctx, q)
 		must(t, err)
@@ -323,13 +328,13 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			args []string
 			want string
 		}{
-			{[]string{"--table=" + db + ".orders", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was changed"},
+			{[]string{"--table=" + db + ".orders", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was downloaded or changed"},
 			{[]string{"--table=" + db + ".nosuch", "--into-tablet=" + p.Alias}, "no table " + db + ".nosuch in backup"},
 			// A pattern: every target checked before any frame is read.
 			{[]string{"--table=" + db + ".*", "--into-tablet=" + p.Alias}, db + ".customers, " + db + ".events_aria"},
 			{[]string{"--table=" + db + ".*", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was downloaded or changed"},
 			{[]string{"--table=" + db + ".events_aria", "--into-mysql=" + p.Socket()}, db + ".events_aria: a table of that name exists in the live server: " +
-				"nothing was changed"},
+				"nothing was downloaded or changed"},
 		} {
 			if out := restoreTable(t, 1, tc.args...); !strings.Contains(out, tc.want) {
 				t.Fatalf("restore-table %v: want %q in:\n%s", tc.args, tc.want, out)
@@ -369,6 +374,61 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatal("the binary log has no event naming orders_logged")
 		}
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".orders_logged")
+		must(t, err)
+
+		// A FULLTEXT table: its rows, read from the restored files by a
+		// throwaway server, through the binary log; the inserts build the index.
+		out = vtfifo(t, 0, append([]string{"restore-table", "--backup=" + name, "--target-dir=" + filepath.Join(dir, "ft"), "--table=textes.articles",
+			"--into-tablet=" + p.Alias, "--as=textes.articles_logged"}, tool[:2]...)...)
+		if !strings.Contains(out, "OK: textes.articles imported as textes.articles_logged as rows through the binary log: 300 rows, CHECK TABLE OK") ||
+			!strings.Contains(out, "note: textes.articles_logged: its files cannot be imported: its rows are loaded") {
+			t.Fatalf("restore-table of a FULLTEXT table:\n%s", out)
+		}
+		var texts []string
+		for _, table := range []string{"articles", "articles_logged"} {
+			r, err := p.Exec(ctx, "SELECT COUNT(*), (SELECT CONCAT(COUNT(*), ' ', SUM(CRC32(CONCAT(id, body)))) FROM textes."+table+") FROM textes."+
+				table+" WHERE MATCH(body) AGAINST ('word7')")
+			must(t, err)
+			texts = append(texts, r.Rows[0][0].ToString()+" "+r.Rows[0][1].ToString())
+		}
+		if !strings.HasPrefix(texts[0], "6 300 ") || texts[1] != texts[0] {
+			t.Fatalf("full-text matches, rows and their CRC sum: textes.articles %q, textes.articles_logged %q", texts[0], texts[1])
+		}
+
+		// A copy stopped after its first rows (its command killed) leaves the
+		// target beside its local copy: in the way until --resume finishes it.
+		// Made as a run makes them: the local copy unlogged, the target from
+		// its definition and its first rows through the log (as row events:
+		// the restored orders is on this server only).
+		local := tableimport.LocalName(tableimport.Target{DB: db, Table: "orders_resumed"})
+		def, err := p.Exec(ctx, "SHOW CREATE TABLE "+db+".orders")
+		must(t, err)
+		create := strings.Replace(def.Rows[0][1].ToString(), "CREATE TABLE `orders`", "CREATE TABLE "+db+".orders_resumed", 1)
+		must(t, p.ExecAll(ctx,
+			"SET SESSION sql_log_bin = 0",
+			"CREATE TABLE "+db+".`"+local.Table+"` LIKE "+db+".orders",
+			"INSERT INTO "+db+".`"+local.Table+"` SELECT * FROM "+db+".orders",
+			"SET SESSION sql_log_bin = 1, binlog_format = ROW",
+			create,
+			"INSERT INTO "+db+".orders_resumed SELECT * FROM "+db+".orders ORDER BY id LIMIT 10"))
+		resume := func(code int, more ...string) string {
+			return vtfifo(t, code, append(append([]string{"restore-table", "--backup=" + name, "--target-dir=" + filepath.Join(dir, fmt.Sprint("r", code)),
+				"--table=" + db + ".orders", "--into-tablet=" + p.Alias, "--as=" + db + ".orders_resumed"}, more...), tool[:2]...)...)
+		}
+		if out := resume(1); !strings.Contains(out, "left with its local copy by a run stopped during its copy: nothing was downloaded or changed; "+
+			"rerun with --resume") {
+			t.Fatalf("restore-table over a stopped copy without --resume:\n%s", out)
+		}
+		if out := resume(0, "--resume"); !strings.Contains(out, "OK: "+db+".orders imported as "+db+".orders_resumed through the binary log") {
+			t.Fatalf("restore-table --resume:\n%s", out)
+		}
+		if got := sums()["orders_resumed"]; got.Rows != before["orders"].Rows || got.Checksum != before["orders"].Checksum {
+			t.Fatalf("orders_resumed %+v, want %+v", got, before["orders"])
+		}
+		if _, ok := sums()[local.Table]; ok {
+			t.Fatalf("the local table %s is left behind", local)
+		}
+		_, err = p.Exec(ctx, "DROP TABLE "+db+".orders_resumed")
 		must(t, err)
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".orders_restored")
 		must(t, err)

@@ -221,6 +221,23 @@ func (t *Tablet) Exec(ctx context.Context, query string) (*sqltypes.Result, erro
 	return res, nil
 }
 
+// ExecAll runs queries in order on one connection (so session settings
+// such as sql_log_bin hold for those after them) and stops at the first
+// error.
+func (t *Tablet) ExecAll(ctx context.Context, queries ...string) error {
+	conn, err := mysql.Connect(ctx, &mysql.ConnParams{Uname: "vt_dba", UnixSocket: t.Socket()})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", t.Socket(), err)
+	}
+	defer conn.Close()
+	for _, q := range queries {
+		if _, err := conn.ExecuteFetch(q, 1_000_000, false); err != nil {
+			return fmt.Errorf("%s on %s: %w", q, t.Alias, err)
+		}
+	}
+	return nil
+}
+
 // MakePrimary promotes a lone tablet to a serving primary the way that works on MariaDB with
 // Vitess v24: read_only off on its mysqld, then TabletExternallyReparented.
 // (PlannedReparentShard fails on MariaDB: see docs/compatibility.md.)

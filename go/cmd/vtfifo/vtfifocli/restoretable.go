@@ -15,14 +15,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/pflag"
 
+	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
-	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // RestoreTable is `vtfifo restore-table`: some tables of a backup restored
@@ -51,11 +50,16 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	var live *sql.DB
 	if f.intoMySQL != "" || f.intoTablet != "" {
 		var err error
-		if live, err = openLive(s.ctx, f.intoMySQL, f.intoTablet, f.user, patterns, targetFor); err != nil {
+		if live, err = openLive(s.ctx, f.intoMySQL, f.intoTablet, f.user, patterns, targetFor, f.resume); err != nil {
 			fmt.Fprintln(stderr, failLine(err))
 			return failureStatus(err)
 		}
 		defer live.Close()
+		if f.replicaDBs, err = openReplicas(s.ctx, f.replicas, f.user); err != nil {
+			fmt.Fprintln(stderr, failLine(err))
+			return failureStatus(err)
+		}
+		defer closeReplicas(f.replicaDBs)
 		// A server that writes a binary log gets the tables through it, so
 		// that its replicas get them too (tableimport.ImportReplicated).
 		if !f.unreplicated {
@@ -73,7 +77,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
 		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger,
 		OnTables: func(tables []fifobackupengine.TableFiles) error {
-			return targetsAbsent(s.ctx, live, tables, targetFor, f.replicated)
+			return targetsAbsent(s.ctx, live, tables, targetFor, f.resume)
 		},
 		OnManifest: p.setLanes, OnRead: p.addLane, OnPhase: p.phase,
 	})
@@ -212,7 +216,11 @@ type restoreTableFlags struct {
 	user                      string
 	unreplicated              bool
 	dropKeysWithoutParent     bool
-	replicated                bool // decided once the live server is reached
+	resume                    bool
+	replicas                  []string
+	replicaStall              time.Duration
+	replicaDBs                []tableimport.Replica // the --replica servers, once reached
+	replicated                bool                  // decided once the live server is reached
 	json                      bool
 }
 
@@ -232,6 +240,12 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 		"through the binary log, so replicas get them too)")
 	fs.BoolVar(&f.dropKeysWithoutParent, "drop-foreign-keys-without-parent", false, "import a table without those of its foreign keys whose "+
 		"parent table the live server does not have, naming each (default: such a table is refused before anything is imported)")
+	fs.BoolVar(&f.resume, "resume", false, "finish a copy through the binary log that a stopped run left (the target beside its "+
+		"_vtfifo_local_ copy): the rows already copied stay, the rest follow (default: such a target is in the way)")
+	fs.StringArrayVar(&f.replicas, "replica", nil, "a replica of the live server to pace the copy through the binary log by, host:port or "+
+		"a socket path, reached as --mysql-user: after each batch the copy waits until it has applied everything (repeatable)")
+	fs.DurationVar(&f.replicaStall, "replica-stall", 10*time.Minute, "how long the copy waits for a --replica that applies nothing "+
+		"before it fails (and is undone)")
 	fs.StringVar(&f.mysqldPath, "mysqld", "", "server binary for the throwaway server (InnoDB read-only) that reads the tables' definitions from the "+
 		"backup and runs Aria's recovery (default: mysqld or mariadbd under $VT_MYSQL_ROOT, in PATH or /usr/sbin)")
 	fs.BoolVar(&f.json, "json", false, "print one JSON object (backup, target, bytes read, tool, and per table its files, definition and import) instead of lines")
@@ -260,6 +274,12 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 				return fmt.Errorf("invalid value %q for --as: allowed values are db.table", f.as)
 			}
 		}
+		if len(f.replicas) > 0 && f.intoMySQL == "" && f.intoTablet == "" {
+			return errors.New("--replica needs --into-mysql or --into-tablet")
+		}
+		if f.replicaStall <= 0 {
+			return fmt.Errorf("invalid value %v for --replica-stall: allowed values are durations above 0, such as 10m", f.replicaStall)
+		}
 		if f.intoTablet != "" {
 			a, err := topoproto.ParseTabletAlias(f.intoTablet)
 			if err != nil {
@@ -277,7 +297,7 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 // its socket, or a tablet's on this host) and checks it before anything is
 // downloaded: no target table exists there.
 func openLive(ctx context.Context, socket, tablet, user string, patterns []fifobackupengine.TablePattern,
-	targetFor func(db, table string) tableimport.Target) (*sql.DB, error) {
+	targetFor func(db, table string) tableimport.Target, resume bool) (*sql.DB, error) {
 	if tablet != "" {
 		var err error
 		if socket, err = tabletSocket(tablet); err != nil {
@@ -294,15 +314,13 @@ func openLive(ctx context.Context, socket, tablet, user string, patterns []fifob
 		return nil, unreadable.Error(fmt.Errorf("cannot reach the live server at %s as %s: %w", socket, user, err))
 	}
 	check := func() error {
+		var tables []fifobackupengine.TableFiles
 		for _, p := range patterns {
-			if p.Table == "*" {
-				continue
-			}
-			if err := tableimport.Absent(ctx, db, targetFor(p.DB, p.Table)); err != nil {
-				return err
+			if p.Table != "*" {
+				tables = append(tables, fifobackupengine.TableFiles{DB: p.DB, Table: p.Table})
 			}
 		}
-		return nil
+		return targetsAbsent(ctx, db, tables, targetFor, resume)
 	}
 	if err := check(); err != nil {
 		db.Close()
@@ -312,28 +330,46 @@ func openLive(ctx context.Context, socket, tablet, user string, patterns []fifob
 }
 
 // targetsAbsent checks, once the backup's tables are known and before their
-// frames are read, that no target of any of them (and no local name the
-// copy through the binary log would use) exists in the live server: a run
-// of several tables (db.*) changes nothing when one is in the way.
+// frames are read, that no target of any of them (and no local name a copy
+// through the binary log would use) exists in the live server: a run of
+// several tables (db.*) changes nothing when one is in the way. With resume,
+// a target beside its local copy (a run killed during its copy) goes on.
 func targetsAbsent(ctx context.Context, live *sql.DB, tables []fifobackupengine.TableFiles, targetFor func(db, table string) tableimport.Target,
-	replicated bool) error {
+	resume bool) error {
 	if live == nil {
 		return nil
 	}
-	var in []string
+	exists := func(t tableimport.Target) (bool, error) {
+		err := tableimport.Absent(ctx, live, t)
+		if errors.Is(err, tableimport.ErrExists) {
+			return true, nil
+		}
+		return false, err
+	}
+	var in, stopped []string
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
-		names := []tableimport.Target{to}
-		if replicated {
-			names = append(names, tableimport.LocalName(to))
+		target, err := exists(to)
+		if err != nil {
+			return err
 		}
-		for _, n := range names {
-			if err := tableimport.Absent(ctx, live, n); errors.Is(err, tableimport.ErrExists) {
-				in = append(in, n.String())
-			} else if err != nil {
-				return err
-			}
+		local, err := exists(tableimport.LocalName(to))
+		if err != nil {
+			return err
 		}
+		switch {
+		case resume && (local || !target):
+		case target && local:
+			stopped = append(stopped, to.String()+" (beside "+tableimport.LocalName(to).String()+")")
+		case target:
+			in = append(in, to.String())
+		case local:
+			in = append(in, tableimport.LocalName(to).String())
+		}
+	}
+	if len(stopped) > 0 {
+		return fmt.Errorf("%s: %w, left with its local copy by a run stopped during its copy: nothing was downloaded or changed; rerun with "+
+			"--resume to finish the copy, or drop both first", strings.Join(stopped, ", "), tableimport.ErrExists)
 	}
 	if len(in) > 0 {
 		return fmt.Errorf("%s: %w: nothing was downloaded or changed; choose another name (--as) or drop them first", strings.Join(in, ", "),
@@ -344,20 +380,26 @@ func targetsAbsent(ctx context.Context, live *sql.DB, tables []fifobackupengine.
 
 // importTables imports the restored tables into the live server, each as
 // targetFor names it, and returns the exit status.
-func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengine.RestoredTable, defs map[string]string,
+func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengine.RestoredTable, restored restoredDefs,
 	targetFor func(db, table string) tableimport.Target, f restoreTableFlags, out *tableOutput) int {
-	importOne, how := tableimport.Import, ""
-	if f.replicated {
-		importOne, how = tableimport.ImportReplicated, " through the binary log"
-	}
-	opts := tableimport.Options{Unreplicated: f.unreplicated, DropKeysWithoutParent: f.dropKeysWithoutParent}
+	opts := tableimport.Options{Unreplicated: f.unreplicated, DropKeysWithoutParent: f.dropKeysWithoutParent, Resume: f.resume}
 	for _, t := range tables {
 		opts.Importing = append(opts.Importing, targetFor(t.DB, t.Table))
 	}
+	if len(f.replicaDBs) > 0 {
+		opts.Pace = tableimport.Replicas(live, f.replicaDBs, f.replicaStall, s.logger)
+	}
+	rows, err := openRows(s, dir, restored, f)
+	if err != nil {
+		fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
+		return failureStatus(err)
+	}
+	defer rows.close()
 	var done []importedTable
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
-		res, err := importOne(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]}, to,
+		importOne, how := importerFor(f.replicated, restored.rows[t.Name()], rows, &opts)
+		res, err := importOne(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: restored.defs[t.Name()]}, to,
 			opts, s.logger)
 		st := out.table(t.Name())
 		if err != nil {
@@ -368,7 +410,7 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 		done = append(done, importedTable{t.Name(), to})
 		st.ImportedAs, st.Rows, st.Check, st.Checksum, st.Replicated = to.String(), res.Rows, res.Check, res.Checksum, f.replicated
 		out.printf("OK: %s imported as %s%s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, how, res.Rows, res.Check, res.Checksum)
-		st.Notes = res.Notes
+		st.Notes = append(st.Notes, res.Notes...)
 	}
 	// Orphans are counted once every table of the run is in: a parent may
 	// come after its child.
@@ -384,6 +426,26 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 		}
 	}
 	return 0
+}
+
+// importerFor is how one table is imported: its files (tableimport.Import)
+// into a server whose binary log it need not go through; else a local copy
+// (its files, or its rows read by the throwaway server rows) copied into
+// the target (ImportReplicated), through the log unless --unreplicated.
+func importerFor(replicated, asRows bool, rows *rowsSource, opts *tableimport.Options) (func(context.Context, *sql.DB, tableimport.Source,
+	tableimport.Target, tableimport.Options, logutil.Logger) (tableimport.Result, error), string) {
+	opts.Local = nil
+	switch {
+	case asRows:
+		opts.Local = tableimport.FromServer(rows.scratch.DB)
+		if replicated {
+			return tableimport.ImportReplicated, " as rows through the binary log"
+		}
+		return tableimport.ImportReplicated, " as rows"
+	case replicated:
+		return tableimport.ImportReplicated, " through the binary log"
+	}
+	return tableimport.Import, ""
 }
 
 // importedTable is a table a run imported, by its name in the backup.
@@ -408,66 +470,6 @@ func undoImports(live *sql.DB, done []importedTable, replicated bool, out *table
 		names[i] = d.to.String()
 	}
 	return fmt.Sprintf("; the %d tables imported before it (%s) were dropped again: the live server is as it was", len(done), strings.Join(names, ", "))
-}
-
-// definitions reads the tables' definitions from the restored files (a
-// throwaway server, which also runs Aria's recovery), makes Aria tables
-// movable, and writes each definition as db/table.sql, marked NOT
-// IMPORTABLE where an import would harm the server. ok is false, with
-// FAIL lines on stdout, when a table cannot be imported.
-func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, f restoreTableFlags, out *tableOutput) (defs map[string]string, ok bool) {
-	names := make([][2]string, len(tables))
-	for i, t := range tables {
-		names[i] = [2]string{t.DB, t.Table}
-	}
-	defs, _, err := testrestore.Definitions(s.ctx, dir, names, testrestore.Options{MysqldPath: f.mysqldPath, Logger: s.logger,
-		Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: f.defaultsFile}})
-	if err != nil {
-		fmt.Fprintf(s.o.notes, "FAIL: reading the tables' definitions from the restored files: %s\n", errText(err))
-		return nil, false
-	}
-	// The server just stopped ran Aria's recovery on the restored Aria
-	// tables; made movable, they open in any server.
-	for _, t := range tables {
-		if t.Engine != "Aria" {
-			continue
-		}
-		ariaChk, ok := mysqlinstall.FindTool("aria_chk")
-		if !ok {
-			fmt.Fprintf(s.o.notes, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
-			return nil, false
-		}
-		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
-			fmt.Fprintf(s.o.notes, "FAIL: table %s: %s\n", t.Name(), errText(err))
-			return nil, false
-		}
-	}
-	refused := 0
-	for _, t := range tables {
-		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
-		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
-		text := defs[t.Name()] + ";\n"
-		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]})
-		if refusal != nil {
-			// The operator's own IMPORT TABLESPACE would do the same harm.
-			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text
-			refused++
-		}
-		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
-			fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
-			return nil, false
-		}
-		st := out.table(t.Name())
-		st.Engine, st.Files, st.Definition = t.Engine, t.Exported, def
-		out.printf("table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
-		if refusal != nil {
-			st.NotImportable = refusal.Error()
-			fmt.Fprintf(s.o.notes, "FAIL: table %s cannot be imported: %v\n", t.Name(), refusal)
-		}
-	}
-	// Nothing is imported when one table cannot be: the set is restored
-	// whole or not at all.
-	return defs, refused == 0
 }
 
 func partitionedNote(p bool) string {

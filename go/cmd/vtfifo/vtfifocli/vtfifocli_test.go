@@ -399,3 +399,25 @@ func TestUnreachableLiveServer(t *testing.T) {
 	assert.Contains(t, stderr.String(), "nothing says the backup is damaged")
 	assert.NoDirExists(t, target)
 }
+
+// TestRestoreTableFlags: restore-table's pacing flags are checked at
+// startup (exit 2, naming the flag), before anything is read.
+func TestRestoreTableFlags(t *testing.T) {
+	_, args := storageCopy(t)
+	target := filepath.Join(t.TempDir(), "t")
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--replica=127.0.0.1:3306"}, "--replica needs --into-mysql or --into-tablet"},
+		{[]string{"--into-mysql=/nonexistent.sock", "--replica-stall=0s"}, "invalid value 0s for --replica-stall: allowed values are durations above 0"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), append(append([]string{"restore-table", "--table=d.t", "--target-dir=" + target}, tc.flags...), args...),
+			&stdout, &stderr)
+		assert.Equal(t, 2, code, "stderr: %s", stderr.String())
+		assert.Contains(t, stderr.String(), tc.want)
+		assert.Empty(t, stdout.String())
+		assert.NoDirExists(t, target)
+	}
+}

@@ -93,6 +93,15 @@ func TestImportRealMariaDB(t *testing.T) {
 		"CREATE TABLE d.fk_self (id INT PRIMARY KEY, up INT, FOREIGN KEY (up) REFERENCES fk_self (id) ON DELETE CASCADE) ENGINE=InnoDB",
 		"INSERT INTO d.fk_self VALUES (1, NULL), (2, 1), (3, 2), (4, NULL)",
 		"CREATE TABLE d.fk_gone (id INT PRIMARY KEY) ENGINE=InnoDB",
+		// A FULLTEXT table of many column types, loaded as rows: each value
+		// must come back as stored.
+		"CREATE TABLE d.fttypes (id BIGINT UNSIGNED PRIMARY KEY, f FLOAT, dbl DOUBLE, dec1 DECIMAL(30,10), b BIT(13), e ENUM('a','é','z'), " +
+			"st SET('x','y','ß'), dt DATETIME(6), ts TIMESTAMP(3) NULL, tm TIME(2), y YEAR, j JSON, g GEOMETRY, bl BLOB, " +
+			"l1 VARCHAR(40) CHARACTER SET latin1, u TEXT CHARACTER SET utf8mb4, z DATE, FULLTEXT KEY (u)) ENGINE=InnoDB",
+		"INSERT INTO d.fttypes VALUES (18446744073709551615, 3.1415927, 2.718281828459045, -12345678901234567890.0123456789, b'1010101010101', " +
+			"'é', 'x,ß', '2024-02-29 23:59:59.123456', '2038-01-19 03:14:07.999', '-838:59:59.99', 2155, '{\"k\": [1, \"v\"]}', " +
+			"ST_GeomFromText('POLYGON((0 0,1 0,1 1,0 0))'), UNHEX('00FF7F80C3'), 'déjà vu', 'emoji 🦭 text', '0000-00-00')",
+		"INSERT INTO d.fttypes (id, f, u) SELECT seq, seq / 7, CONCAT('row ', seq) FROM d.seq_1_to_2500",
 		// A FULLTEXT index dropped: its hidden FTS_DOC_ID column stays.
 		"CREATE TABLE d.ftgone (id INT PRIMARY KEY, body TEXT, FULLTEXT KEY ftb (body)) ENGINE=InnoDB",
 		"INSERT INTO d.ftgone SELECT seq, CONCAT('word', seq) FROM d.seq_1_to_300",
@@ -146,7 +155,7 @@ func TestImportRealMariaDB(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 
 	ctx := context.Background()
-	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "geo", "gen", "ver", "cmp", "pc", "inv", "myft", "oldfmt"}
+	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "fttypes", "geo", "gen", "ver", "cmp", "pc", "inv", "myft", "oldfmt"}
 	names := [][2]string{{"données", "tâble_é_3"}, {"données", "pärt"}, {"données", "ária"}, {"d", "fk_child"}, {"d", "fk_self"}, {"d", "fk_lost"}, {"d", "ftgone"}}
 	for _, tb := range tables {
 		names = append(names, [2]string{"d", tb})
@@ -186,7 +195,7 @@ func TestImportRealMariaDB(t *testing.T) {
 		return res
 	}
 	for _, tb := range tables {
-		if tb != "ft" {
+		if tb != "ft" && tb != "fttypes" {
 			importAs(tb, tb+"_restored")
 		}
 	}
@@ -365,7 +374,38 @@ func TestImportRealMariaDB(t *testing.T) {
 			_, err := ImportReplicated(ctx, primary.DB(), source(tb[0], tb[1]), Target{tb[0], tb[1]}, Options{}, logutil.NewMemoryLogger())
 			require.NoError(t, err, tb)
 		}
+		// Tables whose files cannot be imported come back as rows, read
+		// from the restored files by a throwaway server; the inserts build
+		// their FULLTEXT index.
+		scratch, err := testrestore.Open(ctx, dir, "the rows", testrestore.Options{Logger: logutil.NewMemoryLogger()})
+		require.NoError(t, err)
+		for _, tb := range []string{"ft", "ftgone", "fttypes"} {
+			_, err := ImportReplicated(ctx, primary.DB(), source("d", tb), Target{"d", tb}, Options{Local: FromServer(scratch.DB)}, logutil.NewMemoryLogger())
+			require.NoError(t, err, tb)
+			require.NoError(t, Absent(ctx, primary.DB(), LocalName(Target{"d", tb})))
+		}
+		scratch.Close()
+		// A copy stopped (its command killed) after its first batch: the
+		// target and the local copy are left; resumed, the rest follows.
+		stoppedAt := Target{"d", "inno_resumed"}
+		require.NoError(t, fromFiles(ctx, primary.DB(), source("d", "inno"), LocalName(stoppedAt), Options{}, logutil.NewMemoryLogger()))
+		def, err := renamed(source("d", "inno"), stoppedAt)
+		require.NoError(t, err)
+		primary.Exec(t, def)
+		primary.Exec(t, "INSERT INTO d.inno_resumed SELECT * FROM "+quoted(LocalName(stoppedAt))+" ORDER BY id LIMIT 2000")
+		_, err = ImportReplicated(ctx, primary.DB(), source("d", "inno"), stoppedAt, Options{Resume: true}, logutil.NewMemoryLogger())
+		require.NoError(t, err)
+		require.NoError(t, Absent(ctx, primary.DB(), LocalName(stoppedAt)))
+		gotP := mariadbtest.Checksums(t, primary.DB(), "d")
+		for _, tb := range []string{"ft", "ftgone", "fttypes", "inno_resumed"} {
+			assert.Equal(t, want[strings.TrimSuffix(tb, "_resumed")], gotP[tb], tb)
+		}
+		row := "SELECT CONCAT_WS('|', id, f, dbl, dec1, BIN(b), e, st, dt, ts, tm, y, j, ST_AsText(g), HEX(bl), l1, u, z) FROM d.fttypes WHERE id > 3000"
+		assert.Equal(t, srv.Query(t, row), primary.Query(t, row), "every value as stored")
+
 		replica.Exec(t, "START SLAVE")
+		waitReplica("SELECT COUNT(*) FROM d.ft WHERE MATCH(body) AGAINST ('word7')", "40")
+		assert.Equal(t, "40", primary.Query(t, "SELECT COUNT(*) FROM d.ft WHERE MATCH(body) AGAINST ('word7')"))
 		waitReplica("SELECT COUNT(*) FROM `données`.`tâble_é_3`", "700")
 		waitReplica("SELECT COUNT(*) FROM d.fk_self", "4")
 		var name, create string
@@ -385,9 +425,34 @@ func TestImportRealMariaDB(t *testing.T) {
 		assert.Equal(t, srv.Query(t, "SELECT COUNT(*) FROM d.ver FOR SYSTEM_TIME ALL")+"+1",
 			primary.Query(t, "SELECT CONCAT(COUNT(*) - 1, '+1') FROM d.ver_final FOR SYSTEM_TIME ALL"), "every history row, and the update's")
 		assert.Equal(t, srv.Query(t, "SELECT SUM(h) FROM d.inv"), primary.Query(t, "SELECT SUM(h) FROM d.inv_final"), "INVISIBLE columns copied")
-		for _, tb := range []string{"inno_final", "inv_final", "aria_final"} {
+		waitReplica("SELECT COUNT(*) FROM d.inno_resumed", "3000")
+		for _, tb := range []string{"inno_final", "inv_final", "aria_final", "ft", "ftgone", "fttypes", "inno_resumed"} {
 			assert.Equal(t, mariadbtest.Checksums(t, primary.DB(), "d")[tb], mariadbtest.Checksums(t, replica.DB(), "d")[tb], tb)
 		}
+
+		// Paced by the replica: after each batch, the replica has it.
+		replicaRows := func(table string) string { return replica.Query(t, "SELECT COUNT(*) FROM d."+table) }
+		paces := 0
+		pace := Replicas(primary.DB(), []Replica{{Name: "the replica", DB: replica.DB()}}, time.Minute, logutil.NewMemoryLogger())
+		_, err = ImportReplicated(ctx, primary.DB(), source("d", "inno"), Target{"d", "inno_paced"}, Options{Pace: func(ctx context.Context) error {
+			err := pace(ctx)
+			paces++
+			assert.Equal(t, fmt.Sprint(paces*copyBatchRows), replicaRows("inno_paced"), "the replica holds every batch copied")
+			return err
+		}}, logutil.NewMemoryLogger())
+		require.NoError(t, err)
+		assert.Equal(t, 1, paces)
+		// A replica that applies nothing fails the copy, which is undone.
+		replica.Exec(t, "STOP SLAVE")
+		stall := Replicas(primary.DB(), []Replica{{Name: "the replica", DB: replica.DB()}}, 2*time.Second, logutil.NewMemoryLogger())
+		_, err = ImportReplicated(ctx, primary.DB(), source("d", "inno"), Target{"d", "inno_stalled"}, Options{Pace: stall}, logutil.NewMemoryLogger())
+		require.ErrorContains(t, err, "replica the replica has not applied the copy's last batch in 2s")
+		require.NoError(t, Absent(ctx, primary.DB(), Target{"d", "inno_stalled"}))
+		require.NoError(t, Absent(ctx, primary.DB(), LocalName(Target{"d", "inno_stalled"})))
+		replica.Exec(t, "START SLAVE")
+		require.NoError(t, pace(ctx), "the replica catches up")
+		assert.Equal(t, "0", replica.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME = 'inno_stalled'"))
+		assert.Empty(t, replicaStatus(t, replica, "Last_SQL_Error"))
 	})
 
 	t.Run("into another server", func(t *testing.T) {

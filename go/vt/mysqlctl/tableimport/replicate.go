@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -110,7 +111,9 @@ func planCopy(ctx context.Context, conn *sql.Conn, local Target, create string) 
 // batches by primary key, a system-versioned table with its history; then
 // checks to against local and drops local without logging. On failure what
 // it created is dropped (through the log, so replicas drop it too) and local
-// is left for the caller to drop.
+// is left for the caller to drop. With opts.Resume, a target that exists
+// is one a stopped copy created: the copy continues after its last row.
+// With opts.Unreplicated nothing is logged (a table for this server only).
 func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, opts Options, logger logutil.Logger) (res Result, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -133,20 +136,32 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, op
 	if err != nil {
 		return res, err
 	}
-	if err := absent(ctx, conn, to); err != nil {
-		return res, err
+	logBin := "SET SESSION sql_log_bin = 1"
+	if opts.Unreplicated {
+		logBin = "SET SESSION sql_log_bin = 0"
 	}
-	for _, q := range []string{"SET SESSION sql_log_bin = 1", "SET SESSION binlog_format = ROW", "SET SESSION foreign_key_checks = 0", def} {
+	for _, q := range []string{logBin, "SET SESSION binlog_format = ROW", "SET SESSION foreign_key_checks = 0"} {
 		if err := exec(q); err != nil {
 			return res, err
 		}
+	}
+	err = absent(ctx, conn, to)
+	switch {
+	case err == nil:
+		err = exec(def)
+	case opts.Resume && errors.Is(err, ErrExists):
+		err = nil
+		logger.Infof("restore-table: %s exists beside its local copy %s: the copy goes on after its last row", to, local)
+	}
+	if err != nil {
+		return res, err
 	}
 	defer func() {
 		if err != nil {
 			_ = exec("DROP TABLE IF EXISTS " + quoted(to))
 		}
 	}()
-	if err = copyRows(ctx, conn, plan, local, to, logger); err != nil {
+	if err = copyRows(ctx, conn, plan, local, to, opts.Pace, logger); err != nil {
 		return res, err
 	}
 	if err = sameRows(ctx, conn, plan, local, to); err != nil {
@@ -162,8 +177,11 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, op
 	return res, err
 }
 
-// copyRows copies local into to in logged batches.
-func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target, logger logutil.Logger) error {
+// copyRows copies local into to in logged batches, each followed by pace
+// (when set). Rows already in to (a stopped copy's) stay: the copy goes on
+// after the last by primary key; a table copied in one statement (no
+// primary key, system-versioned) is whole once it holds any.
+func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target, pace func(context.Context) error, logger logutil.Logger) error {
 	cols := strings.Join(p.columns, ", ")
 	from := quoted(local)
 	if p.versioned {
@@ -173,8 +191,15 @@ func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target,
 		defer conn.ExecContext(context.Background(), "SET SESSION system_versioning_insert_history = DEFAULT")
 		from += " FOR SYSTEM_TIME ALL"
 	}
+	var copied int64
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoted(to)).Scan(&copied); err != nil {
+		return err
+	}
 	insert := "INSERT INTO " + quoted(to) + " (" + cols + ") SELECT " + cols + " FROM " + from
 	if len(p.key) == 0 {
+		if copied > 0 {
+			return nil
+		}
 		_, err := conn.ExecContext(ctx, insert)
 		return err
 	}
@@ -188,10 +213,16 @@ func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target,
 	order := " ORDER BY " + strings.Join(p.key, ", ") + fmt.Sprintf(" LIMIT %d", copyBatchRows)
 	last := "SELECT " + strings.Join(p.key, ", ") + " INTO " + strings.Join(vars, ", ") + " FROM " + quoted(to) + " ORDER BY " + strings.Join(desc, ", ") +
 		" LIMIT 1"
-	var copied int64
-	for batch := 0; ; batch++ {
+	after := copied > 0
+	if after {
+		logger.Infof("restore-table: %s holds %d rows of a stopped copy: copying the rest", to, copied)
+	}
+	for batch := 1; ; batch++ {
 		q := insert + order
-		if batch > 0 {
+		if after {
+			if _, err := conn.ExecContext(ctx, last); err != nil {
+				return err
+			}
 			q = insert + " WHERE " + key + " > (" + strings.Join(vars, ", ") + ")" + order
 		}
 		r, err := conn.ExecContext(ctx, q)
@@ -204,11 +235,14 @@ func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target,
 			logger.Infof("restore-table: %d rows of %s copied into %s through the binary log", copied, local, to)
 			return nil
 		}
-		if _, err := conn.ExecContext(ctx, last); err != nil {
-			return err
-		}
-		if batch%50 == 49 {
+		after = true
+		if batch%50 == 0 {
 			logger.Infof("restore-table: %d rows copied into %s so far", copied, to)
+		}
+		if pace != nil {
+			if err := pace(ctx); err != nil {
+				return fmt.Errorf("copying %s into %s: %w", local, to, err)
+			}
 		}
 	}
 }
@@ -253,19 +287,32 @@ func sameRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target)
 }
 
 // ImportReplicated imports src as to on a server that writes a binary log:
-// under LocalName(to) without logging (Import), then into to through the
-// log (Replicate). On failure nothing of it is left: the local table is
-// dropped without logging, the target through the log.
+// its local copy made under LocalName(to) without logging (opts.Local:
+// Import of its files by default), then copied into to through the log
+// (Replicate). On failure nothing of it is left: the local table is
+// dropped without logging, the target through the log. With opts.Resume,
+// where to and its local copy exist (a run killed during the copy), the
+// copy goes on; a local copy without its target (killed while it was
+// made) is made again.
 func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, opts Options, logger logutil.Logger) (Result, error) {
 	if logger == nil {
 		logger = logutil.NewConsoleLogger()
 	}
 	local := LocalName(to)
-	localOpts := opts
-	localOpts.Unreplicated, localOpts.withoutForeignKeys = true, true
-	if _, err := Import(ctx, db, src, local, localOpts, logger); err != nil {
+	resuming, err := stopped(ctx, db, local, to, opts.Resume)
+	if err != nil {
 		return Result{}, err
 	}
+	if !resuming {
+		makeLocal := opts.Local
+		if makeLocal == nil {
+			makeLocal = fromFiles
+		}
+		if err := makeLocal(ctx, db, src, local, opts, logger); err != nil {
+			return Result{}, err
+		}
+	}
+	opts.Resume = resuming
 	res, err := Replicate(ctx, db, src, local, to, opts, logger)
 	if err != nil {
 		if derr := dropUnlogged(ctx, db, local); derr != nil {
@@ -273,6 +320,31 @@ func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, op
 		}
 	}
 	return res, err
+}
+
+// stopped reports whether a copy into to was stopped and may go on: with
+// resume, to and local both exist. A local copy left without its target
+// is dropped (without logging) to be made again.
+func stopped(ctx context.Context, db *sql.DB, local, to Target, resume bool) (bool, error) {
+	if !resume {
+		return false, nil
+	}
+	has := func(t Target) (bool, error) {
+		err := Absent(ctx, db, t)
+		if errors.Is(err, ErrExists) {
+			return true, nil
+		}
+		return false, err
+	}
+	l, err := has(local)
+	if err != nil || !l {
+		return false, err
+	}
+	t, err := has(to)
+	if err != nil || t {
+		return t, err
+	}
+	return false, dropUnlogged(ctx, db, local)
 }
 
 // dropUnlogged drops a table that only this server has, without logging.

@@ -20,7 +20,8 @@ var fulltextKey = regexp.MustCompile("(?m)^\\s*FULLTEXT (?:KEY|INDEX) `((?:[^`]|
 // innodbDefinition matches the table options of an InnoDB definition.
 var innodbDefinition = regexp.MustCompile(`\) ENGINE=InnoDB\b`)
 
-// Refusal says why a table cannot be imported safely, before anything is.
+// Refusal says why a table's files cannot be imported safely, before
+// anything is: such a table comes back as rows (FromServer).
 func Refusal(src Source) error { return importable(src) }
 
 // importable refuses, before anything is imported, a table an import
@@ -39,14 +40,13 @@ func importable(src Source) error {
 			names[i] = k[1]
 		}
 		return fmt.Errorf("%s.%s has FULLTEXT indexes (%s), whose auxiliary tables an import cannot bring back (the imported table would crash the "+
-			"server on its next write); restore it into a directory and reload its rows into a table created with the definition instead "+
-			"(docs/table-restore.md)",
+			"server on its next write); its rows are loaded instead (FromServer; restore-table --into-mysql/--into-tablet does)",
 			src.DB, src.Table, strings.Join(names, ", "))
 	}
 	if hiddenDocID(src) {
 		return fmt.Errorf("%s.%s has a hidden FTS_DOC_ID column (left by a FULLTEXT index dropped since), which a table created from its definition "+
 			"cannot have: imported into a table made to match (a FULLTEXT index created and dropped again), MariaDB 10.11 stopped on the next INSERT; "+
-			"restore it into a directory and reload its rows into a table created with the definition instead (docs/table-restore.md)", src.DB, src.Table)
+			"its rows are loaded instead (FromServer; restore-table --into-mysql/--into-tablet does)", src.DB, src.Table)
 	}
 	return nil
 }

@@ -74,6 +74,17 @@ type Options struct {
 	// withoutForeignKeys creates the table without its foreign keys (the
 	// local copy of ImportReplicated, whose target has them).
 	withoutForeignKeys bool
+	// Local makes the local copy ImportReplicated copies the target from
+	// (nil: Import of the files; FromServer: the rows a throwaway server
+	// reads from them).
+	Local LocalCopy
+	// Pace, if set, is called after each batch copied into the target
+	// through the binary log; its error stops the copy (Replicas).
+	Pace func(ctx context.Context) error
+	// Resume lets ImportReplicated go on with a copy that was stopped (the
+	// command killed): where the target and its local copy both exist, the
+	// copy continues after the target's last row.
+	Resume bool
 	// DurableTimeout bounds the wait for InnoDB's checkpoint to pass the
 	// import (durable.go); 0: 10 minutes.
 	DurableTimeout time.Duration

@@ -17,18 +17,40 @@ import (
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 )
 
-// Definitions starts a throwaway mysqld on dataDir (a table restore's
-// prepared subset: the system tablespace and the tables' files), InnoDB
-// read-only, and returns each table's SHOW CREATE TABLE, keyed "db.table",
-// with the server's VERSION(). It is the definition at the backup's
-// position, read from the backup's own files (the .frm on MariaDB, the data
-// dictionary in mysql.ibd on MySQL 8), whatever the live server holds now.
-// As at any start, MariaDB runs Aria's recovery from the backup's Aria log,
-// which brings Aria tables copied online to the backup's end; its clean
-// stop leaves them closed. The server is stopped, and its scratch directory
-// removed, before Definitions returns. As root, the server runs as the
-// mysql user, which gets dataDir.
+// Definitions starts a throwaway mysqld on dataDir (Open) and returns each
+// table's SHOW CREATE TABLE, keyed "db.table", with the server's VERSION().
+// It is the definition at the backup's position, read from the backup's own
+// files (the .frm on MariaDB, the data dictionary in mysql.ibd on MySQL 8),
+// whatever the live server holds now. The server is stopped, and its
+// scratch directory removed, before Definitions returns.
 func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts Options) (defs map[string]string, version string, err error) {
+	s, err := Open(ctx, dataDir, "the tables' definitions", opts)
+	if err != nil {
+		return nil, "", err
+	}
+	defer s.Close()
+	defs, err = s.Definitions(ctx, tables)
+	return defs, s.Version, err
+}
+
+// Scratch is a throwaway mysqld on a table restore's prepared subset (the
+// system tablespace and the tables' files), which reads it and changes
+// nothing: InnoDB read-only on MariaDB; on MySQL 8 a server on a copy of the
+// data dictionary alone, which has the definitions and none of the rows.
+type Scratch struct {
+	DB      *sql.DB
+	Version string // SELECT VERSION()
+	MariaDB bool
+	srv     *server
+	scratch string
+}
+
+// Open starts a Scratch on dataDir, saying what for in its log line. As at
+// any start, MariaDB runs Aria's recovery from the backup's Aria log, which
+// brings Aria tables copied online to the backup's end; its clean stop
+// (Close) leaves them closed. As root, the server runs as the mysql user,
+// which gets dataDir.
+func Open(ctx context.Context, dataDir, what string, opts Options) (_ *Scratch, err error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = logutil.NewConsoleLogger()
@@ -41,11 +63,11 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 	}
 	bin, err := mysqlinstall.FindMysqld(opts.MysqldPath)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	_, mariadb, err := mysqlinstall.ServerVersion(ctx, bin)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	parent := opts.ScratchParent
 	if parent == "" {
@@ -53,20 +75,24 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 	}
 	scratch, err := os.MkdirTemp(parent, "vtfifo-definitions-")
 	if err != nil {
-		return nil, "", fmt.Errorf("cannot create a scratch directory: %w", err)
+		return nil, fmt.Errorf("cannot create a scratch directory: %w", err)
 	}
-	defer os.RemoveAll(scratch)
+	defer func() {
+		if err != nil {
+			os.RemoveAll(scratch)
+		}
+	}()
 	if err := os.Mkdir(filepath.Join(scratch, "tmp"), 0o750); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	runAs, err := mysqlinstall.ServerUser(scratch)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if runAs != nil {
 		for _, d := range []string{scratch, dataDir} {
 			if err := mysqlinstall.ChownTree(d, runAs); err != nil {
-				return nil, "", err
+				return nil, err
 			}
 		}
 	}
@@ -80,49 +106,63 @@ func Definitions(ctx context.Context, dataDir string, tables [][2]string, opts O
 		// may write starts on a copy of the dictionary alone, and the exported
 		// tablespaces are not in its data directory at all.
 		if srv.dataDir, err = dictionaryCopy(dataDir, filepath.Join(scratch, "dictionary")); err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		if runAs != nil {
 			if err := mysqlinstall.ChownTree(srv.dataDir, runAs); err != nil {
-				return nil, "", err
+				return nil, err
 			}
 		}
 		mode = "on a copy of the data dictionary"
 	}
 	args, err := srv.args(opts)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if mariadb {
 		// The exported tablespaces stay as the tool left them.
 		args = append(args, "--innodb-read-only=1")
 	}
-	logger.Infof("restore-table: starting %s (%s) on %s for the tables' definitions", bin, mode, dataDir)
+	logger.Infof("restore-table: starting %s (%s) on %s for %s", bin, mode, dataDir, what)
 	db, err := srv.start(ctx, args, opts.StartTimeout)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	defer srv.stop()
-	defer db.Close()
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return nil, "", fmt.Errorf("SELECT VERSION(): %w", err)
+	s := &Scratch{DB: db, MariaDB: mariadb, srv: srv, scratch: scratch}
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&s.Version); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("SELECT VERSION(): %w", err)
 	}
-	defs = map[string]string{}
+	return s, nil
+}
+
+// Close stops the server cleanly and removes its scratch directory.
+func (s *Scratch) Close() {
+	s.DB.Close()
+	s.srv.stop()
+	os.RemoveAll(s.scratch)
+}
+
+// Definitions returns each table's SHOW CREATE TABLE, keyed "db.table",
+// its row format made explicit.
+func (s *Scratch) Definitions(ctx context.Context, tables [][2]string) (map[string]string, error) {
+	defs := map[string]string{}
 	for _, t := range tables {
 		var name, create string
 		q := "SHOW CREATE TABLE " + sqlescape.EscapeID(t[0]) + "." + sqlescape.EscapeID(t[1])
-		if err := db.QueryRowContext(ctx, q).Scan(&name, &create); err != nil {
-			return nil, "", fmt.Errorf("%s.%s: the restored files give no definition (%s: %v); the server's log ends:\n%s", t[0], t[1], q, err, srv.logTail())
+		if err := s.DB.QueryRowContext(ctx, q).Scan(&name, &create); err != nil {
+			return nil, fmt.Errorf("%s.%s: the restored files give no definition (%s: %v); the server's log ends:\n%s", t[0], t[1], q, err, s.srv.logTail())
 		}
 		if !strings.HasPrefix(create, "CREATE TABLE ") {
-			return nil, "", fmt.Errorf("%s.%s: SHOW CREATE TABLE gave no CREATE TABLE: %.80q", t[0], t[1], create)
+			return nil, fmt.Errorf("%s.%s: SHOW CREATE TABLE gave no CREATE TABLE: %.80q", t[0], t[1], create)
 		}
-		if create, err = withRowFormat(ctx, db, t, create); err != nil {
-			return nil, "", err
+		var err error
+		if create, err = withRowFormat(ctx, s.DB, t, create); err != nil {
+			return nil, err
 		}
 		defs[t[0]+"."+t[1]] = create
 	}
-	return defs, version, nil
+	return defs, nil
 }
 
 // dictionaryCopy makes dst a data directory with what a MySQL 8 server needs

@@ -1,0 +1,99 @@
+package vtfifocli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// definitions reads the tables' definitions from the restored files (a
+// throwaway server, which also runs Aria's recovery), makes Aria tables
+// movable, and writes each definition as db/table.sql, marked NOT
+// IMPORTABLE where an import of its files would harm the server. Into a
+// live MariaDB server such a table's rows are loaded instead (rows). ok is
+// false, with FAIL lines, when a table cannot be restored as asked.
+func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, f restoreTableFlags, out *tableOutput) (restored restoredDefs, ok bool) {
+	names := make([][2]string, len(tables))
+	for i, t := range tables {
+		names[i] = [2]string{t.DB, t.Table}
+	}
+	defs, version, err := testrestore.Definitions(s.ctx, dir, names, f.scratchOptions(s))
+	if err != nil {
+		fmt.Fprintf(s.o.notes, "FAIL: reading the tables' definitions from the restored files: %s\n", errText(err))
+		return restored, false
+	}
+	restored = restoredDefs{defs: defs, rows: map[string]bool{}}
+	// The server just stopped ran Aria's recovery on the restored Aria
+	// tables; made movable, they open in any server.
+	for _, t := range tables {
+		if t.Engine != "Aria" {
+			continue
+		}
+		ariaChk, ok := mysqlinstall.FindTool("aria_chk")
+		if !ok {
+			fmt.Fprintf(s.o.notes, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
+			return restored, false
+		}
+		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
+			fmt.Fprintf(s.o.notes, "FAIL: table %s: %s\n", t.Name(), errText(err))
+			return restored, false
+		}
+	}
+	into := f.intoMySQL != "" || f.intoTablet != ""
+	refused := 0
+	for _, t := range tables {
+		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
+		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
+		text := defs[t.Name()] + ";\n"
+		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]})
+		if refusal != nil {
+			// The operator's own IMPORT TABLESPACE would do the same harm.
+			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text
+		}
+		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
+			fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
+			return restored, false
+		}
+		st := out.table(t.Name())
+		st.Engine, st.Files, st.Definition = t.Engine, t.Exported, def
+		out.printf("table %s (%s%s): %s, definition in %s\n", t.Name(), t.Engine, partitionedNote(t.Partitioned), strings.Join(t.Exported, " "), def)
+		switch {
+		case refusal == nil:
+		case into && strings.Contains(version, "MariaDB"):
+			restored.rows[t.Name()] = true
+			st.Notes = append(st.Notes, "its files cannot be imported: its rows are loaded, read from them by a throwaway server")
+		case into:
+			// The throwaway MySQL 8 server reads a copy of the data
+			// dictionary, without the tables' rows (testrestore.Open).
+			st.NotImportable = refusal.Error()
+			fmt.Fprintf(s.o.notes, "FAIL: table %s cannot be imported: %v; on MySQL 8 its rows cannot be loaded yet either (the throwaway server "+
+				"holds the definitions only)\n", t.Name(), refusal)
+			refused++
+		default:
+			st.NotImportable = refusal.Error()
+			fmt.Fprintf(s.o.notes, "FAIL: table %s cannot be imported from its files: %v\n", t.Name(), refusal)
+			refused++
+		}
+	}
+	// Nothing is imported when one table cannot be: the set is restored
+	// whole or not at all.
+	return restored, refused == 0
+}
+
+// restoredDefs are the restored tables' definitions, keyed db.table, and
+// those loaded as rows rather than imported as files.
+type restoredDefs struct {
+	defs map[string]string
+	rows map[string]bool
+}
+
+// scratchOptions configure the throwaway servers on the restored files.
+func (f restoreTableFlags) scratchOptions(s *session) testrestore.Options {
+	return testrestore.Options{MysqldPath: f.mysqldPath, Logger: s.logger, Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: f.defaultsFile}}
+}

@@ -68,11 +68,11 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 	if err != nil {
 		return nil, o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
 	}
-	if o.backup == "" || o.backup == latestVerified {
+	if o.backup == "" || o.backup == latestVerifiedValue {
 		if len(bhs) == 0 {
 			return nil, o.failf(exitUnreachable, "no complete backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", o.where())
 		}
-		if o.backup == latestVerified {
+		if o.backup == latestVerifiedValue {
 			return o.latestVerified(ctx, bhs)
 		}
 		return o.latestNotFailed(ctx, bhs, dir), exitOK
@@ -89,9 +89,9 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 	return nil, o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
 }
 
-// latestVerified is --backup's value for the newest backup whose latest
+// latestVerifiedValue is --backup's value for the newest backup whose latest
 // test restore passed.
-const latestVerified = "latest-verified"
+const latestVerifiedValue = "latest-verified"
 
 // latestVerified is the newest of bhs whose latest test restore passed, or,
 // when none did, exitFailed with the reason.

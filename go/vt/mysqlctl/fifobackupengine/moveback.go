@@ -113,12 +113,12 @@ func isToolMetadata(name string, l restoreLayout) bool {
 	if flavor == FlavorXtrabackup && !l.MariaDBData && ibLogfile.MatchString(name) {
 		return true // MySQL creates its redo anew
 	}
-	for _, suffix := range []string{".qp", ".lz4", ".zst", ".pmap", ".tmp", ".xbcrypt"} {
+	for _, suffix := range toolTransformedSuffixes {
 		if strings.HasSuffix(name, suffix) {
 			return true
 		}
 	}
-	return false
+	return strings.HasSuffix(name, ".pmap") || strings.HasSuffix(name, ".tmp") // the tool's scratch files
 }
 
 // checkArrived proves the move-back complete: every placement is at its

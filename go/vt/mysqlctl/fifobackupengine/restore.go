@@ -53,7 +53,7 @@ type restoreRun struct {
 	params  mysqlctl.RestoreParams
 	bh      backupstorage.BackupHandle
 	m       *Manifest
-	chain   []member // what restores m, full first (resolveChain)
+	chain   []member // what restores m, full first (findChain)
 	stats   *phaseStats
 	logger  logutil.Logger
 	onRead  func(lane, n int)  // stored bytes read (progress); may be nil
@@ -90,7 +90,7 @@ func (r *restoreRun) execute(ctx context.Context) error {
 		return err
 	}
 	// So is every backup of its chain, and the keys they need.
-	if err := r.resolveChain(ctx); err != nil {
+	if err := r.findChain(ctx); err != nil {
 		return err
 	}
 	if err := checkRestoreKeys(r.chain, cnf.Path, r.logger); err != nil {
@@ -139,8 +139,8 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	return nil
 }
 
-// resolveChain finds and checks what restores r.m (incremental.go).
-func (r *restoreRun) resolveChain(ctx context.Context) error {
+// findChain finds and checks what restores r.m (resolveChain, incremental.go).
+func (r *restoreRun) findChain(ctx context.Context) error {
 	chain, err := resolveChain(ctx, member{bh: r.bh, m: r.m})
 	if err != nil {
 		return err

@@ -125,7 +125,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 			return rep, err
 		}
 	}
-	if err := run.resolveChain(ctx); err != nil {
+	if err := run.findChain(ctx); err != nil {
 		return rep, err
 	}
 	if opts.Prepare {

@@ -274,15 +274,6 @@ func writeFile(t *testing.T, dir, name, content string) {
 
 func newMemoryLogger() *logutil.MemoryLogger { return logutil.NewMemoryLogger() }
 
-// Passwords in extra flags never reach a log line or the MANIFEST.
-func TestRedactHidesPasswords(t *testing.T) {
-	got := redactFlags(`--password=PLANTED-1 --no-lock -pPLANTED-2 --encrypt-key-password='PLANTED 3' --parallel=4`)
-	assert.NotContains(t, got, "PLANTED")
-	assert.Contains(t, got, "--no-lock")
-	assert.Contains(t, got, "--parallel=4")
-	assert.Contains(t, got, "--password=****")
-}
-
 // file_utils.cc, open_fifo_for_write_with_timeout writes one control byte
 // before the stream; the engine takes it by position: one byte, then the
 // chunk magic or the end.

@@ -208,8 +208,3 @@ func (c Config) checkTransfers(p *flagvalue.Problems) {
 		}
 	}
 }
-
-// ObjectsPerTiB is how many part objects one TiB of backup data makes.
-func (c Config) ObjectsPerTiB() int64 {
-	return (1<<40 + c.PartSize - 1) / c.PartSize
-}

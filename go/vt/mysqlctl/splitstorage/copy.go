@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 )
 
 // CopyOptions configures CopyBackup.
@@ -230,8 +229,8 @@ func copyObject(ctx context.Context, src, dst backend.Backend, o backend.ObjectI
 	} else if err != nil && !errors.Is(err, ErrNotExist) {
 		return false, false, err
 	}
-	if c, ok := dst.(backend.ServerCopier); ok && (move || !isLocal(dst)) {
-		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, backend.PutOptions{}); copied || err != nil {
+	if c, ok := dst.(backend.ServerCopier); ok {
+		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, backend.PutOptions{Moving: move}); copied || err != nil {
 			return copied, copied, err
 		}
 	}
@@ -281,9 +280,4 @@ func ProblemsOf(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
-}
-
-func isLocal(b backend.Backend) bool {
-	_, ok := backend.Innermost(b).(*local.Backend)
-	return ok
 }

@@ -37,7 +37,6 @@ func TestFlags(t *testing.T) {
 	d := splitstorage.FlagConfig()
 	assert.Equal(t, splitstorage.DefaultConfig().PartSize, d.PartSize)
 	assert.Equal(t, int64(256<<20), d.PartSize)
-	assert.Equal(t, int64(4096), d.ObjectsPerTiB())
 	// defaults fit the budget; only the root is missing
 	err := splitstorage.FlagConfig().Validate()
 	require.Error(t, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
@@ -84,4 +85,55 @@ func FailedFunc(ctx context.Context) func(backupstorage.BackupHandle) bool {
 		rec, err := Load(ctx, bh)
 		return err == nil && rec != nil && rec.Outcome == Failed
 	}
+}
+
+// RecordName is the name of the verification record beside the MANIFEST.
+const RecordName = "verification"
+
+// Outcomes of a Record.
+const (
+	Passed = "passed"
+	Failed = "failed"
+)
+
+// Record is what a test restore found: written as JSON beside the backup.
+type Record struct {
+	Version  int       `json:"version"`
+	Backup   string    `json:"backup"`
+	Outcome  string    `json:"outcome"`
+	Error    string    `json:"error,omitempty"`
+	Started  time.Time `json:"started"`
+	Duration string    `json:"duration"`
+	Host     string    `json:"host,omitempty"`
+	// Tool prepared the files; Server is the throwaway mysqld's VERSION().
+	Tool   string `json:"tool,omitempty"`
+	Server string `json:"server,omitempty"`
+	// Bytes restored; Tables checked with CHECK TABLE (Uncheckable: their
+	// engine has no CHECK, counted only); Rows counted in all of them.
+	Bytes        int64    `json:"bytes"`
+	Tables       int      `json:"tables"`
+	Uncheckable  int      `json:"uncheckable,omitempty"`
+	TablesFailed []string `json:"tables_failed,omitempty"`
+	Rows         int64    `json:"rows"`
+}
+
+// ParseRecord reads a stored record.
+func ParseRecord(doc []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return r, fmt.Errorf("verification record: %w", err)
+	}
+	if r.Version != 1 || (r.Outcome != Passed && r.Outcome != Failed) {
+		return r, fmt.Errorf("verification record: unknown version %d or outcome %q", r.Version, r.Outcome)
+	}
+	return r, nil
+}
+
+// Summary is the record in a few words, as `vtfifo ls` shows it.
+func (r Record) Summary() string {
+	s := fmt.Sprintf("%s %s", r.Outcome, r.Started.UTC().Format("2006-01-02T15:04Z"))
+	if r.Outcome == Passed {
+		return s + fmt.Sprintf(" (%d tables, %d rows)", r.Tables, r.Rows)
+	}
+	return s
 }

@@ -47,6 +47,10 @@ type Backend interface {
 type PutOptions struct {
 	IfNotExists bool
 	CRC32C      uint32
+	// Moving says the source is removed once copied (ServerCopier): a
+	// copy that shares the source's storage (a hard link) is then as good
+	// as one of its own, and is made only then.
+	Moving bool
 }
 
 // A FileBody is a Put body that is the whole of a file without a name that

@@ -11,10 +11,12 @@ import (
 )
 
 // CopyFrom hard-links the object of another file backend on the same file
-// system (objects are never written in place: Put renames a new file over).
+// system (objects are never written in place: Put renames a new file over)
+// for a move (opts.Moving); a copy gets bytes of its own, so that damage to
+// one is never damage to both.
 func (l *Backend) CopyFrom(ctx context.Context, src backend.Backend, key string, size int64, opts backend.PutOptions) (bool, error) {
 	sl, ok := src.(*Backend)
-	if !ok {
+	if !ok || !opts.Moving {
 		return false, nil
 	}
 	from, err := sl.path(key)

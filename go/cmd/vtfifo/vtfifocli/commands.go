@@ -85,7 +85,9 @@ var commandDocs = []commandDoc{
 		"Copies the backup (--backup, or the newest complete one) to the storage that --to-flags-file (its --split-storage-*\n" +
 			"lines) and --to describe. Every object goes through a temporary file; the destination is verified (every index,\n" +
 			"every part's size and CRC32C read back) before its completion marker is written, so it is never listed there\n" +
-			"before it is whole. A copy that stopped is resumed by running it again; --remove-source makes it a move.",
+			"before it is whole. A copy that stopped is resumed by running it again; --remove-source makes it a move.\n" +
+			"A backup of the legacy storage (--split-storage-legacy), of any engine, is copied file by file into the\n" +
+			"destination, each file read back and compared, and keeps its engine (docs/migration.md).",
 		"  vtfifo copy --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0 \\\n" +
 			"      --to-flags-file=/etc/vitess/dr-region.flags --to=--split-storage-s3-prefix=protected"},
 	{"repair", "Repair a backup's damaged parts from its copy in a second split storage, verified after",

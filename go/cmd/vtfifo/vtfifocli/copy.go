@@ -16,15 +16,17 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
-// Copy is `vtfifo copy`: a complete backup copied to a second split storage
-// (another bucket, region, prefix or backend), verified there before it is
-// listed there; resumable; --remove-source moves it.
+// Copy is `vtfifo copy`: a complete backup, of any engine, copied to a
+// second split storage (another bucket, region, prefix or backend),
+// verified there before it is listed there; resumable; --remove-source
+// moves it. A backup of the legacy storage is copied file by file
+// (copylegacy.go), into the same split storage or another.
 func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var toFiles, toFlags []string
 	var removeSource, asJSON *bool
 	var concurrency *int
 	var dst splitstorage.Config
-	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
+	s, bh, code := openAnyBackup(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			fs.StringSliceVar(&toFiles, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines "+
 				"skipped), e.g. another tablet's; repeatable")
@@ -52,6 +54,11 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return code
 	}
 	defer s.close()
+	legacy := s.fromLegacy(bh)
+	if legacy && *removeSource {
+		return s.o.failf(exitUsage, "backup %s/%s is the legacy %s storage's: --remove-source is refused for it (once copied, the copy is listed in "+
+			"its place; retire the legacy storage as a whole, docs/migration.md)", bh.Directory(), bh.Name(), s.origin(bh))
+	}
 	src, err := can[backupCopier](s.bs, "copy a backup")
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
@@ -62,7 +69,16 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return failureStatus(err)
 	}
 	defer to.Close()
-	res, err := copyBackup(s, src, to, dst.Location(), bh, *concurrency, *removeSource, stderr)
+	var res CopyResult
+	if legacy {
+		res = CopyResult{Backup: s.o.dir() + "/" + bh.Name(), Destination: dst.Location(), FromLegacy: s.origin(bh)}
+		var rep splitstorage.CopyReport
+		if rep, err = copyLegacy(s.ctx, bh, to, s.o.dir()); err == nil {
+			res.Copy = &rep
+		}
+	} else {
+		res, err = copyBackup(s, src, to, dst.Location(), bh, *concurrency, *removeSource, stderr)
+	}
 	if *asJSON {
 		writeJSON(stdout, res)
 	} else {
@@ -85,6 +101,9 @@ type CopyResult struct {
 	// Copy is nil when the backup itself was not copied.
 	Copy          *splitstorage.CopyReport `json:"copy,omitempty"`
 	SourceRemoved bool                     `json:"source_removed"`
+	// FromLegacy names the legacy storage a backup was copied from, file
+	// by file (copylegacy.go).
+	FromLegacy string `json:"from_legacy,omitempty"`
 }
 
 // CopiedBase is a base copied before the backup that needs it.
@@ -139,7 +158,10 @@ func (r CopyResult) print(w io.Writer) {
 	for _, b := range r.BasesCopied {
 		fmt.Fprintf(w, "OK: base %s of %s copied first: %d objects (%s)\n", b.Backup, r.Backup, b.Objects, humanize.IBytes(uint64(b.Bytes)))
 	}
-	if c := r.Copy; c != nil {
+	if c := r.Copy; c != nil && r.FromLegacy != "" {
+		fmt.Fprintf(w, "OK: backup %s of the legacy %s storage copied file by file: %d files (%s), each read back from the copy and compared; "+
+			"it keeps its engine\n", r.Backup, r.FromLegacy, c.Objects, humanize.IBytes(uint64(c.Bytes)))
+	} else if c != nil {
 		fmt.Fprintf(w, "OK: backup %s copied: %d objects (%s), %d copied (%s; %d of them by the storage service, server-side), "+
 			"the rest already there; verified at the destination\n",
 			r.Backup, c.Objects, humanize.IBytes(uint64(c.Bytes)), c.Copied, humanize.IBytes(uint64(c.CopiedBytes)), c.ServerSide)

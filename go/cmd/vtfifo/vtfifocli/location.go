@@ -59,6 +59,13 @@ func (s *session) exists(dir, name string) bool {
 }
 
 // origin names the storage bh is in (originNamer), else the one in use.
+// fromLegacy reports whether bh is the legacy storage's, listed by the
+// split storage beside its own.
+func (s *session) fromLegacy(bh backupstorage.BackupHandle) bool {
+	o, ok := s.bs.(originNamer)
+	return ok && o.Origin(bh) != splitstorage.Name
+}
+
 func (s *session) origin(bh backupstorage.BackupHandle) string {
 	if o, ok := s.bs.(originNamer); ok {
 		return o.Origin(bh)

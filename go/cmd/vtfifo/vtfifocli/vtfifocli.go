@@ -235,10 +235,26 @@ func openSession(ctx context.Context, prog string, args []string, stdout, stderr
 	return &session{o: o, ctx: ctx, bs: bs, logger: logger, close: func() { bs.Close(); cancel() }}, -1
 }
 
-// openBackup is openSession for the subcommands that read one backup: it
-// also picks the backup the flags name (pickBackup). A nil session comes
-// with the exit status; otherwise the caller calls close.
+// openBackup is openSession for the subcommands that read one fifo backup:
+// it also picks the backup the flags name (pickBackup) and refuses another
+// engine's (fifoOnly). A nil session comes with the exit status; otherwise
+// the caller calls close.
 func openBackup(ctx context.Context, prog string, args []string, stdout, stderr io.Writer,
+	extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
+	s, bh, code := openAnyBackup(ctx, prog, args, stdout, stderr, extra)
+	if s == nil {
+		return nil, nil, code
+	}
+	if code := s.fifoOnly(bh); code >= 0 {
+		s.close()
+		return nil, nil, code
+	}
+	return s, bh, -1
+}
+
+// openAnyBackup is openBackup for a command that handles any engine's
+// backup (copy of a legacy storage's).
+func openAnyBackup(ctx context.Context, prog string, args []string, stdout, stderr io.Writer,
 	extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
 	s, code := openSession(ctx, prog, args, stdout, stderr, extra)
 	if s == nil {
@@ -246,10 +262,6 @@ func openBackup(ctx context.Context, prog string, args []string, stdout, stderr 
 	}
 	bh, code := s.o.pickBackup(s.ctx, s.bs)
 	if bh == nil {
-		s.close()
-		return nil, nil, code
-	}
-	if code := s.fifoOnly(bh); code >= 0 {
 		s.close()
 		return nil, nil, code
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -127,6 +128,55 @@ func (l LSNs) Redo() (bytes int64, ok bool) {
 
 func laneFileName(i int, ext string) string {
 	return fmt.Sprintf("lane-%03d.xbstream%s", i, ext)
+}
+
+// BackupFiles names the files of a backup from its MANIFEST, whichever
+// engine took it: this engine's lanes and lane index; Vitess's xtrabackup
+// engine's FileName, or its stripes FileName-000.. (xtrabackupengine.go,
+// stripeFileName); its builtin engine's FileEntries, stored as 0, 1, ..
+// (builtinbackupengine.go); the MANIFEST last. An engine it does not know,
+// or a MANIFEST that does not say, is an error naming it: a copy must never
+// leave a file behind.
+func BackupFiles(doc []byte) ([]string, error) {
+	var m struct {
+		BackupMethod string
+		Lanes        []LaneInfo
+		LaneIndex    string
+		FileName     string
+		NumStripes   int32
+		FileEntries  []json.RawMessage
+	}
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return nil, fmt.Errorf("the MANIFEST is not JSON: %w", err)
+	}
+	var files []string
+	switch m.BackupMethod {
+	case "fifo":
+		for _, l := range m.Lanes {
+			files = append(files, l.File)
+		}
+		if m.LaneIndex != "" {
+			files = append(files, m.LaneIndex)
+		}
+	case "xtrabackup":
+		if m.FileName == "" {
+			return nil, errors.New("its xtrabackup MANIFEST names no FileName (a backup older than Vitess recording it): its file is not known")
+		}
+		files = append(files, m.FileName)
+		if m.NumStripes > 0 {
+			files = files[:0]
+			for i := range int(m.NumStripes) {
+				files = append(files, fmt.Sprintf("%s-%03d", m.FileName, i))
+			}
+		}
+	case "builtin":
+		for i := range m.FileEntries {
+			files = append(files, strconv.Itoa(i))
+		}
+	default:
+		return nil, fmt.Errorf("its engine %q keeps files this tool does not know (fifo, xtrabackup and builtin only)", m.BackupMethod)
+	}
+	return append(files, manifestFileName), nil
 }
 
 // ManifestFileName is the name of the MANIFEST file in a backup.

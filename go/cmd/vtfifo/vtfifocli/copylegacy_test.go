@@ -40,11 +40,11 @@ func TestCopyFromLegacyStorage(t *testing.T) {
 	const fifo, xtra, builtin, shell = "2026-11-23.050519.zone1-0000004989", "2026-11-20.000000.zone1-0000000100", "2026-11-21.000000.zone1-0000000100",
 		"2026-11-22.000000.zone1-0000000100"
 	plantLegacy(t, legacyRoot, xtra, map[string]string{
-		"MANIFEST": `{"BackupMethod":"xtrabackup","BackupName":"` + xtra + `","FileName":"backup.xbstream.gz","NumStripes":2}`,
+		"MANIFEST":               `{"BackupMethod":"xtrabackup","BackupName":"` + xtra + `","FileName":"backup.xbstream.gz","NumStripes":2}`,
 		"backup.xbstream.gz-000": "stripe zero", "backup.xbstream.gz-001": "stripe one"})
 	plantLegacy(t, legacyRoot, builtin, map[string]string{
 		"MANIFEST": `{"BackupMethod":"builtin","BackupName":"` + builtin + `","FileEntries":[{"Base":"Data","Name":"a"},{"Base":"Data","Name":"b"}]}`,
-		"0": "first file", "1": "second file"})
+		"0":        "first file", "1": "second file"})
 	plantLegacy(t, legacyRoot, shell, map[string]string{"MANIFEST": `{"BackupMethod":"mysqlshell","BackupName":"` + shell + `"}`})
 	splitRoot := t.TempDir()
 	args := []string{"--split-storage-legacy=file", "--file-backup-storage-root=" + legacyRoot, "--keyspace=ks", "--shard=0", "--progress=never"}

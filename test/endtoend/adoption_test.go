@@ -1,6 +1,7 @@
 package endtoend
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,7 +21,10 @@ import (
 //     file storage's own handle, and has the source's data;
 //   - its first fifo backup goes to the split storage, listed beside it;
 //   - a restore to the time of the legacy backup picks the legacy one, and
-//     has its data.
+//     has its data;
+//   - vtfifo copy brings the legacy backup into the split storage (listed
+//     there with its engine); the old storage's copy removed, a new tablet
+//     restores it from the split storage with Vitess's xtrabackup engine.
 func TestAdoptionFromVitessStorage(t *testing.T) {
 	sb := splitBackend("split-local", "file", false)
 	prepare := sb.prepare(t)
@@ -107,6 +111,36 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "restores "+c.Keyspace+"/"+c.Shard+"/"+legacyName) {
 			t.Fatalf("vtfifo ls --as-of=%s: exit %d:\n%s", ts, code, out)
 		}
+		must(t, q.Destroy(ctx))
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("legacy-backup-copied-into-split-then-the-old-storage-retired", func(t *testing.T) {
+		// The copy's destination is the tablets' own split storage.
+		var to []string
+		for _, f := range c.Storage.Flags {
+			if strings.HasPrefix(f, "--split-storage-") && !strings.HasPrefix(f, "--split-storage-legacy") {
+				to = append(to, "--to="+f)
+			}
+		}
+		out, code, err := c.Vtfifo(ctx, append([]string{"copy", "--backup=" + legacyName}, to...)...)
+		must(t, err)
+		if code != 0 || !strings.Contains(out, "of the legacy file storage copied file by file") {
+			t.Fatalf("vtfifo copy of the legacy backup: exit %d:\n%s", code, out)
+		}
+		out, code, err = c.Vtfifo(ctx, "ls")
+		must(t, err)
+		if code != 0 || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+split\s`, out) {
+			t.Fatalf("vtfifo ls after the copy: exit %d, want %s with engine xtrabackup in storage split:\n%s", code, legacyName, out)
+		}
+		// The old storage retired: Vitess's xtrabackup engine restores the
+		// copy from the split storage.
+		must(t, os.RemoveAll(filepath.Join(c.Root, "vitess-file-backups", c.Keyspace, c.Shard, legacyName)))
+		ts, _, _ := strings.Cut(legacyName, ".zone")
+		q := tablet(103, "fifo", "--restore-from-backup-ts="+ts)
+		must(t, q.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+		checkData(ctx, t, q, legacySums)
 	})
 }
 

@@ -20,8 +20,8 @@ import (
 )
 
 // codec is one compression engine (Vitess's --compression-engine-name):
-// everything the engine does with it. Adding one is an entry in codecs and
-// a case in the round-trip test.
+// everything the engine does with it. Adding one is an entry in codecs:
+// the frame and round-trip tests take every entry.
 type codec struct {
 	// extension is the lane files' suffix (external: the operator's).
 	extension string

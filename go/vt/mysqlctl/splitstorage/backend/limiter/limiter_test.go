@@ -99,8 +99,8 @@ func TestCancelWhileWaiting(t *testing.T) {
 }
 
 // A server-side copy passes through the wrapper to the store's own (a hard
-// link between two local roots), and is not limited: no byte passes
-// through the process.
+// link between two local roots, for a move), and is not limited: no byte
+// passes through the process.
 func TestServerCopyPassesThrough(t *testing.T) {
 	ctx := context.Background()
 	src, dst := newLocal(t), limiter.NewLimits(1<<20, 1<<20).Wrap(newLocal(t))
@@ -108,7 +108,7 @@ func TestServerCopyPassesThrough(t *testing.T) {
 	require.NoError(t, src.Put(ctx, "k", bytes.NewReader(data), int64(len(data)), backend.PutOptions{}))
 	copier, ok := dst.(backend.ServerCopier)
 	require.True(t, ok)
-	copied, err := copier.CopyFrom(ctx, src, "k", int64(len(data)), backend.PutOptions{})
+	copied, err := copier.CopyFrom(ctx, src, "k", int64(len(data)), backend.PutOptions{Moving: true})
 	require.NoError(t, err)
 	assert.True(t, copied)
 	info, err := dst.Stat(ctx, "k")

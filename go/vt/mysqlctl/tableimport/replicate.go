@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
@@ -341,10 +342,53 @@ func stopped(ctx context.Context, db *sql.DB, local, to Target, resume bool) (bo
 		return false, err
 	}
 	t, err := has(to)
-	if err != nil || t {
-		return t, err
+	if err != nil {
+		return false, err
+	}
+	// A killed client's last statement runs on in the server until it ends:
+	// the copy goes on once nothing else writes either table.
+	if err := quiet(ctx, db, []Target{local, to}, stoppedStatementWait); err != nil {
+		return false, err
+	}
+	if t {
+		return true, nil
 	}
 	return false, dropUnlogged(ctx, db, local)
+}
+
+// stoppedStatementWait bounds the wait for a stopped run's last statement.
+const stoppedStatementWait = 5 * time.Minute
+
+// quiet waits until no other connection runs a statement naming one of
+// tables, for at most wait.
+func quiet(ctx context.Context, db *sql.DB, tables []Target, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		var id sql.NullInt64
+		var info sql.NullString
+		q := "SELECT ID, INFO FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query' AND (" +
+			strings.TrimSuffix(strings.Repeat("INSTR(INFO, ?) > 0 OR ", len(tables)), " OR ") + ") LIMIT 1"
+		args := make([]any, len(tables))
+		for i, t := range tables {
+			args[i] = "`" + t.Table + "`"
+		}
+		err := db.QueryRowContext(ctx, q, args...).Scan(&id, &info)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("connection %d still runs a statement on %s after %v (%.60q): wait for it to end, or KILL it, and run again", id.Int64,
+				tables[len(tables)-1], wait, info.String)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // dropUnlogged drops a table that only this server has, without logging.

@@ -79,7 +79,13 @@ func TestDiskFullDuringRestore(t *testing.T) {
 			// now plus budget (tmpfs refuses a size below its use).
 			_, err := os.Stat(cnf.DataDir)
 			atOpen.dataDirGone = os.IsNotExist(err)
+			// The old files, moved aside, are removed while the restore
+			// runs: the space they give back is counted once they are gone.
+			atOpen.err = waitOldFilesRemoved(filepath.Dir(cnf.DataDir), time.Minute)
 			atOpen.staging = stagingDirs(t, cnf)
+			if atOpen.err != nil {
+				return
+			}
 			if atOpen.used, atOpen.err = statUsed(mnt); atOpen.err == nil {
 				atOpen.size = atOpen.used + budget
 				atOpen.err = remountTmpfs(mnt, atOpen.size)
@@ -278,4 +284,20 @@ func (b *hookedHandle) ReadFile(ctx context.Context, name string) (io.ReadCloser
 		b.h.laneOpened()
 	}
 	return b.BackupHandle.ReadFile(ctx, name)
+}
+
+// waitOldFilesRemoved waits until no directory of old files a restore set
+// aside is left under parent (the engine's .fifo-old-files-*).
+func waitOldFilesRemoved(parent string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		left, err := filepath.Glob(filepath.Join(parent, ".fifo-old-files-*"))
+		if err != nil || len(left) == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the old files set aside are still there after %v: %v", wait, left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -109,10 +109,11 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := stopMysqld(ctx, cnf, r.params.MysqlShutdownTimeout, shutdown, r.logger); err != nil {
 		return err
 	}
-	r.logger.Infof("fifo restore: deleting existing files")
-	if err := removeExistingFiles(cnf); err != nil {
+	waitOldFiles, err := setAsideOldFiles(cnf, restoreNeeds(r.chain), r.logger)
+	if err != nil {
 		return err
 	}
+	defer waitOldFiles()
 	if err := r.params.Mysqld.ReinitConfig(ctx, cnf); err != nil {
 		return vterrors.Wrap(err, "cannot reinit the config file")
 	}
@@ -451,42 +452,6 @@ func createStateFile(cnf *mysqlctl.Mycnf) error {
 		return vterrors.Wrap(err, "unable to create the restore_in_progress file")
 	}
 	return f.Close()
-}
-
-// removeExistingFiles clears what mysqlctl's unexported helper of the same
-// name clears: the data, InnoDB and log directories of the tablet's Mycnf.
-func removeExistingFiles(cnf *mysqlctl.Mycnf) error {
-	dirs := map[string]string{
-		"DataDir":               cnf.DataDir,
-		"InnodbDataHomeDir":     cnf.InnodbDataHomeDir,
-		"InnodbLogGroupHomeDir": cnf.InnodbLogGroupHomeDir,
-		"RelayLogIndexPath":     cnf.RelayLogIndexPath,
-		"RelayLogInfoPath":      cnf.RelayLogInfoPath,
-	}
-	prefixes := map[string]string{"BinLogPath": cnf.BinLogPath, "RelayLogPath": cnf.RelayLogPath}
-	for name, p := range dirs {
-		if p == "" {
-			return vterrors.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", name)
-		}
-		if err := os.RemoveAll(p); err != nil {
-			return vterrors.Wrapf(err, "can't remove existing files in %v (%v)", name, p)
-		}
-	}
-	for name, p := range prefixes {
-		if p == "" {
-			return vterrors.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", name)
-		}
-		matches, err := filepath.Glob(p + ".*")
-		if err != nil {
-			return vterrors.Wrapf(err, "can't expand path glob %q", p+".*")
-		}
-		for _, m := range matches {
-			if err := os.Remove(m); err != nil {
-				return vterrors.Wrapf(err, "can't remove existing file from %v (%v)", name, m)
-			}
-		}
-	}
-	return nil
 }
 
 // restoreProgressLine is a restore's progress: stored bytes read of the

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestIntervals(t *testing.T) {
+func TestIntervalsMergeAdjacentAndRefuseOverlaps(t *testing.T) {
 	t.Run("adjacent ranges in stream order merge", func(t *testing.T) {
 		var ivs intervals
 		require.NoError(t, ivs.insert(0, 10, 1))

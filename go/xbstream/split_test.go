@@ -144,7 +144,9 @@ func TestSplitEmptyStream(t *testing.T) {
 	assert.Zero(t, merged.Len())
 }
 
-func TestMerge(t *testing.T) {
+// TestMergeRefusesMissingTruncatedOrMixedLanes: FIFO lanes are
+// concatenated; a missing, truncated, corrupt or mixed lane fails the merge.
+func TestMergeRefusesMissingTruncatedOrMixedLanes(t *testing.T) {
 	// FIFO lanes are concatenated.
 	l0 := newSB(t).p("a", 0, "aa").e("a").bytes()
 	l1 := newSB(t).p("b", 0, "bb").e("b").bytes()

@@ -66,8 +66,8 @@ func TestValuesNameAllowed(t *testing.T) {
 	}
 }
 
-// TestAge: days and weeks besides Go's units; nonsense is refused.
-func TestAge(t *testing.T) {
+// TestAgeTakesDaysAndWeeks: days and weeks besides Go's units; nonsense is refused.
+func TestAgeTakesDaysAndWeeks(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"7d": 7 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "1w3d": 10 * 24 * time.Hour, "36h": 36 * time.Hour,
 		"1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "0": 0, " 1d ": 24 * time.Hour,

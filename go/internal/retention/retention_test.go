@@ -18,7 +18,9 @@ type handle struct {
 func (h handle) Name() string      { return h.name }
 func (h handle) Directory() string { return "ks/0" }
 
-func TestCandidates(t *testing.T) {
+// TestCandidatesKeepTheNewestAndTheYoung: the candidates for removal are
+// the backups beyond the newest --keep that are older than --keep-within.
+func TestCandidatesKeepTheNewestAndTheYoung(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	var bhs []backupstorage.BackupHandle
 	for _, age := range []time.Duration{96 * time.Hour, 72 * time.Hour, 48 * time.Hour, time.Hour} {

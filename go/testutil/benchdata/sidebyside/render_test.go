@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRender renders a small synthetic result set: the document has the
+// TestRenderWritesRatiosAndWellFormedSVG renders a small synthetic result set: the document has the
 // side-by-side row with its ratio, and the chart is well-formed SVG.
-func TestRender(t *testing.T) {
+func TestRenderWritesRatiosAndWellFormedSVG(t *testing.T) {
 	res := &Results{
 		Profile: "test", Command: "scripts/bench.sh", Started: "2026-01-01T00:00:00Z", Minutes: 1,
 		Machine: map[string]string{"cpus": "2"}, Versions: map[string]string{"vitess": "v0.24.3"},
@@ -64,7 +64,7 @@ func TestRender(t *testing.T) {
 	assert.Greater(t, elems, 5)
 }
 
-func TestMedian(t *testing.T) {
+func TestMedianOfOddEvenAndNone(t *testing.T) {
 	require.Equal(t, 2.0, median([]float64{3, 1, 2}))
 	require.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
 	require.Equal(t, 0.0, median(nil))
@@ -104,9 +104,9 @@ func TestRestoreCeiling(t *testing.T) {
 	assert.Equal(t, "write-files-local + prepare", what)
 }
 
-// TestMerge: a re-run data set replaces the first run's figures for it, and
+// TestMergeReplacesOnlyTheRerunDataSet: a re-run data set replaces the first run's figures for it, and
 // only for it.
-func TestMerge(t *testing.T) {
+func TestMergeReplacesOnlyTheRerunDataSet(t *testing.T) {
 	run := func(shape string, wall float64) Run {
 		return Run{Shape: shape, SizeGiB: 1, Engine: "fifo-stdout", Op: "backup", Wall: wall}
 	}

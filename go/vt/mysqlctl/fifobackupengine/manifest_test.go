@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestRedo: the redo a prepare applies is last_lsn - to_lsn, known only
+// TestRedoIsLastLSNLessToLSNWhenBothAreKnown: the redo a prepare applies is last_lsn - to_lsn, known only
 // when both are recorded.
-func TestRedo(t *testing.T) {
+func TestRedoIsLastLSNLessToLSNWhenBothAreKnown(t *testing.T) {
 	n, ok := LSNs{To: "1000", Last: "5096"}.Redo()
 	assert.True(t, ok)
 	assert.Equal(t, int64(4096), n)

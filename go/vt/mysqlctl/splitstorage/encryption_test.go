@@ -30,12 +30,12 @@ func plantedData(seed uint64, size int64) []byte {
 	return b
 }
 
-// TestEncryption writes an encrypted backup to each backend and checks that
+// TestEncryptedPartsReadOnlyWithTheRightKey writes an encrypted backup to each backend and checks that
 // no object holds the plaintext, that every part object has the configured
 // size, that it reads back whole with the key, and every way of reading it
 // without the right key, or damaged, fails naming backup, file and part
 // without handing out a byte that did not authenticate.
-func TestEncryption(t *testing.T) {
+func TestEncryptedPartsReadOnlyWithTheRightKey(t *testing.T) {
 	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
 		t.Run(kind, func(t *testing.T) {
 			srv := splitstoragetest.Start(t, kind)

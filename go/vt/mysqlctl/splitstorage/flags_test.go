@@ -30,7 +30,7 @@ func parseFlags(t *testing.T, args ...string) error {
 	return fs.Parse(args)
 }
 
-func TestFlags(t *testing.T) {
+func TestFlagDefaultsAndTheirChecks(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, parseFlags(t)) }) // back to defaults
 
 	require.NoError(t, parseFlags(t))

@@ -12,10 +12,10 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
-// TestSidecars: a document stored beside a complete backup is read back,
+// TestSidecarsLiveAndDieWithTheirBackup: a document stored beside a complete backup is read back,
 // replaced, never taken for a stray object by VerifyParts, refused on an
 // incomplete backup and removed with the backup.
-func TestSidecars(t *testing.T) {
+func TestSidecarsLiveAndDieWithTheirBackup(t *testing.T) {
 	ctx := context.Background()
 	srv := splitstoragetest.Local(t)
 	s := newStorage(t, srv.Config)
@@ -57,10 +57,10 @@ func TestSidecars(t *testing.T) {
 	assert.Empty(t, objs, "removing the backup removes its sidecars")
 }
 
-// TestQuarantine: a quarantined backup leaves ListBackups (so no restore
+// TestQuarantinedBackupIsNeverRestoredButKept: a quarantined backup leaves ListBackups (so no restore
 // chooses it) but keeps its objects; ListIncomplete shows why; Release
 // makes it complete and readable again; RemoveBackup removes it whole.
-func TestQuarantine(t *testing.T) {
+func TestQuarantinedBackupIsNeverRestoredButKept(t *testing.T) {
 	ctx := context.Background()
 	srv := splitstoragetest.Local(t)
 	s := newStorage(t, srv.Config)

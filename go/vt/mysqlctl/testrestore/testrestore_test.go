@@ -92,7 +92,9 @@ func TestServerArgs(t *testing.T) {
 	})
 }
 
-func TestRecord(t *testing.T) {
+// TestRecordSummaryAndParsing: a record says its outcome in a few words; a
+// record of another version, outcome or no JSON is refused.
+func TestRecordSummaryAndParsing(t *testing.T) {
 	started := time.Date(2026, 11, 23, 14, 31, 0, 0, time.UTC)
 	r := Record{Version: 1, Outcome: Passed, Started: started, Tables: 56, Rows: 45793}
 	assert.Equal(t, "passed 2026-11-23T14:31Z (56 tables, 45793 rows)", r.Summary())

@@ -79,7 +79,9 @@ func TestFramesOpenOnlyWhereSealed(t *testing.T) {
 	assert.Equal(t, plain, opened)
 }
 
-func TestEnvelope(t *testing.T) {
+// TestEnvelopeOpensAfterKeyRotation: a data key wrapped by an old key opens
+// once a new key is current and the old one is still in the key file.
+func TestEnvelopeOpensAfterKeyRotation(t *testing.T) {
 	old, _ := keyring(t, "old")
 	dk, env, err := old.NewDataKey("ks/0/b1")
 	require.NoError(t, err)

@@ -44,7 +44,7 @@ func TestNoLimitIsNoWrapper(t *testing.T) {
 
 // The rates are lower bounds on time, never upper ones: a busy machine only
 // makes a transfer slower, so these cannot fail for being slow.
-func TestRates(t *testing.T) {
+func TestRatesAreLowerBoundsOnTime(t *testing.T) {
 	ctx := context.Background()
 	const rate = 2 << 20
 	data := make([]byte, 3<<20)

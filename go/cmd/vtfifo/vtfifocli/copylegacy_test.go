@@ -8,13 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 )
 
 // plantLegacy writes a backup as Vitess's file storage lays it out
@@ -66,11 +62,7 @@ func TestCopyFromLegacyStorage(t *testing.T) {
 	assert.Contains(t, errOut, `its engine "mysqlshell" keeps files this tool does not know`)
 
 	// In the split storage alone: the three, each file as in the legacy one.
-	st, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: splitRoot},
-		PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond,
-		RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
-	require.NoError(t, err)
-	defer st.Close()
+	st := localSplit(t, splitRoot)
 	ctx := context.Background()
 	bhs, err := st.ListBackups(ctx, "ks/0")
 	require.NoError(t, err)

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	topodatapb "vitess.io/vitess/go/vt/proto/topodata"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	topodatapb "vitess.io/vitess/go/vt/proto/topodata"
 	"vitess.io/vitess/go/vt/topo"
 	"vitess.io/vitess/go/vt/topo/memorytopo"
 
@@ -32,17 +32,24 @@ func runSplit(t *testing.T, wantCode int, root string, args ...string) (stdout, 
 	return out.String(), errOut.String()
 }
 
+// localSplit opens the split storage on local disk at root (closed at
+// the test's end), as the commands under test open it.
+func localSplit(t *testing.T, root string) *splitstorage.Storage {
+	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: root},
+		PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond,
+		RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
+	require.NoError(t, err)
+	t.Cleanup(func() { bs.Close() })
+	return bs
+}
+
 // TestFleetView: ls without --keyspace/--shard lists every shard with its
 // newest backup and newest proven one; --max-age and --max-unproven-age
 // make it a check (exit 1, the shard and the reason named), in a table,
 // JSON and the Prometheus text format.
 func TestFleetView(t *testing.T) {
 	root, names := proofStorage(t) // ks/0: four backups, the two newest failed their test restores
-	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: root},
-		PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond,
-		RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
-	require.NoError(t, err)
-	defer bs.Close()
+	bs := localSplit(t, root)
 	ctx := context.Background()
 	// ks/1: one backup, never test-restored, and one quarantined.
 	for i, name := range []string{"2026-01-01.000000.zone1-0000000200", "2026-01-02.000000.zone1-0000000200"} {

@@ -35,12 +35,18 @@ func runSplit(t *testing.T, wantCode int, root string, args ...string) (stdout, 
 // localSplit opens the split storage on local disk at root (closed at
 // the test's end), as the commands under test open it.
 func localSplit(t *testing.T, root string) *splitstorage.Storage {
-	bs, err := splitstorage.New(splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: root},
-		PartSize: splitstorage.MinPartSize, UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond,
-		RetryMaxBackoff: time.Millisecond, RequestTimeout: time.Minute})
+	bs, err := splitstorage.New(localSplitConfig(root))
 	require.NoError(t, err)
 	t.Cleanup(func() { bs.Close() })
 	return bs
+}
+
+// localSplitConfig is the split storage on local disk at root, with small
+// parts and no waiting between retries.
+func localSplitConfig(root string) splitstorage.Config {
+	return splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: root}, PartSize: splitstorage.MinPartSize,
+		UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond,
+		RequestTimeout: time.Minute}
 }
 
 // TestFleetView: ls without --keyspace/--shard lists every shard with its

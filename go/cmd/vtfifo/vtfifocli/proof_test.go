@@ -13,7 +13,6 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -109,10 +108,7 @@ func TestLatestVerifiedIsTheNewestProven(t *testing.T) {
 		"vtfifo show: FAIL: backup "+names[1]+": MANIFEST: BackupMethod is \"\", not \"fifo\"\n", errOut)
 
 	empty := t.TempDir()
-	splitCopyAs(t, splitstorage.Config{Backend: splitstorage.BackendFile, File: local.Config{Root: empty}, PartSize: splitstorage.MinPartSize,
-		UploadConcurrency: 1, ReadAhead: 1 << 20, RetryMaxAttempts: 1, RetryInitialBackoff: time.Millisecond, RetryMaxBackoff: time.Millisecond,
-		RequestTimeout: time.Minute},
-		"2026-11-20.000000.zone1-0000000100")
+	splitCopyAs(t, localSplitConfig(empty), "2026-11-20.000000.zone1-0000000100")
 	out, errOut = runSplit(t, 1, empty, "verify", "--keyspace=ks", "--shard=0", "--backup=latest-verified")
 	assert.Empty(t, out)
 	assert.Equal(t, "vtfifo verify: no backup in ks/0 in "+empty+" (split storage) passed a test restore (1 complete ones): run vtfifo test-restore, "+

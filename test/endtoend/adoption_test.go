@@ -24,7 +24,10 @@ import (
 //     has its data;
 //   - vtfifo copy brings the legacy backup into the split storage (listed
 //     there with its engine); the old storage's copy removed, a new tablet
-//     restores it from the split storage with Vitess's xtrabackup engine.
+//     restores it from the split storage with Vitess's xtrabackup engine;
+//   - rolled back to the stock engine with the split storage kept, a tablet
+//     restores the newest (fifo) backup, and the stock engine's next backup
+//     goes to the split storage and restores.
 func TestAdoptionFromVitessStorage(t *testing.T) {
 	sb := splitBackend("split-local", "file", false)
 	prepare := sb.prepare(t)
@@ -141,6 +144,36 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 		q := tablet(103, "fifo", "--restore-from-backup-ts="+ts)
 		must(t, q.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
 		checkData(ctx, t, q, legacySums)
+		must(t, q.Destroy(ctx))
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("rollback-the-engine-with-the-split-storage-kept", func(t *testing.T) {
+		// Vitess's stock engine again, the split storage kept: the newest
+		// backup (fifo) restores with the engine its MANIFEST names, and the
+		// stock engine's next backup goes to the split storage and restores.
+		s := tablet(104, "xtrabackup")
+		must(t, s.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+		checkData(ctx, t, s, legacySums)
+		must(t, promote(ctx, t, c, s))
+		time.Sleep(time.Second) // backup names have seconds
+		must(t, s.Backup(ctx, true, ""))
+		names, err := c.GetBackups(ctx)
+		must(t, err)
+		stock := names[len(names)-1]
+		out, code, err := c.Vtfifo(ctx, "ls")
+		must(t, err)
+		if code != 0 || !regexpMatch(`(?m)^`+stock+`\s+xtrabackup\s+split\s`, out) {
+			t.Fatalf("vtfifo ls: exit %d, want the stock engine's backup %s in the split storage:\n%s", code, stock, out)
+		}
+		must(t, s.Destroy(ctx))
+		u := tablet(105, "xtrabackup")
+		must(t, u.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+		checkData(ctx, t, u, legacySums)
+		if log := u.Vttablet.Tail(1 << 20); !strings.Contains(log, stock) {
+			t.Errorf("the restore's log does not name %s:\n%s", stock, u.Vttablet.Tail(4000))
+		}
 	})
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -54,4 +56,52 @@ func TestTakeEnvCredentials(t *testing.T) {
 	_, err = s2.ListBackups(ctx, "ks/0")
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "TAKEN-SECRET-1234")
+}
+
+// TestLegacyS3FindsTheTakenCredentials: with Vitess's s3 storage as the
+// legacy one, the credentials taken out of the environment reach it the
+// SDK's default way (a shared credentials file only this user can read,
+// named by AWS_SHARED_CREDENTIALS_FILE), and no environment variable holds
+// the secret; without a legacy s3 storage no file is written.
+func TestLegacyS3FindsTheTakenCredentials(t *testing.T) {
+	const id, secret = "AKIDLEGACYTEST", "LEGACY-SECRET-5678"
+	for _, legacy := range []string{"s3", ""} {
+		t.Run("legacy="+legacy, func(t *testing.T) {
+			t.Setenv("AWS_ACCESS_KEY_ID", id)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
+			t.Setenv("AWS_SESSION_TOKEN", "")
+			t.Setenv("AWS_PROFILE", "")
+			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "")
+			os.Unsetenv("AWS_SHARED_CREDENTIALS_FILE")
+			t.Cleanup(s3.ForgetTakenCredentials)
+			remove, err := splitstorage.TakeEnvCredentials(splitstorage.Config{Backend: splitstorage.BackendS3, Legacy: legacy}, t.TempDir())
+			require.NoError(t, err)
+			for _, kv := range os.Environ() {
+				assert.NotContains(t, kv, secret)
+			}
+			path, shared := os.LookupEnv("AWS_SHARED_CREDENTIALS_FILE")
+			if legacy == "" {
+				assert.False(t, shared, "no file without a legacy s3 storage")
+				remove()
+				return
+			}
+			require.True(t, shared)
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+			di, err := os.Stat(filepath.Dir(path))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
+			cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"))
+			require.NoError(t, err)
+			creds, err := cfg.Credentials.Retrieve(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, id, creds.AccessKeyID)
+			assert.Equal(t, secret, creds.SecretAccessKey)
+			remove()
+			assert.NoFileExists(t, path)
+			_, shared = os.LookupEnv("AWS_SHARED_CREDENTIALS_FILE")
+			assert.False(t, shared)
+		})
+	}
 }

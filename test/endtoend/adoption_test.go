@@ -1,6 +1,8 @@
 package endtoend
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,13 +10,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/test/endtoend/cluster"
 )
 
 // TestAdoptionFromVitessStorage: a shard whose backups Vitess's xtrabackup
-// engine (over mariabackup) wrote into Vitess's own file storage moves onto
-// fifo + split with the file storage named as the legacy one
-// (--split-storage-legacy=file and its usual --file-backup-storage-root):
+// engine (over mariabackup) wrote into Vitess's own file storage (or its s3
+// storage) moves onto fifo + split with that storage named as the legacy one
+// (--split-storage-legacy=file and its usual --file-backup-storage-root; or
+// =s3 and its --s3-backup-* flags, the split storage on S3 too):
 //   - GetBackups through vtctld and vtfifo ls list the legacy backup (ls
 //     with its engine and storage);
 //   - a new tablet restores it, with Vitess's xtrabackup engine from the
@@ -29,16 +37,63 @@ import (
 //     restores the newest (fifo) backup, and the stock engine's next backup
 //     goes to the split storage and restores.
 func TestAdoptionFromVitessStorage(t *testing.T) {
-	sb := splitBackend("split-local", "file", false)
-	prepare := sb.prepare(t)
+	for _, l := range []legacyStorage{fileLegacy(), s3Legacy()} {
+		t.Run(l.name, func(t *testing.T) { runAdoption(t, l) })
+	}
+}
+
+// legacyStorage is one of Vitess's storages a fleet adopts from: the split
+// storage it moves to, the legacy storage's flags beside the split
+// storage's, and how the operator retires one of its backups.
+type legacyStorage struct {
+	name   string
+	split  storageBackend
+	flags  func(c *cluster.Cluster, st cluster.Storage) ([]string, error)
+	retire func(ctx context.Context, c *cluster.Cluster, st cluster.Storage, name string) error
+}
+
+// fileLegacy: Vitess's file storage, the split storage on local disk.
+func fileLegacy() legacyStorage {
+	root := func(c *cluster.Cluster) string { return filepath.Join(c.Root, "vitess-file-backups") }
+	return legacyStorage{name: "file", split: splitBackend("split-local", "file", false),
+		flags: func(c *cluster.Cluster, _ cluster.Storage) ([]string, error) {
+			return []string{"--file-backup-storage-root=" + root(c)}, c.MkdirOwned(root(c))
+		},
+		retire: func(_ context.Context, c *cluster.Cluster, _ cluster.Storage, name string) error {
+			return os.RemoveAll(filepath.Join(root(c), c.Keyspace, c.Shard, name))
+		}}
+}
+
+// s3Legacy: Vitess's s3 storage (its own flags, the AWS keys in the
+// environment) beside the split storage on S3, on one versitygw under
+// another root: the split storage takes the keys out of the environment
+// and must share them with it.
+func s3Legacy() legacyStorage {
+	const root = "vitess-legacy"
+	return legacyStorage{name: "s3", split: splitBackend("split-s3", "s3", false),
+		flags: func(_ *cluster.Cluster, st cluster.Storage) ([]string, error) {
+			endpoint := flagValue(st.Flags, "--split-storage-s3-endpoint")
+			return []string{"--s3-backup-aws-endpoint=" + endpoint, "--s3-backup-aws-region=us-east-1", "--s3-backup-force-path-style",
+				"--s3-backup-storage-bucket=" + splitstoragetest.Bucket, "--s3-backup-storage-root=" + root}, nil
+		},
+		retire: func(ctx context.Context, c *cluster.Cluster, st cluster.Storage, name string) error {
+			return deleteS3Prefix(ctx, st, splitstoragetest.Bucket, root+"/"+c.Keyspace+"/"+c.Shard+"/"+name+"/")
+		}}
+}
+
+// runAdoption is TestAdoptionFromVitessStorage on one legacy storage.
+func runAdoption(t *testing.T, l legacyStorage) {
+	prepare := l.split.prepare(t)
+	var storage cluster.Storage
 	c := startCluster(t, cluster.Options{PrepareStorage: func(c *cluster.Cluster) (cluster.Storage, error) {
 		st, err := prepare(c)
 		if err != nil {
 			return st, err
 		}
-		legacy := filepath.Join(c.Root, "vitess-file-backups")
-		st.Flags = append(st.Flags, "--split-storage-legacy=file", "--file-backup-storage-root="+legacy)
-		return st, c.MkdirOwned(legacy)
+		legacy, err := l.flags(c, st)
+		st.Flags = append(append(st.Flags, "--split-storage-legacy="+l.name), legacy...)
+		storage = st
+		return st, err
 	}})
 	ctx := ctxFor(t, 30*time.Minute)
 	tablet := func(uid int, engine string, extra ...string) *cluster.Tablet {
@@ -51,7 +106,7 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 	}
 
 	// Before the switch: the stock engine and storage.
-	p := tablet(100, "xtrabackup", "--backup-storage-implementation=file")
+	p := tablet(100, "xtrabackup", "--backup-storage-implementation="+l.name)
 	must(t, p.Start(ctx, cluster.StartOptions{}))
 	must(t, initShardPrimary(ctx, c, p))
 	must(t, p.LoadSampleData(ctx, sampleRows))
@@ -61,13 +116,13 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 	names, err := c.GetBackups(ctx)
 	must(t, err)
 	if len(names) != 1 {
-		t.Fatalf("GetBackups through vtctld (split storage, legacy file): %v, want the one legacy backup", names)
+		t.Fatalf("GetBackups through vtctld (split storage, legacy %s): %v, want the one legacy backup", l.name, names)
 	}
 	legacyName := names[0]
 	out, code, err := c.Vtfifo(ctx, "ls")
 	must(t, err)
-	if code != 0 || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+file\s`, out) {
-		t.Fatalf("vtfifo ls: exit %d, want %s listed with engine xtrabackup in storage file:\n%s", code, legacyName, out)
+	if code != 0 || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+`+l.name+`\s`, out) {
+		t.Fatalf("vtfifo ls: exit %d, want %s listed with engine xtrabackup in storage %s:\n%s", code, legacyName, l.name, out)
 	}
 
 	// After the switch: fifo + split, the legacy storage named. (One tablet
@@ -96,7 +151,7 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 		}
 		out, code, err := c.Vtfifo(ctx, "ls")
 		must(t, err)
-		if code != 0 || !regexpMatch(`(?m)^`+names[1]+`\s+fifo\s+split\s`, out) || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+file\s`, out) {
+		if code != 0 || !regexpMatch(`(?m)^`+names[1]+`\s+fifo\s+split\s`, out) || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+`+l.name+`\s`, out) {
 			t.Fatalf("vtfifo ls: exit %d, want both backups with their engine and storage:\n%s", code, out)
 		}
 	})
@@ -129,7 +184,7 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 		}
 		out, code, err := c.Vtfifo(ctx, append([]string{"copy", "--backup=" + legacyName}, to...)...)
 		must(t, err)
-		if code != 0 || !strings.Contains(out, "of the legacy file storage copied file by file") {
+		if code != 0 || !strings.Contains(out, "of the legacy "+l.name+" storage copied file by file") {
 			t.Fatalf("vtfifo copy of the legacy backup: exit %d:\n%s", code, out)
 		}
 		out, code, err = c.Vtfifo(ctx, "ls")
@@ -139,7 +194,7 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 		}
 		// The old storage retired: Vitess's xtrabackup engine restores the
 		// copy from the split storage.
-		must(t, os.RemoveAll(filepath.Join(c.Root, "vitess-file-backups", c.Keyspace, c.Shard, legacyName)))
+		must(t, l.retire(ctx, c, storage, legacyName))
 		ts, _, _ := strings.Cut(legacyName, ".zone")
 		q := tablet(103, "fifo", "--restore-from-backup-ts="+ts)
 		must(t, q.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
@@ -179,3 +234,39 @@ func TestAdoptionFromVitessStorage(t *testing.T) {
 
 // regexpMatch reports whether the pattern matches s.
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// flagValue is the value of the last --name=value among flags ("" if none).
+func flagValue(flags []string, name string) string {
+	v := ""
+	for _, f := range flags {
+		if rest, ok := strings.CutPrefix(f, name+"="); ok {
+			v = rest
+		}
+	}
+	return v
+}
+
+// deleteS3Prefix deletes every object under prefix in bucket, on the S3
+// server the split storage's flags name, with its environment's keys.
+func deleteS3Prefix(ctx context.Context, st cluster.Storage, bucket, prefix string) error {
+	env := map[string]string{}
+	for _, kv := range st.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(flagValue(st.Flags, "--split-storage-s3-endpoint")), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], "")})
+	objs, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	if err != nil {
+		return err
+	}
+	if len(objs.Contents) == 0 {
+		return fmt.Errorf("nothing under s3://%s/%s", bucket, prefix)
+	}
+	for _, o := range objs.Contents {
+		if _, err := client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: o.Key}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -143,8 +143,16 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			Outcome, Tool, Server string
 			Tables                int
 			Rows                  int64
+			Phases                []struct{ Phase string }
 		}
 		must(t, json.Unmarshal(listed(t)[name], &rec))
+		var phases []string
+		for _, p := range rec.Phases {
+			phases = append(phases, p.Phase)
+		}
+		if strings.Join(phases, " ") != "download prepare start check" {
+			t.Fatalf("the record's phases: %v, want download, prepare, start, check", phases)
+		}
 		var rows int64
 		for _, s := range want {
 			rows += s.Rows
@@ -437,7 +445,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	restored := filepath.Join(c.TmpDir, "restored")
 	t.Run("restore-prepare-starts-mariadbd", func(t *testing.T) {
 		out := vtfifo(t, 0, append([]string{"restore", "--target-dir=" + restored, "--prepare"}, tool...)...)
-		if !strings.Contains(out, "OK: backup") {
+		if !strings.Contains(out, "OK: backup") || !regexpMatch(`; took download [0-9.]+s, prepare [0-9.]+s\n`, out) {
 			t.Fatalf("restore output:\n%s", out)
 		}
 		srv, proc, err := c.StartMysqld(ctx, "restored-mysqld", restored)

@@ -50,18 +50,20 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	prog2 := newProgress(s.o, stderr, prog+" "+where)
 	cfg := fifobackupengine.FlagConfig()
 	cfg.Progress = 0 // the command shows its own (--progress)
+	var times fifobackupengine.PhaseTimes
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
 		Config: cfg, Prepare: *prepare, DefaultsFile: *defaultsFile,
 		OnManifest: prog2.setLanes,
 		OnRead:     prog2.addLane,
-		OnPhase:    prog2.phase,
+		OnPhase:    func(phase string) { times.Begin(phase); prog2.phase(phase) },
 		Logger:     s.logger,
 	})
 	prog2.stop()
 	if err != nil {
 		return s.o.failf(failureStatus(err), "%s", failLine(err))
 	}
-	res := RestoreResult{Backup: where, Target: dir, Files: rep.Files, Bytes: rep.Bytes, Position: rep.Manifest.Position.String(), Tool: rep.Tool}
+	res := RestoreResult{Backup: where, Target: dir, Files: rep.Files, Bytes: rep.Bytes, Position: rep.Manifest.Position.String(), Tool: rep.Tool,
+		Phases: times.Done()}
 	if len(rep.Chain) > 1 {
 		res.Chain = rep.Chain
 	}
@@ -85,6 +87,8 @@ type RestoreResult struct {
 	Chain []string `json:"chain,omitempty"`
 	// Tool prepared the directory; empty: extracted only.
 	Tool string `json:"tool,omitempty"`
+	// Phases are the restore's phases in order with their seconds.
+	Phases []fifobackupengine.PhaseSeconds `json:"phases,omitempty"`
 }
 
 func (r RestoreResult) print(w io.Writer) {
@@ -95,8 +99,16 @@ func (r RestoreResult) print(w io.Writer) {
 	if len(r.Chain) > 1 {
 		what = fmt.Sprintf("incremental: its chain %s applied in order; %s", strings.Join(r.Chain, ", "), what)
 	}
-	fmt.Fprintf(w, "OK: backup %s restored into %s: %d files, %s, position %s; %s\n",
-		r.Backup, r.Target, r.Files, humanize.IBytes(uint64(r.Bytes)), r.Position, what)
+	fmt.Fprintf(w, "OK: backup %s restored into %s: %d files, %s, position %s; %s%s\n",
+		r.Backup, r.Target, r.Files, humanize.IBytes(uint64(r.Bytes)), r.Position, what, phasesText(r.Phases))
+}
+
+// phasesText is "; took download 3.2s, prepare 0.4s", or "" for none.
+func phasesText(phases []fifobackupengine.PhaseSeconds) string {
+	if len(phases) == 0 {
+		return ""
+	}
+	return "; took " + fifobackupengine.FormatPhases(phases)
 }
 
 // TestRestore is `vtfifo test-restore`: the backup restored, prepared and
@@ -207,6 +219,6 @@ func (res TestRestoreResult) print(w io.Writer) {
 	if rec.Uncheckable > 0 {
 		unchecked = fmt.Sprintf(" (%d of them with an engine that has no CHECK: counted only)", rec.Uncheckable)
 	}
-	fmt.Fprintf(w, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s\n",
-		rec.Backup, rec.Duration, humanize.IBytes(uint64(rec.Bytes)), rec.Tool, rec.Server, rec.Tables, unchecked, rec.Rows, stored)
+	fmt.Fprintf(w, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s%s\n",
+		rec.Backup, rec.Duration, humanize.IBytes(uint64(rec.Bytes)), rec.Tool, rec.Server, rec.Tables, unchecked, rec.Rows, stored, phasesText(rec.Phases))
 }

@@ -107,7 +107,16 @@ func setAsideOldFiles(cnf *mysqlctl.Mycnf, need int64, logger logutil.Logger) (w
 		release()
 		logger.Infof("fifo restore: the old files removed in %v", time.Since(start).Round(time.Millisecond))
 	}()
-	return func() { <-done }, nil
+	return func() {
+		select {
+		case <-done:
+		default:
+			start := time.Now()
+			logger.Infof("fifo restore: waiting for the old files' removal to end")
+			<-done
+			logger.Infof("fifo restore: waited %v for the old files' removal", time.Since(start).Round(time.Millisecond))
+		}
+	}, nil
 }
 
 // restoreNeeds is about what restoring the chain writes: the streams' bytes.

@@ -58,6 +58,7 @@ type restoreRun struct {
 	logger  logutil.Logger
 	onRead  func(lane, n int)  // stored bytes read (progress); may be nil
 	onPhase func(phase string) // each phase as it begins (progress); may be nil
+	times   PhaseTimes         // every phase's time, for the restore's log
 	// checkTables: the last prepare validates the indexes (prepareStep).
 	checkTables bool
 
@@ -66,14 +67,17 @@ type restoreRun struct {
 	readBytes atomic.Int64 // stored bytes read, every backup of the chain
 }
 
-// The phases of a restore, as RestoreDirOptions.OnPhase names them.
+// The phases of a restore, as RestoreDirOptions.OnPhase names them (a
+// tablet's restore also moves the files into place).
 const (
 	PhaseDownload = "download"
 	PhasePrepare  = "prepare"
+	PhaseMoveBack = "move-back"
 )
 
 // phase says that a phase begins.
 func (r *restoreRun) phase(name string) {
+	r.times.Begin(name)
 	if r.onPhase != nil {
 		r.onPhase(name)
 	}
@@ -130,9 +134,11 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := r.restoreChain(ctx, tool, cnf.Path, staging); err != nil {
 		return err
 	}
+	r.phase(PhaseMoveBack)
 	if err := r.moveBack(staging); err != nil {
 		return err
 	}
+	r.logger.Infof("fifo restore: took %s", FormatPhases(r.times.Done()))
 	// The next backup of this data directory may be a delta on this chain.
 	if err := restoredLineage(cnf, chainNames(r.chain)); err != nil {
 		r.logger.Warningf("fifo restore: %v; the next backup will be full", err)

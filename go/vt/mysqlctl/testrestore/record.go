@@ -9,6 +9,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -104,6 +105,9 @@ type Record struct {
 	Error    string    `json:"error,omitempty"`
 	Started  time.Time `json:"started"`
 	Duration string    `json:"duration"`
+	// Phases are the run's phases in order with their seconds: the
+	// restore's (download, prepare), then the server's start and the check.
+	Phases []fifobackupengine.PhaseSeconds `json:"phases,omitempty"`
 	Host     string    `json:"host,omitempty"`
 	// Tool prepared the files; Server is the throwaway mysqld's VERSION().
 	Tool   string `json:"tool,omitempty"`

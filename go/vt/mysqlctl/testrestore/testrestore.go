@@ -89,8 +89,17 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	if err != nil {
 		return rec, fmt.Errorf("test restore of %s: %w", rec.Backup, err)
 	}
+	var times fifobackupengine.PhaseTimes
+	onPhase := opts.OnPhase
+	opts.OnPhase = func(phase string) {
+		times.Begin(phase)
+		if onPhase != nil {
+			onPhase(phase)
+		}
+	}
 	err = run(ctx, bh, opts, srv, &rec)
 	rec.Duration = time.Since(rec.Started).Round(time.Second).String()
+	rec.Phases = times.Done()
 	if ctx.Err() != nil {
 		return rec, fmt.Errorf("test restore of %s interrupted: %w", rec.Backup, ctx.Err())
 	}

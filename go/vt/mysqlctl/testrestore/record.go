@@ -108,7 +108,7 @@ type Record struct {
 	// Phases are the run's phases in order with their seconds: the
 	// restore's (download, prepare), then the server's start and the check.
 	Phases []fifobackupengine.PhaseSeconds `json:"phases,omitempty"`
-	Host     string    `json:"host,omitempty"`
+	Host   string                          `json:"host,omitempty"`
 	// Tool prepared the files; Server is the throwaway mysqld's VERSION().
 	Tool   string `json:"tool,omitempty"`
 	Server string `json:"server,omitempty"`

@@ -24,7 +24,7 @@ import (
 // (--split-storage-legacy=file and its usual --file-backup-storage-root; or
 // =s3 and its --s3-backup-* flags, the split storage on S3 too):
 //   - GetBackups through vtctld and vtfifo ls list the legacy backup (ls
-//     with its engine and storage);
+//     with its engine and storage; the fleet view, from the topology, too);
 //   - a new tablet restores it, with Vitess's xtrabackup engine from the
 //     file storage's own handle, and has the source's data;
 //   - its first fifo backup goes to the split storage, listed beside it;
@@ -123,6 +123,13 @@ func runAdoption(t *testing.T, l legacyStorage) {
 	must(t, err)
 	if code != 0 || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+`+l.name+`\s`, out) {
 		t.Fatalf("vtfifo ls: exit %d, want %s listed with engine xtrabackup in storage %s:\n%s", code, legacyName, l.name, out)
+	}
+	// The fleet view, with the topology's flags, finds the shard though the
+	// split storage holds nothing of it yet.
+	out, code, err = c.VtfifoFleet(ctx, "ls", "--json")
+	must(t, err)
+	if code != 0 || !strings.Contains(out, legacyName) {
+		t.Fatalf("vtfifo ls (the fleet, from the topology): exit %d, want the shard with %s:\n%s", code, legacyName, out)
 	}
 
 	// After the switch: fifo + split, the legacy storage named. (One tablet

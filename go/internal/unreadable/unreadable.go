@@ -37,14 +37,19 @@ func access(e error) bool {
 	if m, ok := e.(Marker); ok && m.Unreadable() {
 		return true
 	}
-	for _, target := range []error{context.Canceled, context.DeadlineExceeded, os.ErrDeadlineExceeded, fs.ErrPermission, syscall.ECONNREFUSED,
-		syscall.ECONNRESET, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT} {
+	for _, target := range []error{context.Canceled, context.DeadlineExceeded, os.ErrDeadlineExceeded, fs.ErrPermission} {
 		if e == target {
 			return true
 		}
 	}
-	if se, ok := e.(syscall.Errno); ok && (se == syscall.EACCES || se == syscall.EPERM) {
-		return true
+	// An errno is access only for these: syscall.Errno also satisfies
+	// net.Error, and a file not there (ENOENT) or a full disk is not access.
+	if se, ok := e.(syscall.Errno); ok {
+		switch se {
+		case syscall.EACCES, syscall.EPERM, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT:
+			return true
+		}
+		return false
 	}
 	if _, ok := e.(net.Error); ok {
 		return true
@@ -53,6 +58,18 @@ func access(e error) bool {
 		switch c.ErrorCode() {
 		case vtrpcpb.Code_CANCELED, vtrpcpb.Code_DEADLINE_EXCEEDED, vtrpcpb.Code_UNAVAILABLE, vtrpcpb.Code_PERMISSION_DENIED,
 			vtrpcpb.Code_UNAUTHENTICATED:
+			return true
+		}
+	}
+	return false
+}
+
+// Missing reports whether err, or anything it wraps (Vitess's errors by
+// their Cause too), says that a file does not exist: a reader reached the
+// place and found nothing, which is about what is there, not about access.
+func Missing(err error) bool {
+	for _, e := range chain(err) {
+		if e == fs.ErrNotExist || e == syscall.ENOENT {
 			return true
 		}
 	}

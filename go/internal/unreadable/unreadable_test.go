@@ -39,10 +39,14 @@ func TestAccessOrNot(t *testing.T) {
 		assert.True(t, Is(err), name)
 	}
 	damage := map[string]error{
-		"nil":                nil,
-		"checksum":           errors.New("checksum mismatch: expected crc32c 1, found 2"),
-		"truncated":          fmt.Errorf("lane 1: %w", io.ErrUnexpectedEOF),
-		"a missing part":     fmt.Errorf("part missing: %w", fs.ErrNotExist),
+		"nil":            nil,
+		"checksum":       errors.New("checksum mismatch: expected crc32c 1, found 2"),
+		"truncated":      fmt.Errorf("lane 1: %w", io.ErrUnexpectedEOF),
+		"a missing part": fmt.Errorf("part missing: %w", fs.ErrNotExist),
+		// A file not there, or a full disk, as the OS says it: an errno
+		// satisfies net.Error, but says nothing of access.
+		"a file not there":   &fs.PathError{Op: "open", Path: "/r/ks/0/b/MANIFEST", Err: syscall.ENOENT},
+		"a full disk":        fmt.Errorf("write: %w", &fs.PathError{Op: "write", Path: "/d/x", Err: syscall.ENOSPC}),
 		"a data-loss code":   vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane 0: read 5 bytes, the MANIFEST says 6"),
 		"a text that quotes": errors.New("permission denied"), // only a message: nothing says so
 	}
@@ -55,3 +59,14 @@ type marker struct{}
 
 func (marker) Error() string    { return "this host's keys" }
 func (marker) Unreadable() bool { return true }
+
+// TestMissing: a file not there, however wrapped (Vitess's errors by their
+// Cause), and nothing else.
+func TestMissing(t *testing.T) {
+	notThere := &fs.PathError{Op: "open", Path: "/r/ks/0/b/backup.xbstream.gz-001", Err: syscall.ENOENT}
+	assert.True(t, Missing(notThere))
+	assert.True(t, Missing(vterrors.Wrap(fmt.Errorf("copying: %w", notThere), "backup b")))
+	assert.True(t, Missing(fmt.Errorf("x: %w", fs.ErrNotExist)))
+	assert.False(t, Missing(&fs.PathError{Op: "open", Path: "/r/x", Err: syscall.EACCES}))
+	assert.False(t, Missing(nil))
+}

@@ -9,6 +9,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -35,8 +36,11 @@ func copyLegacy(ctx context.Context, bh backupstorage.BackupHandle, to *splitsto
 	var rep splitstorage.CopyReport
 	name := bh.Name()
 	_, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
+	if err != nil && doc == nil {
+		return rep, sourceErr(err)
+	}
 	if err != nil {
-		return rep, err
+		return rep, err // read, but not JSON
 	}
 	files, err := fifobackupengine.BackupFiles(doc)
 	if err != nil {
@@ -91,11 +95,12 @@ func ownBackup(ctx context.Context, to *splitstorage.Storage, dir, name string) 
 	return nil, nil
 }
 
-// copyFile copies one file of from into to, summing what it read.
+// copyFile copies one file of from into to, summing what it read; an error
+// reading from is sourceErr's.
 func copyFile(ctx context.Context, from, to backupstorage.BackupHandle, file string) (copiedFile, error) {
 	r, err := from.ReadFile(ctx, file)
 	if err != nil {
-		return copiedFile{}, err
+		return copiedFile{}, sourceErr(err)
 	}
 	defer r.Close()
 	w, err := to.AddFile(ctx, file, backupstorage.FileSizeUnknown)
@@ -103,11 +108,41 @@ func copyFile(ctx context.Context, from, to backupstorage.BackupHandle, file str
 		return copiedFile{}, err
 	}
 	h := crc32.NewIEEE()
-	n, err := io.Copy(io.MultiWriter(w, h), r)
+	src := &readErrors{r: r}
+	n, err := io.Copy(io.MultiWriter(w, h), src)
+	if src.err != nil {
+		err = sourceErr(src.err)
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
 	return copiedFile{name: file, size: n, sum: h.Sum32()}, err
+}
+
+// sourceErr is an error reading the legacy storage: a file that is not
+// there is the backup's (it lacks a file its MANIFEST names); any other
+// says only that it could not be read (unreadable), never that it is
+// damaged: the legacy storage keeps no checksum to tell.
+func sourceErr(err error) error {
+	if unreadable.Missing(err) {
+		return err
+	}
+	return unreadable.Error(err)
+}
+
+// readErrors keeps the error its reader returned (io.EOF aside), to tell a
+// failed read of the source from a failed write of the copy.
+type readErrors struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrors) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }
 
 // readBack reads every copied file from the copy and compares it with

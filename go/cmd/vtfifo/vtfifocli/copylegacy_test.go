@@ -60,13 +60,32 @@ func TestCopyFromLegacyStorage(t *testing.T) {
 	assert.Contains(t, errOut, "is the legacy file storage's: --remove-source is refused for it")
 	_, errOut = runSplit(t, 1, splitRoot, copyArgs(shell)...)
 	assert.Contains(t, errOut, `its engine "mysqlshell" keeps files this tool does not know`)
+	// A file the MANIFEST names and the backup lacks: the backup's fault
+	// (exit 1, naming it). A file that cannot be read (here a directory in
+	// its place): exit 3, nothing says the backup is damaged. Neither
+	// leaves a backup in the split storage.
+	const lacking, unread = "2026-11-22.100000.zone1-0000000100", "2026-11-22.110000.zone1-0000000100"
+	for _, name := range []string{lacking, unread} {
+		plantLegacy(t, legacyRoot, name, map[string]string{
+			"MANIFEST": `{"BackupMethod":"xtrabackup","BackupName":"` + name + `","FileName":"backup.xbstream.gz","NumStripes":2}`,
+			"backup.xbstream.gz-000": "stripe zero"})
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(legacyRoot, "ks", "0", unread, "backup.xbstream.gz-001"), 0o750))
+	out, errOut := runSplit(t, 1, splitRoot, copyArgs(lacking)...)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "FAIL: backup ks/0/"+lacking+": copying backup.xbstream.gz-001: ")
+	assert.NotContains(t, errOut, "nothing says the backup is damaged")
+	out, errOut = runSplit(t, 3, splitRoot, copyArgs(unread)...)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "FAIL: backup ks/0/"+unread+": copying backup.xbstream.gz-001: ")
+	assert.Contains(t, errOut, "it could not be read or reached: nothing says the backup is damaged")
 
 	// In the split storage alone: the three, each file as in the legacy one.
 	st := localSplit(t, splitRoot)
 	ctx := context.Background()
 	bhs, err := st.ListBackups(ctx, "ks/0")
 	require.NoError(t, err)
-	require.Len(t, bhs, 3)
+	require.Len(t, bhs, 3, "nothing of the failed copies is listed")
 	for _, bh := range bhs {
 		entries, err := os.ReadDir(filepath.Join(legacyRoot, "ks", "0", bh.Name()))
 		require.NoError(t, err)
@@ -81,7 +100,7 @@ func TestCopyFromLegacyStorage(t *testing.T) {
 			assert.True(t, bytes.Equal(want, got), "%s/%s", bh.Name(), e.Name())
 		}
 	}
-	out, _ := runSplit(t, 0, splitRoot, "verify", "--backup="+fifo, "--keyspace=ks", "--shard=0", "--progress=never")
+	out, _ = runSplit(t, 0, splitRoot, "verify", "--backup="+fifo, "--keyspace=ks", "--shard=0", "--progress=never")
 	assert.Contains(t, out, "OK")
 }
 

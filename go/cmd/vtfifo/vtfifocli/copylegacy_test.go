@@ -67,7 +67,7 @@ func TestCopyFromLegacyStorage(t *testing.T) {
 	const lacking, unread = "2026-11-22.100000.zone1-0000000100", "2026-11-22.110000.zone1-0000000100"
 	for _, name := range []string{lacking, unread} {
 		plantLegacy(t, legacyRoot, name, map[string]string{
-			"MANIFEST": `{"BackupMethod":"xtrabackup","BackupName":"` + name + `","FileName":"backup.xbstream.gz","NumStripes":2}`,
+			"MANIFEST":               `{"BackupMethod":"xtrabackup","BackupName":"` + name + `","FileName":"backup.xbstream.gz","NumStripes":2}`,
 			"backup.xbstream.gz-000": "stripe zero"})
 	}
 	require.NoError(t, os.Mkdir(filepath.Join(legacyRoot, "ks", "0", unread, "backup.xbstream.gz-001"), 0o750))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -420,4 +421,20 @@ func TestRestoreTableFlags(t *testing.T) {
 		assert.Empty(t, stdout.String())
 		assert.NoDirExists(t, target)
 	}
+}
+
+// TestUnreachableReplica: a --replica that cannot be reached is exit 3,
+// naming it and the flag, before anything is downloaded.
+func TestUnreachableReplica(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	_, args := storageCopy(t)
+	target := filepath.Join(t.TempDir(), "t")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append([]string{"restore-table", "--table=d.t", "--target-dir=" + target, "--into-mysql=" + srv.Socket,
+		"--mysql-user=root", "--replica=127.0.0.1:1"}, args...), &stdout, &stderr)
+	assert.Equal(t, 3, code, "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "FAIL: cannot reach the replica 127.0.0.1:1 (--replica) as root")
+	assert.Contains(t, stderr.String(), "nothing says the backup is damaged")
+	assert.Empty(t, stdout.String())
+	assert.NoDirExists(t, target)
 }

@@ -79,7 +79,7 @@ func TestFleetView(t *testing.T) {
 	// its newest backup is months old.
 	out, _ = runSplit(t, 1, root, "ls", "--max-age=2d", "--max-unproven-age=48h")
 	assert.Regexp(t, `ks/0 .* FAIL: newest proven backup 3d(\d+h)? old \(--max-unproven-age 2d\)\n`, out)
-	assert.Regexp(t, `ks/1 .* FAIL: newest backup \d+d\d+h old \(--max-age 2d\); no backup passed a test restore\n`, out)
+	assert.Regexp(t, `ks/1 .* FAIL: newest backup \d+d(\d+h)? old \(--max-age 2d\); no backup passed a test restore\n`, out)
 	runSplit(t, 0, root, "ls", "--max-age=24000h", "--keyspace=", "--shard=")
 
 	out, _ = runSplit(t, 1, root, "ls", "--json", "--max-unproven-age=48h")

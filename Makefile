@@ -38,7 +38,7 @@ GO_SOURCES := $(shell find go -name '*.go' -not -name '*_test.go' 2>/dev/null) g
 # commit (and tag) they are built from; "devel" outside a git checkout.
 PLUGIN_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 PLUGIN_BINS := $(BIN_DIR)/vttablet $(BIN_DIR)/vtbackup $(BIN_DIR)/vtctld
-STOCK_BINS  := $(BIN_DIR)/mysqlctl $(BIN_DIR)/vtctldclient
+STOCK_BINS  := $(BIN_DIR)/mysqlctl $(BIN_DIR)/vtctldclient $(BIN_DIR)/stock/vttablet
 INIT_DB_SQL := $(BUILD_DIR)/vitess-$(VITESS_VERSION)/init_db_mariadb.sql
 
 # Exported to tests and the demo so they find what the Makefile built.
@@ -57,7 +57,7 @@ help:
 	@echo "make test-unit  the quick tier after every edit: Go only, no MariaDB/servers (go test -short)"
 	@echo "make check  gofmt, go vet and staticcheck (pinned in tools/go.mod)"
 	@echo "make setup  only install missing Debian packages, Go modules and build the binaries"
-	@echo "make build  only build $(BIN_DIR)/{vttablet,vtbackup,vtctld,mysqlctl,vtctldclient}"
+	@echo "make build  only build $(BIN_DIR)/{vttablet,vtbackup,vtctld,mysqlctl,vtctldclient,vtfifo,stock/vttablet}"
 	@echo "make tools  only build the S3/GCS/Azure test servers into $(TOOLS_DIR)"
 	@echo "make fuzz   run the fuzz targets for FUZZTIME=$(FUZZTIME) each"
 	@echo "make bench  side-by-side benchmarks (BENCH_PROFILE=standard|quick|full) -> docs/benchmarks/side-by-side.md"
@@ -92,6 +92,11 @@ $(BIN_DIR)/mysqlctl: go.mod go.sum
 $(BIN_DIR)/vtctldclient: go.mod go.sum
 	@mkdir -p $(@D)
 	$(GO) build -o $@ vitess.io/vitess/go/cmd/vtctldclient
+
+# Vitess's own vttablet, without our plugin: the adoption test's way back to stock binaries.
+$(BIN_DIR)/stock/vttablet: go.mod go.sum
+	@mkdir -p $(@D)
+	$(GO) build -o $@ vitess.io/vitess/go/cmd/vttablet
 
 # Vitess's config/init_db.sql from the pinned module, without the super_read_only lines
 # that MariaDB does not know (mysqlctl init fails on them otherwise).

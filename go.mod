@@ -244,4 +244,5 @@ require (
 tool (
 	vitess.io/vitess/go/cmd/mysqlctl
 	vitess.io/vitess/go/cmd/vtctldclient
+	vitess.io/vitess/go/cmd/vttablet
 )

@@ -85,12 +85,13 @@ func s3Legacy() legacyStorage {
 func runAdoption(t *testing.T, l legacyStorage) {
 	prepare := l.split.prepare(t)
 	var storage cluster.Storage
+	var legacy []string // the legacy storage's own flags
 	c := startCluster(t, cluster.Options{PrepareStorage: func(c *cluster.Cluster) (cluster.Storage, error) {
 		st, err := prepare(c)
 		if err != nil {
 			return st, err
 		}
-		legacy, err := l.flags(c, st)
+		legacy, err = l.flags(c, st)
 		st.Flags = append(append(st.Flags, "--split-storage-legacy="+l.name), legacy...)
 		storage = st
 		return st, err
@@ -211,6 +212,7 @@ func runAdoption(t *testing.T, l legacyStorage) {
 	if t.Failed() {
 		return
 	}
+	var u *cluster.Tablet // the stock engine's tablet on the split storage
 	t.Run("rollback-the-engine-with-the-split-storage-kept", func(t *testing.T) {
 		// Vitess's stock engine again, the split storage kept: the newest
 		// backup (fifo) restores with the engine its MANIFEST names, and the
@@ -230,11 +232,51 @@ func runAdoption(t *testing.T, l legacyStorage) {
 			t.Fatalf("vtfifo ls: exit %d, want the stock engine's backup %s in the split storage:\n%s", code, stock, out)
 		}
 		must(t, s.Destroy(ctx))
-		u := tablet(105, "xtrabackup")
+		u = tablet(105, "xtrabackup")
 		must(t, u.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
 		checkData(ctx, t, u, legacySums)
 		if log := u.Vttablet.Tail(1 << 20); !strings.Contains(log, stock) {
 			t.Errorf("the restore's log does not name %s:\n%s", stock, u.Vttablet.Tail(4000))
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	t.Run("rollback-the-storage-then-the-binaries", func(t *testing.T) {
+		// The storage back to the old one (docs/migration.md, "Going back"):
+		// the primary's vttablet restarted with the stock engine on the old
+		// storage alone takes one stock backup into it; then Vitess's own
+		// vttablet, built without our plugin, with the same flags, restores
+		// that backup on a new tablet.
+		old := cluster.Storage{Name: l.name, Flags: append([]string{"--backup-storage-implementation=" + l.name}, legacy...), Env: storage.Env}
+		must(t, promote(ctx, t, c, u))
+		u.StopVttablet()
+		u.Engine, u.Storage = stockEngine(c), &old
+		must(t, u.Start(ctx, cluster.StartOptions{WaitForType: "PRIMARY"}))
+		must(t, u.AddRows(ctx, 1000))
+		sums, err := u.Checksums(ctx)
+		must(t, err)
+		time.Sleep(time.Second) // backup names have seconds
+		must(t, u.Backup(ctx, true, ""))
+		// vtctld and vtfifo, still on the split storage with the legacy one
+		// named, find it in the old storage.
+		names, err := c.GetBackups(ctx)
+		must(t, err)
+		stock := names[len(names)-1]
+		out, code, err := c.Vtfifo(ctx, "ls")
+		must(t, err)
+		if code != 0 || !regexpMatch(`(?m)^`+stock+`\s+xtrabackup\s+`+l.name+`\s`, out) {
+			t.Fatalf("vtfifo ls: exit %d, want the stock backup %s in the old %s storage:\n%s", code, stock, l.name, out)
+		}
+		must(t, u.Destroy(ctx))
+		w, err := c.NewTablet(106)
+		must(t, err)
+		w.Stock, w.Engine, w.Storage = true, stockEngine(c), &old
+		must(t, w.InitMySQL(ctx))
+		must(t, w.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+		checkData(ctx, t, w, sums)
+		if log := w.Vttablet.Tail(1 << 20); !strings.Contains(log, stock) {
+			t.Errorf("the stock vttablet's restore log does not name %s:\n%s", stock, w.Vttablet.Tail(4000))
 		}
 	})
 }

@@ -132,17 +132,28 @@ func engineEmitsStats(engine string) bool { return engine != "xtrabackup" }
 // engineFor returns the tablet/vtbackup flags with name as the default engine. The flags
 // of every engine are always given, so a per-request --backup-engine can pick another one.
 func engineFor(c *cluster.Cluster, name string) cluster.Engine {
-	return cluster.Engine{Name: name, Flags: []string{
-		// Vitess's xtrabackup engine over mariabackup.
-		"--xtrabackup-root-path=" + c.XtrabackupRoot,
-		"--xtrabackup-user=vt_dba",
-		"--xtrabackup-stream-mode=xbstream",
-		"--xtrabackup-stripes=2",
+	return cluster.Engine{Name: name, Flags: append(xtrabackupFlags(c),
 		// The fifo engine: mariabackup's single stdout stream split into 2 lanes.
-		"--fifo-backup-tool-path=" + c.XtrabackupRoot + "/xtrabackup",
+		"--fifo-backup-tool-path="+c.XtrabackupRoot+"/xtrabackup",
 		"--fifo-backup-tool-flavor=mariabackup",
 		"--fifo-backup-lanes=2",
 		"--fifo-backup-parallel=2",
 		"--fifo-backup-progress-interval=0",
-	}}
+	)}
+}
+
+// stockEngine is Vitess's xtrabackup engine with its flags alone, as a
+// stock vttablet takes them.
+func stockEngine(c *cluster.Cluster) cluster.Engine {
+	return cluster.Engine{Name: "xtrabackup", Flags: xtrabackupFlags(c)}
+}
+
+// xtrabackupFlags configure Vitess's xtrabackup engine over mariabackup.
+func xtrabackupFlags(c *cluster.Cluster) []string {
+	return []string{
+		"--xtrabackup-root-path=" + c.XtrabackupRoot,
+		"--xtrabackup-user=vt_dba",
+		"--xtrabackup-stream-mode=xbstream",
+		"--xtrabackup-stripes=2",
+	}
 }

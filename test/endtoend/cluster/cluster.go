@@ -217,8 +217,12 @@ func (c *Cluster) layOut() error {
 			return err
 		}
 	}
-	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient", "vtfifo"} {
-		p, err := stageFile(filepath.Join(c.Paths.BinDir, b), filepath.Join(c.Root, "bin"), c.user)
+	for _, b := range binaries {
+		dir := filepath.Join(c.Root, "bin", filepath.Dir(b))
+		if err := c.user.mkdir(dir); err != nil {
+			return err
+		}
+		p, err := stageFile(filepath.Join(c.Paths.BinDir, b), dir, c.user)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,11 @@ import (
 	"syscall"
 )
 
+// binaries are what the cluster runs from BinDir: ours, Vitess's own
+// mysqlctl and vtctldclient, and Vitess's own vttablet under stock/ (a
+// tablet with Stock set runs it).
+var binaries = []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient", "vtfifo", "stock/vttablet"}
+
 // Paths says where the binaries and generated files are. Zero fields are found by Discover.
 type Paths struct {
 	BinDir    string // vttablet, vtbackup, vtctld, mysqlctl, vtctldclient
@@ -97,7 +102,7 @@ func Discover(p Paths) (Paths, error) {
 	p.ToolsDir = pick(p.ToolsDir, "VTFIFO_TOOLS_DIR", "build/tools")
 	p.InitDBSQL = pick(p.InitDBSQL, "VTFIFO_INIT_DB_SQL", "build/vitess-{v}/init_db_mariadb.sql")
 	var missing []string
-	for _, b := range []string{"vttablet", "vtbackup", "vtctld", "mysqlctl", "vtctldclient", "vtfifo"} {
+	for _, b := range binaries {
 		if _, err := os.Stat(filepath.Join(p.BinDir, b)); err != nil {
 			missing = append(missing, filepath.Join(p.BinDir, b)+" (make build)")
 		}

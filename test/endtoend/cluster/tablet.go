@@ -31,6 +31,12 @@ type Tablet struct {
 	Engine Engine
 	// ExtraArgs are added to vttablet's command line.
 	ExtraArgs []string
+	// Stock runs Vitess's own vttablet, built from the pinned module
+	// without our plugin, in place of ours.
+	Stock bool
+	// Storage, when set, is this tablet's backup storage in place of the
+	// cluster's (its flags and environment).
+	Storage *Storage
 }
 
 // NewTablet reserves ports for a tablet with the given UID (it starts nothing).
@@ -94,14 +100,21 @@ func (t *Tablet) Start(ctx context.Context, o StartOptions) error {
 		"--config-file-not-found-handling=ignore",
 		"--backup-engine-implementation="+t.Engine.Name,
 	)
+	storage, bin := t.c.Storage, t.c.Bin("vttablet")
+	if t.Storage != nil {
+		storage = *t.Storage
+	}
+	if t.Stock {
+		bin = t.c.Bin("stock/vttablet")
+	}
 	args = append(args, t.Engine.Flags...)
-	args = append(args, t.c.Storage.Flags...)
+	args = append(args, storage.Flags...)
 	if o.RestoreFromBackup {
 		args = append(args, "--restore-from-backup")
 	}
 	args = append(args, t.ExtraArgs...)
 	var err error
-	t.Vttablet, err = t.c.start(fmt.Sprintf("vttablet-%d", t.UID), t.c.storageEnv(), t.c.Bin("vttablet"), args...)
+	t.Vttablet, err = t.c.start(fmt.Sprintf("vttablet-%d", t.UID), storage.Env, bin, args...)
 	if err != nil {
 		return err
 	}

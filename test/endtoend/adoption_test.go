@@ -25,6 +25,7 @@ import (
 // =s3 and its --s3-backup-* flags, the split storage on S3 too):
 //   - GetBackups through vtctld and vtfifo ls list the legacy backup (ls
 //     with its engine and storage; the fleet view, from the topology, too);
+//     vtfifo verify reads its stream and test-restore starts it;
 //   - a new tablet restores it, with Vitess's xtrabackup engine from the
 //     file storage's own handle, and has the source's data;
 //   - its first fifo backup goes to the split storage, listed beside it;
@@ -35,7 +36,9 @@ import (
 //     restores it from the split storage with Vitess's xtrabackup engine;
 //   - rolled back to the stock engine with the split storage kept, a tablet
 //     restores the newest (fifo) backup, and the stock engine's next backup
-//     goes to the split storage and restores.
+//     goes to the split storage and restores;
+//   - rolled back to the old storage, the stock engine's backup goes there,
+//     and Vitess's own vttablet (no plugin) restores it.
 func TestAdoptionFromVitessStorage(t *testing.T) {
 	for _, l := range []legacyStorage{fileLegacy(), s3Legacy()} {
 		t.Run(l.name, func(t *testing.T) { runAdoption(t, l) })
@@ -131,6 +134,27 @@ func runAdoption(t *testing.T, l legacyStorage) {
 	must(t, err)
 	if code != 0 || !strings.Contains(out, legacyName) {
 		t.Fatalf("vtfifo ls (the fleet, from the topology): exit %d, want the shard with %s:\n%s", code, legacyName, out)
+	}
+
+	t.Run("legacy-backup-verified-and-test-restored", func(t *testing.T) {
+		// vtfifo reads Vitess's xtrabackup engine's stream from the legacy
+		// storage: verify decodes every chunk; test-restore prepares it
+		// and starts a throwaway mariadbd on it (its record cannot be kept
+		// in Vitess's storage, which says so).
+		vtfifo := vtfifoRunner(ctx, c)
+		out := vtfifo(t, 0, "verify", "--backup="+legacyName, "--progress=never")
+		if !regexpMatch(`OK: backup \S+/`+legacyName+`: Vitess's xtrabackup engine's stream in 2 stored files, \d+ files`, out) {
+			t.Fatalf("vtfifo verify of the legacy backup:\n%s", out)
+		}
+		t.Logf("vtfifo verify of the legacy backup:\n%s", out)
+		out = vtfifo(t, 0, append([]string{"test-restore", "--backup=" + legacyName}, toolFlags(c)...)...)
+		if !regexpMatch(`OK: test restore of \S+/`+legacyName+` passed in .*prepared by mariabackup.*CHECK TABLE on \d+ tables.*record not stored: `, out) {
+			t.Fatalf("vtfifo test-restore of the legacy backup:\n%s", out)
+		}
+		t.Logf("vtfifo test-restore of the legacy backup:\n%s", out)
+	})
+	if t.Failed() {
+		return
 	}
 
 	// After the switch: fifo + split, the legacy storage named. (One tablet

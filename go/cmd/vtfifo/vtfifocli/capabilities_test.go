@@ -40,20 +40,46 @@ func TestCapabilitiesNameTheStorage(t *testing.T) {
 	}
 }
 
-// TestAnotherEnginesBackupIsNotJudged: a backup Vitess's xtrabackup engine
-// took is refused by the commands that read fifo backups (exit 2, naming
-// its engine and storage), never called damaged.
+// TestAnotherEnginesBackupIsNotJudged: a backup of an engine a command
+// does not read is refused (exit 2, naming its engine and storage), never
+// called damaged: Vitess's builtin engine's by every command that reads a
+// backup, its xtrabackup engine's by those that read fifo backups only;
+// verify and test-restore, which read that engine's stream, refuse one
+// whose MANIFEST they cannot read, saying why.
 func TestAnotherEnginesBackupIsNotJudged(t *testing.T) {
-	root := t.TempDir()
-	b := filepath.Join(root, "ks", "0", "2026-11-20.000000.zone1-0000000100")
-	require.NoError(t, os.MkdirAll(b, 0o750))
-	require.NoError(t, os.WriteFile(filepath.Join(b, "MANIFEST"), []byte(`{"BackupMethod":"xtrabackup","BackupName":"2026-11-20.000000.zone1-0000000100"}`), 0o640))
-	args := []string{"--backup-storage-implementation=file", "--file-backup-storage-root=" + root, "--keyspace=ks", "--shard=0"}
-	for _, cmd := range [][]string{{"verify"}, {"show"}, {"export", "-o", filepath.Join(t.TempDir(), "x")}, {"restore", "--target-dir=" + filepath.Join(t.TempDir(), "r")}} {
-		var stdout, stderr bytes.Buffer
-		assert.Equal(t, 2, Main(context.Background(), append(cmd, args...), &stdout, &stderr), "%v: %s", cmd, stderr.String())
-		assert.Contains(t, stderr.String(), "backup ks/0/2026-11-20.000000.zone1-0000000100 was taken by Vitess's xtrabackup engine (in the file storage): "+
-			"vtfifo "+cmd[0]+" reads fifo backups only", cmd)
-		assert.NotContains(t, stdout.String()+stderr.String(), "FAIL", cmd)
+	const name = "2026-11-20.000000.zone1-0000000100"
+	fifoOnly := [][]string{{"show"}, {"export", "-o", filepath.Join(t.TempDir(), "x")}, {"restore", "--target-dir=" + filepath.Join(t.TempDir(), "r")}}
+	streams := [][]string{{"verify"}, {"test-restore"}}
+	for _, c := range []struct {
+		engine string
+		cmds   [][]string
+		says   func(cmd string) string
+	}{
+		{"builtin", append(fifoOnly, streams...), func(cmd string) string {
+			if cmd == "verify" || cmd == "test-restore" {
+				return "was taken by Vitess's builtin engine (in the file storage): vtfifo " + cmd + " reads fifo and xtrabackup backups only"
+			}
+			return "was taken by Vitess's builtin engine (in the file storage): vtfifo " + cmd + " reads fifo backups only"
+		}},
+		{"xtrabackup", fifoOnly, func(cmd string) string {
+			return "was taken by Vitess's xtrabackup engine (in the file storage): vtfifo " + cmd + " reads fifo backups only"
+		}},
+		{"xtrabackup", streams, func(cmd string) string {
+			return "was taken by Vitess's xtrabackup engine (in the file storage): vtfifo " + cmd + " cannot check it: its xtrabackup MANIFEST names no " +
+				"FileName (a backup older than Vitess recording it); Vitess restores it with its own engine"
+		}},
+	} {
+		root := t.TempDir()
+		b := filepath.Join(root, "ks", "0", name)
+		require.NoError(t, os.MkdirAll(b, 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(b, "MANIFEST"), []byte(`{"BackupMethod":"`+c.engine+`","BackupName":"`+name+`"}`), 0o640))
+		args := []string{"--backup-storage-implementation=file", "--file-backup-storage-root=" + root, "--keyspace=ks", "--shard=0"}
+		for _, cmd := range c.cmds {
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, 2, Main(context.Background(), append(cmd, args...), &stdout, &stderr), "%s %v: %s", c.engine, cmd, stderr.String())
+			assert.Contains(t, stderr.String(), "backup ks/0/"+name+" "+c.says(cmd[0]), "%s %v", c.engine, cmd)
+			assert.Empty(t, stdout.String(), "%s %v", c.engine, cmd)
+			assert.NotContains(t, stderr.String(), "FAIL", "%s %v", c.engine, cmd)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func phasesText(phases []fifobackupengine.PhaseSeconds) string {
 func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var tr testrestore.Flags
 	var record, quarantine, asJSON *bool
-	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
+	s, bh, code := openBackupOf(ctx, streamEngines, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			tr.Register(fs, "")
 			record = fs.Bool("record", true, "store the verification record beside the backup (split storage)")

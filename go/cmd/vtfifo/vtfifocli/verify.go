@@ -153,16 +153,16 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 		bhs = []backupstorage.BackupHandle{bh}
 	}
 	if !o.all {
-		if code := s.fifoOnly(bhs[0]); code >= 0 {
+		if code := s.readsOnly(bhs[0], streamEngines); code >= 0 {
 			return code
 		}
 	}
 	code := exitOK
 	var results []VerifyResult
 	for _, bh := range bhs {
-		if m, _, err := fifobackupengine.ReadAnyManifest(ctx, bh); o.all && err == nil && m.BackupMethod != "fifo" && m.BackupMethod != "" {
-			fmt.Fprintf(stdout, "SKIP: backup %s/%s: taken by Vitess's %s engine (in the %s storage): vtfifo verifies fifo backups only\n", dir, bh.Name(),
-				m.BackupMethod, s.origin(bh))
+		if m, _, err := fifobackupengine.ReadAnyManifest(ctx, bh); o.all && err == nil && m.BackupMethod != "" && !slices.Contains(streamEngines, m.BackupMethod) {
+			fmt.Fprintf(stdout, "SKIP: backup %s/%s: taken by Vitess's %s engine (in the %s storage): vtfifo verifies %s backups only\n", dir, bh.Name(),
+				m.BackupMethod, s.origin(bh), strings.Join(streamEngines, " and "))
 			continue
 		}
 		res, c := s.verifyOne(bh, stderr)
@@ -260,6 +260,9 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 			}
 		case err != nil:
 			problems = append(problems, errText(err))
+		case vr.Manifest.BackupMethod != "fifo":
+			summary = fmt.Sprintf("Vitess's %s engine's stream in %d stored files, %d files, %s of data, every chunk checked",
+				vr.Manifest.BackupMethod, len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)))
 		default:
 			summary = fmt.Sprintf("%d lanes, %d files, %s of data in %s stored, every part and chunk checked",
 				len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)), humanize.IBytes(uint64(vr.Manifest.StoredBytes)))

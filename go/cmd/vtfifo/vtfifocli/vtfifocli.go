@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -237,15 +238,22 @@ func openSession(ctx context.Context, prog string, args []string, stdout, stderr
 
 // openBackup is openSession for the subcommands that read one fifo backup:
 // it also picks the backup the flags name (pickBackup) and refuses another
-// engine's (fifoOnly). A nil session comes with the exit status; otherwise
+// engine's (readsOnly). A nil session comes with the exit status; otherwise
 // the caller calls close.
 func openBackup(ctx context.Context, prog string, args []string, stdout, stderr io.Writer,
+	extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
+	return openBackupOf(ctx, fifoEngine, prog, args, stdout, stderr, extra)
+}
+
+// openBackupOf is openBackup for a command that reads the backups of
+// engines (fifoEngine, or streamEngines).
+func openBackupOf(ctx context.Context, engines []string, prog string, args []string, stdout, stderr io.Writer,
 	extra func(*pflag.FlagSet, *options) func() error) (*session, backupstorage.BackupHandle, int) {
 	s, bh, code := openAnyBackup(ctx, prog, args, stdout, stderr, extra)
 	if s == nil {
 		return nil, nil, code
 	}
-	if code := s.fifoOnly(bh); code >= 0 {
+	if code := s.readsOnly(bh, engines); code >= 0 {
 		s.close()
 		return nil, nil, code
 	}
@@ -269,18 +277,35 @@ func openAnyBackup(ctx context.Context, prog string, args []string, stdout, stde
 	return s, bh, -1
 }
 
-// fifoOnly refuses, with exitUsage and a line saying why, a backup another
-// engine took (Vitess's builtin or xtrabackup, listed through the split
-// storage's legacy storage or in Vitess's own storage): vtfifo reads fifo
-// backups only, and must never call such a backup damaged. -1: go on (a
-// MANIFEST that cannot be read is the command's to report).
-func (s *session) fifoOnly(bh backupstorage.BackupHandle) int {
+// The engines whose backups a command reads: fifo's alone, or also the
+// stream of Vitess's xtrabackup engine (verify, test-restore: an adopted
+// fleet's older backups; fifobackupengine.ReadRestorable).
+var (
+	fifoEngine    = []string{"fifo"}
+	streamEngines = []string{"fifo", "xtrabackup"}
+)
+
+// readsOnly refuses, with exitUsage and a line saying why, a backup
+// another engine took (Vitess's builtin, say, listed through the split
+// storage's legacy storage or in Vitess's own storage): the command reads
+// the backups of engines only, and must never call such a backup damaged.
+// -1: go on (a MANIFEST that cannot be read is the command's to report).
+func (s *session) readsOnly(bh backupstorage.BackupHandle, engines []string) int {
 	m, _, err := fifobackupengine.ReadAnyManifest(s.ctx, bh)
-	if err != nil || m.BackupMethod == "fifo" || m.BackupMethod == "" {
+	if err != nil || m.BackupMethod == "" || m.BackupMethod == "fifo" {
 		return -1 // a MANIFEST naming no engine is the command's to judge
 	}
-	return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s reads fifo backups only; Vitess restores it "+
-		"with its own engine (--restore-from-backup), and vtfifo rm, prune and ls handle it", bh.Directory(), bh.Name(), m.BackupMethod, s.origin(bh), s.o.prog)
+	if slices.Contains(engines, m.BackupMethod) {
+		var why fifobackupengine.NotRead
+		if _, err := fifobackupengine.ReadRestorable(s.ctx, bh); errors.As(err, &why) {
+			return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s cannot check it: %s; Vitess restores it "+
+				"with its own engine (--restore-from-backup)", bh.Directory(), bh.Name(), m.BackupMethod, s.origin(bh), s.o.prog, why)
+		}
+		return -1
+	}
+	return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s reads %s backups only; Vitess restores it "+
+		"with its own engine (--restore-from-backup), and vtfifo rm, prune and ls handle it", bh.Directory(), bh.Name(), m.BackupMethod, s.origin(bh), s.o.prog,
+		strings.Join(engines, " and "))
 }
 
 // readLeaseTTL bounds a read lease whose holder died without releasing it.

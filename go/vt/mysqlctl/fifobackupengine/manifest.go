@@ -223,6 +223,38 @@ func ReadManifestDoc(ctx context.Context, bh backupstorage.BackupHandle) (*Manif
 	return m, doc, nil
 }
 
+// ReadRestorable reads the MANIFEST of a backup that RestoreToDir and
+// Verify read: this engine's, or Vitess's xtrabackup engine's seen as a
+// Manifest (Vitess's fields, its compression, a lane per stored file, the
+// tool's flavor from its server's version). Another engine's is an error
+// naming it.
+func ReadRestorable(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, error) {
+	m, _, err := readRestorable(ctx, bh)
+	return m, err
+}
+
+// readRestorable is ReadRestorable with how a Vitess xtrabackup engine's
+// backup stored its stream (nil for this engine's).
+func readRestorable(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, *vitessStream, error) {
+	doc, err := readManifestBytes(ctx, bh)
+	if err != nil {
+		return nil, nil, err
+	}
+	var method struct{ BackupMethod string }
+	if json.Unmarshal(doc, &method) == nil && method.BackupMethod == vitessXtrabackup {
+		m, v, err := parseVitessXtrabackup(doc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("backup %s: MANIFEST: %w", bh.Name(), err)
+		}
+		return m, v, nil
+	}
+	m, err := ParseManifest(doc)
+	if err != nil {
+		return nil, nil, vterrors.Wrapf(err, "backup %s: MANIFEST", bh.Name())
+	}
+	return m, nil, nil
+}
+
 // ReadAnyManifest reads the MANIFEST of a backup of any engine (builtin,
 // xtrabackup, fifo) as Vitess's own fields (engine, time, position), with
 // the document (ParseManifest reads a fifo one in full).

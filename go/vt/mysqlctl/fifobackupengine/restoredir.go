@@ -97,9 +97,12 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if opts.Logger == nil {
 		opts.Logger = logutil.NewConsoleLogger()
 	}
-	m, err := ReadManifest(ctx, bh)
+	m, stream, err := readRestorable(ctx, bh)
 	if err != nil {
 		return rep, err
+	}
+	if stream != nil {
+		return restoreVitessStream(ctx, bh, m, stream, dir, opts)
 	}
 	rep.Manifest = m
 	if opts.OnManifest != nil {

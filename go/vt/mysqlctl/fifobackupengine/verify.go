@@ -86,13 +86,16 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		opts.Logger = logutil.NewConsoleLogger()
 	}
 	var rep VerifyReport
-	m, err := ReadManifest(ctx, bh)
+	m, stream, err := readRestorable(ctx, bh)
 	if err != nil {
 		return rep, err
 	}
 	rep.Manifest = m
 	if opts.OnManifest != nil {
 		opts.OnManifest(m)
+	}
+	if stream != nil {
+		return verifyVitessStream(ctx, bh, m, stream, opts)
 	}
 	n := len(m.Lanes)
 	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes()

@@ -129,7 +129,7 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := fifobackupengine.ReadManifest(ctx, bh)
+	m, err := fifobackupengine.ReadRestorable(ctx, bh)
 	if err != nil {
 		return nil, err
 	}

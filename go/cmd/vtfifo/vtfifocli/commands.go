@@ -22,7 +22,8 @@ var commandDocs = []commandDoc{
 	{"verify", "Check a backup without restoring it (every part, lane and chunk)",
 		"Reads a backup as restore would and writes nothing: every part's size and checksum (split storage),\n" +
 			"every lane decompressed, every xbstream chunk and its CRC32. Prints OK, or what is wrong and where.\n" +
-			"The same as fifoverify.",
+			"A backup of Vitess's xtrabackup engine (an adopted fleet's, docs/migration.md) is read too: its stream,\n" +
+			"from its stripes, every chunk checked. The same as fifoverify.",
 		"  vtfifo verify --backup-storage-implementation=split --split-storage-backend=s3 --split-storage-s3-bucket=b \\\n" +
 			"      --keyspace=commerce --shard=0 [--backup=NAME] [--sample=5%]"},
 	{"export", "Write a backup as one stock xbstream (for xbstream -x / mbstream -x)",
@@ -71,7 +72,8 @@ var commandDocs = []commandDoc{
 			"no network, no grants, no replication, no events), runs CHECK TABLE and counts the rows of every table,\n" +
 			"stops it and removes the scratch directory. The verification record (when, tool and server versions,\n" +
 			"tables, rows, duration, outcome) is stored beside the backup on the split storage; `vtfifo ls` shows it. A run\n" +
-			"that could not read the backup (a permission, a timeout, this host's keys) records nothing and exits 3.",
+			"that could not read the backup (a permission, a timeout, this host's keys) records nothing and exits 3.\n" +
+			"A backup of Vitess's xtrabackup engine (docs/migration.md) is tested the same way, from its stream.",
 		"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n" +
 			"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp"},
 	{"selftest", "Prove the engine and storage on this host: a scratch server backed up, restored and compared",

@@ -3,6 +3,7 @@ package fifobackupengine
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
@@ -110,6 +112,11 @@ func TestIncrementalChainRealMariaDB(t *testing.T) {
 	require.NoError(t, err)
 	check(m, d1, static[1])
 
+	// The last delta damaged: it fails while it is extracted ahead, as
+	// the delta before it is prepared; the error names it, and neither
+	// delta's work directory is left.
+	restoreDamagedDelta(t, f, d2)
+
 	// The base removed by hand: the restore fails naming it, before mysqld
 	// is stopped.
 	f.srv.Exec(t, "CREATE TABLE sample.after_restore (id INT PRIMARY KEY)")
@@ -201,4 +208,45 @@ func (f *fixture) restoreAt(t testing.TB, at time.Time) (*mysqlctl.BackupManifes
 		f.srv = mariadbtest.Attach(f.t, f.tb.Cnf.SocketFile, f.tb.Cnf.DataDir, "vt_dba", "")
 	}
 	return m, err
+}
+
+// restoreDamagedDelta flips a byte of the biggest stored file of delta d,
+// the last of its chain, restores the chain into a directory and puts the
+// byte back.
+func restoreDamagedDelta(t *testing.T, f *fixture, d *Manifest) {
+	t.Helper()
+	var biggest string
+	var size int64
+	require.NoError(t, filepath.WalkDir(filepath.Join(f.root, testKeyspace, testShard, d.BackupName), func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if info, err := e.Info(); err == nil && info.Size() > size {
+				biggest, size = p, info.Size()
+			}
+		}
+		return err
+	}))
+	data, err := os.ReadFile(biggest)
+	require.NoError(t, err)
+	data[len(data)/2] ^= 0x5a
+	require.NoError(t, os.WriteFile(biggest, data, 0o640))
+	defer func() {
+		data[len(data)/2] ^= 0x5a
+		require.NoError(t, os.WriteFile(biggest, data, 0o640))
+	}()
+	var bh backupstorage.BackupHandle
+	for _, h := range f.backupHandles(t) {
+		if h.Name() == d.BackupName {
+			bh = h
+		}
+	}
+	require.NotNil(t, bh)
+	parent := t.TempDir()
+	_, err = RestoreToDir(context.Background(), bh, filepath.Join(parent, "data"), RestoreDirOptions{Config: incrementalConfig(), Prepare: true,
+		Logger: newMemoryLogger()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("incremental backup %s (%d of %d)", d.BackupName, d.ChainLength, d.ChainLength))
+	left, err := filepath.Glob(filepath.Join(parent, deltaDirPrefix+"*"))
+	require.NoError(t, err)
+	assert.Empty(t, left, "the deltas' work directories")
+	assert.NoDirExists(t, filepath.Join(parent, "data"))
 }

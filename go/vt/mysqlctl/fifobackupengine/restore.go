@@ -165,8 +165,11 @@ func (r *restoreRun) findChain(ctx context.Context) error {
 // without the rollback phase (Percona's --apply-log-only; mariabackup never
 // rolls back at --prepare), then each delta is extracted into a directory of
 // its own beside dir and applied with --incremental-dir, the last one
-// (Percona) with the rollback.
+// (Percona) with the rollback. Each delta downloads and extracts while the
+// backup before it is prepared (deltaAhead): at most two deltas' files are
+// on disk at once.
 func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, defaultsFile, dir string) error {
+	r.phase(PhaseDownload)
 	if err := r.extract(ctx, r.chain[0], dir); err != nil {
 		return err
 	}
@@ -183,30 +186,90 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 			RedoOnly: i < last, Export: r.scope.exports() && i == last, CheckTables: r.checkTables && i == last,
 			AriaLogInTarget: ariaElsewhere}
 	}
-	if err := r.prepare(ctx, tool, step(0, "")); err != nil {
+	var next *deltaAhead
+	if last > 0 {
+		next = r.extractAhead(ctx, 1, dir)
+	}
+	err := r.prepare(ctx, tool, step(0, ""))
+	for i := 1; i <= last && err == nil; i++ {
+		delta := next.wait(r)
+		next = nil
+		if delta.err != nil {
+			err = delta.err
+			break
+		}
+		if i < last {
+			next = r.extractAhead(ctx, i+1, dir)
+		}
+		err = r.prepare(ctx, tool, step(i, delta.dir))
+		delta.release()
+		if err != nil {
+			err = vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
+		}
+	}
+	if next != nil {
+		next.cancel()
+		if d := next.wait(r); d.err == nil {
+			d.release()
+		}
+	}
+	if err != nil {
 		return err
 	}
-	for i := 1; i <= last; i++ {
+	return r.scope.prepared(dir)
+}
+
+// deltaAhead is a delta of the chain being downloaded and extracted into a
+// work directory of its own while the restore prepares the backup before
+// it.
+type deltaAhead struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	// Set before done closes.
+	dir     string
+	release func()
+	err     error
+}
+
+// extractAhead starts extracting r.chain[i] beside dir.
+func (r *restoreRun) extractAhead(ctx context.Context, i int, dir string) *deltaAhead {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &deltaAhead{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(d.done)
+		last := len(r.chain) - 1
 		delta, release, err := newWorkDir(filepath.Dir(filepath.Clean(dir)), deltaDirPrefix, r.logger)
 		if err != nil {
-			return vterrors.Wrap(err, "cannot create a directory for an incremental backup")
+			d.err = vterrors.Wrapf(err, "cannot create a directory for an incremental backup")
+			return
 		}
-		err = r.extract(ctx, r.chain[i], delta)
-		if err == nil {
-			err = r.prepare(ctx, tool, step(i, delta))
+		if err := r.extract(ctx, r.chain[i], delta); err != nil {
+			release()
+			d.err = vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
+			return
 		}
-		release()
-		if err != nil {
-			return vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
-		}
+		d.dir, d.release = delta, release
+	}()
+	return d
+}
+
+// wait returns the extracted delta once its goroutine has stopped. The
+// time the restore waits for it is its download phase; a delta extracted
+// while the one before was prepared costs the restore nothing.
+func (d *deltaAhead) wait(r *restoreRun) *deltaAhead {
+	select {
+	case <-d.done:
+	default:
+		r.phase(PhaseDownload)
+		<-d.done
 	}
-	return r.scope.prepared(dir)
+	d.cancel()
+	return d
 }
 
 // extract downloads, decompresses and extracts all lanes of one backup in
 // parallel into staging.
 func (r *restoreRun) extract(ctx context.Context, c member, staging string) error {
-	r.phase(PhaseDownload)
 	bh, m := c.bh, c.m
 	n := len(m.Lanes)
 	var read atomic.Int64

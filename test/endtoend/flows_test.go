@@ -324,8 +324,29 @@ func checkVarsStats(t *testing.T, who string, vars map[string]json.RawMessage, o
 			t.Errorf("%s /debug/vars: %s%s missing or empty", who, op, fam)
 		}
 	}
+	if op == "Restore" && e.emits && e.label == "fifo" {
+		checkRestorePhases(t, who, stats)
+	}
 	if t.Failed() {
 		return
 	}
 	t.Logf("%s", cluster.FormatStats(fmt.Sprintf("%s stats on %s", op, who), stats))
+}
+
+// checkRestorePhases: the fifo engine's restore reports each phase of the
+// downtime in backupstats: the download (the storage's reads), the
+// decompression, the extraction's writes, the prepare and the move-back.
+func checkRestorePhases(t *testing.T, who string, stats []cluster.Stat) {
+	t.Helper()
+	for _, op := range []string{"Source:Read", "Decompressor:Read", "Extract:Write", "Prepare", "MoveBack"} {
+		found := false
+		for _, s := range stats {
+			if s.Component == "BackupEngine" && strings.EqualFold(s.Implementation, "fifo") && s.Operation == op && s.Duration > 0 {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s /debug/vars: no RestoreDurationNanoseconds for the fifo engine's phase %s\n%s", who, op, cluster.FormatStats("Restore", stats))
+		}
+	}
 }

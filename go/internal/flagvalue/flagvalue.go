@@ -165,6 +165,33 @@ func (v Size) Set(s string) error {
 	return nil
 }
 
+// AutoSizeValue is what an AutoSize flag holds for "auto".
+const AutoSizeValue = -1
+
+// AutoSize is a Size flag that also takes "auto" (AutoSizeValue): the
+// program picks the size when it needs it.
+type AutoSize struct {
+	P       *int64
+	Allowed string
+}
+
+func (v AutoSize) String() string {
+	if v.P != nil && *v.P == AutoSizeValue {
+		return "auto"
+	}
+	return Size(v).String()
+}
+
+func (v AutoSize) Type() string { return "size" }
+
+func (v AutoSize) Set(s string) error {
+	if strings.TrimSpace(s) == "auto" {
+		*v.P = AutoSizeValue
+		return nil
+	}
+	return Size(v).Set(s)
+}
+
 // ParseSize parses a byte size: bytes or units (256MiB, 1GiB); never negative, at most MaxSize.
 func ParseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)

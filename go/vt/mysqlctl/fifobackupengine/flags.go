@@ -57,7 +57,7 @@ const (
 	allowedParallel       = "1..256"
 	allowedReadBufferSize = "0 (tool default, 10MiB) or 128KiB..64MiB in steps of 64KiB"
 	allowedFIFOTimeout    = "2s..1h"
-	allowedUseMemory      = "0 (tool default) or a size up to 1PiB"
+	allowedUseMemory      = "auto (twice the redo to apply, 128MiB..4GiB, at most half of what this host or its cgroup has available), 0 (tool default) or a size up to 1PiB"
 	allowedProgress       = "0 (off) or a positive duration"
 	allowedToolFlags      = "flags split like a shell would (balanced quotes, no trailing backslash)"
 	allowedExternalDirs   = "absolute, clean directory paths, comma-separated"
@@ -88,8 +88,11 @@ type Config struct {
 	ReadBufferSize int64
 	FIFODir        string
 	FIFOTimeout    time.Duration
-	UseMemory      int64
-	Progress       time.Duration
+	// UseMemory is the prepare's --use-memory: UseMemoryAuto sizes it to
+	// the host when the prepare starts (prepareMemory), 0 leaves the
+	// tool's default.
+	UseMemory int64
+	Progress  time.Duration
 	// ExternalTablespaceDirs are where a restore may put tablespaces that
 	// lived outside the data directory (DATA DIRECTORY tables, MySQL's
 	// innodb_directories are added from my.cnf).
@@ -113,7 +116,7 @@ func defaultFlagConfig() Config {
 		Source:      SourceAuto,
 		Parallel:    4,
 		FIFOTimeout: 60 * time.Second,
-		UseMemory:   512 << 20,
+		UseMemory:   UseMemoryAuto,
 		Progress:    10 * time.Second,
 
 		IncrementalBase: BaseLatest,
@@ -192,8 +195,12 @@ func RegisterFlags(fs *pflag.FlagSet) {
 		"under the tablet's tmp dir.")
 	duration(&c.FIFOTimeout, "fifo-backup-fifo-timeout", d.FIFOTimeout, allowedFIFOTimeout, "how long the tool waits for the engine to open each of "+
 		"its FIFOs (its --fifo-timeout: that many tries, one a second); 2s..1h. The engine waits for the FIFOs to appear as long as the tool runs.")
-	size(&c.UseMemory, "fifo-backup-use-memory", d.UseMemory, allowedUseMemory, "memory for the tool's --prepare (--use-memory), e.g. 1GiB; 0 leaves "+
-		"the tool's default.")
+	c.UseMemory = d.UseMemory
+	fs.Var(flagvalue.AutoSize{P: &c.UseMemory, Allowed: allowedUseMemory}, "fifo-backup-use-memory", "memory for the tool's --prepare (--use-memory): "+
+		"auto takes twice the redo the prepare applies (from the MANIFEST; 512MiB where it is not known), 128MiB..4GiB, and at most half of what "+
+		"this host, or the cgroup the process runs in, has available when the prepare starts (the tool's default when under 256MiB is); or a "+
+		"size, e.g. 1GiB; 0 leaves the tool's default.")
+	flagvalue.Document("fifo-backup-use-memory", allowedUseMemory)
 	duration(&c.Progress, "fifo-backup-progress-interval", d.Progress, allowedProgress, "how often a running backup or restore logs bytes done, rate "+
 		"and ETA; 0 disables.")
 	duration(&c.FullInterval, "fifo-backup-full-interval", d.FullInterval, allowedFullInterval, "take incremental backups (the InnoDB pages changed "+
@@ -285,7 +292,7 @@ func (c *Config) validateOwn() error {
 	if c.FIFOTimeout < 2*time.Second || c.FIFOTimeout > time.Hour {
 		return bad("fifo-backup-fifo-timeout", c.FIFOTimeout.String(), allowedFIFOTimeout)
 	}
-	if c.UseMemory < 0 || c.UseMemory > maxUseMemory {
+	if (c.UseMemory < 0 && c.UseMemory != UseMemoryAuto) || c.UseMemory > maxUseMemory {
 		return bad("fifo-backup-use-memory", flagvalue.FormatSize(c.UseMemory), allowedUseMemory)
 	}
 	if c.Progress < 0 {

@@ -62,6 +62,9 @@ type restoreRun struct {
 	// checkTables: the last prepare validates the indexes (prepareStep).
 	checkTables bool
 
+	// useMemory is the prepares' --use-memory, sized once (prepareMemory).
+	useMemory *int64
+
 	// scope is what the restore restores: everything, or some tables.
 	scope     restoreScope
 	readBytes atomic.Int64 // stored bytes read, every backup of the chain
@@ -361,6 +364,12 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 		return err
 	}
 	step.OpenFiles = openFiles
+	if r.useMemory == nil {
+		mem := prepareMemory(&r.cfg, chainRedo(r.chain), hostAvailable, r.logger)
+		r.useMemory = &mem
+	}
+	cfg := r.cfg
+	cfg.UseMemory = *r.useMemory
 	var fileSecrets []string
 	if tool.Flavor == FlavorMariabackup && step.DefaultsFile != "" {
 		optionFile, secrets, remove, err := writePrepareOptionFile(step.DefaultsFile, step.TargetDir)
@@ -370,7 +379,7 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 		defer remove()
 		step.DefaultsFile, fileSecrets = optionFile, secrets
 	}
-	args, err := tool.prepareArgs(&r.cfg, step)
+	args, err := tool.prepareArgs(&cfg, step)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func TestFlagsParse(t *testing.T) {
 	err := fs.Parse([]string{"--fifo-backup-use-memory=lots"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "fifo-backup-use-memory")
-	assert.Contains(t, err.Error(), "allowed values are 0 (tool default) or a size up to 1PiB")
+	assert.Contains(t, err.Error(), "allowed values are auto (twice the redo to apply, 128MiB..4GiB, at most half of what this host or its cgroup has available), 0 (tool default) or a size up to 1PiB")
 
 	// Registering sets the defaults again, whatever an earlier parse left.
 	fs = pflag.NewFlagSet("vttablet", pflag.ContinueOnError)

@@ -158,10 +158,11 @@ func zstdWriter(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.
 
 // The frames carry no content checksum (WithEncoderCRC(false)): every
 // xbstream chunk's CRC32, which the tool computed on the data and the
-// restore checks after decompression, and the storage's part checksums
-// already cover what it would; hashing each byte once more cost a sixth of
-// a lane's CPU (docs/benchmarks/backup-cpu.md). Frames written with one
-// are still checked when read.
+// restore checks after decompression, the extractor's checks of each
+// file's offsets and completeness, and on the split storage its part
+// checksums already cover what it would; hashing each byte once more cost
+// a sixth of a lane's CPU (docs/benchmarks/backup-cpu.md). Frames written
+// with one are still checked when read.
 
 // zstdWindow is the zstd command's window at levels 1 and 3 (windowLog 19
 // and 21) instead of the library's 8 MiB, so a restore's decoders hold

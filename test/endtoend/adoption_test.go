@@ -25,7 +25,9 @@ import (
 // =s3 and its --s3-backup-* flags, the split storage on S3 too):
 //   - GetBackups through vtctld and vtfifo ls list the legacy backup (ls
 //     with its engine and storage; the fleet view, from the topology, too);
-//     vtfifo verify reads its stream and test-restore starts it;
+//     vtfifo verify reads its stream, test-restore starts it, and restore
+//     --prepare leaves a data directory a stock mariadbd starts on with the
+//     source's data;
 //   - a new tablet restores it, with Vitess's xtrabackup engine from the
 //     file storage's own handle, and has the source's data;
 //   - its first fifo backup goes to the split storage, listed beside it;
@@ -152,6 +154,16 @@ func runAdoption(t *testing.T, l legacyStorage) {
 			t.Fatalf("vtfifo test-restore of the legacy backup:\n%s", out)
 		}
 		t.Logf("vtfifo test-restore of the legacy backup:\n%s", out)
+		// And into a directory a stock mariadbd starts on, with the data.
+		restored := filepath.Join(c.TmpDir, "legacy-restored")
+		out = vtfifo(t, 0, append([]string{"restore", "--backup=" + legacyName, "--target-dir=" + restored, "--prepare"}, toolFlags(c)...)...)
+		if !strings.Contains(out, "OK: backup ") || !strings.Contains(out, "prepared with mariabackup") {
+			t.Fatalf("vtfifo restore --prepare of the legacy backup:\n%s", out)
+		}
+		srv, proc, err := c.StartMysqld(ctx, "legacy-restored-mysqld", restored)
+		must(t, err)
+		defer proc.Stop(time.Minute)
+		checkData(ctx, t, srv, legacySums)
 	})
 	if t.Failed() {
 		return

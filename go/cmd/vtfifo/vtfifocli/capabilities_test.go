@@ -44,19 +44,19 @@ func TestCapabilitiesNameTheStorage(t *testing.T) {
 // does not read is refused (exit 2, naming its engine and storage), never
 // called damaged: Vitess's builtin engine's by every command that reads a
 // backup, its xtrabackup engine's by those that read fifo backups only;
-// verify and test-restore, which read that engine's stream, refuse one
-// whose MANIFEST they cannot read, saying why.
+// verify, test-restore and restore, which read that engine's stream,
+// refuse one whose MANIFEST they cannot read, saying why.
 func TestAnotherEnginesBackupIsNotJudged(t *testing.T) {
 	const name = "2026-11-20.000000.zone1-0000000100"
-	fifoOnly := [][]string{{"show"}, {"export", "-o", filepath.Join(t.TempDir(), "x")}, {"restore", "--target-dir=" + filepath.Join(t.TempDir(), "r")}}
-	streams := [][]string{{"verify"}, {"test-restore"}}
+	fifoOnly := [][]string{{"show"}, {"export", "-o", filepath.Join(t.TempDir(), "x")}}
+	streams := [][]string{{"verify"}, {"test-restore"}, {"restore", "--target-dir=" + filepath.Join(t.TempDir(), "r")}}
 	for _, c := range []struct {
 		engine string
 		cmds   [][]string
 		says   func(cmd string) string
 	}{
 		{"builtin", append(fifoOnly, streams...), func(cmd string) string {
-			if cmd == "verify" || cmd == "test-restore" {
+			if cmd == "verify" || cmd == "test-restore" || cmd == "restore" {
 				return "was taken by Vitess's builtin engine (in the file storage): vtfifo " + cmd + " reads fifo and xtrabackup backups only"
 			}
 			return "was taken by Vitess's builtin engine (in the file storage): vtfifo " + cmd + " reads fifo backups only"
@@ -65,7 +65,7 @@ func TestAnotherEnginesBackupIsNotJudged(t *testing.T) {
 			return "was taken by Vitess's xtrabackup engine (in the file storage): vtfifo " + cmd + " reads fifo backups only"
 		}},
 		{"xtrabackup", streams, func(cmd string) string {
-			return "was taken by Vitess's xtrabackup engine (in the file storage): vtfifo " + cmd + " cannot check it: its xtrabackup MANIFEST names no " +
+			return "was taken by Vitess's xtrabackup engine (in the file storage): vtfifo " + cmd + " cannot read it: its xtrabackup MANIFEST names no " +
 				"FileName (a backup older than Vitess recording it); Vitess restores it with its own engine"
 		}},
 	} {

@@ -49,7 +49,8 @@ var commandDocs = []commandDoc{
 		"Restores the backup (--backup, or the newest complete one) into --target-dir, which must not exist or be\n" +
 			"empty, reading the lanes in parallel and checking every part and chunk as a tablet's restore does. With\n" +
 			"--prepare the tool (xtrabackup or mariabackup) prepares it: start mysqld with --datadir on it.\n" +
-			"No Vitess process, topology or tablet is needed. See docs/disaster-recovery.md.",
+			"No Vitess process, topology or tablet is needed. See docs/disaster-recovery.md. A backup of Vitess's xtrabackup engine\n" +
+			"(docs/migration.md) is restored too, from its stream.",
 		"  vtfifo restore --backup-storage-implementation=split --split-storage-backend=s3 --split-storage-s3-bucket=b \\\n" +
 			"      --keyspace=commerce --shard=0 --target-dir=/var/lib/mysql-restored --prepare"},
 	{"restore-table", "Restore some tables of a backup, reading only the frames that hold them; import them into a live server",

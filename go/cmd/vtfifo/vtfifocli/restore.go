@@ -23,7 +23,7 @@ import (
 func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var targetDir, defaultsFile *string
 	var prepare, asJSON *bool
-	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
+	s, bh, code := openBackupOf(ctx, streamEngines, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			targetDir = fs.String("target-dir", "", "directory to restore into: it must not exist or be empty (required)")
 			prepare = fs.Bool("prepare", false, "run the tool's --prepare (xtrabackup or mariabackup, --fifo-backup-tool-path) so mysqld starts on the directory")

@@ -278,8 +278,8 @@ func openAnyBackup(ctx context.Context, prog string, args []string, stdout, stde
 }
 
 // The engines whose backups a command reads: fifo's alone, or also the
-// stream of Vitess's xtrabackup engine (verify, test-restore: an adopted
-// fleet's older backups; fifobackupengine.ReadRestorable).
+// stream of Vitess's xtrabackup engine (verify, test-restore, restore: an
+// adopted fleet's older backups; fifobackupengine.ReadRestorable).
 var (
 	fifoEngine    = []string{"fifo"}
 	streamEngines = []string{"fifo", "xtrabackup"}
@@ -298,7 +298,7 @@ func (s *session) readsOnly(bh backupstorage.BackupHandle, engines []string) int
 	if slices.Contains(engines, m.BackupMethod) {
 		var why fifobackupengine.NotRead
 		if _, err := fifobackupengine.ReadRestorable(s.ctx, bh); errors.As(err, &why) {
-			return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s cannot check it: %s; Vitess restores it "+
+			return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s cannot read it: %s; Vitess restores it "+
 				"with its own engine (--restore-from-backup)", bh.Directory(), bh.Name(), m.BackupMethod, s.origin(bh), s.o.prog, why)
 		}
 		return -1

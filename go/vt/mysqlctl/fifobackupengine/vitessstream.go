@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/vterrors"
@@ -93,8 +95,12 @@ func parseVitessXtrabackup(doc []byte) (*Manifest, *vitessStream, error) {
 // and deals their blocks back into the one stream the tool wrote. Every
 // stripe must end where the stream does: a stripe cut short at a block's
 // end would otherwise end the stream early without an error.
-func (v *vitessStream) open(ctx context.Context, bh backupstorage.BackupHandle, m *Manifest, local CompressionConfig, onRead func(lane, n int),
-	logger logutil.Logger) (io.ReadCloser, error) {
+// The stored and the decompressed bytes are counted in stats as a fifo
+// lane's are (Source:Read, Decompressor:Read), and onRead (may be nil) gets
+// the stored ones per file.
+func (v *vitessStream) open(ctx context.Context, bh backupstorage.BackupHandle, m *Manifest, local CompressionConfig, stats *phaseStats,
+	onRead func(lane, n int), logger logutil.Logger) (io.ReadCloser, error) {
+	srcRead, decRead := stats.bytesFunc("Source:Read"), stats.bytesFunc("Decompressor:Read")
 	var closers []io.Closer
 	closeAll := func() error {
 		var errs []error
@@ -111,17 +117,19 @@ func (v *vitessStream) open(ctx context.Context, bh backupstorage.BackupHandle, 
 			return nil, vterrors.Wrapf(err, "backup %s: cannot read %s", bh.Name(), name)
 		}
 		closers = append(closers, f)
-		counted := io.Reader(f)
-		if onRead != nil {
-			counted = &countingReader{r: f, lane: i, onRead: onRead}
+		metered := func(n int, d time.Duration) {
+			srcRead(n, d)
+			if onRead != nil {
+				onRead(i, n)
+			}
 		}
-		d, err := newDecompressor(ctx, m, local, counted, logger)
+		d, err := newDecompressor(ctx, m, local, ioutil.NewMeteredReader(f, metered), logger)
 		if err != nil {
 			closeAll()
 			return nil, vterrors.Wrapf(err, "backup %s: %s", bh.Name(), name)
 		}
 		closers = append(closers, d)
-		readers = append(readers, &namedReader{r: d, what: fmt.Sprintf("backup %s: %s", bh.Name(), name)})
+		readers = append(readers, &namedReader{r: ioutil.NewMeteredReader(d, decRead), what: fmt.Sprintf("backup %s: %s", bh.Name(), name)})
 	}
 	return &unstriped{stripes: readers, block: int64(v.StripeBlockSize), left: int64(v.StripeBlockSize), close: closeAll}, nil
 }
@@ -131,7 +139,7 @@ func (v *vitessStream) open(ctx context.Context, bh backupstorage.BackupHandle, 
 // CRC32, writing nothing.
 func verifyVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *Manifest, v *vitessStream, opts VerifyOptions) (VerifyReport, error) {
 	rep := VerifyReport{Manifest: m}
-	r, err := v.open(ctx, bh, m, opts.Compression, opts.OnRead, opts.Logger)
+	r, err := v.open(ctx, bh, m, opts.Compression, newPhaseStats(nil), opts.OnRead, opts.Logger)
 	if err != nil {
 		return rep, err
 	}
@@ -221,21 +229,6 @@ func (n *namedReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// countingReader reports what is read from one stored file.
-type countingReader struct {
-	r      io.Reader
-	lane   int
-	onRead func(lane, n int)
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	if n > 0 {
-		c.onRead(c.lane, n)
-	}
-	return n, err
-}
-
 // restoreVitessStream is RestoreToDir for a backup of Vitess's xtrabackup
 // engine: its stream extracted into dir by our xbstream reader, then, with
 // Prepare, the tool's --prepare in place (Vitess's own restore moves the
@@ -294,7 +287,7 @@ func (r *restoreRun) extractVitessStream(ctx context.Context, v *vitessStream, d
 			r.onRead(lane, n)
 		}
 	}
-	src, err := v.open(ctx, r.bh, r.m, r.cfg.Compression, onRead, r.logger)
+	src, err := v.open(ctx, r.bh, r.m, r.cfg.Compression, r.stats, onRead, r.logger)
 	if err != nil {
 		return err
 	}

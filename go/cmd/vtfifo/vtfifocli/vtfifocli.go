@@ -291,13 +291,13 @@ var (
 // the backups of engines only, and must never call such a backup damaged.
 // -1: go on (a MANIFEST that cannot be read is the command's to report).
 func (s *session) readsOnly(bh backupstorage.BackupHandle, engines []string) int {
-	m, _, err := fifobackupengine.ReadAnyManifest(s.ctx, bh)
+	m, doc, err := fifobackupengine.ReadAnyManifest(s.ctx, bh)
 	if err != nil || m.BackupMethod == "" || m.BackupMethod == "fifo" {
 		return -1 // a MANIFEST naming no engine is the command's to judge
 	}
 	if slices.Contains(engines, m.BackupMethod) {
 		var why fifobackupengine.NotRead
-		if _, err := fifobackupengine.ReadRestorable(s.ctx, bh); errors.As(err, &why) {
+		if _, err := fifobackupengine.ParseRestorable(bh.Name(), doc); errors.As(err, &why) {
 			return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s cannot read it: %s; Vitess restores it "+
 				"with its own engine (--restore-from-backup)", bh.Directory(), bh.Name(), m.BackupMethod, s.origin(bh), s.o.prog, why)
 		}

@@ -227,9 +227,16 @@ func ReadManifestDoc(ctx context.Context, bh backupstorage.BackupHandle) (*Manif
 // Verify read: this engine's, or Vitess's xtrabackup engine's seen as a
 // Manifest (Vitess's fields, its compression, a lane per stored file, the
 // tool's flavor from its server's version). Another engine's is an error
-// naming it.
+// naming it; one of Vitess's xtrabackup engine that this package does not
+// read is a NotRead.
 func ReadRestorable(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, error) {
 	m, _, err := readRestorable(ctx, bh)
+	return m, err
+}
+
+// ParseRestorable is ReadRestorable of a MANIFEST already read (doc).
+func ParseRestorable(name string, doc []byte) (*Manifest, error) {
+	m, _, err := parseRestorable(name, doc)
 	return m, err
 }
 
@@ -240,17 +247,21 @@ func readRestorable(ctx context.Context, bh backupstorage.BackupHandle) (*Manife
 	if err != nil {
 		return nil, nil, err
 	}
+	return parseRestorable(bh.Name(), doc)
+}
+
+func parseRestorable(name string, doc []byte) (*Manifest, *vitessStream, error) {
 	var method struct{ BackupMethod string }
 	if json.Unmarshal(doc, &method) == nil && method.BackupMethod == vitessXtrabackup {
 		m, v, err := parseVitessXtrabackup(doc)
 		if err != nil {
-			return nil, nil, fmt.Errorf("backup %s: MANIFEST: %w", bh.Name(), err)
+			return nil, nil, fmt.Errorf("backup %s: MANIFEST: %w", name, err)
 		}
 		return m, v, nil
 	}
 	m, err := ParseManifest(doc)
 	if err != nil {
-		return nil, nil, vterrors.Wrapf(err, "backup %s: MANIFEST", bh.Name())
+		return nil, nil, vterrors.Wrapf(err, "backup %s: MANIFEST", name)
 	}
 	return m, nil, nil
 }

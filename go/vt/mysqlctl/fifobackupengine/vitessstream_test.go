@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -25,14 +27,23 @@ type filesHandle struct {
 	backupstorage.BackupHandle
 	name  string
 	files map[string][]byte
+	// fail: opening the file fails so; failAfter: reading it fails so
+	// halfway.
+	fail, failAfter map[string]error
 }
 
 func (h *filesHandle) Name() string      { return h.name }
 func (h *filesHandle) Directory() string { return "ks/0" }
 func (h *filesHandle) ReadFile(_ context.Context, name string) (io.ReadCloser, error) {
+	if err := h.fail[name]; err != nil {
+		return nil, err
+	}
 	b, ok := h.files[name]
 	if !ok {
 		return nil, fmt.Errorf("%s: %w", name, os.ErrNotExist)
+	}
+	if err := h.failAfter[name]; err != nil {
+		return io.NopCloser(io.MultiReader(bytes.NewReader(b[:len(b)/2]), iotest.ErrReader(err))), nil
 	}
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
@@ -147,6 +158,23 @@ func TestVitessXtrabackupStream(t *testing.T) {
 		_, err = Verify(ctx, h, VerifyOptions{Logger: newMemoryLogger()})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "backup 2026-11-20.000000.zone1-0000000100: backup.xbstream.gz-002: gzip: invalid checksum")
+	})
+
+	t.Run("a-stripe-that-cannot-be-read-is-not-damage", func(t *testing.T) {
+		// Denied at open, or timing out halfway: unreadable, which the
+		// commands report as exit 3, never as a damaged backup.
+		denied := vitessStriped(t, stream, 3, 64<<10)
+		denied.fail = map[string]error{"backup.xbstream.gz-001": fmt.Errorf("open: %w", fs.ErrPermission)}
+		_, err := Verify(ctx, denied, VerifyOptions{Logger: newMemoryLogger()})
+		require.Error(t, err)
+		assert.True(t, unreadable.Is(err), "%v", err)
+		assert.Contains(t, err.Error(), "backup 2026-11-20.000000.zone1-0000000100: cannot read backup.xbstream.gz-001")
+		slow := vitessStriped(t, stream, 3, 64<<10)
+		slow.failAfter = map[string]error{"backup.xbstream.gz-002": fmt.Errorf("read: %w", os.ErrDeadlineExceeded)}
+		_, err = Verify(ctx, slow, VerifyOptions{Logger: newMemoryLogger()})
+		require.Error(t, err)
+		assert.True(t, unreadable.Is(err), "%v", err)
+		assert.Contains(t, err.Error(), "backup 2026-11-20.000000.zone1-0000000100: backup.xbstream.gz-002: read: ")
 	})
 
 	t.Run("a-tar-stream", func(t *testing.T) {

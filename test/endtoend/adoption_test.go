@@ -176,11 +176,7 @@ func runAdoption(t *testing.T, l legacyStorage) {
 	time.Sleep(time.Second) // backup names have seconds
 	r := tablet(101, "fifo")
 	t.Run("new-tablet-restores-the-legacy-backup", func(t *testing.T) {
-		must(t, r.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
-		checkData(ctx, t, r, legacySums)
-		if log := r.Vttablet.Tail(1 << 20); !strings.Contains(log, legacyName) {
-			t.Errorf("the restore's log does not name %s:\n%s", legacyName, r.Vttablet.Tail(4000))
-		}
+		restoresTo(ctx, t, r, legacyName, legacySums)
 	})
 	if t.Failed() {
 		return
@@ -206,8 +202,7 @@ func runAdoption(t *testing.T, l legacyStorage) {
 	t.Run("restore-to-a-time-before-the-switch", func(t *testing.T) {
 		ts, _, _ := strings.Cut(legacyName, ".zone")
 		q := tablet(102, "fifo", "--restore-from-backup-ts="+ts)
-		must(t, q.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
-		checkData(ctx, t, q, legacySums)
+		restoresTo(ctx, t, q, legacyName, legacySums)
 		out, code, err := c.Vtfifo(ctx, "ls", "--as-of="+ts)
 		must(t, err)
 		if code != 0 || !strings.Contains(out, "restores "+c.Keyspace+"/"+c.Shard+"/"+legacyName) {
@@ -241,8 +236,7 @@ func runAdoption(t *testing.T, l legacyStorage) {
 		must(t, l.retire(ctx, c, storage, legacyName))
 		ts, _, _ := strings.Cut(legacyName, ".zone")
 		q := tablet(103, "fifo", "--restore-from-backup-ts="+ts)
-		must(t, q.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
-		checkData(ctx, t, q, legacySums)
+		restoresTo(ctx, t, q, legacyName, legacySums)
 		must(t, q.Destroy(ctx))
 	})
 	if t.Failed() {
@@ -269,11 +263,7 @@ func runAdoption(t *testing.T, l legacyStorage) {
 		}
 		must(t, s.Destroy(ctx))
 		u = tablet(105, "xtrabackup")
-		must(t, u.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
-		checkData(ctx, t, u, legacySums)
-		if log := u.Vttablet.Tail(1 << 20); !strings.Contains(log, stock) {
-			t.Errorf("the restore's log does not name %s:\n%s", stock, u.Vttablet.Tail(4000))
-		}
+		restoresTo(ctx, t, u, stock, legacySums)
 	})
 	if t.Failed() {
 		return
@@ -309,12 +299,19 @@ func runAdoption(t *testing.T, l legacyStorage) {
 		must(t, err)
 		w.Stock, w.Engine, w.Storage = true, stockEngine(c), &old
 		must(t, w.InitMySQL(ctx))
-		must(t, w.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
-		checkData(ctx, t, w, sums)
-		if log := w.Vttablet.Tail(1 << 20); !strings.Contains(log, stock) {
-			t.Errorf("the stock vttablet's restore log does not name %s:\n%s", stock, w.Vttablet.Tail(4000))
-		}
+		restoresTo(ctx, t, w, stock, sums)
 	})
+}
+
+// restoresTo starts tab with --restore-from-backup and checks that it
+// restored backup (its vttablet's log names it) with the data of sums.
+func restoresTo(ctx context.Context, t *testing.T, tab *cluster.Tablet, backup string, sums []cluster.TableSum) {
+	t.Helper()
+	must(t, tab.Start(ctx, cluster.StartOptions{RestoreFromBackup: true}))
+	checkData(ctx, t, tab, sums)
+	if log := tab.Vttablet.Tail(1 << 20); !strings.Contains(log, backup) {
+		t.Errorf("%s's restore log does not name %s:\n%s", tab.Alias, backup, tab.Vttablet.Tail(4000))
+	}
 }
 
 // regexpMatch reports whether the pattern matches s.

@@ -45,7 +45,7 @@ func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-ch
 	streams := make([]*fifoStream, n)
 	srcs := make([]io.Reader, n)
 	for i, path := range paths {
-		streams[i] = &fifoStream{path: path, ctx: ctx, toolDone: toolDone, stop: make(chan struct{})}
+		streams[i] = &fifoStream{path: path, pipeSize: toolPipeSize(n), ctx: ctx, toolDone: toolDone, stop: make(chan struct{})}
 		srcs[i] = b.meteredSource(streams[i], streams[i], &b.streamBytes[i])
 	}
 	defer func() {
@@ -102,7 +102,7 @@ func (b *backupRun) waitForFIFOs(ctx context.Context, fifoDir string, paths []st
 // waiting on a FIFO the tool unlinked when it failed (ds_fifo.cc,
 // cleanup_on_error): the wait ends when the tool writes (its control byte) or
 // closes its end, when the tool exits, or when ctx ends.
-func openFIFO(ctx context.Context, path string, toolDone, stop <-chan struct{}) (*os.File, error) {
+func openFIFO(ctx context.Context, path string, pipeSize int, toolDone, stop <-chan struct{}) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
@@ -112,6 +112,7 @@ func openFIFO(ctx context.Context, path string, toolDone, stop <-chan struct{}) 
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s is not a FIFO", path)
 	}
+	growPipe(uintptr(fd), pipeSize)
 	// Until a writer has come, Linux reports neither input nor a hang-up on a
 	// FIFO opened this way (pipe_poll): the first event is the tool's.
 	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
@@ -146,6 +147,7 @@ func openFIFO(ctx context.Context, path string, toolDone, stop <-chan struct{}) 
 // (skipControlByte). SetReadDeadline interrupts the wait or the reads.
 type fifoStream struct {
 	path     string
+	pipeSize int // the capacity asked of the FIFO (toolPipeSize)
 	ctx      context.Context
 	toolDone <-chan struct{}
 	stop     chan struct{} // closed by SetReadDeadline while the FIFO is not open
@@ -159,7 +161,7 @@ type fifoStream struct {
 
 func (s *fifoStream) Read(p []byte) (int, error) {
 	if s.f == nil && s.err == nil {
-		f, err := openFIFO(s.ctx, s.path, s.toolDone, s.stop)
+		f, err := openFIFO(s.ctx, s.path, s.pipeSize, s.toolDone, s.stop)
 		s.mu.Lock()
 		s.f, s.err = f, err
 		if f != nil {

@@ -126,6 +126,9 @@ func (b *backupRun) startTool(ctx context.Context, user string, args []string) (
 		if t.stdout, stdoutW, err = os.Pipe(); err != nil {
 			return nil, err
 		}
+		// Through the write end, which the child gets in blocking mode
+		// anyway: Fd on the read end would take it off Go's poller.
+		growPipe(stdoutW.Fd(), toolPipeSize(1))
 		cmd.Stdout = stdoutW
 	} else {
 		stdoutLog := &lineLogger{logger: b.logger, prefix: b.tool.Flavor + " stdout: "}

@@ -1,0 +1,18 @@
+package fifobackupengine
+
+// The tool's stream reaches the engine through pipes (its stdout, or the
+// FIFOs it creates). At the kernel's default of 64 KiB the tool stops at
+// every 64 KiB until the engine has read it: a backup on many cores spends
+// longer in the tool than the tool alone takes to write to /dev/null
+// (docs/benchmarks/16-cores.md). Linux lets a process grow a pipe up to
+// /proc/sys/fs/pipe-max-size (1 MiB by default).
+
+// toolPipesBudget bounds what the tool's pipes hold together, so that 64
+// FIFO streams do not ask the kernel for 64 MiB.
+const toolPipesBudget = 16 << 20
+
+// toolPipeSize is the capacity asked of each of n pipes: an even share of
+// the budget, at least the kernel's default and at most its usual ceiling.
+func toolPipeSize(n int) int {
+	return min(max(toolPipesBudget/max(n, 1), 64<<10), 1<<20)
+}

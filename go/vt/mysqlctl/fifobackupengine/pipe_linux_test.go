@@ -1,0 +1,82 @@
+package fifobackupengine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestToolPipeSize(t *testing.T) {
+	assert.Equal(t, 1<<20, toolPipeSize(1), "stdout")
+	assert.Equal(t, 1<<20, toolPipeSize(16))
+	assert.Equal(t, 512<<10, toolPipeSize(32))
+	assert.Equal(t, 256<<10, toolPipeSize(64))
+	assert.Equal(t, 64<<10, toolPipeSize(1000), "never under the kernel's default")
+	assert.Equal(t, 1<<20, toolPipeSize(0))
+}
+
+// pipeMaxSize is the most an unprivileged process may ask of a pipe here.
+func pipeMaxSize(t *testing.T) int {
+	b, err := os.ReadFile("/proc/sys/fs/pipe-max-size")
+	require.NoError(t, err)
+	var n int
+	_, err = fmt.Sscan(string(b), &n)
+	require.NoError(t, err)
+	return n
+}
+
+func pipeSize(t *testing.T, f *os.File) int {
+	raw, err := f.SyscallConn()
+	require.NoError(t, err)
+	var size int
+	require.NoError(t, raw.Control(func(fd uintptr) { size, err = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0) }))
+	require.NoError(t, err)
+	return size
+}
+
+// The tool's stdout pipe is grown through its write end, and its read end
+// stays on Go's poller: SplitStreams' deadlines still interrupt a read.
+func TestToolStdoutPipeIsGrownAndInterruptible(t *testing.T) {
+	if pipeMaxSize(t) < toolPipeSize(1) {
+		t.Skipf("pipe-max-size is under %d here", toolPipeSize(1))
+	}
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	growPipe(w.Fd(), toolPipeSize(1))
+	assert.Equal(t, toolPipeSize(1), pipeSize(t, r))
+
+	require.NoError(t, r.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	_, err = r.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+}
+
+// A FIFO the tool created is grown to its share when the engine opens it.
+func TestToolFIFOIsGrown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "thread_0")
+	require.NoError(t, unix.Mkfifo(path, 0o600))
+	w := make(chan *os.File, 1)
+	go func() {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err == nil {
+			_, _ = f.Write([]byte{'X'})
+		}
+		w <- f
+	}()
+	want := toolPipeSize(64)
+	f, err := openFIFO(context.Background(), path, want, make(chan struct{}), make(chan struct{}))
+	require.NoError(t, err)
+	defer f.Close()
+	if wf := <-w; wf != nil {
+		defer wf.Close()
+	}
+	assert.Equal(t, want, pipeSize(t, f))
+}

@@ -144,6 +144,11 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			Tables                int
 			Rows                  int64
 			Phases                []struct{ Phase string }
+			Work                  *struct {
+				StreamBytes int64 `json:"stream_bytes"`
+				RedoKnown   bool  `json:"redo_known"`
+				Prepares    int
+			}
 		}
 		must(t, json.Unmarshal(listed(t)[name], &rec))
 		var phases []string
@@ -164,6 +169,20 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if out := vtfifo(t, 0, "ls"); !strings.Contains(out, "passed") {
 			t.Fatalf("ls does not show the record:\n%s", out)
 		}
+		// The record keeps what the restore had to do, and with its phases
+		// it predicts the restore time of the shard's backups.
+		if rec.Work == nil || rec.Work.StreamBytes <= 0 || !rec.Work.RedoKnown || rec.Work.Prepares != 1 {
+			t.Fatalf("the record's work: %+v, want the stream's bytes, the redo and one prepare", rec.Work)
+		}
+		predictedLine := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s.*\s~\d+s\s+passed `)
+		if out := vtfifo(t, 0, "ls"); !predictedLine.MatchString(out) ||
+			!strings.Contains(out, "Restore times: predicted from the 1 latest passed test restores: download ") {
+			t.Fatalf("ls does not predict the restore time from the record:\n%s", out)
+		}
+		if out := vtfifo(t, 0, "show", "--backup="+name); !regexp.MustCompile(`(?m)^Restore:\s+about \d.*s \(download .*, prepare .*, start .*\); `+
+			`predicted from the 1 latest passed test restores`).MatchString(out) {
+			t.Fatalf("show does not predict the restore time:\n%s", out)
+		}
 		// The record is no stray object to verify.
 		vtfifo(t, 0, "verify", "--progress=never")
 		// Nothing left in the scratch space.
@@ -177,7 +196,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	t.Run("ls-fleet-from-topology", func(t *testing.T) {
 		out, code, err := c.VtfifoFleet(ctx, "ls", "--max-age=1d", "--max-unproven-age=1d")
 		must(t, err)
-		line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c.Keyspace+"/"+c.Shard) + `\s+\d+\s+\S+.*\s+ok$`)
+		line := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c.Keyspace+"/"+c.Shard) + `\s+\d+\s+\S+\s+\S+\s+\d+\s+~\d+s\s.*\s+ok$`)
 		if code != 0 || !line.MatchString(out) || strings.Contains(out, "not in the topology") {
 			t.Fatalf("vtfifo ls with the topology's flags: exit %d\n%s", code, out)
 		}

@@ -15,6 +15,7 @@ import (
 	"vitess.io/vitess/go/vt/topo"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -30,6 +31,9 @@ type ShardStatus struct {
 	// ChainLength is the newest backup's place after its chain's full (0:
 	// a full backup).
 	ChainLength int `json:"chain_length"`
+	// NewestPredictedRestore is how long restoring the newest should take,
+	// at the rates of the storage's latest test restores (restoretime.go).
+	NewestPredictedRestore *fifobackupengine.PredictedRestore `json:"newest_predicted_restore,omitempty"`
 	// NewestProven is the newest backup whose latest test restore passed.
 	NewestProven     string    `json:"newest_proven,omitempty"`
 	NewestProvenTime time.Time `json:"newest_proven_time,omitempty"`
@@ -99,13 +103,26 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	}
 	now := time.Now()
 	shards := make([]ShardStatus, 0, len(dirs))
+	works := make([]*fifobackupengine.RestoreWork, 0, len(dirs))
+	var recs []testrestore.Record
 	failed := false
 	for _, dir := range dirs {
-		sh := s.shardStatus(st, dir)
+		sh, shardRecs, newestWork := s.shardStatus(st, dir)
 		sh.NotInTopology = notInTopo[dir]
 		sh.Problems = append(sh.Problems, c.problems(sh, now)...)
 		failed = failed || len(sh.Problems) > 0
 		shards = append(shards, sh)
+		works = append(works, newestWork)
+		recs = append(recs, shardRecs...)
+	}
+	// One host class for the whole storage: the rates of its latest test
+	// restores, whichever shard they restored.
+	rates, predictable := testrestore.Rates(recs)
+	for i, w := range works {
+		if predictable && w != nil {
+			p := rates.Predict(*w)
+			shards[i].NewestPredictedRestore = &p
+		}
 	}
 	code := exitOK
 	switch {
@@ -115,6 +132,9 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 		writePrometheus(stdout, shards, now)
 	default:
 		code = writeFleetTable(stdout, shards, now)
+		if code == exitOK {
+			fmt.Fprintln(stdout, "\nRestore times: "+ratesLine(rates, predictable))
+		}
 	}
 	if failed && code == exitOK {
 		code = exitFailed
@@ -164,26 +184,31 @@ func (s *session) withTopology(dirs []string) ([]string, map[string]bool, error)
 }
 
 // shardStatus reads one backup directory: its complete backups (the
-// newest's MANIFEST, the test restore records from the newest down to the
-// newest that passed) and the others.
-func (s *session) shardStatus(st fleetLister, dir string) ShardStatus {
+// newest's MANIFEST and its chain's, every test restore record) and the
+// others. It returns the records and the work of restoring the newest
+// (nil: not this engine's, or its chain is not all there).
+func (s *session) shardStatus(st fleetLister, dir string) (ShardStatus, []testrestore.Record, *fifobackupengine.RestoreWork) {
 	sh := ShardStatus{}
 	sh.Keyspace, sh.Shard, _ = strings.Cut(dir, "/")
 	bhs, err := s.bs.ListBackups(s.ctx, dir)
 	if err != nil {
 		sh.Problems = append(sh.Problems, "cannot list its backups: "+err.Error())
-		return sh
+		return sh, nil, nil
 	}
 	sh.Backups = len(bhs)
+	var newestWork *fifobackupengine.RestoreWork
 	if len(bhs) > 0 {
 		newest := describe(s.ctx, bhs[len(bhs)-1])
 		sh.Newest, sh.Time, sh.ChainLength = newest.Name, backupTime(newest), newest.ChainLength
+		newestWork = s.chainWorkIn(bhs, newest)
 	}
+	var recs []testrestore.Record
 	for i := len(bhs) - 1; i >= 0; i-- {
 		rec, err := testrestore.Load(s.ctx, bhs[i])
 		if err != nil || rec == nil {
 			continue
 		}
+		recs = append(recs, *rec)
 		if rec.Outcome == testrestore.Failed {
 			sh.TestRestoreFailed++
 		}
@@ -204,7 +229,7 @@ func (s *session) shardStatus(st fleetLister, dir string) ShardStatus {
 			sh.Incomplete++
 		}
 	}
-	return sh
+	return sh, recs, newestWork
 }
 
 // backupTime is when a backup was taken: its MANIFEST's time, else the
@@ -278,7 +303,7 @@ func shortDuration(d time.Duration) string {
 
 func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEYSPACE/SHARD\tBACKUPS\tNEWEST\tAGE\tCHAIN\tNEWEST-PROVEN\tAGE\tTEST-FAILED\tQUARANTINED\tINCOMPLETE\tCHECK")
+	fmt.Fprintln(tw, "KEYSPACE/SHARD\tBACKUPS\tNEWEST\tAGE\tCHAIN\tRESTORE-TIME\tNEWEST-PROVEN\tAGE\tTEST-FAILED\tQUARANTINED\tINCOMPLETE\tCHECK")
 	for _, sh := range shards {
 		check := "ok"
 		if len(sh.Problems) > 0 {
@@ -287,8 +312,8 @@ func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
 		if sh.NotInTopology {
 			check += " (not in the topology)"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest), dash(ageIf(now, sh.Newest, sh.Time)),
-			sh.ChainLength, dash(sh.NewestProven), dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, check)
+		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest), dash(ageIf(now, sh.Newest, sh.Time)),
+			sh.ChainLength, predicted(sh.NewestPredictedRestore), dash(sh.NewestProven), dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, check)
 	}
 	if err := tw.Flush(); err != nil {
 		return exitUnreachable
@@ -332,6 +357,13 @@ func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
 		func(s ShardStatus) float64 { return unix(s.NewestProvenTime) })
 	metric("vtfifo_backup_chain_length", "The newest backup's place after its chain's full backup (0: full).", "gauge",
 		func(s ShardStatus) float64 { return float64(s.ChainLength) })
+	metric("vtfifo_backup_newest_predicted_restore_seconds", "How long restoring the shard's newest backup should take, at the rates of "+
+		"the storage's latest test restores (0: not predicted).", "gauge", func(s ShardStatus) float64 {
+		if s.NewestPredictedRestore == nil {
+			return 0
+		}
+		return s.NewestPredictedRestore.Total().Seconds()
+	})
 	metric("vtfifo_backups_test_restore_failed", "Complete backups whose latest test restore failed.", "gauge",
 		func(s ShardStatus) float64 { return float64(s.TestRestoreFailed) })
 	metric("vtfifo_backups_quarantined", "Quarantined backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Quarantined) })

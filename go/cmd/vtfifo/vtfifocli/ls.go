@@ -35,11 +35,16 @@ type BackupInfo struct {
 	ChainLength int    `json:"chain_length,omitempty"`
 	// Verification is the backup's latest test restore (split storage).
 	Verification *testrestore.Record `json:"verification,omitempty"`
+	// PredictedRestore is how long restoring it should take, at the rates
+	// of the shard's latest test restores (restoretime.go).
+	PredictedRestore *fifobackupengine.PredictedRestore `json:"predicted_restore,omitempty"`
 	// Problem says why the MANIFEST could not be read, if it could not.
 	Problem string `json:"problem,omitempty"`
 	// State says why restores never pick the backup: "quarantined: " and
 	// the reason (split storage); empty for a complete one.
 	State string `json:"state,omitempty"`
+
+	manifest *fifobackupengine.Manifest // a fifo backup's
 }
 
 // List is `vtfifo ls`: one shard's backups, or with no --keyspace/--shard
@@ -82,15 +87,9 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	if root, missing := missingRoot(s.o); missing {
 		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
 	}
-	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
+	infos, rates, predictable, err := s.describeShard()
 	if err != nil {
 		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
-	}
-	infos := make([]BackupInfo, 0, len(bhs))
-	for _, bh := range bhs {
-		info := describe(s.ctx, bh)
-		info.Storage = s.origin(bh)
-		infos = append(infos, info)
 	}
 	infos = append(infos, s.notComplete()...)
 	if len(infos) == 0 {
@@ -99,7 +98,11 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	if *asJSON {
 		return writeJSON(stdout, infos)
 	}
-	return writeBackupTable(stdout, infos)
+	if code := writeBackupTable(stdout, infos); code != exitOK {
+		return code
+	}
+	fmt.Fprintln(stdout, "\nRestore times: "+ratesLine(rates, predictable))
+	return exitOK
 }
 
 // notComplete are the shard's quarantined backups (split storage), with
@@ -136,14 +139,14 @@ func writeJSON(w io.Writer, v any) int {
 // say why instead of their MANIFEST.
 func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tSTORAGE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tTEST-RESTORE")
+	fmt.Fprintln(tw, "NAME\tENGINE\tSTORAGE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tRESTORE-TIME\tTEST-RESTORE")
 	for _, b := range infos {
 		switch {
 		case b.State != "":
-			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t%s\n", b.Name, b.State)
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t\t%s\n", b.Name, b.State)
 			continue
 		case b.Problem != "":
-			fmt.Fprintf(tw, "%s\t?\t%s\t\t\t\t\t\t\t\t%s\n", b.Name, b.Storage, b.Problem)
+			fmt.Fprintf(tw, "%s\t?\t%s\t\t\t\t\t\t\t\t\t%s\n", b.Name, b.Storage, b.Problem)
 			continue
 		}
 		verified := "-"
@@ -154,8 +157,8 @@ func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 		if b.Base != "" {
 			kind = fmt.Sprintf("delta %d on %s", b.ChainLength, b.Base)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Storage, kind, b.Time, b.Lanes,
-			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, verified)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Storage, kind, b.Time, b.Lanes,
+			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, predicted(b.PredictedRestore), verified)
 	}
 	if err := tw.Flush(); err != nil {
 		return exitUnreachable
@@ -187,7 +190,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 		info.Compression = m.CompressionEngine
 	}
 	info.Tool = m.ToolFlavor + " " + m.ToolVersion
-	info.Base, info.ChainLength = m.BaseBackup, m.ChainLength
+	info.Base, info.ChainLength, info.manifest = m.BaseBackup, m.ChainLength, m
 	rec, err := testrestore.Load(ctx, bh)
 	if err != nil {
 		info.Problem = "cannot read its verification record: " + errText(err)

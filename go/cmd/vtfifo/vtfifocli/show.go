@@ -38,6 +38,11 @@ type ShowReport struct {
 	// EncryptionKeyID names the master key of an encrypted backup on the
 	// split storage ("" in the clear).
 	EncryptionKeyID string `json:"encryption_key_id,omitempty"`
+	// PredictedRestore is how long restoring it should take at RestoreRates,
+	// those of the shard's latest test restores (absent: none to learn from).
+	PredictedRestore *fifobackupengine.PredictedRestore `json:"predicted_restore,omitempty"`
+	RestoreRates     *fifobackupengine.RestoreRates     `json:"restore_rates,omitempty"`
+	restoreTimes     string                             // where the prediction comes from, or why there is none
 }
 
 // indexer is the split storage's handle: its lanes' part indexes and
@@ -68,6 +73,7 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return failureStatus(err)
 	}
 	rep.Backup = s.o.dir() + "/" + bh.Name()
+	s.predictRestore(&rep, bh.Name())
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -160,6 +166,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Server encryption", m.ServerEncryption.String()},
 		{"Size", fmt.Sprintf("%s from the tool, %s stored", humanize.IBytes(uint64(m.RawBytes)), humanize.IBytes(uint64(m.StoredBytes)))},
 		{"Redo", redo(m.LSN)},
+		{"Restore", rep.restoreTimes},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}

@@ -71,6 +71,9 @@ type RestoreDirReport struct {
 	// Tables is what a table restore restored (Options.Tables), with
 	// Exported the files it left for each (relative to the directory).
 	Tables []RestoredTable
+	// Work is what restoring the chain takes (its streams, redo and
+	// prepares), which a timed restore teaches the predictions.
+	Work RestoreWork
 	// ReadBytes is the stored bytes read, every backup of the chain;
 	// StoredBytes what the chain holds; ReadStreamBytes and StreamBytes the
 	// same before compression.
@@ -157,10 +160,13 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	rep.Files, rep.Bytes = countFiles(dir)
 	rep.Chain = chainNames(run.chain)
 	rep.ReadBytes = run.readBytes.Load()
-	for _, c := range run.chain {
+	manifests := make([]*Manifest, len(run.chain))
+	for i, c := range run.chain {
 		rep.StoredBytes += c.m.StoredBytes
 		rep.StreamBytes += c.m.RawBytes
+		manifests[i] = c.m
 	}
+	rep.Work = WorkOf(manifests)
 	if tables != nil {
 		rep.ReadStreamBytes = tables.readStreamBytes
 		for _, t := range tables.tables {

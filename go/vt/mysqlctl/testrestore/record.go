@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -108,7 +109,10 @@ type Record struct {
 	// Phases are the run's phases in order with their seconds: the
 	// restore's (download, prepare), then the server's start and the check.
 	Phases []fifobackupengine.PhaseSeconds `json:"phases,omitempty"`
-	Host   string                          `json:"host,omitempty"`
+	// Work is what the restore had to do (its chain's streams, redo and
+	// prepares): with Phases, the rates that predict other restores.
+	Work *fifobackupengine.RestoreWork `json:"work,omitempty"`
+	Host string                        `json:"host,omitempty"`
 	// Tool prepared the files; Server is the throwaway mysqld's VERSION().
 	Tool   string `json:"tool,omitempty"`
 	Server string `json:"server,omitempty"`
@@ -140,4 +144,43 @@ func (r Record) Summary() string {
 		return s + fmt.Sprintf(" (%d tables, %d rows)", r.Tables, r.Rows)
 	}
 	return s
+}
+
+// Sample is the record as a timed restore, for the predictions; ok is
+// false for a test restore that failed or did not record its work.
+func (r Record) Sample() (fifobackupengine.RestoreSample, bool) {
+	if r.Outcome != Passed || r.Work == nil {
+		return fifobackupengine.RestoreSample{}, false
+	}
+	s := fifobackupengine.RestoreSample{Work: *r.Work}
+	for _, p := range r.Phases {
+		switch p.Phase {
+		case fifobackupengine.PhaseDownload:
+			s.Download += p.Seconds
+		case fifobackupengine.PhasePrepare:
+			s.Prepare += p.Seconds
+		case PhaseStart:
+			s.Start += p.Seconds
+		}
+	}
+	return s, true
+}
+
+// recentSamples is how many of the latest test restores the predictions
+// learn from: enough to outvote one slow run, few enough to follow a
+// change of hosts.
+const recentSamples = 10
+
+// Rates are the restore rates of the latest passed test restores among
+// recs (their records); ok is false when none can teach them.
+func Rates(recs []Record) (fifobackupengine.RestoreRates, bool) {
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, func(a, b Record) int { return b.Started.Compare(a.Started) })
+	var samples []fifobackupengine.RestoreSample
+	for _, r := range recs {
+		if s, ok := r.Sample(); ok && len(samples) < recentSamples {
+			samples = append(samples, s)
+		}
+	}
+	return fifobackupengine.FitRestoreRates(samples)
 }

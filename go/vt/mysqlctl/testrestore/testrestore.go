@@ -181,6 +181,9 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 		return err
 	}
 	rec.Tool, rec.Bytes = rep.Tool, rep.Bytes
+	if rep.Work.Prepares > 0 {
+		rec.Work = &rep.Work
+	}
 	if err := os.Mkdir(filepath.Join(scratch, "tmp"), 0o750); err != nil {
 		return err
 	}

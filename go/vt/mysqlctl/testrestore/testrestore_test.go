@@ -1,6 +1,7 @@
 package testrestore
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 
 	"vitess.io/vitess/go/sqlescape"
 )
@@ -109,4 +111,52 @@ func TestRecordSummaryAndParsing(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "b", "and 2 more"}, first([]string{"a", "b", "c", "d"}, 2))
 	assert.Equal(t, "`a``b`", sqlescape.EscapeID("a`b"))
+}
+
+// TestRecordAsTimedRestore: a passed record with its work is a sample (its
+// phases summed by kind, the check left out); the latest passed records
+// give the rates, the failed and the older ones do not.
+func TestRecordAsTimedRestore(t *testing.T) {
+	work := &fifobackupengine.RestoreWork{StreamBytes: 100 << 20, RedoBytes: 1 << 20, RedoKnown: true, Prepares: 2}
+	rec := Record{Version: 1, Outcome: Passed, Work: work, Phases: []fifobackupengine.PhaseSeconds{
+		{Phase: "download", Seconds: 1}, {Phase: "prepare", Seconds: 0.5}, {Phase: "download", Seconds: 1}, {Phase: "prepare", Seconds: 0.5},
+		{Phase: PhaseStart, Seconds: 3}, {Phase: PhaseCheck, Seconds: 9},
+	}}
+	s, ok := rec.Sample()
+	require.True(t, ok)
+	assert.Equal(t, fifobackupengine.RestoreSample{Work: *work, Download: 2, Prepare: 1, Start: 3}, s)
+
+	doc, err := json.Marshal(rec)
+	require.NoError(t, err)
+	back, err := ParseRecord(doc)
+	require.NoError(t, err)
+	assert.Equal(t, rec.Work, back.Work, "the work is stored with the record")
+
+	noWork := rec
+	noWork.Work = nil // a record from before the work was kept
+	_, ok = noWork.Sample()
+	assert.False(t, ok)
+	failed := rec
+	failed.Outcome = Failed
+	_, ok = failed.Sample()
+	assert.False(t, ok)
+
+	day := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var recs []Record
+	for i := range recentSamples + 3 {
+		r := rec
+		r.Started = day.Add(time.Duration(i) * time.Hour)
+		if i < 3 { // the oldest: ten times slower, left out
+			r.Phases = []fifobackupengine.PhaseSeconds{{Phase: "download", Seconds: 20}, {Phase: "prepare", Seconds: 10}}
+		}
+		recs = append(recs, r)
+	}
+	failed.Started = day.Add(100 * time.Hour)
+	recs = append(recs, failed)
+	rates, ok := Rates(recs)
+	require.True(t, ok)
+	assert.Equal(t, recentSamples, rates.Samples)
+	assert.InDelta(t, 50<<20, rates.DownloadBytesPerSecond, 1)
+	_, ok = Rates([]Record{failed, noWork})
+	assert.False(t, ok)
 }

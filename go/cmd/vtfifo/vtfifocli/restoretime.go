@@ -1,0 +1,150 @@
+package vtfifocli
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/dustin/go-humanize"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// Predicted restore times: ls, show and the fleet view print, for each
+// backup, how long restoring it should take on a host like the one that ran
+// the latest test restores (fifobackupengine.RestoreRates).
+
+// describeShard describes every complete backup of the shard, each with its
+// predicted restore time where the shard's test restores tell the rates.
+func (s *session) describeShard() ([]BackupInfo, fifobackupengine.RestoreRates, bool, error) {
+	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
+	if err != nil {
+		return nil, fifobackupengine.RestoreRates{}, false, err
+	}
+	infos := make([]BackupInfo, 0, len(bhs))
+	for _, bh := range bhs {
+		info := describe(s.ctx, bh)
+		info.Storage = s.origin(bh)
+		infos = append(infos, info)
+	}
+	rates, ok := testrestore.Rates(records(infos))
+	if ok {
+		predictRestores(infos, rates)
+	}
+	return infos, rates, ok, nil
+}
+
+// chainWork is the work of restoring infos[name], its chain read from
+// infos (one shard's backups by name); ok is false when a backup of the
+// chain is missing or not this engine's.
+func chainWork(infos map[string]*BackupInfo, name string) (fifobackupengine.RestoreWork, bool) {
+	b := infos[name]
+	if b == nil || b.manifest == nil {
+		return fifobackupengine.RestoreWork{}, false
+	}
+	chain := make([]*fifobackupengine.Manifest, b.manifest.ChainLength+1)
+	for i := len(chain) - 1; i >= 0; i-- {
+		// Each base is one place nearer the full: a chain that says
+		// otherwise is not followed.
+		if b == nil || b.manifest == nil || b.manifest.ChainLength != i {
+			return fifobackupengine.RestoreWork{}, false
+		}
+		chain[i] = b.manifest
+		b = infos[b.Base]
+	}
+	return fifobackupengine.WorkOf(chain), true
+}
+
+// records are the test restore records among infos.
+func records(infos []BackupInfo) []testrestore.Record {
+	var recs []testrestore.Record
+	for _, b := range infos {
+		if b.Verification != nil {
+			recs = append(recs, *b.Verification)
+		}
+	}
+	return recs
+}
+
+// predictRestores sets the predicted restore of each fifo backup of infos
+// (one shard's) at rates.
+func predictRestores(infos []BackupInfo, rates fifobackupengine.RestoreRates) {
+	byName := map[string]*BackupInfo{}
+	for i := range infos {
+		byName[infos[i].Name] = &infos[i]
+	}
+	for i := range infos {
+		if w, ok := chainWork(byName, infos[i].Name); ok {
+			p := rates.Predict(w)
+			infos[i].PredictedRestore = &p
+		}
+	}
+}
+
+// ratesLine says where the predictions come from.
+func ratesLine(r fifobackupengine.RestoreRates, ok bool) string {
+	if !ok {
+		return "not predicted: no test restore has recorded its phases yet (vtfifo test-restore records them)"
+	}
+	redo := humanize.IBytes(uint64(r.RedoBytesPerSecond)) + "/s of redo"
+	if r.RedoRateAssumed {
+		redo += " (assumed: their redo was too alike to tell)"
+	}
+	return fmt.Sprintf("predicted from the %d latest passed test restores: download %s/s, %.1fs per prepare + %s, start %.1fs; "+
+		"a replica's catch-up comes on top", r.Samples, humanize.IBytes(uint64(r.DownloadBytesPerSecond)), r.SecondsPerPrepare, redo, r.StartSeconds)
+}
+
+// predicted is the table's cell for p: "~3m10s", or "-".
+func predicted(p *fifobackupengine.PredictedRestore) string {
+	if p == nil {
+		return "-"
+	}
+	s := "~" + shortDuration(p.Total())
+	if p.RedoUnknown {
+		s += "+redo"
+	}
+	return s
+}
+
+// predictRestore adds to rep the predicted restore time of the backup
+// name, from its shard's test restores; a shard that cannot be listed
+// leaves the backup's description as it is, saying why.
+func (s *session) predictRestore(rep *ShowReport, name string) {
+	infos, rates, ok, err := s.describeShard()
+	switch {
+	case err != nil:
+		rep.restoreTimes = "not predicted: cannot list the shard's backups: " + errText(err)
+		return
+	case !ok:
+		rep.restoreTimes = ratesLine(rates, ok)
+		return
+	}
+	rep.RestoreRates = &rates
+	rep.restoreTimes = "not predicted: its chain is not complete in the shard"
+	for _, b := range infos {
+		if b.Name == name && b.PredictedRestore != nil {
+			rep.PredictedRestore = b.PredictedRestore
+			rep.restoreTimes = "about " + b.PredictedRestore.String() + "; " + ratesLine(rates, ok)
+		}
+	}
+}
+
+// chainWorkIn is the work of restoring newest, one of bhs (a shard's
+// backups), reading the MANIFESTs of its chain; nil where it cannot be told.
+func (s *session) chainWorkIn(bhs []backupstorage.BackupHandle, newest BackupInfo) *fifobackupengine.RestoreWork {
+	byName := map[string]*BackupInfo{newest.Name: &newest}
+	for base := newest.Base; base != ""; {
+		i := slices.IndexFunc(bhs, func(bh backupstorage.BackupHandle) bool { return bh.Name() == base })
+		if i < 0 || byName[base] != nil {
+			return nil
+		}
+		b := describe(s.ctx, bhs[i])
+		byName[base], base = &b, b.Base
+	}
+	w, ok := chainWork(byName, newest.Name)
+	if !ok {
+		return nil
+	}
+	return &w
+}

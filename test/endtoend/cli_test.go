@@ -179,7 +179,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			!strings.Contains(out, "Restore times: predicted from the 1 latest passed test restores: download ") {
 			t.Fatalf("ls does not predict the restore time from the record:\n%s", out)
 		}
-		if out := vtfifo(t, 0, "show", "--backup="+name); !regexp.MustCompile(`(?m)^Restore:\s+about \d.*s \(download .*, prepare .*, start .*\); `+
+		if out := vtfifo(t, 0, "show", "--backup="+name); !regexp.MustCompile(`(?m)^Restore:\s+about \d.*s \(download .*, prepare .*, start .*\); ` +
 			`predicted from the 1 latest passed test restores`).MatchString(out) {
 			t.Fatalf("show does not predict the restore time:\n%s", out)
 		}

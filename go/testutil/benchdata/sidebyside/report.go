@@ -134,13 +134,11 @@ const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figure
 > 1.09 s, against 7.89 s for the whole backup; 1 MiB frames store 0.2 % more:
 > [table-restore.md](../table-restore.md).
 
-> **16 cores (2026-11-24, one repeat, 1 GiB)**: on a lent 16-core host, fifo+split backed up in
-> 0.75x (16 lanes) and 0.54x (64 lanes) of the peer's time with zstd and restored in 0.32x and
-> 0.24x, growing by +55 to +179 MiB against the peer's +201 to +1,694 MiB; pgzip backups were
-> 1.34x and 1.07x, 0.5-0.7 s of each backup spent copying and fsyncing the spooled parts when
-> the lanes close: [16-cores.md](16-cores.md). Since then file storage
-> links its spooled parts into place instead of copying them, their writeback started while
-> they fill (not yet measured on 16 cores).
+> **16 cores (2026-11-27, 3 repeats, 1 GiB)**: on a lent 16-core host, fifo+split backed up in
+> 0.59x (16 lanes) and 0.51x (64 lanes) of the peer's time with zstd and restored in 0.25x and
+> 0.27x; pgzip backups 1.11x and 1.05x (1.34x and 1.07x on 2026-11-24, before file storage
+> linked its spooled parts into place), the rest a fixed 0.2-0.5 s outside the tool's run, not
+> per byte: [16-cores.md](16-cores.md).
 
 `
 

@@ -53,8 +53,9 @@ type RestoreSample struct {
 
 // DefaultRedoBytesPerSecond is the redo rate assumed when the samples do
 // not tell it (their redo per prepare too alike to separate it from the
-// prepare's fixed cost): mariabackup's, measured on 2 cores
-// (docs/benchmarks/restore-time.md).
+// prepare's fixed cost): the slowest mariabackup applied on 2 cores
+// (docs/benchmarks/prepare-memory.md, restore-time.md), so that a guess
+// errs long.
 const DefaultRedoBytesPerSecond = 64 << 20
 
 // redoSpread is how far apart the samples' redo per prepare must be for

@@ -338,15 +338,29 @@ func checkVarsStats(t *testing.T, who string, vars map[string]json.RawMessage, o
 // decompression, the extraction's writes, the prepare and the move-back.
 func checkRestorePhases(t *testing.T, who string, stats []cluster.Stat) {
 	t.Helper()
-	for _, op := range []string{"Source:Read", "Decompressor:Read", "Extract:Write", "Prepare", "MoveBack"} {
-		found := false
-		for _, s := range stats {
-			if s.Component == "BackupEngine" && strings.EqualFold(s.Implementation, "fifo") && s.Operation == op && s.Duration > 0 {
-				found = true
+	find := func(component, impl, op string) *cluster.Stat {
+		for i, s := range stats {
+			if s.Component == component && strings.EqualFold(s.Implementation, impl) && s.Operation == op && s.Duration > 0 {
+				return &stats[i]
 			}
 		}
-		if !found {
+		return nil
+	}
+	for _, op := range []string{"Source:Read", "Decompressor:Read", "Extract:Write", "Prepare", "MoveBack", "Engine:Restore"} {
+		if find("BackupEngine", "fifo", op) == nil {
 			t.Errorf("%s /debug/vars: no RestoreDurationNanoseconds for the fifo engine's phase %s\n%s", who, op, cluster.FormatStats("Restore", stats))
 		}
+	}
+	// What follows the engine (mysqld's start for mysql_upgrade, the
+	// upgrade, the restart) is Vitess's Restore total less the engine's.
+	total, engine := find("-", "-", "Restore"), find("BackupEngine", "fifo", "Engine:Restore") // "-": Vitess's unscoped label
+	switch {
+	case total == nil || engine == nil:
+		t.Errorf("%s /debug/vars: no Restore total or no Engine:Restore\n%s", who, cluster.FormatStats("Restore", stats))
+	case total.Count == engine.Count && total.Duration <= engine.Duration:
+		t.Errorf("%s /debug/vars: Vitess's Restore total %v is not longer than the engine's %v", who, total.Duration, engine.Duration)
+	case total.Count == engine.Count:
+		t.Logf("%s: %d restores, %v in the engine, %v after it in Vitess (mysqld started, mysql_upgrade, restarted)", who, total.Count,
+			engine.Duration.Round(time.Millisecond), (total.Duration - engine.Duration).Round(time.Millisecond))
 	}
 }

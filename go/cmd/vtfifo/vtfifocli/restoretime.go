@@ -85,7 +85,7 @@ func predictRestores(infos []BackupInfo, rates fifobackupengine.RestoreRates) {
 // ratesLine says where the predictions come from.
 func ratesLine(r fifobackupengine.RestoreRates, ok bool) string {
 	if !ok {
-		return "not predicted: no test restore has recorded its phases yet (vtfifo test-restore records them)"
+		return "not predicted: no passed test restore has recorded its work and phases yet (vtfifo test-restore records them)"
 	}
 	redo := humanize.IBytes(uint64(r.RedoBytesPerSecond)) + "/s of redo"
 	if r.RedoRateAssumed {

@@ -46,7 +46,7 @@ func TestPredictedRestoreTimes(t *testing.T) {
 	plantFifo(t, bs, "ks/0", delta, 100*mib, 64*mib, full, 1)
 	out, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0")
 	assert.Regexp(t, full+`\s.*\s-\s+-\n`, out, "no rates yet: no time, no record")
-	assert.Contains(t, out, "\nRestore times: not predicted: no test restore has recorded its phases yet (vtfifo test-restore records them)\n")
+	assert.Contains(t, out, "\nRestore times: not predicted: no passed test restore has recorded its work and phases yet (vtfifo test-restore records them)\n")
 
 	// Two test restores, of the full (10 s to download 1000 MiB, 2 s of
 	// prepare) and of another shard's full with 640 MiB of redo (10 s more

@@ -108,7 +108,7 @@ func TestBackupRecordsEveryPhase(t *testing.T) {
 		assert.Greater(t, ops[op].bytes, int64(0), "%s bytes", op)
 		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
 	}
-	for _, op := range []string{"Source:Open", "Source:Close", "Decompressor:Close", "Prepare", "MoveBack"} {
+	for _, op := range []string{"Source:Open", "Source:Close", "Decompressor:Close", "Prepare", "MoveBack", "Engine:Restore"} {
 		assert.Greater(t, ops[op].calls, 0, "%s calls", op)
 		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
 	}

@@ -183,6 +183,19 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			`predicted from the 1 latest passed test restores`).MatchString(out) {
 			t.Fatalf("show does not predict the restore time:\n%s", out)
 		}
+		// The next test restore is predicted by this one before it runs, and
+		// says how close the prediction came.
+		out = vtfifo(t, 0, append([]string{"test-restore", "--backup=" + name}, tool...)...)
+		if !regexp.MustCompile(`; served in \S+s, predicted \S+s by the earlier test restores \(\d+ % (longer|shorter)\)\n$`).MatchString(out) {
+			t.Fatalf("a second test restore does not compare itself with its prediction:\n%s", out)
+		}
+		var again struct {
+			Predicted *struct{ Download, Prepare, Start int64 }
+		}
+		must(t, json.Unmarshal(listed(t)[name], &again))
+		if again.Predicted == nil || again.Predicted.Download <= 0 || again.Predicted.Prepare <= 0 || again.Predicted.Start <= 0 {
+			t.Fatalf("the second record's prediction: %+v", again.Predicted)
+		}
 		// The record is no stray object to verify.
 		vtfifo(t, 0, "verify", "--progress=never")
 		// Nothing left in the scratch space.

@@ -152,11 +152,17 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	if *asJSON {
 		failed = stderr
 	}
+	// Predicted before it runs, from the shard's earlier test restores
+	// only, so that the record says how close the prediction came.
+	predicted := s.predictedRestore(bh.Name())
 	rec, err := testrestore.Run(s.ctx, bh, opts)
 	prog2.stop()
 	if err != nil {
 		fmt.Fprintln(failed, failLine(err))
 		return failureStatus(err)
+	}
+	if rec.Outcome == testrestore.Passed {
+		rec.Predicted = predicted
 	}
 	res, err := keepTestRestore(s.ctx, bh, rec, *record, *quarantine)
 	if err != nil {
@@ -219,6 +225,7 @@ func (res TestRestoreResult) print(w io.Writer) {
 	if rec.Uncheckable > 0 {
 		unchecked = fmt.Sprintf(" (%d of them with an engine that has no CHECK: counted only)", rec.Uncheckable)
 	}
-	fmt.Fprintf(w, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s%s\n",
-		rec.Backup, rec.Duration, humanize.IBytes(uint64(rec.Bytes)), rec.Tool, rec.Server, rec.Tables, unchecked, rec.Rows, stored, phasesText(rec.Phases))
+	fmt.Fprintf(w, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s%s%s\n",
+		rec.Backup, rec.Duration, humanize.IBytes(uint64(rec.Bytes)), rec.Tool, rec.Server, rec.Tables, unchecked, rec.Rows, stored, phasesText(rec.Phases),
+		predictionText(rec))
 }

@@ -3,6 +3,7 @@ package vtfifocli
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -147,4 +148,37 @@ func (s *session) chainWorkIn(bhs []backupstorage.BackupHandle, newest BackupInf
 		return nil
 	}
 	return &w
+}
+
+// predictedRestore is the predicted restore time of the shard's backup
+// name from its test restores so far; nil where they cannot tell.
+func (s *session) predictedRestore(name string) *fifobackupengine.PredictedRestore {
+	infos, _, ok, err := s.describeShard()
+	if err != nil || !ok {
+		return nil
+	}
+	for _, b := range infos {
+		if b.Name == name {
+			return b.PredictedRestore
+		}
+	}
+	return nil
+}
+
+// predictionText is "; served in 5.6s, predicted 5.1s by the earlier test
+// restores (10 % longer)" for a test restore they predicted, or "".
+func predictionText(rec testrestore.Record) string {
+	if rec.Predicted == nil {
+		return ""
+	}
+	p, served := rec.Predicted.Total(), rec.Served()
+	if p <= 0 || served <= 0 {
+		return ""
+	}
+	diff, how := (served.Seconds()-p.Seconds())/p.Seconds()*100, "longer"
+	if diff < 0 {
+		diff, how = -diff, "shorter"
+	}
+	return fmt.Sprintf("; served in %v, predicted %v by the earlier test restores (%.0f %% %s)", served.Round(100*time.Millisecond),
+		p.Round(100*time.Millisecond), diff, how)
 }

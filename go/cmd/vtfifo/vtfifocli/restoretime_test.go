@@ -92,3 +92,16 @@ func TestPredictedRestoreTimes(t *testing.T) {
 	out, _ = runSplit(t, 0, root, "ls", "--prometheus")
 	assert.Contains(t, out, `vtfifo_backup_newest_predicted_restore_seconds{keyspace="ks",shard="0"} 19`+"\n")
 }
+
+// TestTestRestoreSaysHowCloseItsPredictionCame: a record with a prediction
+// compares it with its download, prepare and start (not its check).
+func TestTestRestoreSaysHowCloseItsPredictionCame(t *testing.T) {
+	rec := testrestore.Record{Outcome: testrestore.Passed, Phases: []fifobackupengine.PhaseSeconds{{Phase: "download", Seconds: 4},
+		{Phase: "prepare", Seconds: 1}, {Phase: testrestore.PhaseStart, Seconds: 1}, {Phase: testrestore.PhaseCheck, Seconds: 30}}}
+	assert.Equal(t, 6*time.Second, rec.Served())
+	assert.Empty(t, predictionText(rec), "nothing predicted it")
+	rec.Predicted = &fifobackupengine.PredictedRestore{Download: 3 * time.Second, Prepare: 1 * time.Second, Start: time.Second}
+	assert.Equal(t, "; served in 6s, predicted 5s by the earlier test restores (20 % longer)", predictionText(rec))
+	rec.Predicted.Download = 7 * time.Second
+	assert.Equal(t, "; served in 6s, predicted 9s by the earlier test restores (33 % shorter)", predictionText(rec))
+}

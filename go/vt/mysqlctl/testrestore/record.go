@@ -112,7 +112,10 @@ type Record struct {
 	// Work is what the restore had to do (its chain's streams, redo and
 	// prepares): with Phases, the rates that predict other restores.
 	Work *fifobackupengine.RestoreWork `json:"work,omitempty"`
-	Host string                        `json:"host,omitempty"`
+	// Predicted is what the earlier test restores predicted for this one
+	// before it ran (vtfifo test-restore): its phases say how close.
+	Predicted *fifobackupengine.PredictedRestore `json:"predicted,omitempty"`
+	Host      string                             `json:"host,omitempty"`
 	// Tool prepared the files; Server is the throwaway mysqld's VERSION().
 	Tool   string `json:"tool,omitempty"`
 	Server string `json:"server,omitempty"`
@@ -152,7 +155,15 @@ func (r Record) Sample() (fifobackupengine.RestoreSample, bool) {
 	if r.Outcome != Passed || r.Work == nil {
 		return fifobackupengine.RestoreSample{}, false
 	}
-	s := fifobackupengine.RestoreSample{Work: *r.Work}
+	return r.sample(), true
+}
+
+// sample sums the record's phases by kind.
+func (r Record) sample() fifobackupengine.RestoreSample {
+	var s fifobackupengine.RestoreSample
+	if r.Work != nil {
+		s.Work = *r.Work
+	}
 	for _, p := range r.Phases {
 		switch p.Phase {
 		case fifobackupengine.PhaseDownload:
@@ -163,7 +174,7 @@ func (r Record) Sample() (fifobackupengine.RestoreSample, bool) {
 			s.Start += p.Seconds
 		}
 	}
-	return s, true
+	return s
 }
 
 // recentSamples is how many of the latest test restores the predictions
@@ -183,4 +194,11 @@ func Rates(recs []Record) (fifobackupengine.RestoreRates, bool) {
 		}
 	}
 	return fifobackupengine.FitRestoreRates(samples)
+}
+
+// Served is how long the restore took until the server accepted
+// connections: its download, prepare and start, as Predicted counts them.
+func (r Record) Served() time.Duration {
+	s := r.sample()
+	return time.Duration((s.Download + s.Prepare + s.Start) * float64(time.Second))
 }

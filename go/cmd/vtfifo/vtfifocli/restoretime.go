@@ -41,7 +41,7 @@ func (s *session) describeShard() ([]BackupInfo, fifobackupengine.RestoreRates, 
 // chain is missing or not this engine's.
 func chainWork(infos map[string]*BackupInfo, name string) (fifobackupengine.RestoreWork, bool) {
 	b := infos[name]
-	if b == nil || b.manifest == nil {
+	if b == nil || b.manifest == nil || b.manifest.ChainLength >= len(infos) {
 		return fifobackupengine.RestoreWork{}, false
 	}
 	chain := make([]*fifobackupengine.Manifest, b.manifest.ChainLength+1)

@@ -105,3 +105,28 @@ func TestTestRestoreSaysHowCloseItsPredictionCame(t *testing.T) {
 	rec.Predicted.Download = 7 * time.Second
 	assert.Equal(t, "; served in 6s, predicted 9s by the earlier test restores (33 % shorter)", predictionText(rec))
 }
+
+// TestPredictionNeedsTheWholeChain: a delta whose base is not in the shard
+// (removed by hand), or whose MANIFEST claims a chain longer than the shard
+// holds, is not predicted; the others are.
+func TestPredictionNeedsTheWholeChain(t *testing.T) {
+	root := t.TempDir()
+	bs := localSplit(t, root)
+	const mib = 1 << 20
+	full, orphan, liar := "2026-11-20.000000.zone1-0000000100", "2026-11-21.000000.zone1-0000000100", "2026-11-22.000000.zone1-0000000100"
+	plantFifo(t, bs, "ks/0", full, 100*mib, 0, "", 0)
+	plantFifo(t, bs, "ks/0", orphan, 10*mib, 0, "2026-11-19.000000.zone1-0000000100", 1)
+	plantFifo(t, bs, "ks/0", liar, 10*mib, 0, full, 1<<40)
+	bh, err := bs.OpenBackup(context.Background(), "ks/0", full)
+	require.NoError(t, err)
+	require.NoError(t, testrestore.Store(context.Background(), bh, testrestore.Record{Version: 1, Outcome: testrestore.Passed, Started: time.Now(),
+		Work: &fifobackupengine.RestoreWork{StreamBytes: 100 * mib, RedoKnown: true, Prepares: 1},
+		Phases: []fifobackupengine.PhaseSeconds{{Phase: "download", Seconds: 1}, {Phase: "prepare", Seconds: 1}}}))
+	out, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0", "--json")
+	var infos []BackupInfo
+	require.NoError(t, json.Unmarshal([]byte(out), &infos), out)
+	require.Len(t, infos, 3)
+	assert.NotNil(t, infos[0].PredictedRestore, full)
+	assert.Nil(t, infos[1].PredictedRestore, orphan)
+	assert.Nil(t, infos[2].PredictedRestore, liar)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,17 +157,24 @@ func TestWrongLocationsFail(t *testing.T) {
 // never had a backup included (and failing --max-age), and marks the
 // storage's directories the topology does not know; an unreachable
 // topology exits 3 naming it.
+// fleetTopoRuns counts TestFleetViewFromTheTopology's runs in this process.
+var fleetTopoRuns int
+
 func TestFleetViewFromTheTopology(t *testing.T) {
 	root, names := proofStorage(t) // ks/0
 	ctx := context.Background()
 	ts, factory := memorytopo.NewServerAndFactory(ctx, "zone1")
 	defer ts.Close()
-	topo.RegisterFactory("vtfifo-fleet-test", factory)
+	// Vitess keeps factories for the process's life: one name per run, so
+	// that the test can be repeated (-count).
+	fleetTopoRuns++
+	impl := fmt.Sprintf("vtfifo-fleet-test-%d", fleetTopoRuns)
+	topo.RegisterFactory(impl, factory)
 	require.NoError(t, ts.CreateKeyspace(ctx, "ks", &topodatapb.Keyspace{}))
 	for _, shard := range []string{"-80", "80-"} {
 		require.NoError(t, ts.CreateShard(ctx, "ks", shard))
 	}
-	topoFlags := []string{"--topo-implementation=vtfifo-fleet-test", "--topo-global-server-address=memory", "--topo-global-root=/vitess/global"}
+	topoFlags := []string{"--topo-implementation=" + impl, "--topo-global-server-address=memory", "--topo-global-root=/vitess/global"}
 	// Vitess keeps its topology flags in package variables, which outlive
 	// one Main: the tests after this one must not find a topology.
 	t.Cleanup(func() { runSplit(t, 0, root, "ls", "--topo-global-server-address=") })

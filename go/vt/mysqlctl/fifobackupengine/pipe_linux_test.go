@@ -22,14 +22,22 @@ func TestToolPipeSize(t *testing.T) {
 	assert.Equal(t, 1<<20, toolPipeSize(0))
 }
 
-// pipeMaxSize is the most an unprivileged process may ask of a pipe here.
-func pipeMaxSize(t *testing.T) int {
+// assertGrown checks that a pipe asked for size holds it where this host
+// lets a process grow a pipe that far (/proc/sys/fs/pipe-max-size), and
+// otherwise keeps the kernel's 64 KiB: growing is best effort, never an
+// error (a privileged process may still get size).
+func assertGrown(t *testing.T, f *os.File, size int) {
+	t.Helper()
 	b, err := os.ReadFile("/proc/sys/fs/pipe-max-size")
 	require.NoError(t, err)
-	var n int
-	_, err = fmt.Sscan(string(b), &n)
+	var maxSize int
+	_, err = fmt.Sscan(string(b), &maxSize)
 	require.NoError(t, err)
-	return n
+	if got := pipeSize(t, f); size <= maxSize {
+		assert.Equal(t, size, got)
+	} else {
+		assert.Contains(t, []int{64 << 10, size}, got, "pipe-max-size %d is under %d", maxSize, size)
+	}
 }
 
 func pipeSize(t *testing.T, f *os.File) int {
@@ -44,15 +52,12 @@ func pipeSize(t *testing.T, f *os.File) int {
 // The tool's stdout pipe is grown through its write end, and its read end
 // stays on Go's poller: SplitStreams' deadlines still interrupt a read.
 func TestToolStdoutPipeIsGrownAndInterruptible(t *testing.T) {
-	if pipeMaxSize(t) < toolPipeSize(1) {
-		t.Skipf("pipe-max-size is under %d here", toolPipeSize(1))
-	}
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	defer r.Close()
 	defer w.Close()
 	growPipe(w.Fd(), toolPipeSize(1))
-	assert.Equal(t, toolPipeSize(1), pipeSize(t, r))
+	assertGrown(t, r, toolPipeSize(1))
 
 	require.NoError(t, r.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
 	_, err = r.Read(make([]byte, 1))
@@ -78,5 +83,5 @@ func TestToolFIFOIsGrown(t *testing.T) {
 	if wf := <-w; wf != nil {
 		defer wf.Close()
 	}
-	assert.Equal(t, want, pipeSize(t, f))
+	assertGrown(t, f, want)
 }

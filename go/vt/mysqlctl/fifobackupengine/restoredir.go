@@ -163,10 +163,10 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	manifests := make([]*Manifest, len(run.chain))
 	for i, c := range run.chain {
 		rep.StoredBytes += c.m.StoredBytes
-		rep.StreamBytes += c.m.RawBytes
 		manifests[i] = c.m
 	}
 	rep.Work = WorkOf(manifests)
+	rep.StreamBytes = rep.Work.StreamBytes
 	if tables != nil {
 		rep.ReadStreamBytes = tables.readStreamBytes
 		for _, t := range tables.tables {

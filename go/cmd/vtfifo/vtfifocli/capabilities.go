@@ -21,6 +21,12 @@ type incompleteLister interface {
 	ListIncomplete(ctx context.Context, dir string) ([]splitstorage.IncompleteBackup, error)
 }
 
+// rootChecker says whether the storage's root is one of its own
+// (splitstorage.ErrNotSplitRoot when it provably is not).
+type rootChecker interface {
+	CheckRoot(ctx context.Context) error
+}
+
 // shardLister lists every keyspace/shard directory that holds backups.
 type shardLister interface {
 	ListBackupDirs(ctx context.Context) ([]string, error)
@@ -31,6 +37,11 @@ type shardLister interface {
 type guardedRemover interface {
 	Dependents(ctx context.Context, dir, name string) ([]string, error)
 	CheckUnread(ctx context.Context, dir, name string) error
+}
+
+// leaseBreaker ends another holder's leases on a backup.
+type leaseBreaker interface {
+	BreakLeases(ctx context.Context, dir, name string) ([]string, error)
 }
 
 // releaser puts a quarantined backup back.
@@ -86,9 +97,11 @@ type backupRepairer interface {
 var (
 	_ incompleteLister = (*splitstorage.Storage)(nil)
 	_ shardLister      = (*splitstorage.Storage)(nil)
+	_ rootChecker      = (*splitstorage.Storage)(nil)
 	_ fleetLister      = (*splitstorage.Storage)(nil)
 	_ guardedRemover   = (*splitstorage.Storage)(nil)
 	_ releaser         = (*splitstorage.Storage)(nil)
+	_ leaseBreaker     = (*splitstorage.Storage)(nil)
 	_ keyLister        = (*splitstorage.Storage)(nil)
 	_ originNamer      = (*splitstorage.Storage)(nil)
 	_ leaseHolder      = (*splitstorage.Storage)(nil)

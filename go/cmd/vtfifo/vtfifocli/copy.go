@@ -69,6 +69,11 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return failureStatus(err)
 	}
 	defer to.Close()
+	if dst.Location() != splitstorage.FlagConfig().Location() { // the session's root is checked already
+		if code := s.checkRoot(to); code >= 0 {
+			return code
+		}
+	}
 	var res CopyResult
 	if legacy {
 		res = CopyResult{Backup: s.o.dir() + "/" + bh.Name(), Destination: dst.Location(), FromLegacy: s.origin(bh)}

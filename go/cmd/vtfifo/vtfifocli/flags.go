@@ -169,10 +169,11 @@ func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
 	o.registerProgressFlags(fs)
 	fs.IntVar(&o.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
 	fs.BoolVar(&o.listIncomplete, "list-incomplete", false, "list the backups that were started and never completed (split storage), then exit")
-	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups that were started and never completed, and started more than "+
-		"--incomplete-min-age ago (split storage), then exit")
-	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups started at least this long ago (a backup "+
-		"still running is incomplete too)")
+	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups of the split storage that were started and never completed, "+
+		"last written to more than --incomplete-min-age ago and held by no lease (a running copy holds one), then exit; a directory the split "+
+		"storage cannot prove it wrote is never touched")
+	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups last written to at least this long ago, "+
+		"by the store's own clock (a backup still running is incomplete too)")
 }
 
 // wholeStorage: the command runs on every backup directory of the storage

@@ -141,7 +141,7 @@ func TestPruneTiersAndAges(t *testing.T) {
 }
 
 // TestRemovalKeepsOffABackupBeingRead: a backup another host is reading
-// (its read lease) is refused by rm (exit 1, saying who reads it) and kept
+// (its read lease) is refused by rm (exit 3, saying who reads it) and kept
 // by prune, which goes on with the others.
 func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	root, names := proofStorage(t)
@@ -154,7 +154,7 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	defer lease.Release(context.Background())
 
 	// A dry run takes the same decisions.
-	_, errOut := runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0], "--dry-run")
+	_, errOut := runSplit(t, 3, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0], "--dry-run")
 	assert.Contains(t, errOut, "vtfifo rm: would be refused: split storage: backup ks/0/"+names[0]+" is not removed: the backup is being read: vtfifo "+
 		"restore on dr-host by ")
 	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
@@ -162,7 +162,7 @@ func TestRemovalKeepsOffABackupBeingRead(t *testing.T) {
 	assert.Contains(t, out, "would remove ks/0/"+older+"\n")
 	assert.NotContains(t, out, "would remove ks/0/"+names[0])
 
-	_, errOut = runSplit(t, 1, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
+	_, errOut = runSplit(t, 3, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
 	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: backup ks/0/"+names[0]+" is not removed: the backup is being read: vtfifo restore "+
 		"on dr-host by ")
 	out, _ = runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")

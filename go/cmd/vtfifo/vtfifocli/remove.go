@@ -23,11 +23,13 @@ import (
 // started less than --incomplete-min-age ago may still be running: refused.
 func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var minAge *time.Duration
-	var dryRun, asJSON *bool
+	var dryRun, asJSON, breakLeases *bool
 	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
-			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup started less than this long ago may still be running: rm refuses it")
+			minAge = fs.Duration("incomplete-min-age", 24*time.Hour, "an incomplete backup last written to less than this long ago (the store's own time) may still be running: rm refuses it")
 			dryRun = fs.Bool("dry-run", false, "say what would be removed, remove nothing")
+			breakLeases = fs.Bool("break-leases", false, "first end every lease on the backup, saying whose (a reader or copy on another host that "+
+				"you know is gone; on its own host a gone holder's lease no longer counts)")
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, kind, action, kept_as_base_of) instead of a line")
 			required := o.requireBackup(fs, "rm removes the backup it names, never one it picks")
 			return func() error {
@@ -49,6 +51,11 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	if kind == "" {
 		return code
 	}
+	if *breakLeases && !*dryRun {
+		if code := s.breakLeases(dir, name); code >= 0 {
+			return code
+		}
+	}
 	res := RemoveResult{Backup: dir + "/" + name, Kind: kind, Action: "would remove"}
 	remove := removeBackup
 	if *dryRun {
@@ -58,9 +65,11 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	res.KeptAsBaseOf, err = remove(s, dir, name)
 	switch {
 	case errors.Is(err, splitstorage.ErrInUse) && *dryRun:
-		return s.o.failf(exitFailed, "would be refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
+		return s.o.failf(exitUnreachable, "would be refused: %v; %s", err, inUseHelp)
 	case errors.Is(err, splitstorage.ErrInUse):
-		return s.o.failf(exitFailed, "refused: %v; wait for it to end (a lease expires on its own if its reader died)", err)
+		return s.o.failf(exitUnreachable, "refused: %v; %s", err, inUseHelp)
+	case errors.Is(err, splitstorage.ErrNotOurs):
+		return s.o.failf(exitUsage, "refused: %v", err)
 	case err != nil:
 		return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)
 	}
@@ -72,6 +81,26 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	}
 	res.print(stdout)
 	return exitOK
+}
+
+// inUseHelp is what to do about a backup under a lease.
+const inUseHelp = "wait for it to end (a lease ends by itself at its expiry, or as soon as its holder's process is gone from the host it runs on); " +
+	"a holder on another host that you know is gone: rm --break-leases"
+
+// breakLeases ends every lease on dir/name, saying whose; -1: go on.
+func (s *session) breakLeases(dir, name string) int {
+	lb, err := can[leaseBreaker](s.bs, "break leases (--break-leases)")
+	if err != nil {
+		return s.o.failf(exitUsage, "%v", err)
+	}
+	ended, err := lb.BreakLeases(s.ctx, dir, name)
+	for _, h := range ended {
+		s.o.notef("ended the lease on %s/%s of %s", dir, name, h)
+	}
+	if err != nil {
+		return s.o.failf(exitUnreachable, "%v", err)
+	}
+	return -1
 }
 
 // RemoveResult is what rm did, or with --dry-run would do (--json prints it).
@@ -124,15 +153,17 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 			switch {
 			case b.Name != name:
 			case len(b.RetiredFor) > 0:
-				return "", s.o.failf(exitFailed, "refused: backup %s/%s was removed from the list already and is kept as the base of %s: it goes when they do",
+				return "", s.o.failf(exitUsage, "refused: backup %s/%s was removed from the list already and is kept as the base of %s: it goes when they do",
 					dir, name, strings.Join(b.RetiredFor, ", "))
 			case b.Quarantined != "":
 				return "quarantined backup", exitOK
-			case b.Started.IsZero() || time.Since(b.Started) >= minAge:
+			case len(b.Held) > 0:
+				return "", s.o.failf(exitUnreachable, "refused: backup %s/%s is incomplete and in use: %s; %s", dir, name, strings.Join(b.Held, "; "), inUseHelp)
+			case time.Since(b.LastWrite) >= minAge:
 				return "incomplete backup", exitOK
 			default:
-				return "", s.o.failf(exitFailed, "refused: backup %s/%s is incomplete and was started %v ago on %s: it may still be running (--incomplete-min-age=%v)",
-					dir, name, time.Since(b.Started).Round(time.Second), b.Host, minAge)
+				return "", s.o.failf(exitUnreachable, "refused: backup %s/%s is incomplete, started on %s and last written %v ago: it may still be running "+
+					"(--incomplete-min-age=%v)", dir, name, b.Host, time.Since(b.LastWrite).Round(time.Second), minAge)
 			}
 		}
 	}

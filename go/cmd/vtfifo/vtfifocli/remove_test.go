@@ -81,7 +81,8 @@ func TestRemoveAndPrune(t *testing.T) {
 }
 
 // TestRemoveRefusesARunningBackup: on the split storage an incomplete backup
-// started less than --incomplete-min-age ago may still be running: refused;
+// last written to less than --incomplete-min-age ago may still be running:
+// refused (exit 3: nothing is wrong with it);
 // once older it is removed; a quarantined one is removed or released.
 func TestRemoveRefusesARunningBackup(t *testing.T) {
 	ctx := context.Background()
@@ -100,7 +101,8 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	cmd := func(wantCode int, sub string, extra ...string) string {
 		return run(t, wantCode, append(append([]string{sub}, args...), extra...)...)
 	}
-	assert.Contains(t, cmd(1, "rm", "--backup=2026-11-23.100000.zone1-0000000100"), "may still be running")
+	assert.Contains(t, cmd(3, "rm", "--backup=2026-11-23.100000.zone1-0000000100"), "is incomplete, started on ")
+	assert.Contains(t, cmd(3, "rm", "--backup=2026-11-23.100000.zone1-0000000100"), "it may still be running (--incomplete-min-age=24h0m0s)")
 	assert.Contains(t, cmd(0, "rm", "--backup=2026-11-23.100000.zone1-0000000100", "--incomplete-min-age=0s"), "removed incomplete backup")
 
 	bhs, err := s.ListBackups(ctx, "ks/0")

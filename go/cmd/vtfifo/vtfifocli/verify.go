@@ -388,6 +388,19 @@ func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage
 	return "no such backup (GetBackups does not list it): check --backup, --keyspace and --shard", false
 }
 
+// incompleteLine describes an incomplete backup: when it started and on
+// which host (its start marker), when it was last written to (the store's
+// own time: its age), and its objects.
+func incompleteLine(dir string, b splitstorage.IncompleteBackup) string {
+	line := fmt.Sprintf("%s/%s: started %s on %s, last written %s (%v ago), %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), b.Host,
+		b.LastWrite.Format(time.RFC3339), time.Since(b.LastWrite).Round(time.Second), b.Objects, humanize.IBytes(uint64(b.Bytes)))
+	if b.Started.IsZero() {
+		line = fmt.Sprintf("%s/%s: start marker gone (an interrupted removal), last written %s (%v ago), %d objects, %s", dir, b.Name,
+			b.LastWrite.Format(time.RFC3339), time.Since(b.LastWrite).Round(time.Second), b.Objects, humanize.IBytes(uint64(b.Bytes)))
+	}
+	return line
+}
+
 func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage, dir string, stdout, stderr io.Writer) int {
 	s, err := can[interface {
 		incompleteLister
@@ -403,12 +416,7 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 	}
 	failed := false
 	for _, b := range inc {
-		age := time.Since(b.Started).Round(time.Second)
-		line := fmt.Sprintf("%s/%s: started %s (%v ago) on %s, %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), age, b.Host, b.Objects,
-			humanize.IBytes(uint64(b.Bytes)))
-		if b.Started.IsZero() {
-			line = fmt.Sprintf("%s/%s: no readable start marker, %d objects, %s", dir, b.Name, b.Objects, humanize.IBytes(uint64(b.Bytes)))
-		}
+		line := incompleteLine(dir, b)
 		if b.Quarantined != "" {
 			line += "; quarantined: " + b.Quarantined
 		}
@@ -422,8 +430,10 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 			fmt.Fprintf(stdout, "kept %s (it goes with the last of them)\n", line)
 		case b.Quarantined != "":
 			fmt.Fprintf(stdout, "kept %s (release it with `vtfifo release`, or remove it with `vtfifo rm`)\n", line)
-		case !b.Started.IsZero() && age < o.minAge:
-			fmt.Fprintf(stdout, "kept %s: younger than --incomplete-min-age=%v (may still be running)\n", line, o.minAge)
+		case len(b.Held) > 0:
+			fmt.Fprintf(stdout, "kept %s: in use (%s)\n", line, strings.Join(b.Held, "; "))
+		case time.Since(b.LastWrite) < o.minAge:
+			fmt.Fprintf(stdout, "kept %s: written to less than --incomplete-min-age=%v ago (may still be running)\n", line, o.minAge)
 		default:
 			if err := s.RemoveBackup(ctx, dir, b.Name); err != nil {
 				fmt.Fprintf(stderr, "FAIL removing %s: %s\n", line, errText(err))

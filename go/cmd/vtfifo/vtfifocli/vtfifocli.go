@@ -233,7 +233,27 @@ func openSession(ctx context.Context, prog string, args []string, stdout, stderr
 		cancel()
 		return nil, o.failf(exitUnreachable, "cannot open %s: %v", storageLocation(o), err)
 	}
-	return &session{o: o, ctx: ctx, bs: bs, logger: logger, close: func() { bs.Close(); cancel() }}, -1
+	s := &session{o: o, ctx: ctx, bs: bs, logger: logger, close: func() { bs.Close(); cancel() }}
+	if code := s.checkRoot(bs); code >= 0 {
+		s.close()
+		return nil, code
+	}
+	return s, -1
+}
+
+// checkRoot refuses a storage whose root is provably not one of its own
+// (exit 3, naming it): one level off, or another storage's. Nothing in it
+// is listed, judged or removed. A root that could not be read is left to
+// the command, which says what it could not read in its own words.
+func (s *session) checkRoot(bs backupstorage.BackupStorage) int {
+	rc, ok := bs.(rootChecker)
+	if !ok {
+		return -1
+	}
+	if err := rc.CheckRoot(s.ctx); errors.Is(err, splitstorage.ErrNotSplitRoot) {
+		return s.o.failf(exitUnreachable, "refused: %v", err)
+	}
+	return -1
 }
 
 // openBackup is openSession for the subcommands that read one fifo backup:

@@ -206,9 +206,19 @@ func (s *Storage) removeChained(ctx context.Context, e *env, dir, name string) e
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(names, name) {
+	ours, _, err := proveBackup(ctx, e.be, dir, name)
+	if err != nil {
+		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	}
+	if !ours {
 		if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {
 			return err
+		}
+		if slices.Contains(names, name) {
+			// Not a backup this storage wrote, nor one the legacy storage
+			// lists: whatever it is, it is left alone.
+			return fmt.Errorf("split storage: %s/%s in %s is not a backup the split storage wrote (no start or completion marker of its own): "+
+				"it is left alone: %w", dir, name, e.be, ErrNotOurs)
 		}
 	}
 	deps, err := dependents(ctx, e, dir, names, name)

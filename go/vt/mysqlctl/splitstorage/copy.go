@@ -57,6 +57,21 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 	if err != nil {
 		return CopyReport{}, err
 	}
+	// The destination is provably this storage's from its first object
+	// (the root identity, then the start marker), and held while the copy
+	// writes it: a cleanup there keeps off it, whatever age its objects
+	// carry (a move links the source's).
+	if err := claimRoot(ctx, c.de.be); err != nil {
+		return c.rep, fmt.Errorf("split storage: copying backup %s: %w", c.where, err)
+	}
+	lease, err := hold(ctx, c.de.be, dir, name, "copy from "+c.se.be.String(), copyLeaseTTL)
+	if err != nil {
+		return c.rep, fmt.Errorf("split storage: copying backup %s: %w", c.where, err)
+	}
+	defer lease.Release(ctx)
+	if err := c.copyAll(ctx, c.started); err != nil {
+		return c.rep, err
+	}
 	if err := c.copyAll(ctx, c.data); err != nil {
 		return c.rep, err
 	}
@@ -80,6 +95,7 @@ type backupCopy struct {
 	opts           CopyOptions
 	conc           int
 	complete       []byte // the source's completion marker
+	started        []backend.ObjectInfo
 	data, sidecars []backend.ObjectInfo
 
 	mu  sync.Mutex
@@ -123,6 +139,8 @@ func (s *Storage) startCopy(ctx context.Context, dst *Storage, dir, name string,
 		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker || o.Key == prefix+retiredMarker || isLeaseKey(prefix, o.Key):
 		case isSidecarKey(prefix, o.Key):
 			c.sidecars = append(c.sidecars, o)
+		case o.Key == prefix+startedMarker:
+			c.started = append(c.started, o)
 		default:
 			c.data = append(c.data, o)
 		}

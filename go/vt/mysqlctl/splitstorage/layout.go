@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
@@ -35,16 +33,6 @@ const (
 	maxIndexBytes   = 64 << 20
 	maxSidecarBytes = 1 << 20
 )
-
-// ownObject reports whether rel, a key under a backup's prefix, is one
-// this storage writes: directly in it, a '.'-leading marker or document, a
-// part or an index. A backup directory without one was written by another
-// storage (or is not a backup: a root one level off).
-func ownObject(rel string) bool {
-	return !strings.Contains(rel, "/") && (strings.HasPrefix(rel, ".") || partKey.MatchString(rel) || strings.HasSuffix(rel, indexSuffix))
-}
-
-var partKey = regexp.MustCompile(`\.part-[0-9]{8}$`)
 
 // ParseIndex decodes a file's part index (<file>.index) and checks that it is
 // one this storage could have written for file of backup dir/name: version 1, 2
@@ -195,6 +183,10 @@ func PartKey(dir, name, file string, n int) string {
 func IndexKey(dir, name, file string) string { return backupPrefix(dir, name) + file + indexSuffix }
 
 type startedDoc struct {
+	// Storage and Layout name this storage and its layout (ownership.go):
+	// empty and 0 in the markers written before layout 1.
+	Storage  string    `json:"storage,omitempty"`
+	Layout   int       `json:"layout,omitempty"`
 	Token    string    `json:"token"`
 	Host     string    `json:"host"`
 	Started  time.Time `json:"started"`

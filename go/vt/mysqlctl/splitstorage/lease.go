@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -23,8 +22,17 @@ import (
 // that retention on another host (vtfifo rm and prune, the test-restore
 // plugin's pruning) does not remove it under the reader. Vitess's own
 // RemoveBackup (vtctld, stock vtbackup pruning) does not look at leases: a
-// scheduled backup must not fail because someone reads an old one. A lease
-// ends when its reader releases it, or at its expiry if the reader died.
+// scheduled backup must not fail because someone reads an old one. A copy
+// holds one on the backup it writes at its destination, so that a cleanup
+// there keeps off it. A lease ends when its holder releases it, at its
+// expiry, or, seen from the holder's own host, when the holder's process
+// is gone (it names host, boot and process: a killed reader does not
+// block a removal for a day). BreakLeases ends another host's leases, on
+// an operator's word.
+
+// copyLeaseTTL bounds a copy's lease on its destination when the copy
+// died on another host without releasing it.
+const copyLeaseTTL = 24 * time.Hour
 
 // ErrInUse is returned by RemoveUnread for a backup under a current read
 // lease.
@@ -41,6 +49,12 @@ type leaseDoc struct {
 	What   string    `json:"what"`
 	Since  time.Time `json:"since"`
 	Until  time.Time `json:"until"`
+	// Who holds it (empty in leases written before): the host, its boot
+	// and the process, by its PID and start time (a PID is reused).
+	Host      string `json:"host,omitempty"`
+	Boot      string `json:"boot,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	ProcStart string `json:"proc_start,omitempty"`
 }
 
 // Hold puts a read lease on the complete backup dir/name for ttl, saying
@@ -50,20 +64,25 @@ func (s *Storage) Hold(ctx context.Context, dir, name, what string, ttl time.Dur
 	if err != nil {
 		return nil, err
 	}
-	host, _ := os.Hostname()
+	return hold(ctx, e.be, dir, name, what, ttl)
+}
+
+func hold(ctx context.Context, be backend.Backend, dir, name, what string, ttl time.Duration) (*Lease, error) {
+	self := thisProcess()
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	holder := fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(r[:]))
+	holder := fmt.Sprintf("%s-%d-%s", self.Host, self.PID, hex.EncodeToString(r[:]))
 	now := time.Now().UTC()
-	doc, err := json.Marshal(leaseDoc{Holder: holder, What: what, Since: now, Until: now.Add(ttl)})
+	doc, err := json.Marshal(leaseDoc{Holder: holder, What: what, Since: now, Until: now.Add(ttl), Host: self.Host, Boot: self.Boot,
+		PID: self.PID, ProcStart: self.ProcStart})
 	if err != nil {
 		return nil, err
 	}
 	key := backupPrefix(dir, name) + leasePrefix + holder
-	if err := e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
-		return nil, fmt.Errorf("split storage: holding backup %s/%s for reading: %w", dir, name, err)
+	if err := be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
+		return nil, fmt.Errorf("split storage: holding backup %s/%s for %s: %w", dir, name, what, err)
 	}
-	return &Lease{be: e.be, key: key}, nil
+	return &Lease{be: be, key: key}, nil
 }
 
 // Release ends the lease (a nil lease does nothing).
@@ -74,9 +93,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	return l.be.Delete(context.WithoutCancel(ctx), l.key)
 }
 
-// currentLeases says who holds a current read lease on dir/name, one line
-// each; expired leases are not counted.
-func currentLeases(ctx context.Context, be backend.Backend, dir, name string) ([]string, error) {
+// currentLeases says who holds a current lease on dir/name, one line
+// each; expired leases, and those whose holder is gone from this host,
+// are not counted.
+func currentLeases(ctx context.Context, e *env, dir, name string) ([]string, error) {
+	be := e.be
 	prefix := backupPrefix(dir, name)
 	objs, err := be.List(ctx, prefix+leasePrefix, false)
 	if err != nil {
@@ -84,6 +105,7 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) ([
 	}
 	var out []string
 	now := time.Now()
+	self := thisProcess()
 	for _, o := range objs {
 		doc, err := readSmall(ctx, be, o.Key)
 		if err != nil {
@@ -93,9 +115,38 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) ([
 		if json.Unmarshal(doc, &l) != nil || now.After(l.Until) {
 			continue
 		}
+		if self.outlived(l) {
+			e.logger.Warningf("split storage: the lease on %s/%s of %s by %s no longer counts: its process (pid %d on this host) is gone", dir, name,
+				l.What, l.Holder, l.PID)
+			continue
+		}
 		out = append(out, fmt.Sprintf("%s by %s since %s (until %s)", l.What, l.Holder, l.Since.Format(time.RFC3339), l.Until.Format(time.RFC3339)))
 	}
 	return out, nil
+}
+
+// BreakLeases ends every lease on dir/name, whoever holds it, and says
+// whose it ended: an operator's way out when a holder on another host is
+// known to be gone (on its own host a gone holder's lease no longer
+// counts).
+func (s *Storage) BreakLeases(ctx context.Context, dir, name string) ([]string, error) {
+	e, err := s.backupEnv(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	prefix := backupPrefix(dir, name)
+	objs, err := e.be.List(ctx, prefix+leasePrefix, false)
+	if err != nil {
+		return nil, fmt.Errorf("split storage: breaking the leases on %s/%s: %w", dir, name, err)
+	}
+	var ended []string
+	for _, o := range objs {
+		if err := e.be.Delete(ctx, o.Key); err != nil {
+			return ended, fmt.Errorf("split storage: breaking the leases on %s/%s: %w", dir, name, err)
+		}
+		ended = append(ended, strings.TrimPrefix(o.Key, prefix+leasePrefix))
+	}
+	return ended, nil
 }
 
 // Remover is how retention and operators remove a backup of bs: the split
@@ -115,7 +166,7 @@ func (s *Storage) RemoveUnread(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkNotInUse(ctx, e.be, dir, name); err != nil {
+	if err := checkNotInUse(ctx, e, dir, name); err != nil {
 		return err
 	}
 	return s.removeChained(ctx, e, dir, name)
@@ -129,12 +180,12 @@ func (s *Storage) CheckUnread(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
-	return checkNotInUse(ctx, e.be, dir, name)
+	return checkNotInUse(ctx, e, dir, name)
 }
 
 // checkNotInUse refuses the removal of a backup under a current lease.
-func checkNotInUse(ctx context.Context, be backend.Backend, dir, name string) error {
-	held, err := currentLeases(ctx, be, dir, name)
+func checkNotInUse(ctx context.Context, e *env, dir, name string) error {
+	held, err := currentLeases(ctx, e, dir, name)
 	if err != nil {
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 	}

@@ -58,11 +58,13 @@ func (s *Storage) legacy(e *env) backupstorage.BackupStorage {
 }
 
 // withLegacy adds to own (this storage's complete backups in dir, whose
-// backup directories are names) the legacy storage's, except those of a
-// name in names (a
-// legacy storage whose root is this one's lists this storage's backups as
-// its own), sorted by name. A legacy storage that cannot list fails the
-// listing, naming it: an empty list would hide backups.
+// backup directories are names) the legacy storage's, sorted by name. A
+// legacy storage whose root is this one's (migration step 2 allows it)
+// lists every directory of dir, this storage's backups among them: of the
+// names in both, only those this storage can prove it wrote are left out
+// (ownership.go); the others are the legacy storage's. A legacy storage
+// that cannot list fails the listing, naming it: an empty list would hide
+// backups.
 func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, names []string, own []backupstorage.BackupHandle) ([]backupstorage.BackupHandle, error) {
 	legacy := s.legacy(e)
 	if legacy == nil {
@@ -74,9 +76,16 @@ func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, names []st
 	}
 	out := slices.Clone(own)
 	for _, bh := range theirs {
-		if !slices.Contains(names, bh.Name()) {
-			out = append(out, bh)
+		if slices.Contains(names, bh.Name()) {
+			ours, _, err := proveBackup(ctx, e.be, dir, bh.Name())
+			if err != nil {
+				return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+			}
+			if ours {
+				continue
+			}
 		}
+		out = append(out, bh)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
@@ -94,6 +103,16 @@ func (s *Storage) Origin(bh backupstorage.BackupHandle) string {
 	return "?"
 }
 
+// hasManifest reads a legacy backup's MANIFEST (not more than a backup's
+// own checks need: that it is there and can be read).
+func hasManifest(ctx context.Context, bh backupstorage.BackupHandle) error {
+	r, err := bh.ReadFile(ctx, "MANIFEST")
+	if err != nil {
+		return fmt.Errorf("no MANIFEST that can be read: %w", err)
+	}
+	return r.Close()
+}
+
 // removeLegacy removes dir/name, which is not this storage's, from the
 // legacy storage when it is one of its backups: reports whether it did.
 func (s *Storage) removeLegacy(ctx context.Context, e *env, dir, name string) (bool, error) {
@@ -105,8 +124,16 @@ func (s *Storage) removeLegacy(ctx context.Context, e *env, dir, name string) (b
 	if err != nil {
 		return false, fmt.Errorf("split storage: listing the legacy %s storage (--%s) in %s: %w", e.cfg.Legacy, flagLegacy, dir, err)
 	}
-	if !slices.ContainsFunc(theirs, func(bh backupstorage.BackupHandle) bool { return bh.Name() == name }) {
+	i := slices.IndexFunc(theirs, func(bh backupstorage.BackupHandle) bool { return bh.Name() == name })
+	if i < 0 {
 		return false, nil
+	}
+	// Vitess's storages list every directory as a backup: only one with a
+	// MANIFEST is one (a root shared with a tablet's files, another tool's
+	// tree, holds directories that are not).
+	if err := hasManifest(ctx, theirs[i]); err != nil {
+		return true, fmt.Errorf("split storage: %s/%s in the legacy %s storage is left alone: it is not a backup (%w): %w", dir, name, e.cfg.Legacy, err,
+			ErrNotOurs)
 	}
 	if err := legacy.RemoveBackup(ctx, dir, name); err != nil {
 		return true, fmt.Errorf("split storage: removing backup %s/%s from the legacy %s storage: %w", dir, name, e.cfg.Legacy, err)

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,22 +218,14 @@ func (s *Storage) backupNames(ctx context.Context, dir string) (*env, []string, 
 }
 
 // holdsOwnBackup reports whether one of names in dir is a backup this
-// storage wrote (its start or completion marker, else any object of its
-// own: ownObject).
-func holdsOwnBackup(ctx context.Context, e *env, dir string, names []string) bool {
+// storage can prove it wrote (ownership.go).
+func holdsOwnBackup(ctx context.Context, e *env, dir string, names []string) (bool, error) {
 	for _, name := range names {
-		prefix := backupPrefix(dir, name)
-		for _, marker := range []string{startedMarker, completeMarker} {
-			if _, err := e.be.Stat(ctx, prefix+marker); err == nil {
-				return true
-			}
-		}
-		objs, err := e.be.List(ctx, prefix, false)
-		if err == nil && slices.ContainsFunc(objs, func(o backend.ObjectInfo) bool { return !o.Dir && ownObject(strings.TrimPrefix(o.Key, prefix)) }) {
-			return true
+		if ours, _, err := proveBackup(ctx, e.be, dir, name); ours || err != nil {
+			return ours, err
 		}
 	}
-	return false
+	return false, nil
 }
 
 // ListBackups is part of backupstorage.BackupStorage: only completed
@@ -318,7 +309,8 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	host, _ := os.Hostname()
-	started := startedDoc{Token: hex.EncodeToString(tok[:]), Host: host, Started: time.Now().UTC(), PartSize: e.cfg.PartSize}
+	started := startedDoc{Storage: storageID, Layout: layoutVersion, Token: hex.EncodeToString(tok[:]), Host: host, Started: time.Now().UTC(),
+		PartSize: e.cfg.PartSize}
 	var dataKey *crypt.DataKey
 	if e.keys != nil {
 		dk, env, err := e.keys.NewDataKey(dir + "/" + name)
@@ -326,6 +318,9 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 			return nil, fmt.Errorf("split storage: starting backup %s/%s: making its data key: %w", dir, name, err)
 		}
 		dataKey, started.Encryption = &dk, &env
+	}
+	if err := claimRoot(ctx, e.be); err != nil {
+		return nil, fmt.Errorf("split storage: starting backup %s/%s: %w", dir, name, err)
 	}
 	doc, _ := json.Marshal(started)
 	key := backupPrefix(dir, name) + startedMarker
@@ -457,7 +452,14 @@ func (s *Storage) ListBackupDirs(ctx context.Context) ([]string, error) {
 				continue
 			}
 			dir := strings.TrimSuffix(sh.Key, "/")
-			if _, names, err := s.backupNames(ctx, dir); err == nil && holdsOwnBackup(ctx, e, dir, names) {
+			_, names, err := s.backupNames(ctx, dir)
+			if err != nil {
+				continue // not a name a backup directory can have
+			}
+			// A proof that cannot be read lists the shard: its own listing
+			// then says what could not be read, rather than the shard
+			// silently vanishing from the fleet.
+			if ours, err := holdsOwnBackup(ctx, e, dir, names); ours || err != nil {
 				dirs = append(dirs, dir)
 			}
 		}

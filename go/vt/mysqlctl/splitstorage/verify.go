@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -358,8 +357,15 @@ func (h *Handle) checkPart(ctx context.Context, file string, n int, want PartEnt
 // completion marker): a crashed or killed backup, or one still running.
 type IncompleteBackup struct {
 	Name    string
-	Started time.Time // from the start marker; zero when unreadable
+	Started time.Time // from the start marker; zero when it is gone
 	Host    string
+	// LastWrite is the newest write time the store reports among its
+	// objects: its age, whatever its markers say (a copy carries its
+	// source's start marker; a marker's clock is the writer's).
+	LastWrite time.Time
+	// Held names the current leases on it (a copy writing it, a reader):
+	// a cleanup keeps it while there is one.
+	Held    []string
 	Objects int
 	Bytes   int64
 	// Quarantined is why the backup was quarantined after it completed
@@ -372,11 +378,12 @@ type IncompleteBackup struct {
 
 // ListIncomplete returns the backups in dir that have no completion marker
 // (never listed by ListBackups, never restored from), sorted by name. A
-// backup still being taken is among them: look at Started before removing;
-// so is a quarantined one, with its reason. A directory holding no object
-// this storage writes (ownObject: another storage's backup, such as Vitess's
-// file storage's MANIFEST and files) is not one, and is never listed.
-// RemoveBackup removes one.
+// backup still being taken or copied is among them: look at LastWrite and
+// Held before removing; so is a quarantined one, with its reason. Only a
+// backup this storage can prove it wrote is listed (ownership.go): another
+// storage's backup (Vitess's file storage's MANIFEST and files, even a
+// fifo backup's lanes.index) or a directory that is not a backup (a root
+// one level off: a tablet's binary logs) never is. RemoveBackup removes one.
 func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteBackup, error) {
 	e, names, err := s.backupNames(ctx, dir)
 	if err != nil {
@@ -390,19 +397,20 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 		} else if !errors.Is(err, ErrNotExist) {
 			return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 		}
+		ours, sd, err := proveBackup(ctx, e.be, dir, name)
+		if err != nil {
+			return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
+		}
+		if !ours {
+			continue
+		}
 		objs, err := e.be.List(ctx, prefix, false)
 		if err != nil {
 			return nil, fmt.Errorf("split storage: listing backup %s/%s: %w", dir, name, err)
 		}
-		if !slices.ContainsFunc(objs, func(o backend.ObjectInfo) bool { return !o.Dir && ownObject(strings.TrimPrefix(o.Key, prefix)) }) {
-			continue
-		}
-		ib := IncompleteBackup{Name: name}
-		if doc, err := readSmall(ctx, e.be, prefix+startedMarker); err == nil {
-			var sd startedDoc
-			if strictJSON(doc, &sd) == nil {
-				ib.Started, ib.Host = sd.Started, sd.Host
-			}
+		ib := IncompleteBackup{Name: name, Started: sd.Started, Host: sd.Host, LastWrite: newestWrite(objs)}
+		if ib.Held, err = currentLeases(ctx, e, dir, name); err != nil {
+			return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 		}
 		if r, err := readRetired(ctx, e.be, prefix); err == nil {
 			if ib.RetiredFor, err = dependents(ctx, e, dir, names, name); err != nil {

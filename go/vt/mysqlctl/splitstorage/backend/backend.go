@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
@@ -88,6 +89,10 @@ type ObjectInfo struct {
 	Key  string
 	Size int64
 	Dir  bool
+	// Modified is when the object was last written, as the store reports
+	// it (zero for a directory): what the storage judges an object's age
+	// by, never a name or a document inside it.
+	Modified time.Time
 }
 
 var (

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -183,19 +184,26 @@ func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, err
 	if props.ContentLength != nil {
 		size = *props.ContentLength
 	}
-	return backend.ObjectInfo{Key: key, Size: size}, nil
+	var modified time.Time
+	if props.LastModified != nil {
+		modified = *props.LastModified
+	}
+	return backend.ObjectInfo{Key: key, Size: size, Modified: modified}, nil
 }
 
 func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
 	full := b.prefix + prefix
 	var out []backend.ObjectInfo
-	add := func(name *string, size *int64, dir bool) {
+	add := func(name *string, props *container.BlobProperties, dir bool) {
 		if name == nil {
 			return
 		}
 		o := backend.ObjectInfo{Key: strings.TrimPrefix(*name, b.prefix), Dir: dir}
-		if size != nil {
-			o.Size = *size
+		if props != nil && props.ContentLength != nil {
+			o.Size = *props.ContentLength
+		}
+		if props != nil && props.LastModified != nil {
+			o.Modified = *props.LastModified
 		}
 		out = append(out, o)
 	}
@@ -204,7 +212,7 @@ func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 		err = eachPage(ctx, b.client.NewListBlobsHierarchyPager("/", &container.ListBlobsHierarchyOptions{Prefix: &full}),
 			func(page container.ListBlobsHierarchyResponse) {
 				for _, it := range page.Segment.BlobItems {
-					add(it.Name, it.Properties.ContentLength, false)
+					add(it.Name, it.Properties, false)
 				}
 				for _, bp := range page.Segment.BlobPrefixes {
 					add(bp.Name, nil, true)
@@ -214,7 +222,7 @@ func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 		err = eachPage(ctx, b.client.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &full}),
 			func(page container.ListBlobsFlatResponse) {
 				for _, it := range page.Segment.BlobItems {
-					add(it.Name, it.Properties.ContentLength, false)
+					add(it.Name, it.Properties, false)
 				}
 			})
 	}

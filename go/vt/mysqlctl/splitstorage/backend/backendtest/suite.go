@@ -13,6 +13,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,7 +82,7 @@ func (s *suite) putGetRanges(t *testing.T) {
 		assert.Equal(t, data, s.get(t, key, 0, -1), "whole object")
 		info, err := s.b.Stat(s.ctx, key)
 		require.NoError(t, err)
-		assert.Equal(t, backend.ObjectInfo{Key: key, Size: int64(size)}, info)
+		assert.Equal(t, backend.ObjectInfo{Key: key, Size: int64(size)}, justWritten(t, info))
 		if size < 2 {
 			continue
 		}
@@ -135,11 +136,19 @@ func (s *suite) list(t *testing.T) {
 		got = append(got, o.Key)
 		assert.Equal(t, int64(len(o.Key)), o.Size, o.Key)
 		assert.False(t, o.Dir, o.Key)
+		justWritten(t, o)
 	}
 	assert.Equal(t, keys, got, "recursive, sorted, only under the prefix")
 
 	infos, err = s.b.List(s.ctx, dir, true)
 	require.NoError(t, err)
+	for i := range infos {
+		if infos[i].Dir {
+			assert.True(t, infos[i].Modified.IsZero(), "a directory has no write time: %v", infos[i])
+		} else {
+			infos[i] = justWritten(t, infos[i])
+		}
+	}
 	assert.Equal(t, []backend.ObjectInfo{
 		{Key: dir + "a", Size: int64(len(dir + "a"))},
 		{Key: dir + "b/", Dir: true},
@@ -191,3 +200,15 @@ func randomBytes(n int) []byte {
 }
 
 func randomHex(n int) string { return hex.EncodeToString(randomBytes(n)) }
+
+// justWritten asserts that o, an object this suite wrote moments ago, has
+// the write time the store reports (what cleanups judge age by), and
+// returns o without it.
+func justWritten(t *testing.T, o backend.ObjectInfo) backend.ObjectInfo {
+	t.Helper()
+	if age := time.Since(o.Modified); age < -time.Minute || age > 10*time.Minute {
+		t.Errorf("%s: written moments ago, the store says at %v (%v ago)", o.Key, o.Modified, age)
+	}
+	o.Modified = time.Time{}
+	return o
+}

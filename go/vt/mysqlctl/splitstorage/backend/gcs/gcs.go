@@ -167,7 +167,7 @@ func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, err
 	if err != nil {
 		return backend.ObjectInfo{}, gcsErr(err)
 	}
-	return backend.ObjectInfo{Key: key, Size: a.Size}, nil
+	return backend.ObjectInfo{Key: key, Size: a.Size, Modified: a.Updated}, nil
 }
 
 func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
@@ -175,7 +175,7 @@ func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 	if dirs {
 		q.Delimiter = "/"
 	}
-	_ = q.SetAttrSelection([]string{"Name", "Size", "Prefix"})
+	_ = q.SetAttrSelection([]string{"Name", "Size", "Prefix", "Updated"})
 	it := b.bucket.Objects(ctx, q)
 	var out []backend.ObjectInfo
 	for {
@@ -190,7 +190,7 @@ func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(a.Prefix, b.prefix), Dir: true})
 			continue
 		}
-		out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(a.Name, b.prefix), Size: a.Size})
+		out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(a.Name, b.prefix), Size: a.Size, Modified: a.Updated})
 	}
 	backend.SortInfos(out)
 	return out, nil

@@ -225,7 +225,7 @@ func (l *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, err
 	if fi.IsDir() {
 		return backend.ObjectInfo{}, fmt.Errorf("%w: %s is a directory", backend.ErrNotExist, key)
 	}
-	return backend.ObjectInfo{Key: key, Size: fi.Size()}, nil
+	return backend.ObjectInfo{Key: key, Size: fi.Size(), Modified: fi.ModTime()}, nil
 }
 
 func (l *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
@@ -273,7 +273,7 @@ func (l *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 					return nil
 				}
 				rel, _ := filepath.Rel(l.root, p)
-				out = append(out, backend.ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size()})
+				out = append(out, backend.ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size(), Modified: info.ModTime()})
 				return nil
 			})
 			if err != nil {
@@ -285,7 +285,7 @@ func (l *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 		if err != nil {
 			continue
 		}
-		out = append(out, backend.ObjectInfo{Key: key, Size: info.Size()})
+		out = append(out, backend.ObjectInfo{Key: key, Size: info.Size(), Modified: info.ModTime()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil

@@ -193,7 +193,7 @@ func (b *Backend) Stat(ctx context.Context, key string) (backend.ObjectInfo, err
 	if err != nil {
 		return backend.ObjectInfo{}, s3Err(err)
 	}
-	return backend.ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength)}, nil
+	return backend.ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), Modified: aws.ToTime(out.LastModified)}, nil
 }
 
 func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
@@ -209,7 +209,8 @@ func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 			return nil, s3Err(err)
 		}
 		for _, o := range page.Contents {
-			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(aws.ToString(o.Key), b.prefix), Size: aws.ToInt64(o.Size)})
+			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(aws.ToString(o.Key), b.prefix), Size: aws.ToInt64(o.Size),
+				Modified: aws.ToTime(o.LastModified)})
 		}
 		for _, cp := range page.CommonPrefixes {
 			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(aws.ToString(cp.Prefix), b.prefix), Dir: true})

@@ -1,0 +1,295 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// notARoot is the refusal of a root that is not the split storage's.
+func notARoot(root string) string {
+	return "refused: split storage: file:" + root + " is not a split storage root: it holds objects, but neither the root identity .split-storage " +
+		"nor a backup the split storage wrote (a root one level off, or another storage's): nothing in it is touched; check the storage flags " +
+		"(root, bucket, prefix)\n"
+}
+
+// snapshot maps every file under root to its bytes, but those under skip.
+func snapshot(t *testing.T, root string, skip ...string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		for _, s := range skip {
+			if strings.HasPrefix(rel, s) {
+				return nil
+			}
+		}
+		b, err := os.ReadFile(p)
+		files[rel] = string(b)
+		return err
+	}))
+	return files
+}
+
+// writeAged writes files (relative path: contents) under root, each last
+// modified age ago.
+func writeAged(t *testing.T, root string, age time.Duration, files map[string]string) {
+	t.Helper()
+	when := time.Now().Add(-age)
+	for rel, body := range files {
+		p := filepath.Join(root, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o750))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o640))
+		require.NoError(t, os.Chtimes(p, when, when))
+	}
+}
+
+// age sets every file under dir to have been last written age ago.
+func ageFiles(t *testing.T, dir string, age time.Duration) {
+	t.Helper()
+	when := time.Now().Add(-age)
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, when, when)
+	}))
+}
+
+// binlogs are a tablet's binary logs, as mysqld names them beside its data.
+var binlogs = map[string]string{
+	"vt-0000000101-bin.000001": "\xfebinlog events",
+	"vt-0000000101-bin.index":  "./vt-0000000101-bin.000001\n",
+	"vt-0000000101-bin.state":  "gtid state",
+}
+
+func under(dir string, files map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range files {
+		out[filepath.Join(dir, k)] = v
+	}
+	return out
+}
+
+// TestATabletsDataRootIsNotARoot: the split storage's root set one level
+// too high, at a tablet's data root (its binary logs, 20 minutes old, two
+// levels under it, looking like a shard's backup): every command that
+// lists, judges or removes is refused, exit 3, naming the root; every file
+// is still there, byte for byte.
+func TestATabletsDataRootIsNotARoot(t *testing.T) {
+	root := t.TempDir()
+	writeAged(t, root, 20*time.Minute, under("vtdataroot/vt_0000000101/bin-logs", binlogs))
+	writeAged(t, root, 20*time.Minute, map[string]string{"vtdataroot/vt_0000000101/data/ibdata1": "pages", "vtdataroot/vt_0000000101/my.cnf": "[mysqld]\n"})
+	before := snapshot(t, root)
+	shard := []string{"--keyspace=vtdataroot", "--shard=vt_0000000101"}
+	for _, args := range [][]string{
+		{"ls"},
+		append([]string{"ls"}, shard...),
+		append([]string{"verify", "--list-incomplete"}, shard...),
+		append([]string{"verify", "--remove-incomplete"}, shard...),
+		append([]string{"verify", "--remove-incomplete", "--incomplete-min-age=0"}, shard...),
+		append([]string{"rm", "--backup=bin-logs", "--dry-run"}, shard...),
+		append([]string{"rm", "--backup=bin-logs", "--incomplete-min-age=0"}, shard...),
+		append([]string{"prune", "--keep=1"}, shard...),
+		append([]string{"copy", "--backup=bin-logs", "--to=--split-storage-root=" + t.TempDir(), "--progress=never"}, shard...),
+	} {
+		out, errOut := runSplit(t, 3, root, args...)
+		assert.Empty(t, out, "%v", args)
+		assert.Equal(t, "vtfifo "+args[0]+": "+notARoot(root), errOut, "%v", args)
+	}
+	assert.Equal(t, before, snapshot(t, root), "nothing touched")
+}
+
+// TestSharedRootLeavesTheOtherStorageAlone: the split storage's root shared
+// with Vitess's file storage (docs/migration.md allows it), which holds a
+// fifo backup (MANIFEST, lanes, lanes.index), beside a tablet's binary logs
+// two days old: --list-incomplete and --remove-incomplete see only the
+// split storage's own killed backup, and remove only it; rm finds nothing
+// else to remove. With the file storage as the legacy one, both storages'
+// backups are listed (and restorable: ls reads each MANIFEST), and the
+// binary logs, which the file storage lists as a backup, are not removed.
+func TestSharedRootLeavesTheOtherStorageAlone(t *testing.T) {
+	ctx := context.Background()
+	root, _ := storageCopy(t) // a fifo backup in Vitess's file storage
+	const fileBackup = "2026-11-23.050519.zone1-0000004989"
+	// The lane index the engine writes beside newer backups: its name ends
+	// in .index, as the split storage's file indexes do.
+	writeAged(t, root, 4*time.Minute, map[string]string{filepath.Join("ks", "0", fileBackup, "lanes.index"): `{"version":1}`})
+	writeAged(t, root, 48*time.Hour, under("ks/0/bin-logs", binlogs))
+	bs := openSplit(t, root)
+	split := time.Now().UTC().Add(-time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	plantBackup(t, bs, "ks/0", split)
+	killed := time.Now().UTC().Add(-48*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	_, err := bs.StartBackup(ctx, "ks/0", killed)
+	require.NoError(t, err)
+	ageFiles(t, filepath.Join(root, "ks", "0", killed), 48*time.Hour)
+	before := snapshot(t, root, filepath.Join("ks", "0", killed))
+	require.Contains(t, before, filepath.Join("ks", "0", fileBackup, "lanes.index"))
+
+	shard := []string{"--keyspace=ks", "--shard=0"}
+	out, errOut := runSplit(t, 0, root, append([]string{"verify", "--list-incomplete"}, shard...)...)
+	assert.Regexp(t, `^incomplete ks/0/`+killed+`: started \S+ on \S+, last written \S+ \(48h0m\d+s ago\), 1 objects, \d+ B\n$`, out, out)
+	assert.Empty(t, errOut)
+	out, _ = runSplit(t, 0, root, append([]string{"verify", "--remove-incomplete"}, shard...)...)
+	assert.Regexp(t, `^removed ks/0/`+killed+`: `, out)
+	assert.Equal(t, 1, strings.Count(out, "\n"), out)
+	assert.NoDirExists(t, filepath.Join(root, "ks", "0", killed))
+	for _, name := range []string{fileBackup, "bin-logs"} {
+		_, errOut = runSplit(t, 3, root, append([]string{"rm", "--backup=" + name, "--incomplete-min-age=0"}, shard...)...)
+		assert.Contains(t, errOut, "no such backup", name)
+	}
+	assert.Equal(t, before, snapshot(t, root), "only the split storage's killed backup went")
+
+	legacy := append([]string{"--split-storage-legacy=file", "--file-backup-storage-root=" + root}, shard...)
+	out, _ = runSplit(t, 0, root, append([]string{"ls", "--json"}, legacy...)...)
+	var listed []struct {
+		Name, Storage string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &listed), out)
+	got := map[string]string{}
+	for _, b := range listed {
+		got[b.Name] = b.Storage
+	}
+	assert.Equal(t, "file", got[fileBackup], out)
+	assert.Equal(t, "split", got[split], out)
+	_, errOut = runSplit(t, 2, root, append([]string{"rm", "--backup=bin-logs"}, legacy...)...)
+	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: ks/0/bin-logs in the legacy file storage is left alone: it is not a backup (no MANIFEST")
+	assert.Equal(t, before, snapshot(t, root), "nothing of the other storage's touched")
+}
+
+// runCaptured runs vtfifo on the split storage at root from any goroutine.
+func runCaptured(root string, args ...string) (int, string, string) {
+	var out, errOut bytes.Buffer
+	argv := append([]string{args[0], "--backup-storage-implementation=split", "--split-storage-root=" + root}, args[1:]...)
+	code := Main(context.Background(), argv, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// TestCleanupKeepsOffARunningCopy: a copy to a disaster-recovery root
+// holds its destination while it writes it, and its age there is its own
+// objects' write time, not the start marker it carries from a source that
+// started 22 minutes ago: a cleanup during the copy keeps it, so does rm;
+// the copy completes, verified, and leaves no lease behind.
+func TestCleanupKeepsOffARunningCopy(t *testing.T) {
+	ctx := context.Background()
+	srcRoot, names := proofStorage(t)
+	name := names[0]
+	started := filepath.Join(srcRoot, "ks", "0", name, ".started")
+	doc, err := os.ReadFile(started)
+	require.NoError(t, err)
+	var sd map[string]any
+	require.NoError(t, json.Unmarshal(doc, &sd))
+	sd["started"] = time.Now().UTC().Add(-22 * time.Minute).Format(time.RFC3339Nano)
+	doc, _ = json.Marshal(sd)
+	require.NoError(t, os.WriteFile(started, doc, 0o640))
+
+	src, dstRoot := openSplit(t, srcRoot), t.TempDir()
+	dst := openSplit(t, dstRoot)
+	type run struct {
+		code        int
+		out, errOut string
+	}
+	var during []run
+	var once sync.Once
+	_, err = src.CopyBackup(ctx, dst, "ks/0", name, splitstorage.CopyOptions{Concurrency: 1, OnObject: func(string, int64, bool) {
+		once.Do(func() {
+			for _, args := range [][]string{
+				{"verify", "--keyspace=ks", "--shard=0", "--remove-incomplete", "--incomplete-min-age=0"},
+				{"rm", "--keyspace=ks", "--shard=0", "--backup=" + name, "--incomplete-min-age=0"},
+			} {
+				code, out, errOut := runCaptured(dstRoot, args...)
+				during = append(during, run{code, out, errOut})
+			}
+			// Without the lease, its age is still its own: written moments ago.
+			_, err := dst.BreakLeases(ctx, "ks/0", name)
+			require.NoError(t, err)
+			code, out, errOut := runCaptured(dstRoot, "verify", "--keyspace=ks", "--shard=0", "--remove-incomplete", "--incomplete-min-age=10m")
+			during = append(during, run{code, out, errOut})
+		})
+	}})
+	require.NoError(t, err, "the copy completes")
+	require.Len(t, during, 3)
+	assert.Equal(t, 0, during[0].code, during[0].errOut)
+	assert.Regexp(t, `^kept ks/0/`+name+`: started \S+ on \S+, last written \S+ \(\d+s ago\), \d+ objects, .*: in use \(copy from file:`+
+		srcRoot+` by `, during[0].out)
+	assert.Equal(t, 3, during[1].code)
+	assert.Contains(t, during[1].errOut, "vtfifo rm: refused: backup ks/0/"+name+" is incomplete and in use: copy from file:"+srcRoot)
+	assert.Contains(t, during[1].errOut, "a holder on another host that you know is gone: rm --break-leases")
+	assert.Equal(t, 0, during[2].code, during[2].errOut)
+	assert.Regexp(t, `^kept ks/0/`+name+`: .*: written to less than --incomplete-min-age=10m0s ago \(may still be running\)\n$`, during[2].out)
+
+	bhs, err := dst.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	require.Len(t, bhs, 1)
+	_, err = bhs[0].(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+	assert.NoError(t, err, "listed at the destination, verified")
+	leases, _ := filepath.Glob(filepath.Join(dstRoot, "ks", "0", name, ".reading-*"))
+	assert.Empty(t, leases, "the copy's lease is released")
+}
+
+// deadPID is the PID of a process that ran and is gone.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	return cmd.Process.Pid
+}
+
+// plantLease writes a lease on dir/name as a holder would (host, boot, process).
+func plantLease(t *testing.T, root, dir, name, holder string, fields map[string]any) {
+	t.Helper()
+	now := time.Now().UTC()
+	doc := map[string]any{"holder": holder, "what": "vtfifo restore", "since": now.Add(-time.Hour), "until": now.Add(23 * time.Hour)}
+	for k, v := range fields {
+		doc[k] = v
+	}
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, filepath.FromSlash(dir), name, ".reading-"+holder), b, 0o640))
+}
+
+// TestLeasesDieWithTheirReader: a lease whose reader was killed on this
+// host no longer blocks rm (a warning says whose lease was passed over); a
+// lease of this host's previous boot neither; another host's lease does,
+// until rm --break-leases ends it, saying whose.
+func TestLeasesDieWithTheirReader(t *testing.T) {
+	root, names := proofStorage(t)
+	host, _ := os.Hostname()
+	bootID, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
+	boot := strings.TrimSpace(string(bootID))
+	pid := deadPID(t)
+	plantLease(t, root, "ks/0", names[0], "killed-reader", map[string]any{"host": host, "boot": boot, "pid": pid, "proc_start": "12345"})
+	plantLease(t, root, "ks/0", names[1], "before-reboot", map[string]any{"host": host, "boot": "another-boot", "pid": os.Getpid(), "proc_start": "1"})
+	plantLease(t, root, "ks/0", names[2], "dr-host-4242-abcd", map[string]any{"host": "dr-host", "boot": "b", "pid": 4242, "proc_start": "7"})
+
+	out, errOut := runSplit(t, 0, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
+	assert.Equal(t, "removed complete backup ks/0/"+names[0]+"\n", out)
+	assert.Contains(t, errOut, "the lease on ks/0/"+names[0]+" of vtfifo restore by killed-reader no longer counts: its process (pid ")
+	out, _ = runSplit(t, 0, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[1])
+	assert.Equal(t, "removed complete backup ks/0/"+names[1]+"\n", out)
+
+	_, errOut = runSplit(t, 3, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[2])
+	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: backup ks/0/"+names[2]+" is not removed: the backup is being read: vtfifo restore by "+
+		"dr-host-4242-abcd since ")
+	assert.DirExists(t, filepath.Join(root, "ks", "0", names[2]))
+	out, errOut = runSplit(t, 0, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[2], "--break-leases")
+	assert.Equal(t, "removed complete backup ks/0/"+names[2]+"\n", out)
+	assert.Equal(t, "vtfifo rm: ended the lease on ks/0/"+names[2]+" of dr-host-4242-abcd\n", errOut)
+}

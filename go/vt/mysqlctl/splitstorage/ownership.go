@@ -1,0 +1,156 @@
+package splitstorage
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+)
+
+// Ownership. The storage lists as its own, counts, judges by age and
+// removes only a backup directory it can prove it wrote: one whose start
+// marker is a start document of this storage (startedDoc: a random token, a
+// start time, a part size in range; since layout 1 it also names the
+// storage and its layout), or, once its start marker is gone, whose
+// completion marker names it. Never a file-name pattern: a root set one
+// level off holds directories whose names look like ours (a tablet's
+// binary logs end in .index, a fifo backup in Vitess's file storage has a
+// lanes.index), and another storage may share the root. A directory it
+// cannot prove is someone else's: no command touches it.
+//
+// A root is proven ours by its root identity (rootMarker, written before
+// the first backup's start marker, by a backup or a copy), or, for a root
+// written before the identity existed, by a backup it can prove; an empty
+// root is one too (nothing in it to misjudge).
+
+const (
+	rootMarker = ".split-storage"
+	// storageID and layoutVersion are what this storage's start markers
+	// and root identity name.
+	storageID     = "split"
+	layoutVersion = 1
+)
+
+// ErrNotSplitRoot is returned (wrapped) by CheckRoot for a root that holds
+// objects, none of them provably this storage's.
+var ErrNotSplitRoot = errors.New("not a split storage root")
+
+// ErrNotOurs is returned (wrapped) by RemoveBackup for a directory this
+// storage cannot prove it wrote.
+var ErrNotOurs = errors.New("not the split storage's")
+
+type rootDoc struct {
+	Storage string    `json:"storage"`
+	Layout  int       `json:"layout"`
+	Created time.Time `json:"created"`
+}
+
+// claimRoot writes the root identity unless it is there.
+func claimRoot(ctx context.Context, be backend.Backend) error {
+	doc, _ := json.Marshal(rootDoc{Storage: storageID, Layout: layoutVersion, Created: time.Now().UTC()})
+	err := be.Put(ctx, rootMarker, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
+	if err != nil && !errors.Is(err, ErrExists) {
+		return fmt.Errorf("split storage: writing the root identity %s in %s: %w", rootMarker, be, err)
+	}
+	return nil
+}
+
+// parseStarted decodes a start marker and checks it is one this storage
+// writes.
+func parseStarted(doc []byte) (startedDoc, error) {
+	var sd startedDoc
+	if err := strictJSON(doc, &sd); err != nil {
+		return sd, fmt.Errorf("not a start marker of the split storage: %w", err)
+	}
+	tok, err := hex.DecodeString(sd.Token)
+	switch {
+	case err != nil || len(tok) != 16:
+		return sd, errors.New("not a start marker of the split storage: no 16-byte token")
+	case sd.Started.IsZero():
+		return sd, errors.New("not a start marker of the split storage: no start time")
+	case sd.PartSize < 1 || sd.PartSize > MaxPartSize:
+		return sd, fmt.Errorf("not a start marker of the split storage: part size %d", sd.PartSize)
+	case sd.Storage != "" && sd.Storage != storageID:
+		return sd, fmt.Errorf("not a start marker of the split storage: it names storage %q", sd.Storage)
+	}
+	return sd, nil
+}
+
+// proveBackup says whether dir/name is a backup this storage wrote, and
+// its start document when its start marker proves it. An error is one
+// reading the proof: it never passes for "not ours", nor for "ours".
+func proveBackup(ctx context.Context, be backend.Backend, dir, name string) (bool, startedDoc, error) {
+	prefix := backupPrefix(dir, name)
+	doc, err := readSmall(ctx, be, prefix+startedMarker)
+	switch {
+	case err == nil:
+		sd, perr := parseStarted(doc)
+		if perr == nil {
+			return true, sd, nil
+		}
+	case !errors.Is(err, ErrNotExist):
+		return false, startedDoc{}, fmt.Errorf("reading the start marker of %s/%s: %w", dir, name, err)
+	}
+	doc, err = readSmall(ctx, be, prefix+completeMarker)
+	switch {
+	case errors.Is(err, ErrNotExist):
+		return false, startedDoc{}, nil
+	case err != nil:
+		return false, startedDoc{}, fmt.Errorf("reading the completion marker of %s/%s: %w", dir, name, err)
+	}
+	_, perr := ParseComplete(doc, dir, name)
+	return perr == nil, startedDoc{}, nil
+}
+
+// CheckRoot returns an error wrapping ErrNotSplitRoot, naming the root,
+// when the storage's root holds objects but neither its root identity nor
+// a backup this storage can prove it wrote: a root one level off, or
+// another storage's. Commands that list, judge or remove refuse such a
+// root. With a legacy storage configured the root may hold only its
+// backups (a shared root, before the first split backup): it is accepted,
+// and still nothing unproven is touched.
+func (s *Storage) CheckRoot(ctx context.Context) error {
+	e, err := s.env(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := e.be.Stat(ctx, rootMarker); err == nil || e.cfg.Legacy != "" {
+		return nil
+	} else if !errors.Is(err, ErrNotExist) {
+		return fmt.Errorf("split storage: reading the root identity of %s: %w", e.be, err)
+	}
+	top, err := e.be.List(ctx, "", true)
+	if err != nil {
+		return fmt.Errorf("split storage: listing %s: %w", e.be, err)
+	}
+	if len(top) == 0 {
+		return nil
+	}
+	dirs, err := s.ListBackupDirs(ctx)
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		return fmt.Errorf("split storage: %s is %w: it holds objects, but neither the root identity %s nor a backup the split storage wrote "+
+			"(a root one level off, or another storage's): nothing in it is touched; check the storage flags (root, bucket, prefix)",
+			e.be, ErrNotSplitRoot, rootMarker)
+	}
+	return nil
+}
+
+// newestWrite is the latest write time the store reports among objs: how
+// old a backup is, whatever its markers say.
+func newestWrite(objs []backend.ObjectInfo) time.Time {
+	var t time.Time
+	for _, o := range objs {
+		if !o.Dir && o.Modified.After(t) {
+			t = o.Modified
+		}
+	}
+	return t
+}

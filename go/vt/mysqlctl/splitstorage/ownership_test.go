@@ -1,0 +1,68 @@
+package splitstorage_test
+
+import (
+	"context"
+	"errors"
+	"hash/crc32"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+)
+
+// runOnlyProvenBackupsAreOurs: directories whose names look like the
+// storage's (an index, a part, a '.'-leading marker that is not a start
+// marker of this storage) are not its backups: never listed as incomplete,
+// RemoveBackup refuses them (ErrNotOurs) and leaves every object. A backup
+// it started is listed, aged by its objects' write time as the store
+// reports it, and removed.
+func runOnlyProvenBackupsAreOurs(t *testing.T, s *splitstorage.Storage) {
+	ctx := context.Background()
+	dir := "own/0"
+	be, err := s.RawBackendForTest(ctx)
+	require.NoError(t, err)
+	foreign := map[string]string{
+		dir + "/bin-logs/vt-0000000101-bin.000001": "binlog", dir + "/bin-logs/vt-0000000101-bin.index": "./vt-0000000101-bin.000001\n",
+		dir + "/vitess-file/MANIFEST": `{"BackupMethod":"fifo"}`, dir + "/vitess-file/lanes.index": "{}",
+		dir + "/named-like-parts/f.part-00000001": "bytes", dir + "/named-like-parts/f.index": "{}",
+		dir + "/another-tool/.started": `{"token":"x","started":"2026-01-01T00:00:00Z"}`, dir + "/another-tool/data": "x",
+		dir + "/another-storage/.started": `{"storage":"restic","token":"00112233445566778899aabbccddeeff","started":"2026-01-01T00:00:00Z","part_size":1}`,
+	}
+	for k, v := range foreign {
+		require.NoError(t, be.Put(ctx, k, strings.NewReader(v), int64(len(v)), backend.PutOptions{CRC32C: crc32.Checksum([]byte(v), crc32.MakeTable(crc32.Castagnoli))}))
+	}
+	before := time.Now()
+	_, err = s.StartBackup(ctx, dir, "2026-02-01.000000.zone1-0000000100")
+	require.NoError(t, err)
+
+	inc, err := s.ListIncomplete(ctx, dir)
+	require.NoError(t, err)
+	require.Len(t, inc, 1)
+	assert.Equal(t, "2026-02-01.000000.zone1-0000000100", inc[0].Name)
+	assert.WithinDuration(t, before, inc[0].LastWrite, time.Minute, "its age is the store's write time")
+	assert.WithinDuration(t, before, inc[0].Started, time.Minute)
+
+	for _, name := range []string{"bin-logs", "vitess-file", "named-like-parts", "another-tool", "another-storage"} {
+		err := s.RemoveBackup(ctx, dir, name)
+		assert.True(t, errors.Is(err, splitstorage.ErrNotOurs), "%s: %v", name, err)
+	}
+	for k := range foreign {
+		_, err := be.Stat(ctx, k)
+		assert.NoError(t, err, "%s is left alone", k)
+	}
+	require.NoError(t, s.RemoveBackup(ctx, dir, "2026-02-01.000000.zone1-0000000100"))
+	inc, err = s.ListIncomplete(ctx, dir)
+	require.NoError(t, err)
+	assert.Empty(t, inc)
+	dirs, err := s.ListBackupDirs(ctx)
+	require.NoError(t, err)
+	assert.NotContains(t, dirs, dir, "a shard of foreign directories is not one of the storage's")
+	for k := range foreign {
+		require.NoError(t, be.Delete(ctx, k))
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -198,6 +197,33 @@ func (s *Storage) Dependents(ctx context.Context, dir, name string) ([]string, e
 	return deps, nil
 }
 
+// removeProven is removeChained for a backup named by a caller: only one
+// this storage can prove it wrote (ownership.go); another name is the
+// legacy storage's to remove, or left alone (ErrNotOurs).
+func (s *Storage) removeProven(ctx context.Context, e *env, dir, name string) error {
+	ours, _, err := proveBackup(ctx, e.be, dir, name)
+	if err != nil {
+		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	}
+	if ours {
+		return s.removeChained(ctx, e, dir, name)
+	}
+	if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {
+		return err
+	}
+	objs, err := e.be.List(ctx, backupPrefix(dir, name), false)
+	if err != nil {
+		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
+	}
+	if len(objs) > 0 {
+		// Not a backup this storage wrote, nor one the legacy storage
+		// lists: whatever it is, it is left alone.
+		return fmt.Errorf("split storage: %s/%s in %s is not a backup the split storage wrote (no start or completion marker of its own): "+
+			"it is left alone: %w", dir, name, e.be, ErrNotOurs)
+	}
+	return nil
+}
+
 // removeChained removes a backup unless others depend on it, in which case
 // it retires it; then it removes its base too when that was retired and this
 // was its last dependent. It reports what it kept.
@@ -205,21 +231,6 @@ func (s *Storage) removeChained(ctx context.Context, e *env, dir, name string) e
 	_, names, err := s.backupNames(ctx, dir)
 	if err != nil {
 		return err
-	}
-	ours, _, err := proveBackup(ctx, e.be, dir, name)
-	if err != nil {
-		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
-	}
-	if !ours {
-		if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {
-			return err
-		}
-		if slices.Contains(names, name) {
-			// Not a backup this storage wrote, nor one the legacy storage
-			// lists: whatever it is, it is left alone.
-			return fmt.Errorf("split storage: %s/%s in %s is not a backup the split storage wrote (no start or completion marker of its own): "+
-				"it is left alone: %w", dir, name, e.be, ErrNotOurs)
-		}
 	}
 	deps, err := dependents(ctx, e, dir, names, name)
 	if err != nil {
@@ -279,7 +290,7 @@ func (s *Storage) removeChained(ctx context.Context, e *env, dir, name string) e
 		return err
 	}
 	e.logger.Infof("split storage: %s/%s was kept as the base of %s/%s, which is removed: removing it", dir, base, dir, name)
-	return s.removeChained(ctx, e, dir, base)
+	return s.removeProven(ctx, e, dir, base)
 }
 
 // retire keeps a backup that others depend on: its completion marker moves

@@ -169,7 +169,7 @@ func (s *Storage) RemoveUnread(ctx context.Context, dir, name string) error {
 	if err := checkNotInUse(ctx, e, dir, name); err != nil {
 		return err
 	}
-	return s.removeChained(ctx, e, dir, name)
+	return s.removeProven(ctx, e, dir, name)
 }
 
 // CheckUnread returns what RemoveUnread would refuse dir/name for (an error

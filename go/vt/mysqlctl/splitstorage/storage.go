@@ -353,7 +353,7 @@ func (s *Storage) RemoveBackup(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
-	return s.removeChained(ctx, e, dir, name)
+	return s.removeProven(ctx, e, dir, name)
 }
 
 // backupEnv checks a backup's directory and name and returns the storage's

@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -38,6 +39,26 @@ func failureStatus(err error) int {
 		return exitUnreachable
 	}
 	return exitFailed
+}
+
+// status is failureStatus for a failure of the session's work: one that
+// came with the session's end (--timeout, an interrupt) is 3 whatever its
+// error says (a tool killed by it exits with a signal, not a deadline).
+func (s *session) status(err error) int {
+	if s.ctx.Err() != nil {
+		return exitUnreachable
+	}
+	return failureStatus(err)
+}
+
+// fail reports a failure of the session's work on stderr and returns its
+// exit status: one that came with the session's end (--timeout, an
+// interrupt) says so, 3.
+func (s *session) fail(err error) int {
+	if s.ctx.Err() != nil {
+		return s.o.failf(exitUnreachable, "interrupted (%v): %s; nothing says the backup is damaged", context.Cause(s.ctx), errText(err))
+	}
+	return s.o.failf(failureStatus(err), "%s", failLine(err))
 }
 
 // failLine is the FAIL line of such a failure, saying for an access error

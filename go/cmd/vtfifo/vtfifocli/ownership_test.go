@@ -293,3 +293,66 @@ func TestLeasesDieWithTheirReader(t *testing.T) {
 	assert.Equal(t, "removed complete backup ks/0/"+names[2]+"\n", out)
 	assert.Equal(t, "vtfifo rm: ended the lease on ks/0/"+names[2]+" of dr-host-4242-abcd\n", errOut)
 }
+
+// TestATestRestoreThatCannotRunHereIsNoVerdict: a test restore that cannot
+// run on this host (its server binary missing, its scratch directory
+// missing) says so, exit 3, records nothing: nothing says the backup is
+// damaged.
+func TestATestRestoreThatCannotRunHereIsNoVerdict(t *testing.T) {
+	root, args := storageCopy(t)
+	const name = "2026-11-23.050519.zone1-0000004989"
+	for _, c := range []struct{ flag, want string }{
+		{"--mysqld-path=/nonexistent/mariadbd", "mysqld /nonexistent/mariadbd: "},
+		{"--scratch-dir=" + filepath.Join(root, "no-such-dir"), "cannot create the scratch directory: "},
+	} {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), append([]string{"test-restore", "--backup=" + name, "--progress=never", c.flag}, args...), &out, &errOut)
+		assert.Equal(t, 3, code, "%s\nstdout: %s\nstderr: %s", c.flag, out.String(), errOut.String())
+		assert.Contains(t, out.String(), "FAIL: test restore of ks/0/"+name+" could not run, nothing is recorded: ", c.flag)
+		assert.Contains(t, out.String(), c.want, c.flag)
+		assert.Contains(t, out.String(), "nothing says the backup is damaged", c.flag)
+		left, _ := filepath.Glob(filepath.Join(root, "ks", "0", name, "*record*"))
+		assert.Empty(t, left, "nothing recorded")
+	}
+}
+
+// TestAnInterruptedRestoreIsNoVerdict: a restore interrupted during its
+// prepare (the signal's context cancelled, as Ctrl-C does; the tool is
+// killed and exits with a signal) is exit 3, saying it was interrupted,
+// never 1.
+func TestAnInterruptedRestoreIsNoVerdict(t *testing.T) {
+	_, args := storageCopy(t)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "preparing")
+	// A stand-in for the tool that took the backup, whose prepare waits to
+	// be stopped.
+	tool := filepath.Join(dir, "xtrabackup")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\ncase \"$*\" in\n*--version*) echo 'xtrabackup version 8.0.35-30 based on MySQL "+
+		"server 8.0.35 Linux (x86_64) (revision id: test)';;\n*--prepare*) touch "+mark+"; exec sleep 120;;\nesac\n"), 0o755))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- Main(ctx, append([]string{"restore", "--prepare", "--progress=never", "--target-dir=" + filepath.Join(dir, "r"),
+			"--fifo-backup-tool-path=" + tool}, args...), &out, &errOut)
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(mark); err == nil {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("restore ended (exit %d) before its prepare:\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "the prepare never started")
+	}
+	cancel()
+	code := <-done
+	assert.Equal(t, 3, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	assert.Empty(t, out.String())
+	assert.Regexp(t, `vtfifo restore: interrupted \(context canceled\): fifo restore of backup 2026-11-23.050519.zone1-0000004989 into \S+ failed: `+
+		`xtrabackup --prepare failed: signal: killed; .*; nothing says the backup is damaged\n$`, errOut.String())
+}

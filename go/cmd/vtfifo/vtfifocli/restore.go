@@ -60,7 +60,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	})
 	prog2.stop()
 	if err != nil {
-		return s.o.failf(failureStatus(err), "%s", failLine(err))
+		return s.fail(err)
 	}
 	res := RestoreResult{Backup: where, Target: dir, Files: rep.Files, Bytes: rep.Bytes, Position: rep.Manifest.Position.String(), Tool: rep.Tool,
 		Phases: times.Done()}
@@ -159,7 +159,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	prog2.stop()
 	if err != nil {
 		fmt.Fprintln(failed, failLine(err))
-		return failureStatus(err)
+		return s.status(err)
 	}
 	if rec.Outcome == testrestore.Passed {
 		rec.Predicted = predicted

@@ -51,6 +51,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			DisableFlagParsing: true,
 			Run: func(_ *cobra.Command, args []string) {
 				code = c.run(ctx, prog, args, stdout, stderr)
+				if code == exitFailed && ctx.Err() != nil {
+					// Whatever failed, it failed because it was stopped.
+					fmt.Fprintf(stderr, "%s: interrupted (%v): nothing says the backup is damaged\n", prog, context.Cause(ctx))
+					code = exitUnreachable
+				}
 			},
 		}
 		// `vtfifo help ls` is `vtfifo ls --help`: one text (commandHelp).

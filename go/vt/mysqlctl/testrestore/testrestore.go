@@ -87,7 +87,7 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	rec.Host, _ = os.Hostname()
 	srv, err := serverFor(ctx, bh, opts.MysqldPath)
 	if err != nil {
-		return rec, fmt.Errorf("test restore of %s: %w", rec.Backup, err)
+		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, couldNotRun(err))
 	}
 	var times fifobackupengine.PhaseTimes
 	onPhase := opts.OnPhase
@@ -113,8 +113,14 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	return rec, nil
 }
 
-// errCouldNotRun marks a run that reached no verdict on the backup.
-var errCouldNotRun = errors.New("no verdict on the backup")
+// errCouldNotRun marks a run that reached no verdict on the backup: like
+// an access error, never damage (go/internal/unreadable; the CLI's exit 3).
+var errCouldNotRun error = noVerdict{}
+
+type noVerdict struct{}
+
+func (noVerdict) Error() string    { return "no verdict on the backup" }
+func (noVerdict) Unreadable() bool { return true }
 
 func couldNotRun(err error) error { return fmt.Errorf("%w (%w)", err, errCouldNotRun) }
 
@@ -199,7 +205,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	}
 	logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", srv.bin, dataDir)
 	phase(PhaseStart)
-	db, err := srv.start(ctx, args, opts.StartTimeout)
+	db, err := srv.startLoaded(ctx, args, opts.StartTimeout)
 	if err != nil {
 		return err
 	}

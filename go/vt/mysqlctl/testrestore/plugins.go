@@ -1,0 +1,115 @@
+package testrestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// The throwaway server runs --skip-grant-tables, which also skips the
+// plugins the source server installed with INSTALL PLUGIN / INSTALL SONAME
+// (mysql.plugin; MariaDB sql_plugin.cc and MySQL alike): a table of a
+// storage engine such as ARCHIVE or BLACKHOLE, a plugin on Debian's
+// MariaDB, then fails CHECK TABLE with "Unknown storage engine", which says
+// nothing about the backup. The server loads what the backup's own
+// mysql.plugin lists, as the source did; a library this host lacks is a
+// run that could not be made here, never a verdict.
+
+// startLoaded starts the server, and when the backup's mysql.plugin names
+// plugins it has not loaded, starts it again with each one
+// (--plugin-load-add), once the host is known to have their libraries.
+func (s *server) startLoaded(ctx context.Context, args []string, timeout time.Duration) (*sql.DB, error) {
+	db, err := s.start(ctx, args, timeout)
+	if err != nil {
+		return nil, err
+	}
+	load, err := missingPlugins(ctx, db)
+	if err != nil || len(load) == 0 {
+		return db, err
+	}
+	db.Close()
+	s.stop()
+	for _, p := range load {
+		args = append(args, "--plugin-load-add="+p.name+"="+p.library)
+	}
+	s.logger.Infof("test restore: restarting %s with the plugins the backup's server installed: %s", s.bin, pluginNames(load))
+	return s.start(ctx, args, timeout)
+}
+
+type plugin struct{ name, library string }
+
+func pluginNames(ps []plugin) string {
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.name+" ("+p.library+")")
+	}
+	return strings.Join(names, ", ")
+}
+
+// missingPlugins lists the plugins of the backup's mysql.plugin the running
+// server has not loaded, each library checked in its plugin directory: one
+// this host lacks is an error that marks the run as one that could not be
+// made here. A backup without mysql.plugin (a copy of the dictionary
+// alone) has none.
+func missingPlugins(ctx context.Context, db *sql.DB) ([]plugin, error) {
+	rows, err := db.QueryContext(ctx, "SELECT p.name, p.dl FROM mysql.plugin p WHERE UPPER(p.name) NOT IN "+
+		"(SELECT UPPER(PLUGIN_NAME) FROM information_schema.PLUGINS WHERE PLUGIN_STATUS = 'ACTIVE') ORDER BY p.name")
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erNoSuchTable {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the backup's mysql.plugin: %w", err)
+	}
+	defer rows.Close()
+	var out []plugin
+	for rows.Next() {
+		var p plugin
+		if err := rows.Scan(&p.name, &p.library); err != nil {
+			return nil, fmt.Errorf("reading the backup's mysql.plugin: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil || len(out) == 0 {
+		return nil, err
+	}
+	var dir string
+	if err := db.QueryRowContext(ctx, "SELECT @@plugin_dir").Scan(&dir); err != nil {
+		return nil, fmt.Errorf("SELECT @@plugin_dir: %w", err)
+	}
+	var lacking []string
+	for _, p := range out {
+		if !libraryIn(dir, p.library) {
+			lacking = append(lacking, p.name+" ("+p.library+")")
+		}
+	}
+	if len(lacking) > 0 {
+		return nil, couldNotRun(fmt.Errorf("the backup's server loads plugins this host does not have in its plugin directory %s: %s: install them "+
+			"(the server package's plugins) to test this backup here; nothing says the backup is damaged", dir, strings.Join(lacking, ", ")))
+	}
+	return out, nil
+}
+
+// erNoSuchTable is ER_NO_SUCH_TABLE.
+const erNoSuchTable = 1146
+
+// libraryIn says whether the plugin library is in dir, as the server looks
+// for it (the platform's extension added when the name has none).
+func libraryIn(dir, library string) bool {
+	if strings.ContainsAny(library, "/\\") {
+		return false // the server refuses a path too
+	}
+	for _, name := range []string{library, library + ".so"} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}

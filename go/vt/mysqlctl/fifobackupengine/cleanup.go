@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"vitess.io/vitess/go/vt/logutil"
@@ -17,6 +16,8 @@ import (
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 )
 
 // Prefixes of the work directories: a backup's under the tablet's tmp dir, a
@@ -63,7 +64,7 @@ func newWorkDir(parent, prefix string, logger logutil.Logger) (dir string, relea
 func claimWorkDir(dir string) (func(), error) {
 	f := dir + ownerSuffix
 	self := os.Getpid()
-	if err := os.WriteFile(f, []byte(fmt.Sprintf("%d %s", self, processStart(self))), 0o600); err != nil {
+	if err := os.WriteFile(f, []byte(fmt.Sprintf("%d %s", self, procident.Start(self))), 0o600); err != nil {
 		return func() {}, err
 	}
 	return func() { _ = os.Remove(f) }, nil
@@ -100,7 +101,7 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		}
 		pidText, start, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
 		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || ownerAlive(pid, start) {
+		if err != nil || pid <= 0 || procident.Running(pid, start) {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
@@ -110,23 +111,6 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		_ = os.Remove(dir + ownerSuffix)
 		logger.Infof("fifo: removed %s left by a run whose process (%d) is gone", dir, pid)
 	}
-}
-
-// ownerAlive: pid lives and, when the record has one, started when the
-// record says (else the pid was given to another process since).
-func ownerAlive(pid int, start string) bool {
-	if !processAlive(pid) {
-		return false
-	}
-	if now := processStart(pid); start != "" && now != "" {
-		return now == start
-	}
-	return true
-}
-
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // stopMysqld stops the tablet's mysqld through shutdown (Vitess's
@@ -197,7 +181,7 @@ func tabletProcesses(cnf *mysqlctl.Mycnf) []localProcess {
 		if name := filepath.Base(p.Argv[0]); name == "mysqld" || name == "mariadbd" {
 			left = append(left, p)
 		}
-	} else if processAlive(pid) {
+	} else if procident.Alive(pid) {
 		left = append(left, localProcess{Pid: pid, Argv: []string{"?"}})
 	}
 	return left

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"vitess.io/vitess/go/vt/logutil"
 )
 
 // What a prepare of a MariaDB backup, or a server started on its files,
@@ -109,9 +111,11 @@ func secretValues(lines ...[]optionLine) []string {
 	return out
 }
 
-// prepareOptionFilePrefix names the option file a mariabackup --prepare reads,
-// beside its target directory (never in it: the target's files move into the
-// data directory).
+// prepareOptionFilePrefix names the work directory of the option file a
+// mariabackup --prepare reads, beside its target directory (never in it:
+// the target's files move into the data directory). A work directory
+// (newWorkDir): owned by this process, so that the next prepare removes one
+// a killed run left, with the key settings in it.
 const prepareOptionFilePrefix = ".vtfifo-prepare-"
 
 // writePrepareOptionFile writes the one option file a mariabackup --prepare
@@ -120,8 +124,8 @@ const prepareOptionFilePrefix = ".vtfifo-prepare-"
 // server on the target that reads the same file, and would take the host's
 // user= (a root-run restore then writes as another user), data directory
 // and the rest. It returns the file, the secrets the tool may echo, and a
-// function that removes the file.
-func writePrepareOptionFile(hostCnf, target string) (path string, secrets []string, remove func(), err error) {
+// function that removes the file and its directory.
+func writePrepareOptionFile(hostCnf, target string, logger logutil.Logger) (path string, secrets []string, remove func(), err error) {
 	backupCnf := filepath.Join(target, "backup-my.cnf")
 	backup, err := os.ReadFile(backupCnf)
 	if err != nil {
@@ -143,18 +147,14 @@ func writePrepareOptionFile(hostCnf, target string) (path string, secrets []stri
 	if len(keys) > 0 {
 		b.WriteString("\n[mysqld]\n" + strings.Join(formatOptions(keys), "\n") + "\n")
 	}
-	f, err := os.CreateTemp(filepath.Dir(filepath.Clean(target)), prepareOptionFilePrefix+"*.cnf")
+	dir, release, err := newWorkDir(filepath.Dir(filepath.Clean(target)), prepareOptionFilePrefix, logger)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("cannot write the prepare's option file: %w", err)
 	}
-	remove = func() { os.Remove(f.Name()) }
-	_, err = f.WriteString(b.String())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		remove()
+	path = filepath.Join(dir, "prepare.cnf")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		release()
 		return "", nil, nil, fmt.Errorf("cannot write the prepare's option file: %w", err)
 	}
-	return f.Name(), secrets, remove, nil
+	return path, secrets, release, nil
 }

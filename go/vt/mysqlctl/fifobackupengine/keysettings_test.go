@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
@@ -94,9 +97,9 @@ func TestPrepareOptionFileAsMysysReadsIt(t *testing.T) {
 	dir, _, hostCnf := writeKeyFixtures(t)
 	target := filepath.Join(dir, "staging")
 
-	path, secrets, remove, err := writePrepareOptionFile(hostCnf, target)
+	path, secrets, remove, err := writePrepareOptionFile(hostCnf, target, logutil.NewMemoryLogger())
 	require.NoError(t, err)
-	assert.Equal(t, dir, filepath.Dir(path), "beside the target, never in it")
+	assert.Equal(t, dir, filepath.Dir(filepath.Dir(path)), "beside the target, never in it")
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "it may hold a file key")
@@ -124,4 +127,24 @@ func TestPrepareOptionFileAsMysysReadsIt(t *testing.T) {
 	remove()
 	_, err = os.Stat(path)
 	assert.True(t, os.IsNotExist(err))
+	assert.NoDirExists(t, filepath.Dir(path), "its directory goes with it")
+
+	// A restore killed during its prepare leaves the file, keys and all;
+	// the next prepare beside it removes it (its owner is gone).
+	left, _, _, err := writePrepareOptionFile(hostCnf, target, logutil.NewMemoryLogger())
+	require.NoError(t, err)
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	require.NoError(t, os.WriteFile(filepath.Dir(left)+ownerSuffix, []byte(fmt.Sprintf("%d 1", gone.Process.Pid)), 0o600))
+	next, _, removeNext, err := writePrepareOptionFile(hostCnf, target, logutil.NewMemoryLogger())
+	require.NoError(t, err)
+	assert.NoFileExists(t, left, "a killed prepare's option file is swept by the next one")
+	assert.NoFileExists(t, filepath.Dir(left)+ownerSuffix)
+	assert.FileExists(t, next)
+	removeNext()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, strings.HasPrefix(e.Name(), prepareOptionFilePrefix), "left: %s", e.Name())
+	}
 }

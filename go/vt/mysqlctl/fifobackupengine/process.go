@@ -1,7 +1,6 @@
 package fifobackupengine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 )
 
 // newCommand is exec.CommandContext for every program the engine runs (the
@@ -53,34 +54,10 @@ func (p localProcess) String() string {
 	return fmt.Sprintf("%d (%s)", p.Pid, strings.Join(p.Argv, " "))
 }
 
-// procStat returns the fields of /proc/pid/stat after "pid (comm)" (comm
-// may hold spaces and parentheses): [0] is the state, [19] the start time.
-func procStat(pid int) ([]string, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return nil, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return nil, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	return f, len(f) >= 20
-}
-
-// processStart is pid's start time in clock ticks since boot, or "" where
-// it cannot be read.
-func processStart(pid int) string {
-	if f, ok := procStat(pid); ok {
-		return f[19]
-	}
-	return ""
-}
-
 // readProcess reads pid's argv from /proc; ok is false for a process that is
 // gone, a zombie, or not visible.
 func readProcess(pid int) (p localProcess, ok bool) {
-	if f, ok := procStat(pid); !ok || f[0] == "Z" {
+	if f, ok := procident.Stat(pid); !ok || f[0] == "Z" {
 		return p, false
 	}
 	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))

@@ -20,6 +20,8 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
+
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 )
 
 // The test binary plays the processes these tests need, chosen by
@@ -144,7 +146,7 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 	require.NoError(t, dead.Run())
 	self := os.Getpid()
 	owners := map[string]string{
-		"fifo-restore-mine":      fmt.Sprintf("%d %s", self, processStart(self)),
+		"fifo-restore-mine":      fmt.Sprintf("%d %s", self, procident.Start(self)),
 		"fifo-restore-reused":    fmt.Sprintf("%d 1", self),
 		"fifo-restore-dead":      fmt.Sprintf("%d %s", dead.Process.Pid, "12345"),
 		"fifo-restore-oldformat": strconv.Itoa(self),
@@ -163,7 +165,7 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 	for _, orphan := range []string{"fifo-restore-orphan", "fifo-backup-orphan"} {
 		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(strconv.Itoa(self)), 0o600))
 	}
-	require.NotEmpty(t, processStart(self))
+	require.NotEmpty(t, procident.Start(self))
 	removeStaleWorkDirs(parent, stagingDirPrefix, logutil.NewMemoryLogger())
 	assert.NoFileExists(t, filepath.Join(parent, "fifo-restore-orphan"+ownerSuffix))
 	assert.FileExists(t, filepath.Join(parent, "fifo-backup-orphan"+ownerSuffix))

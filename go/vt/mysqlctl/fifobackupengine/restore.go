@@ -375,7 +375,7 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	cfg.UseMemory = *r.useMemory
 	var fileSecrets []string
 	if tool.Flavor == FlavorMariabackup && step.DefaultsFile != "" {
-		optionFile, secrets, remove, err := writePrepareOptionFile(step.DefaultsFile, step.TargetDir)
+		optionFile, secrets, remove, err := writePrepareOptionFile(step.DefaultsFile, step.TargetDir, r.logger)
 		if err != nil {
 			return err
 		}

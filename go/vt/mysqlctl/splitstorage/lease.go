@@ -94,16 +94,14 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // currentLeases says who holds a current lease on dir/name, one line
-// each; expired leases, and those whose holder is gone from this host,
-// are not counted.
-func currentLeases(ctx context.Context, e *env, dir, name string) ([]string, error) {
-	be := e.be
+// each; expired leases, and those whose holder is gone from this host
+// (gone, one line each), are not counted.
+func currentLeases(ctx context.Context, be backend.Backend, dir, name string) (held, gone []string, err error) {
 	prefix := backupPrefix(dir, name)
 	objs, err := be.List(ctx, prefix+leasePrefix, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	now := time.Now()
 	self := thisProcess()
 	for _, o := range objs {
@@ -116,13 +114,13 @@ func currentLeases(ctx context.Context, e *env, dir, name string) ([]string, err
 			continue
 		}
 		if self.outlived(l) {
-			e.logger.Warningf("split storage: the lease on %s/%s of %s by %s no longer counts: its process (pid %d on this host) is gone", dir, name,
-				l.What, l.Holder, l.PID)
+			gone = append(gone, fmt.Sprintf("the lease on %s/%s of %s by %s no longer counts: its process (pid %d on this host) is gone", dir, name,
+				l.What, l.Holder, l.PID))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s by %s since %s (until %s)", l.What, l.Holder, l.Since.Format(time.RFC3339), l.Until.Format(time.RFC3339)))
+		held = append(held, fmt.Sprintf("%s by %s since %s (until %s)", l.What, l.Holder, l.Since.Format(time.RFC3339), l.Until.Format(time.RFC3339)))
 	}
-	return out, nil
+	return held, gone, nil
 }
 
 // BreakLeases ends every lease on dir/name, whoever holds it, and says
@@ -185,7 +183,10 @@ func (s *Storage) CheckUnread(ctx context.Context, dir, name string) error {
 
 // checkNotInUse refuses the removal of a backup under a current lease.
 func checkNotInUse(ctx context.Context, e *env, dir, name string) error {
-	held, err := currentLeases(ctx, e, dir, name)
+	held, gone, err := currentLeases(ctx, e.be, dir, name)
+	for _, g := range gone {
+		e.logger.Warningf("split storage: %s", g)
+	}
 	if err != nil {
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 	}

@@ -409,7 +409,7 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 			return nil, fmt.Errorf("split storage: listing backup %s/%s: %w", dir, name, err)
 		}
 		ib := IncompleteBackup{Name: name, Started: sd.Started, Host: sd.Host, LastWrite: newestWrite(objs)}
-		if ib.Held, err = currentLeases(ctx, e, dir, name); err != nil {
+		if ib.Held, _, err = currentLeases(ctx, e.be, dir, name); err != nil {
 			return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 		}
 		if r, err := readRetired(ctx, e.be, prefix); err == nil {

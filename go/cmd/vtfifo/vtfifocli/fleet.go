@@ -48,6 +48,9 @@ type ShardStatus struct {
 	// NotInTopology: the flags name a topology, which has no such shard
 	// (the backups of a shard since deleted, or of another cluster).
 	NotInTopology bool `json:"not_in_topology,omitempty"`
+	// Unread: its backups could not all be listed (Problems says why): its
+	// counts say nothing, and --prometheus gives none for it.
+	Unread bool `json:"unread,omitempty"`
 }
 
 // fleetCheck is ls's whole-storage view: its checks and output format.
@@ -105,12 +108,15 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	shards := make([]ShardStatus, 0, len(dirs))
 	works := make([]*fifobackupengine.RestoreWork, 0, len(dirs))
 	var recs []testrestore.Record
-	failed := false
+	failed, unread := false, false
 	for _, dir := range dirs {
 		sh, shardRecs, newestWork := s.shardStatus(st, dir)
 		sh.NotInTopology = notInTopo[dir]
-		sh.Problems = append(sh.Problems, c.problems(sh, now)...)
-		failed = failed || len(sh.Problems) > 0
+		if sh.Unread {
+			unread = true
+		} else if checks := c.problems(sh, now); len(checks) > 0 {
+			sh.Problems, failed = append(sh.Problems, checks...), true
+		}
 		shards = append(shards, sh)
 		works = append(works, newestWork)
 		recs = append(recs, shardRecs...)
@@ -124,22 +130,37 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 			shards[i].NewestPredictedRestore = &p
 		}
 	}
-	code := exitOK
 	switch {
-	case asJSON:
-		code = writeJSON(stdout, shards)
 	case c.prometheus:
+		// Written is done: the checks' results are metrics, so that a
+		// textfile collector's wrapper replaces its file exactly when an
+		// alert should fire.
 		writePrometheus(stdout, shards, now)
-	default:
-		code = writeFleetTable(stdout, shards, now)
-		if code == exitOK {
-			fmt.Fprintln(stdout, "\nRestore times: "+ratesLine(rates, predictable))
+		return exitOK
+	case asJSON:
+		if code := writeJSON(stdout, shards); code != exitOK {
+			return code
 		}
+	default:
+		if code := writeFleetTable(stdout, shards, now); code != exitOK {
+			return code
+		}
+		fmt.Fprintln(stdout, "\nRestore times: "+ratesLine(rates, predictable))
 	}
-	if failed && code == exitOK {
-		code = exitFailed
+	return fleetStatus(failed, unread)
+}
+
+// fleetStatus is the fleet view's exit status: a failed check is 1 whatever
+// else could not be read (named in its row); a shard that could not be
+// read, and no failed check, is 3.
+func fleetStatus(failed, unread bool) int {
+	switch {
+	case failed:
+		return exitFailed
+	case unread:
+		return exitUnreachable
 	}
-	return code
+	return exitOK
 }
 
 // withTopology adds to dirs, the storage's backup directories, every shard
@@ -192,7 +213,7 @@ func (s *session) shardStatus(st fleetLister, dir string) (ShardStatus, []testre
 	sh.Keyspace, sh.Shard, _ = strings.Cut(dir, "/")
 	bhs, err := s.bs.ListBackups(s.ctx, dir)
 	if err != nil {
-		sh.Problems = append(sh.Problems, "cannot list its backups: "+err.Error())
+		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its backups: "+errText(err)), true
 		return sh, nil, nil
 	}
 	sh.Backups = len(bhs)
@@ -219,7 +240,7 @@ func (s *session) shardStatus(st fleetLister, dir string) (ShardStatus, []testre
 	}
 	inc, err := st.ListIncomplete(s.ctx, dir)
 	if err != nil {
-		sh.Problems = append(sh.Problems, "cannot list its incomplete backups: "+err.Error())
+		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its incomplete backups: "+errText(err)), true
 	}
 	for _, b := range inc {
 		switch {
@@ -336,13 +357,26 @@ func dash(s string) string {
 }
 
 // writePrometheus prints the fleet in the Prometheus text format: times as
-// Unix seconds (0: none), counts, and whether each shard passed the checks.
+// Unix seconds (0: none), counts, and whether each shard passed the checks;
+// for a shard that could not be read, only vtfifo_shard_read 0 (a zero
+// count would say it has no backups).
 func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
 	metric := func(name, help, kind string, value func(ShardStatus) float64) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
 		for _, sh := range shards {
-			fmt.Fprintf(w, "%s{keyspace=%q,shard=%q} %g\n", name, sh.Keyspace, sh.Shard, value(sh))
+			if !sh.Unread {
+				fmt.Fprintf(w, "%s{keyspace=%q,shard=%q} %g\n", name, sh.Keyspace, sh.Shard, value(sh))
+			}
 		}
+	}
+	fmt.Fprintf(w, "# HELP vtfifo_shard_read 1 when the shard's backups were listed; 0 when they could not be (its other metrics are left out).\n"+
+		"# TYPE vtfifo_shard_read gauge\n")
+	for _, sh := range shards {
+		read := 1
+		if sh.Unread {
+			read = 0
+		}
+		fmt.Fprintf(w, "vtfifo_shard_read{keyspace=%q,shard=%q} %d\n", sh.Keyspace, sh.Shard, read)
 	}
 	unix := func(t time.Time) float64 {
 		if t.IsZero() {

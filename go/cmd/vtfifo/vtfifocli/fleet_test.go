@@ -94,12 +94,31 @@ func TestFleetView(t *testing.T) {
 	assert.Equal(t, names[1], shards[0].NewestProven)
 	assert.Equal(t, 2, shards[0].TestRestoreFailed)
 
-	out, _ = runSplit(t, 1, root, "ls", "--prometheus", "--max-unproven-age=48h")
+	// Written is done: the failed checks are metrics, exit 0.
+	out, _ = runSplit(t, 0, root, "ls", "--prometheus", "--max-unproven-age=48h")
 	assert.Contains(t, out, "# TYPE vtfifo_backup_newest_proven_timestamp_seconds gauge\n")
+	assert.Contains(t, out, `vtfifo_shard_read{keyspace="ks",shard="1"} 1`+"\n")
 	assert.Contains(t, out, `vtfifo_backups{keyspace="ks",shard="0"} 4`+"\n")
 	assert.Contains(t, out, `vtfifo_backups_quarantined{keyspace="ks",shard="1"} 1`+"\n")
 	assert.Contains(t, out, `vtfifo_backup_newest_proven_timestamp_seconds{keyspace="ks",shard="1"} 0`+"\n")
 	assert.Contains(t, out, `vtfifo_backup_check_ok{keyspace="ks",shard="0"} 0`+"\n")
+
+	// A shard that cannot be read (here: a start marker the store cannot
+	// read back, a directory where a file should be): its row says why,
+	// exit 3; its metrics are left out but vtfifo_shard_read 0; a failed
+	// check elsewhere is still exit 1.
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "ks", "2", "2026-01-03.000000.zone1-0000000300", ".started"), 0o750))
+	once := "--split-storage-retry-max-attempts=1" // an error reading a file is not worth retrying here
+	out, _ = runSplit(t, 3, root, "ls", once)
+	assert.Regexp(t, `\nks/2\s+0\s+.*FAIL: cannot list its incomplete backups: split storage: listing backups in ks/2: reading the start marker of `+
+		`ks/2/2026-01-03.000000.zone1-0000000300: .*is a directory\n`, out)
+	out, _ = runSplit(t, 1, root, "ls", "--max-unproven-age=48h", once)
+	assert.Contains(t, out, "ks/2 ")
+	out, _ = runSplit(t, 0, root, "ls", "--prometheus", "--max-unproven-age=48h", once)
+	assert.Contains(t, out, `vtfifo_shard_read{keyspace="ks",shard="2"} 0`+"\n")
+	assert.NotContains(t, out, `vtfifo_backups{keyspace="ks",shard="2"}`)
+	assert.NotContains(t, out, `vtfifo_backup_check_ok{keyspace="ks",shard="2"}`)
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "ks", "2")))
 
 	// A shard's view marks the quarantined backup with its reason.
 	out, _ = runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=1")

@@ -1,8 +1,11 @@
 package reliability
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"hash/crc32"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -14,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -99,11 +103,24 @@ func TestAccessIsNeverDamage(t *testing.T) {
 			})
 		}
 	}
+	// Damage in another part beside the one not read: verify reports the
+	// damage, exit 1, whichever it reads first, and names both.
+	damaged := splitstorage.PartKey(backupDir, name, "lane-000.xbstream.zst", 1)
+	restorePart := flipByte(t, cfg, damaged)
+	p.ClearMatching()
+	p.FailMatching("GET", part, splitstoragetest.Forbidden, 1000)
+	code, stdout, stderr := runVtfifo(t, cfg, "verify", "--progress=never")
+	assert.Equal(t, 1, code, "damage and a part not read: exit 1\n%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "file lane-000.xbstream.zst, part 1: checksum mismatch", "the damage is named")
+	assert.Contains(t, stdout, "file lane-001.xbstream.zst, part 1", "the part not read is named")
+	assert.Contains(t, stdout, "could not be read or reached, so were not checked")
+	restorePart()
+
 	p.ClearMatching()
 	_, err := os.Stat(filepath.Join(scratch, "export.xbstream"))
 	assert.True(t, os.IsNotExist(err), "export leaves no file behind")
 
-	code, stdout, stderr := runVtfifo(t, cfg, "verify", "--progress=never")
+	code, stdout, stderr = runVtfifo(t, cfg, "verify", "--progress=never")
 	require.Equal(t, 0, code, "verify once the part is served again:\n%s%s", stdout, stderr)
 	code, stdout, stderr = runVtfifo(t, cfg, "ls", "--json")
 	require.Equal(t, 0, code, "ls:\n%s%s", stdout, stderr)
@@ -115,4 +132,27 @@ func TestAccessIsNeverDamage(t *testing.T) {
 	require.Len(t, listed, 1, "listed, not quarantined: %s", stdout)
 	assert.Equal(t, name, listed[0].Name)
 	assert.Empty(t, listed[0].Verification, "no test-restore record: %s", stdout)
+}
+
+// flipByte damages the object key in the middle, through the storage's own
+// backend (its CRC32C recomputed, so the store takes it), and returns what
+// puts the good bytes back.
+func flipByte(t *testing.T, cfg splitstorage.Config, key string) func() {
+	t.Helper()
+	ctx := context.Background()
+	be, err := splitstorage.OpenBackend(ctx, cfg)
+	require.NoError(t, err)
+	r, err := be.Get(ctx, key, 0, -1)
+	require.NoError(t, err)
+	good, err := io.ReadAll(r)
+	r.Close()
+	require.NoError(t, err)
+	put := func(b []byte) {
+		require.NoError(t, be.Put(ctx, key, bytes.NewReader(b), int64(len(b)),
+			backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}))
+	}
+	bad := bytes.Clone(good)
+	bad[len(bad)/2] ^= 0xff
+	put(bad)
+	return func() { put(good); be.Close() }
 }

@@ -61,7 +61,11 @@ func (s *session) asOf(t time.Time, asJSON bool, stdout io.Writer) int {
 			fmt.Fprintf(stdout, "passed over %s/%s: %s\n", s.o.dir(), p.Backup, p.Why)
 		}
 		if c.Picked != nil {
-			fmt.Fprintf(stdout, "a restore to %s restores %s: its data is as of %s\n", res.AsOf, res.Picked, res.PickedTime)
+			later := ""
+			if c.PickedTime.After(t) {
+				later = fmt.Sprintf(": later than %s, as Vitess compares this engine's backups by their start", res.AsOf)
+			}
+			fmt.Fprintf(stdout, "a restore to %s restores %s: its data is as of %s (%s)%s\n", res.AsOf, res.Picked, res.PickedTime, c.PickedWhy, later)
 		}
 	}
 	if c.Picked == nil {

@@ -247,16 +247,23 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 			OnManifest:  prog.setLanes,
 		})
 		switch {
+		case err != nil && isSplit && len(problems) == 0 && ctx.Err() == nil:
+			// Decoding stops at the first part it cannot use, damaged or
+			// not read: every part's bytes are read against their
+			// checksums to name each damaged one and each not read, so
+			// that damage is never hidden behind what could not be read.
+			_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: o.concurrency, MaxProblems: 1 << 20})
+			problems, unread = splitProblems(all)
+			switch {
+			case len(problems)+len(unread) > 0:
+			case unreadable.Is(err):
+				unread = []string{errText(err)}
+			default:
+				problems = []string{errText(err)}
+			}
 		case unreadable.Is(err):
 			if len(unread) == 0 {
 				unread = []string{errText(err)}
-			}
-		case err != nil && isSplit && len(problems) == 0 && ctx.Err() == nil:
-			// Decoding stops at the first damage: every part's bytes are
-			// read against their checksums to name each damaged one.
-			_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: o.concurrency, MaxProblems: 1 << 20})
-			if problems, unread = splitProblems(all); len(problems) == 0 {
-				problems = []string{errText(err)}
 			}
 		case err != nil:
 			problems = append(problems, errText(err))

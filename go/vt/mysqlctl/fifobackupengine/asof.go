@@ -11,10 +11,19 @@ import (
 
 // Restoring "as of a time" (--restore-from-backup-ts): Vitess restores the
 // newest complete backup whose MANIFEST BackupTime is at or before the time
-// (mysqlctl.FindBackupToRestore). This engine's BackupTime is the backup's
-// consistent point, its end, not the time in its name: a backup named at
-// 10:00 whose copy ended at 10:05 holds the data of 10:05, so a restore to
-// 10:00 passes it over for the one before. AsOf says which and why.
+// (mysqlctl.FindBackupToRestore), whichever engine took it; what that time
+// means is the engine's (dataTime):
+//   - fifo: BackupTime is the backup's consistent point, its end, not the
+//     time in its name: a backup named at 10:00 whose copy ended at 10:05
+//     holds the data of 10:05, so a restore to 10:00 passes it over;
+//   - Vitess's xtrabackup engine: BackupTime is when it started, and its
+//     data is as of its end (FinishedTime), as any hot copy's: Vitess
+//     compares the start, so a restore to 10:02 of a backup that ran from
+//     10:00 to 10:05 restores the data of 10:05, later than asked;
+//   - Vitess's builtin engine: it copies with mysqld stopped, so its data is
+//     as of its start, BackupTime.
+// AsOf says which backup Vitess picks, why each newer one is passed over,
+// and what time its data is really of.
 
 // PassedOver is a backup newer than the one a restore to a time picks, and
 // why it was passed over.
@@ -26,8 +35,10 @@ type PassedOver struct {
 // AsOfChoice is what a restore to a time restores.
 type AsOfChoice struct {
 	Picked backupstorage.BackupHandle // nil: none is at or before the time
-	// PickedTime is the picked backup's consistent point (its BackupTime).
+	// PickedTime is the time the picked backup's data is of (dataTime),
+	// and PickedWhy what that is, in its engine's terms.
 	PickedTime time.Time
+	PickedWhy  string
 	// PassedOver are the newer backups, newest first.
 	PassedOver []PassedOver
 }
@@ -43,20 +54,45 @@ func AsOf(ctx context.Context, bhs []backupstorage.BackupHandle, t time.Time) As
 			c.PassedOver = append(c.PassedOver, PassedOver{bh.Name(), fmt.Sprintf("its MANIFEST cannot be read: %v", err)})
 			continue
 		}
-		at, err := mysqlctl.ParseRFC3339(m.BackupTime)
+		compared, err := mysqlctl.ParseRFC3339(m.BackupTime)
 		if err != nil {
 			c.PassedOver = append(c.PassedOver, PassedOver{bh.Name(), fmt.Sprintf("its MANIFEST's BackupTime %q is not a time", m.BackupTime)})
 			continue
 		}
-		if at.After(t) {
-			c.PassedOver = append(c.PassedOver, PassedOver{bh.Name(), fmt.Sprintf("its data is as of %s (its consistent point, when its copy "+
-				"ended), after %s", at.UTC().Format(time.RFC3339), t.UTC().Format(time.RFC3339))})
+		data, why := dataTime(m.BackupMethod, compared, m.FinishedTime)
+		if compared.After(t) {
+			c.PassedOver = append(c.PassedOver, PassedOver{bh.Name(), passedOverWhy(m.BackupMethod, compared, data, why, t)})
 			continue
 		}
-		c.Picked, c.PickedTime = bh, at
+		c.Picked, c.PickedTime, c.PickedWhy = bh, data, why
 		return c
 	}
 	return c
+}
+
+// dataTime is the time a backup's data is of, and what that time is in its
+// engine's terms, from its BackupTime (compared) and FinishedTime.
+func dataTime(engine string, compared time.Time, finished string) (time.Time, string) {
+	switch engine {
+	case "xtrabackup":
+		if end, err := mysqlctl.ParseRFC3339(finished); err == nil {
+			return end, "when its copy ended, its FinishedTime; Vitess's xtrabackup engine writes its start as BackupTime"
+		}
+		return compared, "its BackupTime, when it started: its data is of its end, which its MANIFEST does not record"
+	case "builtin":
+		return compared, "its BackupTime: the builtin engine copies with mysqld stopped"
+	}
+	return compared, "its consistent point, when its copy ended"
+}
+
+// passedOverWhy says why a backup whose BackupTime is after t is passed
+// over.
+func passedOverWhy(engine string, compared, data time.Time, why string, t time.Time) string {
+	if engine == "xtrabackup" {
+		return fmt.Sprintf("it started at %s (its BackupTime, which Vitess compares), after %s; its data is as of %s (%s)",
+			compared.UTC().Format(time.RFC3339), t.UTC().Format(time.RFC3339), data.UTC().Format(time.RFC3339), why)
+	}
+	return fmt.Sprintf("its data is as of %s (%s), after %s", data.UTC().Format(time.RFC3339), why, t.UTC().Format(time.RFC3339))
 }
 
 // logAsOf says, for a restore to a time, which newer backups the choice

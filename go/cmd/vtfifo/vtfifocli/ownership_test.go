@@ -356,3 +356,16 @@ func TestAnInterruptedRestoreIsNoVerdict(t *testing.T) {
 	assert.Regexp(t, `vtfifo restore: interrupted \(context canceled\): fifo restore of backup 2026-11-23.050519.zone1-0000004989 into \S+ failed: `+
 		`xtrabackup --prepare failed: signal: killed; .*; nothing says the backup is damaged\n$`, errOut.String())
 }
+
+// TestAMissingLegacyRootIsNotEmpty: a legacy root that does not exist
+// (mistyped, not mounted) fails the listing, exit 3, naming it; it never
+// lists as a storage without backups.
+func TestAMissingLegacyRootIsNotEmpty(t *testing.T) {
+	root, _ := proofStorage(t)
+	missing := filepath.Join(t.TempDir(), "not-mounted")
+	out, errOut := runSplit(t, 3, root, "ls", "--keyspace=ks", "--shard=0", "--split-storage-legacy=file", "--file-backup-storage-root="+missing)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "vtfifo ls: cannot list the backups of ks/0 in "+root+" (split storage): split storage: listing the backups of the "+
+		`legacy file storage (--split-storage-legacy) in ks/0: its root "`+missing+`" (--file-backup-storage-root) does not exist or is not a `+
+		"directory (mistyped, or not mounted?)")
+}

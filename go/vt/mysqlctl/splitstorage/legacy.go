@@ -1,13 +1,17 @@
 package splitstorage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"sort"
 	"strings"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+	"vitess.io/vitess/go/vt/mysqlctl/filebackupstorage"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
@@ -71,6 +75,9 @@ func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, names []st
 		return own, nil
 	}
 	theirs, err := legacy.ListBackups(ctx, dir)
+	if err == nil {
+		err = legacyRootExists(e.cfg.Legacy)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("split storage: listing the backups of the legacy %s storage (--%s) in %s: %w", e.cfg.Legacy, flagLegacy, dir, err)
 	}
@@ -89,6 +96,21 @@ func (s *Storage) withLegacy(ctx context.Context, e *env, dir string, names []st
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
+}
+
+// legacyRootExists fails for Vitess's file storage whose root does not
+// exist: it lists nothing there, which must not pass for a storage without
+// backups (a mistyped or unmounted root would hide a fleet's history).
+func legacyRootExists(legacy string) error {
+	if legacy != "file" {
+		return nil
+	}
+	root := filebackupstorage.FileBackupStorageRoot
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return fmt.Errorf("its root %q (--file-backup-storage-root) does not exist or is not a directory (mistyped, or not mounted?): %w", root,
+			cmp.Or(err, fs.ErrNotExist))
+	}
+	return nil
 }
 
 // Origin names the storage a backup listed by this one is in: this

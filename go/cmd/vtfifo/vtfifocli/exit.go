@@ -10,6 +10,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -35,7 +36,10 @@ const (
 // interrupt, the network, this host's keys) is 3, never damage; anything
 // else 1.
 func failureStatus(err error) int {
-	if unreadable.Is(err) {
+	switch {
+	case flagvalue.IsContradiction(err):
+		return exitUsage // a flag the data or the host contradicts: nothing was judged
+	case unreadable.Is(err):
 		return exitUnreachable
 	}
 	return exitFailed
@@ -64,6 +68,9 @@ func (s *session) fail(err error) int {
 // failLine is the FAIL line of such a failure, saying for an access error
 // that the backup was not judged.
 func failLine(err error) string {
+	if flagvalue.IsContradiction(err) {
+		return errText(err)
+	}
 	if unreadable.Is(err) {
 		return "FAIL: " + errText(err) + "; it could not be read or reached: nothing says the backup is damaged"
 	}

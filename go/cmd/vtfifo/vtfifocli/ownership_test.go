@@ -369,3 +369,20 @@ func TestAMissingLegacyRootIsNotEmpty(t *testing.T) {
 		`legacy file storage (--split-storage-legacy) in ks/0: its root "`+missing+`" (--file-backup-storage-root) does not exist or is not a `+
 		"directory (mistyped, or not mounted?)")
 }
+
+// TestAToolOfAnotherFlavorIsUsage: restoring a backup with a tool of
+// another flavor than the one that took it is a flag the backup
+// contradicts: exit 2, saying which tool to give, never FAIL.
+func TestAToolOfAnotherFlavorIsUsage(t *testing.T) {
+	_, args := storageCopy(t) // taken with the xtrabackup stand-in
+	tool, err := exec.LookPath("mariabackup")
+	require.NoError(t, err, "mariabackup (make setup installs it)")
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), append([]string{"restore", "--prepare", "--progress=never", "--target-dir=" + filepath.Join(t.TempDir(), "r"),
+		"--fifo-backup-tool-path=" + tool}, args...), &out, &errOut)
+	assert.Equal(t, 2, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	assert.Empty(t, out.String())
+	assert.Regexp(t, `^vtfifo restore: the backup was taken with `+
+		`xtrabackup \(xtrabackup version 8.0.35-30 .*\) but the tool here is mariabackup \(\S*mariabackup based on MariaDB server .*\): give the `+
+		`backup's tool \(--fifo-backup-tool-path\)\n$`, errOut.String())
+}

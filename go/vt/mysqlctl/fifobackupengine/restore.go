@@ -22,6 +22,8 @@ import (
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // ExecuteRestore honours Vitess's restore contract: it creates
@@ -353,8 +355,8 @@ func laneNames(m *Manifest) string {
 // checkTool refuses a tool of another flavor than the backup's.
 func (r *restoreRun) checkTool(tool *backupTool) error {
 	if tool.Flavor != r.m.ToolFlavor {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is %s (%s)", r.m.ToolFlavor,
-			r.m.ToolVersion, tool.Flavor, tool.Version)
+		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is "+
+			"%s (%s): give the backup's tool (--fifo-backup-tool-path)", r.m.ToolFlavor, r.m.ToolVersion, tool.Flavor, tool.Version))
 	}
 	return nil
 }

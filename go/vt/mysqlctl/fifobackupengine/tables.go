@@ -16,6 +16,8 @@ import (
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // Restoring some tables (RestoreDirOptions.Tables). The files the tools need
@@ -202,10 +204,11 @@ func (s *tableSubset) tables(paths []string, backup string) ([]*TableFiles, erro
 		}
 		if tp.Table != "*" {
 			if t := byName[tp.String()]; t != nil {
-				return nil, vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "%s in backup %s has a definition but no data file (a view?): only tables are restored", tp, backup)
+				return nil, flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_NOT_FOUND,
+					"%s in backup %s has a definition but no data file (a view?): only tables are restored", tp, backup))
 			}
 		}
-		return nil, vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "no table %s in backup %s", tp, backup)
+		return nil, flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "no table %s in backup %s", tp, backup))
 	}
 	for _, t := range out {
 		if err := importable(t, backup); err != nil {
@@ -241,8 +244,8 @@ func importable(t *TableFiles, backup string) error {
 	default:
 		return nil
 	}
-	return vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: %s; restore the backup whole (vtfifo restore) and copy the "+
-		"table's files from there", t.Name(), backup, t.Engine, why)
+	return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: %s; restore the backup whole "+
+		"(vtfifo restore) and copy the table's files from there", t.Name(), backup, t.Engine, why))
 }
 
 // checkExported checks, after the tool's --prepare --export, that every

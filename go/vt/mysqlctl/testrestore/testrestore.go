@@ -21,6 +21,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
@@ -180,8 +181,8 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	}
 	logger.Infof("test restore: restoring %s into %s", rec.Backup, dataDir)
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
-	if unreadable.Is(err) {
-		return couldNotRun(err)
+	if unreadable.Is(err) || flagvalue.IsContradiction(err) {
+		return couldNotRun(err) // this host's access, keys or tool: not the backup
 	}
 	if err != nil {
 		return err

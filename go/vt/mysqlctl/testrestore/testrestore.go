@@ -20,8 +20,8 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
-	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )

@@ -96,14 +96,22 @@ func ratesLine(r fifobackupengine.RestoreRates, ok bool) string {
 		"a replica's catch-up comes on top", r.Samples, humanize.IBytes(uint64(r.DownloadBytesPerSecond)), r.SecondsPerPrepare, redo, r.StartSeconds)
 }
 
-// predicted is the table's cell for p: "~3m10s", or "-".
+// predicted is the table's cell for p: "~3m10s", a range "2m-4m30s" where
+// the restores it learned from disagree, "?" after it for a backup larger
+// than any of them, or "-".
 func predicted(p *fifobackupengine.PredictedRestore) string {
 	if p == nil {
 		return "-"
 	}
 	s := "~" + shortDuration(p.Total())
+	if p.High > 0 {
+		s = shortDuration(p.Low) + "-" + shortDuration(p.High)
+	}
 	if p.RedoUnknown {
 		s += "+redo"
+	}
+	if p.Beyond {
+		s += "?"
 	}
 	return s
 }

@@ -75,17 +75,21 @@ func TestPredictedRestoreTimes(t *testing.T) {
 	require.NotNil(t, infos[0].PredictedRestore)
 	assert.Equal(t, 15*time.Second, infos[0].PredictedRestore.Total(), "the full, as its own test restore took it")
 	// The delta restores 1100 MiB in 11 s, prepares twice (4 s) and
-	// applies 64 MiB of redo at the assumed 64 MiB/s (1 s), starts in 3 s.
+	// applies 64 MiB of redo at the assumed 64 MiB/s (1 s), starts in 3 s:
+	// more than the 1000 MiB the shard's one test restore learned from.
 	require.NotNil(t, infos[1].PredictedRestore)
-	assert.Equal(t, fifobackupengine.PredictedRestore{Download: 11 * time.Second, Prepare: 5 * time.Second, Start: 3 * time.Second},
+	assert.Equal(t, fifobackupengine.PredictedRestore{Download: 11 * time.Second, Prepare: 5 * time.Second, Start: 3 * time.Second, Beyond: true},
 		*infos[1].PredictedRestore)
+	out, _ = runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0")
+	assert.Regexp(t, delta+`\s.*\s~19s\?\s`, out, "the delta's time: larger than what it learned from")
 
 	// The fleet view learns from every shard's: the redo rate is fitted.
 	out, _ = runSplit(t, 0, root, "ls")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 5, out)
 	assert.Regexp(t, `^KEYSPACE/SHARD\s+BACKUPS\s+NEWEST\s+AGE\s+CHAIN\s+RESTORE-TIME\s+NEWEST-PROVEN`, lines[0])
-	assert.Regexp(t, `^ks/0\s+2\s+`+delta+`\s+\S+\s+1\s+~19s\s+`+full+`\s`, lines[1], "11 s + 2 x 2 s + 64 MiB at 64 MiB/s + 3 s")
+	assert.Regexp(t, `^ks/0\s+2\s+`+delta+`\s+\S+\s+1\s+~19s\?\s+`+full+`\s`, lines[1], "11 s + 2 x 2 s + 64 MiB at 64 MiB/s + 3 s; "+
+		"1100 MiB, more than any of the test restores")
 	assert.Regexp(t, `^ks/1\s+1\s+`+other+`\s+\S+\s+0\s+~20s\s+`+other+`\s`, lines[2], "5 s + 2 s + 640 MiB at 64 MiB/s + 3 s")
 	assert.Equal(t, "Restore times: predicted from the 2 latest passed test restores: download 100 MiB/s, 2.0s per prepare + 64 MiB/s "+
 		"of redo, start 3.0s; a replica's catch-up comes on top", lines[4])

@@ -73,6 +73,22 @@ type RestoreRates struct {
 	RedoRateAssumed bool `json:"redo_rate_assumed,omitempty"`
 	// StartSeconds is mysqld's start (0 where no sample timed one).
 	StartSeconds float64 `json:"start_seconds"`
+	// Spread is how far the samples disagree, and how large they were.
+	Spread RestoreSpread `json:"spread"`
+}
+
+// RestoreSpread is the spread of the samples a prediction learned from:
+// the slowest and fastest of each phase, as a factor of the fitted time
+// (1 when they agree), and the largest work among them.
+type RestoreSpread struct {
+	DownloadLow        float64 `json:"download_low_factor"`
+	DownloadHigh       float64 `json:"download_high_factor"`
+	PrepareLow         float64 `json:"prepare_low_factor"`
+	PrepareHigh        float64 `json:"prepare_high_factor"`
+	StartLow           float64 `json:"start_low_seconds"`
+	StartHigh          float64 `json:"start_high_seconds"`
+	LargestStreamBytes int64   `json:"largest_stream_bytes"`
+	LargestRedoBytes   int64   `json:"largest_redo_bytes"`
 }
 
 // FitRestoreRates finds the rates of samples (their medians, and for the
@@ -96,7 +112,29 @@ func FitRestoreRates(samples []RestoreSample) (RestoreRates, bool) {
 	}
 	r := RestoreRates{Samples: len(usable), DownloadBytesPerSecond: median(download), StartSeconds: median(start)}
 	r.SecondsPerPrepare, r.RedoBytesPerSecond, r.RedoRateAssumed = fitPrepare(usable)
+	r.Spread = r.spreadOf(usable, start)
 	return r, true
+}
+
+// spreadOf is how far samples are from r's fit, phase by phase.
+func (r RestoreRates) spreadOf(samples []RestoreSample, starts []float64) RestoreSpread {
+	sp := RestoreSpread{DownloadLow: 1, DownloadHigh: 1, PrepareLow: 1, PrepareHigh: 1, StartLow: r.StartSeconds, StartHigh: r.StartSeconds}
+	widen := func(lo, hi *float64, f float64) { *lo, *hi = min(*lo, f), max(*hi, f) }
+	for _, s := range samples {
+		fit := r.Predict(s.Work)
+		if d := fit.Download.Seconds(); d > 0 {
+			widen(&sp.DownloadLow, &sp.DownloadHigh, s.Download/d)
+		}
+		if p := fit.Prepare.Seconds(); p > 0 {
+			widen(&sp.PrepareLow, &sp.PrepareHigh, s.Prepare/p)
+		}
+		sp.LargestStreamBytes = max(sp.LargestStreamBytes, s.Work.StreamBytes)
+		sp.LargestRedoBytes = max(sp.LargestRedoBytes, s.Work.RedoBytes)
+	}
+	for _, st := range starts {
+		widen(&sp.StartLow, &sp.StartHigh, st)
+	}
+	return sp
 }
 
 // fitPrepare fits prepare = perPrepare x prepares + redo / redoRate to the
@@ -149,6 +187,15 @@ type PredictedRestore struct {
 	// RedoUnknown: a backup of the chain did not record its redo, whose
 	// apply is left out.
 	RedoUnknown bool `json:"redo_unknown,omitempty"`
+	// Low and High bound it where the restores it learned from disagree
+	// by more than a tenth (each phase at the fastest and slowest of them);
+	// zero where they agree.
+	Low  time.Duration `json:"low,omitempty"`
+	High time.Duration `json:"high,omitempty"`
+	// Beyond: the backup's stream or redo is larger than any restore it
+	// learned from did: small restores run faster than a large one will
+	// (the page cache, the buffer pool hold them), so expect more.
+	Beyond bool `json:"beyond_samples,omitempty"`
 }
 
 // Total is the three phases together.
@@ -166,6 +213,16 @@ func (r RestoreRates) Predict(w RestoreWork) PredictedRestore {
 		prepare += float64(w.RedoBytes) / r.RedoBytesPerSecond
 	}
 	p.Prepare = seconds(prepare)
+	sp := r.Spread
+	if sp.LargestStreamBytes == 0 {
+		return p // rates without samples behind them (a hand-made fit)
+	}
+	p.Beyond = w.StreamBytes > sp.LargestStreamBytes || w.RedoBytes > max(sp.LargestRedoBytes, redoSpread)
+	low := seconds(p.Download.Seconds()*sp.DownloadLow + p.Prepare.Seconds()*sp.PrepareLow + sp.StartLow)
+	high := seconds(p.Download.Seconds()*sp.DownloadHigh + p.Prepare.Seconds()*sp.PrepareHigh + sp.StartHigh)
+	if total := p.Total(); high-low > total/10 {
+		p.Low, p.High = low, high
+	}
 	return p
 }
 
@@ -175,6 +232,12 @@ func (p PredictedRestore) String() string {
 		p.Prepare.Round(100*time.Millisecond), p.Start.Round(100*time.Millisecond))
 	if p.RedoUnknown {
 		s += ", redo not recorded"
+	}
+	if p.High > 0 {
+		s += fmt.Sprintf("; %v to %v by the restores it learned from", p.Low.Round(time.Second), p.High.Round(time.Second))
+	}
+	if p.Beyond {
+		s += "; larger than any restore it learned from: expect more"
 	}
 	return s
 }

@@ -36,7 +36,32 @@ func TestFitRestoreRatesFindsTheRatesOfItsSamples(t *testing.T) {
 	assert.Equal(t, 40960*time.Millisecond, p.Download)
 	assert.Equal(t, 13500*time.Millisecond, p.Prepare)
 	assert.Equal(t, 2*time.Second, p.Start)
-	assert.Equal(t, "56s (download 41s, prepare 13.5s, start 2s)", p.String())
+	assert.Zero(t, p.High, "the samples agree: a point")
+	assert.True(t, p.Beyond, "8 GiB: larger than the 4 GiB it learned from")
+	assert.Equal(t, "56s (download 41s, prepare 13.5s, start 2s); larger than any restore it learned from: expect more", p.String())
+	within := r.Predict(RestoreWork{StreamBytes: 2048 * mib, RedoBytes: 100 * mib, RedoKnown: true, Prepares: 1})
+	assert.False(t, within.Beyond)
+	assert.Equal(t, "15s (download 10.2s, prepare 2.5s, start 2s)", within.String())
+}
+
+// Samples that disagree give a range: each phase at the fastest and the
+// slowest of them.
+func TestPredictionIsARangeWhereItsSamplesDisagree(t *testing.T) {
+	fast, slow := sample(1024*mib, 10*mib, 1), sample(1024*mib, 10*mib, 1)
+	fast.Download, slow.Download = 4, 8 // the same work at 256 and 128 MiB/s
+	slow.Start = 6
+	r, ok := FitRestoreRates([]RestoreSample{fast, slow})
+	require.True(t, ok)
+	assert.InDelta(t, 0.75, r.Spread.DownloadLow, 1e-6, "the fit is the median rate, 192 MiB/s: 1024 MiB in 5.33 s")
+	assert.InDelta(t, 1.5, r.Spread.DownloadHigh, 1e-6)
+	assert.Equal(t, 2.0, r.Spread.StartLow)
+	assert.Equal(t, 6.0, r.Spread.StartHigh)
+	p := r.Predict(RestoreWork{StreamBytes: 1024 * mib, RedoBytes: 10 * mib, RedoKnown: true, Prepares: 1})
+	assert.False(t, p.Beyond)
+	assert.InDelta(t, 16.0/3, p.Download.Seconds(), 1e-6)
+	assert.InDelta(t, (4 + p.Prepare.Seconds() + 2), p.Low.Seconds(), 0.01, "fastest download, fastest start")
+	assert.InDelta(t, (8 + p.Prepare.Seconds() + 6), p.High.Seconds(), 0.01, "slowest download, slowest start")
+	assert.Regexp(t, `; 7s to 15s by the restores it learned from$`, p.String())
 }
 
 // Samples whose redo per prepare is alike cannot tell the redo rate from

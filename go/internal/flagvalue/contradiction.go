@@ -20,9 +20,24 @@ func Contradiction(err error) error {
 	return contradiction{err}
 }
 
-// IsContradiction reports whether err, or anything it wraps, was marked by
-// Contradiction.
+// IsContradiction reports whether err, or anything it wraps (through
+// Unwrap, or a Vitess error's Cause), was marked by Contradiction.
 func IsContradiction(err error) bool {
 	var c contradiction
-	return errors.As(err, &c)
+	if errors.As(err, &c) {
+		return true
+	}
+	switch w := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range w.Unwrap() {
+			if IsContradiction(e) {
+				return true
+			}
+		}
+	case interface{ Cause() error }:
+		return IsContradiction(w.Cause())
+	case interface{ Unwrap() error }:
+		return IsContradiction(w.Unwrap())
+	}
+	return false
 }

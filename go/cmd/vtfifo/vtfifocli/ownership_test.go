@@ -386,3 +386,17 @@ func TestAToolOfAnotherFlavorIsUsage(t *testing.T) {
 		`xtrabackup \(xtrabackup version 8.0.35-30 .*\) but the tool here is mariabackup \(\S*mariabackup based on MariaDB server .*\): give the `+
 		`backup's tool \(--fifo-backup-tool-path\)\n$`, errOut.String())
 }
+
+// TestASplitRootReadAsFileStorageIsNotDamage: a split storage's root read
+// through Vitess's file storage (the wrong --backup-storage-implementation)
+// lists backups with no MANIFEST: verify says so, exit 3, never damage.
+func TestASplitRootReadAsFileStorageIsNotDamage(t *testing.T) {
+	root, names := proofStorage(t)
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"verify", "--backup-storage-implementation=file", "--file-backup-storage-root=" + root,
+		"--keyspace=ks", "--shard=0", "--backup=" + names[0], "--progress=never"}, &out, &errOut)
+	assert.Equal(t, 3, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	assert.Contains(t, out.String(), "it has no MANIFEST: an incomplete backup, or another storage's (check --backup-storage-implementation and "+
+		"the storage flags)")
+	assert.NotContains(t, out.String(), "problem(s)", "nothing reported as damage")
+}

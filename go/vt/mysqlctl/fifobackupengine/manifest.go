@@ -20,6 +20,8 @@ import (
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // manifestFileName is the file Vitess reads to find the engine of a backup.
@@ -285,6 +287,13 @@ func ReadAnyManifest(ctx context.Context, bh backupstorage.BackupHandle) (*mysql
 // error for one over the bound.
 func readManifestBytes(ctx context.Context, bh backupstorage.BackupHandle) ([]byte, error) {
 	r, err := bh.ReadFile(ctx, manifestFileName)
+	if unreadable.Missing(err) {
+		// Nothing to judge: a backup that never completed, or a root read
+		// through another storage than the one that wrote it (a split
+		// storage's root as Vitess's file storage lists parts, no MANIFEST).
+		return nil, unreadable.Error(vterrors.Wrapf(err, "backup %s: it has no MANIFEST: an incomplete backup, or another storage's "+
+			"(check --backup-storage-implementation and the storage flags)", bh.Name()))
+	}
 	if err != nil {
 		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
 	}

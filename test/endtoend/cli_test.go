@@ -371,20 +371,20 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 				t.Fatalf("%s_restored: checksum %q, want %q", one, got, want)
 			}
 		}
-		// Bad input: one clear line, exit 1 (2 for a table the backup does
-		// not hold: a flag the data contradicts), the live server unchanged.
+		// Bad input: one clear line, exit 2 (a flag the backup or the live
+		// server contradicts), the live server unchanged.
 		unchanged := sums()
 		for _, tc := range []struct {
 			code int
 			args []string
 			want string
 		}{
-			{1, []string{"--table=" + db + ".orders", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was downloaded or changed"},
+			{2, []string{"--table=" + db + ".orders", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was downloaded or changed"},
 			{2, []string{"--table=" + db + ".nosuch", "--into-tablet=" + p.Alias}, "no table " + db + ".nosuch in backup"},
 			// A pattern: every target checked before any frame is read.
-			{1, []string{"--table=" + db + ".*", "--into-tablet=" + p.Alias}, db + ".customers, " + db + ".events_aria"},
-			{1, []string{"--table=" + db + ".*", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was downloaded or changed"},
-			{1, []string{"--table=" + db + ".events_aria", "--into-mysql=" + p.Socket()}, db + ".events_aria: a table of that name exists in the live server: " +
+			{2, []string{"--table=" + db + ".*", "--into-tablet=" + p.Alias}, db + ".customers, " + db + ".events_aria"},
+			{2, []string{"--table=" + db + ".*", "--into-tablet=" + p.Alias}, "exists in the live server: nothing was downloaded or changed"},
+			{2, []string{"--table=" + db + ".events_aria", "--into-mysql=" + p.Socket()}, db + ".events_aria: a table of that name exists in the live server: " +
 				"nothing was downloaded or changed"},
 		} {
 			if out := restoreTable(t, tc.code, tc.args...); !strings.Contains(out, tc.want) {

@@ -22,6 +22,8 @@ import (
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // RestoreTable is `vtfifo restore-table`: some tables of a backup restored
@@ -367,13 +369,15 @@ func targetsAbsent(ctx context.Context, live *sql.DB, tables []fifobackupengine.
 			in = append(in, tableimport.LocalName(to).String())
 		}
 	}
+	// The live server contradicts the request as it is made: a usage
+	// error (exit 2), nothing judged, nothing changed.
 	if len(stopped) > 0 {
-		return fmt.Errorf("%s: %w, left with its local copy by a run stopped during its copy: nothing was downloaded or changed; rerun with "+
-			"--resume to finish the copy, or drop both first", strings.Join(stopped, ", "), tableimport.ErrExists)
+		return flagvalue.Contradiction(fmt.Errorf("%s: %w, left with its local copy by a run stopped during its copy: nothing was downloaded or "+
+			"changed; rerun with --resume to finish the copy, or drop both first", strings.Join(stopped, ", "), tableimport.ErrExists))
 	}
 	if len(in) > 0 {
-		return fmt.Errorf("%s: %w: nothing was downloaded or changed; choose another name (--as) or drop them first", strings.Join(in, ", "),
-			tableimport.ErrExists)
+		return flagvalue.Contradiction(fmt.Errorf("%s: %w: nothing was downloaded or changed; choose another name (--as) or drop them first",
+			strings.Join(in, ", "), tableimport.ErrExists))
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func TestKillDuringTableCopy(t *testing.T) {
 	require.Equal(t, "600000", f.srv.Query(t, "SELECT COUNT(*) FROM "+sampleDB+".`"+local.Table+"`"), "the local copy is left whole")
 
 	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", args("again")...)
-	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Equal(t, 2, code, "a usage error: the live server contradicts the request; stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Contains(t, stdout+stderr, "left with its local copy by a run stopped during its copy: nothing was downloaded or changed; rerun with --resume")
 	assert.Equal(t, copied, rows(), "nothing changed")
 

@@ -1,7 +1,6 @@
 package vtfifocli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,11 +25,9 @@ import (
 // stderr apart and asserts the exit status.
 func runSplit(t *testing.T, wantCode int, root string, args ...string) (stdout, stderr string) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	argv := append([]string{args[0], "--backup-storage-implementation=split", "--split-storage-root=" + root}, args[1:]...)
-	code := Main(context.Background(), argv, &out, &errOut)
-	require.Equal(t, wantCode, code, "vtfifo %s\nstdout: %s\nstderr: %s", strings.Join(argv, " "), out.String(), errOut.String())
-	return out.String(), errOut.String()
+	code, out, errOut := runCaptured(root, args...)
+	require.Equal(t, wantCode, code, "vtfifo %s --split-storage-root=%s\nstdout: %s\nstderr: %s", strings.Join(args, " "), root, out, errOut)
+	return out, errOut
 }
 
 // localSplit opens the split storage on local disk at root (closed at

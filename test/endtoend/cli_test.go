@@ -466,7 +466,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			return vtfifo(t, code, append(append([]string{"restore-table", "--backup=" + name, "--target-dir=" + filepath.Join(dir, fmt.Sprint("r", code)),
 				"--table=" + db + ".orders", "--into-tablet=" + p.Alias, "--as=" + db + ".orders_resumed"}, more...), tool[:2]...)...)
 		}
-		if out := resume(1); !strings.Contains(out, "left with its local copy by a run stopped during its copy: nothing was downloaded or changed; "+
+		if out := resume(2); !strings.Contains(out, "left with its local copy by a run stopped during its copy: nothing was downloaded or changed; "+
 			"rerun with --resume") {
 			t.Fatalf("restore-table over a stopped copy without --resume:\n%s", out)
 		}

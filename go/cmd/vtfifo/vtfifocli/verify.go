@@ -399,13 +399,8 @@ func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage
 // which host (its start marker), when it was last written to (the store's
 // own time: its age), and its objects.
 func incompleteLine(dir string, b splitstorage.IncompleteBackup) string {
-	line := fmt.Sprintf("%s/%s: started %s on %s, last written %s (%v ago), %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), b.Host,
+	return fmt.Sprintf("%s/%s: started %s on %s, last written %s (%v ago), %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), b.Host,
 		b.LastWrite.Format(time.RFC3339), time.Since(b.LastWrite).Round(time.Second), b.Objects, humanize.IBytes(uint64(b.Bytes)))
-	if b.Started.IsZero() {
-		line = fmt.Sprintf("%s/%s: start marker gone (an interrupted removal), last written %s (%v ago), %d objects, %s", dir, b.Name,
-			b.LastWrite.Format(time.RFC3339), time.Since(b.LastWrite).Round(time.Second), b.Objects, humanize.IBytes(uint64(b.Bytes)))
-	}
-	return line
 }
 
 func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage, dir string, stdout, stderr io.Writer) int {

@@ -131,11 +131,13 @@ func (s *Storage) CheckRoot(ctx context.Context) error {
 	if len(top) == 0 {
 		return nil
 	}
-	dirs, err := s.ListBackupDirs(ctx)
-	if err != nil {
+	// A root older than its identity: one proven backup is enough (the
+	// walk stops there).
+	proven := false
+	if err := s.eachBackupDir(ctx, func(string) bool { proven = true; return false }); err != nil {
 		return err
 	}
-	if len(dirs) == 0 {
+	if !proven {
 		return fmt.Errorf("split storage: %s is %w: it holds objects, but neither the root identity %s nor a backup the split storage wrote "+
 			"(a root one level off, or another storage's): nothing in it is touched; check the storage flags (root, bucket, prefix)",
 			e.be, ErrNotSplitRoot, rootMarker)

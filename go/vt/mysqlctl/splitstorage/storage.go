@@ -430,22 +430,32 @@ func readSmall(ctx context.Context, be backend.Backend, key string) ([]byte, err
 // too high (root/<r>/<ks>/<shard>/...) or another storage's tree lists
 // none.
 func (s *Storage) ListBackupDirs(ctx context.Context) ([]string, error) {
+	var dirs []string
+	err := s.eachBackupDir(ctx, func(dir string) bool { dirs = append(dirs, dir); return true })
+	sort.Strings(dirs)
+	return dirs, err
+}
+
+// eachBackupDir calls fn with each keyspace/shard directory that holds a
+// backup this storage can prove it wrote, until fn returns false. A proof
+// that cannot be read counts the directory in: its own listing then says
+// what could not be read, rather than the shard silently vanishing.
+func (s *Storage) eachBackupDir(ctx context.Context, fn func(dir string) bool) error {
 	e, err := s.env(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	keyspaces, err := e.be.List(ctx, "", true)
 	if err != nil {
-		return nil, fmt.Errorf("split storage: listing %s: %w", e.be, err)
+		return fmt.Errorf("split storage: listing %s: %w", e.be, err)
 	}
-	var dirs []string
 	for _, ks := range keyspaces {
 		if !ks.Dir {
 			continue
 		}
 		shards, err := e.be.List(ctx, ks.Key, true)
 		if err != nil {
-			return nil, fmt.Errorf("split storage: listing %s in %s: %w", ks.Key, e.be, err)
+			return fmt.Errorf("split storage: listing %s in %s: %w", ks.Key, e.be, err)
 		}
 		for _, sh := range shards {
 			if !sh.Dir {
@@ -456,14 +466,10 @@ func (s *Storage) ListBackupDirs(ctx context.Context) ([]string, error) {
 			if err != nil {
 				continue // not a name a backup directory can have
 			}
-			// A proof that cannot be read lists the shard: its own listing
-			// then says what could not be read, rather than the shard
-			// silently vanishing from the fleet.
-			if ours, err := holdsOwnBackup(ctx, e, dir, names); ours || err != nil {
-				dirs = append(dirs, dir)
+			if ours, err := holdsOwnBackup(ctx, e, dir, names); (ours || err != nil) && !fn(dir) {
+				return nil
 			}
 		}
 	}
-	sort.Strings(dirs)
-	return dirs, nil
+	return nil
 }

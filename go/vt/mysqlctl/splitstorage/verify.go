@@ -357,7 +357,7 @@ func (h *Handle) checkPart(ctx context.Context, file string, n int, want PartEnt
 // completion marker): a crashed or killed backup, or one still running.
 type IncompleteBackup struct {
 	Name    string
-	Started time.Time // from the start marker; zero when it is gone
+	Started time.Time // from the start marker (only a backup it proves is listed)
 	Host    string
 	// LastWrite is the newest write time the store reports among its
 	// objects: its age, whatever its markers say (a copy carries its

@@ -15,7 +15,10 @@ import (
 
 // The throwaway server runs --skip-grant-tables, which also skips the
 // plugins the source server installed with INSTALL PLUGIN / INSTALL SONAME
-// (mysql.plugin; MariaDB sql_plugin.cc and MySQL alike): a table of a
+// (mysql.plugin): MariaDB's sql/mysqld.cc passes PLUGIN_INIT_SKIP_PLUGIN_TABLE
+// to plugin_init when opt_noacl, MySQL 8's init_server_components to
+// plugin_register_dynamic_and_init_all (read in their sources; run here on
+// MariaDB only, docs/compatibility.md). A table of a
 // storage engine such as ARCHIVE or BLACKHOLE, a plugin on Debian's
 // MariaDB, then fails CHECK TABLE with "Unknown storage engine", which says
 // nothing about the backup. The server loads what the backup's own

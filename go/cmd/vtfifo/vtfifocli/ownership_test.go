@@ -170,6 +170,12 @@ func TestSharedRootLeavesTheOtherStorageAlone(t *testing.T) {
 	assert.Equal(t, "split", got[split], out)
 	_, errOut = runSplit(t, 2, root, append([]string{"rm", "--backup=bin-logs"}, legacy...)...)
 	assert.Contains(t, errOut, "vtfifo rm: refused: split storage: ks/0/bin-logs in the legacy file storage is left alone: it is not a backup (no MANIFEST")
+	// Copying the file storage's backup into the split storage on the same
+	// root would write into its directory: refused, nothing written.
+	out, errOut = runSplit(t, 2, root, append([]string{"copy", "--backup=" + fileBackup, "--to=--split-storage-root=" + root, "--progress=never"},
+		legacy...)...)
+	assert.Contains(t, out+errOut, "ks/0/"+fileBackup+" in file:"+root+" holds 6 objects the split storage did not write (MANIFEST, ...): "+
+		"another storage's backup of that name; nothing was written")
 	assert.Equal(t, before, snapshot(t, root), "nothing of the other storage's touched")
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // Incremental chains. A backup taken against a base (an incremental backup
@@ -218,8 +220,8 @@ func (s *Storage) removeProven(ctx context.Context, e *env, dir, name string) er
 	if len(objs) > 0 {
 		// Not a backup this storage wrote, nor one the legacy storage
 		// lists: whatever it is, it is left alone.
-		return fmt.Errorf("split storage: %s/%s in %s is not a backup the split storage wrote (no start or completion marker of its own): "+
-			"it is left alone: %w", dir, name, e.be, ErrNotOurs)
+		return flagvalue.Contradiction(fmt.Errorf("split storage: %s/%s in %s is not a backup the split storage wrote (no start or completion "+
+			"marker of its own): it is left alone: %w", dir, name, e.be, ErrNotOurs))
 	}
 	return nil
 }

@@ -61,6 +61,9 @@ func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string
 	// (the root identity, then the start marker), and held while the copy
 	// writes it: a cleanup there keeps off it, whatever age its objects
 	// carry (a move links the source's).
+	if err := notAnothersDirectory(ctx, c.de.be, dir, name); err != nil {
+		return c.rep, fmt.Errorf("split storage: copying backup %s: %w", c.where, err)
+	}
 	if err := claimRoot(ctx, c.de.be); err != nil {
 		return c.rep, fmt.Errorf("split storage: copying backup %s: %w", c.where, err)
 	}

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -40,8 +42,10 @@ const (
 // objects, none of them provably this storage's.
 var ErrNotSplitRoot = errors.New("not a split storage root")
 
-// ErrNotOurs is returned (wrapped) by RemoveBackup for a directory this
-// storage cannot prove it wrote.
+// ErrNotOurs is returned (wrapped, and marked as a request the data
+// contradicts: flagvalue.Contradiction) by RemoveBackup for a directory
+// this storage cannot prove it wrote, and by StartBackup and CopyBackup
+// for one that holds another's objects.
 var ErrNotOurs = errors.New("not the split storage's")
 
 type rootDoc struct {
@@ -143,6 +147,32 @@ func (s *Storage) CheckRoot(ctx context.Context) error {
 			e.be, ErrNotSplitRoot, rootMarker)
 	}
 	return nil
+}
+
+// notAnothersDirectory refuses to write backup dir/name where its
+// directory holds objects this storage cannot prove it wrote (its own read
+// leases aside): another storage's backup of that name on a shared root,
+// whose files a later removal of ours would take with it.
+func notAnothersDirectory(ctx context.Context, be backend.Backend, dir, name string) error {
+	prefix := backupPrefix(dir, name)
+	objs, err := be.List(ctx, prefix, false)
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	for _, o := range objs {
+		if !o.Dir && !isLeaseKey(prefix, o.Key) {
+			foreign = append(foreign, strings.TrimPrefix(o.Key, prefix))
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	if ours, _, err := proveBackup(ctx, be, dir, name); ours || err != nil {
+		return err
+	}
+	return flagvalue.Contradiction(fmt.Errorf("%s/%s in %s holds %d objects the split storage did not write (%s, ...): another storage's "+
+		"backup of that name; nothing was written: %w", dir, name, be, len(foreign), foreign[0], ErrNotOurs))
 }
 
 // newestWrite is the latest write time the store reports among objs: how

@@ -51,10 +51,19 @@ func runOnlyProvenBackupsAreOurs(t *testing.T, s *splitstorage.Storage) {
 		err := s.RemoveBackup(ctx, dir, name)
 		assert.True(t, errors.Is(err, splitstorage.ErrNotOurs), "%s: %v", name, err)
 	}
+	// Nor is another storage's backup of a name written over: its files
+	// would go with a later removal of ours.
+	_, err = s.StartBackup(ctx, dir, "vitess-file")
+	assert.True(t, errors.Is(err, splitstorage.ErrNotOurs), "%v", err)
+	assert.ErrorContains(t, err, "own/0/vitess-file in ")
+	assert.ErrorContains(t, err, " holds 2 objects the split storage did not write (MANIFEST, ...): another storage's backup of that name; "+
+		"nothing was written")
 	for k := range foreign {
 		_, err := be.Stat(ctx, k)
 		assert.NoError(t, err, "%s is left alone", k)
 	}
+	_, err = be.Stat(ctx, dir+"/vitess-file/.started")
+	assert.ErrorIs(t, err, splitstorage.ErrNotExist, "no start marker written there")
 	require.NoError(t, s.RemoveBackup(ctx, dir, "2026-02-01.000000.zone1-0000000100"))
 	inc, err = s.ListIncomplete(ctx, dir)
 	require.NoError(t, err)

@@ -319,6 +319,9 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 		}
 		dataKey, started.Encryption = &dk, &env
 	}
+	if err := notAnothersDirectory(ctx, e.be, dir, name); err != nil {
+		return nil, fmt.Errorf("split storage: starting backup %s/%s: %w", dir, name, err)
+	}
 	if err := claimRoot(ctx, e.be); err != nil {
 		return nil, fmt.Errorf("split storage: starting backup %s/%s: %w", dir, name, err)
 	}

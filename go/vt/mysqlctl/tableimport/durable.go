@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"vitess.io/vitess/go/vt/logutil"
 )
 
 // An import is durable once InnoDB's checkpoint has passed it. Until then,
@@ -29,11 +31,11 @@ var errNoLSNStatus = errors.New("no Innodb_lsn_current status")
 
 // makeDurable returns once the checkpoint has passed everything written so
 // far: it reads the current LSN, has the page cleaner flush every dirty page
-// (innodb_max_dirty_pages_pct=0, the server's own value put back after) and
-// waits for Innodb_lsn_last_checkpoint to reach that LSN. On a server
-// without those status variables (MySQL 8, not run here) it returns
-// errNoLSNStatus.
-func makeDurable(ctx context.Context, conn *sql.Conn, timeout time.Duration) error {
+// (innodb_max_dirty_pages_pct=0, the server's own value recorded first and
+// put back after, settings.go) and waits for Innodb_lsn_last_checkpoint to
+// reach that LSN. On a server without those status variables (MySQL 8, not
+// run here) it returns errNoLSNStatus.
+func makeDurable(ctx context.Context, conn *sql.Conn, timeout time.Duration, logger logutil.Logger) error {
 	target, err := lsnStatus(ctx, conn, "Innodb_lsn_current")
 	if err != nil {
 		return err
@@ -45,15 +47,12 @@ func makeDurable(ctx context.Context, conn *sql.Conn, timeout time.Duration) err
 	if got.Int64 != 1 {
 		return fmt.Errorf("another import held the lock %s for %v (its checkpoint wait): run the restore again when it is done", checkpointLock, timeout)
 	}
-	defer conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(?)", checkpointLock)
-	var pct string
-	if err := conn.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct").Scan(&pct); err != nil {
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", checkpointLock)
+	flushing, err := flushAll(ctx, conn, logger)
+	if err != nil {
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, "SET GLOBAL innodb_max_dirty_pages_pct = 0"); err != nil {
-		return fmt.Errorf("cannot have the server flush its dirty pages (SET GLOBAL innodb_max_dirty_pages_pct = 0): %w", err)
-	}
-	defer conn.ExecContext(context.Background(), "SET GLOBAL innodb_max_dirty_pages_pct = "+pct)
+	defer flushing.restore(ctx, conn, logger)
 	deadline := time.Now().Add(timeout)
 	for {
 		done, err := lsnStatus(ctx, conn, "Innodb_lsn_last_checkpoint")

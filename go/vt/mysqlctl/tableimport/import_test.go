@@ -386,16 +386,25 @@ func TestImportRealMariaDB(t *testing.T) {
 		}
 		scratch.Close()
 		// A copy stopped (its command killed) after its first batch: the
-		// target and the local copy are left; resumed, the rest follows.
+		// copy and the local copy are left, the target is not there;
+		// resumed, the rest follows.
 		stoppedAt := Target{"d", "inno_resumed"}
 		require.NoError(t, fromFiles(ctx, primary.DB(), source("d", "inno"), LocalName(stoppedAt), Options{}, logutil.NewMemoryLogger()))
-		def, err := renamed(source("d", "inno"), stoppedAt)
+		def, err := renamed(source("d", "inno"), CopyName(stoppedAt))
 		require.NoError(t, err)
 		primary.Exec(t, def)
-		primary.Exec(t, "INSERT INTO d.inno_resumed SELECT * FROM "+quoted(LocalName(stoppedAt))+" ORDER BY id LIMIT 2000")
+		primary.Exec(t, "INSERT INTO "+quoted(CopyName(stoppedAt))+" SELECT * FROM "+quoted(LocalName(stoppedAt))+" ORDER BY id LIMIT 2000")
+		left, err := Leftovers(ctx, primary.DB(), stoppedAt)
+		require.NoError(t, err)
+		assert.Equal(t, []Target{LocalName(stoppedAt), CopyName(stoppedAt)}, left)
+		resumed, said, err := Settle(ctx, primary.DB(), stoppedAt, true)
+		require.NoError(t, err)
+		require.True(t, resumed, said)
 		_, err = ImportReplicated(ctx, primary.DB(), source("d", "inno"), stoppedAt, Options{Resume: true}, logutil.NewMemoryLogger())
 		require.NoError(t, err)
-		require.NoError(t, Absent(ctx, primary.DB(), LocalName(stoppedAt)))
+		left, err = Leftovers(ctx, primary.DB(), stoppedAt)
+		require.NoError(t, err)
+		assert.Empty(t, left)
 		gotP := mariadbtest.Checksums(t, primary.DB(), "d")
 		for _, tb := range []string{"ft", "ftgone", "fttypes", "inno_resumed"} {
 			assert.Equal(t, want[strings.TrimSuffix(tb, "_resumed")], gotP[tb], tb)
@@ -437,7 +446,7 @@ func TestImportRealMariaDB(t *testing.T) {
 		_, err = ImportReplicated(ctx, primary.DB(), source("d", "inno"), Target{"d", "inno_paced"}, Options{Pace: func(ctx context.Context) error {
 			err := pace(ctx)
 			paces++
-			assert.Equal(t, fmt.Sprint(paces*copyBatchRows), replicaRows("inno_paced"), "the replica holds every batch copied")
+			assert.Equal(t, fmt.Sprint(paces*copyBatchRows), replicaRows(CopyName(Target{"d", "inno_paced"}).Table), "the replica holds every batch copied")
 			return err
 		}}, logutil.NewMemoryLogger())
 		require.NoError(t, err)
@@ -448,10 +457,12 @@ func TestImportRealMariaDB(t *testing.T) {
 		_, err = ImportReplicated(ctx, primary.DB(), source("d", "inno"), Target{"d", "inno_stalled"}, Options{Pace: stall}, logutil.NewMemoryLogger())
 		require.ErrorContains(t, err, "replica the replica has not applied the copy's last batch in 2s")
 		require.NoError(t, Absent(ctx, primary.DB(), Target{"d", "inno_stalled"}))
-		require.NoError(t, Absent(ctx, primary.DB(), LocalName(Target{"d", "inno_stalled"})))
+		left, err = Leftovers(ctx, primary.DB(), Target{"d", "inno_stalled"})
+		require.NoError(t, err)
+		assert.Empty(t, left, "nothing of the stalled copy is left")
 		replica.Exec(t, "START SLAVE")
 		require.NoError(t, pace(ctx), "the replica catches up")
-		assert.Equal(t, "0", replica.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME = 'inno_stalled'"))
+		assert.Equal(t, "0", replica.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME IN ('inno_stalled', '"+CopyName(Target{"d", "inno_stalled"}).Table+"')"))
 		assert.Empty(t, replicaStatus(t, replica, "Last_SQL_Error"))
 	})
 

@@ -2,14 +2,10 @@ package tableimport
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
@@ -24,13 +20,6 @@ import (
 
 // copyBatchRows is how many rows one logged INSERT ... SELECT copies.
 const copyBatchRows = 2000
-
-// LocalName is the name a table is imported under before Replicate copies
-// it into to: short, and unique per target.
-func LocalName(to Target) Target {
-	sum := sha256.Sum256([]byte(to.Table))
-	return Target{DB: to.DB, Table: "_vtfifo_local_" + hex.EncodeToString(sum[:6])}
-}
 
 // LogsBinary reports whether the server writes a binary log.
 func LogsBinary(ctx context.Context, db *sql.DB) (bool, error) {
@@ -107,14 +96,16 @@ func planCopy(ctx context.Context, conn *sql.Conn, local Target, create string) 
 	return p, keys.Err()
 }
 
-// Replicate creates to from src's definition and copies the rows of local
-// (src imported under that name, unlogged) into it through the binary log (row-based), in
-// batches by primary key, a system-versioned table with its history; then
-// checks to against local and drops local without logging. On failure what
-// it created is dropped (through the log, so replicas drop it too) and local
-// is left for the caller to drop. With opts.Resume, a target that exists
-// is one a stopped copy created: the copy continues after its last row.
-// With opts.Unreplicated nothing is logged (a table for this server only).
+// Replicate copies local (src imported under that name, unlogged) into to
+// through the binary log (row-based): it creates the copy under its
+// reserved name (CopyName) from src's definition, copies the rows in
+// batches by primary key, a system-versioned table with its history,
+// checks the copy against local, creates src's triggers on it, and renames
+// it to to, all logged; then drops local without logging. On failure the
+// copy is dropped (through the log, so replicas drop it too) and local is
+// left for the caller to drop. With opts.Resume the copy a stopped run
+// left goes on after its last row. With opts.Unreplicated nothing is
+// logged (a table for this server only).
 func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, opts Options, logger logutil.Logger) (res Result, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -123,12 +114,6 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, op
 	defer conn.Close()
 	defer restoreSession(conn)
 	defer conn.ExecContext(context.Background(), "SET SESSION binlog_format = DEFAULT")
-	exec := func(q string, args ...any) error {
-		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("%s: %w", q, err)
-		}
-		return nil
-	}
 	plan, err := planCopy(ctx, conn, local, src.Create)
 	if err != nil {
 		return res, fmt.Errorf("reading %s's columns: %w", local, err)
@@ -137,45 +122,80 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, op
 	if err != nil {
 		return res, err
 	}
-	logBin := "SET SESSION sql_log_bin = 1"
-	if opts.Unreplicated {
-		logBin = "SET SESSION sql_log_bin = 0"
+	if err := triggersAbsent(ctx, conn, to.DB, src.Triggers); err != nil {
+		return res, err
 	}
-	for _, q := range []string{logBin, "SET SESSION binlog_format = ROW", "SET SESSION foreign_key_checks = 0"} {
-		if err := exec(q); err != nil {
+	copied := CopyName(to)
+	if err := logged(ctx, conn, !opts.Unreplicated, "SET SESSION binlog_format = ROW", "SET SESSION foreign_key_checks = 0"); err != nil {
+		return res, err
+	}
+	if err := absent(ctx, conn, to); err != nil {
+		return res, err
+	}
+	if !opts.Resume {
+		if err := stmt(ctx, conn, renamedTo(def, to, copied)); err != nil {
 			return res, err
 		}
 	}
-	err = absent(ctx, conn, to)
-	switch {
-	case err == nil:
-		err = exec(def)
-	case opts.Resume && errors.Is(err, ErrExists):
-		err = nil
-		logger.Infof("restore-table: %s exists beside its local copy %s: the copy goes on after its last row", to, local)
-	}
-	if err != nil {
-		return res, err
-	}
 	defer func() {
 		if err != nil {
-			_ = exec("DROP TABLE IF EXISTS " + quoted(to))
+			err = dropCopy(ctx, conn, copied, err)
 		}
 	}()
-	if err = copyRows(ctx, conn, plan, local, to, opts.Pace, logger); err != nil {
+	if err = copyRows(ctx, conn, plan, local, copied, opts.Pace, logger); err != nil {
 		return res, err
 	}
-	if err = sameRows(ctx, conn, plan, local, to); err != nil {
+	if err = sameRows(ctx, conn, plan, local, copied); err != nil {
 		return res, err
 	}
-	if res, err = verify(ctx, conn, to); err != nil {
+	if res, err = verify(ctx, conn, copied); err != nil {
 		return res, err
 	}
-	res.Notes = notes
-	if err = exec("SET SESSION sql_log_bin = 0"); err == nil {
-		err = exec("DROP TABLE " + quoted(local))
+	if err = createTriggers(ctx, conn, copied, src.Triggers); err != nil {
+		return res, err
 	}
-	return res, err
+	if err = rename(ctx, conn, copied, to); err != nil {
+		return res, err
+	}
+	res.Notes = append(notes, triggerNotes(src.Triggers)...)
+	if err := stmt(ctx, conn, "SET SESSION sql_log_bin = 0"); err != nil {
+		return res, fmt.Errorf("%s is restored, but its local copy %s is left (%w): the next run for %s drops it", to, local, err, to)
+	}
+	if err := stmt(ctx, conn, "DROP TABLE "+quoted(local)); err != nil {
+		return res, fmt.Errorf("%s is restored, but its local copy %s is left (%w): the next run for %s drops it", to, local, err, to)
+	}
+	return res, nil
+}
+
+// logged sets whether conn's statements go to the binary log, then runs
+// qs.
+func logged(ctx context.Context, conn *sql.Conn, on bool, qs ...string) error {
+	logBin := "SET SESSION sql_log_bin = 1"
+	if !on {
+		logBin = "SET SESSION sql_log_bin = 0"
+	}
+	for _, q := range append([]string{logBin}, qs...) {
+		if err := stmt(ctx, conn, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropCopy drops a failed copy through the log (replicas have it) on a
+// context of its own, and returns cause with what it checked.
+func dropCopy(ctx context.Context, conn *sql.Conn, copied Target, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	err := stmt(ctx, conn, "DROP TABLE IF EXISTS "+quoted(copied))
+	if err == nil {
+		err = absent(ctx, conn, copied)
+	}
+	if err != nil {
+		return fmt.Errorf("%w; dropping its copy failed too (%v): %s may be left, which the next run drops or, with --resume, finishes", cause, err,
+			copied)
+	}
+	return cause
 }
 
 // copyRows copies local into to in logged batches, each followed by pace
@@ -201,8 +221,7 @@ func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target,
 		if copied > 0 {
 			return nil
 		}
-		_, err := conn.ExecContext(ctx, insert)
-		return err
+		return stmt(ctx, conn, insert)
 	}
 	key := "(" + strings.Join(p.key, ", ") + ")"
 	vars := make([]string, len(p.key))
@@ -221,12 +240,12 @@ func copyRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target,
 	for batch := 1; ; batch++ {
 		q := insert + order
 		if after {
-			if _, err := conn.ExecContext(ctx, last); err != nil {
+			if err := stmt(ctx, conn, last); err != nil {
 				return err
 			}
 			q = insert + " WHERE " + key + " > (" + strings.Join(vars, ", ") + ")" + order
 		}
-		r, err := conn.ExecContext(ctx, q)
+		r, err := execResult(ctx, conn, q)
 		if err != nil {
 			return fmt.Errorf("copying %s into %s: %w", local, to, err)
 		}
@@ -291,20 +310,15 @@ func sameRows(ctx context.Context, conn *sql.Conn, p copyPlan, local, to Target)
 // its local copy made under LocalName(to) without logging (opts.Local:
 // Import of its files by default), then copied into to through the log
 // (Replicate). On failure nothing of it is left: the local table is
-// dropped without logging, the target through the log. With opts.Resume,
-// where to and its local copy exist (a run killed during the copy), the
-// copy goes on; a local copy without its target (killed while it was
-// made) is made again.
+// dropped without logging, the copy through the log. With opts.Resume (the
+// caller found the local copy and the copy a stopped run left, Settle),
+// the copy goes on.
 func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, opts Options, logger logutil.Logger) (Result, error) {
 	if logger == nil {
 		logger = logutil.NewConsoleLogger()
 	}
 	local := LocalName(to)
-	resuming, err := stopped(ctx, db, local, to, opts.Resume)
-	if err != nil {
-		return Result{}, err
-	}
-	if !resuming {
+	if !opts.Resume {
 		makeLocal := opts.Local
 		if makeLocal == nil {
 			makeLocal = fromFiles
@@ -313,82 +327,15 @@ func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, op
 			return Result{}, err
 		}
 	}
-	opts.Resume = resuming
 	res, err := Replicate(ctx, db, src, local, to, opts, logger)
 	if err != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+		defer cancel()
 		if derr := dropUnlogged(ctx, db, local); derr != nil {
-			logger.Warningf("restore-table: cannot drop the local table %s (%v): drop it with sql_log_bin=0", local, derr)
+			return res, fmt.Errorf("%w; dropping its local copy failed too (%v): %s may be left, which the next run for %s drops", err, derr, local, to)
 		}
 	}
 	return res, err
-}
-
-// stopped reports whether a copy into to was stopped and may go on: with
-// resume, to and local both exist. A local copy left without its target
-// is dropped (without logging) to be made again.
-func stopped(ctx context.Context, db *sql.DB, local, to Target, resume bool) (bool, error) {
-	if !resume {
-		return false, nil
-	}
-	has := func(t Target) (bool, error) {
-		err := Absent(ctx, db, t)
-		if errors.Is(err, ErrExists) {
-			return true, nil
-		}
-		return false, err
-	}
-	l, err := has(local)
-	if err != nil || !l {
-		return false, err
-	}
-	t, err := has(to)
-	if err != nil {
-		return false, err
-	}
-	// A killed client's last statement runs on in the server until it ends:
-	// the copy goes on once nothing else writes either table.
-	if err := quiet(ctx, db, []Target{local, to}, stoppedStatementWait); err != nil {
-		return false, err
-	}
-	if t {
-		return true, nil
-	}
-	return false, dropUnlogged(ctx, db, local)
-}
-
-// stoppedStatementWait bounds the wait for a stopped run's last statement.
-const stoppedStatementWait = 5 * time.Minute
-
-// quiet waits until no other connection runs a statement naming one of
-// tables, for at most wait.
-func quiet(ctx context.Context, db *sql.DB, tables []Target, wait time.Duration) error {
-	deadline := time.Now().Add(wait)
-	for {
-		var id sql.NullInt64
-		var info sql.NullString
-		q := "SELECT ID, INFO FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query' AND (" +
-			strings.TrimSuffix(strings.Repeat("INSTR(INFO, ?) > 0 OR ", len(tables)), " OR ") + ") LIMIT 1"
-		args := make([]any, len(tables))
-		for i, t := range tables {
-			args[i] = "`" + t.Table + "`"
-		}
-		err := db.QueryRowContext(ctx, q, args...).Scan(&id, &info)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("connection %d still runs a statement on %s after %v (%.60q): wait for it to end, or KILL it, and run again", id.Int64,
-				tables[len(tables)-1], wait, info.String)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // dropUnlogged drops a table that only this server has, without logging.

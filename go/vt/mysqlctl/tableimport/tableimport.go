@@ -50,6 +50,11 @@ type Source struct {
 	Files []string
 	// Create is the table's definition (SHOW CREATE TABLE).
 	Create string
+	// Triggers are its triggers (ReadTriggers), created with it.
+	Triggers []Trigger
+	// Sequence is set when the table is a MariaDB SEQUENCE (ReadSequence):
+	// it is made as one (ImportSequence).
+	Sequence *Sequence
 }
 
 // Target names the table to create in the live server.
@@ -110,7 +115,10 @@ var ErrExists = errors.New("a table of that name exists in the live server")
 var ErrReplicated = errors.New("the live server writes a binary log that replicas may read")
 
 // Import imports src into the live server db (whose data directory must be
-// on this host) as to.
+// on this host) as to: built under a reserved name (workName), checked,
+// made durable, then renamed to to in one statement (reserved.go). On
+// failure what it built is dropped, and the error says whether that was
+// checked.
 func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options, logger logutil.Logger) (res Result, err error) {
 	if logger == nil {
 		logger = logutil.NewConsoleLogger()
@@ -120,7 +128,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 		return res, err
 	}
 	defer conn.Close()
-	im := &importer{ctx: ctx, conn: conn, src: src, to: to, logger: logger}
+	im := &importer{ctx: ctx, conn: conn, src: src, to: to, work: workName(to), logger: logger}
 	spaces, err := im.check(opts)
 	if err != nil {
 		return res, err
@@ -133,20 +141,43 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 			return res, err
 		}
 	}
-	if err := absent(ctx, conn, to); err != nil {
-		return res, err
-	}
-	if spaces == nil {
-		return importFiles(ctx, conn, src, to, filepath.Join(im.dbDir, im.file), im.owner, logger)
+	for _, t := range []Target{to, im.work, partName(to)} {
+		if err := absent(ctx, conn, t); err != nil {
+			return res, err
+		}
 	}
 	// From here on, what failed is undone: the tables created are dropped,
 	// the files copied in that remain are removed.
 	defer func() {
 		if err != nil {
-			im.undo()
+			err = im.undo(err)
 		}
 	}()
+	if res, err = im.build(spaces); err != nil {
+		return res, err
+	}
+	if err = createTriggers(ctx, conn, im.work, src.Triggers); err != nil {
+		return res, err
+	}
+	if spaces != nil {
+		if err = im.durable(opts); err != nil {
+			return res, err
+		}
+	}
+	if err = rename(ctx, conn, im.work, to); err != nil {
+		return res, err
+	}
+	im.created = nil
+	res.Notes = append(im.notes, triggerNotes(src.Triggers)...)
+	return res, nil
+}
+
+// build makes the work table from src's files and verifies it.
+func (im *importer) build(spaces []tablespace) (Result, error) {
+	var err error
 	switch {
+	case spaces == nil:
+		err = im.files()
 	case spaces[0].partition == "":
 		err = im.whole(spaces[0])
 	case im.mariadb:
@@ -155,26 +186,31 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 		err = im.mysqlPartitions(spaces)
 	}
 	if err != nil {
-		return res, err
+		return Result{}, err
 	}
-	if res, err = verify(ctx, conn, to); err != nil {
-		return res, err
+	return verify(im.ctx, im.conn, im.work)
+}
+
+// rename gives the table built under from its target's name, in one
+// statement: the only one of a run that makes the target exist.
+func rename(ctx context.Context, conn *sql.Conn, from, to Target) error {
+	if err := absent(ctx, conn, to); err != nil {
+		return err
 	}
-	res.Notes = im.notes
-	return res, im.durable(opts)
+	return stmt(ctx, conn, "RENAME TABLE "+quoted(from)+" TO "+quoted(to))
 }
 
 // durable returns once a crash can no longer take the import back
 // (makeDurable); a server that cannot tell (MySQL 8) is said to.
 func (im *importer) durable(opts Options) error {
-	err := makeDurable(im.ctx, im.conn, cmp.Or(opts.DurableTimeout, defaultDurableTimeout))
+	err := makeDurable(im.ctx, im.conn, cmp.Or(opts.DurableTimeout, defaultDurableTimeout), im.logger)
 	if errors.Is(err, errNoLSNStatus) {
 		im.logger.Warningf("import of %s: the server shows no Innodb_lsn_* status, so the import is not known to be checkpointed: restart the server "+
 			"cleanly before relying on it surviving a crash", im.to)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s imported, but not durable: %w; the import is undone", im.to, err)
+		return fmt.Errorf("%s imported, but not durable: %w", im.to, err)
 	}
 	return nil
 }
@@ -186,28 +222,47 @@ type importer struct {
 	conn    *sql.Conn
 	src     Source
 	to      Target
+	work    Target // what the table is built as, renamed to to at the end
 	logger  logutil.Logger
 	mariadb bool
 	dbDir   string
 	owner   os.FileInfo // of dbDir: the files copied in take its owner
-	create  string      // the table's definition under the target's name
-	file    string      // the target's file name, without extension
+	create  string      // the table's definition under the work name
+	file    string      // the work table's file name, without extension
 	notes   []string    // Result.Notes
 
 	created []Target
 	copied  []string
 }
 
-func (im *importer) exec(q string) error {
-	if _, err := im.conn.ExecContext(im.ctx, q); err != nil {
-		return fmt.Errorf("%s: %w", q, err)
+func (im *importer) exec(q string) error { return stmt(im.ctx, im.conn, q) }
+
+// execHook, when set (tests), runs before each statement an import sends
+// to the live server; its error stops the import as the statement's would.
+var execHook func(q string) error
+
+// stmt runs one statement of an import on the live server.
+func stmt(ctx context.Context, conn *sql.Conn, q string, args ...any) error {
+	_, err := execResult(ctx, conn, q, args...)
+	return err
+}
+
+func execResult(ctx context.Context, conn *sql.Conn, q string, args ...any) (sql.Result, error) {
+	if execHook != nil {
+		if err := execHook(q); err != nil {
+			return nil, fmt.Errorf("%s: %w", q, err)
+		}
 	}
-	return nil
+	r, err := conn.ExecContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", q, err)
+	}
+	return r, nil
 }
 
 // check reads the live server and refuses what cannot be imported safely,
 // before anything is created; it returns the source's tablespaces (nil: a
-// table of files, importFiles).
+// table of files, importer.files).
 func (im *importer) check(opts Options) ([]tablespace, error) {
 	var version, dataDir string
 	if err := im.conn.QueryRowContext(im.ctx, "SELECT VERSION(), @@datadir").Scan(&version, &dataDir); err != nil {
@@ -218,17 +273,25 @@ func (im *importer) check(opts Options) ([]tablespace, error) {
 	if err != nil {
 		return nil, err
 	}
-	if im.file, err = fileName(im.to.Table); err != nil {
+	if im.file, err = fileName(im.work.Table); err != nil {
 		return nil, err
 	}
 	im.dbDir = filepath.Join(dataDir, dbFile)
 	if im.owner, err = os.Stat(im.dbDir); err != nil {
 		return nil, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", im.dbDir, err)
 	}
-	if im.create, im.notes, err = definition(im.ctx, im.conn, im.src, im.to, opts); err != nil {
+	if err := noFilesOf(im.dbDir, im.to); err != nil {
 		return nil, err
 	}
+	create, notes, err := definition(im.ctx, im.conn, im.src, im.to, opts)
+	if err != nil {
+		return nil, err
+	}
+	im.create, im.notes = renamedTo(create, im.to, im.work), notes
 	if err := importable(im.src); err != nil {
+		return nil, err
+	}
+	if err := triggersAbsent(im.ctx, im.conn, im.to.DB, im.src.Triggers); err != nil {
 		return nil, err
 	}
 	if !opts.Unreplicated {
@@ -236,42 +299,80 @@ func (im *importer) check(opts Options) ([]tablespace, error) {
 			return nil, err
 		}
 	}
-	spaces, err := tablespaces(im.src)
-	if err != nil {
-		return nil, err
-	}
-	if len(spaces) > 0 && spaces[0].partition != "" && im.mariadb {
-		if err := absent(im.ctx, im.conn, im.placeholder()); err != nil {
-			return nil, err
-		}
-	}
-	return spaces, nil
+	return tablespaces(im.src)
 }
 
-// placeholder is the table a MariaDB partition is imported into before it
-// is exchanged into the target.
-func (im *importer) placeholder() Target { return Target{im.to.DB, im.to.Table + placeholderSuffix} }
+// noFilesOf fails with ErrExists when dbDir holds a file of to's name (a
+// table's file the server does not know): RENAME TABLE would write over it.
+func noFilesOf(dbDir string, to Target) error {
+	file, err := fileName(to.Table)
+	if err != nil {
+		return err
+	}
+	for _, pattern := range []string{file + ".*", file + "#*"} {
+		m, err := filepath.Glob(filepath.Join(dbDir, pattern))
+		if err != nil {
+			return err
+		}
+		if len(m) > 0 {
+			return fmt.Errorf("%s: %w: not as a table, but its file %s is in the database directory: nothing was changed; move it away or "+
+				"choose another name (--as)", to, ErrExists, m[0])
+		}
+	}
+	return nil
+}
 
-const placeholderSuffix = "_vtfifo_import"
+// renamedTo is create (a definition of to) creating as instead.
+func renamedTo(create string, to, as Target) string {
+	return "CREATE TABLE " + quoted(as) + strings.TrimPrefix(create, "CREATE TABLE "+quoted(to))
+}
 
-// undo drops the tables created and removes the files copied in.
-func (im *importer) undo() {
+// undo drops the tables created and removes the files copied in, on a
+// context of its own (the run's may be cancelled), and returns cause with
+// what it checked: that nothing of the import is left, or what may be.
+func (im *importer) undo(cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), undoTimeout)
+	defer cancel()
+	var failed error
 	for i := len(im.created) - 1; i >= 0; i-- {
-		if err := im.exec("DROP TABLE IF EXISTS " + quoted(im.created[i])); err != nil {
-			im.logger.Warningf("tableimport: undoing: %v", err)
+		if err := stmt(ctx, im.conn, "DROP TABLE IF EXISTS "+quoted(im.created[i])); err != nil {
+			failed = err
 		}
 	}
 	for _, p := range im.copied {
-		os.Remove(p)
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			failed = err
+		}
 	}
+	for _, t := range im.created {
+		if failed == nil {
+			failed = absent(ctx, im.conn, t)
+		}
+	}
+	if failed != nil {
+		return fmt.Errorf("%w; undoing it failed too (%v): the reserved tables %s may be left, which the next run for %s drops", cause, failed,
+			reservedNames(im.created), im.to)
+	}
+	return fmt.Errorf("%w; undone: nothing of it is left in the live server", cause)
 }
 
-// createTarget creates the target table from the source's definition.
-func (im *importer) createTarget() error {
+// undoTimeout bounds an undo after the run was stopped.
+const undoTimeout = time.Minute
+
+func reservedNames(ts []Target) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// createWork creates the work table from the source's definition.
+func (im *importer) createWork() error {
 	if err := im.exec(im.create); err != nil {
 		return err
 	}
-	im.created = append(im.created, im.to)
+	im.created = append(im.created, im.work)
 	return nil
 }
 
@@ -315,27 +416,31 @@ func (im *importer) importTablespace(t Target) error {
 
 // whole imports a table of one tablespace.
 func (im *importer) whole(sp tablespace) error {
-	if err := im.createTarget(); err != nil {
+	if err := im.createWork(); err != nil {
 		return err
 	}
-	if err := im.exec("ALTER TABLE " + quoted(im.to) + " DISCARD TABLESPACE"); err != nil {
+	if err := im.exec("ALTER TABLE " + quoted(im.work) + " DISCARD TABLESPACE"); err != nil {
 		return err
 	}
 	if err := im.copyIn(sp, im.file); err != nil {
 		return err
 	}
-	return im.importTablespace(im.to)
+	return im.importTablespace(im.work)
 }
 
 // mariadbPartitions imports each partition into a placeholder table, then
-// exchanges it into the target (MariaDB imports no partition in place).
+// exchanges it into the work table (MariaDB imports no partition in place).
 func (im *importer) mariadbPartitions(spaces []tablespace) error {
-	if err := im.createTarget(); err != nil {
+	if err := im.createWork(); err != nil {
 		return err
 	}
-	placeholder := im.placeholder()
+	placeholder := partName(im.to)
+	placeholderFile, err := fileName(placeholder.Table)
+	if err != nil {
+		return err
+	}
 	for _, sp := range spaces {
-		if err := im.exec("CREATE TABLE " + quoted(placeholder) + " LIKE " + quoted(im.to)); err != nil {
+		if err := im.exec("CREATE TABLE " + quoted(placeholder) + " LIKE " + quoted(im.work)); err != nil {
 			return err
 		}
 		im.created = append(im.created, placeholder)
@@ -344,14 +449,14 @@ func (im *importer) mariadbPartitions(spaces []tablespace) error {
 				return err
 			}
 		}
-		if err := im.copyIn(sp, im.file+placeholderSuffix); err != nil {
+		if err := im.copyIn(sp, placeholderFile); err != nil {
 			return err
 		}
 		if err := im.importTablespace(placeholder); err != nil {
 			return err
 		}
 		for _, q := range []string{
-			"ALTER TABLE " + quoted(im.to) + " EXCHANGE PARTITION " + sqlescape.EscapeID(mysqlfilename.Decode(sp.partition)) + " WITH TABLE " + quoted(placeholder),
+			"ALTER TABLE " + quoted(im.work) + " EXCHANGE PARTITION " + sqlescape.EscapeID(mysqlfilename.Decode(sp.partition)) + " WITH TABLE " + quoted(placeholder),
 			"DROP TABLE " + quoted(placeholder),
 		} {
 			if err := im.exec(q); err != nil {
@@ -366,10 +471,10 @@ func (im *importer) mariadbPartitions(spaces []tablespace) error {
 // mysqlPartitions imports every partition at once: MySQL 8 discards and
 // imports a partitioned table's tablespaces together.
 func (im *importer) mysqlPartitions(spaces []tablespace) error {
-	if err := im.createTarget(); err != nil {
+	if err := im.createWork(); err != nil {
 		return err
 	}
-	if err := im.exec("ALTER TABLE " + quoted(im.to) + " DISCARD TABLESPACE"); err != nil {
+	if err := im.exec("ALTER TABLE " + quoted(im.work) + " DISCARD TABLESPACE"); err != nil {
 		return err
 	}
 	for _, sp := range spaces {
@@ -377,73 +482,7 @@ func (im *importer) mysqlPartitions(spaces []tablespace) error {
 			return err
 		}
 	}
-	return im.importTablespace(im.to)
-}
-
-// dataFiles are the extensions of the data files of Aria (.MAD, .MAI),
-// MyISAM (.MYD, .MYI) and CSV (.CSV, .CSM) tables.
-var dataFiles = map[string]bool{".MAD": true, ".MAI": true, ".MYD": true, ".MYI": true, ".CSV": true, ".CSM": true}
-
-// importFiles imports a table whose files are the table (MariaDB's Aria,
-// MyISAM and CSV, defined by a .frm, which holds no table name): its data
-// files are copied in under the target's name, then its .frm, by a link
-// from a temporary name so that the server, which finds a table by its
-// .frm, never sees part of one; FLUSH TABLES makes the server open the
-// table anew. What failed is undone: the table dropped once its .frm is in,
-// the files copied in removed.
-func importFiles(ctx context.Context, conn *sql.Conn, src Source, to Target, toPath string, owner os.FileInfo, logger logutil.Logger) (res Result, err error) {
-	var frm string
-	var data []string
-	for _, f := range src.Files {
-		switch ext := filepath.Ext(f); {
-		case ext == ".frm":
-			frm = f
-		case dataFiles[ext]:
-			data = append(data, f)
-		default:
-			return res, fmt.Errorf("%s.%s: %s is neither an InnoDB tablespace nor a file of an Aria, MyISAM or CSV table", src.DB, src.Table, f)
-		}
-	}
-	if frm == "" || len(data) == 0 {
-		return res, fmt.Errorf("%s.%s: no .ibd, and no .frm with data files, among its files %v", src.DB, src.Table, src.Files)
-	}
-	var copied []string
-	placed := false
-	defer func() {
-		if err == nil {
-			return
-		}
-		if placed {
-			if _, derr := conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+quoted(to)); derr != nil {
-				logger.Warningf("tableimport: undoing: DROP TABLE %s: %v", to, derr)
-			}
-		}
-		for _, p := range copied {
-			os.Remove(p)
-		}
-	}()
-	in := func(f string) string { return toPath + filepath.Ext(f) }
-	for _, f := range data {
-		if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(f)), in(f), owner); err != nil {
-			return res, err
-		}
-		copied = append(copied, in(f))
-	}
-	tmp := in(frm) + ".vtfifo-import"
-	if err := copyFile(filepath.Join(src.Dir, filepath.FromSlash(frm)), tmp, owner); err != nil {
-		return res, err
-	}
-	copied = append(copied, tmp)
-	if err := os.Link(tmp, in(frm)); err != nil {
-		return res, fmt.Errorf("%s: %w", to, err)
-	}
-	copied = append(copied, in(frm))
-	placed = true
-	os.Remove(tmp)
-	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+quoted(to)); err != nil {
-		return res, fmt.Errorf("FLUSH TABLES %s: %w", to, err)
-	}
-	return verify(ctx, conn, to)
+	return im.importTablespace(im.work)
 }
 
 // verify runs CHECK TABLE, counts the rows and takes the checksum.

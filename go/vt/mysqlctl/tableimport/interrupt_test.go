@@ -1,0 +1,226 @@
+package tableimport
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// childEnv runs TestImportChild as the import a test kills: its value is
+// the JSON of a childRun.
+const childEnv = "TABLEIMPORT_CHILD"
+
+// childRun is one import run in a child process, which SIGKILLs itself
+// before its statement StopAt (1-based).
+type childRun struct {
+	Socket string
+	Src    Source
+	To     Target
+	StopAt int
+	Copy   bool // ImportReplicated rather than Import
+}
+
+// TestImportChild is the child of TestInterruptedAnywhere's "killed" runs;
+// it does nothing in a plain test run.
+func TestImportChild(t *testing.T) {
+	doc := os.Getenv(childEnv)
+	if doc == "" {
+		t.Skip("run as the child of TestInterruptedAnywhere")
+	}
+	var run childRun
+	require.NoError(t, json.Unmarshal([]byte(doc), &run))
+	srv := mariadbtest.Attach(t, run.Socket, "", "root", "")
+	n := 0
+	execHook = func(string) error {
+		if n++; n == run.StopAt {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	}
+	_, err := importOne(context.Background(), run.Copy, srv.DB(), run.Src, run.To)
+	t.Fatalf("the import ran to its end without statement %d: %v", run.StopAt, err)
+}
+
+func importOne(ctx context.Context, copy bool, db *sql.DB, src Source, to Target) (Result, error) {
+	if copy {
+		return ImportReplicated(ctx, db, src, to, Options{}, logutil.NewMemoryLogger())
+	}
+	return Import(ctx, db, src, to, Options{}, logutil.NewMemoryLogger())
+}
+
+// TestInterruptedAnywhere: an import stopped before any one of its
+// statements, by each way a run stops (its context cancelled: Ctrl-C,
+// SIGTERM, --timeout; the live server killed and restarted; the importing
+// process killed), leaves the live server with either the whole table
+// under its name or nothing under it, only reserved tables (which the
+// next run's Settle drops, saying so), and the server's
+// innodb_max_dirty_pages_pct as it was; the next run then imports it
+// whole. For a partitioned InnoDB table imported from its files, an Aria
+// table with a trigger, and (through the binary log) an InnoDB table
+// copied in batches.
+func TestInterruptedAnywhere(t *testing.T) {
+	mariabackup := mariadbtest.LookPath(t, "mariabackup")
+	ariaChk := mariadbtest.LookPath(t, "aria_chk")
+	srv := mariadbtest.Start(t, mariadbtest.WithArgs("--innodb-max-dirty-pages-pct=85"))
+	srv.Exec(t, "CREATE DATABASE d")
+	srv.Exec(t, "CREATE DATABASE d2")
+	for _, q := range []string{
+		"CREATE TABLE d.pp (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 3",
+		"INSERT INTO d.pp SELECT seq, MD5(seq) FROM d.seq_1_to_600",
+		"CREATE TABLE d.ar (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=Aria",
+		"INSERT INTO d.ar SELECT seq, SHA1(seq) FROM d.seq_1_to_400",
+		"CREATE TABLE d.audit (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(64)) ENGINE=InnoDB",
+		"CREATE TRIGGER d.ar_ins AFTER INSERT ON d.ar FOR EACH ROW INSERT INTO d.audit (what) VALUES (CONCAT('ar ', NEW.id))",
+		"CREATE TABLE d.big (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+		"INSERT INTO d.big SELECT seq, seq % 7 FROM d.seq_1_to_5000",
+	} {
+		srv.Exec(t, q)
+	}
+	dir := filepath.Join(srv.Dir, "restore")
+	stream := mariadbtest.Backup(t, srv)
+	mariadbtest.MbstreamExtract(t, dir, stream)
+	require.NoError(t, stream.Close())
+	out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	ctx := context.Background()
+	sc, err := testrestore.Open(ctx, dir, "the definitions", testrestore.Options{Logger: logutil.NewMemoryLogger()})
+	require.NoError(t, err)
+	sources := map[string]Source{}
+	for _, tb := range []string{"pp", "ar", "big"} {
+		defs, err := sc.Definitions(ctx, [][2]string{{"d", tb}})
+		require.NoError(t, err)
+		triggers, err := ReadTriggers(ctx, sc.DB, "d", tb)
+		require.NoError(t, err)
+		var files []string
+		m, _ := filepath.Glob(filepath.Join(dir, "d", tb+"[.#]*"))
+		for _, f := range m {
+			files = append(files, "d/"+filepath.Base(f))
+		}
+		sources[tb] = Source{DB: "d", Table: tb, Dir: dir, Files: files, Create: defs["d."+tb], Triggers: triggers}
+	}
+	sc.Close()
+	require.Len(t, sources["ar"].Triggers, 1)
+	require.NoError(t, Movable(ctx, ariaChk, dir, sources["ar"].Files))
+	original := mariadbtest.Checksums(t, srv.DB(), "d")
+	tables := func() string {
+		return srv.Query(t, "SELECT GROUP_CONCAT(TABLE_NAME ORDER BY TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'd' AND "+
+			"TABLE_NAME NOT LIKE 'seq%'") + srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'd2'")
+	}
+	before := tables()
+	self, err := os.Executable()
+	require.NoError(t, err)
+
+	ways := []struct {
+		name string
+		stop func(t *testing.T, run childRun, cancel func()) (Result, error)
+	}{
+		{"cancelled", func(t *testing.T, run childRun, cancel func()) (Result, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			n := 0
+			execHook = func(string) error {
+				if n++; n == run.StopAt {
+					cancel()
+				}
+				return nil
+			}
+			defer func() { execHook = nil }()
+			return importOne(ctx, run.Copy, srv.DB(), run.Src, run.To)
+		}},
+		{"server killed", func(t *testing.T, run childRun, _ func()) (Result, error) {
+			n := 0
+			execHook = func(string) error {
+				if n++; n == run.StopAt {
+					srv.Crash()
+				}
+				return nil
+			}
+			defer func() { execHook = nil }()
+			return importOne(ctx, run.Copy, srv.DB(), run.Src, run.To)
+		}},
+		{"importer killed", func(t *testing.T, run childRun, _ func()) (Result, error) {
+			doc, err := json.Marshal(run)
+			require.NoError(t, err)
+			cmd := exec.Command(self, "-test.run=^TestImportChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), childEnv+"="+string(doc))
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.True(t, errors.As(err, &ee), "%v: %s", err, out)
+			require.Equal(t, "signal: killed", ee.ProcessState.String(), "%s", out)
+			return Result{}, errors.New("killed")
+		}},
+	}
+	for _, c := range []struct {
+		table string
+		copy  bool
+		to    Target
+	}{{"pp", false, Target{"d", "pp_r"}}, {"ar", false, Target{"d2", "ar"}}, {"big", true, Target{"d", "big_r"}}} {
+		if only := os.Getenv("TABLEIMPORT_ONLY"); only != "" && only != c.table {
+			continue
+		}
+		src, to := sources[c.table], c.to
+		// The statements of a whole run, counted.
+		count := 0
+		execHook = func(string) error { count++; return nil }
+		_, err := importOne(ctx, c.copy, srv.DB(), src, to)
+		execHook = nil
+		require.NoError(t, err, c.table)
+		require.NoError(t, Drop(ctx, srv.DB(), to, c.copy))
+		for _, w := range ways {
+			for i := 1; i <= count; i++ {
+				run := childRun{Socket: srv.Socket, Src: src, To: to, StopAt: i, Copy: c.copy}
+				what := fmt.Sprintf("%s as %s, %s before statement %d of %d", c.table, to, w.name, i, count)
+				_, err := w.stop(t, run, nil)
+				// The target is whole, or not there.
+				if Absent(ctx, srv.DB(), to) != nil {
+					require.NoError(t, err, what)
+					assert.Equal(t, original[c.table], mariadbtest.Checksums(t, srv.DB(), to.DB)[to.Table], what)
+				} else {
+					require.Error(t, err, what)
+				}
+				if w.name == "cancelled" {
+					left, err := Leftovers(ctx, srv.DB(), to)
+					require.NoError(t, err)
+					assert.Empty(t, left, "%s: undone by the run itself", what)
+				}
+				// The next run settles what is left and imports it whole.
+				require.NoError(t, RestoreSettings(ctx, srv.DB(), logutil.NewMemoryLogger()))
+				assert.Equal(t, "1", srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct = 85"), what)
+				_, said, err := Settle(ctx, srv.DB(), to, false)
+				require.NoError(t, err, what)
+				if os.Getenv("TABLEIMPORT_DEBUG") != "" {
+					t.Logf("%s: %s", what, said)
+				}
+				left, _ := filepath.Glob(filepath.Join(srv.DataDir, to.DB, ReservedPrefix+"*"))
+				assert.Empty(t, left, "%s: %s", what, said)
+				if Absent(ctx, srv.DB(), to) == nil {
+					_, err := importOne(ctx, c.copy, srv.DB(), src, to)
+					require.NoError(t, err, what)
+				}
+				got := mariadbtest.Checksums(t, srv.DB(), to.DB)
+				assert.Equal(t, original[c.table], got[to.Table], what)
+				if len(src.Triggers) > 0 {
+					assert.Equal(t, "1", srv.Query(t, "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = ? AND "+
+						"EVENT_OBJECT_TABLE = ?", to.DB, to.Table), what)
+				}
+				require.NoError(t, Drop(ctx, srv.DB(), to, c.copy))
+				require.Equal(t, before, tables(), what)
+			}
+		}
+	}
+}

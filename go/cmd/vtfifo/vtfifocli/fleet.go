@@ -168,15 +168,9 @@ func fleetStatus(failed, unread bool) int {
 // a tablet's flag file has it): a shard that never had a backup shows, and
 // fails --max-age. It marks the directories the topology does not know.
 func (s *session) withTopology(dirs []string) ([]string, map[string]bool, error) {
-	flag := func(name string) string { return s.o.flags.Lookup(name).Value.String() }
-	impl, addr, root := flag("topo-implementation"), flag("topo-global-server-address"), flag("topo-global-root")
-	if addr == "" {
-		return dirs, nil, nil
-	}
-	where := fmt.Sprintf("the topology (--topo-implementation=%s --topo-global-server-address=%s --topo-global-root=%s)", impl, addr, root)
-	ts, err := topo.OpenServer(impl, addr, root)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot open %s: %v", where, err)
+	ts, where, err := s.openTopology()
+	if err != nil || ts == nil {
+		return dirs, nil, err
 	}
 	defer ts.Close()
 	keyspaces, err := ts.GetKeyspaces(s.ctx)
@@ -202,6 +196,23 @@ func (s *session) withTopology(dirs []string) ([]string, map[string]bool, error)
 	}
 	sort.Strings(dirs)
 	return dirs, notInTopo, nil
+}
+
+// openTopology opens the topology the flags name
+// (--topo-global-server-address, as a tablet's flag file has it), saying
+// where it is; nil when they name none.
+func (s *session) openTopology() (*topo.Server, string, error) {
+	flag := func(name string) string { return s.o.flags.Lookup(name).Value.String() }
+	impl, addr, root := flag("topo-implementation"), flag("topo-global-server-address"), flag("topo-global-root")
+	if addr == "" {
+		return nil, "", nil
+	}
+	where := fmt.Sprintf("the topology (--topo-implementation=%s --topo-global-server-address=%s --topo-global-root=%s)", impl, addr, root)
+	ts, err := topo.OpenServer(impl, addr, root)
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot open %s: %v", where, err)
+	}
+	return ts, where, nil
 }
 
 // shardStatus reads one backup directory: its complete backups (the

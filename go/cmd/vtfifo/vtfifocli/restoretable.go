@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -8,22 +9,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
-	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/pflag"
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
-	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
-
-	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // RestoreTable is `vtfifo restore-table`: some tables of a backup restored
@@ -42,21 +40,21 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	// targetFor is the table db.table is imported as.
 	targetFor := func(db, table string) tableimport.Target {
 		if f.as != "" {
-			db, table, _ = strings.Cut(f.as, ".")
+			db, table, _ = fifobackupengine.SplitName(f.as)
 		}
 		return tableimport.Target{DB: db, Table: table}
 	}
 
-	// The live server is reached, and the names checked there, before
-	// anything is downloaded.
-	var live *sql.DB
+	// The live server is reached, and checked, before anything is
+	// downloaded.
+	var live *liveServer
 	if f.intoMySQL != "" || f.intoTablet != "" {
 		var err error
-		if live, err = openLive(s.ctx, f.intoMySQL, f.intoTablet, f.user, patterns, targetFor, f.resume); err != nil {
+		if live, err = openLive(s, f, patterns, targetFor); err != nil {
 			fmt.Fprintln(stderr, failLine(err))
 			return failureStatus(err)
 		}
-		defer live.Close()
+		defer live.close()
 		if f.replicaDBs, err = openReplicas(s.ctx, f.replicas, f.user); err != nil {
 			fmt.Fprintln(stderr, failLine(err))
 			return failureStatus(err)
@@ -65,7 +63,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		// A server that writes a binary log gets the tables through it, so
 		// that its replicas get them too (tableimport.ImportReplicated).
 		if !f.unreplicated {
-			if f.replicated, err = tableimport.LogsBinary(s.ctx, live); err != nil {
+			if f.replicated, err = tableimport.LogsBinary(s.ctx, live.db); err != nil {
 				fmt.Fprintln(stderr, failLine(err))
 				return failureStatus(err)
 			}
@@ -79,7 +77,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
 		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger,
 		OnTables: func(tables []fifobackupengine.TableFiles) error {
-			return targetsAbsent(s.ctx, live, tables, targetFor, f.resume)
+			return live.claim(s, tables, targetFor, f.resume)
 		},
 		OnManifest: p.setLanes, OnRead: p.addLane, OnPhase: p.phase,
 	})
@@ -92,6 +90,15 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	out := &tableOutput{w: stdout, text: !f.json, RestoreTableResult: RestoreTableResult{Backup: where, Target: dir,
 		ReadBytes: rep.ReadBytes, StoredBytes: rep.StoredBytes, Tool: rep.Tool, Seconds: took.Seconds()}}
 	code = restoreTables(s, out, rep, live, f, targetFor)
+	if code == 0 && live != nil && !f.keepTargetDir {
+		// The tables are in the live server: the restore's files (the
+		// system tablespace and redo copy among them) are not needed.
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(s.o.notes, "warning: cannot remove %s: %v\n", dir, err)
+		} else {
+			out.printf("removed %s, the restore's files (--keep-target-dir keeps them)\n", dir)
+		}
+	}
 	if f.json {
 		writeJSON(stdout, out.RestoreTableResult)
 	}
@@ -100,7 +107,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 
 // restoreTables reports the restored tables, writes their definitions and
 // imports them into live when there is one; it returns the exit status.
-func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDirReport, live *sql.DB, f restoreTableFlags,
+func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDirReport, live *liveServer, f restoreTableFlags,
 	targetFor func(db, table string) tableimport.Target) int {
 	took := time.Duration(out.Seconds * float64(time.Second)).Round(time.Millisecond)
 	out.printf("backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
@@ -115,7 +122,7 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 			"--into-mysql/--into-tablet)\n", len(rep.Tables), out.Target)
 		return 0
 	}
-	if err := fifobackupengine.CheckImportKeys(s.ctx, textRows(live), rep.Manifest, out.Target, rep.Tables); err != nil {
+	if err := fifobackupengine.CheckImportKeys(s.ctx, textRows(live.db), rep.Manifest, out.Target, rep.Tables); err != nil {
 		fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
 		return 1
 	}
@@ -219,6 +226,9 @@ type restoreTableFlags struct {
 	unreplicated              bool
 	dropKeysWithoutParent     bool
 	resume                    bool
+	skipTriggers              bool
+	standalone                bool
+	keepTargetDir             bool
 	replicas                  []string
 	replicaStall              time.Duration
 	replicaDBs                []tableimport.Replica // the --replica servers, once reached
@@ -244,6 +254,12 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 		"parent table the live server does not have, naming each (default: such a table is refused before anything is imported)")
 	fs.BoolVar(&f.resume, "resume", false, "finish a copy through the binary log that a stopped run left (the target beside its "+
 		"_vtfifo_local_ copy): the rows already copied stay, the rest follow (default: such a target is in the way)")
+	fs.BoolVar(&f.skipTriggers, "skip-triggers", false, "import the tables without their triggers, naming each in a note (default: a table's "+
+		"triggers are created with it, and a trigger whose name is taken in the target's database is refused before anything is imported)")
+	fs.BoolVar(&f.standalone, "standalone", false, "the live server replicates from no one and is read_only only to keep clients out: import into "+
+		"it all the same (default: a read_only server is refused, as every Vitess tablet but the primary is; a replica is refused always)")
+	fs.BoolVar(&f.keepTargetDir, "keep-target-dir", false, "keep --target-dir after the tables are imported into the live server (default: "+
+		"removed once every table is in)")
 	fs.StringArrayVar(&f.replicas, "replica", nil, "a replica of the live server to pace the copy through the binary log by, host:port or "+
 		"a socket path, reached as --mysql-user: after each batch the copy waits until it has applied everything (repeatable)")
 	fs.DurationVar(&f.replicaStall, "replica-stall", 10*time.Minute, "how long the copy waits for a --replica that applies nothing "+
@@ -272,12 +288,16 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 			if len(f.tables) != 1 || strings.HasSuffix(f.tables[0], ".*") {
 				return errors.New("--as renames one table: give exactly one --table db.table")
 			}
-			if db, t, ok := strings.Cut(f.as, "."); !ok || db == "" || t == "" {
-				return fmt.Errorf("invalid value %q for --as: allowed values are db.table", f.as)
+			if _, _, ok := fifobackupengine.SplitName(f.as); !ok {
+				return fmt.Errorf("invalid value %q for --as: allowed values are db.table (a name with a '.' in backquotes: `my.db`.`t.1`)", f.as)
 			}
 		}
-		if len(f.replicas) > 0 && f.intoMySQL == "" && f.intoTablet == "" {
-			return errors.New("--replica needs --into-mysql or --into-tablet")
+		into := f.intoMySQL != "" || f.intoTablet != ""
+		for flag, set := range map[string]bool{"--replica": len(f.replicas) > 0, "--standalone": f.standalone, "--keep-target-dir": f.keepTargetDir,
+			"--skip-triggers": f.skipTriggers} {
+			if set && !into {
+				return fmt.Errorf("%s needs --into-mysql or --into-tablet", flag)
+			}
 		}
 		if f.replicaStall <= 0 {
 			return fmt.Errorf("invalid value %v for --replica-stall: allowed values are durations above 0, such as 10m", f.replicaStall)
@@ -295,103 +315,17 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 	}
 }
 
-// openLive connects to the live server a table restore imports into (by
-// its socket, or a tablet's on this host) and checks it before anything is
-// downloaded: no target table exists there.
-func openLive(ctx context.Context, socket, tablet, user string, patterns []fifobackupengine.TablePattern,
-	targetFor func(db, table string) tableimport.Target, resume bool) (*sql.DB, error) {
-	if tablet != "" {
-		var err error
-		if socket, err = tabletSocket(tablet); err != nil {
-			return nil, err
-		}
-	}
-	c := mysql.NewConfig()
-	c.User, c.Passwd, c.Net, c.Addr = user, os.Getenv("MYSQL_PWD"), "unix", socket
-	db, err := sql.Open("mysql", c.FormatDSN())
-	if err == nil {
-		err = db.PingContext(ctx)
-	}
-	if err != nil {
-		return nil, unreadable.Error(fmt.Errorf("cannot reach the live server at %s as %s: %w", socket, user, err))
-	}
-	check := func() error {
-		var tables []fifobackupengine.TableFiles
-		for _, p := range patterns {
-			if p.Table != "*" {
-				tables = append(tables, fifobackupengine.TableFiles{DB: p.DB, Table: p.Table})
-			}
-		}
-		return targetsAbsent(ctx, db, tables, targetFor, resume)
-	}
-	if err := check(); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-// targetsAbsent checks, once the backup's tables are known and before their
-// frames are read, that no target of any of them (and no local name a copy
-// through the binary log would use) exists in the live server: a run of
-// several tables (db.*) changes nothing when one is in the way. With resume,
-// a target beside its local copy (a run killed during its copy) goes on.
-func targetsAbsent(ctx context.Context, live *sql.DB, tables []fifobackupengine.TableFiles, targetFor func(db, table string) tableimport.Target,
-	resume bool) error {
-	if live == nil {
-		return nil
-	}
-	exists := func(t tableimport.Target) (bool, error) {
-		err := tableimport.Absent(ctx, live, t)
-		if errors.Is(err, tableimport.ErrExists) {
-			return true, nil
-		}
-		return false, err
-	}
-	var in, stopped []string
-	for _, t := range tables {
-		to := targetFor(t.DB, t.Table)
-		target, err := exists(to)
-		if err != nil {
-			return err
-		}
-		local, err := exists(tableimport.LocalName(to))
-		if err != nil {
-			return err
-		}
-		switch {
-		case resume && (local || !target):
-		case target && local:
-			stopped = append(stopped, to.String()+" (beside "+tableimport.LocalName(to).String()+")")
-		case target:
-			in = append(in, to.String())
-		case local:
-			in = append(in, tableimport.LocalName(to).String())
-		}
-	}
-	// The live server contradicts the request as it is made: a usage
-	// error (exit 2), nothing judged, nothing changed.
-	if len(stopped) > 0 {
-		return flagvalue.Contradiction(fmt.Errorf("%s: %w, left with its local copy by a run stopped during its copy: nothing was downloaded or "+
-			"changed; rerun with --resume to finish the copy, or drop both first", strings.Join(stopped, ", "), tableimport.ErrExists))
-	}
-	if len(in) > 0 {
-		return flagvalue.Contradiction(fmt.Errorf("%s: %w: nothing was downloaded or changed; choose another name (--as) or drop them first",
-			strings.Join(in, ", "), tableimport.ErrExists))
-	}
-	return nil
-}
-
 // importTables imports the restored tables into the live server, each as
-// targetFor names it, and returns the exit status.
-func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengine.RestoredTable, restored restoredDefs,
+// targetFor names it, sequences first (a table's default may use one), and
+// returns the exit status.
+func importTables(s *session, live *liveServer, dir string, tables []fifobackupengine.RestoredTable, restored restoredDefs,
 	targetFor func(db, table string) tableimport.Target, f restoreTableFlags, out *tableOutput) int {
-	opts := tableimport.Options{Unreplicated: f.unreplicated, DropKeysWithoutParent: f.dropKeysWithoutParent, Resume: f.resume}
+	opts := tableimport.Options{Unreplicated: f.unreplicated, DropKeysWithoutParent: f.dropKeysWithoutParent}
 	for _, t := range tables {
 		opts.Importing = append(opts.Importing, targetFor(t.DB, t.Table))
 	}
 	if len(f.replicaDBs) > 0 {
-		opts.Pace = tableimport.Replicas(live, f.replicaDBs, f.replicaStall, s.logger)
+		opts.Pace = tableimport.Replicas(live.db, f.replicaDBs, f.replicaStall, s.logger)
 	}
 	rows, err := openRows(s, dir, restored, f)
 	if err != nil {
@@ -399,28 +333,33 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 		return failureStatus(err)
 	}
 	defer rows.close()
+	tables = slices.Clone(tables)
+	slices.SortStableFunc(tables, func(a, b fifobackupengine.RestoredTable) int {
+		return cmp.Compare(bool2int(restored.sequences[b.Name()] != nil), bool2int(restored.sequences[a.Name()] != nil))
+	})
 	var done []importedTable
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
-		importOne, how := importerFor(f.replicated, restored.rows[t.Name()], rows, &opts)
-		res, err := importOne(s.ctx, live, tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: restored.defs[t.Name()]}, to,
-			opts, s.logger)
+		src, skipped := sourceOf(t, dir, restored, f.skipTriggers)
+		opts.Resume = live.resumed[to]
+		importOne, how := importerFor(f.replicated, restored.rows[t.Name()], src.Sequence != nil, rows, &opts)
+		res, err := importOne(s.ctx, live.db, src, to, opts, s.logger)
 		st := out.table(t.Name())
 		if err != nil {
 			st.ImportError = errText(err)
-			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live, done, f.replicated, out))
+			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live.db, done, f.replicated, out))
 			return failureStatus(err)
 		}
 		done = append(done, importedTable{t.Name(), to})
 		st.ImportedAs, st.Rows, st.Check, st.Checksum, st.Replicated = to.String(), res.Rows, res.Check, res.Checksum, f.replicated
 		out.printf("OK: %s imported as %s%s: %d rows, CHECK TABLE %s, CHECKSUM %s\n", t.Name(), to, how, res.Rows, res.Check, res.Checksum)
-		st.Notes = append(st.Notes, res.Notes...)
+		st.Notes = append(append(st.Notes, res.Notes...), skipped...)
 	}
 	// Orphans are counted once every table of the run is in: a parent may
 	// come after its child.
 	for _, d := range done {
 		st := out.table(d.name)
-		orphans, err := tableimport.Orphans(s.ctx, live, d.to)
+		orphans, err := tableimport.Orphans(s.ctx, live.db, d.to)
 		if err != nil {
 			orphans = []string{"orphan rows not counted: " + errText(err)}
 		}
@@ -432,14 +371,42 @@ func importTables(s *session, live *sql.DB, dir string, tables []fifobackupengin
 	return 0
 }
 
-// importerFor is how one table is imported: its files (tableimport.Import)
-// into a server whose binary log it need not go through; else a local copy
-// (its files, or its rows read by the throwaway server rows) copied into
-// the target (ImportReplicated), through the log unless --unreplicated.
-func importerFor(replicated, asRows bool, rows *rowsSource, opts *tableimport.Options) (func(context.Context, *sql.DB, tableimport.Source,
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sourceOf is what tableimport imports t from; with skipTriggers its
+// triggers are left out, each named in a note.
+func sourceOf(t fifobackupengine.RestoredTable, dir string, restored restoredDefs, skipTriggers bool) (tableimport.Source, []string) {
+	src := tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: restored.defs[t.Name()],
+		Triggers: restored.triggers[t.Name()], Sequence: restored.sequences[t.Name()]}
+	if !skipTriggers || len(src.Triggers) == 0 {
+		return src, nil
+	}
+	var notes []string
+	for _, tr := range src.Triggers {
+		notes = append(notes, fmt.Sprintf("trigger %s (%s %s) not restored (--skip-triggers)", tr.Name, tr.Timing, tr.Event))
+	}
+	src.Triggers = nil
+	return src, notes
+}
+
+// importerFor is how one table is imported: a sequence made as one
+// (tableimport.ImportSequence); its files (tableimport.Import) into a
+// server whose binary log it need not go through; else a local copy (its
+// files, or its rows read by the throwaway server rows) copied into the
+// target (ImportReplicated), through the log unless --unreplicated.
+func importerFor(replicated, asRows, sequence bool, rows *rowsSource, opts *tableimport.Options) (func(context.Context, *sql.DB, tableimport.Source,
 	tableimport.Target, tableimport.Options, logutil.Logger) (tableimport.Result, error), string) {
 	opts.Local = nil
 	switch {
+	case sequence && replicated:
+		return tableimport.ImportSequence, " (a sequence) through the binary log"
+	case sequence:
+		return tableimport.ImportSequence, " (a sequence)"
 	case asRows:
 		opts.Local = tableimport.FromServer(rows.scratch.DB)
 		if replicated {
@@ -459,21 +426,27 @@ type importedTable struct {
 }
 
 // undoImports drops the tables a failed run imported before its failure
-// (all or nothing) and says so.
+// (all or nothing), checks that they are gone, and says so.
 func undoImports(live *sql.DB, done []importedTable, replicated bool, out *tableOutput) string {
 	if len(done) == 0 {
 		return ""
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	names := make([]string, len(done))
 	for i, d := range done {
-		if err := tableimport.Drop(context.Background(), live, d.to, replicated); err != nil {
+		err := tableimport.Drop(ctx, live, d.to, replicated)
+		if err == nil {
+			err = tableimport.Absent(ctx, live, d.to)
+		}
+		if err != nil {
 			return fmt.Sprintf("; dropping %s, imported before it, failed too (%v): drop it by hand", d.to, err)
 		}
 		st := out.table(d.name)
 		st.ImportedAs, st.ImportError = "", "dropped again: another table of the run failed"
 		names[i] = d.to.String()
 	}
-	return fmt.Sprintf("; the %d tables imported before it (%s) were dropped again: the live server is as it was", len(done), strings.Join(names, ", "))
+	return fmt.Sprintf("; the %d tables imported before it (%s) were dropped again, and are gone", len(done), strings.Join(names, ", "))
 }
 
 func partitionedNote(p bool) string {

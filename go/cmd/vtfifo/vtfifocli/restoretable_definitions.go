@@ -23,12 +23,12 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 	for i, t := range tables {
 		names[i] = [2]string{t.DB, t.Table}
 	}
-	defs, version, err := testrestore.Definitions(s.ctx, dir, names, f.scratchOptions(s))
+	restored, version, err := readDefinitions(s, dir, tables, names, f)
 	if err != nil {
 		fmt.Fprintf(s.o.notes, "FAIL: reading the tables' definitions from the restored files: %s\n", errText(err))
 		return restored, false
 	}
-	restored = restoredDefs{defs: defs, rows: map[string]bool{}}
+	defs := restored.defs
 	// The server just stopped ran Aria's recovery on the restored Aria
 	// tables; made movable, they open in any server.
 	for _, t := range tables {
@@ -86,11 +86,40 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 	return restored, refused == 0
 }
 
-// restoredDefs are the restored tables' definitions, keyed db.table, and
-// those loaded as rows rather than imported as files.
+// restoredDefs are the restored tables' definitions, keyed db.table, their
+// triggers and sequences' states, and those loaded as rows rather than
+// imported as files.
 type restoredDefs struct {
-	defs map[string]string
-	rows map[string]bool
+	defs      map[string]string
+	triggers  map[string][]tableimport.Trigger
+	sequences map[string]*tableimport.Sequence
+	rows      map[string]bool
+}
+
+// readDefinitions reads, on a throwaway server on the restored files, the
+// tables' definitions, triggers and sequences, with the server's VERSION().
+// The server is stopped before it returns: its stop closes the Aria tables
+// its start recovered.
+func readDefinitions(s *session, dir string, tables []fifobackupengine.RestoredTable, names [][2]string, f restoreTableFlags) (restoredDefs, string,
+	error) {
+	r := restoredDefs{triggers: map[string][]tableimport.Trigger{}, sequences: map[string]*tableimport.Sequence{}, rows: map[string]bool{}}
+	sc, err := testrestore.Open(s.ctx, dir, "the tables' definitions", f.scratchOptions(s))
+	if err != nil {
+		return r, "", err
+	}
+	defer sc.Close()
+	if r.defs, err = sc.Definitions(s.ctx, names); err != nil {
+		return r, "", err
+	}
+	for _, t := range tables {
+		if r.triggers[t.Name()], err = tableimport.ReadTriggers(s.ctx, sc.DB, t.DB, t.Table); err != nil {
+			return r, "", err
+		}
+		if r.sequences[t.Name()], err = tableimport.ReadSequence(s.ctx, sc.DB, t.DB, t.Table); err != nil {
+			return r, "", err
+		}
+	}
+	return r, sc.Version, nil
 }
 
 // scratchOptions configure the throwaway servers on the restored files.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -25,8 +26,14 @@ func openReplicas(ctx context.Context, addrs []string, user string) ([]tableimpo
 	for _, a := range addrs {
 		c := mysql.NewConfig()
 		c.User, c.Passwd, c.Net, c.Addr = user, os.Getenv("MYSQL_PWD"), "tcp", a
-		if strings.HasPrefix(a, "/") {
-			c.Net = "unix"
+		// A socket is a path: absolute, or relative as a path on the
+		// command line is (./mysql.sock, data/mysql.sock, mysql.sock).
+		if strings.Contains(a, "/") || strings.HasSuffix(a, ".sock") {
+			abs, err := filepath.Abs(a)
+			if err != nil {
+				return nil, err
+			}
+			c.Net, c.Addr = "unix", abs
 		}
 		db, err := sql.Open("mysql", c.FormatDSN())
 		if err == nil {

@@ -49,13 +49,15 @@ type TablePattern struct{ DB, Table string }
 func (p TablePattern) String() string { return p.DB + "." + p.Table }
 
 // ParseTablePatterns reads db.table, db.* patterns (names as the server
-// shows them; a name holding a '.' is not supported).
+// shows them; a name holding a '.' or a '`' in backquotes, as in SQL:
+// `my.db`.`t.1`, d.`a``b`).
 func ParseTablePatterns(specs []string) ([]TablePattern, error) {
 	var out []TablePattern
 	for _, s := range specs {
-		db, table, ok := strings.Cut(s, ".")
-		if !ok || db == "" || table == "" || strings.Contains(table, ".") || db == "*" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --table: allowed values are db.table or db.*", s)
+		db, table, ok := SplitName(s)
+		if !ok || db == "*" {
+			return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --table: allowed values are db.table or db.* (a name "+
+				"with a '.' in backquotes: `my.db`.`t.1`)", s)
 		}
 		out = append(out, TablePattern{db, table})
 	}
@@ -63,6 +65,47 @@ func ParseTablePatterns(specs []string) ([]TablePattern, error) {
 		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--table is required: db.table or db.*")
 	}
 	return out, nil
+}
+
+// SplitName splits db.table, either name in backquotes when it holds a '.'
+// (a '`' in it doubled, as in SQL); ok is false when s is not two non-empty
+// names.
+func SplitName(s string) (db, table string, ok bool) {
+	db, rest, ok := nextName(s)
+	if !ok || !strings.HasPrefix(rest, ".") {
+		return "", "", false
+	}
+	table, rest, ok = nextName(rest[1:])
+	if !ok || rest != "" {
+		return "", "", false
+	}
+	return db, table, true
+}
+
+// nextName reads one name at the start of s: up to the first '.', or in
+// backquotes.
+func nextName(s string) (name, rest string, ok bool) {
+	if !strings.HasPrefix(s, "`") {
+		i := strings.IndexAny(s, ".`")
+		if i < 0 {
+			i = len(s)
+		}
+		return s[:i], s[i:], i > 0
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] != '`' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '`' {
+			b.WriteByte('`')
+			i++
+			continue
+		}
+		return b.String(), s[i+1:], b.Len() > 0
+	}
+	return "", "", false
 }
 
 func (p TablePattern) matches(db, table string) bool {
@@ -132,6 +175,9 @@ func tableOf(p string) (db, table, ext string, partition, ok bool) {
 	if strings.Contains(name, ".") {
 		return "", "", "", false, false // a table's '.' is written @002e: a marker such as 12.ibd.del
 	}
+	if ftsAuxiliary.MatchString(name) {
+		return "", "", "", false, false
+	}
 	if j := strings.Index(name, "#P#"); j > 0 {
 		name, partition = name[:j], true
 	} else if j := strings.Index(name, "#p#"); j > 0 {
@@ -144,6 +190,14 @@ func tableOf(p string) (db, table, ext string, partition, ok bool) {
 	}
 	return mysqlfilename.Decode(dir), mysqlfilename.Decode(name), ext, partition, true
 }
+
+// ftsAuxiliary matches the tablespaces InnoDB keeps a FULLTEXT index in,
+// named by the table's and the index's ids (MariaDB storage/innobase/fts/
+// fts0sql.cc fts_get_table_name: FTS_<table id>_<index id>_INDEX_<n>,
+// FTS_<table id>_CONFIG, _DELETED, ...; MySQL 8 fts0fts.cc the same in lower
+// case): no table's of their own. A FULLTEXT table is loaded as rows,
+// which rebuild its index, so they are not restored.
+var ftsAuxiliary = regexp.MustCompile(`^(FTS|fts)_[0-9a-fA-F]{16}_([0-9a-fA-F]{16}_(INDEX|index)_[0-9]+|[A-Za-z_]+)$`)
 
 // tableSubset is what a table restore takes from a backup.
 type tableSubset struct {

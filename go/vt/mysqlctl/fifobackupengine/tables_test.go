@@ -31,6 +31,15 @@ func TestTablePatternsAndFiles(t *testing.T) {
 	require.ErrorContains(t, err, `invalid value "nodot" for --table`)
 	_, err = ParseTablePatterns(nil)
 	require.ErrorContains(t, err, "--table is required")
+	for spec, want := range map[string]TablePattern{"`my.db`.`t.1`": {"my.db", "t.1"}, "d.`a``b`": {"d", "a`b"}, "`d`.*": {"d", "*"}} {
+		ps, err := ParseTablePatterns([]string{spec})
+		require.NoError(t, err, spec)
+		assert.Equal(t, []TablePattern{want}, ps, spec)
+	}
+	for _, spec := range []string{"a.b.c", "`a.b", "a.`b", "`a`b.c", "d.", ".t", "``.t"} {
+		_, err := ParseTablePatterns([]string{spec})
+		require.ErrorContains(t, err, "invalid value", spec)
+	}
 	ps, err := ParseTablePatterns([]string{"db.t", "db2.*"})
 	require.NoError(t, err)
 	s := &tableSubset{patterns: ps}
@@ -41,6 +50,9 @@ func TestTablePatternsAndFiles(t *testing.T) {
 		"db/t.ibd": true, "db/t.frm": true, "db/t.ibd.delta": true, "db/t.ibd.meta": true, "db/t#P#p0.ibd": true, "db/t#p#p1.ibd": true,
 		"db/tt.ibd": false, "db/t2.ibd": false, "db/db.opt": false, "db/#sql-1.ibd": false, "other/t.ibd": false, "mysql/user.MAD": false,
 		"db2/a.ibd": true, "db2/b.frm": true,
+		// A FULLTEXT index's tablespaces are no table's.
+		"db2/FTS_0000000000000437_00000000000004a2_INDEX_1.ibd": false, "db2/FTS_0000000000000437_CONFIG.ibd": false,
+		"db2/fts_0000000000000437_being_deleted_cache.ibd": false, "db2/FTS_notanid_CONFIG.ibd": true,
 	} {
 		assert.Equal(t, want, s.wants(p), p)
 	}

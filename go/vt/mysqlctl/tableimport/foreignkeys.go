@@ -179,8 +179,8 @@ func Orphans(ctx context.Context, db *sql.DB, t Target) ([]string, error) {
 			continue
 		}
 		if n > 0 {
-			notes = append(notes, fmt.Sprintf("%d rows whose foreign key %s has no row in %s (orphans, as in the backup: the import does not check "+
-				"keys)", n, name, k.parent))
+			notes = append(notes, fmt.Sprintf("%d rows whose foreign key %s has no row in %s (orphans: the import does not check keys; they were "+
+				"orphans in the backup, or their parent rows are gone from the live server since)", n, name, k.parent))
 		}
 	}
 	return notes, nil

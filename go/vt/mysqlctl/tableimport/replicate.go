@@ -158,11 +158,12 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, op
 		return res, err
 	}
 	res.Notes = append(notes, triggerNotes(src.Triggers)...)
-	if err := stmt(ctx, conn, "SET SESSION sql_log_bin = 0"); err != nil {
-		return res, fmt.Errorf("%s is restored, but its local copy %s is left (%w): the next run for %s drops it", to, local, err, to)
-	}
-	if err := stmt(ctx, conn, "DROP TABLE "+quoted(local)); err != nil {
-		return res, fmt.Errorf("%s is restored, but its local copy %s is left (%w): the next run for %s drops it", to, local, err, to)
+	// The table is restored: its local copy is dropped even if the run is
+	// stopped now, and where that fails the next run drops it.
+	cleanup, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+	defer cancel()
+	if err := logged(cleanup, conn, false, "DROP TABLE "+quoted(local)); err != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("its local copy %s is left (%v): the next run for %s drops it", local, err, to))
 	}
 	return res, nil
 }

@@ -32,6 +32,9 @@ func fromFiles(ctx context.Context, db *sql.DB, src Source, local Target, opts O
 // (the server's max_allowed_packet is 16 MiB by default).
 const rowsBatchBytes = 4 << 20
 
+// packetRoom is what an INSERT needs beside its values.
+const packetRoom = 64 << 10
+
 // maxPlaceholders is the most ? one prepared statement may hold.
 const maxPlaceholders = 65535
 
@@ -98,7 +101,11 @@ func FromServer(scratch *sql.DB) LocalCopy {
 				return fmt.Errorf("a system-versioned table's history needs system_versioning_insert_history (MariaDB 10.11): %w", err)
 			}
 		}
-		n, err := insertRows(ctx, read, conn, plan, from, local)
+		var maxPacket int64
+		if err := conn.QueryRowContext(ctx, "SELECT @@SESSION.max_allowed_packet").Scan(&maxPacket); err != nil {
+			return err
+		}
+		n, err := insertRows(ctx, read, conn, plan, from, local, maxPacket)
 		if err != nil {
 			return fmt.Errorf("loading %s's rows from the restored files into %s: %w", from, local, err)
 		}
@@ -109,7 +116,10 @@ func FromServer(scratch *sql.DB) LocalCopy {
 
 // insertRows reads from's rows on read (a prepared statement: the binary
 // protocol, exact floats) and inserts them into to on conn in batches.
-func insertRows(ctx context.Context, read, conn *sql.Conn, p copyPlan, from, to Target) (int64, error) {
+// A row larger than the live server's max_allowed_packet (less room for
+// the statement) fails before it is sent, naming its size and the setting.
+func insertRows(ctx context.Context, read, conn *sql.Conn, p copyPlan, from, to Target, maxPacket int64) (int64, error) {
+	batchBytes := min(rowsBatchBytes, maxPacket/2)
 	cols := strings.Join(p.columns, ", ")
 	q := "SELECT " + cols + " FROM " + quoted(from)
 	if p.versioned {
@@ -151,14 +161,26 @@ func insertRows(ctx context.Context, read, conn *sql.Conn, p copyPlan, from, to 
 		if err := rows.Scan(ptrs...); err != nil {
 			return total, err
 		}
+		var rowSize int64
 		for _, v := range vals {
 			if b, ok := v.([]byte); ok {
-				size += int64(len(b))
+				rowSize += int64(len(b))
 			}
-			size += 8
+			rowSize += 8
 		}
+		if rowSize+packetRoom > maxPacket {
+			return total, fmt.Errorf("row %d of %s is %d bytes, more than the live server's max_allowed_packet (%d) lets one INSERT carry: raise it "+
+				"(SET GLOBAL max_allowed_packet, for new connections) above %d and run again", total+int64(len(args)/width)+1, from, rowSize, maxPacket,
+				rowSize+packetRoom)
+		}
+		if size+rowSize > batchBytes {
+			if err := flush(); err != nil {
+				return total, err
+			}
+		}
+		size += rowSize
 		args = append(args, vals...)
-		if size >= rowsBatchBytes || len(args)+width > maxPlaceholders || len(args)/width >= copyBatchRows {
+		if size >= batchBytes || len(args)+width > maxPlaceholders || len(args)/width >= copyBatchRows {
 			if err := flush(); err != nil {
 				return total, err
 			}

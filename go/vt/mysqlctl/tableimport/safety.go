@@ -2,10 +2,13 @@ package tableimport
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -169,4 +172,82 @@ func restoreSession(conn *sql.Conn) {
 	if _, err := conn.ExecContext(context.Background(), "SET SESSION sql_log_bin = DEFAULT, foreign_key_checks = DEFAULT"); err != nil {
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 	}
+}
+
+// ErrReplica is returned for a live server that is a replica, or
+// read-only, which a restore must not write to.
+var ErrReplica = errors.New("the live server must not be written to")
+
+// Writable refuses a server that replicates from another (a replication
+// channel is configured, running or not): a restore would write
+// transactions under its own server id, which its primary's next write
+// conflicts with (under gtid_strict_mode the replica stops, error 1950).
+// It refuses a read_only (or super_read_only) server too, which a user with
+// SUPER could still write to, unless standalone: the operator says it
+// replicates from no one and is read-only only to keep clients out.
+func Writable(ctx context.Context, db *sql.DB, standalone bool) error {
+	channels, err := replicationChannels(ctx, db)
+	if err != nil {
+		return fmt.Errorf("cannot tell whether the live server is a replica: %w", err)
+	}
+	if len(channels) > 0 {
+		return fmt.Errorf("%w: it is a replica (replicating from %s): a restore would write transactions under its own server id, which its "+
+			"primary's next write conflicts with; restore into its primary, whose replicas get the table through the binary log", ErrReplica,
+			strings.Join(channels, ", "))
+	}
+	var readOnly int
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.read_only").Scan(&readOnly); err != nil {
+		return err
+	}
+	var superReadOnly sql.NullInt64 // MySQL only
+	_ = db.QueryRowContext(ctx, "SELECT @@GLOBAL.super_read_only").Scan(&superReadOnly)
+	if (readOnly != 0 || superReadOnly.Int64 != 0) && !standalone {
+		return fmt.Errorf("%w: it is read-only (read_only=%s, super_read_only=%s), as Vitess keeps every tablet but the primary: restore into "+
+			"the shard's primary; pass --standalone only for a server that replicates from no one and is read-only to keep clients out", ErrReplica,
+			onOff(readOnly), onOff(int(superReadOnly.Int64)))
+	}
+	return nil
+}
+
+// replicationChannels names the replication channels configured on db,
+// each as name (host:port): SHOW ALL SLAVES STATUS on MariaDB, SHOW
+// REPLICA STATUS on MySQL 8 (written from its manual, not run here).
+func replicationChannels(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "SHOW ALL SLAVES STATUS")
+	if err != nil {
+		if rows, err = db.QueryContext(ctx, "SHOW REPLICA STATUS"); err != nil {
+			return nil, err
+		}
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		v := map[string]string{}
+		for i, c := range cols {
+			v[c] = vals[i].String
+		}
+		name := cmp.Or(v["Connection_name"], v["Channel_Name"])
+		addr := net.JoinHostPort(cmp.Or(v["Master_Host"], v["Source_Host"]), cmp.Or(v["Master_Port"], v["Source_Port"]))
+		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s", quotedChannel(name), addr)))
+	}
+	return out, rows.Err()
+}
+
+func quotedChannel(name string) string {
+	if name == "" {
+		return "the default channel,"
+	}
+	return "channel '" + name + "',"
 }

@@ -135,7 +135,9 @@ func readBackupCnf(path string) (map[string]string, error) {
 func (s *server) start(ctx context.Context, args []string, timeout time.Duration) (*sql.DB, error) {
 	cmd := exec.Command(s.bin, args...)
 	// Its own process group: a ^C on the terminal reaches us, and we stop it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: the throwaway server dies with the process that started
+	// it, even a killed one (kill -9 runs no Close).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", s.bin, err)
 	}

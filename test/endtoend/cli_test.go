@@ -81,6 +81,24 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		"CREATE TABLE moteurs.archived (id INT, v VARCHAR(40)) ENGINE=ARCHIVE",
 		"INSERT INTO moteurs.archived SELECT seq, MD5(seq) FROM moteurs.seq_1_to_100",
 		"CREATE TABLE moteurs.hole (id INT) ENGINE=BLACKHOLE",
+		// What a database holds besides plain tables (restore-table-kinds).
+		"CREATE DATABASE kinds",
+		"CREATE TABLE kinds.audit (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(80)) ENGINE=InnoDB",
+		"CREATE TABLE kinds.trig_inno (id INT PRIMARY KEY, v INT, w INT) ENGINE=InnoDB",
+		"CREATE TRIGGER kinds.trig_inno_bi BEFORE INSERT ON kinds.trig_inno FOR EACH ROW SET NEW.w = NEW.v * 2",
+		"INSERT INTO kinds.trig_inno (id, v) SELECT seq, seq FROM kinds.seq_1_to_100",
+		"CREATE TABLE kinds.trig_aria (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=Aria",
+		"CREATE TRIGGER kinds.trig_aria_ai AFTER INSERT ON kinds.trig_aria FOR EACH ROW INSERT INTO kinds.audit (what) VALUES (CONCAT('aria ', NEW.id))",
+		"INSERT INTO kinds.trig_aria SELECT seq, MD5(seq) FROM kinds.seq_1_to_60",
+		"CREATE SEQUENCE kinds.counter START WITH 1000 INCREMENT BY 5",
+		"CREATE TABLE kinds.uses_counter (id INT PRIMARY KEY DEFAULT NEXTVAL(kinds.counter), v INT) ENGINE=InnoDB",
+		"INSERT INTO kinds.uses_counter (v) SELECT seq FROM kinds.seq_1_to_10",
+		"CREATE TABLE kinds.ft (id INT PRIMARY KEY, body TEXT, FULLTEXT KEY (body)) ENGINE=InnoDB",
+		"INSERT INTO kinds.ft SELECT seq, CONCAT('word', seq % 9, ' ', MD5(seq)) FROM kinds.seq_1_to_90",
+		"CREATE TABLE kinds.`" + longName + "` (id INT PRIMARY KEY, v INT) ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 3",
+		"INSERT INTO kinds.`" + longName + "` SELECT seq, seq FROM kinds.seq_1_to_30",
+		"CREATE TABLE kinds.`a.b` (id INT PRIMARY KEY, v VARCHAR(10)) ENGINE=InnoDB",
+		"INSERT INTO kinds.`a.b` SELECT seq, 'dot' FROM kinds.seq_1_to_7",
 	} {
 		_, err := p.Exec(ctx, q)
 		must(t, err)
@@ -327,10 +345,9 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 		_, err = p.Exec(ctx, "DROP TABLE `données`.`enfant-2`")
 		must(t, err)
-		// All or nothing in the middle of a run: both tables of données
-		// dropped, a stray file where the second one's tablespace goes. The
-		// first (a child whose parent comes in the same run) is imported,
-		// the second fails, the first is dropped again, and the line says so.
+		// A stray file where a target's tablespace goes, both tables of
+		// données dropped: refused before anything is downloaded or changed
+		// (RENAME TABLE would write over it), the file untouched.
 		for _, q := range []string{"DROP TABLE `données`.`enfant`", "DROP TABLE `données`.`tâble_é_3`"} {
 			_, err = p.Exec(ctx, q)
 			must(t, err)
@@ -339,9 +356,9 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		must(t, err)
 		stray := filepath.Join(dd.Rows[0][0].ToString(), "donn@0pes", "t@0ible_@0p_3.ibd")
 		must(t, os.WriteFile(stray, []byte("not ours"), 0o640))
-		out = restoreTable(t, 1, "--table=données.*", "--into-tablet="+p.Alias)
-		if !strings.Contains(out, "FAIL: importing données.tâble_é_3 as données.tâble_é_3: ") ||
-			!strings.Contains(out, "the 1 tables imported before it (données.enfant) were dropped again: the live server is as it was") {
+		out = restoreTable(t, 2, "--table=données.*", "--into-tablet="+p.Alias)
+		if !strings.Contains(out, "données.tâble_é_3: a file of that name exists in the live server's database directory: "+stray+
+			", no table's of the server's; move it away or choose another name (--as): nothing was downloaded or changed") {
 			t.Fatalf("restore-table données.* with a stray file in the way:\n%s", out)
 		}
 		if b, err := os.ReadFile(stray); err != nil || string(b) != "not ours" {
@@ -447,43 +464,45 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 
 		// A copy stopped after its first rows (its command killed) leaves the
-		// target beside its local copy: in the way until --resume finishes it.
-		// Made as a run makes them: the local copy unlogged, the target from
+		// copy beside its local copy, and no target: --resume finishes it.
+		// Made as a run makes them: the local copy unlogged, the copy from
 		// its definition and its first rows through the log (as row events:
 		// the restored orders is on this server only).
-		local := tableimport.LocalName(tableimport.Target{DB: db, Table: "orders_resumed"})
+		resumedAs := tableimport.Target{DB: db, Table: "orders_resumed"}
+		local, copied := tableimport.LocalName(resumedAs), tableimport.CopyName(resumedAs)
 		def, err := p.Exec(ctx, "SHOW CREATE TABLE "+db+".orders")
 		must(t, err)
-		create := strings.Replace(def.Rows[0][1].ToString(), "CREATE TABLE `orders`", "CREATE TABLE "+db+".orders_resumed", 1)
+		create := strings.Replace(def.Rows[0][1].ToString(), "CREATE TABLE `orders`", "CREATE TABLE "+db+".`"+copied.Table+"`", 1)
 		must(t, p.ExecAll(ctx,
 			"SET SESSION sql_log_bin = 0",
 			"CREATE TABLE "+db+".`"+local.Table+"` LIKE "+db+".orders",
 			"INSERT INTO "+db+".`"+local.Table+"` SELECT * FROM "+db+".orders",
 			"SET SESSION sql_log_bin = 1, binlog_format = ROW",
 			create,
-			"INSERT INTO "+db+".orders_resumed SELECT * FROM "+db+".orders ORDER BY id LIMIT 10"))
+			"INSERT INTO "+db+".`"+copied.Table+"` SELECT * FROM "+db+".orders ORDER BY id LIMIT 10"))
 		resume := func(code int, more ...string) string {
 			return vtfifo(t, code, append(append([]string{"restore-table", "--backup=" + name, "--target-dir=" + filepath.Join(dir, fmt.Sprint("r", code)),
 				"--table=" + db + ".orders", "--into-tablet=" + p.Alias, "--as=" + db + ".orders_resumed"}, more...), tool[:2]...)...)
 		}
-		if out := resume(2); !strings.Contains(out, "left with its local copy by a run stopped during its copy: nothing was downloaded or changed; "+
-			"rerun with --resume") {
-			t.Fatalf("restore-table over a stopped copy without --resume:\n%s", out)
-		}
-		if out := resume(0, "--resume"); !strings.Contains(out, "OK: "+db+".orders imported as "+db+".orders_resumed through the binary log") {
+		if out := resume(0, "--resume"); !strings.Contains(out, "OK: "+db+".orders imported as "+db+".orders_resumed through the binary log") ||
+			!strings.Contains(out, "resuming the copy through the binary log a stopped run left ("+copied.String()) {
 			t.Fatalf("restore-table --resume:\n%s", out)
 		}
 		if got := sums()["orders_resumed"]; got.Rows != before["orders"].Rows || got.Checksum != before["orders"].Checksum {
 			t.Fatalf("orders_resumed %+v, want %+v", got, before["orders"])
 		}
-		if _, ok := sums()[local.Table]; ok {
-			t.Fatalf("the local table %s is left behind", local)
+		for _, left := range []tableimport.Target{local, copied} {
+			if _, ok := sums()[left.Table]; ok {
+				t.Fatalf("the reserved table %s is left behind", left)
+			}
 		}
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".orders_resumed")
 		must(t, err)
 		_, err = p.Exec(ctx, "DROP TABLE "+db+".orders_restored")
 		must(t, err)
 	})
+
+	t.Run("restore-table-kinds", func(t *testing.T) { restoreTableKinds(ctx, t, c, p, name, vtfifo, tool[:2]) })
 
 	restored := filepath.Join(c.TmpDir, "restored")
 	t.Run("restore-prepare-starts-mariadbd", func(t *testing.T) {
@@ -767,4 +786,120 @@ func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storag
 	}
 	t.Fatalf("backup %s has no part object", name)
 	return ""
+}
+
+// longName is a table name of 60 characters, near the server's 64.
+var longName = strings.Repeat("l", 60)
+
+// restoreTableKinds: kinds.* of the backup (triggers on InnoDB and Aria, a
+// sequence a table's default uses, a FULLTEXT table, a partitioned table
+// of a 60-character name, a name with a dot), its database dropped and
+// made again, restored in one run into the primary, through its binary
+// log: every table as it was, triggers that fire, the sequence going on
+// after the backup's values, the target directory removed. Then a name
+// with a dot under another, a trigger whose name is taken (refused, exit
+// 2; --skip-triggers goes without, said), and a read-only server (refused,
+// exit 2, before anything is downloaded).
+func restoreTableKinds(ctx context.Context, t *testing.T, c *cluster.Cluster, p *cluster.Tablet, name string,
+	vtfifo func(t *testing.T, code int, args ...string) string, tool []string) {
+	one := func(query string) string {
+		t.Helper()
+		r, err := p.Exec(ctx, query)
+		must(t, err)
+		if len(r.Rows) == 0 {
+			return ""
+		}
+		return r.Rows[0][len(r.Rows[0])-1].ToString()
+	}
+	tables := []string{"audit", "trig_inno", "trig_aria", "uses_counter", "ft", longName, "a.b"}
+	checksums := func() map[string]string {
+		m := map[string]string{}
+		for _, tb := range tables {
+			m[tb] = one("SELECT COUNT(*) FROM kinds.`"+tb+"`") + " " + one("CHECKSUM TABLE kinds.`"+tb+"`")
+		}
+		return m
+	}
+	before := checksums()
+	next := one("SELECT next_not_cached_value FROM kinds.counter")
+	restoreTable := func(code int, args ...string) (string, string) {
+		t.Helper()
+		dir, err := os.MkdirTemp(c.TmpDir, "restore-table-")
+		must(t, err)
+		must(t, os.Chmod(dir, 0o777))
+		target := filepath.Join(dir, "t")
+		return vtfifo(t, code, append(append([]string{"restore-table", "--backup=" + name, "--target-dir=" + target, "--into-tablet=" + p.Alias},
+			args...), tool...)...), target
+	}
+	for _, q := range []string{"DROP DATABASE kinds", "CREATE DATABASE kinds"} {
+		one(q)
+	}
+	out, target := restoreTable(0, "--table=kinds.*")
+	for _, want := range []string{
+		"OK: kinds.counter imported as kinds.counter (a sequence) through the binary log: 1 rows",
+		"OK: kinds.trig_aria imported as kinds.trig_aria through the binary log: 60 rows",
+		"note: kinds.trig_aria: its triggers restored with it: trig_aria_ai",
+		"note: kinds.trig_inno: its triggers restored with it: trig_inno_bi",
+		"OK: kinds.ft imported as kinds.ft as rows through the binary log: 90 rows",
+		"OK: kinds." + longName + " imported as kinds." + longName + " through the binary log: 30 rows",
+		"OK: kinds.a.b imported as kinds.a.b through the binary log: 7 rows",
+		"removed " + target + ", the restore's files (--keep-target-dir keeps them)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("restore-table kinds.*: want %q in:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "OK: kinds.counter") > strings.Index(out, "OK: kinds.uses_counter") {
+		t.Fatalf("the sequence is not made before the table whose default uses it:\n%s", out)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("the target directory is left: %v", err)
+	}
+	if got := checksums(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("kinds after restore-table kinds.*:\n%v\nwant\n%v", got, before)
+	}
+	if n := one("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'kinds' AND TABLE_NAME LIKE '\\_vtfifo\\_%'"); n != "0" {
+		t.Fatalf("%s reserved tables left in kinds", n)
+	}
+	// The triggers fire, the sequence goes on, the FULLTEXT index answers.
+	audits := one("SELECT COUNT(*) FROM kinds.audit")
+	one("INSERT INTO kinds.trig_inno (id, v) VALUES (100000, 21)")
+	one("INSERT INTO kinds.trig_aria VALUES (100000, 'after')")
+	one("INSERT INTO kinds.uses_counter (v) VALUES (11)")
+	if w, a := one("SELECT w FROM kinds.trig_inno WHERE id = 100000"), one("SELECT COUNT(*) FROM kinds.audit"); w != "42" || a == audits {
+		t.Fatalf("after the restore the triggers do not fire: w %s (want 42), audit rows %s (were %s)", w, a, audits)
+	}
+	if id := one("SELECT id FROM kinds.uses_counter WHERE v = 11"); id != next {
+		t.Fatalf("the sequence gave %s, want %s (the first value the backup's had not handed out)", id, next)
+	}
+	if n := one("SELECT COUNT(*) FROM kinds.ft WHERE MATCH(body) AGAINST ('word4')"); n != "10" {
+		t.Fatalf("MATCH ... AGAINST ('word4') on the restored FULLTEXT table: %s rows, want 10", n)
+	}
+
+	// A name with a dot, under another: backquotes, as in SQL.
+	out, _ = restoreTable(0, "--table=kinds.`a.b`", "--as=kinds.`a.b 2`")
+	if !strings.Contains(out, "OK: kinds.a.b imported as kinds.a.b 2 through the binary log: 7 rows") {
+		t.Fatalf("restore-table of a name with a dot:\n%s", out)
+	}
+	// Its trigger's name is taken beside the live table: refused; with
+	// --skip-triggers imported without it, said.
+	out, _ = restoreTable(2, "--table=kinds.trig_inno", "--as=kinds.trig_inno_2")
+	if !strings.Contains(out, "trigger kinds.trig_inno_bi (on trig_inno): a trigger of that name exists in the live server") ||
+		!strings.Contains(out, "pass --skip-triggers") {
+		t.Fatalf("restore-table with a trigger name taken:\n%s", out)
+	}
+	out, _ = restoreTable(0, "--table=kinds.trig_inno", "--as=kinds.trig_inno_2", "--skip-triggers", "--keep-target-dir")
+	if !strings.Contains(out, "note: kinds.trig_inno_2: trigger trig_inno_bi (BEFORE INSERT) not restored (--skip-triggers)") ||
+		strings.Contains(out, "removed ") {
+		t.Fatalf("restore-table --skip-triggers --keep-target-dir:\n%s", out)
+	}
+	// A read-only server (as Vitess keeps a replica) is never written to.
+	one("SET GLOBAL read_only = 1")
+	out, target = restoreTable(2, "--table=kinds.ft", "--as=kinds.ft_2")
+	one("SET GLOBAL read_only = 0")
+	if !strings.Contains(out, "the live server must not be written to: it is read-only (read_only=ON") {
+		t.Fatalf("restore-table into a read-only server:\n%s", out)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("restore-table into a read-only server downloaded into %s", target)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,11 +21,13 @@ import (
 )
 
 // TestKillDuringTableCopy: vtfifo restore-table into the tablet's mysqld,
-// which writes a binary log, copies a table through it in batches; SIGKILLed
-// in the middle of that copy, it leaves the target with whole batches
-// beside its local copy. Run again, it refuses that target (exit 1, naming
-// --resume, nothing downloaded); with --resume it finishes the copy, and the
-// table equals the source, its local copy gone.
+// which writes a binary log, copies a table through it in batches into a
+// copy under a reserved name; SIGKILLed in the middle of that copy, it
+// leaves the target absent, and the copy with whole batches beside its
+// whole local copy. Run again without --resume, it says it drops them and
+// imports the table from the start; killed again and run with --resume, it
+// says it goes on with the copy and finishes it. Each time the table equals
+// the source, and nothing reserved is left.
 func TestKillDuringTableCopy(t *testing.T) {
 	f := newFixture(t)
 	f.useStorage(t, splitstoragetest.Local(t).Config)
@@ -40,58 +43,101 @@ func TestKillDuringTableCopy(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(scratch) })
 	require.NoError(t, os.Chmod(scratch, 0o755))
-	target := sampleDB + ".copyme_restored"
+	to := tableimport.Target{DB: sampleDB, Table: "copyme_restored"}
+	target, copied, local := to.String(), tableimport.CopyName(to), tableimport.LocalName(to)
 	args := func(dir string, more ...string) []string {
 		return append([]string{"--table=" + sampleDB + ".copyme", "--as=" + target, "--into-mysql=" + f.tb.Cnf.SocketFile, "--mysqld=" + mariadbtest.LookPath(t,
 			"mariadbd"), "--target-dir=" + filepath.Join(scratch, dir), "--progress=never"}, more...)
 	}
-	rows := func() int64 {
+	count := func(table string) int64 {
 		var n int64
-		if err := f.srv.DB().QueryRow("SELECT COUNT(*) FROM " + target).Scan(&n); err != nil {
+		if err := f.srv.DB().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 			return -1
 		}
 		return n
 	}
-	argv := append([]string{"restore-table", "--backup-storage-implementation=split", "--keyspace=" + keyspace, "--shard=" + shard},
-		f.cfg.Args()...)
-	cmd := exec.Command(vtfifoBin, append(argv, args("first")...)...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	killed := false
-	for !killed {
-		select {
-		case err := <-done:
-			t.Fatalf("restore-table ended before its copy could be killed (%v):\n%s", err, out.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if n := rows(); n > 0 && n < 600000 {
-			require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-			var ee *exec.ExitError
-			require.True(t, errors.As(<-done, &ee))
-			killed = true
-		}
+	reserved := func() string {
+		return f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE '\\_vtfifo\\_%'", sampleDB)
 	}
-	// The server finishes the statement the killed client left running.
-	require.Eventually(t, func() bool {
-		return f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%copyme_restored%' AND ID <> CONNECTION_ID()") == "0"
-	}, time.Minute, 50*time.Millisecond)
-	copied := rows()
-	t.Logf("killed with %d of 600000 rows copied", copied)
-	assert.Zero(t, copied%2000, "whole batches only")
-	local := tableimport.LocalName(tableimport.Target{DB: sampleDB, Table: "copyme_restored"})
-	require.Equal(t, "600000", f.srv.Query(t, "SELECT COUNT(*) FROM "+sampleDB+".`"+local.Table+"`"), "the local copy is left whole")
+	killDuringCopy := func(dir string) {
+		t.Helper()
+		argv := append([]string{"restore-table", "--backup-storage-implementation=split", "--keyspace=" + keyspace, "--shard=" + shard},
+			f.cfg.Args()...)
+		cmd := exec.Command(vtfifoBin, append(argv, args(dir)...)...)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		for killed := false; !killed; {
+			select {
+			case err := <-done:
+				t.Fatalf("restore-table ended before its copy could be killed (%v):\n%s", err, out.String())
+			case <-time.After(10 * time.Millisecond):
+			}
+			if n := count(copied.String()); n > 0 && n < 600000 {
+				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				var ee *exec.ExitError
+				require.True(t, errors.As(<-done, &ee))
+				killed = true
+			}
+		}
+		// The server finishes the statement the killed client left running.
+		require.Eventually(t, func() bool {
+			return f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%"+copied.Table+"%' AND ID <> CONNECTION_ID()") == "0"
+		}, time.Minute, 50*time.Millisecond)
+		n := count(copied.String())
+		t.Logf("killed with %d of 600000 rows copied", n)
+		assert.Zero(t, n%2000, "whole batches only")
+		assert.Equal(t, int64(-1), count(target), "the target does not exist before the copy is whole")
+		require.Equal(t, int64(600000), count(local.String()), "the local copy is left whole")
+	}
+	check := func(stdout string) {
+		t.Helper()
+		assert.Contains(t, stdout, "OK: "+sampleDB+".copyme imported as "+target+" through the binary log: 600000 rows")
+		assert.Equal(t, want, mariadbtest.Checksums(t, f.srv.DB(), sampleDB)["copyme_restored"])
+		assert.Equal(t, "0", reserved(), "nothing reserved is left")
+	}
 
+	killDuringCopy("first")
 	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", args("again")...)
-	assert.Equal(t, 2, code, "a usage error: the live server contradicts the request; stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Contains(t, stdout+stderr, "left with its local copy by a run stopped during its copy: nothing was downloaded or changed; rerun with --resume")
-	assert.Equal(t, copied, rows(), "nothing changed")
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Contains(t, stderr, "restore-table: "+target+": a stopped run left "+local.String()+", "+copied.String()+": dropped (--resume would "+
+		"have gone on with its copy); importing from the start")
+	check(stdout)
 
+	f.srv.Exec(t, "DROP TABLE "+target)
+	killDuringCopy("second")
 	code, stdout, stderr = runVtfifo(t, f.cfg, "restore-table", args("resumed", "--resume")...)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Contains(t, stdout, "OK: "+sampleDB+".copyme imported as "+target+" through the binary log: 600000 rows")
-	assert.Equal(t, want, mariadbtest.Checksums(t, f.srv.DB(), sampleDB)["copyme_restored"])
-	assert.Equal(t, "0", f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME = '"+local.Table+"'"), "the local copy is dropped")
+	assert.Contains(t, stderr, "restore-table: "+target+": resuming the copy through the binary log a stopped run left ("+copied.String()+
+		", beside its local copy "+local.String()+")")
+	assert.Contains(t, stderr, "rows of a stopped copy: copying the rest")
+	check(stdout)
+}
+
+// TestTableRestoreNeedsRoom: restore-table with --target-dir on a file
+// system too small for the frames holding the table's files is refused
+// before anything is read (exit 2), naming the free space and what it
+// needs; the live server is not touched, and nothing is written there.
+func TestTableRestoreNeedsRoom(t *testing.T) {
+	f := newFixture(t)
+	f.useStorage(t, splitstoragetest.Local(t).Config)
+	require.NoError(t, f.backup(context.Background(), nil))
+	mnt := mountTmpfs(t, 4<<20)
+	tables := f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES")
+	target := filepath.Join(mnt, "t")
+	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--as="+sampleDB+".t0001_r", "--into-mysql="+f.tb.Cnf.SocketFile,
+		"--target-dir="+target, "--progress=never")
+	assert.Equal(t, 2, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Regexp(t, regexp.QuoteMeta(target)+` has \d+ bytes free, and the table restore needs about \d+ there \(the \d+ stream bytes of the frames `+
+		`holding its files, and a tenth more for the prepare\): nothing was downloaded; choose a --target-dir with more room`, stderr)
+	assert.Empty(t, stdout)
+	entries, err := os.ReadDir(mnt)
+	require.NoError(t, err)
+	for _, e := range entries {
+		sub, _ := os.ReadDir(filepath.Join(mnt, e.Name()))
+		assert.Empty(t, sub, "nothing written under %s", e.Name())
+	}
+	assert.Equal(t, tables, f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES"), "the live server is not touched")
 }

@@ -20,6 +20,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 )
@@ -96,6 +97,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		if err := os.RemoveAll(dir); err != nil {
 			fmt.Fprintf(s.o.notes, "warning: cannot remove %s: %v\n", dir, err)
 		} else {
+			out.TargetRemoved = true
 			out.printf("removed %s, the restore's files (--keep-target-dir keeps them)\n", dir)
 		}
 	}
@@ -170,6 +172,9 @@ type RestoreTableResult struct {
 	Tool        string               `json:"tool"`
 	Seconds     float64              `json:"seconds"` // the restore and prepare
 	Tables      []RestoredTableState `json:"tables"`
+	// TargetRemoved: the tables are in the live server and Target, with
+	// the definitions' files, was removed (no --keep-target-dir).
+	TargetRemoved bool `json:"target_removed,omitempty"`
 }
 
 // RestoredTableState is one table: its files, its definition, and what
@@ -345,6 +350,10 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 		importOne, how := importerFor(f.replicated, restored.rows[t.Name()], src.Sequence != nil, rows, &opts)
 		res, err := importOne(s.ctx, live.db, src, to, opts, s.logger)
 		st := out.table(t.Name())
+		if errors.Is(err, tableimport.ErrExists) || errors.Is(err, tableimport.ErrFileInTheWay) || errors.Is(err, tableimport.ErrTriggerExists) {
+			// The live server contradicts the request: a usage error.
+			err = flagvalue.Contradiction(err)
+		}
 		if err != nil {
 			st.ImportError = errText(err)
 			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live.db, done, f.replicated, out))

@@ -173,7 +173,12 @@ func targetsAbsent(ctx context.Context, live *sql.DB, tables []fifobackupengine.
 	for _, t := range tables {
 		to := targetFor(t.DB, t.Table)
 		err := tableimport.Absent(ctx, live, to)
+		if err == nil {
+			err = tableimport.NoFilesOf(ctx, live, to)
+		}
 		switch {
+		case errors.Is(err, tableimport.ErrFileInTheWay):
+			return flagvalue.Contradiction(fmt.Errorf("%w: nothing was downloaded or changed", err))
 		case errors.Is(err, tableimport.ErrExists):
 			in = append(in, to.String())
 		case err != nil:

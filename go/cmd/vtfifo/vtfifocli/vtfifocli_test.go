@@ -427,6 +427,7 @@ func TestRestoreTableFlags(t *testing.T) {
 // naming it and the flag, before anything is downloaded.
 func TestUnreachableReplica(t *testing.T) {
 	srv := mariadbtest.Start(t)
+	srv.Exec(t, "CREATE DATABASE d")
 	_, args := storageCopy(t)
 	target := filepath.Join(t.TempDir(), "t")
 	var stdout, stderr bytes.Buffer

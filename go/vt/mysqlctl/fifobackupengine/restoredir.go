@@ -118,7 +118,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		if !opts.Prepare {
 			return rep, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "a table restore prepares the files (with --export): set Prepare")
 		}
-		tables = &tableRestore{subset: tableSubset{patterns: opts.Tables}, logger: opts.Logger, onTables: opts.OnTables}
+		tables = &tableRestore{subset: tableSubset{patterns: opts.Tables}, logger: opts.Logger, onTables: opts.OnTables, dir: dir}
 		run.scope = tables
 	}
 	// The tool is checked before anything is downloaded.

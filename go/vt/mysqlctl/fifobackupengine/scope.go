@@ -60,6 +60,9 @@ type tableRestore struct {
 	// onTables, if set, is told the tables once they are known
 	// (RestoreDirOptions.OnTables).
 	onTables func([]TableFiles) error
+	// dir is where the files go: its free space is checked against what
+	// the frames hold before any is read.
+	dir string
 }
 
 // beforePrepare refuses, on MySQL 8, encrypted tables whose keyring the

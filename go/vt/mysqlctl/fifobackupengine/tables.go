@@ -50,7 +50,7 @@ func (p TablePattern) String() string { return p.DB + "." + p.Table }
 
 // ParseTablePatterns reads db.table, db.* patterns (names as the server
 // shows them; a name holding a '.' or a '`' in backquotes, as in SQL:
-// `my.db`.`t.1`, d.`a``b`).
+// `my.db`.`t.1`, d.`a“b`).
 func ParseTablePatterns(specs []string) ([]TablePattern, error) {
 	var out []TablePattern
 	for _, s := range specs {
@@ -383,10 +383,36 @@ func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes,
 			toRead += br.n
 		}
 	}
+	if err := t.roomFor(raw); err != nil {
+		return nil, 0, "", err
+	}
 	t.readStreamBytes += raw
 	what = fmt.Sprintf("%d files from %d of %d stored bytes (%.1f%%, %d stream bytes) of %s",
 		len(want), toRead, m.StoredBytes, 100*float64(toRead)/float64(max(m.StoredBytes, 1)), raw, m.BackupName)
 	return want, toRead, what, nil
+}
+
+// roomFor refuses, before anything is read, a restore whose frames hold
+// more stream bytes (an upper bound of the files they give) than its
+// directory's file system has free, with a tenth more for the prepare.
+func (t *tableRestore) roomFor(raw int64) error {
+	free := freeBytes(existingParent(t.dir))
+	if need := raw + t.readStreamBytes + raw/10; free >= 0 && free < need {
+		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %d bytes free, and the table restore needs about %d "+
+			"there (the %d stream bytes of the frames holding its files, and a tenth more for the prepare): nothing was downloaded; choose a "+
+			"--target-dir with more room", t.dir, free, need, raw+t.readStreamBytes))
+	}
+	return nil
+}
+
+// existingParent is dir, or its nearest parent that exists.
+func existingParent(dir string) string {
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
 }
 
 // extracted checks what one backup of a table restore's chain gave: every

@@ -24,6 +24,7 @@ type LocalCopy func(ctx context.Context, db *sql.DB, src Source, local Target, o
 // fromFiles is the LocalCopy that imports src's files (Import).
 func fromFiles(ctx context.Context, db *sql.DB, src Source, local Target, opts Options, logger logutil.Logger) error {
 	opts.Unreplicated, opts.withoutForeignKeys = true, true
+	src.Triggers = nil // the target gets them, once its rows are in
 	_, err := Import(ctx, db, src, local, opts, logger)
 	return err
 }

@@ -80,7 +80,8 @@ func ImportSequence(ctx context.Context, db *sql.DB, src Source, to Target, opts
 			err = dropCopy(ctx, conn, work, err)
 		}
 	}()
-	if err = stmt(ctx, conn, "SELECT SETVAL("+quoted(work)+", ?, 0, ?)", seq.Next, seq.Round); err != nil {
+	// SETVAL takes literals only (no placeholders).
+	if err = stmt(ctx, conn, fmt.Sprintf("SELECT SETVAL(%s, %d, 0, %d)", quoted(work), seq.Next, seq.Round)); err != nil {
 		return res, err
 	}
 	var next int64

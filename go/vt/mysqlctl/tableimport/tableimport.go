@@ -110,6 +110,11 @@ type Result struct {
 // ErrExists is returned when the target table exists: it is never replaced.
 var ErrExists = errors.New("a table of that name exists in the live server")
 
+// ErrFileInTheWay is returned when the live server's database directory
+// holds a file of the target's name that is no table's: it is never
+// written over.
+var ErrFileInTheWay = errors.New("a file of that name exists in the live server's database directory")
+
 // ErrReplicated is returned for a server that writes a binary log or that
 // replicas or binlog streams read, unless Options.Unreplicated.
 var ErrReplicated = errors.New("the live server writes a binary log that replicas may read")
@@ -302,6 +307,26 @@ func (im *importer) check(opts Options) ([]tablespace, error) {
 	return tablespaces(im.src)
 }
 
+// NoFilesOf fails with ErrExists when the live server's database directory
+// of to, where this host can see it, holds a file of to's name that is no
+// table of the server's (Import refuses it: RENAME TABLE would write over
+// it): for a caller to check before it restores anything.
+func NoFilesOf(ctx context.Context, db *sql.DB, to Target) error {
+	var dataDir string
+	if err := db.QueryRowContext(ctx, "SELECT @@datadir").Scan(&dataDir); err != nil {
+		return err
+	}
+	dbFile, err := fileName(to.DB)
+	if err != nil {
+		return err
+	}
+	dbDir := filepath.Join(dataDir, dbFile)
+	if _, err := os.Stat(dbDir); err != nil {
+		return nil // not on this host: Import says so
+	}
+	return noFilesOf(dbDir, to)
+}
+
 // noFilesOf fails with ErrExists when dbDir holds a file of to's name (a
 // table's file the server does not know): RENAME TABLE would write over it.
 func noFilesOf(dbDir string, to Target) error {
@@ -315,8 +340,7 @@ func noFilesOf(dbDir string, to Target) error {
 			return err
 		}
 		if len(m) > 0 {
-			return fmt.Errorf("%s: %w: not as a table, but its file %s is in the database directory: nothing was changed; move it away or "+
-				"choose another name (--as)", to, ErrExists, m[0])
+			return fmt.Errorf("%s: %w: %s, no table's of the server's; move it away or choose another name (--as)", to, ErrFileInTheWay, m[0])
 		}
 	}
 	return nil

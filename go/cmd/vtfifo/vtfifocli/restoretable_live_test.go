@@ -1,0 +1,105 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+)
+
+// restoreTableInto runs restore-table of the test backup's d.t into the
+// server at socket, as root; it returns the exit status, stdout, stderr
+// and the target directory (never created when the run stops before the
+// download).
+func restoreTableInto(t *testing.T, socket string, more ...string) (int, string, string, string) {
+	_, args := storageCopy(t)
+	target := filepath.Join(t.TempDir(), "t")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append(append([]string{"restore-table", "--table=d.t", "--target-dir=" + target, "--into-mysql=" + socket,
+		"--mysql-user=root"}, more...), args...), &stdout, &stderr)
+	return code, stdout.String(), stderr.String(), target
+}
+
+// TestAReplicaIsNeverWrittenTo: a server with a replication channel (here
+// stopped, as after STOP SLAVE) is refused before anything is downloaded,
+// as a usage error naming where it replicates from, whatever the flags; a
+// read-only server too, unless --standalone says it replicates from no
+// one. Nothing is written to either.
+func TestAReplicaIsNeverWrittenTo(t *testing.T) {
+	primary := mariadbtest.Start(t, mariadbtest.WithArgs("--server-id=21", "--log-bin=p-bin"))
+	replica := mariadbtest.Start(t, mariadbtest.WithArgs("--server-id=22", "--log-bin=r-bin", "--read-only=1", "--gtid-strict-mode=1"))
+	replica.Exec(t, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='root', MASTER_USE_GTID=slave_pos", primary.Port))
+	gtid := replica.Query(t, "SELECT @@GLOBAL.gtid_binlog_pos")
+	for _, more := range [][]string{nil, {"--standalone"}, {"--unreplicated"}} {
+		code, stdout, stderr, target := restoreTableInto(t, replica.Socket, more...)
+		assert.Equal(t, 2, code, "%v: stderr: %s", more, stderr)
+		assert.Contains(t, stderr, fmt.Sprintf("the live server must not be written to: it is a replica (replicating from the default channel, "+
+			"127.0.0.1:%d): a restore would write transactions under its own server id", primary.Port), more)
+		assert.NotContains(t, stderr, "FAIL")
+		assert.Empty(t, stdout)
+		assert.NoDirExists(t, target)
+	}
+	assert.Equal(t, gtid, replica.Query(t, "SELECT @@GLOBAL.gtid_binlog_pos"), "nothing written")
+
+	// A standalone server made read-only.
+	alone := mariadbtest.Start(t, mariadbtest.WithArgs("--read-only=1"))
+	code, stdout, stderr, target := restoreTableInto(t, alone.Socket)
+	assert.Equal(t, 2, code, "stderr: %s", stderr)
+	assert.Contains(t, stderr, "the live server must not be written to: it is read-only (read_only=ON, super_read_only=OFF), as Vitess keeps "+
+		"every tablet but the primary: restore into the shard's primary; pass --standalone only for a server that replicates from no one")
+	assert.Empty(t, stdout)
+	assert.NoDirExists(t, target)
+	// With --standalone it goes on, to the next check: the database.
+	code, _, stderr, target = restoreTableInto(t, alone.Socket, "--standalone")
+	assert.Equal(t, 2, code, "stderr: %s", stderr)
+	assert.Contains(t, stderr, "the live server has no database d: nothing was downloaded or changed; create it (CREATE DATABASE, through the "+
+		"binary log on a primary) or choose another (--as)")
+	assert.NoDirExists(t, target)
+}
+
+// TestAStoppedRunsSettingIsPutBack: a run killed while it waited for the
+// checkpoint left the live server's innodb_max_dirty_pages_pct at 0 with
+// its record; the next run puts the recorded value back, says so and
+// removes the record, before anything is downloaded. A record from before
+// the server's last restart is only removed: the configured value is in
+// force.
+func TestAStoppedRunsSettingIsPutBack(t *testing.T) {
+	srv := mariadbtest.Start(t, mariadbtest.WithArgs("--innodb-max-dirty-pages-pct=77"))
+	record := filepath.Join(srv.DataDir, "vtfifo-import-settings.json")
+	started := func() int64 {
+		up, err := strconv.ParseInt(srv.Query(t, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"), 10, 64)
+		require.NoError(t, err)
+		now, err := strconv.ParseInt(srv.Query(t, "SELECT UNIX_TIMESTAMP()"), 10, 64)
+		require.NoError(t, err)
+		return now - up
+	}
+	write := func(serverStarted int64) {
+		b, err := json.Marshal(map[string]any{"innodb_max_dirty_pages_pct": "77.000000", "set": "0", "server_started": serverStarted, "pid": 4242})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(record, b, 0o640))
+		srv.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
+	}
+	write(started())
+	code, _, stderr, _ := restoreTableInto(t, srv.Socket)
+	assert.Equal(t, 2, code, "the run goes on to the missing database: %s", stderr)
+	assert.Contains(t, stderr, "restore-table: a stopped import (pid 4242) left innodb_max_dirty_pages_pct at 0: put back to 77.000000, "+
+		"the value it recorded")
+	assert.Equal(t, "1", srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct = 77"))
+	assert.NoFileExists(t, record)
+
+	write(started() - 3600)
+	code, _, stderr, _ = restoreTableInto(t, srv.Socket)
+	assert.Equal(t, 2, code, "stderr: %s", stderr)
+	assert.Contains(t, stderr, "an import stopped (pid 4242) before the server's last restart")
+	assert.Equal(t, "1", srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct = 0"), "a value set since the restart is not the run's to change")
+	assert.NoFileExists(t, record)
+}

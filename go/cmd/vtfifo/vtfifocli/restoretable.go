@@ -78,7 +78,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
 		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger,
 		OnTables: func(tables []fifobackupengine.TableFiles) error {
-			return live.claim(s, tables, targetFor, f.resume)
+			return live.claim(s, tables, targetFor, f)
 		},
 		OnManifest: p.setLanes, OnRead: p.addLane, OnPhase: p.phase,
 	})

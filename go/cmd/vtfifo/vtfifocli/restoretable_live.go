@@ -77,7 +77,7 @@ func (l *liveServer) check(s *session, standalone bool, patterns []fifobackupeng
 		if errors.Is(err, tableimport.ErrReplica) {
 			return flagvalue.Contradiction(err)
 		}
-		return err
+		return unreadable.Error(err) // the server did not say (access)
 	}
 	if err := tableimport.RestoreSettings(s.ctx, l.db, s.logger); err != nil {
 		return err
@@ -136,8 +136,10 @@ func (s *session) tabletIsPrimary(alias string) error {
 // claim takes the backup's targets for this run (tableimport.Claim), once
 // their names are known and before their frames are read: no target may
 // exist, and what a stopped run for one left is dealt with
-// (tableimport.Settle), each said.
-func (l *liveServer) claim(s *session, tables []fifobackupengine.TableFiles, targetFor func(db, table string) tableimport.Target, resume bool) error {
+// (tableimport.Settle), each said; then the user's privileges are probed in
+// each target database (tableimport.Probe).
+func (l *liveServer) claim(s *session, tables []fifobackupengine.TableFiles, targetFor func(db, table string) tableimport.Target, f restoreTableFlags) error {
+	resume, user := f.resume, f.user
 	if l == nil {
 		return nil
 	}
@@ -161,6 +163,19 @@ func (l *liveServer) claim(s *session, tables []fifobackupengine.TableFiles, tar
 		l.resumed[to] = resumed
 		if said != "" {
 			fmt.Fprintf(s.o.notes, "restore-table: %s\n", said)
+		}
+	}
+	probed := map[string]bool{}
+	for _, to := range targets {
+		if probed[to.DB] {
+			continue
+		}
+		probed[to.DB] = true
+		if err := tableimport.Probe(s.ctx, l.db, to.DB); err != nil {
+			if errors.Is(err, tableimport.ErrNotAllowed) {
+				return unreadable.Error(fmt.Errorf("as %s, in database %s: %w", user, to.DB, err))
+			}
+			return err
 		}
 	}
 	return nil

@@ -1,6 +1,8 @@
 package tableimport
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,6 +28,10 @@ import (
 // the JSON of a childRun.
 const childEnv = "TABLEIMPORT_CHILD"
 
+// scratchEnv runs TestImportChild as a process that opens a throwaway
+// server on the prepared directory its value names, and waits to be killed.
+const scratchEnv = "TABLEIMPORT_SCRATCH"
+
 // childRun is one import run in a child process, which SIGKILLs itself
 // before its statement StopAt (1-based).
 type childRun struct {
@@ -38,6 +45,12 @@ type childRun struct {
 // TestImportChild is the child of TestInterruptedAnywhere's "killed" runs;
 // it does nothing in a plain test run.
 func TestImportChild(t *testing.T) {
+	if dir := os.Getenv(scratchEnv); dir != "" {
+		_, err := testrestore.Open(context.Background(), dir, "the rows", testrestore.Options{Logger: logutil.NewMemoryLogger()})
+		require.NoError(t, err)
+		fmt.Println("open")
+		select {} // until killed
+	}
 	doc := os.Getenv(childEnv)
 	if doc == "" {
 		t.Skip("run as the child of TestInterruptedAnywhere")
@@ -225,4 +238,82 @@ func TestInterruptedAnywhere(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestProbeSaysWhatTheUserLacks: the live server's user is tried, before
+// any download, on what an import runs (Probe): each refusal names the
+// statement; a user allowed everything passes, and the probe leaves no
+// table behind.
+func TestProbeSaysWhatTheUserLacks(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	srv.Exec(t, "CREATE DATABASE d")
+	srv.Exec(t, "CREATE USER 'weak'@'127.0.0.1' IDENTIFIED BY 'w'")
+	srv.Exec(t, "GRANT SELECT, INSERT ON d.* TO 'weak'@'127.0.0.1'")
+	// Global privileges are a connection's from its login: a new pool each
+	// time.
+	probe := func() error {
+		weak, err := sql.Open("mysql", "weak:w@tcp("+srv.TCPAddr()+")/")
+		require.NoError(t, err)
+		defer weak.Close()
+		return Probe(context.Background(), weak, "d")
+	}
+	for _, c := range []struct{ grant, want string }{
+		{"", "SET SESSION sql_log_bin = 0"},
+		{"GRANT BINLOG ADMIN ON *.* TO 'weak'@'127.0.0.1'", "SET GLOBAL innodb_max_dirty_pages_pct"},
+		{"GRANT SUPER ON *.* TO 'weak'@'127.0.0.1'", "CREATE TABLE `d`.`_vtfifo_probe_"},
+		{"GRANT CREATE, DROP ON d.* TO 'weak'@'127.0.0.1'", "ALTER TABLE `d`.`_vtfifo_probe_"},
+	} {
+		if c.grant != "" {
+			srv.Exec(t, c.grant)
+		}
+		err := probe()
+		require.ErrorIs(t, err, ErrNotAllowed, c.want)
+		assert.ErrorContains(t, err, c.want)
+		assert.ErrorContains(t, err, "denied")
+	}
+	srv.Exec(t, "GRANT ALTER ON d.* TO 'weak'@'127.0.0.1'")
+	require.NoError(t, probe())
+	assert.Equal(t, "0", srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'd' AND TABLE_NAME LIKE '\\_vtfifo\\_%'"))
+}
+
+// TestThrowawayServerDiesWithItsParent: the throwaway server a table
+// restore starts on the restored files (to read rows or definitions) goes
+// when the process that started it is killed with SIGKILL, which runs no
+// cleanup: no mysqld is left running on the restore's directory.
+func TestThrowawayServerDiesWithItsParent(t *testing.T) {
+	mariabackup := mariadbtest.LookPath(t, "mariabackup")
+	srv := mariadbtest.Start(t)
+	dir := filepath.Join(srv.Dir, "restore")
+	stream := mariadbtest.Backup(t, srv)
+	mariadbtest.MbstreamExtract(t, dir, stream)
+	require.NoError(t, stream.Close())
+	out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "-test.run=^TestImportChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), scratchEnv+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "open\n", line)
+	servers := func() []string {
+		var pids []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err == nil && bytes.Contains(b, []byte(dir)) && bytes.Contains(b, []byte("mysqld")) || bytes.Contains(b, []byte("mariadbd")) &&
+				bytes.Contains(b, []byte(dir)) {
+				pids = append(pids, filepath.Base(filepath.Dir(p)))
+			}
+		}
+		return pids
+	}
+	require.NotEmpty(t, servers(), "the child's throwaway server runs on %s", dir)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool { return len(servers()) == 0 }, 30*time.Second, 100*time.Millisecond,
+		"a throwaway server outlived the process that started it")
 }

@@ -29,6 +29,7 @@ import (
 //	_vtfifo_part_<h>   a MariaDB partition imported before its EXCHANGE into the work table
 //	_vtfifo_local_<h>  the unlogged local copy a copy through the binary log reads
 //	_vtfifo_copy_<h>   the logged copy (ImportReplicated), renamed to the target through the log
+//	_vtfifo_probe_<h>  (and probe2) the table Probe checks the user's privileges on, per database
 //
 // A run holds a named lock per target (Claim) while it works, so the
 // tables of a live run are never taken for a stopped run's.
@@ -58,7 +59,9 @@ func partName(to Target) Target { return reserved("part", to) }
 // last (it goes on where it can).
 func reservedOf(to Target) []Target {
 	local := LocalName(to)
-	return []Target{workName(to), partName(to), workName(local), partName(local), local, CopyName(to)}
+	probeIn := Target{DB: to.DB}
+	return []Target{workName(to), partName(to), workName(local), partName(local), reserved("probe", probeIn), reserved("probe2", probeIn), local,
+		CopyName(to)}
 }
 
 // Leftovers are the reserved tables of to that the live server holds: what

@@ -151,6 +151,9 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 			return res, err
 		}
 	}
+	if err := noFilesOf(im.dbDir, to); err != nil {
+		return res, err
+	}
 	// From here on, what failed is undone: the tables created are dropped,
 	// the files copied in that remain are removed.
 	defer func() {
@@ -284,9 +287,6 @@ func (im *importer) check(opts Options) ([]tablespace, error) {
 	im.dbDir = filepath.Join(dataDir, dbFile)
 	if im.owner, err = os.Stat(im.dbDir); err != nil {
 		return nil, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", im.dbDir, err)
-	}
-	if err := noFilesOf(im.dbDir, im.to); err != nil {
-		return nil, err
 	}
 	create, notes, err := definition(im.ctx, im.conn, im.src, im.to, opts)
 	if err != nil {

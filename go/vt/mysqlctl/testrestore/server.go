@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -103,9 +104,6 @@ func (s *server) args(opts Options) ([]string, error) {
 		}
 		args[0] = "--defaults-file=" + p
 	}
-	if s.runAs != nil {
-		args = append(args, "--user="+s.runAs.Username)
-	}
 	return append(args, opts.MysqldFlags...), nil
 }
 
@@ -137,7 +135,15 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 	// Its own process group: a ^C on the terminal reaches us, and we stop it.
 	// Pdeathsig: the throwaway server dies with the process that started
 	// it, even a killed one (kill -9 runs no Close).
+	// The kernel clears it when a process changes its user, so as root the
+	// server is started as the mysql user (not with --user, which would
+	// have it switch itself).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if s.runAs != nil {
+		uid, _ := strconv.ParseUint(s.runAs.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(s.runAs.Gid, 10, 32)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", s.bin, err)
 	}

@@ -107,6 +107,9 @@ func TestImportRealMariaDB(t *testing.T) {
 		"INSERT INTO d.ftgone SELECT seq, CONCAT('word', seq) FROM d.seq_1_to_300",
 		"ALTER TABLE d.ftgone DROP INDEX ftb",
 		"CREATE TABLE d.fk_lost (id INT PRIMARY KEY, gid INT, CONSTRAINT fk_lost_g FOREIGN KEY (gid) REFERENCES fk_gone (id)) ENGINE=InnoDB",
+		// A FULLTEXT table (loaded as rows) with a row of 3 MiB.
+		"CREATE TABLE d.ftbig (id INT PRIMARY KEY, body LONGTEXT, FULLTEXT KEY (body)) ENGINE=InnoDB",
+		"INSERT INTO d.ftbig VALUES (1, 'small'), (2, REPEAT('big ', 786432)), (3, 'small too')",
 	} {
 		srv.Exec(t, q)
 	}
@@ -156,7 +159,8 @@ func TestImportRealMariaDB(t *testing.T) {
 
 	ctx := context.Background()
 	tables := []string{"inno", "aria", "busy", "my", "csv", "ft", "fttypes", "geo", "gen", "ver", "cmp", "pc", "inv", "myft", "oldfmt"}
-	names := [][2]string{{"données", "tâble_é_3"}, {"données", "pärt"}, {"données", "ária"}, {"d", "fk_child"}, {"d", "fk_self"}, {"d", "fk_lost"}, {"d", "ftgone"}}
+	names := [][2]string{{"données", "tâble_é_3"}, {"données", "pärt"}, {"données", "ária"}, {"d", "fk_child"}, {"d", "fk_self"}, {"d", "fk_lost"}, {"d", "ftgone"},
+		{"d", "ftbig"}}
 	for _, tb := range tables {
 		names = append(names, [2]string{"d", tb})
 	}
@@ -464,6 +468,33 @@ func TestImportRealMariaDB(t *testing.T) {
 		require.NoError(t, pace(ctx), "the replica catches up")
 		assert.Equal(t, "0", replica.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_NAME IN ('inno_stalled', '"+CopyName(Target{"d", "inno_stalled"}).Table+"')"))
 		assert.Empty(t, replicaStatus(t, replica, "Last_SQL_Error"))
+	})
+
+	t.Run("a row larger than the live server's max_allowed_packet", func(t *testing.T) {
+		// Refused before it is sent, naming its size and the setting; the
+		// run undone. With the setting raised, it comes back whole.
+		small := mariadbtest.Start(t, mariadbtest.WithArgs("--max-allowed-packet=1M"))
+		small.Exec(t, "CREATE DATABASE d")
+		scratch, err := testrestore.Open(ctx, dir, "the rows", testrestore.Options{Logger: logutil.NewMemoryLogger()})
+		require.NoError(t, err)
+		defer scratch.Close()
+		to := Target{"d", "ftbig"}
+		_, err = ImportReplicated(ctx, small.DB(), source("d", "ftbig"), to, Options{Local: FromServer(scratch.DB)}, logutil.NewMemoryLogger())
+		require.ErrorContains(t, err, "row 2 of d.ftbig is 31457")
+		require.ErrorContains(t, err, "bytes, more than the live server's max_allowed_packet (1048576) lets one INSERT carry: raise it (SET GLOBAL "+
+			"max_allowed_packet, for new connections) above 32")
+		require.NoError(t, Absent(ctx, small.DB(), to))
+		left, err := Leftovers(ctx, small.DB(), to)
+		require.NoError(t, err)
+		assert.Empty(t, left)
+		small.Exec(t, "SET GLOBAL max_allowed_packet = 8388608")
+		// A connection takes the global value when it connects: a new pool.
+		raised, err := sql.Open("mysql", small.DSN(""))
+		require.NoError(t, err)
+		defer raised.Close()
+		_, err = ImportReplicated(ctx, raised, source("d", "ftbig"), to, Options{Local: FromServer(scratch.DB)}, logutil.NewMemoryLogger())
+		require.NoError(t, err)
+		assert.Equal(t, want["ftbig"], mariadbtest.Checksums(t, small.DB(), "d")["ftbig"])
 	})
 
 	t.Run("into another server", func(t *testing.T) {

@@ -1,10 +1,12 @@
 // Package tableimport imports InnoDB tables that a tool exported
 // (xtrabackup or mariabackup --prepare --export: an .ibd and a .cfg per table
 // or partition) into a live server on this host, under their own name or
-// another: the table created from its definition, its tablespace discarded,
-// the files copied in, imported, then CHECK TABLE and a row count. Nothing
-// else in the server is touched: an existing table is never replaced, and
-// what an import created is dropped again when it fails. The statements are
+// another: the table created from its definition under a reserved name, its
+// tablespace discarded, the files copied in, imported, then CHECK TABLE and
+// a row count, and the target's name given by one RENAME TABLE
+// (reserved.go). Nothing else in the server is touched: an existing table
+// is never replaced, and what an import created is dropped again when it
+// fails. The statements are
 // not written to the binary log (sql_log_bin=0): the table is restored on
 // this server only, and replicas do not try to import files they lack.
 //

@@ -140,9 +140,9 @@ func TestInterruptedAnywhere(t *testing.T) {
 
 	ways := []struct {
 		name string
-		stop func(t *testing.T, run childRun, cancel func()) (Result, error)
+		stop func(t *testing.T, run childRun) (Result, error)
 	}{
-		{"cancelled", func(t *testing.T, run childRun, cancel func()) (Result, error) {
+		{"cancelled", func(t *testing.T, run childRun) (Result, error) {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			n := 0
@@ -155,7 +155,7 @@ func TestInterruptedAnywhere(t *testing.T) {
 			defer func() { execHook = nil }()
 			return importOne(ctx, run.Copy, srv.DB(), run.Src, run.To)
 		}},
-		{"server killed", func(t *testing.T, run childRun, _ func()) (Result, error) {
+		{"server killed", func(t *testing.T, run childRun) (Result, error) {
 			n := 0
 			execHook = func(string) error {
 				if n++; n == run.StopAt {
@@ -166,7 +166,7 @@ func TestInterruptedAnywhere(t *testing.T) {
 			defer func() { execHook = nil }()
 			return importOne(ctx, run.Copy, srv.DB(), run.Src, run.To)
 		}},
-		{"importer killed", func(t *testing.T, run childRun, _ func()) (Result, error) {
+		{"importer killed", func(t *testing.T, run childRun) (Result, error) {
 			doc, err := json.Marshal(run)
 			require.NoError(t, err)
 			cmd := exec.Command(self, "-test.run=^TestImportChild$", "-test.count=1")
@@ -198,7 +198,7 @@ func TestInterruptedAnywhere(t *testing.T) {
 			for i := 1; i <= count; i++ {
 				run := childRun{Socket: srv.Socket, Src: src, To: to, StopAt: i, Copy: c.copy}
 				what := fmt.Sprintf("%s as %s, %s before statement %d of %d", c.table, to, w.name, i, count)
-				_, err := w.stop(t, run, nil)
+				_, err := w.stop(t, run)
 				// The target is whole, or not there.
 				if Absent(ctx, srv.DB(), to) != nil {
 					if w.name != "importer killed" {

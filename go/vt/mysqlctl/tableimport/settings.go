@@ -169,7 +169,7 @@ func writeRecord(path string, doc settingsDoc) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err == nil {
+	if _, err = f.Write(b); err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

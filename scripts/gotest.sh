@@ -30,7 +30,7 @@ for a in "$@"; do
 done
 go=${GO:-go}
 workers=${TEST_WORKERS:-10}
-slow=(./go/vt/mysqlctl/fifobackupengine ./test/endtoend ./test/reliability)
+slow=(./go/vt/mysqlctl/fifobackupengine ./go/vt/mysqlctl/tableimport ./test/endtoend ./test/reliability)
 log=build/test-output.log
 logs=build/test-logs
 bins=$PWD/build/test-bins

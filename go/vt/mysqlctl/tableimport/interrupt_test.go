@@ -42,7 +42,7 @@ type childRun struct {
 	Copy   bool // ImportReplicated rather than Import
 }
 
-// TestImportChild is the child of TestInterruptedAnywhere's "killed" runs;
+// TestImportChild is the child of the TestInterrupted* tests' "killed" runs;
 // it does nothing in a plain test run.
 func TestImportChild(t *testing.T) {
 	if dir := os.Getenv(scratchEnv); dir != "" {
@@ -53,7 +53,7 @@ func TestImportChild(t *testing.T) {
 	}
 	doc := os.Getenv(childEnv)
 	if doc == "" {
-		t.Skip("run as the child of TestInterruptedAnywhere")
+		t.Skip("run as the child of the TestInterrupted* tests")
 	}
 	var run childRun
 	require.NoError(t, json.Unmarshal([]byte(doc), &run))
@@ -76,17 +76,28 @@ func importOne(ctx context.Context, copy bool, db *sql.DB, src Source, to Target
 	return Import(ctx, db, src, to, Options{}, logutil.NewMemoryLogger())
 }
 
-// TestInterruptedAnywhere: an import stopped before any one of its
-// statements, by each way a run stops (its context cancelled: Ctrl-C,
-// SIGTERM, --timeout; the live server killed and restarted; the importing
-// process killed), leaves the live server with either the whole table
-// under its name or nothing under it, only reserved tables (which the
-// next run's Settle drops, saying so), and the server's
-// innodb_max_dirty_pages_pct as it was; the next run then imports it
-// whole. For a partitioned InnoDB table imported from its files, an Aria
-// table with a trigger, and (through the binary log) an InnoDB table
-// copied in batches.
-func TestInterruptedAnywhere(t *testing.T) {
+// TestInterrupted*: an import stopped before any one of its statements, by
+// each way a run stops (its context cancelled: Ctrl-C, SIGTERM, --timeout;
+// the live server killed and restarted; the importing process killed),
+// leaves the live server with either the whole table under its name or
+// nothing under it, only reserved tables (which the next run's Settle
+// drops, saying so), and the server's innodb_max_dirty_pages_pct as it
+// was; the next run then imports it whole. One test per kind of import, so
+// that they run side by side (scripts/gotest.sh).
+
+// TestInterruptedPartitionedImport: a partitioned InnoDB table imported
+// from its files, partition by partition (MariaDB).
+func TestInterruptedPartitionedImport(t *testing.T) { interruptedAnywhere(t, "pp") }
+
+// TestInterruptedAriaWithTrigger: an Aria table with a trigger, into
+// another database.
+func TestInterruptedAriaWithTrigger(t *testing.T) { interruptedAnywhere(t, "ar") }
+
+// TestInterruptedCopyThroughTheLog: an InnoDB table imported as a local
+// copy and copied in batches through the binary log (ImportReplicated).
+func TestInterruptedCopyThroughTheLog(t *testing.T) { interruptedAnywhere(t, "big") }
+
+func interruptedAnywhere(t *testing.T, only string) {
 	mariabackup := mariadbtest.LookPath(t, "mariabackup")
 	ariaChk := mariadbtest.LookPath(t, "aria_chk")
 	srv := mariadbtest.Start(t, mariadbtest.WithArgs("--innodb-max-dirty-pages-pct=85"))
@@ -183,7 +194,7 @@ func TestInterruptedAnywhere(t *testing.T) {
 		copy  bool
 		to    Target
 	}{{"pp", false, Target{"d", "pp_r"}}, {"ar", false, Target{"d2", "ar"}}, {"big", true, Target{"d", "big_r"}}} {
-		if only := os.Getenv("TABLEIMPORT_ONLY"); only != "" && only != c.table {
+		if c.table != only {
 			continue
 		}
 		src, to := sources[c.table], c.to

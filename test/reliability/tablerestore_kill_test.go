@@ -27,7 +27,8 @@ import (
 // whole local copy. Run again without --resume, it says it drops them and
 // imports the table from the start; killed again and run with --resume, it
 // says it goes on with the copy and finishes it. Each time the table equals
-// the source, and nothing reserved is left.
+// the source, and nothing reserved is left. Interrupted with SIGINT (Ctrl-C)
+// in the middle of the copy, it undoes itself: exit 3, nothing left.
 func TestKillDuringTableCopy(t *testing.T) {
 	f := newFixture(t)
 	f.useStorage(t, splitstoragetest.Local(t).Config)
@@ -59,7 +60,7 @@ func TestKillDuringTableCopy(t *testing.T) {
 	reserved := func() string {
 		return f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE '\\_vtfifo\\_%'", sampleDB)
 	}
-	killDuringCopy := func(dir string) {
+	stopDuringCopy := func(dir string, sig syscall.Signal) (int, string) {
 		t.Helper()
 		argv := append([]string{"restore-table", "--backup-storage-implementation=split", "--keyspace=" + keyspace, "--shard=" + shard},
 			f.cfg.Args()...)
@@ -67,6 +68,7 @@ func TestKillDuringTableCopy(t *testing.T) {
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
 		require.NoError(t, cmd.Start())
+		code := 0
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		for killed := false; !killed; {
@@ -76,11 +78,15 @@ func TestKillDuringTableCopy(t *testing.T) {
 			case <-time.After(10 * time.Millisecond):
 			}
 			if n := count(copied.String()); n > 0 && n < 600000 {
-				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+				require.NoError(t, cmd.Process.Signal(sig))
 				var ee *exec.ExitError
-				require.True(t, errors.As(<-done, &ee))
+				require.True(t, errors.As(<-done, &ee), "%s", out.String())
 				killed = true
+				code = ee.ExitCode()
 			}
+		}
+		if sig != syscall.SIGKILL {
+			return code, out.String()
 		}
 		// The server finishes the statement the killed client left running.
 		require.Eventually(t, func() bool {
@@ -91,7 +97,9 @@ func TestKillDuringTableCopy(t *testing.T) {
 		assert.Zero(t, n%2000, "whole batches only")
 		assert.Equal(t, int64(-1), count(target), "the target does not exist before the copy is whole")
 		require.Equal(t, int64(600000), count(local.String()), "the local copy is left whole")
+		return code, out.String()
 	}
+	killDuringCopy := func(dir string) { stopDuringCopy(dir, syscall.SIGKILL) }
 	check := func(stdout string) {
 		t.Helper()
 		assert.Contains(t, stdout, "OK: "+sampleDB+".copyme imported as "+target+" through the binary log: 600000 rows")
@@ -114,6 +122,15 @@ func TestKillDuringTableCopy(t *testing.T) {
 		", beside its local copy "+local.String()+")")
 	assert.Contains(t, stderr, "rows of a stopped copy: copying the rest")
 	check(stdout)
+
+	// Ctrl-C in the middle of the copy: the run undoes itself (the copy
+	// through the log, the local copy without), exit 3, nothing left.
+	f.srv.Exec(t, "DROP TABLE "+target)
+	code, out := stopDuringCopy("interrupted", syscall.SIGINT)
+	assert.Equal(t, 3, code, "%s", out)
+	assert.Contains(t, out, "FAIL: importing "+sampleDB+".copyme as "+target+": ")
+	assert.Equal(t, int64(-1), count(target), "no target")
+	assert.Equal(t, "0", reserved(), "nothing reserved is left:\n%s", out)
 }
 
 // TestTableRestoreNeedsRoom: restore-table with --target-dir on a file

@@ -139,7 +139,7 @@ func Replicate(ctx context.Context, db *sql.DB, src Source, local, to Target, op
 	}
 	defer func() {
 		if err != nil {
-			err = dropCopy(ctx, conn, copied, err)
+			err = dropCopy(ctx, db, copied, err)
 		}
 	}()
 	if err = copyRows(ctx, conn, plan, local, copied, opts.Pace, logger); err != nil {
@@ -183,14 +183,17 @@ func logged(ctx context.Context, conn *sql.Conn, on bool, qs ...string) error {
 	return nil
 }
 
-// dropCopy drops a failed copy through the log (replicas have it) on a
-// context of its own, and returns cause with what it checked.
-func dropCopy(ctx context.Context, conn *sql.Conn, copied Target, cause error) error {
+// dropCopy drops a failed copy through the log (replicas have it), on a
+// connection and a context of its own: the run's may be cancelled, and a
+// connection whose statement was cancelled is closed by the driver (the
+// server finishes that statement; the DROP waits for it). It returns cause
+// with what it checked.
+func dropCopy(ctx context.Context, db *sql.DB, copied Target, cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 	defer cancel()
-	err := stmt(ctx, conn, "DROP TABLE IF EXISTS "+quoted(copied))
+	err := Drop(ctx, db, copied, true)
 	if err == nil {
-		err = absent(ctx, conn, copied)
+		err = Absent(ctx, db, copied)
 	}
 	if err != nil {
 		return fmt.Errorf("%w; dropping its copy failed too (%v): %s may be left, which the next run drops or, with --resume, finishes", cause, err,

@@ -77,7 +77,7 @@ func ImportSequence(ctx context.Context, db *sql.DB, src Source, to Target, opts
 	}
 	defer func() {
 		if err != nil {
-			err = dropCopy(ctx, conn, work, err)
+			err = dropCopy(ctx, db, work, err)
 		}
 	}()
 	// SETVAL takes literals only (no placeholders).

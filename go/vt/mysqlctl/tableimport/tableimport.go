@@ -135,7 +135,7 @@ func Import(ctx context.Context, db *sql.DB, src Source, to Target, opts Options
 		return res, err
 	}
 	defer conn.Close()
-	im := &importer{ctx: ctx, conn: conn, src: src, to: to, work: workName(to), logger: logger}
+	im := &importer{ctx: ctx, db: db, conn: conn, src: src, to: to, work: workName(to), logger: logger}
 	spaces, err := im.check(opts)
 	if err != nil {
 		return res, err
@@ -229,6 +229,7 @@ func (im *importer) durable(opts Options) error {
 // import created there, to undo on failure.
 type importer struct {
 	ctx     context.Context
+	db      *sql.DB // for the undo: conn is closed when a statement is cancelled
 	conn    *sql.Conn
 	src     Source
 	to      Target
@@ -354,14 +355,16 @@ func renamedTo(create string, to, as Target) string {
 }
 
 // undo drops the tables created and removes the files copied in, on a
-// context of its own (the run's may be cancelled), and returns cause with
-// what it checked: that nothing of the import is left, or what may be.
+// connection and a context of its own (the run's may be cancelled, and the
+// driver closes a connection whose statement was: the server finishes that
+// statement, and the DROP waits for it), and returns cause with what it
+// checked: that nothing of the import is left, or what may be.
 func (im *importer) undo(cause error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(im.ctx), undoTimeout)
 	defer cancel()
 	var failed error
 	for i := len(im.created) - 1; i >= 0; i-- {
-		if err := stmt(ctx, im.conn, "DROP TABLE IF EXISTS "+quoted(im.created[i])); err != nil {
+		if err := Drop(ctx, im.db, im.created[i], false); err != nil {
 			failed = err
 		}
 	}
@@ -372,7 +375,7 @@ func (im *importer) undo(cause error) error {
 	}
 	for _, t := range im.created {
 		if failed == nil {
-			failed = absent(ctx, im.conn, t)
+			failed = Absent(ctx, im.db, t)
 		}
 	}
 	if failed != nil {
@@ -382,8 +385,9 @@ func (im *importer) undo(cause error) error {
 	return fmt.Errorf("%w; undone: nothing of it is left in the live server", cause)
 }
 
-// undoTimeout bounds an undo after the run was stopped.
-const undoTimeout = time.Minute
+// undoTimeout bounds an undo after the run was stopped (it may wait for a
+// cancelled statement the server finishes).
+const undoTimeout = 5 * time.Minute
 
 func reservedNames(ts []Target) string {
 	names := make([]string, len(ts))

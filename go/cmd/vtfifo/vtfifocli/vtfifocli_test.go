@@ -436,6 +436,14 @@ func TestUnreachableReplica(t *testing.T) {
 		"--mysql-user=root", "--replica=127.0.0.1:1"}, args...), &stdout, &stderr)
 	assert.Equal(t, 3, code, "stderr: %s", stderr.String())
 	assert.Equal(t, 1, strings.Count(stderr.String(), "FAIL: cannot reach the replica 127.0.0.1:1 (--replica) as root"), "said once")
+	// A socket path given relative is a path, not a host name.
+	stderr.Reset()
+	code = Main(context.Background(), append([]string{"restore-table", "--table=d.t", "--target-dir=" + target, "--into-mysql=" + srv.Socket,
+		"--mysql-user=root", "--replica=run/mysqld.sock"}, args...), &stdout, &stderr)
+	assert.Equal(t, 3, code, "stderr: %s", stderr.String())
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	assert.Contains(t, stderr.String(), "FAIL: cannot reach the replica run/mysqld.sock (--replica) as root: dial unix "+filepath.Join(wd, "run/mysqld.sock"))
 	assert.Contains(t, stderr.String(), "nothing says the backup is damaged")
 	assert.Empty(t, stdout.String())
 	assert.NoDirExists(t, target)

@@ -84,11 +84,18 @@ func Leftovers(ctx context.Context, db *sql.DB, to Target) ([]Target, error) {
 // that can go on: its local copy beside the copy.
 func Resumable(to Target, leftovers []Target) bool {
 	var local, copied bool
+	others := 0
 	for _, t := range leftovers {
-		local = local || t == LocalName(to)
-		copied = copied || t == CopyName(to)
+		switch {
+		case t == LocalName(to):
+			local = true
+		case t == CopyName(to):
+			copied = true
+		case !strings.HasPrefix(t.Table, ReservedPrefix+"probe"):
+			others++ // a work table: the local copy was being made again
+		}
 	}
-	return local && copied && len(leftovers) == 2
+	return local && copied && others == 0
 }
 
 // Undo drops leftovers (Leftovers) once no connection runs a statement on
@@ -246,6 +253,15 @@ func Settle(ctx context.Context, db *sql.DB, to Target, resume bool) (resumed bo
 	}
 	if resume && Resumable(to, left) {
 		if err := quiet(ctx, db, left, stoppedStatementWait); err != nil {
+			return false, "", err
+		}
+		var probes []Target
+		for _, t := range left {
+			if t != LocalName(to) && t != CopyName(to) {
+				probes = append(probes, t)
+			}
+		}
+		if _, err := Undo(ctx, db, to, probes); err != nil {
 			return false, "", err
 		}
 		return true, fmt.Sprintf("%s: resuming the copy through the binary log a stopped run left (%s, beside its local copy %s)", to, CopyName(to),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/topo"
+	"vitess.io/vitess/go/vt/topo/memorytopo"
+
+	topodatapb "vitess.io/vitess/go/vt/proto/topodata"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
@@ -102,4 +108,41 @@ func TestAStoppedRunsSettingIsPutBack(t *testing.T) {
 	assert.Contains(t, stderr, "an import stopped (pid 4242) before the server's last restart")
 	assert.Equal(t, "1", srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct = 0"), "a value set since the restart is not the run's to change")
 	assert.NoFileExists(t, record)
+}
+
+// TestATabletThatIsNotPrimaryIsRefused: with the topology's flags,
+// restore-table --into-tablet of a tablet the topology records as a
+// REPLICA is refused before its mysqld is even reached (exit 2), naming
+// its type; nothing is downloaded.
+func TestATabletThatIsNotPrimaryIsRefused(t *testing.T) {
+	_, args := storageCopy(t)
+	ctx := context.Background()
+	ts, factory := memorytopo.NewServerAndFactory(ctx, "zone1")
+	defer ts.Close()
+	fleetTopoRuns++
+	impl := fmt.Sprintf("vtfifo-restoretable-test-%d", fleetTopoRuns)
+	topo.RegisterFactory(impl, factory)
+	alias := &topodatapb.TabletAlias{Cell: "zone1", Uid: 201}
+	require.NoError(t, ts.CreateTablet(ctx, &topodatapb.Tablet{Alias: alias, Keyspace: "ks", Shard: "0", Type: topodatapb.TabletType_REPLICA,
+		Hostname: "localhost"}))
+	root := t.TempDir()
+	t.Setenv("VTDATAROOT", root)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "vt_0000000201"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "vt_0000000201", "my.cnf"), []byte("[mysqld]\nsocket = "+filepath.Join(root, "no.sock")+"\n"),
+		0o644))
+	topoFlags := []string{"--topo-implementation=" + impl, "--topo-global-server-address=memory", "--topo-global-root=/vitess/global"}
+	// Vitess keeps its topology flags in package variables, which outlive
+	// one Main: the tests after this one must not find a topology.
+	t.Cleanup(func() {
+		Main(ctx, append([]string{"ls", "--topo-global-server-address="}, args...), io.Discard, io.Discard)
+	})
+	target := filepath.Join(t.TempDir(), "t")
+	var stdout, stderr bytes.Buffer
+	code := Main(ctx, append(append([]string{"restore-table", "--table=d.t", "--target-dir=" + target, "--into-tablet=zone1-0000000201"}, topoFlags...),
+		args...), &stdout, &stderr)
+	assert.Equal(t, 2, code, "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "tablet zone1-0000000201 is a replica, not its shard's primary (the topology (--topo-implementation="+impl)
+	assert.Contains(t, stderr.String(), "nothing was downloaded or changed")
+	assert.Empty(t, stdout.String())
+	assert.NoDirExists(t, target)
 }

@@ -1,0 +1,90 @@
+package tableimport
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// TestImportOnAFullDisk: the live server's data directory is on a tmpfs,
+// shrunk before an import to less than the table's tablespace: the copy
+// into the database directory fails with ENOSPC, the import is undone
+// (nothing under the target's name, no reserved table or file, the space
+// given back), and with room again the same import succeeds.
+func TestImportOnAFullDisk(t *testing.T) {
+	mariabackup := mariadbtest.LookPath(t, "mariabackup")
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	// Under /tmp, not t.TempDir (mode 0700): the server runs as mysql.
+	mnt, err := os.MkdirTemp("", "tableimport-tmpfs-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.Remove(mnt) })
+	require.NoError(t, os.Chmod(mnt, 0o755))
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1g,mode=0755"); err != nil {
+		t.Skipf("cannot mount a tmpfs on %s: %v", mnt, err)
+	}
+	old := os.Getenv("TMPDIR")
+	os.Setenv("TMPDIR", mnt) // the server's directory, data directory included
+	srv := mariadbtest.Start(t)
+	os.Setenv("TMPDIR", old)
+	// Registered after the server's: runs before it, so unmount after it
+	// stopped (cleanups run last first).
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	srv.Exec(t, "CREATE DATABASE d")
+	srv.Exec(t, "CREATE TABLE d.wide (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
+	srv.Exec(t, "INSERT INTO d.wide SELECT seq, REPEAT(MD5(seq), 6) FROM d.seq_1_to_60000")
+	want := mariadbtest.Checksums(t, srv.DB(), "d")["wide"]
+	dir := filepath.Join(mnt+"-restore", "restore") // on the ordinary disk
+	t.Cleanup(func() { os.RemoveAll(mnt + "-restore") })
+	require.NoError(t, os.Mkdir(mnt+"-restore", 0o755)) // the throwaway server, as mysql, goes through it
+	stream := mariadbtest.Backup(t, srv)
+	mariadbtest.MbstreamExtract(t, dir, stream)
+	require.NoError(t, stream.Close())
+	out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	ctx := context.Background()
+	defs, _, err := testrestore.Definitions(ctx, dir, [][2]string{{"d", "wide"}}, testrestore.Options{Logger: logutil.NewMemoryLogger()})
+	require.NoError(t, err)
+	ibd, err := os.Stat(filepath.Join(dir, "d", "wide.ibd"))
+	require.NoError(t, err)
+	src := Source{DB: "d", Table: "wide", Dir: dir, Files: []string{"d/wide.cfg", "d/wide.ibd", "d/wide.frm"}, Create: defs["d.wide"]}
+	to := Target{"d", "wide_r"}
+
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(mnt, &st))
+	used := int64(st.Blocks-st.Bfree) * int64(st.Bsize)
+	resize := func(size int64) {
+		require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, fmt.Sprintf("size=%d", size)))
+	}
+	resize(used + ibd.Size()/3)
+	_, err = Import(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
+	require.ErrorContains(t, err, "no space left on device")
+	assert.ErrorContains(t, err, "undone: nothing of it is left in the live server")
+	require.NoError(t, Absent(ctx, srv.DB(), to))
+	left, err := Leftovers(ctx, srv.DB(), to)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	files, _ := filepath.Glob(filepath.Join(srv.DataDir, "d", ReservedPrefix+"*"))
+	assert.Empty(t, files, "no reserved file left")
+	require.NoError(t, syscall.Statfs(mnt, &st))
+	assert.LessOrEqual(t, int64(st.Blocks-st.Bfree)*int64(st.Bsize), used+ibd.Size()/10, "the space is given back")
+
+	resize(1 << 30)
+	res, err := Import(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
+	require.NoError(t, err)
+	assert.Equal(t, int64(60000), res.Rows)
+	assert.Equal(t, want, mariadbtest.Checksums(t, srv.DB(), "d")["wide_r"])
+}

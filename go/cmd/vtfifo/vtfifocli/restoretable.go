@@ -21,6 +21,7 @@ import (
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 )
@@ -125,8 +126,11 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 		return 0
 	}
 	if err := fifobackupengine.CheckImportKeys(s.ctx, textRows(live.db), rep.Manifest, out.Target, rep.Tables); err != nil {
-		fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
-		return 1
+		if !flagvalue.IsContradiction(err) {
+			err = unreadable.Error(err) // the live server did not answer: no verdict
+		}
+		fmt.Fprintln(s.o.notes, failLine(err))
+		return failureStatus(err)
 	}
 	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, f, out)
 }

@@ -14,6 +14,8 @@ import (
 
 	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
@@ -88,9 +90,11 @@ func CheckImportKeys(ctx context.Context, query func(ctx context.Context, q stri
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	// The live server lacking a key contradicts the request (a usage
+	// error): nothing says the backup is damaged.
 	refuse := func(id uint32, format string, args ...any) error {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key id %d: %s; nothing was imported",
-			strings.Join(need[id], ", "), id, fmt.Sprintf(format, args...))
+		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key id %d: %s; nothing was imported",
+			strings.Join(need[id], ", "), id, fmt.Sprintf(format, args...)))
 	}
 	rows, err := query(ctx, "SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_TYPE = 'ENCRYPTION' AND PLUGIN_STATUS = 'ACTIVE'")
 	if err != nil {
@@ -101,9 +105,9 @@ func CheckImportKeys(ctx context.Context, query func(ctx context.Context, q stri
 		for _, id := range ids {
 			tables = append(tables, need[id]...)
 		}
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key ids %s: the live server loads no encryption plugin, so it "+
+		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key ids %s: the live server loads no encryption plugin, so it "+
 			"cannot read them: load the plugin with those keys (for file_key_management: plugin_load_add and file_key_management_filename in its "+
-			"[mysqld] group) and restart it; nothing was imported", strings.Join(tables, ", "), idList(ids))
+			"[mysqld] group) and restart it; nothing was imported", strings.Join(tables, ", "), idList(ids)))
 	}
 	if rows[0][0] != fileKeyManagement || m.ServerEncryption == nil || len(m.ServerEncryption.KeyChecks) == 0 {
 		return nil

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // writeTablespace writes the first page of a MariaDB tablespace as 10.11
@@ -76,9 +78,11 @@ func TestCheckImportKeys(t *testing.T) {
 		}
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), tc.want)
+		assert.True(t, flagvalue.IsContradiction(err), "the live server lacks the key: a usage error, no verdict on the backup")
 	}
 	plugins = nil
 	err = CheckImportKeys(ctx, query, m, dir, []RestoredTable{table("secret")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "shop.secret encrypted under key ids 2: the live server loads no encryption plugin")
+	assert.True(t, flagvalue.IsContradiction(err))
 }

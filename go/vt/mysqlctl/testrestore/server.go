@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,8 +30,31 @@ type server struct {
 	runAs             *user.User
 	logger            logutil.Logger
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd    *exec.Cmd
+	done   chan struct{}
+	output outputTail // what it writes before its error log is open
+}
+
+// outputTail keeps the last 4 KiB a process writes.
+type outputTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (o *outputTail) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.b = append(o.b, p...)
+	if len(o.b) > 4<<10 {
+		o.b = o.b[len(o.b)-4<<10:]
+	}
+	return len(p), nil
+}
+
+func (o *outputTail) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.TrimSpace(string(o.b))
 }
 
 // socket is the throwaway server's socket: in its scratch directory, or,
@@ -144,6 +168,7 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 		gid, _ := strconv.ParseUint(s.runAs.Gid, 10, 32)
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
+	cmd.Stdout, cmd.Stderr = &s.output, &s.output
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", s.bin, err)
 	}
@@ -207,7 +232,7 @@ func (s *server) stop() {
 func (s *server) logTail() string {
 	b, err := os.ReadFile(s.errorLog())
 	if err != nil {
-		return fmt.Sprintf("(no error log: %v)", err)
+		return fmt.Sprintf("(no error log: %v); its output:\n%s", err, s.output.String())
 	}
 	if len(b) > 4<<10 {
 		b = b[len(b)-4<<10:]

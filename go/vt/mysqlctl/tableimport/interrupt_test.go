@@ -323,6 +323,15 @@ func TestThrowawayServerDiesWithItsParent(t *testing.T) {
 		return pids
 	}
 	require.NotEmpty(t, servers(), "the child's throwaway server runs on %s", dir)
+	// The killed child cannot remove its scratch directory (named in the
+	// server's --socket): the test does.
+	cmdline, err := os.ReadFile(filepath.Join("/proc", servers()[0], "cmdline"))
+	require.NoError(t, err)
+	for _, arg := range bytes.Split(cmdline, []byte{0}) {
+		if sock, ok := bytes.CutPrefix(arg, []byte("--socket=")); ok {
+			t.Cleanup(func() { os.RemoveAll(filepath.Dir(string(sock))) })
+		}
+	}
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	require.Eventually(t, func() bool { return len(servers()) == 0 }, 30*time.Second, 100*time.Millisecond,

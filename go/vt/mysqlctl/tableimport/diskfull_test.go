@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -24,37 +23,21 @@ import (
 // (nothing under the target's name, no reserved table or file, the space
 // given back), and with room again the same import succeeds.
 func TestImportOnAFullDisk(t *testing.T) {
-	mariabackup := mariadbtest.LookPath(t, "mariabackup")
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a tmpfs needs root")
-	}
-	// Under /tmp, not t.TempDir (mode 0700): the server runs as mysql.
-	mnt, err := os.MkdirTemp("", "tableimport-tmpfs-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.Remove(mnt) })
-	require.NoError(t, os.Chmod(mnt, 0o755))
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1g,mode=0755"); err != nil {
-		t.Skipf("cannot mount a tmpfs on %s: %v", mnt, err)
-	}
+	mnt := requireTmpfs(t, "1g")
 	old := os.Getenv("TMPDIR")
 	os.Setenv("TMPDIR", mnt) // the server's directory, data directory included
 	srv := mariadbtest.Start(t)
 	os.Setenv("TMPDIR", old)
-	// Registered after the server's: runs before it, so unmount after it
-	// stopped (cleanups run last first).
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
 	srv.Exec(t, "CREATE DATABASE d")
 	srv.Exec(t, "CREATE TABLE d.wide (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
 	srv.Exec(t, "INSERT INTO d.wide SELECT seq, REPEAT(MD5(seq), 6) FROM d.seq_1_to_60000")
 	want := mariadbtest.Checksums(t, srv.DB(), "d")["wide"]
-	dir := filepath.Join(mnt+"-restore", "restore") // on the ordinary disk
-	t.Cleanup(func() { os.RemoveAll(mnt + "-restore") })
-	require.NoError(t, os.Mkdir(mnt+"-restore", 0o755)) // the throwaway server, as mysql, goes through it
-	stream := mariadbtest.Backup(t, srv)
-	mariadbtest.MbstreamExtract(t, dir, stream)
-	require.NoError(t, stream.Close())
-	out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	restore, err := os.MkdirTemp("", "tableimport-restore-") // on the ordinary disk
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(restore) })
+	require.NoError(t, os.Chmod(restore, 0o755)) // the throwaway server, as mysql, goes through it
+	dir := filepath.Join(restore, "restore")
+	preparedBackup(t, srv, dir)
 	ctx := context.Background()
 	defs, _, err := testrestore.Definitions(ctx, dir, [][2]string{{"d", "wide"}}, testrestore.Options{Logger: logutil.NewMemoryLogger()})
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package tableimport
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +24,6 @@ import (
 // Without the checkpoint Import waits for, MariaDB 10.11 brings such tables
 // back empty or corrupted.
 func TestImportDurableRealMariaDB(t *testing.T) {
-	mariabackup := mariadbtest.LookPath(t, "mariabackup")
 	// A durable server (the test servers' default gives it up for speed).
 	srv := mariadbtest.Start(t, mariadbtest.WithArgs("--innodb-log-file-size=512M", "--innodb-flush-log-at-trx-commit=1", "--innodb-doublewrite=1"))
 	srv.Exec(t, "CREATE DATABASE d")
@@ -43,11 +41,7 @@ func TestImportDurableRealMariaDB(t *testing.T) {
 		srv.Exec(t, "INSERT INTO d."+tb+" (id, v) SELECT seq, MD5(seq) FROM d.seq_1_to_600")
 	}
 	dir := filepath.Join(srv.Dir, "restore")
-	stream := mariadbtest.Backup(t, srv)
-	mariadbtest.MbstreamExtract(t, dir, stream)
-	require.NoError(t, stream.Close())
-	out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	preparedBackup(t, srv, dir)
 
 	ctx := context.Background()
 	var names [][2]string

@@ -24,12 +24,13 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
-// childEnv runs TestImportChild as the import a test kills: its value is
-// the JSON of a childRun.
+// childEnv runs the test binary as the import a test kills (TestMain): its
+// value is the JSON of a childRun.
 const childEnv = "TABLEIMPORT_CHILD"
 
-// scratchEnv runs TestImportChild as a process that opens a throwaway
-// server on the prepared directory its value names, and waits to be killed.
+// scratchEnv runs the test binary as a process that opens a throwaway
+// server on the prepared directory its value names, and waits to be killed
+// (TestMain).
 const scratchEnv = "TABLEIMPORT_SCRATCH"
 
 // childRun is one import run in a child process, which SIGKILLs itself
@@ -42,31 +43,13 @@ type childRun struct {
 	Copy   bool // ImportReplicated rather than Import
 }
 
-// TestImportChild is the child of the TestInterrupted* tests' "killed" runs;
-// it does nothing in a plain test run.
-func TestImportChild(t *testing.T) {
-	if dir := os.Getenv(scratchEnv); dir != "" {
-		_, err := testrestore.Open(context.Background(), dir, "the rows", testrestore.Options{Logger: logutil.NewMemoryLogger()})
-		require.NoError(t, err)
-		fmt.Println("open")
-		select {} // until killed
+// sqlOpen reaches a server by its socket as root.
+func sqlOpen(socket string) (*sql.DB, error) {
+	db, err := sql.Open("mysql", "root@unix("+socket+")/")
+	if err == nil {
+		err = db.Ping()
 	}
-	doc := os.Getenv(childEnv)
-	if doc == "" {
-		t.Skip("run as the child of the TestInterrupted* tests")
-	}
-	var run childRun
-	require.NoError(t, json.Unmarshal([]byte(doc), &run))
-	srv := mariadbtest.Attach(t, run.Socket, "", "root", "")
-	n := 0
-	execHook = func(string) error {
-		if n++; n == run.StopAt {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		}
-		return nil
-	}
-	_, err := importOne(context.Background(), run.Copy, srv.DB(), run.Src, run.To)
-	t.Fatalf("the import ran to its end without statement %d: %v", run.StopAt, err)
+	return db, err
 }
 
 func importOne(ctx context.Context, copy bool, db *sql.DB, src Source, to Target) (Result, error) {
@@ -98,7 +81,6 @@ func TestInterruptedAriaWithTrigger(t *testing.T) { interruptedAnywhere(t, "ar")
 func TestInterruptedCopyThroughTheLog(t *testing.T) { interruptedAnywhere(t, "big") }
 
 func interruptedAnywhere(t *testing.T, only string) {
-	mariabackup := mariadbtest.LookPath(t, "mariabackup")
 	ariaChk := mariadbtest.LookPath(t, "aria_chk")
 	srv := mariadbtest.Start(t, mariadbtest.WithArgs("--innodb-max-dirty-pages-pct=85"))
 	srv.Exec(t, "CREATE DATABASE d")
@@ -116,11 +98,7 @@ func interruptedAnywhere(t *testing.T, only string) {
 		srv.Exec(t, q)
 	}
 	dir := filepath.Join(srv.Dir, "restore")
-	stream := mariadbtest.Backup(t, srv)
-	mariadbtest.MbstreamExtract(t, dir, stream)
-	require.NoError(t, stream.Close())
-	out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	preparedBackup(t, srv, dir)
 	ctx := context.Background()
 	sc, err := testrestore.Open(ctx, dir, "the definitions", testrestore.Options{Logger: logutil.NewMemoryLogger()})
 	require.NoError(t, err)
@@ -180,7 +158,7 @@ func interruptedAnywhere(t *testing.T, only string) {
 		{"importer killed", func(t *testing.T, run childRun) (Result, error) {
 			doc, err := json.Marshal(run)
 			require.NoError(t, err)
-			cmd := exec.Command(self, "-test.run=^TestImportChild$", "-test.count=1")
+			cmd := exec.Command(self)
 			cmd.Env = append(os.Environ(), childEnv+"="+string(doc))
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
@@ -292,17 +270,12 @@ func TestProbeSaysWhatTheUserLacks(t *testing.T) {
 // when the process that started it is killed with SIGKILL, which runs no
 // cleanup: no mysqld is left running on the restore's directory.
 func TestThrowawayServerDiesWithItsParent(t *testing.T) {
-	mariabackup := mariadbtest.LookPath(t, "mariabackup")
 	srv := mariadbtest.Start(t)
 	dir := filepath.Join(srv.Dir, "restore")
-	stream := mariadbtest.Backup(t, srv)
-	mariadbtest.MbstreamExtract(t, dir, stream)
-	require.NoError(t, stream.Close())
-	out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	preparedBackup(t, srv, dir)
 	self, err := os.Executable()
 	require.NoError(t, err)
-	cmd := exec.Command(self, "-test.run=^TestImportChild$", "-test.count=1")
+	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), scratchEnv+"="+dir)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

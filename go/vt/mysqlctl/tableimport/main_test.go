@@ -1,0 +1,99 @@
+package tableimport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// TestMain runs the test binary as a child a test kills (childEnv,
+// scratchEnv) instead of the tests, when asked.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(scratchEnv); dir != "" {
+		if _, err := testrestore.Open(context.Background(), dir, "the rows", testrestore.Options{Logger: logutil.NewMemoryLogger()}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("open")
+		select {} // until killed
+	}
+	if doc := os.Getenv(childEnv); doc != "" {
+		os.Exit(runChild(doc))
+	}
+	os.Exit(m.Run())
+}
+
+// runChild imports as doc (a childRun) says, SIGKILLing itself before
+// statement StopAt; it returns only if the import ended first.
+func runChild(doc string) int {
+	var run childRun
+	if err := json.Unmarshal([]byte(doc), &run); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	db, err := sqlOpen(run.Socket)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	n := 0
+	execHook = func(string) error {
+		if n++; n == run.StopAt {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	}
+	_, err = importOne(context.Background(), run.Copy, db, run.Src, run.To)
+	fmt.Fprintf(os.Stderr, "the import ran to its end without statement %d: %v\n", run.StopAt, err)
+	return 1
+}
+
+// preparedBackup takes a mariabackup backup of srv, extracts it into dir
+// and prepares it with --export: the restored files of a table restore.
+func preparedBackup(t *testing.T, srv *mariadbtest.Server, dir string) {
+	t.Helper()
+	mariabackup := mariadbtest.LookPath(t, "mariabackup")
+	stream := mariadbtest.Backup(t, srv)
+	mariadbtest.MbstreamExtract(t, dir, stream)
+	if err := stream.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput(); err != nil {
+		t.Fatalf("mariabackup --prepare --export: %v\n%s", err, out)
+	}
+}
+
+// requireTmpfs mounts a tmpfs of size on a new directory under the system's
+// temp dir (traversable by the mysql user), unmounted at cleanup. It needs
+// root; where it cannot mount, the test fails under VTFIFO_E2E=require
+// (make test) and is skipped otherwise, saying why.
+func requireTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	mnt, err := os.MkdirTemp("", "tableimport-tmpfs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(mnt, 0o755)
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
+		os.Remove(mnt)
+		msg := fmt.Sprintf("cannot mount a tmpfs on %s (needs root with CAP_SYS_ADMIN): %v", mnt, err)
+		if os.Getenv("VTFIFO_E2E") == "require" {
+			t.Fatal(msg)
+		}
+		t.Skipf("%s (set VTFIFO_E2E=require to fail instead)", msg)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		os.Remove(mnt)
+	})
+	return mnt
+}

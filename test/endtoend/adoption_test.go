@@ -41,9 +41,19 @@ import (
 //     goes to the split storage and restores;
 //   - rolled back to the old storage, the stock engine's backup goes there,
 //     and Vitess's own vttablet (no plugin) restores it.
+//
+// With the file storage and the split storage on one root (file-shared,
+// which docs/migration.md allows), the flow runs to the restore to a time
+// before the switch; then a cleanup of incomplete backups of any age
+// removes nothing, both backups are still listed, and a copy of the legacy
+// backup into the split storage on the same root is refused.
 func TestAdoptionFromVitessStorage(t *testing.T) {
-	for _, l := range []legacyStorage{fileLegacy(), s3Legacy()} {
-		t.Run(l.name, func(t *testing.T) { runAdoption(t, l) })
+	for _, l := range []legacyStorage{fileLegacy(), sharedFileLegacy(), s3Legacy()} {
+		name := l.name
+		if l.shared {
+			name += "-shared"
+		}
+		t.Run(name, func(t *testing.T) { runAdoption(t, l) })
 	}
 }
 
@@ -55,6 +65,7 @@ type legacyStorage struct {
 	split  storageBackend
 	flags  func(c *cluster.Cluster, st cluster.Storage) ([]string, error)
 	retire func(ctx context.Context, c *cluster.Cluster, st cluster.Storage, name string) error
+	shared bool // the two storages on one root
 }
 
 // fileLegacy: Vitess's file storage, the split storage on local disk.
@@ -66,6 +77,14 @@ func fileLegacy() legacyStorage {
 		},
 		retire: func(_ context.Context, c *cluster.Cluster, _ cluster.Storage, name string) error {
 			return os.RemoveAll(filepath.Join(root(c), c.Keyspace, c.Shard, name))
+		}}
+}
+
+// sharedFileLegacy: Vitess's file storage on the split storage's own root.
+func sharedFileLegacy() legacyStorage {
+	return legacyStorage{name: "file", split: splitBackend("split-local", "file", false), shared: true,
+		flags: func(_ *cluster.Cluster, st cluster.Storage) ([]string, error) {
+			return []string{"--file-backup-storage-root=" + flagValue(st.Flags, "--split-storage-root")}, nil
 		}}
 }
 
@@ -210,7 +229,10 @@ func runAdoption(t *testing.T, l legacyStorage) {
 		}
 		must(t, q.Destroy(ctx))
 	})
-	if t.Failed() {
+	if t.Failed() || l.shared {
+		if l.shared {
+			t.Run("shared-root-cleanup-removes-nothing", func(t *testing.T) { sharedRootKept(ctx, t, c, legacyName) })
+		}
 		return
 	}
 	t.Run("legacy-backup-copied-into-split-then-the-old-storage-retired", func(t *testing.T) {
@@ -301,6 +323,36 @@ func runAdoption(t *testing.T, l legacyStorage) {
 		must(t, w.InitMySQL(ctx))
 		restoresTo(ctx, t, w, stock, sums)
 	})
+}
+
+// sharedRootKept: on a root both storages share, a cleanup of incomplete
+// backups of any age removes nothing (the legacy backup's files are not the
+// split storage's), ls still lists both backups, and a copy of the legacy
+// backup into the split storage on that root is refused, nothing written.
+func sharedRootKept(ctx context.Context, t *testing.T, c *cluster.Cluster, legacyName string) {
+	root := flagValue(c.Storage.Flags, "--split-storage-root")
+	before, err := os.ReadDir(filepath.Join(root, c.Keyspace, c.Shard))
+	must(t, err)
+	out, code, err := c.Vtfifo(ctx, "verify", "--remove-incomplete", "--incomplete-min-age=0")
+	must(t, err)
+	if code != 0 || strings.Contains(out, "removed") {
+		t.Fatalf("vtfifo verify --remove-incomplete on the shared root: exit %d, want nothing removed:\n%s", code, out)
+	}
+	after, err := os.ReadDir(filepath.Join(root, c.Keyspace, c.Shard))
+	must(t, err)
+	if len(after) != len(before) {
+		t.Fatalf("the shard's directory held %d entries, now %d", len(before), len(after))
+	}
+	out, code, err = c.Vtfifo(ctx, "ls")
+	must(t, err)
+	if code != 0 || !regexpMatch(`(?m)^`+legacyName+`\s+xtrabackup\s+file\s`, out) || !regexpMatch(`(?m)^\S+\s+fifo\s+split\s`, out) {
+		t.Fatalf("vtfifo ls on the shared root: exit %d, want the legacy backup in file and the fifo one in split:\n%s", code, out)
+	}
+	out, code, err = c.Vtfifo(ctx, "copy", "--backup="+legacyName, "--to=--split-storage-root="+root)
+	must(t, err)
+	if code != 2 || !strings.Contains(out, "another storage's backup of that name; nothing was written") {
+		t.Fatalf("vtfifo copy of the legacy backup onto the shared root: exit %d, want 2, refused:\n%s", code, out)
+	}
 }
 
 // restoresTo starts tab with --restore-from-backup and checks that it

@@ -51,7 +51,10 @@ func TestOperatorCLI(t *testing.T) {
 }
 
 func runOperatorCLI(t *testing.T, sb storageBackend) {
-	c := startCluster(t, cluster.Options{PrepareStorage: sb.prepare(t)})
+	// BLACKHOLE, a plugin on Debian's MariaDB, loaded by an option (not in
+	// mysql.plugin, and not in the backup): the MANIFEST records it, and a
+	// test restore's throwaway server loads it from there.
+	c := startCluster(t, cluster.Options{PrepareStorage: sb.prepare(t), MysqldLines: "plugin_load_add=ha_blackhole\n"})
 	ctx := ctxFor(t, 20*time.Minute)
 	p, err := c.NewTablet(100)
 	must(t, err)
@@ -72,11 +75,10 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		"CREATE DATABASE textes",
 		"CREATE TABLE textes.articles (id INT PRIMARY KEY, body TEXT, FULLTEXT KEY ftb (body)) ENGINE=InnoDB",
 		"INSERT INTO textes.articles SELECT seq, CONCAT('word', seq % 50, ' other ', MD5(seq)) FROM textes.seq_1_to_300",
-		// Storage engines that are plugins on Debian's MariaDB, installed
-		// as an operator does (mysql.plugin): a test restore's throwaway
-		// server loads them too, and passes the backup.
+		// ARCHIVE, a plugin on Debian's MariaDB, installed as an operator
+		// does (mysql.plugin): a test restore's throwaway server loads it
+		// too, as it loads BLACKHOLE (above), and passes the backup.
 		"INSTALL SONAME 'ha_archive'",
-		"INSTALL SONAME 'ha_blackhole'",
 		"CREATE DATABASE moteurs",
 		"CREATE TABLE moteurs.archived (id INT, v VARCHAR(40)) ENGINE=ARCHIVE",
 		"INSERT INTO moteurs.archived SELECT seq, MD5(seq) FROM moteurs.seq_1_to_100",
@@ -165,6 +167,10 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			result.Record.Outcome != "passed" || result.Record.Backup != c.Keyspace+"/"+c.Shard+"/"+name ||
 			result.Stored != "stored beside the backup" || result.Quarantined {
 			t.Fatalf("test-restore --json: %+v\n%s", result, out)
+		}
+		// BLACKHOLE was loaded by an option: only the MANIFEST says so.
+		if !strings.Contains(out, "the plugins the backup's server loaded: ") || !strings.Contains(out, "BLACKHOLE (ha_blackhole") {
+			t.Fatalf("test-restore did not load BLACKHOLE, which the backup's server loaded by plugin_load_add:\n%s", out)
 		}
 		var rec struct {
 			Outcome, Tool, Server string

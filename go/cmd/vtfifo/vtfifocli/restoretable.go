@@ -88,6 +88,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		fmt.Fprintln(stderr, failLine(err))
 		return failureStatus(err)
 	}
+	f.plugins = rep.Manifest.ServerPlugins
 	took := time.Since(start).Round(time.Millisecond)
 	out := &tableOutput{w: stdout, text: !f.json, RestoreTableResult: RestoreTableResult{Backup: where, Target: dir,
 		ReadBytes: rep.ReadBytes, StoredBytes: rep.StoredBytes, Tool: rep.Tool, Seconds: took.Seconds()}}
@@ -240,8 +241,9 @@ type restoreTableFlags struct {
 	keepTargetDir             bool
 	replicas                  []string
 	replicaStall              time.Duration
-	replicaDBs                []tableimport.Replica // the --replica servers, once reached
-	replicated                bool                  // decided once the live server is reached
+	replicaDBs                []tableimport.Replica           // the --replica servers, once reached
+	replicated                bool                            // decided once the live server is reached
+	plugins                   []fifobackupengine.ServerPlugin // the backup's server's, once its MANIFEST is read
 	json                      bool
 }
 

@@ -124,5 +124,6 @@ func readDefinitions(s *session, dir string, tables []fifobackupengine.RestoredT
 
 // scratchOptions configure the throwaway servers on the restored files.
 func (f restoreTableFlags) scratchOptions(s *session) testrestore.Options {
-	return testrestore.Options{MysqldPath: f.mysqldPath, Logger: s.logger, Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: f.defaultsFile}}
+	return testrestore.Options{MysqldPath: f.mysqldPath, Logger: s.logger, Plugins: f.plugins,
+		Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: f.defaultsFile}}
 }

@@ -73,6 +73,7 @@ type serverFacts struct {
 	mysqlVersion string
 	lineage      lineage
 	tables       []tableFile // what the stream must hold (fidelity.go)
+	plugins      []ServerPlugin
 }
 
 func (b *backupRun) execute(ctx context.Context) error {
@@ -188,6 +189,9 @@ func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
 	if f.tables, err = serverTableFiles(ctx, b.query, b.mariadb); err != nil {
 		return f, vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
 	}
+	if f.plugins, err = serverPlugins(ctx, b.query); err != nil {
+		b.logger.Warningf("fifo backup: cannot list the server's plugins (%v); a test restore loads only those its mysql.plugin names", err)
+	}
 	here, fresh, err := loadLineage(b.params.Cnf)
 	if err != nil {
 		b.logger.Warningf("fifo backup: %v; the backup cannot be a base for incremental ones", err)
@@ -239,6 +243,7 @@ func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.
 		ToolDiskReadBytes:    b.toolDiskRead,
 		Lineage:              facts.lineage.Instance,
 		IncrementalScan:      b.scan.mode,
+		ServerPlugins:        facts.plugins,
 	}
 	if err := b.checkKind(m); err != nil {
 		return nil, err

@@ -95,6 +95,11 @@ type Manifest struct {
 	// ServerEncryption is the server's own data-at-rest encryption
 	// (serverencryption.go); nil when it had no encryption plugin.
 	ServerEncryption *ServerEncryption `json:",omitempty"`
+
+	// ServerPlugins are the plugins the server had loaded from a library
+	// when the backup began (plugins.go): what a server started on the
+	// backup must load to read its tables.
+	ServerPlugins []ServerPlugin `json:",omitempty"`
 }
 
 // isDelta reports whether the backup is an incremental one.

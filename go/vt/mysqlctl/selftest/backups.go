@@ -246,7 +246,7 @@ func (r *runner) restoreTable() (string, error) {
 	}
 	defer os.RemoveAll(dir)
 	defs, _, err := testrestore.Definitions(r.ctx, dir, [][2]string{{table.DB, table.Table}}, testrestore.Options{MysqldPath: r.mysqld,
-		ScratchParent: r.scratch, Logger: r.opts.Logger, Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: r.srv.cnf.Path}})
+		ScratchParent: r.scratch, Logger: r.opts.Logger, Plugins: rep.Manifest.ServerPlugins, Restore: fifobackupengine.RestoreDirOptions{DefaultsFile: r.srv.cnf.Path}})
 	if err != nil {
 		return "", err
 	}

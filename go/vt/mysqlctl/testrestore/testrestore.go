@@ -43,6 +43,10 @@ type Options struct {
 	BufferPool int64
 	// StartTimeout bounds mysqld's start (crash recovery included).
 	StartTimeout time.Duration
+	// Plugins are those the backup's server had loaded (its MANIFEST's
+	// ServerPlugins, which Run reads itself): the throwaway server loads
+	// their storage engines as well as the backup's mysql.plugin.
+	Plugins []fifobackupengine.ServerPlugin
 	// CheckConcurrency is how many tables are checked at once.
 	CheckConcurrency int
 	// Inspect, if set, is called with the throwaway server once its tables
@@ -86,10 +90,11 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	}
 	rec := Record{Version: 1, Backup: bh.Directory() + "/" + bh.Name(), Started: time.Now().UTC()}
 	rec.Host, _ = os.Hostname()
-	srv, err := serverFor(ctx, bh, opts.MysqldPath)
+	srv, m, err := serverFor(ctx, bh, opts.MysqldPath)
 	if err != nil {
 		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, couldNotRun(err))
 	}
+	opts.Plugins = m.ServerPlugins
 	var times fifobackupengine.PhaseTimes
 	onPhase := opts.OnPhase
 	opts.OnPhase = func(phase string) {
@@ -126,26 +131,26 @@ func (noVerdict) Unreadable() bool { return true }
 func couldNotRun(err error) error { return fmt.Errorf("%w (%w)", err, errCouldNotRun) }
 
 // serverFor finds the server binary that can start bh: of the backup's
-// flavor (MariaDB or MySQL).
-func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) (*server, error) {
+// flavor (MariaDB or MySQL), with the backup's MANIFEST.
+func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) (*server, *fifobackupengine.Manifest, error) {
 	mysqld, err := mysqlinstall.FindMysqld(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	version, mariadb, err := mysqlinstall.ServerVersion(ctx, mysqld)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := fifobackupengine.ReadRestorable(ctx, bh)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The data's flavor: the server it was taken from (a stand-in presents
 	// mariabackup's data as Percona's).
 	if want := strings.Contains(m.MySQLVersion, "MariaDB") || m.ToolFlavor == fifobackupengine.FlavorMariabackup; want != mariadb {
-		return nil, fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor, m.MySQLVersion, mysqld, version)
+		return nil, nil, fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor, m.MySQLVersion, mysqld, version)
 	}
-	return &server{bin: mysqld, mariadb: mariadb}, nil
+	return &server{bin: mysqld, mariadb: mariadb}, m, nil
 }
 
 func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) error {
@@ -206,7 +211,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	}
 	logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", srv.bin, dataDir)
 	phase(PhaseStart)
-	db, err := srv.startLoaded(ctx, args, opts.StartTimeout)
+	db, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,17 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
+// copyDoc is `vtfifo copy`'s help.
+var copyDoc = commandDoc{"copy", "Copy a backup to a second split storage (another bucket, region, prefix or backend), verified there",
+	"Copies the backup (--backup, or the newest complete one) to the storage that --to-flags-file (its --split-storage-*\n" +
+		"lines) and --to describe. Every object goes through a temporary file; the destination is verified (every index,\n" +
+		"every part's size and CRC32C read back) before its completion marker is written, so it is never listed there\n" +
+		"before it is whole. A copy that stopped is resumed by running it again; --remove-source makes it a move.\n" +
+		"A backup of the legacy storage (--split-storage-legacy), of any engine, is copied file by file into the\n" +
+		"destination, each file read back and compared, and keeps its engine (docs/migration.md).",
+	"  vtfifo copy --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0 \\\n" +
+		"      --to-flags-file=/etc/vitess/dr-region.flags --to=--split-storage-s3-prefix=protected"}
+
 // Copy is `vtfifo copy`: a complete backup, of any engine, copied to a
 // second split storage (another bucket, region, prefix or backend),
 // verified there before it is listed there; resumable; --remove-source

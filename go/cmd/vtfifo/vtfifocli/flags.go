@@ -6,16 +6,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/servenv"
-
+	// The engine (its MANIFEST, decompressors and restore) and the split storage.
 	// The storages vttablet links, so their flags and names are the same.
 	_ "vitess.io/vitess/go/vt/mysqlctl/azblobbackupstorage"
 	_ "vitess.io/vitess/go/vt/mysqlctl/cephbackupstorage"
@@ -23,7 +21,6 @@ import (
 	_ "vitess.io/vitess/go/vt/mysqlctl/gcsbackupstorage"
 	_ "vitess.io/vitess/go/vt/mysqlctl/s3backupstorage"
 
-	// The engine (its MANIFEST, decompressors and restore) and the split storage.
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -48,12 +45,8 @@ var vttabletFlagPrefixes = []string{
 type options struct {
 	keyspace, shard, backupDir string
 	backup                     string
-	sample                     string
-	samplePct                  float64
-	seed                       int64
 	progress                   string
 	progressInterval           time.Duration
-	concurrency                int
 	timeout                    time.Duration
 	logLevel                   string
 	quiet                      bool
@@ -72,15 +65,6 @@ type options struct {
 	// fleet: the command also runs on the whole storage, without
 	// --keyspace/--shard (ls).
 	fleet bool
-
-	// all: verify every complete backup of the shard.
-	all bool
-	// json: verify prints its results as JSON.
-	json bool
-
-	listIncomplete   bool
-	removeIncomplete bool
-	minAge           time.Duration
 
 	files configFiles
 }
@@ -159,23 +143,6 @@ func (o *options) validateProgress() error {
 	return nil
 }
 
-// registerVerifyFlags declares verify's own flags.
-func (o *options) registerVerifyFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane "+
-		"cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
-	fs.BoolVar(&o.json, "json", false, "print the results as one JSON array (backup, ok, summary, problems, seconds) instead of OK/FAIL lines")
-	fs.BoolVar(&o.all, "all", false, "check every complete backup of the shard, oldest first (one OK or FAIL line each), instead of one")
-	fs.Int64Var(&o.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
-	o.registerProgressFlags(fs)
-	fs.IntVar(&o.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
-	fs.BoolVar(&o.listIncomplete, "list-incomplete", false, "list the backups that were started and never completed (split storage), then exit")
-	fs.BoolVar(&o.removeIncomplete, "remove-incomplete", false, "remove the backups of the split storage that were started and never completed, "+
-		"last written to more than --incomplete-min-age ago and held by no lease (a running copy holds one), then exit; a directory the split "+
-		"storage cannot prove it wrote is never touched")
-	fs.DurationVar(&o.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups last written to at least this long ago, "+
-		"by the store's own clock (a backup still running is incomplete too)")
-}
-
 // wholeStorage: the command runs on every backup directory of the storage
 // (ls without --keyspace/--shard).
 func (o *options) wholeStorage() bool {
@@ -252,34 +219,6 @@ func (o *options) validateBackup() error {
 	}
 	if impl == splitstorage.Name {
 		return splitstorage.FlagConfig().Validate()
-	}
-	return nil
-}
-
-// validateVerify checks verify's own flags.
-func (o *options) validateVerify() error {
-	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(o.sample), "%"), 64)
-	if err != nil || pct <= 0 || pct > 100 {
-		return invalid("sample", o.sample, "a percentage in (0%, 100%], e.g. 5%")
-	}
-	o.samplePct = pct
-	if err := o.validateProgress(); err != nil {
-		return err
-	}
-	if o.concurrency < 1 || o.concurrency > 64 {
-		return invalid("concurrency", strconv.Itoa(o.concurrency), "1..64")
-	}
-	if o.minAge < 0 {
-		return invalid("incomplete-min-age", o.minAge.String(), "a duration >= 0")
-	}
-	if o.listIncomplete && o.removeIncomplete {
-		return fmt.Errorf("--list-incomplete and --remove-incomplete are exclusive")
-	}
-	if o.all && (o.backup != "" || o.listIncomplete || o.removeIncomplete) {
-		return fmt.Errorf("--all checks every complete backup: leave out --backup, --list-incomplete and --remove-incomplete")
-	}
-	if impl := backupstorage.BackupStorageImplementation; impl != splitstorage.Name && (o.samplePct < 100 || o.listIncomplete || o.removeIncomplete) {
-		return fmt.Errorf("--sample below 100%%, --list-incomplete and --remove-incomplete need --backup-storage-implementation=split (it is %s)", impl)
 	}
 	return nil
 }

@@ -10,6 +10,13 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// keyCheckDoc is `vtfifo key-check`'s help.
+var keyCheckDoc = commandDoc{"key-check", "List the key file's key IDs and, for every backup of a shard, whether the key file opens it",
+	"Prints the key IDs of --split-storage-encryption-key-file (never a key), the first being the one that wraps\n" +
+		"new backups, then every complete backup of the shard with the ID of the key that wraps its data key and\n" +
+		"whether the key file unwraps it. Exit 1 when one does not: run it before a key leaves the file.",
+	"  vtfifo key-check --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0"}
+
 // KeyCheck is `vtfifo key-check`: the keys of the key file, and for every
 // complete backup of a shard the key that wraps its data key and whether
 // the key file opens it; before a key leaves the file, and in a disaster

@@ -2,7 +2,6 @@ package vtfifocli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +45,15 @@ type BackupInfo struct {
 
 	manifest *fifobackupengine.Manifest // a fifo backup's
 }
+
+// lsDoc is `vtfifo ls`'s help.
+var lsDoc = commandDoc{"ls", "List the complete backups of a shard with their engine, time, size, lanes and position",
+	"Lists the complete backups in --keyspace/--shard (or --backup-dir), oldest first, as GetBackups does,\n" +
+		"with what each MANIFEST says and their test restore, then the quarantined and incomplete ones with why.\n" +
+		"Without --keyspace and --shard: the fleet view, every shard of the storage (and of the topology, with its\n" +
+		"flags) with its newest backup and newest one that passed a test restore; --max-age and --max-unproven-age\n" +
+		"make it a check (exit 1), --prometheus prints it for node_exporter. --json prints JSON.",
+	"  vtfifo ls --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0"}
 
 // List is `vtfifo ls`: one shard's backups, or with no --keyspace/--shard
 // every shard of the storage (fleet.go).
@@ -124,15 +132,6 @@ func (s *session) notComplete() []BackupInfo {
 		}
 	}
 	return out
-}
-
-func writeJSON(w io.Writer, v any) int {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return exitUnreachable
-	}
-	return exitOK
 }
 
 // writeBackupTable prints one line per backup; those restores never pick

@@ -11,6 +11,15 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
+// repairDoc is `vtfifo repair`'s help.
+var repairDoc = commandDoc{"repair", "Repair a backup's damaged parts from its copy in a second split storage, verified after",
+	"Verifies the backup --backup names (complete, quarantined or a retired base); every part found missing or\n" +
+		"damaged is read from the same backup in the storage --from-flags-file and --from describe (where vtfifo copy\n" +
+		"put it), checked against the backup's own index (size and CRC32C), and written in place; then the backup is\n" +
+		"verified whole again. Damage to an index or the completion marker is reported, never guessed at.",
+	"  vtfifo repair --flags-file=/etc/vitess/vttablet.flags --keyspace=commerce --shard=0 \\\n" +
+		"      --backup=2026-11-23.162035.zone1-0000000100 --from-flags-file=/etc/vitess/dr-region.flags"}
+
 // Repair is `vtfifo repair`: the damaged or missing parts of one backup
 // replaced by the same parts of its copy in a second split storage, each
 // checked against the backup's own index first, and the backup verified

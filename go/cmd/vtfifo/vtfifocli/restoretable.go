@@ -26,6 +26,23 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 )
 
+// restoreTableDoc is `vtfifo restore-table`'s help.
+var restoreTableDoc = commandDoc{"restore-table", "Restore some tables of a backup, reading only the frames that hold them; import them into a live server",
+	"Restores the tables --table names (db.table, db.*; InnoDB, partitions included; MariaDB's Aria, MyISAM, CSV)\n" +
+		"and the files the tool needs to prepare them into --target-dir, reading only the lane frames that hold them\n" +
+		"(the whole lanes for backups without a lane index, which it says), prepares them with the tool's --export,\n" +
+		"checks every .cfg, and writes each table's definition, read from the backup's own files by a throwaway mysqld\n" +
+		"(InnoDB read-only; it runs Aria's recovery), as db/table.sql; Aria tables are then zero-filled (aria_chk).\n" +
+		"With --into-mysql or --into-tablet it imports them into that live server on this host, under their own name\n" +
+		"or --as: CREATE TABLE, DISCARD TABLESPACE, the files copied in, IMPORT TABLESPACE (Aria, MyISAM, CSV: the\n" +
+		"files copied in, .frm last, FLUSH TABLES), CHECK TABLE, a row count and CHECKSUM TABLE, then InnoDB's\n" +
+		"checkpoint past the import; into a server that writes a binary log, under a local name and then copied into\n" +
+		"the target through the binary log, so replicas get it. Any name the server accepts; foreign keys point where\n" +
+		"they pointed (renames and orphan rows said). An existing table is never replaced; a run is all or nothing.\n" +
+		"See docs/table-restore.md.",
+	"  vtfifo restore-table --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce \\\n" +
+		"      --shard=0 --table=commerce.orders --target-dir=/var/tmp/orders --into-tablet=zone1-0000000100 --as=commerce.orders_restored"}
+
 // RestoreTable is `vtfifo restore-table`: some tables of a backup restored
 // into a directory, ready for IMPORT TABLESPACE, reading only the frames that
 // hold them; with --into-mysql or --into-tablet imported into a live server.

@@ -15,6 +15,15 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/selftest"
 )
 
+// selftestDoc is `vtfifo selftest`'s help.
+var selftestDoc = commandDoc{"selftest", "Prove the engine and storage on this host: a scratch server backed up, restored and compared",
+	"Needs no Vitess and no network: a scratch server laid out as a tablet's, a shaped data set written to\n" +
+		"while it is backed up (full, then two incremental) through the real engine into a split storage on local\n" +
+		"disk, every backup verified, the chain restored, prepared, started and compared table by table, one table\n" +
+		"restored into the scratch server, the stream extracted with the tool's own extractor. Prints a report\n" +
+		"to attach to a bug; steps the host cannot run are skipped with the reason. See docs/compatibility.md.",
+	"  vtfifo selftest --work-dir=/var/tmp [--tool=/usr/bin/xtrabackup] [--mysqld=/usr/sbin/mysqld] [--json]"}
+
 // SelfTest is vtfifo selftest: the whole product proven on this host (no
 // Vitess cluster, no network): see the selftest package.
 func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {

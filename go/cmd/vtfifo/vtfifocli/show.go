@@ -52,6 +52,13 @@ type indexer interface {
 	EncryptionKeyID(ctx context.Context) (string, error)
 }
 
+// showDoc is `vtfifo show`'s help.
+var showDoc = commandDoc{"show", "Show a backup: its MANIFEST, lanes and parts, and with --files the files it holds",
+	"Shows the backup (--backup, or the newest complete one) as its MANIFEST describes it, each lane's\n" +
+		"bytes and chunks, and on the split storage its parts. --files also lists the files of the data\n" +
+		"directory in the backup, by reading and checking every lane as verify does. --json prints one object.",
+	"  vtfifo show --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 --files"}
+
 // Show is `vtfifo show`: a backup's MANIFEST, its lanes and parts, and with
 // --files the files of the data directory it holds (read from the lanes).
 func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {

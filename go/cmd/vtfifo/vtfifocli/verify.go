@@ -9,132 +9,32 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
-
-	"vitess.io/vitess/go/vt/logutil"
-	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+	"github.com/spf13/pflag"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
-
-	logutilpb "vitess.io/vitess/go/vt/proto/logutil"
 )
 
 func sortStrings(s []string) []string { sort.Strings(s); return s }
 
-// withTimeout applies --timeout to ctx.
-func (o *options) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if o.timeout > 0 {
-		return context.WithTimeout(ctx, o.timeout)
-	}
-	return context.WithCancel(ctx)
-}
-
-// openStorage opens the backup storage the flags name, logging to stderr.
-func (o *options) openStorage(stderr io.Writer) (backupstorage.BackupStorage, logutil.Logger, error) {
-	base, err := backupstorage.GetBackupStorage()
-	if err != nil {
-		return nil, nil, err
-	}
-	least := logLevels[o.logLevel]
-	logger := logutil.NewCallbackLogger(func(ev *logutilpb.Event) {
-		if ev.Level >= least || ev.Level == logutilpb.Level_CONSOLE {
-			fmt.Fprintf(stderr, "%s\n", logutil.EventString(ev))
-		}
-	})
-	return base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()}), logger, nil
-}
-
-// logLevels are --log-level's values: the least level printed.
-var logLevels = map[string]logutilpb.Level{"info": logutilpb.Level_INFO, "warning": logutilpb.Level_WARNING, "error": logutilpb.Level_ERROR}
-
-// pickBackup finds the backup --backup names in the flags' directory, or the
-// latest complete one; otherwise it says why on stderr and returns the exit
-// status: exitUnreachable when the storage cannot be listed or holds no such
-// backup, exitFailed when the backup named is there but incomplete or
-// quarantined.
-func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage) (backupstorage.BackupHandle, int) {
-	dir := o.dir()
-	if root, missing := missingRoot(o); missing {
-		return nil, o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
-	}
-	bhs, err := bs.ListBackups(ctx, dir)
-	if err != nil {
-		return nil, o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
-	}
-	if o.backup == "" || o.backup == latestVerifiedValue {
-		if len(bhs) == 0 {
-			return nil, o.failf(exitUnreachable, "no complete backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", o.where())
-		}
-		if o.backup == latestVerifiedValue {
-			return o.latestVerified(ctx, bhs)
-		}
-		return o.latestNotFailed(ctx, bhs, dir), exitOK
-	}
-	for _, h := range bhs {
-		if h.Name() == o.backup {
-			return h, exitOK
-		}
-	}
-	why, there := o.whyMissing(ctx, bs, dir)
-	if there {
-		return nil, o.failf(exitFailed, "FAIL: backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
-	}
-	return nil, o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
-}
-
-// latestVerifiedValue is --backup's value for the newest backup whose latest
-// test restore passed.
-const latestVerifiedValue = "latest-verified"
-
-// latestVerified is the newest of bhs whose latest test restore passed, or,
-// when none did, exitFailed with the reason.
-func (o *options) latestVerified(ctx context.Context, bhs []backupstorage.BackupHandle) (backupstorage.BackupHandle, int) {
-	for i := len(bhs) - 1; i >= 0; i-- {
-		if rec, err := testrestore.Load(ctx, bhs[i]); err == nil && rec != nil && rec.Outcome == testrestore.Passed {
-			if i < len(bhs)-1 {
-				o.notef("taking %s/%s, the newest backup that passed a test restore (%d newer ones did not)", o.dir(), bhs[i].Name(), len(bhs)-1-i)
-			}
-			return bhs[i], exitOK
-		}
-	}
-	return nil, o.failf(exitFailed, "no backup in %s passed a test restore (%d complete ones): run vtfifo test-restore, or name one with --backup",
-		o.where(), len(bhs))
-}
-
-// latestNotFailed is the newest of bhs whose latest test restore did not
-// fail, saying on stderr which it passed over; the newest when every one
-// failed (the operator asked for the latest; the note says so).
-func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.BackupHandle, dir string) backupstorage.BackupHandle {
-	for i := len(bhs) - 1; i >= 0; i-- {
-		rec, err := testrestore.Load(ctx, bhs[i])
-		if err != nil || rec == nil || rec.Outcome != testrestore.Failed {
-			return bhs[i]
-		}
-		o.notef("skipping %s/%s: its test restore of %s failed (%s); name it with --backup to use it anyway",
-			dir, bhs[i].Name(), rec.Started.Format("2006-01-02 15:04"), rec.Error)
-	}
-	o.notef("every backup in %s failed its test restore: taking the newest, %s", dir, bhs[len(bhs)-1].Name())
-	return bhs[len(bhs)-1]
-}
-
 // verify checks the backup the session's flags name, or with --all every
 // complete backup of the shard (or lists or removes the incomplete ones),
 // and returns the exit status.
-func (s *session) verify(stdout, stderr io.Writer) int {
+func (s *verifyRun) verify(stdout, stderr io.Writer) int {
 	o, ctx, bs := s.o, s.ctx, s.bs
 	dir := o.dir()
-	if o.listIncomplete || o.removeIncomplete {
-		return o.incomplete(ctx, bs, dir, stdout, stderr)
+	if s.f.listIncomplete || s.f.removeIncomplete {
+		return s.incomplete(dir, stdout, stderr)
 	}
 	var bhs []backupstorage.BackupHandle
-	if o.all {
+	if s.f.all {
 		if root, missing := missingRoot(o); missing {
 			return o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
 		}
@@ -152,7 +52,7 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 		}
 		bhs = []backupstorage.BackupHandle{bh}
 	}
-	if !o.all {
+	if !s.f.all {
 		if code := s.readsOnly(bhs[0], streamEngines); code >= 0 {
 			return code
 		}
@@ -160,7 +60,7 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 	code := exitOK
 	var results []VerifyResult
 	for _, bh := range bhs {
-		if m, _, err := fifobackupengine.ReadAnyManifest(ctx, bh); o.all && err == nil && m.BackupMethod != "" && !slices.Contains(streamEngines, m.BackupMethod) {
+		if m, _, err := fifobackupengine.ReadAnyManifest(ctx, bh); s.f.all && err == nil && m.BackupMethod != "" && !slices.Contains(streamEngines, m.BackupMethod) {
 			fmt.Fprintf(stdout, "SKIP: backup %s/%s: taken by Vitess's %s engine (in the %s storage): vtfifo verifies %s backups only\n", dir, bh.Name(),
 				m.BackupMethod, s.origin(bh), strings.Join(streamEngines, " and "))
 			continue
@@ -171,11 +71,11 @@ func (s *session) verify(stdout, stderr io.Writer) int {
 			break // stopped: out of time or interrupted
 		}
 		results = append(results, res)
-		if !o.json {
+		if !s.f.json {
 			res.print(stdout)
 		}
 	}
-	if o.json && len(results) > 0 {
+	if s.f.json && len(results) > 0 {
 		writeJSON(stdout, results)
 	}
 	return code
@@ -225,7 +125,7 @@ func (r VerifyResult) print(w io.Writer) {
 // verifyOne checks one backup and prints OK or FAIL with every problem on
 // stdout. A check the --timeout (or an interrupt) cut short says so on
 // stderr and returns exitUnreachable: nothing says the backup is damaged.
-func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (VerifyResult, int) {
+func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (VerifyResult, int) {
 	o, ctx := s.o, s.ctx
 	where := o.dir() + "/" + bh.Name()
 	o.notef("checking backup %s (%s storage)", where, backupstorage.BackupStorageImplementation)
@@ -237,7 +137,7 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 	if isSplit {
 		problems, unread, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
-	if o.samplePct >= 100 {
+	if s.f.samplePct >= 100 {
 		// Also when the listing found problems: decoding may find more
 		// (and names the lane and offset).
 		vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
@@ -252,7 +152,7 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 			// not read: every part's bytes are read against their
 			// checksums to name each damaged one and each not read, so
 			// that damage is never hidden behind what could not be read.
-			_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: o.concurrency, MaxProblems: 1 << 20})
+			_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: s.f.concurrency, MaxProblems: 1 << 20})
 			problems, unread = splitProblems(all)
 			switch {
 			case len(problems)+len(unread) > 0:
@@ -304,25 +204,25 @@ func (s *session) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (Ve
 // recorded size, the indexes consistent, no stray objects; and the bytes
 // of the parts --sample picks (all of them are read below, through the
 // storage, in a full check). A sample always checks at least one part.
-func (s *session) verifyParts(bh backupstorage.BackupHandle, pv partVerifier, prog *progress,
+func (s *verifyRun) verifyParts(bh backupstorage.BackupHandle, pv partVerifier, prog *progress,
 	stderr io.Writer) (problems, unread []string, summary string) {
 	o, ctx := s.o, s.ctx
-	popts := splitstorage.VerifyPartsOptions{Concurrency: o.concurrency}
-	if o.samplePct >= 100 {
+	popts := splitstorage.VerifyPartsOptions{Concurrency: s.f.concurrency}
+	if s.f.samplePct >= 100 {
 		popts.Sample = func(string, int) bool { return false }
 		_, err := pv.VerifyParts(ctx, popts)
 		problems, unread = splitProblems(err)
 		return problems, unread, ""
 	}
-	seed := o.seed
+	seed := s.f.seed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	o.notef("sampling %g%% of the parts (--sample-seed=%d)", o.samplePct, seed)
+	o.notef("sampling %g%% of the parts (--sample-seed=%d)", s.f.samplePct, seed)
 	popts.Sample = func(file string, part int) bool {
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d/%s/%d", seed, file, part)
-		return rand.New(rand.NewPCG(h.Sum64(), 0)).Float64()*100 < o.samplePct
+		return rand.New(rand.NewPCG(h.Sum64(), 0)).Float64()*100 < s.f.samplePct
 	}
 	popts.OnPart = func(_ string, _ int, n int64) { prog.add(n, 1) }
 	rep, err := pv.VerifyParts(ctx, popts)
@@ -370,31 +270,6 @@ func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error
 	return err
 }
 
-// whyMissing says why a named backup is not among the complete ones, and
-// whether it is there at all (incomplete, quarantined, or kept as a base).
-func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir string) (string, bool) {
-	if s, ok := bs.(incompleteLister); ok {
-		inc, err := s.ListIncomplete(ctx, dir)
-		if err == nil {
-			for _, b := range inc {
-				switch {
-				case b.Name != o.backup:
-				case len(b.RetiredFor) > 0:
-					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it",
-						strings.Join(b.RetiredFor, ", ")), true
-				case b.Quarantined != "":
-					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined), true
-				default:
-					return fmt.Sprintf("incomplete: started %s on %s, never completed (a failed or killed backup, or one still running); restore never picks it; "+
-						"remove it with --remove-incomplete",
-						b.Started.Format(time.RFC3339), b.Host), true
-				}
-			}
-		}
-	}
-	return "no such backup (GetBackups does not list it): check --backup, --keyspace and --shard", false
-}
-
 // incompleteLine describes an incomplete backup: when it started and on
 // which host (its start marker), when it was last written to (the store's
 // own time: its age), and its objects.
@@ -403,15 +278,16 @@ func incompleteLine(dir string, b splitstorage.IncompleteBackup) string {
 		b.LastWrite.Format(time.RFC3339), time.Since(b.LastWrite).Round(time.Second), b.Objects, humanize.IBytes(uint64(b.Bytes)))
 }
 
-func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage, dir string, stdout, stderr io.Writer) int {
-	s, err := can[interface {
+func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
+	o, ctx := s.o, s.ctx
+	bs, err := can[interface {
 		incompleteLister
 		backupstorage.BackupStorage
-	}](bs, "list or remove incomplete backups (--list-incomplete, --remove-incomplete)")
+	}](s.bs, "list or remove incomplete backups (--list-incomplete, --remove-incomplete)")
 	if err != nil {
 		return o.failf(exitUsage, "%v", err)
 	}
-	inc, err := s.ListIncomplete(ctx, dir)
+	inc, err := bs.ListIncomplete(ctx, dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: cannot list the incomplete backups of %s: %s\n", o.prog, o.where(), errText(err))
 		return exitUnreachable
@@ -426,7 +302,7 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 			line += "; removed from the list, kept as the base of " + strings.Join(b.RetiredFor, ", ")
 		}
 		switch {
-		case o.listIncomplete:
+		case s.f.listIncomplete:
 			fmt.Fprintf(stdout, "incomplete %s\n", line)
 		case len(b.RetiredFor) > 0:
 			fmt.Fprintf(stdout, "kept %s (it goes with the last of them)\n", line)
@@ -434,10 +310,10 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 			fmt.Fprintf(stdout, "kept %s (release it with `vtfifo release`, or remove it with `vtfifo rm`)\n", line)
 		case len(b.Held) > 0:
 			fmt.Fprintf(stdout, "kept %s: in use (%s)\n", line, strings.Join(b.Held, "; "))
-		case time.Since(b.LastWrite) < o.minAge:
-			fmt.Fprintf(stdout, "kept %s: written to less than --incomplete-min-age=%v ago (may still be running)\n", line, o.minAge)
+		case time.Since(b.LastWrite) < s.f.minAge:
+			fmt.Fprintf(stdout, "kept %s: written to less than --incomplete-min-age=%v ago (may still be running)\n", line, s.f.minAge)
 		default:
-			if err := s.RemoveBackup(ctx, dir, b.Name); err != nil {
+			if err := bs.RemoveBackup(ctx, dir, b.Name); err != nil {
 				fmt.Fprintf(stderr, "FAIL removing %s: %s\n", line, errText(err))
 				failed = true
 				continue
@@ -452,4 +328,92 @@ func (o *options) incomplete(ctx context.Context, bs backupstorage.BackupStorage
 		return 1
 	}
 	return 0
+}
+
+// verifyDoc is `vtfifo verify`'s help.
+var verifyDoc = commandDoc{"verify", "Check a backup without restoring it (every part, lane and chunk)",
+	"Reads a backup as restore would and writes nothing: every part's size and checksum (split storage),\n" +
+		"every lane decompressed, every xbstream chunk and its CRC32. Prints OK, or what is wrong and where.\n" +
+		"A backup of Vitess's xtrabackup engine (an adopted fleet's, docs/migration.md) is read too: its stream,\n" +
+		"from its stripes, every chunk checked. The same as fifoverify.",
+	"  vtfifo verify --backup-storage-implementation=split --split-storage-backend=s3 --split-storage-s3-bucket=b \\\n" +
+		"      --keyspace=commerce --shard=0 [--backup=NAME] [--sample=5%]"}
+
+// Verify is `vtfifo verify` and fifoverify: it checks a backup where it is
+// stored (see docs/reliability.md) and returns the exit status.
+func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var f verifyFlags
+	s, code := openSession(ctx, prog, args, stdout, stderr, f.register)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	return (&verifyRun{session: s, f: &f}).verify(stdout, stderr)
+}
+
+// verifyRun is a verify of the session's backups with verify's own flags.
+type verifyRun struct {
+	*session
+	f *verifyFlags
+}
+
+// verifyFlags are verify's own flags.
+type verifyFlags struct {
+	sample      string
+	samplePct   float64
+	seed        int64
+	concurrency int
+	// all: verify every complete backup of the shard.
+	all bool
+	// json: print the results as JSON.
+	json             bool
+	listIncomplete   bool
+	removeIncomplete bool
+	minAge           time.Duration
+}
+
+// register declares verify's own flags and returns their check.
+func (f *verifyFlags) register(fs *pflag.FlagSet, o *options) func() error {
+	fs.StringVar(&f.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane "+
+		"cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
+	fs.BoolVar(&f.json, "json", false, "print the results as one JSON array (backup, ok, summary, problems, seconds) instead of OK/FAIL lines")
+	fs.BoolVar(&f.all, "all", false, "check every complete backup of the shard, oldest first (one OK or FAIL line each), instead of one")
+	fs.Int64Var(&f.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
+	o.registerProgressFlags(fs)
+	fs.IntVar(&f.concurrency, "concurrency", 4, "parts downloaded at once by --sample, 1..64")
+	fs.BoolVar(&f.listIncomplete, "list-incomplete", false, "list the backups that were started and never completed (split storage), then exit")
+	fs.BoolVar(&f.removeIncomplete, "remove-incomplete", false, "remove the backups of the split storage that were started and never completed, "+
+		"last written to more than --incomplete-min-age ago and held by no lease (a running copy holds one), then exit; a directory the split "+
+		"storage cannot prove it wrote is never touched")
+	fs.DurationVar(&f.minAge, "incomplete-min-age", 24*time.Hour, "with --remove-incomplete: only backups last written to at least this long ago, "+
+		"by the store's own clock (a backup still running is incomplete too)")
+	return func() error { return f.validate(o) }
+}
+
+// validate checks verify's own flags.
+func (f *verifyFlags) validate(o *options) error {
+	pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(f.sample), "%"), 64)
+	if err != nil || pct <= 0 || pct > 100 {
+		return invalid("sample", f.sample, "a percentage in (0%, 100%], e.g. 5%")
+	}
+	f.samplePct = pct
+	if err := o.validateProgress(); err != nil {
+		return err
+	}
+	if f.concurrency < 1 || f.concurrency > 64 {
+		return invalid("concurrency", strconv.Itoa(f.concurrency), "1..64")
+	}
+	if f.minAge < 0 {
+		return invalid("incomplete-min-age", f.minAge.String(), "a duration >= 0")
+	}
+	if f.listIncomplete && f.removeIncomplete {
+		return fmt.Errorf("--list-incomplete and --remove-incomplete are exclusive")
+	}
+	if f.all && (o.backup != "" || f.listIncomplete || f.removeIncomplete) {
+		return fmt.Errorf("--all checks every complete backup: leave out --backup, --list-incomplete and --remove-incomplete")
+	}
+	if impl := backupstorage.BackupStorageImplementation; impl != splitstorage.Name && (f.samplePct < 100 || f.listIncomplete || f.removeIncomplete) {
+		return fmt.Errorf("--sample below 100%%, --list-incomplete and --remove-incomplete need --backup-storage-implementation=split (it is %s)", impl)
+	}
+	return nil
 }

@@ -3,7 +3,9 @@ package vtfifocli
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -155,4 +158,21 @@ func (o *options) notef(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(o.notes, "%s: %s\n", o.prog, fmt.Sprintf(format, args...))
+}
+
+func writeJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return exitUnreachable
+	}
+	return exitOK
+}
+
+// phasesText is "; took download 3.2s, prepare 0.4s", or "" for none.
+func phasesText(phases []fifobackupengine.PhaseSeconds) string {
+	if len(phases) == 0 {
+		return ""
+	}
+	return "; took " + fifobackupengine.FormatPhases(phases)
 }

@@ -1,0 +1,42 @@
+package vtfifocli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// removedFromList says what became of a removed base of incremental backups.
+func removedFromList(dependents []string) string {
+	return fmt.Sprintf("removed from the list (its objects stay as the base of %s, and go with the last of them):", strings.Join(dependents, ", "))
+}
+
+// removeBackup removes one backup and returns, for the base of incremental
+// backups in the split storage, which ones: it left the list, and is kept
+// until they go.
+func removeBackup(s *session, dir, name string) ([]string, error) {
+	var deps []string
+	if sp, ok := s.bs.(guardedRemover); ok {
+		var err error
+		if deps, err = sp.Dependents(s.ctx, dir, name); err != nil {
+			return nil, err
+		}
+	}
+	return deps, splitstorage.Remover(s.bs)(s.ctx, dir, name) // never under a reader's lease
+
+}
+
+// checkRemovable is removeBackup's decision without the removal (a dry
+// run): the same refusal of a backup under a read lease.
+func checkRemovable(s *session, dir, name string) ([]string, error) {
+	sp, ok := s.bs.(guardedRemover)
+	if !ok {
+		return nil, nil
+	}
+	deps, err := sp.Dependents(s.ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return deps, sp.CheckUnread(s.ctx, dir, name)
+}

@@ -1,0 +1,144 @@
+package vtfifocli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
+)
+
+// testRestoreDoc is `vtfifo test-restore`'s help.
+var testRestoreDoc = commandDoc{"test-restore", "Prove a backup restorable: restore, prepare, start a throwaway mysqld, CHECK TABLE every table",
+	"Restores and prepares the backup into a scratch directory, starts a throwaway mysqld on it (its own socket,\n" +
+		"no network, no grants, no replication, no events), runs CHECK TABLE and counts the rows of every table,\n" +
+		"stops it and removes the scratch directory. The verification record (when, tool and server versions,\n" +
+		"tables, rows, duration, outcome) is stored beside the backup on the split storage; `vtfifo ls` shows it. A run\n" +
+		"that could not read the backup (a permission, a timeout, this host's keys) records nothing and exits 3.\n" +
+		"A backup of Vitess's xtrabackup engine (docs/migration.md) is tested the same way, from its stream.",
+	"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n" +
+		"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp"}
+
+// TestRestore is `vtfifo test-restore`: the backup restored, prepared and
+// started by a throwaway mysqld that checks every table; the outcome is
+// stored beside the backup (split storage), where `vtfifo ls` shows it.
+func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
+	var tr testrestore.Flags
+	var record, quarantine, asJSON *bool
+	s, bh, code := openBackupOf(ctx, streamEngines, prog, args, stdout, stderr,
+		func(fs *pflag.FlagSet, o *options) func() error {
+			tr.Register(fs, "")
+			record = fs.Bool("record", true, "store the verification record beside the backup (split storage)")
+			quarantine = fs.Bool("quarantine-on-failure", false, "when the test fails, quarantine the backup: restores no longer choose it (vtfifo "+
+				"release puts it back)")
+			asJSON = fs.Bool("json", false, "print one JSON object (the record, where it was stored, whether the backup was quarantined) instead of a line")
+			o.registerProgressFlags(fs)
+			return func() error {
+				if err := tr.Validate(); err != nil {
+					return err
+				}
+				if *quarantine && !*record {
+					return errors.New("--quarantine-on-failure needs --record")
+				}
+				return o.validateProgress()
+			}
+		})
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	where := s.o.dir() + "/" + bh.Name()
+	prog2 := newProgress(s.o, stderr, prog+" "+where)
+	opts := tr.Options(s.logger)
+	opts.Restore.Config.Progress = 0 // the command shows its own (--progress)
+	opts.Restore.OnManifest = prog2.setLanes
+	opts.Restore.OnRead = prog2.addLane
+	opts.OnPhase = prog2.phase
+	// A test that could not run is a FAIL line; with --json, stdout holds
+	// only the JSON result, and the failure goes to stderr.
+	failed := stdout
+	if *asJSON {
+		failed = stderr
+	}
+	// Predicted before it runs, from the shard's earlier test restores
+	// only, so that the record says how close the prediction came.
+	predicted := s.predictedRestore(bh.Name())
+	rec, err := testrestore.Run(s.ctx, bh, opts)
+	prog2.stop()
+	if err != nil {
+		fmt.Fprintln(failed, failLine(err))
+		return s.status(err)
+	}
+	if rec.Outcome == testrestore.Passed {
+		rec.Predicted = predicted
+	}
+	res, err := keepTestRestore(s.ctx, bh, rec, *record, *quarantine)
+	if err != nil {
+		fmt.Fprintln(failed, failLine(err))
+		return failureStatus(err)
+	}
+	if *asJSON {
+		writeJSON(stdout, res)
+	} else {
+		res.print(stdout)
+	}
+	if rec.Outcome != testrestore.Passed {
+		return 1
+	}
+	return 0
+}
+
+// TestRestoreResult is what test-restore reports: the record, and what
+// became of it (--json prints it).
+type TestRestoreResult struct {
+	Record      testrestore.Record `json:"record"`
+	Stored      string             `json:"stored"`
+	Quarantined bool               `json:"quarantined"`
+}
+
+// keepTestRestore stores a test restore's record beside the backup when
+// asked and possible, and quarantines a failed backup when asked.
+func keepTestRestore(ctx context.Context, bh backupstorage.BackupHandle, rec testrestore.Record, store, quarantine bool) (TestRestoreResult, error) {
+	res := TestRestoreResult{Record: rec, Stored: "not stored (--record=false)"}
+	if store {
+		switch err := testrestore.Store(ctx, bh, rec); {
+		case errors.Is(err, testrestore.ErrNoRecords):
+			res.Stored = "not stored: " + err.Error()
+		case err != nil:
+			return res, fmt.Errorf("the verification record could not be stored: %w", err)
+		default:
+			res.Stored = "stored beside the backup"
+		}
+	}
+	if rec.Outcome != testrestore.Passed && quarantine {
+		if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
+			return res, fmt.Errorf("test restore of %s failed and it could not be quarantined: %w", rec.Backup, err)
+		}
+		res.Quarantined = true
+	}
+	return res, nil
+}
+
+// print writes the result as one OK or FAIL line.
+func (res TestRestoreResult) print(w io.Writer) {
+	rec, stored := res.Record, res.Stored
+	if rec.Outcome != testrestore.Passed {
+		if res.Quarantined {
+			stored += "; the backup is quarantined: restores no longer choose it"
+		}
+		fmt.Fprintf(w, "FAIL: test restore of %s (%s, record %s): %s\n", rec.Backup, rec.Duration, stored, rec.Error)
+		return
+	}
+	unchecked := ""
+	if rec.Uncheckable > 0 {
+		unchecked = fmt.Sprintf(" (%d of them with an engine that has no CHECK: counted only)", rec.Uncheckable)
+	}
+	fmt.Fprintf(w, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s%s%s\n",
+		rec.Backup, rec.Duration, humanize.IBytes(uint64(rec.Bytes)), rec.Tool, rec.Server, rec.Tables, unchecked, rec.Rows, stored, phasesText(rec.Phases),
+		predictionText(rec))
+}

@@ -104,16 +104,14 @@ func storageLocation(o *options) string {
 	return "the " + cmp.Or(impl, "unnamed") + " storage"
 }
 
-// missingRoot says whether the storage's root directory (file backends)
-// does not exist: every listing of it is empty, which must not pass for a
+// missingRoot says whether the storage's root directory (a backend in a
+// local directory, or Vitess's file storage) does not exist: every listing of it is empty, which must not pass for a
 // storage without backups.
 func missingRoot(o *options) (string, bool) {
 	root := ""
 	switch backupstorage.BackupStorageImplementation {
 	case splitstorage.Name:
-		if c := splitstorage.FlagConfig(); c.Backend == splitstorage.BackendFile {
-			root = c.File.Root
-		}
+		root = splitstorage.FlagConfig().LocalRoot()
 	case "file":
 		if f := o.flags.Lookup("file-backup-storage-root"); f != nil {
 			root = f.Value.String()

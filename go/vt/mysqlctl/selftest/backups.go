@@ -38,8 +38,8 @@ type store struct {
 const storageName = "vtfifo-selftest"
 
 func openStore(cfg splitstorage.Config, shard string) (*store, error) {
-	if cfg.Backend == splitstorage.BackendFile {
-		if err := os.MkdirAll(cfg.File.Root, 0o750); err != nil {
+	if root := cfg.LocalRoot(); root != "" {
+		if err := os.MkdirAll(root, 0o750); err != nil {
 			return nil, err
 		}
 	}

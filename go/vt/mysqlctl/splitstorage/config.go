@@ -111,6 +111,16 @@ func (c *Config) selected() backend.Settings {
 	return nil
 }
 
+// LocalRoot is the directory of this host that the selected backend keeps
+// its objects in (backend.LocalDir: the file backend's root); "" for a
+// backend elsewhere.
+func (c Config) LocalRoot() string {
+	if d, ok := c.selected().(backend.LocalDir); ok {
+		return d.Dir()
+	}
+	return ""
+}
+
 // BackendNames lists the values --split-storage-backend accepts.
 func BackendNames() []string {
 	var c Config

@@ -8,12 +8,12 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/servenv"
 
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/s3"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 // A process that uses the split storage on S3 (vttablet, vtbackup, vtctld)
 // takes the AWS credentials out of its environment at startup: see
-// s3.TakeEnvCredentials for why. Vitess's own s3 storage, named as the
+// s3.TakeEnvCredentials for why (backend.EnvCredentials). Vitess's own s3 storage, named as the
 // legacy one, reads them the SDK's default way: for it they are shared
 // through a private file (s3.ShareTakenCredentials) until the process ends.
 func init() {
@@ -29,13 +29,13 @@ func init() {
 	})
 }
 
-// TakeEnvCredentials takes the AWS credentials out of the environment where
-// cfg's backend is S3, and shares them through a file under tmp where cfg's
-// legacy storage is Vitess's s3 one; remove deletes that file.
+// TakeEnvCredentials takes the credentials out of the environment where
+// cfg's backend takes them (backend.EnvCredentials: S3's), and shares them
+// with cfg's legacy storage where it reads them too; remove deletes what
+// that left.
 func TakeEnvCredentials(cfg Config, tmp string) (remove func(), err error) {
-	if cfg.Backend != BackendS3 || !s3.TakeEnvCredentials() || cfg.Legacy != "s3" {
-		return func() {}, nil
+	if e, ok := cfg.selected().(backend.EnvCredentials); ok {
+		return e.TakeEnvCredentials(cfg.Legacy, tmp)
 	}
-	remove, _, err = s3.ShareTakenCredentials(tmp)
-	return remove, err
+	return func() {}, nil
 }

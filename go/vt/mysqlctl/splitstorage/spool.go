@@ -113,18 +113,20 @@ type spoolPlace struct {
 }
 
 // spoolPlace is --split-storage-spool-dir, or when that is empty, the root
-// of file storage if it takes files without a name (each upload is then a
+// of a backend in a local directory (backend.LocalDir) if it takes files
+// without a name (each upload is then a
 // link of the spooled part, not a copy of it), else the system's temporary
 // directory.
 func (c Config) spoolPlace() spoolPlace {
+	root := c.LocalRoot()
 	dir := c.SpoolDir
 	if dir == "" {
-		if c.Backend == BackendFile && spoolsNameless(c.File.Root) {
-			return spoolPlace{dir: c.File.Root, linked: true}
+		if root != "" && spoolsNameless(root) {
+			return spoolPlace{dir: root, linked: true}
 		}
 		dir = os.TempDir()
 	}
-	return spoolPlace{dir: dir, linked: c.Backend == BackendFile && sameFileSystem(dir, c.File.Root) && spoolsNameless(dir)}
+	return spoolPlace{dir: dir, linked: root != "" && sameFileSystem(dir, root) && spoolsNameless(dir)}
 }
 
 // SpoolCanHold says whether the spool's file system, were it empty, could

@@ -34,6 +34,30 @@ type Settings interface {
 	Open(ctx context.Context) (Backend, error)
 }
 
+// What a kind knows that the split storage may use, asked of its Settings
+// where the kind has it (restic's optional interfaces): nothing outside the
+// kind's package switches on its name.
+
+// LocalDir is the Settings of a kind that keeps its objects in a directory
+// of this host: a root that does not exist is an error rather than an empty
+// listing, and the spool can link parts into it rather than copy them.
+type LocalDir interface {
+	Settings
+	// Dir is the directory; "" when unset.
+	Dir() string
+}
+
+// EnvCredentials is the Settings of a kind that takes its credentials out
+// of the process environment at startup, so that no child inherits them and
+// no log line shows them. legacy is the Vitess storage named beside the
+// split storage (--split-storage-legacy): where it reads the same
+// credentials from the environment, they are shared with it through a
+// private file under tmp, which remove deletes.
+type EnvCredentials interface {
+	Settings
+	TakeEnvCredentials(legacy, tmp string) (remove func(), err error)
+}
+
 // CheckEndpoint adds a problem to p when v, the value of --flag, is set and
 // is not an http:// or https:// URL with a host.
 func CheckEndpoint(p *flagvalue.Problems, flag, v, allowed string) {

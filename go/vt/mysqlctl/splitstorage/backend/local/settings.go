@@ -19,7 +19,7 @@ type Config struct {
 	Root string
 }
 
-var _ backend.Settings = (*Config)(nil)
+var _ backend.LocalDir = (*Config)(nil)
 
 func (c *Config) Kind() string { return Name }
 
@@ -36,6 +36,8 @@ func (c *Config) Check(selected bool, p *flagvalue.Problems) {
 }
 
 func (c *Config) Location() string { return c.Root }
+
+func (c *Config) Dir() string { return c.Root }
 
 func (c *Config) Open(_ context.Context) (backend.Backend, error) {
 	b, err := New(c.Root)

@@ -24,7 +24,7 @@ const (
 	allowedKMSKeyID = "empty unless --split-storage-s3-sse is aws:kms or aws:kms:dsse"
 )
 
-var _ backend.Settings = (*Config)(nil)
+var _ backend.EnvCredentials = (*Config)(nil)
 
 func (c *Config) Kind() string { return Name }
 
@@ -68,4 +68,16 @@ func (c *Config) Open(ctx context.Context) (backend.Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// TakeEnvCredentials takes the AWS credentials out of the environment
+// (TakeEnvCredentials, the package's), and shares them through a file under
+// tmp where the legacy storage is Vitess's s3 one, which reads them the
+// SDK's default way.
+func (c *Config) TakeEnvCredentials(legacy, tmp string) (remove func(), err error) {
+	if !TakeEnvCredentials() || legacy != "s3" {
+		return func() {}, nil
+	}
+	remove, _, err = ShareTakenCredentials(tmp)
+	return remove, err
 }

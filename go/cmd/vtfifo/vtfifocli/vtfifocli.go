@@ -1,7 +1,7 @@
 // Package vtfifocli is the operator's command line, vtfifo (and fifoverify,
 // its verify subcommand under the old name): commands that read fifo backups
 // where they are stored, through the same storage flags as vttablet, without
-// a Vitess cluster. Exit status (exit.go): 0 done, 1 a backup is damaged or
+// a Vitess cluster. Exit status (output.go): 0 done, 1 a backup is damaged or
 // failed a check, 2 a usage error, 3 the storage, a location or a backup
 // could not be read, accessed or found.
 package vtfifocli

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
 // Manifest is the part of a backup's MANIFEST the tests look at.
@@ -27,12 +28,7 @@ func ReadManifests(ctx context.Context, bs backupstorage.BackupStorage, dir stri
 	}
 	var out []Manifest
 	for _, h := range handles {
-		r, err := h.ReadFile(ctx, "MANIFEST")
-		if err != nil {
-			return nil, fmt.Errorf("read MANIFEST of %s: %w", h.Name(), err)
-		}
-		data, err := io.ReadAll(r)
-		r.Close()
+		_, data, err := fifobackupengine.ReadAnyManifest(ctx, h) // the engine's one bounded read, any engine's MANIFEST
 		if err != nil {
 			return nil, fmt.Errorf("read MANIFEST of %s: %w", h.Name(), err)
 		}

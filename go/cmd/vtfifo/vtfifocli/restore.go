@@ -59,7 +59,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 	cfg.Progress = 0 // the command shows its own (--progress)
 	var times fifobackupengine.PhaseTimes
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
-		Config: cfg, Prepare: *prepare, DefaultsFile: *defaultsFile,
+		Config: cfg, Prepare: *prepare, DefaultsFile: *defaultsFile, ManifestDoc: s.manifestOf(bh),
 		OnManifest: prog2.setLanes,
 		OnRead:     prog2.addLane,
 		OnPhase:    func(phase string) { times.Begin(phase); prog2.phase(phase) },

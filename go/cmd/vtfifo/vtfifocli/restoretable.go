@@ -15,7 +15,6 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
-
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/topo/topoproto"
@@ -94,7 +93,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	start := time.Now()
 	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
-		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger,
+		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger, ManifestDoc: s.manifestOf(bh),
 		OnTables: func(tables []fifobackupengine.TableFiles) error {
 			return live.claim(s, tables, targetFor, f)
 		},
@@ -143,7 +142,7 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 			"--into-mysql/--into-tablet)\n", len(rep.Tables), out.Target)
 		return 0
 	}
-	if err := fifobackupengine.CheckImportKeys(s.ctx, textRows(live.db), rep.Manifest, out.Target, rep.Tables); err != nil {
+	if err := fifobackupengine.CheckImportKeys(s.ctx, tableimport.TextRows(live.db), rep.Manifest, out.Target, rep.Tables); err != nil {
 		if !flagvalue.IsContradiction(err) {
 			err = unreadable.Error(err) // the live server did not answer: no verdict
 		}
@@ -151,38 +150,6 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 		return failureStatus(err)
 	}
 	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, f, out)
-}
-
-// textRows runs a query on db and reads every column as text.
-func textRows(db *sql.DB) func(ctx context.Context, q string) ([][]string, error) {
-	return func(ctx context.Context, q string) ([][]string, error) {
-		rows, err := db.QueryContext(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		cols, err := rows.Columns()
-		if err != nil {
-			return nil, err
-		}
-		var out [][]string
-		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				return nil, err
-			}
-			row := make([]string, len(cols))
-			for i, v := range vals {
-				row[i] = v.String
-			}
-			out = append(out, row)
-		}
-		return out, rows.Err()
-	}
 }
 
 // RestoreTableResult is what restore-table did (--json prints it).

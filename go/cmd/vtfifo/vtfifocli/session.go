@@ -29,6 +29,10 @@ type session struct {
 	close  func()
 	// lease keeps rm and prune elsewhere off the backup being read.
 	lease *splitstorage.Lease
+	// manifest is the MANIFEST of the backup openBackup picked, as read
+	// when it was picked (readsOnly): a restore takes it from here rather
+	// than read it again.
+	manifest manifestDoc
 }
 
 // openSession parses args (the backup flags, plus the subcommand's own that
@@ -141,6 +145,9 @@ var (
 // -1: go on (a MANIFEST that cannot be read is the command's to report).
 func (s *session) readsOnly(bh backupstorage.BackupHandle, engines []string) int {
 	m, doc, err := fifobackupengine.ReadAnyManifest(s.ctx, bh)
+	if err == nil {
+		s.manifest = manifestDoc{backup: bh.Name(), doc: doc}
+	}
 	if err != nil || m.BackupMethod == "" || m.BackupMethod == "fifo" {
 		return -1 // a MANIFEST naming no engine is the command's to judge
 	}
@@ -155,6 +162,21 @@ func (s *session) readsOnly(bh backupstorage.BackupHandle, engines []string) int
 	return s.o.failf(exitUsage, "backup %s/%s was taken by Vitess's %s engine (in the %s storage): %s reads %s backups only; Vitess restores it "+
 		"with its own engine (--restore-from-backup), and vtfifo rm, prune and ls handle it", bh.Directory(), bh.Name(), m.BackupMethod, s.origin(bh), s.o.prog,
 		strings.Join(engines, " and "))
+}
+
+// manifestDoc is a backup's MANIFEST as stored.
+type manifestDoc struct {
+	backup string
+	doc    []byte
+}
+
+// manifestOf is bh's MANIFEST where the session has read it, else nil
+// (RestoreDirOptions.ManifestDoc: then it is read).
+func (s *session) manifestOf(bh backupstorage.BackupHandle) []byte {
+	if s.manifest.backup == bh.Name() {
+		return s.manifest.doc
+	}
+	return nil
 }
 
 // readLeaseTTL bounds a read lease whose holder died without releasing it.

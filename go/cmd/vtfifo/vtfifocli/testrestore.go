@@ -57,6 +57,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	opts := tr.Options(s.logger)
 	opts.Restore.Config.Progress = 0 // the command shows its own (--progress)
 	opts.Restore.OnManifest = prog2.setLanes
+	opts.Restore.ManifestDoc = s.manifestOf(bh)
 	opts.Restore.OnRead = prog2.addLane
 	opts.OnPhase = prog2.phase
 	// A test that could not run is a FAIL line; with --json, stdout holds

@@ -142,7 +142,6 @@ const laterMeasurements = `> **Memory since the spool (2026-11-23)**: the figure
 
 `
 
-// Render writes the Markdown report and the SVG chart.
 // SVGFor is the chart beside doc: img/<doc's name>-time.svg in doc's folder
 // (docs/benchmarks/img/), so that a page other than
 // docs/benchmarks/side-by-side.md (BENCH_DOC) never replaces its chart.

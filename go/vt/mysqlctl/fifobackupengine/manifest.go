@@ -288,6 +288,12 @@ func ReadAnyManifest(ctx context.Context, bh backupstorage.BackupHandle) (*mysql
 	return &m, doc, nil
 }
 
+// ReadManifestBytes reads a backup's MANIFEST as stored, whatever its
+// engine, for ParseRestorable and RestoreDirOptions.ManifestDoc.
+func ReadManifestBytes(ctx context.Context, bh backupstorage.BackupHandle) ([]byte, error) {
+	return readManifestBytes(ctx, bh)
+}
+
 // readManifestBytes is the one read of a MANIFEST: bounded, with a clear
 // error for one over the bound.
 func readManifestBytes(ctx context.Context, bh backupstorage.BackupHandle) ([]byte, error) {

@@ -46,6 +46,10 @@ type RestoreDirOptions struct {
 	// where the backup has a lane index, after its lanes are read where it
 	// has none. Its error stops the restore.
 	OnTables func([]TableFiles) error
+	// ManifestDoc, if set, is the backup's MANIFEST as already read
+	// (ReadAnyManifest, ReadManifestDoc), so that a caller that looked at
+	// it first does not have it read again; nil reads it.
+	ManifestDoc []byte
 	// OnManifest, if set, is called once the MANIFEST is read and checked.
 	OnManifest func(*Manifest)
 	// OnRead is called with the stored bytes read from a lane (progress).
@@ -81,6 +85,14 @@ type RestoreDirReport struct {
 	ReadStreamBytes, StreamBytes int64
 }
 
+// restorable is the backup's MANIFEST, from ManifestDoc or read.
+func (o RestoreDirOptions) restorable(ctx context.Context, bh backupstorage.BackupHandle) (*Manifest, *vitessStream, error) {
+	if o.ManifestDoc != nil {
+		return parseRestorable(bh.Name(), o.ManifestDoc)
+	}
+	return readRestorable(ctx, bh)
+}
+
 // RestoredTable is one table of a table restore.
 type RestoredTable struct {
 	TableFiles
@@ -100,7 +112,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if opts.Logger == nil {
 		opts.Logger = logutil.NewConsoleLogger()
 	}
-	m, stream, err := readRestorable(ctx, bh)
+	m, stream, err := opts.restorable(ctx, bh)
 	if err != nil {
 		return rep, err
 	}

@@ -213,36 +213,23 @@ func Writable(ctx context.Context, db *sql.DB, standalone bool) error {
 // each as name (host:port): SHOW ALL SLAVES STATUS on MariaDB, SHOW
 // REPLICA STATUS on MySQL 8 (written from its manual, not run here).
 func replicationChannels(ctx context.Context, db *sql.DB) ([]string, error) {
-	rows, err := db.QueryContext(ctx, "SHOW ALL SLAVES STATUS")
+	cols, rows, err := queryText(ctx, db, "SHOW ALL SLAVES STATUS")
 	if err != nil {
-		if rows, err = db.QueryContext(ctx, "SHOW REPLICA STATUS"); err != nil {
+		if cols, rows, err = queryText(ctx, db, "SHOW REPLICA STATUS"); err != nil {
 			return nil, err
 		}
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
 	}
 	var out []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
+	for _, row := range rows {
 		v := map[string]string{}
 		for i, c := range cols {
-			v[c] = vals[i].String
+			v[c] = row[i]
 		}
 		name := cmp.Or(v["Connection_name"], v["Channel_Name"])
 		addr := net.JoinHostPort(cmp.Or(v["Master_Host"], v["Source_Host"]), cmp.Or(v["Master_Port"], v["Source_Port"]))
 		out = append(out, strings.TrimSpace(fmt.Sprintf("%s %s", quotedChannel(name), addr)))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func quotedChannel(name string) string {

@@ -90,7 +90,7 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	}
 	rec := Record{Version: 1, Backup: bh.Directory() + "/" + bh.Name(), Started: time.Now().UTC()}
 	rec.Host, _ = os.Hostname()
-	srv, m, err := serverFor(ctx, bh, opts.MysqldPath)
+	srv, m, err := serverFor(ctx, bh, &opts)
 	if err != nil {
 		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, couldNotRun(err))
 	}
@@ -131,9 +131,11 @@ func (noVerdict) Unreadable() bool { return true }
 func couldNotRun(err error) error { return fmt.Errorf("%w (%w)", err, errCouldNotRun) }
 
 // serverFor finds the server binary that can start bh: of the backup's
-// flavor (MariaDB or MySQL), with the backup's MANIFEST.
-func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) (*server, *fifobackupengine.Manifest, error) {
-	mysqld, err := mysqlinstall.FindMysqld(path)
+// flavor (MariaDB or MySQL), with the backup's MANIFEST: read once, here
+// (unless opts.Restore has it already), and kept in opts.Restore for the
+// restore.
+func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options) (*server, *fifobackupengine.Manifest, error) {
+	mysqld, err := mysqlinstall.FindMysqld(opts.MysqldPath)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,7 +143,12 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, path string) 
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := fifobackupengine.ReadRestorable(ctx, bh)
+	if opts.Restore.ManifestDoc == nil {
+		if opts.Restore.ManifestDoc, err = fifobackupengine.ReadManifestBytes(ctx, bh); err != nil {
+			return nil, nil, err
+		}
+	}
+	m, err := fifobackupengine.ParseRestorable(bh.Name(), opts.Restore.ManifestDoc)
 	if err != nil {
 		return nil, nil, err
 	}

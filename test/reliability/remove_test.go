@@ -25,7 +25,7 @@ import (
 func TestRemoveDuringBackup(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+	for _, kind := range splitstoragetest.LocalAndRemote() {
 		t.Run(kind, func(t *testing.T) {
 			srv := splitstoragetest.Start(t, kind)
 			srv.Setenv(t)

@@ -101,8 +101,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		res.print(stdout)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, failLine(err))
-		return failureStatus(err)
+		return reportFailure(stderr, err)
 	}
 	return 0
 }

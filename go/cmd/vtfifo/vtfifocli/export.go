@@ -63,8 +63,7 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", prog, failLine(err))
-		return failureStatus(err)
+		return s.fail(err)
 	}
 	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, s.o.dir(), bh.Name(), *output)
 	return 0

@@ -68,6 +68,14 @@ func (s *session) fail(err error) int {
 	return s.o.failf(failureStatus(err), "%s", failLine(err))
 }
 
+// reportFailure writes err's FAIL line (failLine) to w and returns its
+// exit status (failureStatus): how a command reports a failure of its work
+// where it has no session (s.fail) or writes elsewhere than the notes.
+func reportFailure(w io.Writer, err error) int {
+	fmt.Fprintln(w, failLine(err))
+	return failureStatus(err)
+}
+
 // failLine is the FAIL line of such a failure, saying for an access error
 // that the backup was not judged.
 func failLine(err error) string {

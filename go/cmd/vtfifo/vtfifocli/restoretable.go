@@ -69,21 +69,18 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	if f.intoMySQL != "" || f.intoTablet != "" {
 		var err error
 		if live, err = openLive(s, f, patterns, targetFor); err != nil {
-			fmt.Fprintln(stderr, failLine(err))
-			return failureStatus(err)
+			return reportFailure(stderr, err)
 		}
 		defer live.close()
 		if f.replicaDBs, err = openReplicas(s.ctx, f.replicas, f.user); err != nil {
-			fmt.Fprintln(stderr, failLine(err))
-			return failureStatus(err)
+			return reportFailure(stderr, err)
 		}
 		defer closeReplicas(f.replicaDBs)
 		// A server that writes a binary log gets the tables through it, so
 		// that its replicas get them too (tableimport.ImportReplicated).
 		if !f.unreplicated {
 			if f.replicated, err = tableimport.LogsBinary(s.ctx, live.db); err != nil {
-				fmt.Fprintln(stderr, failLine(err))
-				return failureStatus(err)
+				return reportFailure(stderr, err)
 			}
 		}
 	}
@@ -101,8 +98,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	})
 	p.stop()
 	if err != nil {
-		fmt.Fprintln(stderr, failLine(err))
-		return failureStatus(err)
+		return reportFailure(stderr, err)
 	}
 	f.plugins = rep.Manifest.ServerPlugins
 	took := time.Since(start).Round(time.Millisecond)
@@ -146,8 +142,7 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 		if !flagvalue.IsContradiction(err) {
 			err = unreadable.Error(err) // the live server did not answer: no verdict
 		}
-		fmt.Fprintln(s.o.notes, failLine(err))
-		return failureStatus(err)
+		return reportFailure(s.o.notes, err)
 	}
 	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, f, out)
 }

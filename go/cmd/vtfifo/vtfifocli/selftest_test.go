@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // TestSelfTestCommand: vtfifo selftest on this host's MariaDB and
@@ -35,7 +37,7 @@ func TestSelfTestCommand(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Empty(t, stdout.String())
 	assert.Equal(t, "vtfifo selftest: the storage (--storage-flags-file, --storage): split backup storage: invalid flags: invalid value \"s4\" for "+
-		"--split-storage-backend: allowed values are file, s3, gcs, azure\n", stderr.String())
+		"--split-storage-backend: allowed values are "+strings.Join(splitstorage.BackendNames(), ", ")+"\n", stderr.String())
 	stdout.Reset()
 	stderr.Reset()
 	code = Main(context.Background(), []string{"selftest", "--storage=--keyspace=x"}, &stdout, &stderr)

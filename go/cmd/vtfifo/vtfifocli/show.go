@@ -76,8 +76,7 @@ func Show(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	rep, m, err := show(s.ctx, bh, *files, fifobackupengine.VerifyOptions{Compression: fifobackupengine.CompressionFromFlags(s.o.flags), Logger: s.logger})
 	if err != nil {
 		// The error names the backup (and the file and part).
-		fmt.Fprintf(stderr, "%s: %s\n", prog, failLine(err))
-		return failureStatus(err)
+		return s.fail(err)
 	}
 	rep.Backup = s.o.dir() + "/" + bh.Name()
 	s.predictRestore(&rep, bh.Name())

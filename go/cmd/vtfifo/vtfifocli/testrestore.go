@@ -80,8 +80,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	}
 	res, err := keepTestRestore(s.ctx, bh, rec, *record, *quarantine)
 	if err != nil {
-		fmt.Fprintln(failed, failLine(err))
-		return failureStatus(err)
+		return reportFailure(failed, err)
 	}
 	if *asJSON {
 		writeJSON(stdout, res)

@@ -63,7 +63,7 @@ func (f *fixture) encryptedStorage(t *testing.T, srv *splitstoragetest.Server, k
 // truncated parts fail the restore naming backup, lane and part, and mysqld
 // is not started on what was extracted.
 func TestEncryptedBackupRealMariaDB(t *testing.T) {
-	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+	for _, kind := range splitstoragetest.LocalAndRemote() {
 		t.Run(kind, func(t *testing.T) { runEncryptedBackup(t, kind) })
 	}
 }

@@ -26,7 +26,7 @@ func BenchmarkThroughput(b *testing.B) {
 	if v := os.Getenv("SPLIT_BENCH_FILE_MIB"); v != "" {
 		fmt.Sscan(v, &fileMiB)
 	}
-	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+	for _, kind := range splitstoragetest.LocalAndRemote() {
 		b.Run(kind, func(b *testing.B) {
 			srv := splitstoragetest.Start(b, kind)
 			srv.Setenv(b)

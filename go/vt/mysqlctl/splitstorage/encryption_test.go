@@ -36,7 +36,7 @@ func plantedData(seed uint64, size int64) []byte {
 // without the right key, or damaged, fails naming backup, file and part
 // without handing out a byte that did not authenticate.
 func TestEncryptedPartsReadOnlyWithTheRightKey(t *testing.T) {
-	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+	for _, kind := range splitstoragetest.LocalAndRemote() {
 		t.Run(kind, func(t *testing.T) {
 			srv := splitstoragetest.Start(t, kind)
 			srv.Setenv(t)

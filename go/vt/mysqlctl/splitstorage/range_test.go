@@ -20,7 +20,7 @@ import (
 // only the blocks that hold the range are read (a part or block outside it
 // may be missing or damaged); a range past the end is refused.
 func TestReadFileRange(t *testing.T) {
-	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+	for _, kind := range splitstoragetest.LocalAndRemote() {
 		t.Run(kind, func(t *testing.T) {
 			srv := splitstoragetest.Start(t, kind)
 			srv.Setenv(t)

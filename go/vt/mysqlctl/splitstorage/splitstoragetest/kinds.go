@@ -51,6 +51,24 @@ func Remote() []string {
 	return names
 }
 
+// LocalAndRemote names one backend on this host and one over the network
+// (the first of each in Kinds): the two a test takes when what it proves
+// does not depend on the store (the conformance suite, on All, proves each
+// store keeps the contract), so that it runs on both kinds of path without
+// a hand-picked list.
+func LocalAndRemote() []string {
+	var local, remote string
+	for _, k := range Kinds {
+		switch {
+		case k.proxy == nil && local == "":
+			local = k.Name
+		case k.proxy != nil && remote == "":
+			remote = k.Name
+		}
+	}
+	return []string{local, remote}
+}
+
 func kindOf(name string) (Kind, bool) {
 	for _, k := range Kinds {
 		if k.Name == name {

@@ -93,7 +93,7 @@ func TestBadFlagTableCoversEveryFlag(t *testing.T) {
 	}
 	defer func() { _ = startup() }() // Set below changes the flags' variables: back to the defaults
 	intRange := regexp.MustCompile(`^(-?\d+)\.\.(\d+)$`)
-	for _, f := range plugintest.Flags {
+	for _, f := range plugintest.All() {
 		if f.Free != "" {
 			if len(f.Bad) > 0 || f.Allowed != "" {
 				t.Errorf("--%s is free but has bad values or allowed values", f.Name)

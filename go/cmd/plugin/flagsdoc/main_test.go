@@ -27,7 +27,7 @@ func TestEveryConstrainedFlagIsDocumented(t *testing.T) {
 	}
 	documented := flagvalue.Documented()
 	table := map[string]plugintest.Flag{}
-	for _, f := range plugintest.Flags {
+	for _, f := range plugintest.All() {
 		table[f.Name] = f
 	}
 	fs.VisitAll(func(f *pflag.Flag) {

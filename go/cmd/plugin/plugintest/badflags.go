@@ -8,8 +8,14 @@ package plugintest
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // Flag is one plugin flag and what it accepts.
@@ -173,10 +179,48 @@ var CrossFlag = []Case{
 		Args: []string{"--backup-engine-implementation=fifo", "--external-compressor=zstd -c"}},
 }
 
-// Cases is every refused startup: each bad value of Flags, then CrossFlag.
+// requiredWhen is how a backend documents a flag it needs when it is the
+// one selected (backend.Selected, flagvalue.Document).
+const requiredWhen = "must be set when --split-storage-backend="
+
+// All is Flags and, for each flag a backend of the split storage requires
+// when selected that Flags does not list, its case: empty under that
+// backend, the kind's other required flags set. A new backend's required
+// flags are covered with no edit here; its other constrained flags need
+// their entry in Flags.
+func All() []Flag {
+	fs := pflag.NewFlagSet("plugintest", pflag.ContinueOnError)
+	splitstorage.RegisterFlags(fs)    // documents every backend's flags (flagvalue.Document)
+	required := map[string][]string{} // kind -> its required flags
+	for name, allowed := range flagvalue.Documented() {
+		if kind, ok := strings.CutPrefix(allowed, requiredWhen); ok && fs.Lookup(name) != nil {
+			required[kind] = append(required[kind], name)
+		}
+	}
+	all := slices.Clone(Flags)
+	for _, kind := range slices.Sorted(maps.Keys(required)) {
+		names := required[kind]
+		slices.Sort(names)
+		for _, name := range names {
+			if _, listed := lookup(Flags, name); listed {
+				continue
+			}
+			with := []string{"--split-storage-backend=" + kind}
+			for _, other := range names {
+				if other != name {
+					with = append(with, "--"+other+"=x")
+				}
+			}
+			all = append(all, Flag{Name: name, Allowed: requiredWhen + kind, Bad: []string{""}, With: with})
+		}
+	}
+	return all
+}
+
+// Cases is every refused startup: each bad value of All, then CrossFlag.
 func Cases() []Case {
 	var cases []Case
-	for _, f := range Flags {
+	for _, f := range All() {
 		for _, v := range f.Bad {
 			cases = append(cases, Case{
 				Name:    fmt.Sprintf("%s=%q", f.Name, v),
@@ -189,9 +233,11 @@ func Cases() []Case {
 	return append(cases, CrossFlag...)
 }
 
-// Lookup returns the table's entry for a flag.
-func Lookup(name string) (Flag, bool) {
-	for _, f := range Flags {
+// Lookup returns the table's entry for a flag (All's).
+func Lookup(name string) (Flag, bool) { return lookup(All(), name) }
+
+func lookup(flags []Flag, name string) (Flag, bool) {
+	for _, f := range flags {
 		if f.Name == name {
 			return f, true
 		}
@@ -235,15 +281,16 @@ func (c Case) Check(msg string) string {
 	return strings.Join(missing, " and ")
 }
 
-// Uncovered returns the registered flags (without dashes) that are not in Flags, and the
-// entries of Flags that are not registered.
+// Uncovered returns the registered flags (without dashes) that are not in All, and the
+// entries of All that are not registered.
 func Uncovered(registered []string) (missing, stale []string) {
+	all := All()
 	for _, name := range registered {
-		if _, ok := Lookup(name); !ok {
+		if _, ok := lookup(all, name); !ok {
 			missing = append(missing, name)
 		}
 	}
-	for _, f := range Flags {
+	for _, f := range all {
 		if !slices.Contains(registered, f.Name) {
 			stale = append(stale, f.Name)
 		}

@@ -11,8 +11,10 @@ import (
 )
 
 // What the CLI asks of a storage beyond backupstorage.BackupStorage, here
-// only: one small interface per capability, and one way to ask for it
-// (can), which names the storage that lacks it. The split storage has them
+// only: one small interface per capability, and one way to ask for each
+// kind: can, for what a command cannot do without (its error names the
+// storage that lacks it), has, for what it does more with where the
+// storage has it. The split storage has them
 // all (asserted below); a storage that wraps another passes on what the one
 // it wraps has. Nowhere else does the CLI assert a concrete storage type.
 
@@ -33,10 +35,12 @@ type shardLister interface {
 }
 
 // guardedRemover says which backups a removal keeps a base for, and what a
-// removal would refuse (a reader's lease); splitstorage.Remover removes.
+// removal would refuse (a reader's lease), and removes a backup unless it
+// is being read.
 type guardedRemover interface {
 	Dependents(ctx context.Context, dir, name string) ([]string, error)
 	CheckUnread(ctx context.Context, dir, name string) error
+	RemoveUnread(ctx context.Context, dir, name string) error
 }
 
 // leaseBreaker ends another holder's leases on a backup.
@@ -108,15 +112,31 @@ var (
 	_ backupCopier     = (*splitstorage.Storage)(nil)
 	_ backupRepairer   = (*splitstorage.Storage)(nil)
 	_ keyChecker       = (*splitstorage.Handle)(nil)
+	_ indexer          = (*splitstorage.Handle)(nil)
+	_ partVerifier     = (*splitstorage.Handle)(nil)
 )
+
+// has returns v (a storage or a backup handle) as the capability T, and
+// whether it has it.
+func has[T any](v any) (T, bool) {
+	c, ok := v.(T)
+	return c, ok
+}
 
 // can returns v (a storage or a backup handle) as the capability T, or an
 // error naming the storage in use and what it cannot do.
 func can[T any](v any, what string) (T, error) {
-	c, ok := v.(T)
+	c, ok := has[T](v)
 	if !ok {
 		return c, fmt.Errorf("the %s storage cannot %s: that needs the split storage (--backup-storage-implementation=split)",
 			backupstorage.BackupStorageImplementation, what)
 	}
 	return c, nil
+}
+
+// indexer is the split storage's handle: its lanes' part indexes and
+// encryption.
+type indexer interface {
+	Index(ctx context.Context, file string) (splitstorage.Index, error)
+	EncryptionKeyID(ctx context.Context) (string, error)
 }

@@ -17,13 +17,9 @@ import (
 // backup, exitFailed when the backup named is there but incomplete or
 // quarantined.
 func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage) (backupstorage.BackupHandle, int) {
-	dir := o.dir()
-	if root, missing := missingRoot(o); missing {
-		return nil, o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
-	}
-	bhs, err := bs.ListBackups(ctx, dir)
-	if err != nil {
-		return nil, o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
+	bhs, code := o.listComplete(ctx, bs)
+	if code != exitOK {
+		return nil, code
 	}
 	if o.backup == "" || o.backup == latestVerifiedValue {
 		if len(bhs) == 0 {
@@ -32,18 +28,40 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 		if o.backup == latestVerifiedValue {
 			return o.latestVerified(ctx, bhs)
 		}
-		return o.latestNotFailed(ctx, bhs, dir), exitOK
+		return o.latestNotFailed(ctx, bhs, o.dir()), exitOK
 	}
+	return o.named(ctx, bs, bhs, o.backup)
+}
+
+// listComplete lists the complete backups of the flags' directory, or
+// fails (exitUnreachable) where the root does not exist or the listing
+// fails.
+func (o *options) listComplete(ctx context.Context, bs backupstorage.BackupStorage) ([]backupstorage.BackupHandle, int) {
+	if root, missing := missingRoot(o); missing {
+		return nil, o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
+	bhs, err := bs.ListBackups(ctx, o.dir())
+	if err != nil {
+		return nil, o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
+	}
+	return bhs, exitOK
+}
+
+// named is the backup of bhs called name, or, said on stderr, why there is
+// none with pickBackup's exit status: also how a command takes a second
+// backup by a flag of its own (listComplete, then named).
+func (o *options) named(ctx context.Context, bs backupstorage.BackupStorage, bhs []backupstorage.BackupHandle, name string) (backupstorage.BackupHandle, int) {
 	for _, h := range bhs {
-		if h.Name() == o.backup {
+		if h.Name() == name {
 			return h, exitOK
 		}
 	}
-	why, there := o.whyMissing(ctx, bs, dir)
+	dir := o.dir()
+	why, there := whyMissing(ctx, bs, dir, name)
 	if there {
-		return nil, o.failf(exitFailed, "FAIL: backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
+		return nil, o.failf(exitFailed, "FAIL: backup %s/%s in %s: %s", dir, name, storageLocation(o), why)
 	}
-	return nil, o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, o.backup, storageLocation(o), why)
+	return nil, o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(o), why)
 }
 
 // latestVerifiedValue is --backup's value for the newest backup whose latest
@@ -83,13 +101,13 @@ func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.Backu
 
 // whyMissing says why a named backup is not among the complete ones, and
 // whether it is there at all (incomplete, quarantined, or kept as a base).
-func (o *options) whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir string) (string, bool) {
-	if s, ok := bs.(incompleteLister); ok {
+func whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir, name string) (string, bool) {
+	if s, ok := has[incompleteLister](bs); ok {
 		inc, err := s.ListIncomplete(ctx, dir)
 		if err == nil {
 			for _, b := range inc {
 				switch {
-				case b.Name != o.backup:
+				case b.Name != name:
 				case len(b.RetiredFor) > 0:
 					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it",
 						strings.Join(b.RetiredFor, ", ")), true

@@ -13,6 +13,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/servenv"
+
 	// The engine (its MANIFEST, decompressors and restore) and the split storage.
 	// The storages vttablet links, so their flags and names are the same.
 	_ "vitess.io/vitess/go/vt/mysqlctl/azblobbackupstorage"

@@ -46,7 +46,7 @@ func KeyCheck(ctx context.Context, prog string, args []string, stdout, stderr io
 	}
 	for _, bh := range bhs {
 		b := KeyCheckBackup{Backup: s.o.dir() + "/" + bh.Name()}
-		if h, ok := bh.(keyChecker); ok {
+		if h, ok := has[keyChecker](bh); ok {
 			if b.Key, err = h.CheckKey(s.ctx); err != nil {
 				b.Problem, code = errText(err), exitFailed
 			}

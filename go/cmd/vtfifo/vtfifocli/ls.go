@@ -117,7 +117,7 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 // the reason: restores never pick them, and an operator must see why. The
 // incomplete ones (failed, killed or running) are verify --list-incomplete's.
 func (s *session) notComplete() []BackupInfo {
-	st, ok := s.bs.(incompleteLister)
+	st, ok := has[incompleteLister](s.bs)
 	if !ok {
 		return nil
 	}

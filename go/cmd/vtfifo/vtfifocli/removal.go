@@ -3,8 +3,6 @@ package vtfifocli
 import (
 	"fmt"
 	"strings"
-
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // removedFromList says what became of a removed base of incremental backups.
@@ -16,21 +14,21 @@ func removedFromList(dependents []string) string {
 // backups in the split storage, which ones: it left the list, and is kept
 // until they go.
 func removeBackup(s *session, dir, name string) ([]string, error) {
-	var deps []string
-	if sp, ok := s.bs.(guardedRemover); ok {
-		var err error
-		if deps, err = sp.Dependents(s.ctx, dir, name); err != nil {
-			return nil, err
-		}
+	sp, ok := has[guardedRemover](s.bs)
+	if !ok {
+		return nil, s.bs.RemoveBackup(s.ctx, dir, name)
 	}
-	return deps, splitstorage.Remover(s.bs)(s.ctx, dir, name) // never under a reader's lease
-
+	deps, err := sp.Dependents(s.ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return deps, sp.RemoveUnread(s.ctx, dir, name) // never under a reader's lease
 }
 
 // checkRemovable is removeBackup's decision without the removal (a dry
 // run): the same refusal of a backup under a read lease.
 func checkRemovable(s *session, dir, name string) ([]string, error) {
-	sp, ok := s.bs.(guardedRemover)
+	sp, ok := has[guardedRemover](s.bs)
 	if !ok {
 		return nil, nil
 	}

@@ -141,7 +141,7 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 			return "complete backup", exitOK
 		}
 	}
-	if sp, ok := s.bs.(incompleteLister); ok {
+	if sp, ok := has[incompleteLister](s.bs); ok {
 		inc, err := sp.ListIncomplete(s.ctx, dir)
 		if err != nil {
 			return "", s.o.failf(exitUnreachable, "cannot list the incomplete backups of %s: %v", s.o.where(), err)

@@ -79,7 +79,7 @@ func openSession(ctx context.Context, prog string, args []string, stdout, stderr
 // is listed, judged or removed. A root that could not be read is left to
 // the command, which says what it could not read in its own words.
 func (s *session) checkRoot(bs backupstorage.BackupStorage) int {
-	rc, ok := bs.(rootChecker)
+	rc, ok := has[rootChecker](bs)
 	if !ok {
 		return -1
 	}
@@ -186,7 +186,7 @@ const readLeaseTTL = 24 * time.Hour
 // closes, so that rm and prune elsewhere keep off it. A storage that takes
 // no lease (read-only credentials) is said on stderr, not fatal.
 func (s *session) holdForReading(bh backupstorage.BackupHandle) {
-	st, ok := s.bs.(leaseHolder)
+	st, ok := has[leaseHolder](s.bs)
 	if !ok {
 		return
 	}
@@ -258,7 +258,7 @@ func (s *session) shardBackups() ([]backupstorage.BackupHandle, int) {
 // holdsNothing reports whether dir has no backup at all, complete or not
 // (a wrong keyspace or shard); false when it cannot tell.
 func (s *session) holdsNothing(dir string) bool {
-	sp, ok := s.bs.(incompleteLister)
+	sp, ok := has[incompleteLister](s.bs)
 	if !ok {
 		return false
 	}
@@ -278,7 +278,7 @@ func (s *session) exists(dir, name string) bool {
 			return true
 		}
 	}
-	sp, ok := s.bs.(incompleteLister)
+	sp, ok := has[incompleteLister](s.bs)
 	if !ok {
 		return true
 	}
@@ -290,12 +290,12 @@ func (s *session) exists(dir, name string) bool {
 // fromLegacy reports whether bh is the legacy storage's, listed by the
 // split storage beside its own.
 func (s *session) fromLegacy(bh backupstorage.BackupHandle) bool {
-	o, ok := s.bs.(originNamer)
+	o, ok := has[originNamer](s.bs)
 	return ok && o.Origin(bh) != splitstorage.Name
 }
 
 func (s *session) origin(bh backupstorage.BackupHandle) string {
-	if o, ok := s.bs.(originNamer); ok {
+	if o, ok := has[originNamer](s.bs); ok {
 		return o.Origin(bh)
 	}
 	return backupstorage.BackupStorageImplementation

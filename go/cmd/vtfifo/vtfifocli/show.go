@@ -14,7 +14,6 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // ShowLane is one lane as `vtfifo show` prints it; the part fields are the
@@ -43,13 +42,6 @@ type ShowReport struct {
 	PredictedRestore *fifobackupengine.PredictedRestore `json:"predicted_restore,omitempty"`
 	RestoreRates     *fifobackupengine.RestoreRates     `json:"restore_rates,omitempty"`
 	restoreTimes     string                             // where the prediction comes from, or why there is none
-}
-
-// indexer is the split storage's handle: its lanes' part indexes and
-// encryption.
-type indexer interface {
-	Index(ctx context.Context, file string) (splitstorage.Index, error)
-	EncryptionKeyID(ctx context.Context) (string, error)
 }
 
 // showDoc is `vtfifo show`'s help.
@@ -100,7 +92,7 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 		return rep, nil, err
 	}
 	rep.Manifest = doc
-	ix, _ := bh.(indexer)
+	ix, _ := has[indexer](bh)
 	if ix != nil {
 		if rep.EncryptionKeyID, err = ix.EncryptionKeyID(ctx); err != nil {
 			return rep, nil, err

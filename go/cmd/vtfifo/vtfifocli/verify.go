@@ -133,7 +133,7 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 	prog := newProgress(o, stderr, o.prog+" "+where)
 	var problems, unread []string
 	summary := ""
-	pv, isSplit := bh.(partVerifier)
+	pv, isSplit := has[partVerifier](bh)
 	if isSplit {
 		problems, unread, summary = s.verifyParts(bh, pv, prog, stderr)
 	}

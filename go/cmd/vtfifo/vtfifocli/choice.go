@@ -37,8 +37,8 @@ func (o *options) pickBackup(ctx context.Context, bs backupstorage.BackupStorage
 // fails (exitUnreachable) where the root does not exist or the listing
 // fails.
 func (o *options) listComplete(ctx context.Context, bs backupstorage.BackupStorage) ([]backupstorage.BackupHandle, int) {
-	if root, missing := missingRoot(o); missing {
-		return nil, o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	if code := o.rootMissing(); code != exitOK {
+		return nil, code
 	}
 	bhs, err := bs.ListBackups(ctx, o.dir())
 	if err != nil {

@@ -90,8 +90,8 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
-	if root, missing := missingRoot(s.o); missing {
-		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	if code := s.o.rootMissing(); code != exitOK {
+		return code
 	}
 	dirs, err := st.ListBackupDirs(s.ctx)
 	if err != nil {

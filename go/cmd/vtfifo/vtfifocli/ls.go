@@ -92,8 +92,8 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	if !asOf.t.IsZero() {
 		return s.asOf(asOf.t, *asJSON, stdout)
 	}
-	if root, missing := missingRoot(s.o); missing {
-		return s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	if code := s.o.rootMissing(); code != exitOK {
+		return code
 	}
 	infos, rates, predictable, err := s.describeShard()
 	if err != nil {

@@ -134,6 +134,15 @@ func missingRoot(o *options) (string, bool) {
 	return "", false
 }
 
+// rootMissing fails (exitUnreachable, said on stderr) where the storage's
+// root directory does not exist; exitOK where it does, or has none.
+func (o *options) rootMissing() int {
+	if root, missing := missingRoot(o); missing {
+		return o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	}
+	return exitOK
+}
+
 // failf prints a failure on stderr, cause first, and returns code. Errors
 // among args print as their message (a Vitess error's %v adds its RPC code).
 func (o *options) failf(code int, format string, args ...any) int {

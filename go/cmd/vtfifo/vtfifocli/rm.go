@@ -129,8 +129,8 @@ func (r RemoveResult) print(w io.Writer) {
 // quarantined, incomplete), or, "" with the exit status, why not: not
 // there (exitUnreachable), or refused (exitFailed).
 func (s *session) removable(dir, name string, minAge time.Duration) (string, int) {
-	if root, missing := missingRoot(s.o); missing {
-		return "", s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
+	if code := s.o.rootMissing(); code != exitOK {
+		return "", code
 	}
 	bhs, err := s.bs.ListBackups(s.ctx, dir)
 	if err != nil {

@@ -242,12 +242,9 @@ var logLevels = map[string]logutilpb.Level{"info": logutilpb.Level_INFO, "warnin
 // all, complete or not (a wrong keyspace or shard, a root one level off).
 // A shard whose backups are all incomplete lists none, and passes.
 func (s *session) shardBackups() ([]backupstorage.BackupHandle, int) {
-	if root, missing := missingRoot(s.o); missing {
-		return nil, s.o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
-	}
-	bhs, err := s.bs.ListBackups(s.ctx, s.o.dir())
-	if err != nil {
-		return nil, s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
+	bhs, code := s.o.listComplete(s.ctx, s.bs)
+	if code != exitOK {
+		return nil, code
 	}
 	if len(bhs) == 0 && s.holdsNothing(s.o.dir()) {
 		return nil, s.o.failf(exitUnreachable, "no backups at all in %s: check --keyspace, --shard and the storage flags", s.o.where())
@@ -286,7 +283,6 @@ func (s *session) exists(dir, name string) bool {
 	return err != nil || slices.ContainsFunc(inc, func(b splitstorage.IncompleteBackup) bool { return b.Name == name })
 }
 
-// origin names the storage bh is in (originNamer), else the one in use.
 // fromLegacy reports whether bh is the legacy storage's, listed by the
 // split storage beside its own.
 func (s *session) fromLegacy(bh backupstorage.BackupHandle) bool {
@@ -294,6 +290,7 @@ func (s *session) fromLegacy(bh backupstorage.BackupHandle) bool {
 	return ok && o.Origin(bh) != splitstorage.Name
 }
 
+// origin names the storage bh is in (originNamer), else the one in use.
 func (s *session) origin(bh backupstorage.BackupHandle) string {
 	if o, ok := has[originNamer](s.bs); ok {
 		return o.Origin(bh)

@@ -35,12 +35,9 @@ func (s *verifyRun) verify(stdout, stderr io.Writer) int {
 	}
 	var bhs []backupstorage.BackupHandle
 	if s.f.all {
-		if root, missing := missingRoot(o); missing {
-			return o.failf(exitUnreachable, "the storage root %s does not exist: check the storage flags", root)
-		}
-		var err error
-		if bhs, err = bs.ListBackups(ctx, dir); err != nil {
-			return o.failf(exitUnreachable, "cannot list the backups of %s: %v", o.where(), err)
+		var code int
+		if bhs, code = o.listComplete(ctx, bs); code != exitOK {
+			return code
 		}
 		if len(bhs) == 0 {
 			return o.failf(exitUnreachable, "no complete backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", o.where())

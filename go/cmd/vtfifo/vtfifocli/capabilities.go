@@ -88,14 +88,30 @@ type leaseHolder interface {
 // it opens any backup by name (a base of an incremental one, even one
 // removed from the list and kept for its dependents) and removes one.
 type backupCopier interface {
-	CopyBackup(ctx context.Context, dst *splitstorage.Storage, dir, name string, opts splitstorage.CopyOptions) (splitstorage.CopyReport, error)
-	OpenBackup(ctx context.Context, dir, name string) (backupstorage.BackupHandle, error)
+	CopyBackup(ctx context.Context, dst backupstorage.BackupStorage, dir, name string, opts splitstorage.CopyOptions) (splitstorage.CopyReport, error)
+	backupOpener
 	RemoveBackup(ctx context.Context, dir, name string) error
 }
 
-// backupRepairer repairs a backup's damaged parts from a copy.
+// backupOpener opens any backup by name, listed or kept as a base.
+type backupOpener interface {
+	OpenBackup(ctx context.Context, dir, name string) (backupstorage.BackupHandle, error)
+}
+
+// backupRepairer repairs a backup's damaged parts from a copy in another
+// split storage.
 type backupRepairer interface {
-	RepairBackup(ctx context.Context, from *splitstorage.Storage, dir, name string) (splitstorage.RepairReport, error)
+	RepairBackup(ctx context.Context, from backupstorage.BackupStorage, dir, name string) (splitstorage.RepairReport, error)
+}
+
+// peerStorage is the second split storage of a copy (its destination) or
+// a repair (where the copy is): what the CLI asks of it beside Vitess's
+// interface (openPeer builds it).
+type peerStorage interface {
+	backupstorage.BackupStorage
+	backupOpener
+	originNamer
+	rootChecker
 }
 
 var (
@@ -111,6 +127,7 @@ var (
 	_ leaseHolder      = (*splitstorage.Storage)(nil)
 	_ backupCopier     = (*splitstorage.Storage)(nil)
 	_ backupRepairer   = (*splitstorage.Storage)(nil)
+	_ peerStorage      = (*splitstorage.Storage)(nil)
 	_ keyChecker       = (*splitstorage.Handle)(nil)
 	_ indexer          = (*splitstorage.Handle)(nil)
 	_ partVerifier     = (*splitstorage.Handle)(nil)

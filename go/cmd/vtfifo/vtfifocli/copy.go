@@ -74,7 +74,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
-	to, err := splitstorage.New(dst)
+	to, err := openPeer(dst)
 	if err != nil {
 		fmt.Fprintf(stderr, "FAIL: the destination: %s\n", errText(err))
 		return failureStatus(err)
@@ -129,7 +129,7 @@ type CopiedBase struct {
 
 // copyBackup copies bh with the bases the destination lacks, and removes the
 // source when asked; the result says how far it went.
-func copyBackup(s *session, src backupCopier, to *splitstorage.Storage, dest string, bh backupstorage.BackupHandle, concurrency int, move bool,
+func copyBackup(s *session, src backupCopier, to peerStorage, dest string, bh backupstorage.BackupHandle, concurrency int, move bool,
 	stderr io.Writer) (CopyResult, error) {
 	dir, name := s.o.dir(), bh.Name()
 	where := dir + "/" + name
@@ -188,7 +188,7 @@ func (r CopyResult) print(w io.Writer) {
 
 // missingBases lists the bases of bh's chain that the destination lacks,
 // the oldest first.
-func missingBases(ctx context.Context, src backupCopier, dst *splitstorage.Storage, dir string, bh backupstorage.BackupHandle) ([]string, error) {
+func missingBases(ctx context.Context, src backupCopier, dst backupOpener, dir string, bh backupstorage.BackupHandle) ([]string, error) {
 	var missing []string
 	for cur := bh; ; {
 		m, err := fifobackupengine.ReadManifest(ctx, cur)

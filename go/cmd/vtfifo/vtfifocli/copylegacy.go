@@ -32,7 +32,7 @@ type copiedFile struct {
 }
 
 // copyLegacy copies bh (a legacy storage's) into to as dir/bh.Name().
-func copyLegacy(ctx context.Context, bh backupstorage.BackupHandle, to *splitstorage.Storage, dir string) (splitstorage.CopyReport, error) {
+func copyLegacy(ctx context.Context, bh backupstorage.BackupHandle, to peerStorage, dir string) (splitstorage.CopyReport, error) {
 	var rep splitstorage.CopyReport
 	name := bh.Name()
 	_, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
@@ -82,7 +82,7 @@ func copyLegacy(ctx context.Context, bh backupstorage.BackupHandle, to *splitsto
 
 // ownBackup is to's own backup dir/name (not its legacy storage's), nil
 // when it has none.
-func ownBackup(ctx context.Context, to *splitstorage.Storage, dir, name string) (backupstorage.BackupHandle, error) {
+func ownBackup(ctx context.Context, to peerStorage, dir, name string) (backupstorage.BackupHandle, error) {
 	bhs, err := to.ListBackups(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func (e *readErrors) Read(p []byte) (int, error) {
 
 // readBack reads every copied file from the copy and compares it with
 // what was read from the source.
-func readBack(ctx context.Context, to *splitstorage.Storage, dir, name string, copied []copiedFile) error {
+func readBack(ctx context.Context, to peerStorage, dir, name string, copied []copiedFile) error {
 	bh, err := ownBackup(ctx, to, dir, name)
 	if err == nil && bh == nil {
 		err = errors.New("not listed after it was completed")

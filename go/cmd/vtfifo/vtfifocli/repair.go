@@ -58,7 +58,7 @@ func Repair(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
-	copyStore, err := splitstorage.New(from)
+	copyStore, err := openPeer(from)
 	if err != nil {
 		return s.o.failf(exitUnreachable, "the copy's storage %s: %v", from.Location(), err)
 	}

@@ -164,6 +164,18 @@ func (s *session) readsOnly(bh backupstorage.BackupHandle, engines []string) int
 		strings.Join(engines, " and "))
 }
 
+// openPeer opens the split storage cfg describes, beside the session's: a
+// copy's destination, a repair's copy. The one place the CLI builds a
+// storage itself (the session's own comes from Vitess's registry,
+// openStorage).
+func openPeer(cfg splitstorage.Config) (peerStorage, error) {
+	st, err := splitstorage.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // manifestDoc is a backup's MANIFEST as stored.
 type manifestDoc struct {
 	backup string

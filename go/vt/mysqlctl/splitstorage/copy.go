@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
@@ -52,7 +53,11 @@ type CopyReport struct {
 // bytes) are skipped, and parts the verification finds wrong are deleted
 // there, so that the next run copies them again. A destination that already
 // holds the backup complete is refused (ErrExists).
-func (s *Storage) CopyBackup(ctx context.Context, dst *Storage, dir, name string, opts CopyOptions) (CopyReport, error) {
+func (s *Storage) CopyBackup(ctx context.Context, to backupstorage.BackupStorage, dir, name string, opts CopyOptions) (CopyReport, error) {
+	dst, err := peerOf(to, "a copy's destination")
+	if err != nil {
+		return CopyReport{}, err
+	}
 	c, err := s.startCopy(ctx, dst, dir, name, opts)
 	if err != nil {
 		return CopyReport{}, err

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -30,8 +32,12 @@ type RepairReport struct {
 // stray object, or a part the copy holds damaged too is left, and the
 // error names it. A backup that verifies needs no repair: nothing is read
 // from the copy.
-func (s *Storage) RepairBackup(ctx context.Context, from *Storage, dir, name string) (RepairReport, error) {
+func (s *Storage) RepairBackup(ctx context.Context, copyIn backupstorage.BackupStorage, dir, name string) (RepairReport, error) {
 	var rep RepairReport
+	from, err := peerOf(copyIn, "a repair's copy")
+	if err != nil {
+		return rep, err
+	}
 	e, err := s.backupEnv(ctx, dir, name)
 	if err != nil {
 		return rep, err

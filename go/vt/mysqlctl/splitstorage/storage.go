@@ -87,6 +87,16 @@ func (s *Storage) WithParams(p backupstorage.Params) backupstorage.BackupStorage
 // Retries returns the number of retried requests this storage has made.
 func (s *Storage) Retries() int64 { return s.retries.Load() }
 
+// peerOf is bs as the split storage an operation of s works with beside it
+// (role: a copy's destination, a repair's copy): both ends of a copy or a
+// repair are split storages; any other is a usage error naming it.
+func peerOf(bs backupstorage.BackupStorage, role string) (*Storage, error) {
+	if p, ok := bs.(*Storage); ok && p != nil {
+		return p, nil
+	}
+	return nil, flagvalue.Contradiction(fmt.Errorf("%s must be a split storage, not %T", role, bs))
+}
+
 // Close is part of backupstorage.BackupStorage: it closes the backend client;
 // the storage can be used again afterwards.
 func (s *Storage) Close() error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/servenv"
-
 	// The engine (its MANIFEST, decompressors and restore) and the split storage.
 	// The storages vttablet links, so their flags and names are the same.
 	_ "vitess.io/vitess/go/vt/mysqlctl/azblobbackupstorage"
@@ -213,7 +213,7 @@ func (o *options) validateBackup() error {
 		for n := range backupstorage.BackupStorageMap {
 			names = append(names, n)
 		}
-		return invalid("backup-storage-implementation", impl, strings.Join(sortStrings(names), ", "))
+		return invalid("backup-storage-implementation", impl, strings.Join(slices.Sorted(slices.Values(names)), ", "))
 	}
 	if err := fifobackupengine.ValidateFlags(o.flags); err != nil {
 		return err

@@ -9,42 +9,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
-	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 )
-
-// BackupInfo is one backup as `vtfifo ls` shows it.
-type BackupInfo struct {
-	Name   string `json:"name"`
-	Engine string `json:"engine"`
-	// Storage is the storage the backup is in: the one in use, or the
-	// split storage's legacy one.
-	Storage     string `json:"storage"`
-	Time        string `json:"time,omitempty"`
-	Position    string `json:"position,omitempty"`
-	Lanes       int    `json:"lanes,omitempty"`
-	RawBytes    int64  `json:"raw_bytes,omitempty"`
-	StoredBytes int64  `json:"stored_bytes,omitempty"`
-	Compression string `json:"compression,omitempty"`
-	Tool        string `json:"tool,omitempty"`
-	// Base is the backup an incremental one holds the changes since, and
-	// ChainLength its place after the chain's full (0 for a full).
-	Base        string `json:"base,omitempty"`
-	ChainLength int    `json:"chain_length,omitempty"`
-	// Verification is the backup's latest test restore (split storage).
-	Verification *testrestore.Record `json:"verification,omitempty"`
-	// PredictedRestore is how long restoring it should take, at the rates
-	// of the shard's latest test restores (restoretime.go).
-	PredictedRestore *fifobackupengine.PredictedRestore `json:"predicted_restore,omitempty"`
-	// Problem says why the MANIFEST could not be read, if it could not.
-	Problem string `json:"problem,omitempty"`
-	// State says why restores never pick the backup: "quarantined: " and
-	// the reason (split storage); empty for a complete one.
-	State string `json:"state,omitempty"`
-
-	manifest *fifobackupengine.Manifest // a fifo backup's
-}
 
 // lsDoc is `vtfifo ls`'s help.
 var lsDoc = commandDoc{"ls", "List the complete backups of a shard with their engine, time, size, lanes and position",
@@ -163,37 +128,4 @@ func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 		return exitUnreachable
 	}
 	return exitOK
-}
-
-// describe reads a backup's MANIFEST: a fifo one in full, another engine's
-// (builtin, xtrabackup) for its engine, time and position.
-func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
-	info := BackupInfo{Name: bh.Name()}
-	base, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
-	if err != nil {
-		info.Problem = errText(err)
-		return info
-	}
-	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()
-	if base.BackupMethod != "fifo" {
-		return info
-	}
-	m, err := fifobackupengine.ParseManifest(doc)
-	if err != nil {
-		info.Problem = "MANIFEST: " + errText(err)
-		return info
-	}
-	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes
-	info.Compression = "none"
-	if m.Compressed {
-		info.Compression = m.CompressionEngine
-	}
-	info.Tool = m.ToolFlavor + " " + m.ToolVersion
-	info.Base, info.ChainLength, info.manifest = m.BaseBackup, m.ChainLength, m
-	rec, err := testrestore.Load(ctx, bh)
-	if err != nil {
-		info.Problem = "cannot read its verification record: " + errText(err)
-	}
-	info.Verification = rec
-	return info
 }

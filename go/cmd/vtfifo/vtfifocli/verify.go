@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +20,6 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
-
-func sortStrings(s []string) []string { sort.Strings(s); return s }
 
 // verify checks the backup the session's flags name, or with --all every
 // complete backup of the shard (or lists or removes the incomplete ones),

@@ -57,6 +57,14 @@ func newWorkDir(parent, prefix string, logger logutil.Logger) (dir string, relea
 	return dir, release, nil
 }
 
+// NewWorkDir is newWorkDir for the packages above the engine that start
+// throwaway servers (go/vt/mysqlctl/testrestore): their scratch
+// directories, too, are owned by a record and swept by the next run when
+// the process that made one is gone.
+func NewWorkDir(parent, prefix string, logger logutil.Logger) (dir string, release func(), err error) {
+	return newWorkDir(parent, prefix, logger)
+}
+
 // claimWorkDir records this process as the owner of dir: its pid and start
 // time, so that a pid used again after a restart (vttablet is pid 1 again in
 // a restarted container) is not taken for the owner. The returned func

@@ -17,10 +17,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -297,16 +297,32 @@ func TestThrowawayServerDiesWithItsParent(t *testing.T) {
 	}
 	require.NotEmpty(t, servers(), "the child's throwaway server runs on %s", dir)
 	// The killed child cannot remove its scratch directory (named in the
-	// server's --socket): the test does.
+	// server's --socket): the next run sweeps it.
 	cmdline, err := os.ReadFile(filepath.Join("/proc", servers()[0], "cmdline"))
 	require.NoError(t, err)
+	scratch := ""
 	for _, arg := range bytes.Split(cmdline, []byte{0}) {
 		if sock, ok := bytes.CutPrefix(arg, []byte("--socket=")); ok {
-			t.Cleanup(func() { os.RemoveAll(filepath.Dir(string(sock))) })
+			scratch = filepath.Dir(string(sock))
+			t.Cleanup(func() { os.RemoveAll(scratch); os.Remove(scratch + ".owner") })
 		}
 	}
+	require.NotEmpty(t, scratch, "the throwaway server's --socket")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	require.Eventually(t, func() bool { return len(servers()) == 0 }, 30*time.Second, 100*time.Millisecond,
 		"a throwaway server outlived the process that started it")
+
+	// What the killed run left, its owner record beside it, is removed by
+	// the next scratch directory made under the same parent, and nothing
+	// of the next one's is left once it is released.
+	require.DirExists(t, scratch)
+	require.FileExists(t, scratch+".owner")
+	next, release, err := fifobackupengine.NewWorkDir(filepath.Dir(scratch), "vtfifo-definitions-", logutil.NewMemoryLogger())
+	require.NoError(t, err)
+	assert.NoDirExists(t, scratch, "the killed run's scratch directory is swept")
+	assert.NoFileExists(t, scratch+".owner")
+	release()
+	assert.NoDirExists(t, next)
+	assert.NoFileExists(t, next+".owner")
 }

@@ -15,6 +15,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
 // Definitions starts a throwaway mysqld on dataDir (Open) and returns each
@@ -42,7 +43,7 @@ type Scratch struct {
 	Version string // SELECT VERSION()
 	MariaDB bool
 	srv     *server
-	scratch string
+	release func() // removes the scratch directory and its owner record
 }
 
 // Open starts a Scratch on dataDir, saying what for in its log line. As at
@@ -73,13 +74,15 @@ func Open(ctx context.Context, dataDir, what string, opts Options) (_ *Scratch, 
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	scratch, err := os.MkdirTemp(parent, "vtfifo-definitions-")
+	// Owned by a record beside it: one a killed process left is swept by
+	// the next Open (fifobackupengine.NewWorkDir).
+	scratch, release, err := fifobackupengine.NewWorkDir(parent, "vtfifo-definitions-", logger)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create a scratch directory: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			os.RemoveAll(scratch)
+			release()
 		}
 	}()
 	if err := os.Mkdir(filepath.Join(scratch, "tmp"), 0o750); err != nil {
@@ -128,7 +131,7 @@ func Open(ctx context.Context, dataDir, what string, opts Options) (_ *Scratch, 
 	if err != nil {
 		return nil, err
 	}
-	s := &Scratch{DB: db, MariaDB: mariadb, srv: srv, scratch: scratch}
+	s := &Scratch{DB: db, MariaDB: mariadb, srv: srv, release: release}
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&s.Version); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("SELECT VERSION(): %w", err)
@@ -140,7 +143,7 @@ func Open(ctx context.Context, dataDir, what string, opts Options) (_ *Scratch, 
 func (s *Scratch) Close() {
 	s.DB.Close()
 	s.srv.stop()
-	os.RemoveAll(s.scratch)
+	s.release()
 }
 
 // Definitions returns each table's SHOW CREATE TABLE, keyed "db.table",

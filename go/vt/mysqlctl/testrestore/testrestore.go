@@ -166,15 +166,11 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	if parent == "" {
 		parent = os.TempDir()
 	}
-	scratch, err := os.MkdirTemp(parent, "vtfifo-test-restore-")
+	scratch, release, err := fifobackupengine.NewWorkDir(parent, "vtfifo-test-restore-", logger)
 	if err != nil {
 		return couldNotRun(fmt.Errorf("cannot create the scratch directory: %w", err))
 	}
-	defer func() {
-		if err := os.RemoveAll(scratch); err != nil {
-			logger.Warningf("test restore: cannot remove %s: %v", scratch, err)
-		}
-	}()
+	defer release() // one a killed run left is swept by the next (NewWorkDir)
 	runAs, err := mysqlinstall.ServerUser(scratch)
 	if err != nil {
 		return err

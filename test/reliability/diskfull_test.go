@@ -18,13 +18,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/vterrors"
 
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
+	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -49,7 +49,7 @@ func TestDiskFullDuringRestore(t *testing.T) {
 	const roomy = 1 << 30
 	// The tmpfs is registered first, so it is unmounted last, after the
 	// tablet's cleanups stopped mysqld and removed VTDATAROOT.
-	mnt := mountTmpfs(t, roomy)
+	mnt := tmpfs.Mount(t, roomy)
 	f := newFixtureIn(t, mnt)
 	cfg := splitstoragetest.Local(t).Config // the backup itself is on the ordinary disk
 	cfg.PartSize = 1 << 20
@@ -88,7 +88,7 @@ func TestDiskFullDuringRestore(t *testing.T) {
 			}
 			if atOpen.used, atOpen.err = statUsed(mnt); atOpen.err == nil {
 				atOpen.size = atOpen.used + budget
-				atOpen.err = remountTmpfs(mnt, atOpen.size)
+				atOpen.err = tmpfs.Resize(mnt, atOpen.size)
 			}
 		})
 		logger := logutil.NewMemoryLogger()
@@ -129,7 +129,7 @@ func TestDiskFullDuringRestore(t *testing.T) {
 			strings.Join(dirEntries(t, cnf.TabletDir()), " "))
 
 		// Space back: the restore run again succeeds.
-		require.NoError(t, remountTmpfs(mnt, roomy))
+		require.NoError(t, tmpfs.Resize(mnt, roomy))
 		start = time.Now()
 		logger = logutil.NewMemoryLogger()
 		_, err = f.restore(ctx, logger)
@@ -139,48 +139,6 @@ func TestDiskFullDuringRestore(t *testing.T) {
 		assert.Empty(t, stagingDirs(t, cnf), "trial %d", i+1)
 		t.Logf("trial %d/%d: restore run again with space: succeeded in %v, source data back", i+1, n, time.Since(start).Round(time.Millisecond))
 	}
-}
-
-// mountTmpfs mounts a tmpfs of size bytes on a fresh directory, unmounted
-// by a cleanup (registered now, so it runs after every cleanup registered
-// later: call it before starting anything that writes there). Without the
-// permission to mount (not root, no CAP_SYS_ADMIN, a container without it)
-// the test is skipped, or fails with VTFIFO_E2E=require.
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "reliability-tmpfs-")
-	require.NoError(t, err)
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
-		_ = os.Remove(dir)
-		msg := fmt.Sprintf("cannot mount a tmpfs on %s (needs root with CAP_SYS_ADMIN): %v", dir, err)
-		if os.Getenv("VTFIFO_E2E") == "require" {
-			t.Fatal(msg)
-		}
-		t.Skipf("%s (set VTFIFO_E2E=require to fail instead)", msg)
-	}
-	t.Cleanup(func() {
-		// A mysqld killed by the tablet's cleanup may take a moment to go.
-		var err error
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if err = syscall.Unmount(dir, 0); err == nil || !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			t.Errorf("unmounting the tmpfs %s: %v (something still uses it); detaching it", dir, err)
-			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-		}
-		_ = os.Remove(dir)
-	})
-	return dir
-}
-
-// remountTmpfs sets the size of the tmpfs on dir (bytes).
-func remountTmpfs(dir string, size int64) error {
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_REMOUNT, fmt.Sprintf("size=%d", size)); err != nil {
-		return fmt.Errorf("remount %s with size=%d: %w", dir, size, err)
-	}
-	return nil
 }
 
 // fsUsed returns the bytes in use on dir's file system.

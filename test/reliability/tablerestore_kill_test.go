@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 )
@@ -141,7 +142,7 @@ func TestTableRestoreNeedsRoom(t *testing.T) {
 	f := newFixture(t)
 	f.useStorage(t, splitstoragetest.Local(t).Config)
 	require.NoError(t, f.backup(context.Background(), nil))
-	mnt := mountTmpfs(t, 4<<20)
+	mnt := tmpfs.Mount(t, 4<<20)
 	tables := f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES")
 	target := filepath.Join(mnt, "t")
 	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--as="+sampleDB+".t0001_r", "--into-mysql="+f.tb.Cnf.SocketFile,

@@ -70,6 +70,7 @@ type config struct {
 	extraArgs      []string
 	bufferPoolSize string
 	startTimeout   time.Duration
+	parent         string // where the server's directory is made ("": the temp dir)
 }
 
 // WithArgs adds mysqld command line options (e.g. "--innodb-page-size=16k").
@@ -85,6 +86,13 @@ func WithBufferPoolSize(size string) Option {
 // WithStartTimeout sets how long Start waits for the server to answer (default 90s).
 func WithStartTimeout(d time.Duration) Option {
 	return func(c *config) { c.startTimeout = d }
+}
+
+// WithParentDir makes the server's directory (data dir, socket, logs)
+// under dir rather than the temp dir: a file system of the test's own (a
+// full disk), without changing $TMPDIR for the rest of the process.
+func WithParentDir(dir string) Option {
+	return func(c *config) { c.parent = dir }
 }
 
 // Server is a running throwaway MariaDB server.
@@ -125,7 +133,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 
 	// t.TempDir's parents are mode 0700 and owned by root, which the mysql
 	// user cannot traverse: use our own directory directly under the temp dir.
-	dir, err := os.MkdirTemp("", "mariadbtest-")
+	dir, err := os.MkdirTemp(cfg.parent, "mariadbtest-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o755))

@@ -25,8 +25,10 @@ type ServerPlugin struct {
 func (p ServerPlugin) StorageEngine() bool { return strings.EqualFold(p.Type, "STORAGE ENGINE") }
 
 // serverPlugins lists the active plugins loaded from a library
-// (information_schema.PLUGINS, the same on MySQL 8 and MariaDB; a built-in
-// one has no PLUGIN_LIBRARY).
+// (information_schema.PLUGINS; a built-in one has no PLUGIN_LIBRARY). Run
+// here on MariaDB 10.11 only; MySQL 8.0/8.4 have the same table and
+// columns (MySQL Reference Manual, "The INFORMATION_SCHEMA PLUGINS Table";
+// mysql-server sql/sql_show.cc, fill_plugins), written from those, not run.
 func serverPlugins(ctx context.Context, query func(context.Context, string) ([][]string, error)) ([]ServerPlugin, error) {
 	rows, err := query(ctx, "SELECT PLUGIN_NAME, PLUGIN_LIBRARY, PLUGIN_TYPE FROM information_schema.PLUGINS "+
 		"WHERE PLUGIN_STATUS = 'ACTIVE' AND PLUGIN_LIBRARY IS NOT NULL ORDER BY PLUGIN_NAME")

@@ -2,7 +2,6 @@ package tableimport
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -10,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -23,11 +22,8 @@ import (
 // (nothing under the target's name, no reserved table or file, the space
 // given back), and with room again the same import succeeds.
 func TestImportOnAFullDisk(t *testing.T) {
-	mnt := requireTmpfs(t, "1g")
-	old := os.Getenv("TMPDIR")
-	os.Setenv("TMPDIR", mnt) // the server's directory, data directory included
-	srv := mariadbtest.Start(t)
-	os.Setenv("TMPDIR", old)
+	mnt := tmpfs.Mount(t, 1<<30)
+	srv := mariadbtest.Start(t, mariadbtest.WithParentDir(mnt)) // its data directory included
 	srv.Exec(t, "CREATE DATABASE d")
 	srv.Exec(t, "CREATE TABLE d.wide (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
 	srv.Exec(t, "INSERT INTO d.wide SELECT seq, REPEAT(MD5(seq), 6) FROM d.seq_1_to_60000")
@@ -50,7 +46,7 @@ func TestImportOnAFullDisk(t *testing.T) {
 	require.NoError(t, syscall.Statfs(mnt, &st))
 	used := int64(st.Blocks-st.Bfree) * int64(st.Bsize)
 	resize := func(size int64) {
-		require.NoError(t, syscall.Mount("tmpfs", mnt, "tmpfs", syscall.MS_REMOUNT, fmt.Sprintf("size=%d", size)))
+		require.NoError(t, tmpfs.Resize(mnt, size))
 	}
 	resize(used + ibd.Size()/3)
 	_, err = Import(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())

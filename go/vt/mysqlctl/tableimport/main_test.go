@@ -71,29 +71,3 @@ func preparedBackup(t *testing.T, srv *mariadbtest.Server, dir string) {
 		t.Fatalf("mariabackup --prepare --export: %v\n%s", err, out)
 	}
 }
-
-// requireTmpfs mounts a tmpfs of size on a new directory under the system's
-// temp dir (traversable by the mysql user), unmounted at cleanup. It needs
-// root; where it cannot mount, the test fails under VTFIFO_E2E=require
-// (make test) and is skipped otherwise, saying why.
-func requireTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	mnt, err := os.MkdirTemp("", "tableimport-tmpfs-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(mnt, 0o755)
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size="+size+",mode=0755"); err != nil {
-		os.Remove(mnt)
-		msg := fmt.Sprintf("cannot mount a tmpfs on %s (needs root with CAP_SYS_ADMIN): %v", mnt, err)
-		if os.Getenv("VTFIFO_E2E") == "require" {
-			t.Fatal(msg)
-		}
-		t.Skipf("%s (set VTFIFO_E2E=require to fail instead)", msg)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-		os.Remove(mnt)
-	})
-	return mnt
-}

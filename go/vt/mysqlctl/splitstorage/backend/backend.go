@@ -52,6 +52,9 @@ type PutOptions struct {
 	// copy that shares the source's storage (a hard link) is then as good
 	// as one of its own, and is made only then.
 	Moving bool
+	// Lock, when not zero, stores the object locked in the same request
+	// (Locker; only a Locker is given one).
+	Lock Lock
 }
 
 // A FileBody is a Put body that is the whole of a file without a name that

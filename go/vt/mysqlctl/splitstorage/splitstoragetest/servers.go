@@ -61,6 +61,9 @@ type Server struct {
 	Env map[string]string
 	// Dir is the data directory of the server (or the file backend root).
 	Dir string
+	// S3Client is a client of an S3 server (nil for the others): what a
+	// test asks the store itself, around our code.
+	S3Client *s3.Client
 }
 
 // TestConfig is the base of every Server's Config: small and quick.
@@ -217,10 +220,32 @@ func StartS3(t testing.TB) *Server {
 // distinctive value a test can look for in logs, errors and stored objects).
 func StartS3WithSecret(t testing.TB, secret string) *Server {
 	t.Helper()
+	return startS3(t, secret, false)
+}
+
+// StartS3ObjectLock is StartS3 with a bucket created with S3 Object Lock
+// enabled (and so versioned, versitygw keeping old versions under a
+// versioning directory): versitygw enforces retention (COMPLIANCE always,
+// GOVERNANCE unless a bypass is asked and granted) and legal holds.
+func StartS3ObjectLock(t testing.TB) *Server {
+	t.Helper()
+	return startS3(t, S3SecretKey, true)
+}
+
+func startS3(t testing.TB, secret string, objectLock bool) *Server {
+	t.Helper()
 	bin := Binary(t, "VERSITYGW_BIN", "versitygw")
 	dir, data := serverDirs(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	startProcess(t, "versitygw", bin, []string{"--quiet", "--port", addr, "posix", data},
+	args := []string{"--quiet", "--port", addr, "posix", data}
+	if objectLock {
+		versions := filepath.Join(dir, "versions")
+		if err := os.MkdirAll(versions, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		args = []string{"--quiet", "--port", addr, "posix", "--versioning-dir", versions, data}
+	}
+	startProcess(t, "versitygw", bin, args,
 		[]string{"ROOT_ACCESS_KEY=" + S3AccessKey, "ROOT_SECRET_KEY=" + secret}, addr, filepath.Join(dir, "versitygw.log"))
 	endpoint := "http://" + addr
 	client := s3.New(s3.Options{
@@ -231,7 +256,7 @@ func StartS3WithSecret(t testing.TB, secret string) *Server {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(Bucket)}); err != nil {
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(Bucket), ObjectLockEnabledForBucket: aws.Bool(objectLock)}); err != nil {
 		t.Fatalf("creating bucket %s on versitygw: %v", Bucket, err)
 	}
 	c := TestConfig()
@@ -241,7 +266,7 @@ func StartS3WithSecret(t testing.TB, secret string) *Server {
 	c.S3.Bucket = Bucket
 	c.S3.Prefix = "backups"
 	c.S3.ForcePathStyle = true
-	return &Server{Kind: splitstorage.BackendS3, Addr: addr, Config: c, Dir: data, Env: map[string]string{
+	return &Server{Kind: splitstorage.BackendS3, Addr: addr, Config: c, Dir: data, S3Client: client, Env: map[string]string{
 		"AWS_ACCESS_KEY_ID":     S3AccessKey,
 		"AWS_SECRET_ACCESS_KEY": secret,
 		"AWS_REGION":            "us-east-1",

@@ -143,8 +143,10 @@ func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 		etagAny := azcore.ETagAny
 		cond = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &etagAny}}
 	}
+	hold, mode, until := lockUpload(opts.Lock)
 	if size <= b.singleUpload {
-		_, err := bb.Upload(ctx, nopSeekCloser{r}, &blockblob.UploadOptions{AccessConditions: cond})
+		_, err := bb.Upload(ctx, nopSeekCloser{r}, &blockblob.UploadOptions{AccessConditions: cond,
+			LegalHold: hold, ImmutabilityPolicyMode: mode, ImmutabilityPolicyExpiryTime: until})
 		return azureErr(err)
 	}
 	var ids []string
@@ -156,7 +158,8 @@ func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 		}
 		ids = append(ids, id)
 	}
-	_, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{AccessConditions: cond})
+	_, err := bb.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{AccessConditions: cond,
+		LegalHold: hold, ImmutabilityPolicyMode: mode, ImmutabilityPolicyExpiryTime: until})
 	return azureErr(err)
 }
 

@@ -64,5 +64,10 @@ func (b *Backend) CopyFrom(ctx context.Context, src backend.Backend, key string,
 		_, _ = dst.Delete(context.WithoutCancel(ctx), nil)
 		return false, backend.Transient(fmt.Errorf("server-side copy from %s: the copy ended %s", sb, why))
 	}
+	if !opts.Lock.IsZero() {
+		if err := b.Lock(ctx, key, opts.Lock); err != nil {
+			return false, fmt.Errorf("locking the server-side copy from %s: %w", sb, err)
+		}
+	}
 	return true, nil
 }

@@ -142,6 +142,7 @@ func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 	w.SendCRC32C = true
 	w.CRC32C = opts.CRC32C
 	w.ContentType = "application/octet-stream"
+	lockWriter(w, opts.Lock)
 	if _, err := io.Copy(w, struct{ io.Reader }{r}); err != nil {
 		cancel()
 		w.Close()

@@ -18,5 +18,11 @@ func (b *Backend) CopyFrom(ctx context.Context, src backend.Backend, key string,
 	if _, err := b.bucket.Object(b.prefix + key).CopierFrom(sb.bucket.Object(sb.prefix + key)).Run(ctx); err != nil {
 		return false, fmt.Errorf("server-side copy from %s: %w", sb, gcsErr(err))
 	}
+	if !opts.Lock.IsZero() {
+		// A rewrite takes no retention: the copy is locked once made.
+		if err := b.Lock(ctx, key, opts.Lock); err != nil {
+			return false, fmt.Errorf("locking the server-side copy from %s: %w", sb, err)
+		}
+	}
 	return true, nil
 }

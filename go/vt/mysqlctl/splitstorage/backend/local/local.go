@@ -132,6 +132,12 @@ func (l *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 	if err == nil {
 		err = l.adopt(tmp)
 	}
+	if err == nil && !opts.Lock.IsZero() {
+		err = setLock(tmp, opts.Lock)
+	}
+	if err == nil && !opts.IfNotExists {
+		err = refuseLocked(p, key, "replacing")
+	}
 	if err != nil {
 		os.Remove(tmp)
 		return localErr(err)
@@ -295,6 +301,9 @@ func (l *Backend) Delete(ctx context.Context, key string) error {
 	p, err := l.path(key)
 	if err != nil {
 		return err
+	}
+	if err := refuseLocked(p, key, "deleting"); err != nil {
+		return localErr(err)
 	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return localErr(err)

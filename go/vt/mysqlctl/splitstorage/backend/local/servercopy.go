@@ -16,12 +16,15 @@ import (
 // one is never damage to both.
 func (l *Backend) CopyFrom(ctx context.Context, src backend.Backend, key string, size int64, opts backend.PutOptions) (bool, error) {
 	sl, ok := src.(*Backend)
-	if !ok || !opts.Moving {
-		return false, nil
+	if !ok || !opts.Moving || !opts.Lock.IsZero() {
+		return false, nil // a locked copy is a file of its own: a link shares the source's lock
 	}
 	from, err := sl.path(key)
 	if err != nil {
 		return false, err
+	}
+	if lk, err := lockAt(from); err != nil || !lk.IsZero() {
+		return false, nil
 	}
 	to, err := l.path(key)
 	if err != nil {

@@ -167,6 +167,7 @@ func (b *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 		in.IfNoneMatch = aws.String("*")
 	}
 	in.ServerSideEncryption, in.SSEKMSKeyId, in.StorageClass = b.objectSettings()
+	lockHeaders(in, opts.Lock)
 	_, err := b.client.PutObject(ctx, in)
 	return s3Err(err)
 }

@@ -27,7 +27,7 @@ func (b *Backend) CopyFrom(ctx context.Context, src backend.Backend, key string,
 	}
 	source := aws.String(url.PathEscape(sb.bucket + "/" + sb.prefix + key))
 	if size > b.maxCopy {
-		if err := b.copyInParts(ctx, source, key, size); err != nil {
+		if err := b.copyInParts(ctx, source, key, size, opts.Lock); err != nil {
 			return false, fmt.Errorf("server-side copy from %s (in parts): %w", sb, err)
 		}
 		return true, nil
@@ -39,6 +39,7 @@ func (b *Backend) CopyFrom(ctx context.Context, src backend.Backend, key string,
 		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c,
 	}
 	in.ServerSideEncryption, in.SSEKMSKeyId, in.StorageClass = b.objectSettings()
+	in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus = copyLock(opts.Lock)
 	if _, err := b.client.CopyObject(ctx, in); err != nil {
 		return false, fmt.Errorf("server-side copy from %s: %w", sb, s3Err(err))
 	}
@@ -48,10 +49,11 @@ func (b *Backend) CopyFrom(ctx context.Context, src backend.Backend, key string,
 // copyInParts copies source into key with one multipart upload of
 // UploadPartCopy ranges; on any failure the upload is aborted, so no part
 // is left stored (and billed) behind.
-func (b *Backend) copyInParts(ctx context.Context, source *string, key string, size int64) (err error) {
+func (b *Backend) copyInParts(ctx context.Context, source *string, key string, size int64, lock backend.Lock) (err error) {
 	bucket, dst := aws.String(b.bucket), aws.String(b.prefix+key)
 	in := &s3.CreateMultipartUploadInput{Bucket: bucket, Key: dst}
 	in.ServerSideEncryption, in.SSEKMSKeyId, in.StorageClass = b.objectSettings()
+	in.ObjectLockMode, in.ObjectLockRetainUntilDate, in.ObjectLockLegalHoldStatus = copyLock(lock)
 	up, err := b.client.CreateMultipartUpload(ctx, in)
 	if err != nil {
 		return s3Err(err)

@@ -59,6 +59,12 @@ func (h *Handle) SetBase(ctx context.Context, base string) error {
 	}
 	h.base = base
 	h.mu.Unlock()
+	if err := h.capToBase(ctx); err != nil {
+		h.mu.Lock()
+		h.base = ""
+		h.mu.Unlock()
+		return err
+	}
 	doc, _ := json.Marshal(baseDoc{Base: base})
 	key := backupPrefix(h.dir, h.name) + baseMarker
 	err := h.e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
@@ -208,6 +214,9 @@ func (s *Storage) removeProven(ctx context.Context, e *env, dir, name string) er
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 	}
 	if ours {
+		if err := refuseLocked(ctx, e, dir, name, "removing"); err != nil {
+			return err
+		}
 		return s.removeChained(ctx, e, dir, name)
 	}
 	if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {

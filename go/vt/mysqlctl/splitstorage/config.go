@@ -61,6 +61,11 @@ type Config struct {
 	// EncryptionKeyFile holds the master keys (crypt.LoadKeyring); empty:
 	// backups are written in the clear (encrypted ones still cannot be read).
 	EncryptionKeyFile string
+	// LockFor locks every object a new backup writes, in the request that
+	// writes it, until the backup's start plus LockFor (0: no lock; lock.go).
+	LockFor time.Duration
+	// LockMode is the locks' strictness (governance or compliance).
+	LockMode backend.LockMode
 	// Legacy names a Vitess storage implementation (file, s3, gcs,
 	// azblob, ceph) whose backups are listed and restored beside this
 	// storage's (legacy.go); "" none.
@@ -79,6 +84,7 @@ func DefaultConfig() Config {
 		RetryInitialBackoff: 500 * time.Millisecond,
 		RetryMaxBackoff:     30 * time.Second,
 		RequestTimeout:      2 * time.Minute,
+		LockMode:            backend.LockGovernance,
 	}
 	for _, b := range c.backends() {
 		b.Defaults()
@@ -147,6 +153,7 @@ func (c Config) Validate() error {
 	c.checkParts(&p)
 	c.checkTransfers(&p)
 	c.checkLegacy(&p)
+	c.checkLocks(&p)
 	if len(p) > 0 {
 		return fmt.Errorf("split backup storage: invalid flags: %s", strings.Join(p, "; "))
 	}
@@ -216,5 +223,16 @@ func (c Config) checkTransfers(p *flagvalue.Problems) {
 		if fi, err := os.Stat(c.SpoolDir); err != nil || !fi.IsDir() {
 			p.Invalid("split-storage-spool-dir", c.SpoolDir, allowedSpoolDir)
 		}
+	}
+}
+
+// checkLocks checks the lock of new backups: a mode the stores know, a
+// duration of at least a day and at most 100 years (S3's limits).
+func (c Config) checkLocks(p *flagvalue.Problems) {
+	if c.LockMode != backend.LockGovernance && c.LockMode != backend.LockCompliance {
+		p.Invalid(flagLockMode, c.LockMode, allowedLockMode)
+	}
+	if c.LockFor != 0 && (c.LockFor < 24*time.Hour || c.LockFor > 100*365*24*time.Hour) {
+		p.Invalid(flagLockFor, c.LockFor, allowedLockFor)
 	}
 }

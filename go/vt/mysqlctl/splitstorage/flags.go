@@ -13,6 +13,7 @@ import (
 	"vitess.io/vitess/go/vt/utils"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 var (
@@ -20,7 +21,11 @@ var (
 	flagConfig = DefaultConfig()
 )
 
-const flagBackend = "split-storage-backend"
+const (
+	flagBackend  = "split-storage-backend"
+	flagLockFor  = "split-storage-lock-for"
+	flagLockMode = "split-storage-lock-mode"
+)
 
 // The allowed values of each flag, as its errors name them.
 const (
@@ -34,6 +39,8 @@ const (
 	allowedPositiveDuration  = "a duration > 0"
 	allowedRetryMaxBackoff   = "a duration >= --split-storage-retry-initial-backoff"
 	allowedKeyFile           = "empty (no encryption) or a readable file of lines \"<id> <base64 of 32 random bytes>\" (vtfifo keygen writes one)"
+	allowedLockFor           = "0 (no lock) or 24h..876000h (a day to 100 years)"
+	allowedLockMode          = "governance or compliance"
 	allowedEncryptedPartSize = "a multiple of 256KiB (the encryption frame) in 1MiB..5GiB when --split-storage-encryption-key-file is set"
 )
 
@@ -126,9 +133,29 @@ func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	str(&c.Legacy, flagLegacy, allowedLegacy(), "a Vitess backup storage whose backups, written before the switch to this one, are listed "+
 		"and restored beside this storage's (GetBackups, restores, retention, vtfifo); it is configured by its own flags (--file-backup-storage-root, "+
 		"--s3-backup-storage-bucket, ...). New backups go to this storage only; the legacy one is read, and written to by a removal only. Empty: none.")
+	dur(&c.LockFor, flagLockFor, allowedLockFor,
+		"lock every object a new backup writes, in the request that writes it, until the backup's start plus this (S3 Object Lock, "+
+			"GCS object retention, Azure immutability, on local disk read-only files our code will not remove): no removal, "+
+			"retention included, takes the backup before then; 0: no lock. The bucket or container must have locks enabled.")
+	utils.SetFlagVar(fs, (*lockModeValue)(&c.LockMode), flagLockMode, pre+"how strict the locks of --split-storage-lock-for are: "+
+		"governance (a principal of the store allowed to bypass it may shorten it) or compliance (no one can, until the date).")
+	flagvalue.Document(flagLockMode, allowedLockMode)
 	for _, b := range c.backends() {
 		b.RegisterFlags(fs)
 	}
+}
+
+// lockModeValue is --split-storage-lock-mode's value: a mode the stores know.
+type lockModeValue backend.LockMode
+
+func (v *lockModeValue) String() string { return string(*v) }
+func (v *lockModeValue) Type() string   { return "string" }
+func (v *lockModeValue) Set(s string) error {
+	if err := (backend.Lock{Until: time.Unix(1, 0), Mode: backend.LockMode(s)}).Validate(); err != nil {
+		return fmt.Errorf("must be one of %s", allowedLockMode)
+	}
+	*v = lockModeValue(s)
+	return nil
 }
 
 // FlagConfig returns a copy of the configuration the flags hold now.

@@ -41,6 +41,12 @@ type Handle struct {
 	spoolHeld   int64  // spool bytes reserved for the uploads, until the backup ends
 	base        string // the backup this one depends on (SetBase); "" for none
 
+	// lock is what every object this backup writes is locked with (zero:
+	// none; lock.go), recorded once, before the first file (lockStart).
+	lock     backend.Lock
+	lockOnce sync.Once
+	lockErr  error
+
 	// dataKey encrypts the files written (nil: in the clear); on the read
 	// side it is unwrapped when the first encrypted file is read.
 	keyMu   sync.Mutex
@@ -107,6 +113,9 @@ func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (
 	}
 	if _, dup := h.files[filename]; dup {
 		return nil, fmt.Errorf("split storage: %s: added twice", h.where(filename))
+	}
+	if err := h.lockStart(ctx); err != nil {
+		return nil, err
 	}
 	if err := h.e.spool.reserve(h.e.cfg.PartSize, fmt.Sprintf("%s: one part of --split-storage-part-size=%s", h.where(filename),
 		flagvalue.FormatSize(h.e.cfg.PartSize))); err != nil {
@@ -187,6 +196,9 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	if err := h.checkBase(ctx); err != nil {
 		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
 	}
+	if err := h.lockStart(ctx); err != nil {
+		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
+	}
 	sort.Strings(names)
 	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts})
 	key := backupPrefix(h.dir, h.name) + completeMarker
@@ -199,6 +211,13 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 			err = errors.Join(err, fmt.Errorf("and its completion marker could not be deleted: %w", derr))
 		}
 		return fmt.Errorf("split storage: backup %s/%s was removed while it completed: %w", h.dir, h.name, err)
+	}
+	if !h.lock.IsZero() {
+		// The completion marker moves (quarantine, retirement) and is not
+		// locked: the lock record keeps a copy.
+		if err := writeLockRecord(ctx, h.e, h.dir, h.name, h.lock, []byte(doc)); err != nil {
+			return fmt.Errorf("split storage: backup %s/%s is complete, but its lock record failed: %w", h.dir, h.name, err)
+		}
 	}
 	h.e.stats.Scope(stats.Operation("Backup:Complete")).TimedIncrement(time.Since(start))
 	h.e.logger.Infof("split storage: backup %s/%s complete: %d files, %d bytes in %d parts of up to %d bytes (%d retries)",

@@ -335,6 +335,12 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	if err := claimRoot(ctx, e.be); err != nil {
 		return nil, fmt.Errorf("split storage: starting backup %s/%s: %w", dir, name, err)
 	}
+	lock := newBackupLock(e.cfg, started.Started)
+	if !lock.IsZero() {
+		if _, err := lockerOf(e); err != nil {
+			return nil, fmt.Errorf("split storage: starting backup %s/%s: --%s is set: %w", dir, name, flagLockFor, err)
+		}
+	}
 	doc, _ := json.Marshal(started)
 	key := backupPrefix(dir, name) + startedMarker
 	err := e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
@@ -351,7 +357,7 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	}
 	// StartBackup's ctx is only valid for this call: the backup lives on its own.
 	bctx, cancel := context.WithCancel(context.Background())
-	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, dataKey: dataKey, ctx: bctx, cancel: cancel,
+	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, dataKey: dataKey, ctx: bctx, cancel: cancel, lock: lock,
 		uploadSlots: make(chan struct{}, e.cfg.UploadConcurrency), files: map[string]*fileState{}}, nil
 }
 
@@ -382,6 +388,9 @@ func (s *Storage) backupEnv(ctx context.Context, dir, name string) (*env, error)
 }
 
 func removeBackup(ctx context.Context, e *env, dir, name string) error {
+	if err := refuseLocked(ctx, e, dir, name, "removing"); err != nil {
+		return err
+	}
 	prefix := backupPrefix(dir, name)
 	if err := e.be.Delete(ctx, prefix+completeMarker); err != nil {
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)

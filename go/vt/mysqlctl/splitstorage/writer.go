@@ -10,7 +10,6 @@ import (
 
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
 
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
@@ -170,7 +169,7 @@ func (w *fileWriter) submit() error {
 func (w *fileWriter) upload(n int, part *spoolPart) error {
 	key := PartKey(w.h.dir, w.h.name, w.file, n)
 	start := time.Now()
-	err := w.h.e.be.Put(w.ctx, key, part.reader(), part.size, backend.PutOptions{CRC32C: part.crc})
+	err := w.h.e.be.Put(w.ctx, key, part.reader(), part.size, w.h.putOptions(part.crc))
 	if err != nil {
 		return fmt.Errorf("split storage: %s, part %d (%s): upload: %w", w.h.where(w.file), n, key, err)
 	}
@@ -234,7 +233,7 @@ func (w *fileWriter) finish() error {
 	}
 	key := IndexKey(w.h.dir, w.h.name, w.file)
 	start := time.Now()
-	if err := w.h.e.be.Put(w.ctx, key, strings.NewReader(string(doc)), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
+	if err := w.h.e.be.Put(w.ctx, key, strings.NewReader(string(doc)), int64(len(doc)), w.h.putOptions(crc32c(doc))); err != nil {
 		return fmt.Errorf("split storage: %s: writing index: %w", w.h.where(w.file), err)
 	}
 	w.indexSize = int64(len(doc))

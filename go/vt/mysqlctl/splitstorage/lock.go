@@ -1,0 +1,329 @@
+package splitstorage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+)
+
+// A locked backup: every object it holds (parts, indexes, its start and
+// base markers, its records) is locked at the store until a date
+// (backend.Lock), and a lock record says so, itself locked:
+// .locked-<when> holds the lock and, once the backup is complete, its
+// completion marker. The markers that move as a backup changes state
+// (.complete, .retired, .quarantined), the records stored after completion
+// (.sidecar-*, replaced by each new one) and read leases are not locked: a
+// lost completion marker can be put back from the lock record. Nothing here removes
+// a backup its records lock (refuseLocked), whatever the store enforces.
+//
+// A new backup is locked as it is written when --split-storage-lock-for is
+// set (each object in the request that writes it: no extra request per
+// part); an existing one by Lock, which extends. An incremental backup is
+// never locked longer than the backups it needs: a new one's lock is
+// capped at its base's, and Lock locks the bases first, as long.
+const lockRecordPrefix = ".locked-"
+
+type lockDoc struct {
+	Backup string       `json:"backup"`
+	Lock   backend.Lock `json:"lock"`
+	At     time.Time    `json:"at"`
+	// Complete is the backup's completion marker when it was locked (none
+	// for the lock a backup is written with, recorded at its start).
+	Complete json.RawMessage `json:"complete,omitempty"`
+}
+
+// lockCovers says whether a backup's lock covers the object at key: every
+// object under prefix but the markers that move and the read leases.
+func lockCovers(prefix, key string) bool {
+	rel := strings.TrimPrefix(key, prefix)
+	switch {
+	case rel == completeMarker || rel == retiredMarker || rel == quarantineMarker:
+		return false
+	case strings.HasPrefix(rel, leasePrefix), strings.HasPrefix(rel, sidecarPrefix):
+		return false // read leases go as readers leave; records are replaced
+	}
+	return true
+}
+
+// lockerOf returns the store's Locker, or an error naming the store.
+func lockerOf(e *env) (backend.Locker, error) {
+	lk, ok := backend.LockerOf(e.be)
+	if !ok {
+		return nil, fmt.Errorf("split storage: %s does not lock objects", e.be)
+	}
+	return lk, nil
+}
+
+// writeLockRecord stores a lock record of dir/name, locked as it says.
+func writeLockRecord(ctx context.Context, e *env, dir, name string, l backend.Lock, complete []byte) error {
+	at := time.Now().UTC()
+	doc, err := json.Marshal(lockDoc{Backup: dir + "/" + name, Lock: l, At: at, Complete: complete})
+	if err != nil {
+		return err
+	}
+	key := backupPrefix(dir, name) + lockRecordPrefix + at.Format("20060102T150405.000000000Z")
+	return e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc), Lock: l})
+}
+
+// BackupLock is what a backup's lock records say: its lock (the zero Lock
+// when it has none), and the completion marker the latest one saved.
+type BackupLock struct {
+	Lock     backend.Lock
+	Complete json.RawMessage
+}
+
+// readBackupLock reads every lock record of dir/name (usually one or two).
+func readBackupLock(ctx context.Context, be backend.Backend, dir, name string) (BackupLock, error) {
+	var out BackupLock
+	objs, err := be.List(ctx, backupPrefix(dir, name)+lockRecordPrefix, false)
+	if err != nil {
+		return out, err
+	}
+	for _, o := range objs {
+		doc, err := readSmall(ctx, be, o.Key)
+		if err != nil {
+			return out, err
+		}
+		var d lockDoc
+		if err := strictJSON(doc, &d); err != nil {
+			return out, fmt.Errorf("%s: %w", o.Key, err)
+		}
+		if d.Backup != dir+"/"+name {
+			return out, fmt.Errorf("%s: a lock record of backup %s", o.Key, d.Backup)
+		}
+		out.Lock = out.Lock.Extend(d.Lock)
+		if d.Complete != nil {
+			out.Complete = d.Complete
+		}
+	}
+	return out, nil
+}
+
+// LockOf returns what backup dir/name's lock records say.
+func (s *Storage) LockOf(ctx context.Context, dir, name string) (BackupLock, error) {
+	e, err := s.backupEnv(ctx, dir, name)
+	if err != nil {
+		return BackupLock{}, err
+	}
+	bl, err := readBackupLock(ctx, e.be, dir, name)
+	if err != nil {
+		return bl, fmt.Errorf("split storage: reading the lock of backup %s/%s: %w", dir, name, err)
+	}
+	return bl, nil
+}
+
+// refuseLocked fails, with an error that no retry or later call fixes
+// before the date (a contradiction: exit 2 in vtfifo), when dir/name's
+// lock still holds.
+func refuseLocked(ctx context.Context, e *env, dir, name, what string) error {
+	bl, err := readBackupLock(ctx, e.be, dir, name)
+	if err != nil {
+		return fmt.Errorf("split storage: %s backup %s/%s: reading its lock: %w", what, dir, name, err)
+	}
+	if !bl.Lock.HoldsAt(time.Now()) {
+		return nil
+	}
+	return flagvalue.Contradiction(fmt.Errorf("split storage: not %s backup %s/%s: it is %s, and nothing removes it before then "+
+		"(vtfifo show shows its lock): %w", what, dir, name, bl.Lock, backend.ErrLocked))
+}
+
+// newBackupLock is the lock a backup started at start is written with: none
+// without --split-storage-lock-for.
+func newBackupLock(c Config, start time.Time) backend.Lock {
+	if c.LockFor == 0 {
+		return backend.Lock{}
+	}
+	return backend.Lock{Until: start.Add(c.LockFor).UTC().Truncate(time.Second), Mode: c.LockMode}
+}
+
+// capToBase caps this backup's lock at its base's, so that it never
+// outlives a backup it needs; an unlocked base leaves it unlocked (vtfifo
+// lock locks the chain).
+func (h *Handle) capToBase(ctx context.Context) error {
+	if h.lock.IsZero() || h.base == "" {
+		return nil
+	}
+	bl, err := readBackupLock(ctx, h.e.be, h.dir, h.base)
+	if err != nil {
+		return fmt.Errorf("split storage: backup %s/%s: reading the lock of its base %s: %w", h.dir, h.name, h.base, err)
+	}
+	switch {
+	case !bl.Lock.Until.After(time.Now()):
+		h.e.logger.Warningf("split storage: %s/%s is not locked: its base %s is not (%s), and a backup is never locked longer than "+
+			"one it needs (vtfifo lock locks a chain)", h.dir, h.name, h.base, bl.Lock)
+		h.lock = backend.Lock{}
+	case bl.Lock.Until.Before(h.lock.Until):
+		h.e.logger.Infof("split storage: %s/%s is locked until %s, as its base %s is (%s): never longer than a backup it needs",
+			h.dir, h.name, bl.Lock.Until.Format(time.RFC3339), h.base, bl.Lock)
+		h.lock.Until = bl.Lock.Until
+	}
+	return nil
+}
+
+// lockStart records this backup's lock and locks what was written before
+// it was known (the start and base markers): once, before the first file.
+func (h *Handle) lockStart(ctx context.Context) error {
+	h.lockOnce.Do(func() {
+		if h.lock.IsZero() {
+			return
+		}
+		if h.lockErr = writeLockRecord(ctx, h.e, h.dir, h.name, h.lock, nil); h.lockErr != nil {
+			return
+		}
+		lk, err := lockerOf(h.e)
+		if err != nil {
+			h.lockErr = err
+			return
+		}
+		prefix := backupPrefix(h.dir, h.name)
+		keys := []string{prefix + startedMarker}
+		if h.base != "" {
+			keys = append(keys, prefix+baseMarker)
+		}
+		for _, k := range keys {
+			if err := lk.Lock(ctx, k, h.lock); err != nil {
+				h.lockErr = err
+				return
+			}
+		}
+	})
+	if h.lockErr != nil {
+		return fmt.Errorf("split storage: backup %s/%s: locking it until %s: %w", h.dir, h.name, h.lock.Until.Format(time.RFC3339), h.lockErr)
+	}
+	return nil
+}
+
+// putOptions are a Put's options for an object of this backup: locked as
+// the backup is.
+func (h *Handle) putOptions(crc uint32) backend.PutOptions {
+	return backend.PutOptions{CRC32C: crc, Lock: h.lock}
+}
+
+// LockResult is what Lock did.
+type LockResult struct {
+	Backup  string
+	Lock    backend.Lock
+	Objects int      // objects of the backup locked (or found locked)
+	Bases   []string // the backups it needs, locked first, as long
+}
+
+// Lock locks backup dir/name, a complete one this storage wrote, and the
+// backups it needs, until l.Until (extending, never shortening, what they
+// have). Each backup's lock record is written first, then its objects are
+// locked: a lock cut short leaves the backup refused to removal, and a new
+// Lock finishes it.
+func (s *Storage) Lock(ctx context.Context, dir, name string, l backend.Lock) (LockResult, error) {
+	e, err := s.backupEnv(ctx, dir, name)
+	if err != nil {
+		return LockResult{}, err
+	}
+	if err := l.Validate(); err != nil {
+		return LockResult{}, flagvalue.Contradiction(err)
+	}
+	if !l.HoldsAt(time.Now()) {
+		return LockResult{}, flagvalue.Contradiction(fmt.Errorf("split storage: a lock until %s keeps nothing: the date has passed", l.Until.Format(time.RFC3339)))
+	}
+	lk, err := lockerOf(e)
+	if err != nil {
+		return LockResult{}, flagvalue.Contradiction(err)
+	}
+	res := LockResult{Backup: dir + "/" + name, Lock: l}
+	for cur := name; cur != ""; {
+		n, base, err := lockOne(ctx, e, lk, dir, cur, l)
+		if err != nil {
+			return res, err
+		}
+		if cur == name {
+			res.Objects = n
+		} else {
+			res.Bases = append(res.Bases, cur)
+		}
+		cur = base
+	}
+	return res, nil
+}
+
+// lockOne locks one backup of a chain and returns its object count and base.
+func lockOne(ctx context.Context, e *env, lk backend.Locker, dir, name string, l backend.Lock) (int, string, error) {
+	fail := func(err error) (int, string, error) {
+		return 0, "", fmt.Errorf("split storage: locking backup %s/%s: %w", dir, name, err)
+	}
+	ours, _, err := proveBackup(ctx, e.be, dir, name)
+	if err != nil {
+		return fail(err)
+	}
+	if !ours {
+		return fail(flagvalue.Contradiction(fmt.Errorf("not a backup the split storage wrote: %w", ErrNotOurs)))
+	}
+	complete, err := completionDoc(ctx, e.be, dir, name)
+	if err != nil {
+		return fail(err)
+	}
+	base, err := baseOf(ctx, e.be, dir, name)
+	if err != nil {
+		return fail(err)
+	}
+	if err := writeLockRecord(ctx, e, dir, name, l, complete); err != nil {
+		return fail(err)
+	}
+	prefix := backupPrefix(dir, name)
+	objs, err := e.be.List(ctx, prefix, false)
+	if err != nil {
+		return fail(err)
+	}
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		errs []error
+		n    int
+	)
+	g.SetLimit(listWorkers)
+	for _, o := range objs {
+		if o.Dir || !lockCovers(prefix, o.Key) {
+			continue
+		}
+		n++
+		g.Go(func() error {
+			if err := lk.Lock(ctx, o.Key, l); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail(err)
+	}
+	return n, base, nil
+}
+
+// completionDoc is a complete or retired backup's completion marker; any
+// other state is not locked (an incomplete backup may never complete, a
+// quarantined one failed).
+func completionDoc(ctx context.Context, be backend.Backend, dir, name string) ([]byte, error) {
+	prefix := backupPrefix(dir, name)
+	doc, err := readSmall(ctx, be, prefix+completeMarker)
+	if errors.Is(err, ErrNotExist) {
+		r, rerr := readRetired(ctx, be, prefix)
+		if rerr == nil {
+			return r.Complete, nil
+		}
+		if errors.Is(rerr, ErrNotExist) {
+			return nil, flagvalue.Contradiction(fmt.Errorf("it is not complete (incomplete, quarantined or removed): only a complete backup is locked: %w", ErrNotExist))
+		}
+		err = rerr
+	}
+	return doc, err
+}

@@ -273,8 +273,20 @@ func lockOne(ctx context.Context, e *env, lk backend.Locker, dir, name string, l
 	if err != nil {
 		return fail(err)
 	}
-	if err := writeLockRecord(ctx, e, dir, name, l, complete); err != nil {
+	had, err := readBackupLock(ctx, e.be, dir, name)
+	if err != nil {
 		return fail(err)
+	}
+	// Every object is locked as the records say once this one is written:
+	// what they had, extended. A lock the records already cover writes
+	// none, and locks what a lock cut short left.
+	if !had.Lock.Covers(l) {
+		l = had.Lock.Extend(l)
+		if err := writeLockRecord(ctx, e, dir, name, l, complete); err != nil {
+			return fail(err)
+		}
+	} else {
+		l = had.Lock
 	}
 	prefix := backupPrefix(dir, name)
 	objs, err := e.be.List(ctx, prefix, false)

@@ -43,6 +43,16 @@ type guardedRemover interface {
 	RemoveUnread(ctx context.Context, dir, name string) error
 }
 
+// backupLocker locks a backup and the ones it needs at the store.
+type backupLocker interface {
+	Lock(ctx context.Context, dir, name string, l splitstorage.Lock) (splitstorage.LockResult, error)
+}
+
+// lockReader is a backup handle that says what its lock records hold.
+type lockReader interface {
+	LockState(ctx context.Context) (splitstorage.BackupLock, error)
+}
+
 // leaseBreaker ends another holder's leases on a backup.
 type leaseBreaker interface {
 	BreakLeases(ctx context.Context, dir, name string) ([]string, error)
@@ -128,6 +138,8 @@ var (
 	_ backupCopier     = (*splitstorage.Storage)(nil)
 	_ backupRepairer   = (*splitstorage.Storage)(nil)
 	_ peerStorage      = (*splitstorage.Storage)(nil)
+	_ backupLocker     = (*splitstorage.Storage)(nil)
+	_ lockReader       = (*splitstorage.Handle)(nil)
 	_ keyChecker       = (*splitstorage.Handle)(nil)
 	_ indexer          = (*splitstorage.Handle)(nil)
 	_ partVerifier     = (*splitstorage.Handle)(nil)

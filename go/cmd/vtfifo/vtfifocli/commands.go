@@ -35,6 +35,7 @@ func commands() []subcommand {
 		{rmDoc, Remove},
 		{pruneDoc, Prune},
 		{releaseDoc, Release},
+		{lockDoc, LockBackup},
 	}
 }
 

@@ -70,6 +70,12 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return s.o.failf(exitUsage, "backup %s/%s is the legacy %s storage's: --remove-source is refused for it (once copied, the copy is listed in "+
 			"its place; retire the legacy storage as a whole, docs/migration.md)", bh.Directory(), bh.Name(), s.origin(bh))
 	}
+	if *removeSource {
+		if lock := lockHolding(s.ctx, bh); lock != "" {
+			return s.o.failf(exitUsage, "backup %s/%s is %s: --remove-source cannot remove it before then; copy it without "+
+				"--remove-source (vtfifo show shows its lock)", bh.Directory(), bh.Name(), lock)
+		}
+	}
 	src, err := can[backupCopier](s.bs, "copy a backup")
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)

@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"context"
+	"time"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
@@ -40,6 +41,10 @@ type BackupInfo struct {
 	// State says why restores never pick the backup: "quarantined: " and
 	// the reason (split storage); empty for a complete one.
 	State string `json:"state,omitempty"`
+	// Lock is what keeps it from removal at the store ("locked until ...",
+	// split storage), and LockedUntil its date; empty when nothing does.
+	Lock        string     `json:"lock,omitempty"`
+	LockedUntil *time.Time `json:"locked_until,omitempty"`
 
 	manifest *fifobackupengine.Manifest // a fifo backup's
 }
@@ -48,6 +53,7 @@ type BackupInfo struct {
 // (builtin, xtrabackup) for its engine, time and position.
 func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	info := BackupInfo{Name: bh.Name()}
+	describeLock(ctx, bh, &info)
 	base, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
 	if err != nil {
 		info.Problem = errText(err)
@@ -75,4 +81,22 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	}
 	info.Verification = rec
 	return info
+}
+
+// describeLock says what keeps the backup from removal, where the storage
+// locks backups.
+func describeLock(ctx context.Context, bh backupstorage.BackupHandle, info *BackupInfo) {
+	lr, ok := has[lockReader](bh)
+	if !ok {
+		return
+	}
+	bl, err := lr.LockState(ctx)
+	if err != nil {
+		info.Lock = "lock unknown: " + errText(err)
+		return
+	}
+	if info.Lock = lockText(bl, time.Now()); info.Lock != "" && !bl.Lock.Until.IsZero() {
+		until := bl.Lock.Until
+		info.LockedUntil = &until
+	}
 }

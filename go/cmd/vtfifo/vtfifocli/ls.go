@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,7 +104,7 @@ func (s *session) notComplete() []BackupInfo {
 // say why instead of their MANIFEST.
 func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tENGINE\tSTORAGE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tRESTORE-TIME\tTEST-RESTORE")
+	fmt.Fprintln(tw, "NAME\tENGINE\tSTORAGE\tTYPE\tTIME\tLANES\tRAW\tSTORED\tCOMPRESSION\tPOSITION\tRESTORE-TIME\tTEST-RESTORE\tLOCK")
 	for _, b := range infos {
 		switch {
 		case b.State != "":
@@ -121,8 +122,9 @@ func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 		if b.Base != "" {
 			kind = fmt.Sprintf("delta %d on %s", b.ChainLength, b.Base)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Storage, kind, b.Time, b.Lanes,
-			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, predicted(b.PredictedRestore), verified)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Storage, kind, b.Time, b.Lanes,
+			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, predicted(b.PredictedRestore), verified,
+			cmp.Or(b.Lock, "-"))
 	}
 	if err := tw.Flush(); err != nil {
 		return exitUnreachable

@@ -161,6 +161,12 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 		case errors.Is(err, splitstorage.ErrInUse):
 			out.keep(where, strings.TrimPrefix(errText(err), "split storage: backup "+where+" is not removed: "))
 			continue
+		case errors.Is(err, splitstorage.ErrLocked):
+			// Retention would remove it; its lock says no one may: kept,
+			// and the request fails as one that cannot succeed before the date.
+			out.keep(where, "locked: "+errText(err))
+			code = s.o.failf(exitUsage, "refused: %v", err)
+			continue
 		case err != nil:
 			out.Failed = append(out.Failed, where)
 			code = s.o.failf(exitUnreachable, "removing %s failed: %v; the others go on, run prune again", where, err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
@@ -42,6 +43,10 @@ type ShowReport struct {
 	PredictedRestore *fifobackupengine.PredictedRestore `json:"predicted_restore,omitempty"`
 	RestoreRates     *fifobackupengine.RestoreRates     `json:"restore_rates,omitempty"`
 	restoreTimes     string                             // where the prediction comes from, or why there is none
+	// Lock is what keeps the backup from removal at the store (split
+	// storage; "not locked" when nothing does), LockedUntil its date.
+	Lock        string     `json:"lock,omitempty"`
+	LockedUntil *time.Time `json:"locked_until,omitempty"`
 }
 
 // showDoc is `vtfifo show`'s help.
@@ -92,6 +97,17 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 		return rep, nil, err
 	}
 	rep.Manifest = doc
+	if lr, ok := has[lockReader](bh); ok {
+		bl, err := lr.LockState(ctx)
+		if err != nil {
+			return rep, nil, err
+		}
+		rep.Lock = cmp.Or(lockText(bl, time.Now()), "not locked")
+		if rep.Lock != "not locked" && !bl.Lock.Until.IsZero() {
+			until := bl.Lock.Until
+			rep.LockedUntil = &until
+		}
+	}
 	ix, _ := has[indexer](bh)
 	if ix != nil {
 		if rep.EncryptionKeyID, err = ix.EncryptionKeyID(ctx); err != nil {
@@ -165,6 +181,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Size", fmt.Sprintf("%s from the tool, %s stored", humanize.IBytes(uint64(m.RawBytes)), humanize.IBytes(uint64(m.StoredBytes)))},
 		{"Redo", redo(m.LSN)},
 		{"Restore", rep.restoreTimes},
+		{"Lock", cmp.Or(rep.Lock, "-")},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}

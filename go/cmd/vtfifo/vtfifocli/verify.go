@@ -286,7 +286,7 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: cannot list the incomplete backups of %s: %s\n", o.prog, o.where(), errText(err))
 		return exitUnreachable
 	}
-	failed := false
+	failed, locked := false, false
 	for _, b := range inc {
 		line := incompleteLine(dir, b)
 		if b.Quarantined != "" {
@@ -307,7 +307,11 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 		case time.Since(b.LastWrite) < s.f.minAge:
 			fmt.Fprintf(stdout, "kept %s: written to less than --incomplete-min-age=%v ago (may still be running)\n", line, s.f.minAge)
 		default:
-			if err := bs.RemoveBackup(ctx, dir, b.Name); err != nil {
+			if err := bs.RemoveBackup(ctx, dir, b.Name); errors.Is(err, splitstorage.ErrLocked) {
+				fmt.Fprintf(stderr, "refused removing %s: %s\n", line, errText(err))
+				locked = true
+				continue
+			} else if err != nil {
 				fmt.Fprintf(stderr, "FAIL removing %s: %s\n", line, errText(err))
 				failed = true
 				continue
@@ -318,8 +322,11 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 	if len(inc) == 0 {
 		fmt.Fprintf(stdout, "no incomplete backup in %s\n", dir)
 	}
-	if failed {
+	switch {
+	case failed:
 		return 1
+	case locked:
+		return 2 // a removal no retry makes before the lock's date
 	}
 	return 0
 }

@@ -178,6 +178,9 @@ func (s *Storage) CheckUnread(ctx context.Context, dir, name string) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseLocked(ctx, e, dir, name, "removing"); err != nil {
+		return err
+	}
 	return checkNotInUse(ctx, e, dir, name)
 }
 

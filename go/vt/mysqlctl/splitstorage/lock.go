@@ -212,9 +212,9 @@ func (h *Handle) putOptions(crc uint32) backend.PutOptions {
 // LockResult is what Lock did.
 type LockResult struct {
 	Backup  string
-	Lock    backend.Lock
-	Objects int      // objects of the backup locked (or found locked)
-	Bases   []string // the backups it needs, locked first, as long
+	Lock    backend.Lock // what the backup is locked with now: the lock asked for, or a longer one it had
+	Objects int          // objects of the backup locked (or found locked)
+	Bases   []string     // the backups it needs, locked first, as long
 }
 
 // Lock locks backup dir/name, a complete one this storage wrote, and the
@@ -239,12 +239,12 @@ func (s *Storage) Lock(ctx context.Context, dir, name string, l backend.Lock) (L
 	}
 	res := LockResult{Backup: dir + "/" + name, Lock: l}
 	for cur := name; cur != ""; {
-		n, base, err := lockOne(ctx, e, lk, dir, cur, l)
+		n, base, held, err := lockOne(ctx, e, lk, dir, cur, l)
 		if err != nil {
 			return res, err
 		}
 		if cur == name {
-			res.Objects = n
+			res.Objects, res.Lock = n, held
 		} else {
 			res.Bases = append(res.Bases, cur)
 		}
@@ -253,10 +253,11 @@ func (s *Storage) Lock(ctx context.Context, dir, name string, l backend.Lock) (L
 	return res, nil
 }
 
-// lockOne locks one backup of a chain and returns its object count and base.
-func lockOne(ctx context.Context, e *env, lk backend.Locker, dir, name string, l backend.Lock) (int, string, error) {
-	fail := func(err error) (int, string, error) {
-		return 0, "", fmt.Errorf("split storage: locking backup %s/%s: %w", dir, name, err)
+// lockOne locks one backup of a chain and returns its object count, its
+// base and the lock it holds now.
+func lockOne(ctx context.Context, e *env, lk backend.Locker, dir, name string, l backend.Lock) (int, string, backend.Lock, error) {
+	fail := func(err error) (int, string, backend.Lock, error) {
+		return 0, "", backend.Lock{}, fmt.Errorf("split storage: locking backup %s/%s: %w", dir, name, err)
 	}
 	ours, _, err := proveBackup(ctx, e.be, dir, name)
 	if err != nil {
@@ -318,7 +319,7 @@ func lockOne(ctx context.Context, e *env, lk backend.Locker, dir, name string, l
 	if err := errors.Join(errs...); err != nil {
 		return fail(err)
 	}
-	return n, base, nil
+	return n, base, l, nil
 }
 
 // completionDoc is a complete or retired backup's completion marker; any
@@ -338,4 +339,31 @@ func completionDoc(ctx context.Context, be backend.Backend, dir, name string) ([
 		err = rerr
 	}
 	return doc, err
+}
+
+// What the commands above the storage name of a lock (they import the
+// storage, not its backends).
+type (
+	// Lock is backend.Lock.
+	Lock = backend.Lock
+	// LockMode is backend.LockMode.
+	LockMode = backend.LockMode
+)
+
+// The lock modes, and the error of a removal a lock refuses.
+const (
+	LockGovernance = backend.LockGovernance
+	LockCompliance = backend.LockCompliance
+)
+
+// ErrLocked is wrapped by the error of a removal that a lock refuses.
+var ErrLocked = backend.ErrLocked
+
+// LockState is what this backup's lock records say.
+func (h *Handle) LockState(ctx context.Context) (BackupLock, error) {
+	bl, err := readBackupLock(ctx, h.e.be, h.dir, h.name)
+	if err != nil {
+		return bl, fmt.Errorf("split storage: reading the lock of backup %s/%s: %w", h.dir, h.name, err)
+	}
+	return bl, nil
 }

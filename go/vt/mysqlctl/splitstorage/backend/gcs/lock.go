@@ -61,7 +61,7 @@ func (b *Backend) Lock(ctx context.Context, key string, want backend.Lock) error
 		if l.LegalHold && !had.LegalHold {
 			up.TemporaryHold = true
 		}
-		_, err := b.bucket.Object(b.prefix + key).Update(ctx, up)
+		_, err := b.bucket.Object(b.prefix+key).Update(ctx, up)
 		return gcsErr(err)
 	})
 }

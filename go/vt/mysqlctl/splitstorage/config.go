@@ -226,10 +226,11 @@ func (c Config) checkTransfers(p *flagvalue.Problems) {
 	}
 }
 
-// checkLocks checks the lock of new backups: a mode the stores know, a
+// checkLocks checks the lock of new backups: a mode the stores know (none
+// is governance), a
 // duration of at least a day and at most 100 years (S3's limits).
 func (c Config) checkLocks(p *flagvalue.Problems) {
-	if c.LockMode != backend.LockGovernance && c.LockMode != backend.LockCompliance {
+	if c.LockMode != "" && c.LockMode != backend.LockGovernance && c.LockMode != backend.LockCompliance {
 		p.Invalid(flagLockMode, c.LockMode, allowedLockMode)
 	}
 	if c.LockFor != 0 && (c.LockFor < 24*time.Hour || c.LockFor > 100*365*24*time.Hour) {

@@ -2,6 +2,7 @@ package splitstorage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,7 +144,7 @@ func newBackupLock(c Config, start time.Time) backend.Lock {
 	if c.LockFor == 0 {
 		return backend.Lock{}
 	}
-	return backend.Lock{Until: start.Add(c.LockFor).UTC().Truncate(time.Second), Mode: c.LockMode}
+	return backend.Lock{Until: start.Add(c.LockFor).UTC().Truncate(time.Second), Mode: cmp.Or(c.LockMode, backend.LockGovernance)}
 }
 
 // capToBase caps this backup's lock at its base's, so that it never

@@ -758,6 +758,49 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("verify at GCS: exit %d\n%s", code, vout)
 		}
 	})
+
+	// Locks with the real binaries, on local disk (S3 Object Lock is proven
+	// against versitygw in go/vt/mysqlctl/splitstorage: this cluster's
+	// bucket has no Object Lock): a scheduled vtbackup with
+	// --split-storage-lock-for writes a locked backup; vtctld's RemoveBackup
+	// and a later vtbackup's retention refuse it, naming the date.
+	if sb.name == "split-local" {
+		t.Run("lock-refuses-vtctld-and-vtbackup-retention", func(t *testing.T) { lockedThroughVitess(ctx, t, c, sb, vtfifo) })
+	}
+}
+
+// lockedThroughVitess is TestOperatorCLI's lock step: it runs last, since
+// its retention prunes the shard's older backups.
+func lockedThroughVitess(ctx context.Context, t *testing.T, c *cluster.Cluster, sb storageBackend, vtfifo func(*testing.T, int, ...string) string) {
+	_, err := c.RunVtbackup(ctx, cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 100,
+		Extra: []string{"--split-storage-lock-for=24h"}})
+	must(t, err)
+	names, err := c.GetBackups(ctx)
+	must(t, err)
+	locked := names[len(names)-1]
+	lockLine := regexp.MustCompile(`locked until (\S+) \(governance\)`)
+	m := lockLine.FindStringSubmatch(vtfifo(t, 0, "show", "--backup="+locked))
+	if m == nil {
+		t.Fatalf("show does not print the lock of %s", locked)
+	}
+	if until, err := time.Parse(time.RFC3339, m[1]); err != nil || until.Sub(time.Now()) < 23*time.Hour || until.Sub(time.Now()) > 25*time.Hour {
+		t.Fatalf("%s is locked until %s, want about 24h from now", locked, m[1])
+	}
+	out, err := c.Vtctldclient(ctx, "RemoveBackup", c.Keyspace+"/"+c.Shard, locked)
+	if err == nil || !strings.Contains(out+err.Error(), "it is locked until "+m[1]) {
+		t.Fatalf("vtctldclient RemoveBackup of a locked backup: err %v, want it refused naming the date:\n%s", err, out)
+	}
+	// Retention that would prune every older backup: the unlocked ones go,
+	// the locked one stays, and vtbackup fails naming its date.
+	res, err := c.RunVtbackup(ctx, cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 1, MinRetentionTime: time.Second})
+	if err == nil || !strings.Contains(res.Output, "it is locked until "+m[1]) {
+		t.Fatalf("vtbackup's retention over a locked backup: err %v, want it refused naming the date:\n%s", err, res.Output)
+	}
+	after, err := c.GetBackups(ctx)
+	must(t, err)
+	if len(after) != 2 || after[0] != locked {
+		t.Fatalf("after retention: %v, want the locked %s and the newest", after, locked)
+	}
 }
 
 // damageOnePart flips a byte in the middle of the first part of backup

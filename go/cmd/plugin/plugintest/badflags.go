@@ -95,6 +95,8 @@ var Flags = []Flag{
 	{Name: "split-storage-retry-initial-backoff", Allowed: "a duration > 0", Bad: []string{"0", "-1s", "abc"}},
 	{Name: "split-storage-retry-max-backoff", Allowed: "a duration >= --split-storage-retry-initial-backoff", Bad: []string{"100ms", "0", "-1s", "abc"}},
 	{Name: "split-storage-request-timeout", Allowed: "a duration > 0", Bad: []string{"0", "-1s", "abc", "30"}},
+	{Name: "split-storage-lock-for", Allowed: "0 (no lock) or 24h..876000h (a day to 100 years)", Bad: []string{"1h", "-24h", "abc", "900000h"}},
+	{Name: "split-storage-lock-mode", Allowed: "governance or compliance", Bad: []string{"", "strict", "GOVERNANCE"}},
 	{Name: "split-storage-s3-endpoint", Allowed: "http:// or https:// URL", Bad: []string{"localhost:9000", "ftp://s3.example.com", "http://", "http://[::1"}},
 	{Name: "split-storage-s3-region", Allowed: "must be set when --split-storage-backend=s3", Bad: []string{""},
 		With: []string{"--split-storage-backend=s3", "--split-storage-s3-bucket=b"}},

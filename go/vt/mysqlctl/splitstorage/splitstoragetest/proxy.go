@@ -1,6 +1,7 @@
 package splitstoragetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,82 @@ type FaultProxy struct {
 	requests atomic.Int64
 	served   atomic.Int64 // response body bytes passed on to clients
 	seen     []string     // "METHOD path" of every request
+	record   bool
+	recorded []Request
+	answers  []answer
+}
+
+// Request is one request the proxy saw (RecordRequests): what a test
+// asserts was sent where a store does not enforce what it asks (GCS and
+// Azure locks on their emulators).
+type Request struct {
+	Method, URI string
+	Header      http.Header
+	Body        []byte // up to 64 KiB; nil above
+}
+
+// answer is a canned answer for requests the store does not implement.
+type answer struct {
+	method, substr string
+	status         int
+	header         http.Header
+	body           string
+}
+
+// RecordRequests makes the proxy keep every request from now on (Recorded).
+func (p *FaultProxy) RecordRequests() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record = true
+}
+
+// Recorded returns the requests kept since RecordRequests, in order.
+func (p *FaultProxy) Recorded() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Request(nil), p.recorded...)
+}
+
+// Answer makes the proxy answer requests with method whose URI contains
+// substr itself, with status, header and body, without passing them on:
+// for the requests an emulator does not implement, whose sending is what a
+// test proves.
+func (p *FaultProxy) Answer(method, substr string, status int, header http.Header, body string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.answers = append(p.answers, answer{method, substr, status, header, body})
+}
+
+// keep records r (RecordRequests) and returns the canned answer for it, if any.
+func (p *FaultProxy) keep(r *http.Request) *answer {
+	p.mu.Lock()
+	record := p.record
+	var a *answer
+	for i := range p.answers {
+		if p.answers[i].method == r.Method && strings.Contains(r.URL.RequestURI(), p.answers[i].substr) {
+			a = &p.answers[i]
+			break
+		}
+	}
+	p.mu.Unlock()
+	if !record {
+		return a
+	}
+	req := Request{Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header.Clone()}
+	if r.ContentLength <= 64<<10 {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
+		if len(b) <= 64<<10 {
+			req.Body = b
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	}
+	p.mu.Lock()
+	p.recorded = append(p.recorded, req)
+	p.mu.Unlock()
+	return a
 }
 
 // BytesServed is the response body bytes the server sent through the proxy
@@ -232,6 +309,15 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.seen = append(p.seen, r.Method+" "+r.URL.Path)
 	p.mu.Unlock()
+	if a := p.keep(r); a != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		for k, v := range a.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(a.status)
+		_, _ = io.WriteString(w, a.body)
+		return
+	}
 	switch f := p.pick(r, seq); f {
 	case None:
 		p.rp.ServeHTTP(countingWriter{w, &p.served}, r)

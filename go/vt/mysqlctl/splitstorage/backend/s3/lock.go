@@ -3,6 +3,7 @@ package s3
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -90,10 +91,17 @@ func (b *Backend) Lock(ctx context.Context, key string, want backend.Lock) error
 	return backend.ExtendLock(ctx, key, want, b.LockOf, func(ctx context.Context, key string, l, had backend.Lock) error {
 		bucket, k := aws.String(b.bucket), aws.String(b.prefix+key)
 		if !l.Until.Equal(had.Until) || l.Mode != had.Mode {
+			// Governance made compliance changes a governance retention:
+			// S3 asks for the bypass (s3:BypassGovernanceRetention) even
+			// though nothing is shortened.
+			upgrade := had.Mode == backend.LockGovernance && l.Mode == backend.LockCompliance && !had.Until.IsZero()
 			_, err := b.client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{Bucket: bucket, Key: k,
 				Retention:         &types.ObjectLockRetention{Mode: s3Mode(l.Mode), RetainUntilDate: aws.Time(l.Until.UTC())},
-				ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c})
+				ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c, BypassGovernanceRetention: aws.Bool(upgrade)})
 			if err != nil {
+				if upgrade {
+					return fmt.Errorf("making governance retention compliance (needs s3:BypassGovernanceRetention): %w", s3Err(err))
+				}
 				return s3Err(err)
 			}
 		}

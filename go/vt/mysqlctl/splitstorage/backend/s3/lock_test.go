@@ -14,6 +14,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/backendtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -109,4 +110,14 @@ func TestObjectLockIsEnforcedByTheStore(t *testing.T) {
 	got, err = lk.LockOf(ctx, "extend-g")
 	require.NoError(t, err)
 	require.Equal(t, later, got.Until)
+}
+
+// TestLockerConformance runs the lock contract through our code on
+// versitygw with Object Lock.
+func TestLockerConformance(t *testing.T) {
+	srv := splitstoragetest.StartS3ObjectLock(t)
+	srv.Setenv(t)
+	be, err := splitstorage.OpenBackend(context.Background(), srv.Config)
+	require.NoError(t, err)
+	backendtest.RunLocker(t, be)
 }

@@ -43,6 +43,9 @@ type lockDoc struct {
 	Complete json.RawMessage `json:"complete,omitempty"`
 }
 
+// isLockRecordKey says whether key is a lock record of the backup at prefix.
+func isLockRecordKey(prefix, key string) bool { return strings.HasPrefix(key, prefix+lockRecordPrefix) }
+
 // lockCovers says whether a backup's lock covers the object at key: every
 // object under prefix but the markers that move and the read leases.
 func lockCovers(prefix, key string) bool {

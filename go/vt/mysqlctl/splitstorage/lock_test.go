@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -103,6 +104,20 @@ func TestLockedBackupsAreKept(t *testing.T) {
 			require.ErrorContains(t, err, "not removing backup ks/0/a-full: it is locked until "+until.Format(time.RFC3339)+" (governance)")
 			require.Equal(t, []string{"a-full"}, listed(t, plain, dir))
 			require.Len(t, storeLocks(t, be, dir, "a-full"), objects)
+
+			// It verifies as any backup (its lock record is no stray object),
+			// and a copy elsewhere is not locked by the source's record.
+			bh, err := plain.OpenBackup(ctx, dir, "a-full")
+			require.NoError(t, err)
+			_, err = bh.(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+			require.NoError(t, err)
+			dst := newStorage(t, splitstoragetest.Local(t).Config)
+			_, err = plain.CopyBackup(ctx, dst, dir, "a-full", splitstorage.CopyOptions{})
+			require.NoError(t, err)
+			bl, err = dst.LockOf(ctx, dir, "a-full")
+			require.NoError(t, err)
+			require.True(t, bl.Lock.IsZero(), "the copy holds the source's lock record: %v", bl.Lock)
+			require.NoError(t, dst.RemoveBackup(ctx, dir, "a-full"))
 
 			// A delta is capped at its base's lock, then locked with it as a unit.
 			cfg.LockFor = 96 * time.Hour

@@ -260,7 +260,7 @@ func (v *partsVerifier) checkParts(f string, idx Index) bool {
 func (v *partsVerifier) checkStray() bool {
 	var extra []string
 	for k := range v.sizes {
-		if !v.expected[k] && !v.badIndex[partFile(v.prefix, k)] && !isSidecarKey(v.prefix, k) && !isLeaseKey(v.prefix, k) {
+		if !v.expected[k] && !v.badIndex[partFile(v.prefix, k)] && !isSidecarKey(v.prefix, k) && !isLeaseKey(v.prefix, k) && !isLockRecordKey(v.prefix, k) {
 			extra = append(extra, k)
 		}
 	}

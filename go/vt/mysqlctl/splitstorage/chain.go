@@ -68,6 +68,9 @@ func (h *Handle) SetBase(ctx context.Context, base string) error {
 	doc, _ := json.Marshal(baseDoc{Base: base})
 	key := backupPrefix(h.dir, h.name) + baseMarker
 	err := h.e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{IfNotExists: true, CRC32C: crc32c(doc)})
+	if err == nil {
+		h.baseDoc = doc
+	}
 	if err != nil {
 		err = fmt.Errorf("split storage: backup %s/%s: recording its base %s: %w", h.dir, h.name, base, err)
 	} else if err = h.checkBase(ctx); err != nil {

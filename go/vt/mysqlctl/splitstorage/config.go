@@ -61,6 +61,12 @@ type Config struct {
 	// EncryptionKeyFile holds the master keys (crypt.LoadKeyring); empty:
 	// backups are written in the clear (encrypted ones still cannot be read).
 	EncryptionKeyFile string
+	// SigningKeyFile holds the keys that seal new backups and check
+	// sealed ones (seal.go; the format of EncryptionKeyFile); empty: none.
+	SigningKeyFile string
+	// AcceptUnsealed reads backups without a seal, unchecked, while a
+	// signing key is set.
+	AcceptUnsealed bool
 	// LockFor locks every object a new backup writes, in the request that
 	// writes it, until the backup's start plus LockFor (0: no lock; lock.go).
 	LockFor time.Duration
@@ -154,6 +160,11 @@ func (c Config) Validate() error {
 	c.checkTransfers(&p)
 	c.checkLegacy(&p)
 	c.checkLocks(&p)
+	if c.SigningKeyFile != "" {
+		if _, err := crypt.LoadKeyring(c.SigningKeyFile); err != nil {
+			p.Add("invalid value %q for --%s: %v: allowed values are %s", c.SigningKeyFile, flagSigningKeyFile, err, allowedSigningKeyFile)
+		}
+	}
 	if len(p) > 0 {
 		return fmt.Errorf("split backup storage: invalid flags: %s", strings.Join(p, "; "))
 	}

@@ -25,6 +25,9 @@ const (
 	flagBackend  = "split-storage-backend"
 	flagLockFor  = "split-storage-lock-for"
 	flagLockMode = "split-storage-lock-mode"
+
+	flagSigningKeyFile = "split-storage-signing-key-file"
+	flagAcceptUnsealed = "split-storage-accept-unsealed"
 )
 
 // The allowed values of each flag, as its errors name them.
@@ -41,6 +44,7 @@ const (
 	allowedKeyFile           = "empty (no encryption) or a readable file of lines \"<id> <base64 of 32 random bytes>\" (vtfifo keygen writes one)"
 	allowedLockFor           = "0 (no lock) or 24h..876000h (a day to 100 years)"
 	allowedLockMode          = "governance or compliance"
+	allowedSigningKeyFile    = "empty (no seal) or a readable file of lines \"<id> <base64 of 32 random bytes>\" (vtfifo keygen writes one)"
 	allowedEncryptedPartSize = "a multiple of 256KiB (the encryption frame) in 1MiB..5GiB when --split-storage-encryption-key-file is set"
 )
 
@@ -133,6 +137,12 @@ func registerFlagsInto(fs *pflag.FlagSet, c *Config) {
 	str(&c.Legacy, flagLegacy, allowedLegacy(), "a Vitess backup storage whose backups, written before the switch to this one, are listed "+
 		"and restored beside this storage's (GetBackups, restores, retention, vtfifo); it is configured by its own flags (--file-backup-storage-root, "+
 		"--s3-backup-storage-bucket, ...). New backups go to this storage only; the legacy one is read, and written to by a removal only. Empty: none.")
+	str(&c.SigningKeyFile, flagSigningKeyFile, allowedSigningKeyFile,
+		"file of signing keys, one \"<id> <base64 of 32 bytes>\" per line: new backups are sealed (a tag of every part's bytes and of every "+
+			"document, bound to the backup's name) with the first, and sealed backups are checked with any before they are read (rotation): "+
+			"a part, index or marker replaced, even with matching checksums, is refused naming it. Empty: no seal, nothing checked.")
+	utils.SetFlagBoolVar(fs, &c.AcceptUnsealed, flagAcceptUnsealed, false, pre+"with --"+flagSigningKeyFile+": read backups that carry no seal "+
+		"(written before signing was turned on), unchecked; without it they are refused.")
 	dur(&c.LockFor, flagLockFor, allowedLockFor,
 		"lock every object a new backup writes, in the request that writes it, until the backup's start plus this (S3 Object Lock, "+
 			"GCS object retention, Azure immutability, on local disk read-only files our code will not remove): no removal, "+

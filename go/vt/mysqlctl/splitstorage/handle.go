@@ -47,6 +47,13 @@ type Handle struct {
 	lockOnce sync.Once
 	lockErr  error
 
+	// baseDoc is the base marker written (SetBase), for the seal; seal is
+	// the checked seal of a backup read with a signing key (seal.go).
+	baseDoc  []byte
+	sealOnce sync.Once
+	seal     *sealDoc
+	sealErr  error
+
 	// dataKey encrypts the files written (nil: in the clear); on the read
 	// side it is unwrapped when the first encrypted file is read.
 	keyMu   sync.Mutex
@@ -59,6 +66,7 @@ type fileState struct {
 	size      int64
 	parts     []PartEntry // as in its index, to check them before completing
 	indexSize int64
+	indexSum  []byte // SHA-256 of the index written, for the seal
 }
 
 // Directory is part of backupstorage.BackupHandle.
@@ -158,9 +166,11 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 		total int64
 		parts int
 		want  = map[string]int64{} // every object written: key -> size
+		sums  = map[string][]byte{} // every index's SHA-256, for the seal
 	)
 	for name, st := range h.files {
 		names = append(names, name)
+		sums[name] = st.indexSum
 		total += st.size
 		parts += len(st.parts)
 		for i, p := range st.parts {
@@ -203,6 +213,9 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts})
 	key := backupPrefix(h.dir, h.name) + completeMarker
 	start := time.Now()
+	if err := h.writeSeal(ctx, doc, sums); err != nil {
+		return fmt.Errorf("split storage: not completing backup %s/%s: sealing it: %w", h.dir, h.name, err)
+	}
 	if err := h.e.be.Put(ctx, key, strings.NewReader(string(doc)), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: completing backup %s/%s: %w", h.dir, h.name, err)
 	}
@@ -363,6 +376,9 @@ func (h *Handle) Index(ctx context.Context, filename string) (Index, error) {
 		return Index{}, fmt.Errorf("split storage: %s: reading index: %w", h.where(filename), err)
 	}
 	h.e.stats.Scope(stats.Operation("Index:Read")).TimedIncrementBytes(len(doc), time.Since(start))
+	if err := h.checkIndexSeal(ctx, filename, doc); err != nil {
+		return Index{}, err
+	}
 	idx, err := ParseIndex(doc, h.dir, h.name, filename)
 	if err != nil {
 		return Index{}, fmt.Errorf("split storage: %s: index %s: %w", h.where(filename), key, err)

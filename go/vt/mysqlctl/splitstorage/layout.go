@@ -80,6 +80,9 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 		} else if p.Blocks != nil {
 			return Index{}, fmt.Errorf("corrupt index: part %d has block checksums in a version 1 index", i+1)
 		}
+		if (idx.SealKey != "") != (len(p.Tag) == crypt.TagSize) {
+			return Index{}, fmt.Errorf("corrupt index: part %d has a tag of %d bytes with seal key %q", i+1, len(p.Tag), idx.SealKey)
+		}
 		sum += p.Size
 	}
 	if idx.Version == 3 {
@@ -149,8 +152,11 @@ type Index struct {
 	PartSize   int64       `json:"part_size"`
 	BlockSize  int64       `json:"block_size,omitempty"`
 	Encryption string      `json:"encryption,omitempty"`
-	Size       int64       `json:"size"`
-	Parts      []PartEntry `json:"parts"`
+	// SealKey names the signing key of the parts' tags (seal.go); empty:
+	// the parts carry none.
+	SealKey string      `json:"seal_key,omitempty"`
+	Size    int64       `json:"size"`
+	Parts   []PartEntry `json:"parts"`
 }
 
 // PartEntry describes one part object.
@@ -159,6 +165,8 @@ type PartEntry struct {
 	CRC32C uint32 `json:"crc32c"`
 	// Blocks holds the big-endian CRC32C of each block of the part (version 2).
 	Blocks []byte `json:"blocks,omitempty"`
+	// Tag is the signing key's tag of the part's stored bytes (seal.go).
+	Tag []byte `json:"tag,omitempty"`
 }
 
 // Complete is the JSON document stored as .complete, last, by EndBackup.

@@ -109,7 +109,12 @@ func (r *fileReader) fetch(n int, partStart int64) error {
 	where := fmt.Sprintf("split storage: %s, part %d (%s)", r.h.where(r.idx.File), n, key)
 	plainBlock := r.plainBytes(r.blockSize)
 	first, last := int64(0), (want.Size-1)/r.blockSize
-	if want.Blocks != nil {
+	tagger, err := r.h.readTagger(r.idx.SealKey, r.idx.File, n)
+	if err != nil {
+		return err
+	}
+	// A sealed part is read whole, its tag being of all its bytes.
+	if want.Blocks != nil && tagger == nil {
 		first = max(r.lo-partStart, 0) / plainBlock
 		last = min((min(r.hi, partStart+r.plainBytes(want.Size))-1-partStart)/plainBlock, last)
 	}
@@ -147,6 +152,9 @@ func (r *fileReader) fetch(n int, partStart int64) error {
 		}
 		b := buf[:k]
 		crc = crc32.Update(crc, castagnoli, b)
+		if tagger != nil {
+			tagger.Write(b)
+		}
 		if want.Blocks != nil {
 			if exp, found := binary.BigEndian.Uint32(want.Blocks[4*blk:]), crc32.Checksum(b, castagnoli); exp != found {
 				return fmt.Errorf("%s: checksum mismatch in bytes %d..%d: expected crc32c %08x, found %08x", where, got-int64(k), got-1, exp, found)
@@ -160,6 +168,9 @@ func (r *fileReader) fetch(n int, partStart int64) error {
 			}
 			if crc != want.CRC32C {
 				return fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, crc)
+			}
+			if err := r.h.checkPartTag(r.idx.File, n, tagger, want); err != nil {
+				return err
 			}
 		}
 		if got == end {

@@ -3,6 +3,7 @@ package splitstorage
 import (
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -189,7 +190,8 @@ type spoolPart struct {
 	buf         *[spoolWriteSize]byte
 	crc         uint32
 	blockCRC    uint32
-	blocks      []byte // big-endian CRC32C of each crcBlockSize block, the last one once sealed
+	blocks      []byte    // big-endian CRC32C of each crcBlockSize block, the last one once sealed
+	tagger      hash.Hash // the signing key's tag of the bytes (seal.go); nil: none
 }
 
 func (s *spool) newPart(writeback bool) (*spoolPart, error) {
@@ -217,6 +219,9 @@ func (p *spoolPart) write(b []byte) error {
 		copy(p.buf[p.size-p.onDisk:], b)
 	}
 	p.crc = crc32.Update(p.crc, castagnoli, b)
+	if p.tagger != nil {
+		p.tagger.Write(b)
+	}
 	for len(b) > 0 {
 		k := min(len(b), int(crcBlockSize-p.size%crcBlockSize))
 		p.blockCRC = crc32.Update(p.blockCRC, castagnoli, b[:k])
@@ -310,7 +315,11 @@ func PartEntryOf(data []byte, blockSize int64) PartEntry {
 }
 
 func (p *spoolPart) entry() PartEntry {
-	return PartEntry{Size: p.size, CRC32C: p.crc, Blocks: p.blocks}
+	e := PartEntry{Size: p.size, CRC32C: p.crc, Blocks: p.blocks}
+	if p.tagger != nil {
+		e.Tag = p.tagger.Sum(nil)
+	}
+	return e
 }
 
 // release waits for the part's writeback to have started, then closes the

@@ -60,6 +60,7 @@ type Storage struct {
 	base    backend.Backend
 	limits  *limiter.Limits
 	keys    *crypt.Keyring // nil: backups are written in the clear
+	seals   *crypt.Keyring // nil: backups are not sealed, seals not checked
 	spool   spoolPlace
 	retries *atomic.Int64
 }
@@ -135,6 +136,7 @@ type env struct {
 	linked bool // parts are linked into the store, not copied (see spoolPlace)
 	budget *readBudget
 	keys   *crypt.Keyring
+	seals  *crypt.Keyring // signing keys (seal.go); nil: no seal made or checked
 	logger logutil.Logger
 	stats  stats.Stats
 }
@@ -158,11 +160,19 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 			}
 			keys = kr
 		}
+		var seals *crypt.Keyring
+		if c.SigningKeyFile != "" {
+			kr, err := crypt.LoadKeyring(c.SigningKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("split storage: --%s: %w", flagSigningKeyFile, err)
+			}
+			seals = kr
+		}
 		b, err := OpenBackend(ctx, c)
 		if err != nil {
 			return nil, err
 		}
-		s.cfg, s.base, s.limits, s.keys = c, b, limiter.NewLimits(c.UploadLimit, c.DownloadLimit), keys
+		s.cfg, s.base, s.limits, s.keys, s.seals = c, b, limiter.NewLimits(c.UploadLimit, c.DownloadLimit), keys, seals
 		if s.spool.dir == "" {
 			s.spool = c.spoolPlace() // chosen once: one spool account per storage for its life
 		}
@@ -177,6 +187,7 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		linked: s.spool.linked,
 		budget: sharedReadBudget(s.cfg.MemoryBudget),
 		keys:   s.keys,
+		seals:  s.seals,
 		logger: s.params.Logger,
 		stats:  st,
 	}, nil

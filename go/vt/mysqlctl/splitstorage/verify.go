@@ -114,7 +114,7 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 	prefix := backupPrefix(h.dir, h.name)
 	v := &partsVerifier{h: h, opts: opts, prefix: prefix, badIndex: map[string]bool{},
 		expected: map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true, prefix + baseMarker: true, prefix + retiredMarker: true,
-			prefix + quarantineMarker: true}}
+			prefix + quarantineMarker: true, prefix + sealMarker: true}}
 	if docErr != nil {
 		v.report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr), Err: docErr})
 		return v.result()
@@ -125,6 +125,10 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 		return v.result()
 	}
 	v.rep.Files = comp.Files
+	if err := h.checkSealWith(ctx, doc); err != nil {
+		v.report(Problem{Key: prefix + sealMarker, Msg: err.Error(), Err: err})
+		return v.result()
+	}
 	if v.listObjects(ctx) && v.checkIndexes(ctx, comp) && v.checkStray() {
 		v.checkBytes(ctx)
 	}
@@ -150,9 +154,10 @@ type partsVerifier struct {
 
 // partJob is one part whose bytes are checked.
 type partJob struct {
-	file string
-	n    int
-	want PartEntry
+	file    string
+	n       int
+	want    PartEntry
+	sealKey string // the index's (seal.go)
 }
 
 // report records p; false once MaxProblems are recorded (stop looking).
@@ -204,6 +209,9 @@ func (v *partsVerifier) checkIndexes(ctx context.Context, comp Complete) bool {
 			continue
 		}
 		idx, err := ParseIndex(doc, h.dir, h.name, f)
+		if err == nil {
+			err = h.checkIndexSeal(ctx, f, doc)
+		}
 		if err != nil {
 			v.badIndex[f] = true
 			if !v.report(Problem{File: f, Key: key, Msg: err.Error()}) {
@@ -250,7 +258,7 @@ func (v *partsVerifier) checkParts(f string, idx Index) bool {
 			continue
 		}
 		if v.opts.Sample == nil || v.opts.Sample(f, n) {
-			v.jobs = append(v.jobs, partJob{f, n, p})
+			v.jobs = append(v.jobs, partJob{f, n, p, idx.SealKey})
 		}
 	}
 	return true
@@ -288,7 +296,7 @@ func (v *partsVerifier) checkBytes(ctx context.Context) {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if err := v.h.checkPart(ctx, j.file, j.n, j.want); err != nil {
+			if err := v.h.checkPart(ctx, j); err != nil {
 				if !v.report(Problem{File: j.file, Part: j.n, Key: PartKey(v.h.dir, v.h.name, j.file, j.n), Msg: err.Error(), Err: err}) {
 					cancel()
 				}
@@ -323,8 +331,13 @@ func partFile(prefix, key string) string {
 }
 
 // checkPart streams part n of file and checks its size and CRC32C.
-func (h *Handle) checkPart(ctx context.Context, file string, n int, want PartEntry) error {
+func (h *Handle) checkPart(ctx context.Context, j partJob) error {
+	file, n, want := j.file, j.n, j.want
 	key := PartKey(h.dir, h.name, file, n)
+	tagger, err := h.readTagger(j.sealKey, file, n)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	body, err := h.e.be.Get(ctx, key, 0, -1)
 	if err != nil {
@@ -335,7 +348,11 @@ func (h *Handle) checkPart(ctx context.Context, file string, n int, want PartEnt
 	}
 	defer body.Close()
 	hsh := crc32.New(castagnoli)
-	got, err := io.Copy(hsh, io.LimitReader(body, want.Size+1))
+	var sink io.Writer = hsh
+	if tagger != nil {
+		sink = io.MultiWriter(hsh, tagger)
+	}
+	got, err := io.Copy(sink, io.LimitReader(body, want.Size+1))
 	if err != nil {
 		return fmt.Errorf("download: %w", err)
 	}
@@ -348,6 +365,9 @@ func (h *Handle) checkPart(ctx context.Context, file string, n int, want PartEnt
 	}
 	if c := hsh.Sum32(); c != want.CRC32C {
 		return fmt.Errorf("checksum mismatch: expected crc32c %08x, found %08x", want.CRC32C, c)
+	}
+	if err := h.checkPartTag(file, n, tagger, want); err != nil {
+		return err
 	}
 	h.e.stats.Scope(stats.Operation("Part:Verify")).TimedIncrementBytes(int(want.Size), time.Since(start))
 	return nil

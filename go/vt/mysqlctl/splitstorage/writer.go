@@ -2,6 +2,7 @@ package splitstorage
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,8 +35,10 @@ type fileWriter struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	parts []PartEntry
-	// indexSize is the size of the index object, once written.
+	// indexSize is the size of the index object, once written, and
+	// indexSum the SHA-256 of its bytes (for the seal).
 	indexSize int64
+	indexSum  []byte
 	err       error
 }
 
@@ -108,6 +111,11 @@ func (w *fileWriter) store(p []byte) (int, error) {
 	for len(p) > 0 {
 		if w.cur == nil {
 			part, err := w.h.e.spool.newPart(w.h.e.linked)
+			if err == nil {
+				if part.tagger, err = w.h.partTagger(w.file, w.nparts+1); err != nil {
+					part.release()
+				}
+			}
 			if err != nil {
 				return written, w.fail(fmt.Errorf("split storage: %s, part %d: %w", w.h.where(w.file), w.nparts+1, err))
 			}
@@ -194,7 +202,7 @@ func (w *fileWriter) Close() error {
 	w.st.err = err
 	w.st.size = w.size
 	w.st.parts = w.parts
-	w.st.indexSize = w.indexSize
+	w.st.indexSize, w.st.indexSum = w.indexSize, w.indexSum
 	w.h.mu.Unlock()
 	if err != nil {
 		w.h.RecordError(w.file, err)
@@ -223,7 +231,8 @@ func (w *fileWriter) finish() error {
 	if err := w.failed(); err != nil {
 		return err
 	}
-	idx := Index{Version: 2, Backup: w.h.dir + "/" + w.h.name, File: w.file, PartSize: w.h.e.cfg.PartSize, BlockSize: crcBlockSize, Size: w.size, Parts: w.parts}
+	idx := Index{Version: 2, Backup: w.h.dir + "/" + w.h.name, File: w.file, PartSize: w.h.e.cfg.PartSize, BlockSize: crcBlockSize, Size: w.size, Parts: w.parts,
+		SealKey: w.h.sealKey()}
 	if w.fc != nil {
 		idx.Version, idx.Encryption = 3, crypt.Algorithm
 	}
@@ -237,6 +246,8 @@ func (w *fileWriter) finish() error {
 		return fmt.Errorf("split storage: %s: writing index: %w", w.h.where(w.file), err)
 	}
 	w.indexSize = int64(len(doc))
+	sum := sha256.Sum256(doc)
+	w.indexSum = sum[:]
 	w.h.e.stats.Scope(stats.Operation("Index:Write")).TimedIncrementBytes(len(doc), time.Since(start))
 	return nil
 }

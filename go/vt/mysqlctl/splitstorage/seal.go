@@ -1,0 +1,241 @@
+package splitstorage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"strconv"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
+)
+
+// A sealed backup carries tamper evidence without encryption: with a
+// signing key (--split-storage-signing-key-file), every part's index entry
+// holds a tag of the part's bytes (bound to backup, file and part), and the
+// seal (.seal, written before the completion marker) holds the SHA-256 of
+// each document (start, base and completion markers, every index) and a tag
+// over all of it, bound to the backup's name. A reader with the key checks
+// the seal before it trusts any document, each index against it, and each
+// part's bytes against its tag: a part replaced by another whose CRC32C
+// matches, an edited MANIFEST (a file like any other), a replaced index, a
+// seal or marker moved from another backup, each is refused naming what was
+// forged. Without a key nothing is checked and nothing changes; a backup
+// written without one carries no seal, which show says, and which a reader
+// with a key refuses unless --split-storage-accept-unsealed.
+const sealMarker = ".seal"
+
+type sealDoc struct {
+	Version   int    `json:"version"`
+	Algorithm string `json:"algorithm"`
+	Backup    string `json:"backup"`
+	Key       string `json:"key"`
+	// Objects are the SHA-256 of each document's bytes, by key relative to
+	// the backup.
+	Objects map[string][]byte `json:"objects"`
+	Tag     []byte            `json:"tag,omitempty"`
+}
+
+// ErrForged is wrapped by the error of a backup whose seal, documents or
+// parts are not the ones sealed; it is damage (ErrDamaged) as well.
+var ErrForged = crypt.ErrForged
+
+func sealContext(backup string) string { return "seal\x00" + backup }
+
+func partContext(backup, file string, n int) string {
+	return "part\x00" + backup + "\x00" + file + "\x00" + strconv.Itoa(n)
+}
+
+// forged is the error of something sealed that does not check: damage.
+func forged(what string, err error) error {
+	if errors.Is(err, crypt.ErrUnknownSealKey) {
+		// This host's key file lacks the key: nothing says the backup is forged.
+		return unreadable.Error(fmt.Errorf("%s: cannot be checked: %w", what, err))
+	}
+	return fmt.Errorf("%s: %w: %w", what, err, ErrDamaged)
+}
+
+// partTagger returns the hash that tags part n of file as it is written,
+// or nil when this backup is not sealed.
+func (h *Handle) partTagger(file string, n int) (hash.Hash, error) {
+	if h.e.seals == nil {
+		return nil, nil
+	}
+	return h.e.seals.NewTagger(h.e.seals.CurrentID(), partContext(h.dir+"/"+h.name, file, n))
+}
+
+// sealKey is the key an index written now records for its part tags.
+func (h *Handle) sealKey() string {
+	if h.e.seals == nil {
+		return ""
+	}
+	return h.e.seals.CurrentID()
+}
+
+// writeSeal stores the seal of this backup, whose completion marker will
+// be complete, before the marker: a backup is never complete unsealed.
+func (h *Handle) writeSeal(ctx context.Context, complete []byte, indexSums map[string][]byte) error {
+	if h.e.seals == nil {
+		return nil
+	}
+	sum := func(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+	d := sealDoc{Version: 1, Algorithm: crypt.SealAlgorithm, Backup: h.dir + "/" + h.name, Key: h.e.seals.CurrentID(),
+		Objects: map[string][]byte{startedMarker: sum(h.started), completeMarker: sum(complete)}}
+	if h.baseDoc != nil {
+		d.Objects[baseMarker] = sum(h.baseDoc)
+	}
+	for file, s := range indexSums {
+		d.Objects[file+indexSuffix] = s
+	}
+	body, _ := json.Marshal(d)
+	tag, err := h.e.seals.Tag(d.Key, sealContext(d.Backup), body)
+	if err != nil {
+		return err
+	}
+	d.Tag = tag
+	doc, _ := json.Marshal(d)
+	return h.e.be.Put(ctx, backupPrefix(h.dir, h.name)+sealMarker, bytes.NewReader(doc), int64(len(doc)), h.putOptions(crc32c(doc)))
+}
+
+// checkSeal checks this backup's seal and the markers it covers, once per
+// handle; nil without a signing key. An unsealed backup is refused unless
+// --split-storage-accept-unsealed.
+func (h *Handle) checkSeal(ctx context.Context) error { return h.checkSealWith(ctx, nil) }
+
+// checkSealWith is checkSeal with the completion marker to check (a copy's
+// destination before its marker is written); nil: the one stored.
+func (h *Handle) checkSealWith(ctx context.Context, complete []byte) error {
+	if h.e.seals == nil {
+		return nil
+	}
+	h.sealOnce.Do(func() { h.seal, h.sealErr = h.readSeal(ctx, complete) })
+	return h.sealErr
+}
+
+func (h *Handle) readSeal(ctx context.Context, complete []byte) (*sealDoc, error) {
+	backup := h.dir + "/" + h.name
+	prefix := backupPrefix(h.dir, h.name)
+	doc, err := readSmall(ctx, h.e.be, prefix+sealMarker)
+	switch {
+	case errors.Is(err, ErrNotExist) && h.e.cfg.AcceptUnsealed:
+		return nil, nil
+	case errors.Is(err, ErrNotExist):
+		return nil, fmt.Errorf("split storage: backup %s carries no seal (written without --%s, or its seal was removed): refused while a signing key "+
+			"is set (--%s reads it unchecked): %w: %w", backup, flagSigningKeyFile, flagAcceptUnsealed, ErrForged, ErrDamaged)
+	case err != nil:
+		return nil, fmt.Errorf("split storage: backup %s: reading its seal: %w", backup, err)
+	}
+	var d sealDoc
+	if err := strictJSON(doc, &d); err != nil || d.Version != 1 {
+		return nil, forged("split storage: backup "+backup+": its seal", fmt.Errorf("not a seal version 1 (%v): %w", err, ErrForged))
+	}
+	tag := d.Tag
+	d.Tag = nil
+	body, _ := json.Marshal(d)
+	if err := h.e.seals.CheckTag(d.Key, sealContext(backup), body, tag); err != nil {
+		what := "split storage: backup " + backup + ": its seal"
+		if d.Backup != backup {
+			what += " (the seal of backup " + d.Backup + ", moved here)"
+		}
+		return nil, forged(what, err)
+	}
+	for _, m := range []string{startedMarker, baseMarker, completeMarker} {
+		if err := h.checkMarker(ctx, &d, m, complete); err != nil {
+			return nil, err
+		}
+	}
+	return &d, nil
+}
+
+// checkMarker checks marker m against the seal: its bytes hash as sealed,
+// or (the base) it is absent where the seal has none.
+func (h *Handle) checkMarker(ctx context.Context, d *sealDoc, m string, complete []byte) error {
+	prefix := backupPrefix(h.dir, h.name)
+	var doc []byte
+	var err error
+	switch {
+	case m == completeMarker && complete != nil:
+		doc = complete
+	case m == completeMarker:
+		doc, err = savedComplete(ctx, h.e.be, prefix, true)
+	default:
+		doc, err = readSmall(ctx, h.e.be, prefix+m)
+	}
+	want, sealed := d.Objects[m]
+	switch {
+	case errors.Is(err, ErrNotExist) && !sealed:
+		return nil
+	case errors.Is(err, ErrNotExist):
+		return forged("split storage: backup "+d.Backup+": "+m, fmt.Errorf("sealed but missing: %w", ErrForged))
+	case err != nil:
+		return fmt.Errorf("split storage: backup %s: reading %s: %w", d.Backup, m, err)
+	}
+	if s := sha256.Sum256(doc); !sealed || !bytes.Equal(s[:], want) {
+		return forged("split storage: backup "+d.Backup+": "+m, fmt.Errorf("not the sealed one: %w", ErrForged))
+	}
+	return nil
+}
+
+// checkIndexSeal checks a file's index bytes against the seal.
+func (h *Handle) checkIndexSeal(ctx context.Context, file string, doc []byte) error {
+	if err := h.checkSeal(ctx); err != nil || h.seal == nil {
+		return err
+	}
+	want, ok := h.seal.Objects[file+indexSuffix]
+	if s := sha256.Sum256(doc); !ok || !bytes.Equal(s[:], want) {
+		return forged(fmt.Sprintf("split storage: %s: its index", h.where(file)), fmt.Errorf("not the sealed one: %w", ErrForged))
+	}
+	return nil
+}
+
+// checkPartTag checks a part's tag once its bytes have been hashed.
+func (h *Handle) checkPartTag(file string, n int, tagger hash.Hash, want PartEntry) error {
+	if tagger == nil {
+		return nil
+	}
+	if !bytes.Equal(tagger.Sum(nil), want.Tag) {
+		return forged(fmt.Sprintf("split storage: %s, part %d: its bytes", h.where(file), n),
+			fmt.Errorf("not the ones sealed (the tag differs; a CRC32C can be made to match): %w", ErrForged))
+	}
+	return nil
+}
+
+// readTagger is the hash that checks part n of a file as it is read: nil
+// when the backup is not sealed or no key is set.
+func (h *Handle) readTagger(sealKey, file string, n int) (hash.Hash, error) {
+	if h.e.seals == nil || h.seal == nil || sealKey == "" {
+		return nil, nil
+	}
+	t, err := h.e.seals.NewTagger(sealKey, partContext(h.dir+"/"+h.name, file, n))
+	if err != nil {
+		return nil, forged(fmt.Sprintf("split storage: %s, part %d", h.where(file), n), err)
+	}
+	return t, nil
+}
+
+// SealState says whether a backup is sealed, with which key, and whether
+// this storage checked it: for show.
+func (h *Handle) SealState(ctx context.Context) (string, error) {
+	doc, err := readSmall(ctx, h.e.be, backupPrefix(h.dir, h.name)+sealMarker)
+	if errors.Is(err, ErrNotExist) {
+		return "carries no MAC (written without a signing key)", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	var d sealDoc
+	if err := strictJSON(doc, &d); err != nil {
+		return "", forged("split storage: backup "+h.dir+"/"+h.name+": its seal", err)
+	}
+	if h.e.seals == nil {
+		return fmt.Sprintf("sealed with key %s (%s); not checked here: no --%s", d.Key, d.Algorithm, flagSigningKeyFile), nil
+	}
+	if err := h.checkSeal(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("sealed with key %s (%s): seal and markers check", d.Key, d.Algorithm), nil
+}

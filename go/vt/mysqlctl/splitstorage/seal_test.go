@@ -1,0 +1,175 @@
+package splitstorage_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+// forgeCRC32C returns b with byte flip changed and four bytes at patch
+// chosen so that its CRC32C is b's: a replacement no checksum catches.
+// (CRC32C is affine over GF(2): the effect of the 32 patch bits is solved
+// for.)
+func forgeCRC32C(b []byte, flip, patch int) []byte {
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	out := append([]byte(nil), b...)
+	want := crc32.Checksum(b, tab)
+	out[flip] ^= 0x5a
+	base := crc32.Checksum(out, tab)
+	type row struct{ v, mask uint32 }
+	var basis []row
+	reduce := func(r row) row {
+		for _, b := range basis {
+			if r.v^b.v < r.v {
+				r.v, r.mask = r.v^b.v, r.mask^b.mask
+			}
+		}
+		return r
+	}
+	for i := range 32 {
+		out[patch+i/8] ^= 1 << (i % 8)
+		r := reduce(row{crc32.Checksum(out, tab) ^ base, 1 << i})
+		out[patch+i/8] ^= 1 << (i % 8)
+		if r.v != 0 {
+			basis = append(basis, r)
+			// Keep the basis sorted by leading bit, highest first.
+			for j := len(basis) - 1; j > 0 && basis[j].v > basis[j-1].v; j-- {
+				basis[j], basis[j-1] = basis[j-1], basis[j]
+			}
+		}
+	}
+	sol := reduce(row{base ^ want, 0})
+	if sol.v != 0 {
+		panic("no CRC32C patch")
+	}
+	for i := range 32 {
+		if sol.mask&(1<<i) != 0 {
+			out[patch+i/8] ^= 1 << (i % 8)
+		}
+	}
+	return out
+}
+
+// sealedBackup writes backup dir/name of one 3-part file "f" and a
+// MANIFEST in the storage s.
+func sealedBackup(t *testing.T, s *splitstorage.Storage, dir, name string) {
+	t.Helper()
+	ctx := context.Background()
+	bh, err := s.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	require.NoError(t, writeFile(ctx, bh, "f", newGen(7, 3*splitstorage.MinPartSize-1000), rand.New(rand.NewPCG(1, 2))))
+	require.NoError(t, writeFile(ctx, bh, "MANIFEST", bytes.NewReader([]byte(`{"BackupMethod":"fifo","Position":"0-1-100"}`)), rand.New(rand.NewPCG(3, 4))))
+	require.NoError(t, bh.EndBackup(ctx))
+}
+
+// readBackup reads every file of a backup through s, and verifies its parts.
+func readBackup(s *splitstorage.Storage, dir, name string) error {
+	ctx := context.Background()
+	bh, err := s.OpenBackup(ctx, dir, name)
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"f", "MANIFEST"} {
+		r, err := bh.ReadFile(ctx, f)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, r)
+		r.Close()
+		if err != nil {
+			return err
+		}
+	}
+	_, err = bh.(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+	return err
+}
+
+// TestSealsRefuseForgeries: with a signing key a backup is sealed, and a
+// reader with the key (a restore's read, verify) refuses it when any of its
+// parts, indexes or markers is not the one sealed, even where every CRC32C
+// agrees, naming what was forged; the same backup read without a key reads
+// as before; keys rotate; a key the file lacks is "cannot be checked", never
+// forged.
+func TestSealsRefuseForgeries(t *testing.T) {
+	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+		t.Run(kind, func(t *testing.T) {
+			srv := splitstoragetest.Start(t, kind)
+			srv.Setenv(t)
+			ctx := context.Background()
+			keys := splitstoragetest.KeyFile(t, "sign-1")
+			cfg := srv.Config
+			cfg.SigningKeyFile, cfg.PartSize = keys, splitstorage.MinPartSize
+			sealed := newStorage(t, cfg)
+			plain := newStorage(t, srv.Config)
+			be, err := sealed.RawBackendForTest(ctx)
+			require.NoError(t, err)
+			dir := "ks/0"
+			for _, n := range []string{"good", "part", "index", "complete", "moved", "unsealed"} {
+				sealedBackup(t, sealed, dir, n)
+			}
+			require.NoError(t, readBackup(sealed, dir, "good"))
+			require.NoError(t, readBackup(plain, dir, "good"), "a sealed backup reads without a key as before")
+
+			// A part replaced by one whose CRC32C (whole and per block) matches.
+			pk := splitstorage.PartKey(dir, "part", "f", 2)
+			orig := splitstoragetest.Get(t, be, pk)
+			splitstoragetest.Put(t, be, pk, forgeCRC32C(orig, 100, 104))
+			require.NoError(t, readBackup(plain, dir, "part"), "without a key the CRC32C forgery passes: the seal is what catches it")
+			// An index rewritten to match edited content (Tamper recomputes the checksums).
+			splitstoragetest.Tamper(t, be, dir, "index", "MANIFEST", func(parts [][]byte) [][]byte {
+				return [][]byte{[]byte(`{"BackupMethod":"fifo","Position":"0-1-999"}`)}
+			})
+			// The completion marker edited; the seal of another backup moved in.
+			ck := "ks/0/complete/.complete"
+			splitstoragetest.Put(t, be, ck, bytes.Replace(splitstoragetest.Get(t, be, ck), []byte(`"parts":`), []byte(`"parts": `), 1))
+			splitstoragetest.Put(t, be, "ks/0/moved/.seal", splitstoragetest.Get(t, be, "ks/0/good/.seal"))
+			require.NoError(t, be.Delete(ctx, "ks/0/unsealed/.seal"))
+
+			for name, want := range map[string]string{
+				"part":     "backup ks/0/part, file f, part 2: its bytes: not the ones sealed (the tag differs; a CRC32C can be made to match)",
+				"index":    "backup ks/0/index, file MANIFEST: its index: not the sealed one",
+				"complete": "backup ks/0/complete: .complete: not the sealed one",
+				"moved":    "backup ks/0/moved: its seal (the seal of backup ks/0/good, moved here)",
+				"unsealed": "backup ks/0/unsealed carries no seal (written without --split-storage-signing-key-file, or its seal was removed)",
+			} {
+				err := readBackup(sealed, dir, name)
+				require.Error(t, err, name)
+				require.ErrorContains(t, err, want, name)
+				require.True(t, errors.Is(err, splitstorage.ErrForged) && errors.Is(err, splitstorage.ErrDamaged), "%s: %v", name, err)
+				require.False(t, unreadable.Is(err), "%s: a forgery is damage, not access: %v", name, err)
+			}
+			accepting := cfg
+			accepting.AcceptUnsealed = true
+			require.NoError(t, readBackup(newStorage(t, accepting), dir, "unsealed"), "--split-storage-accept-unsealed reads it unchecked")
+
+			// Rotation: a new key first seals; the old one still checks.
+			rotated := cfg
+			rotated.SigningKeyFile = splitstoragetest.KeyFile(t, "sign-2")
+			both, err := os.ReadFile(rotated.SigningKeyFile)
+			require.NoError(t, err)
+			old, err := os.ReadFile(keys)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(rotated.SigningKeyFile, append(both, old...), 0o400))
+			require.NoError(t, readBackup(newStorage(t, rotated), dir, "good"))
+			// A key file without the sealing key cannot check: not forged.
+			other := cfg
+			other.SigningKeyFile = splitstoragetest.KeyFile(t, "sign-3")
+			err = readBackup(newStorage(t, other), dir, "good")
+			require.ErrorContains(t, err, `sealed with a key the signing key file does not hold`)
+			require.True(t, unreadable.Is(err), "%v", err)
+			require.False(t, errors.Is(err, splitstorage.ErrDamaged), "%v", err)
+		})
+	}
+}
+

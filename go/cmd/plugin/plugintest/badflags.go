@@ -119,6 +119,9 @@ var Flags = []Flag{
 	{Name: "split-storage-azure-prefix", Free: "any blob name prefix inside the container"},
 	{Name: "split-storage-encryption-key-file", Allowed: `empty (no encryption) or a readable file of lines "<id> <base64 of 32 random bytes>"`,
 		Bad: []string{"/nonexistent/vtfifo-keys", "/dev/null"}},
+	{Name: "split-storage-signing-key-file", Allowed: `empty (no seal) or a readable file of lines "<id> <base64 of 32 random bytes>"`,
+		Bad: []string{"/nonexistent/vtfifo-signing-keys", "/dev/null"}},
+	{Name: "split-storage-accept-unsealed", Free: "a boolean; it matters only with --split-storage-signing-key-file"},
 	{Name: "split-storage-s3-storage-class", Free: "S3-compatible stores define their own classes (Ceph placement targets); the store refuses an unknown one"},
 }
 

@@ -71,7 +71,7 @@ type legacyStorage struct {
 // fileLegacy: Vitess's file storage, the split storage on local disk.
 func fileLegacy() legacyStorage {
 	root := func(c *cluster.Cluster) string { return filepath.Join(c.Root, "vitess-file-backups") }
-	return legacyStorage{name: "file", split: splitBackend("split-local", "file", false),
+	return legacyStorage{name: "file", split: splitBackend("split-local", "file", false, false),
 		flags: func(c *cluster.Cluster, _ cluster.Storage) ([]string, error) {
 			return []string{"--file-backup-storage-root=" + root(c)}, c.MkdirOwned(root(c))
 		},
@@ -82,7 +82,7 @@ func fileLegacy() legacyStorage {
 
 // sharedFileLegacy: Vitess's file storage on the split storage's own root.
 func sharedFileLegacy() legacyStorage {
-	return legacyStorage{name: "file", split: splitBackend("split-local", "file", false), shared: true,
+	return legacyStorage{name: "file", split: splitBackend("split-local", "file", false, false), shared: true,
 		flags: func(_ *cluster.Cluster, st cluster.Storage) ([]string, error) {
 			return []string{"--file-backup-storage-root=" + flagValue(st.Flags, "--split-storage-root")}, nil
 		}}
@@ -94,7 +94,7 @@ func sharedFileLegacy() legacyStorage {
 // and must share them with it.
 func s3Legacy() legacyStorage {
 	const root = "vitess-legacy"
-	return legacyStorage{name: "s3", split: splitBackend("split-s3", "s3", false),
+	return legacyStorage{name: "s3", split: splitBackend("split-s3", "s3", false, false),
 		flags: func(_ *cluster.Cluster, st cluster.Storage) ([]string, error) {
 			endpoint := flagValue(st.Flags, "--split-storage-s3-endpoint")
 			return []string{"--s3-backup-aws-endpoint=" + endpoint, "--s3-backup-aws-region=us-east-1", "--s3-backup-force-path-style",

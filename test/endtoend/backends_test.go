@@ -33,14 +33,17 @@ type storageBackend struct {
 func storageBackends() []storageBackend {
 	var out []storageBackend
 	for _, kind := range splitstoragetest.All() {
-		name, encrypted := "split-"+kind, kind == splitstorage.BackendGCS || kind == splitstorage.BackendAzure
+		name, encrypted, sealed := "split-"+kind, kind == splitstorage.BackendGCS || kind == splitstorage.BackendAzure, kind == splitstorage.BackendS3
 		if kind == splitstorage.BackendFile {
 			name = "split-local"
 		}
 		if encrypted {
 			name += "-encrypted"
 		}
-		out = append(out, splitBackend(name, kind, encrypted))
+		if sealed {
+			name += "-sealed"
+		}
+		out = append(out, splitBackend(name, kind, encrypted, sealed))
 	}
 	if os.Getenv("VTFIFO_E2E_BASELINE") != "" {
 		out = append(out, storageBackend{name: "baseline-xtrabackup-file", impl: "file", engine: "xtrabackup",
@@ -57,10 +60,10 @@ func storageBackends() []storageBackend {
 	return out
 }
 
-// splitBackend is the split storage on one backend, its backups encrypted or not. Servers
-// are started by the test (as the test's user); the local backend's root is owned by the
-// cluster's user.
-func splitBackend(name, kind string, encrypted bool) storageBackend {
+// splitBackend is the split storage on one backend, its backups encrypted or not, sealed
+// or not (--split-storage-signing-key-file). Servers are started by the test (as the
+// test's user); the local backend's root is owned by the cluster's user.
+func splitBackend(name, kind string, encrypted, sealed bool) storageBackend {
 	var cfg splitstorage.Config
 	keyID := ""
 	if encrypted {
@@ -102,6 +105,16 @@ func splitBackend(name, kind string, encrypted bool) storageBackend {
 						return cluster.Storage{}, err
 					}
 					if err := c.WriteFileOwned(srv.Config.EncryptionKeyFile, keys, 0o400); err != nil {
+						return cluster.Storage{}, err
+					}
+				}
+				if sealed {
+					srv.Config.SigningKeyFile = filepath.Join(c.Root, "signing-keys")
+					keys, err := os.ReadFile(splitstoragetest.KeyFile(t, "e2e-sign-1"))
+					if err != nil {
+						return cluster.Storage{}, err
+					}
+					if err := c.WriteFileOwned(srv.Config.SigningKeyFile, keys, 0o400); err != nil {
 						return cluster.Storage{}, err
 					}
 				}

@@ -43,7 +43,7 @@ import (
 //     and verified there; a second copy is refused.
 func TestOperatorCLI(t *testing.T) {
 	for _, sb := range storageBackends() {
-		if sb.name != "split-local" && sb.name != "split-s3" {
+		if sb.name != "split-local" && sb.name != "split-s3-sealed" {
 			continue
 		}
 		t.Run(sb.name, func(t *testing.T) { runOperatorCLI(t, sb) })
@@ -638,7 +638,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 		flagsFile := filepath.Join(c.Root, "tablet-storage.flags")
 		must(t, c.WriteFileOwned(flagsFile, []byte(strings.Join(tablet, "\n")+"\n"), 0o644))
-		if sb.name != "split-s3" {
+		if sb.name != "split-s3-sealed" {
 			// Local disk: to another root, verified there; a second copy is
 			// refused. (The server-side copies, the kill and the disaster
 			// drill run from S3, below.)

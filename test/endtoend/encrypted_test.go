@@ -98,7 +98,7 @@ func writeUnderLoad(ctx context.Context, tab *cluster.Tablet, db string, stop <-
 // delta) whose backup restores into a fresh tablet. Each restore is compared
 // with the source at the backup's position.
 func TestEncryptedServerFlows(t *testing.T) {
-	sb := splitBackend("split-local", "file", false)
+	sb := splitBackend("split-local", "file", false, false)
 	keys := newServerKeyFile(t)
 	c := startCluster(t, cluster.Options{PrepareStorage: sb.prepare(t), MysqldLines: keys.mysqldLines()})
 	ctx := ctxFor(t, 30*time.Minute)

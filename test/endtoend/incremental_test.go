@@ -34,7 +34,7 @@ import (
 //     last vtbackup run.
 func TestIncrementalBackups(t *testing.T) {
 	for _, sb := range storageBackends() {
-		if sb.name != "split-local" && sb.name != "split-s3" {
+		if sb.name != "split-local" && sb.name != "split-s3-sealed" {
 			continue
 		}
 		t.Run(sb.name, func(t *testing.T) { runIncremental(t, sb) })

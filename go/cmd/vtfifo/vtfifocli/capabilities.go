@@ -48,6 +48,12 @@ type backupLocker interface {
 	Lock(ctx context.Context, dir, name string, l splitstorage.Lock) (splitstorage.LockResult, error)
 }
 
+// sealReader is a backup handle that says whether it is sealed, with
+// which key, and whether its seal checked.
+type sealReader interface {
+	SealState(ctx context.Context) (string, error)
+}
+
 // lockReader is a backup handle that says what its lock records hold.
 type lockReader interface {
 	LockState(ctx context.Context) (splitstorage.BackupLock, error)
@@ -140,6 +146,7 @@ var (
 	_ peerStorage      = (*splitstorage.Storage)(nil)
 	_ backupLocker     = (*splitstorage.Storage)(nil)
 	_ lockReader       = (*splitstorage.Handle)(nil)
+	_ sealReader       = (*splitstorage.Handle)(nil)
 	_ keyChecker       = (*splitstorage.Handle)(nil)
 	_ indexer          = (*splitstorage.Handle)(nil)
 	_ partVerifier     = (*splitstorage.Handle)(nil)

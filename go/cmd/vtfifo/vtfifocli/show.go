@@ -47,6 +47,9 @@ type ShowReport struct {
 	// storage; "not locked" when nothing does), LockedUntil its date.
 	Lock        string     `json:"lock,omitempty"`
 	LockedUntil *time.Time `json:"locked_until,omitempty"`
+	// MAC says whether the backup is sealed (split storage), with which
+	// key, and whether this storage checked it.
+	MAC string `json:"mac,omitempty"`
 }
 
 // showDoc is `vtfifo show`'s help.
@@ -106,6 +109,11 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 		if rep.Lock != "not locked" && !bl.Lock.Until.IsZero() {
 			until := bl.Lock.Until
 			rep.LockedUntil = &until
+		}
+	}
+	if sr, ok := has[sealReader](bh); ok {
+		if rep.MAC, err = sr.SealState(ctx); err != nil {
+			return rep, nil, err
 		}
 	}
 	ix, _ := has[indexer](bh)
@@ -182,6 +190,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Redo", redo(m.LSN)},
 		{"Restore", rep.restoreTimes},
 		{"Lock", cmp.Or(rep.Lock, "-")},
+		{"MAC", cmp.Or(rep.MAC, "-")},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}

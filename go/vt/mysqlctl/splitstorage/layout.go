@@ -80,8 +80,8 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 		} else if p.Blocks != nil {
 			return Index{}, fmt.Errorf("corrupt index: part %d has block checksums in a version 1 index", i+1)
 		}
-		if (idx.SealKey != "") != (len(p.Tag) == crypt.TagSize) {
-			return Index{}, fmt.Errorf("corrupt index: part %d has a tag of %d bytes with seal key %q", i+1, len(p.Tag), idx.SealKey)
+		if want := crypt.BlockTagSize * int(len(p.Blocks)/4); (idx.SealKey != "" && len(p.Tags) != want) || (idx.SealKey == "" && p.Tags != nil) {
+			return Index{}, fmt.Errorf("corrupt index: part %d has %d bytes of block tags with seal key %q, want %d", i+1, len(p.Tags), idx.SealKey, want)
 		}
 		sum += p.Size
 	}
@@ -165,8 +165,9 @@ type PartEntry struct {
 	CRC32C uint32 `json:"crc32c"`
 	// Blocks holds the big-endian CRC32C of each block of the part (version 2).
 	Blocks []byte `json:"blocks,omitempty"`
-	// Tag is the signing key's tag of the part's stored bytes (seal.go).
-	Tag []byte `json:"tag,omitempty"`
+	// Tags holds the signing key's tag of each block of the part's stored
+	// bytes (seal.go), crypt.BlockTagSize bytes each.
+	Tags []byte `json:"tags,omitempty"`
 }
 
 // Complete is the JSON document stored as .complete, last, by EndBackup.

@@ -113,8 +113,7 @@ func (r *fileReader) fetch(n int, partStart int64) error {
 	if err != nil {
 		return err
 	}
-	// A sealed part is read whole, its tag being of all its bytes.
-	if want.Blocks != nil && tagger == nil {
+	if want.Blocks != nil {
 		first = max(r.lo-partStart, 0) / plainBlock
 		last = min((min(r.hi, partStart+r.plainBytes(want.Size))-1-partStart)/plainBlock, last)
 	}
@@ -152,13 +151,13 @@ func (r *fileReader) fetch(n int, partStart int64) error {
 		}
 		b := buf[:k]
 		crc = crc32.Update(crc, castagnoli, b)
-		if tagger != nil {
-			tagger.Write(b)
-		}
 		if want.Blocks != nil {
 			if exp, found := binary.BigEndian.Uint32(want.Blocks[4*blk:]), crc32.Checksum(b, castagnoli); exp != found {
 				return fmt.Errorf("%s: checksum mismatch in bytes %d..%d: expected crc32c %08x, found %08x", where, got-int64(k), got-1, exp, found)
 			}
+		}
+		if err := r.h.checkBlockTag(tagger, r.idx.File, n, blk, b, want); err != nil {
+			return err
 		}
 		if whole && got == want.Size {
 			// One byte more means the object is longer than the index says.
@@ -168,9 +167,6 @@ func (r *fileReader) fetch(n int, partStart int64) error {
 			}
 			if crc != want.CRC32C {
 				return fmt.Errorf("%s: checksum mismatch: expected crc32c %08x, found %08x", where, want.CRC32C, crc)
-			}
-			if err := r.h.checkPartTag(r.idx.File, n, tagger, want); err != nil {
-				return err
 			}
 		}
 		if got == end {

@@ -59,13 +59,52 @@ func forged(what string, err error) error {
 	return fmt.Errorf("%s: %w: %w", what, err, ErrDamaged)
 }
 
-// partTagger returns the hash that tags part n of file as it is written,
-// or nil when this backup is not sealed.
-func (h *Handle) partTagger(file string, n int) (hash.Hash, error) {
+// blockTagger tags a part's blocks, each under its own context (the
+// part's and the block's number), as they are written or read.
+type blockTagger struct {
+	mac  hash.Hash
+	part string // partContext
+	blk  int
+	tags []byte // the tags of the blocks ended (the write side)
+}
+
+func newBlockTagger(mac hash.Hash, part string) *blockTagger {
+	t := &blockTagger{mac: mac, part: part}
+	crypt.Begin(mac, t.context())
+	return t
+}
+
+func (t *blockTagger) context() string { return t.part + "\x00" + strconv.Itoa(t.blk) }
+
+// write adds bytes of the current block.
+func (t *blockTagger) write(b []byte) { t.mac.Write(b) }
+
+// endBlock tags the current block and begins the next.
+func (t *blockTagger) endBlock() {
+	t.tags = crypt.BlockTag(t.tags, t.mac)
+	t.blk++
+	crypt.Begin(t.mac, t.context())
+}
+
+// tagOf is block blk's tag of data (the read side).
+func (t *blockTagger) tagOf(blk int, data []byte) []byte {
+	t.blk = blk
+	crypt.Begin(t.mac, t.context())
+	t.mac.Write(data)
+	return crypt.BlockTag(nil, t.mac)
+}
+
+// partTagger returns the tagger of part n of file as it is written, or
+// nil when this backup is not sealed.
+func (h *Handle) partTagger(file string, n int) (*blockTagger, error) {
 	if h.e.seals == nil {
 		return nil, nil
 	}
-	return h.e.seals.NewTagger(h.e.seals.CurrentID(), partContext(h.dir+"/"+h.name, file, n))
+	mac, err := h.e.seals.NewMAC(h.e.seals.CurrentID())
+	if err != nil {
+		return nil, err
+	}
+	return newBlockTagger(mac, partContext(h.dir+"/"+h.name, file, n)), nil
 }
 
 // sealKey is the key an index written now records for its part tags.
@@ -192,29 +231,30 @@ func (h *Handle) checkIndexSeal(ctx context.Context, file string, doc []byte) er
 	return nil
 }
 
-// checkPartTag checks a part's tag once its bytes have been hashed.
-func (h *Handle) checkPartTag(file string, n int, tagger hash.Hash, want PartEntry) error {
-	if tagger == nil {
+// checkBlockTag checks block blk of part n of file, before any of its
+// bytes is used.
+func (h *Handle) checkBlockTag(t *blockTagger, file string, n, blk int, data []byte, want PartEntry) error {
+	if t == nil {
 		return nil
 	}
-	if !bytes.Equal(tagger.Sum(nil), want.Tag) {
-		return forged(fmt.Sprintf("split storage: %s, part %d: its bytes", h.where(file), n),
+	if got := t.tagOf(blk, data); 8*blk+crypt.BlockTagSize > len(want.Tags) || !bytes.Equal(got, want.Tags[8*blk:8*blk+crypt.BlockTagSize]) {
+		return forged(fmt.Sprintf("split storage: %s, part %d, block %d: its bytes", h.where(file), n, blk),
 			fmt.Errorf("not the ones sealed (the tag differs; a CRC32C can be made to match): %w", ErrForged))
 	}
 	return nil
 }
 
-// readTagger is the hash that checks part n of a file as it is read: nil
-// when the backup is not sealed or no key is set.
-func (h *Handle) readTagger(sealKey, file string, n int) (hash.Hash, error) {
+// readTagger is the tagger that checks part n of a file as it is read:
+// nil when the backup is not sealed or no key is set.
+func (h *Handle) readTagger(sealKey, file string, n int) (*blockTagger, error) {
 	if h.e.seals == nil || h.seal == nil || sealKey == "" {
 		return nil, nil
 	}
-	t, err := h.e.seals.NewTagger(sealKey, partContext(h.dir+"/"+h.name, file, n))
+	mac, err := h.e.seals.NewMAC(sealKey)
 	if err != nil {
 		return nil, forged(fmt.Sprintf("split storage: %s, part %d", h.where(file), n), err)
 	}
-	return t, nil
+	return newBlockTagger(mac, partContext(h.dir+"/"+h.name, file, n)), nil
 }
 
 // SealState says whether a backup is sealed, with which key, and whether
@@ -238,4 +278,47 @@ func (h *Handle) SealState(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("sealed with key %s (%s): seal and markers check", d.Key, d.Algorithm), nil
+}
+
+// tagSink checks a part's block tags as its bytes stream through it (verify
+// reads parts whole); close checks the last, partial, block.
+type tagSink struct {
+	h         *Handle
+	t         *blockTagger
+	file      string
+	n         int
+	want      PartEntry
+	blockSize int64
+	in        int64 // bytes of the current block
+	blk       int
+	data      []byte // the current block's bytes
+}
+
+func (s *tagSink) Write(b []byte) (int, error) {
+	total := len(b)
+	for len(b) > 0 {
+		k := min(int64(len(b)), s.blockSize-s.in)
+		s.data = append(s.data, b[:k]...)
+		s.in += k
+		b = b[k:]
+		if s.in == s.blockSize {
+			if err := s.endBlock(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return total, nil
+}
+
+func (s *tagSink) endBlock() error {
+	err := s.h.checkBlockTag(s.t, s.file, s.n, s.blk, s.data, s.want)
+	s.blk, s.in, s.data = s.blk+1, 0, s.data[:0]
+	return err
+}
+
+func (s *tagSink) close() error {
+	if s.in > 0 {
+		return s.endBlock()
+	}
+	return nil
 }

@@ -137,7 +137,7 @@ func TestSealsRefuseForgeries(t *testing.T) {
 			require.NoError(t, be.Delete(ctx, "ks/0/unsealed/.seal"))
 
 			for name, want := range map[string]string{
-				"part":     "backup ks/0/part, file f, part 2: its bytes: not the ones sealed (the tag differs; a CRC32C can be made to match)",
+				"part":     "backup ks/0/part, file f, part 2, block 0: its bytes: not the ones sealed (the tag differs; a CRC32C can be made to match)",
 				"index":    "backup ks/0/index, file MANIFEST: its index: not the sealed one",
 				"complete": "backup ks/0/complete: .complete: not the sealed one",
 				"moved":    "backup ks/0/moved: its seal (the seal of backup ks/0/good, moved here)",
@@ -149,6 +149,18 @@ func TestSealsRefuseForgeries(t *testing.T) {
 				require.True(t, errors.Is(err, splitstorage.ErrForged) && errors.Is(err, splitstorage.ErrDamaged), "%s: %v", name, err)
 				require.False(t, unreadable.Is(err), "%s: a forgery is damage, not access: %v", name, err)
 			}
+			// verify alone (whole parts, streamed) names the part and block too,
+			// and reading another block of the same part is not refused.
+			bh, err := sealed.OpenBackup(ctx, dir, "part")
+			require.NoError(t, err)
+			_, err = bh.(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+			require.ErrorContains(t, err, "file f, part 2 (ks/0/part/f.part-00000002): split storage: backup ks/0/part, file f, part 2, block 0: its bytes: not the ones sealed")
+			r, err := bh.(*splitstorage.Handle).ReadFileRange(ctx, "f", splitstorage.MinPartSize+300<<10, 1000)
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, r)
+			r.Close()
+			require.NoError(t, err, "block 1 of the forged part is the sealed one")
+
 			accepting := cfg
 			accepting.AcceptUnsealed = true
 			require.NoError(t, readBackup(newStorage(t, accepting), dir, "unsealed"), "--split-storage-accept-unsealed reads it unchecked")
@@ -173,3 +185,21 @@ func TestSealsRefuseForgeries(t *testing.T) {
 	}
 }
 
+
+// TestSealedAndEncrypted: a backup both encrypted and sealed reads back;
+// its tags are of the stored (encrypted) bytes, checked before decryption.
+func TestSealedAndEncrypted(t *testing.T) {
+	srv := splitstoragetest.Local(t)
+	cfg := srv.Config
+	cfg.PartSize = splitstorage.MinPartSize
+	cfg.EncryptionKeyFile = splitstoragetest.KeyFile(t, "enc-1")
+	cfg.SigningKeyFile = splitstoragetest.KeyFile(t, "sign-1")
+	s := newStorage(t, cfg)
+	sealedBackup(t, s, "ks/0", "both")
+	require.NoError(t, readBackup(s, "ks/0", "both"))
+	be, err := s.RawBackendForTest(context.Background())
+	require.NoError(t, err)
+	pk := splitstorage.PartKey("ks/0", "both", "f", 1)
+	splitstoragetest.Put(t, be, pk, forgeCRC32C(splitstoragetest.Get(t, be, pk), 100, 104))
+	require.ErrorContains(t, readBackup(s, "ks/0", "both"), "file f, part 1, block 0: its bytes: not the ones sealed")
+}

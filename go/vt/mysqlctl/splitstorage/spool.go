@@ -3,7 +3,6 @@ package splitstorage
 import (
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -191,7 +190,7 @@ type spoolPart struct {
 	crc         uint32
 	blockCRC    uint32
 	blocks      []byte    // big-endian CRC32C of each crcBlockSize block, the last one once sealed
-	tagger      hash.Hash // the signing key's tag of the bytes (seal.go); nil: none
+	tagger      *blockTagger // the signing key's tags of its blocks (seal.go); nil: none
 }
 
 func (s *spool) newPart(writeback bool) (*spoolPart, error) {
@@ -219,17 +218,20 @@ func (p *spoolPart) write(b []byte) error {
 		copy(p.buf[p.size-p.onDisk:], b)
 	}
 	p.crc = crc32.Update(p.crc, castagnoli, b)
-	if p.tagger != nil {
-		p.tagger.Write(b)
-	}
 	for len(b) > 0 {
 		k := min(len(b), int(crcBlockSize-p.size%crcBlockSize))
 		p.blockCRC = crc32.Update(p.blockCRC, castagnoli, b[:k])
+		if p.tagger != nil {
+			p.tagger.write(b[:k])
+		}
 		p.size += int64(k)
 		b = b[k:]
 		if p.size%crcBlockSize == 0 {
 			p.blocks = binary.BigEndian.AppendUint32(p.blocks, p.blockCRC)
 			p.blockCRC = 0
+			if p.tagger != nil {
+				p.tagger.endBlock()
+			}
 		}
 	}
 	return nil
@@ -284,6 +286,9 @@ func (p *spoolPart) seal() error {
 	if p.size%crcBlockSize != 0 {
 		p.blocks = binary.BigEndian.AppendUint32(p.blocks, p.blockCRC)
 		p.blockCRC = 0
+		if p.tagger != nil {
+			p.tagger.endBlock()
+		}
 	}
 	return nil
 }
@@ -317,7 +322,7 @@ func PartEntryOf(data []byte, blockSize int64) PartEntry {
 func (p *spoolPart) entry() PartEntry {
 	e := PartEntry{Size: p.size, CRC32C: p.crc, Blocks: p.blocks}
 	if p.tagger != nil {
-		e.Tag = p.tagger.Sum(nil)
+		e.Tags = p.tagger.tags
 	}
 	return e
 }

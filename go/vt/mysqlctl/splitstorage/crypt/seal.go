@@ -23,8 +23,13 @@ import (
 // SealAlgorithm names the scheme in the documents that record it.
 const SealAlgorithm = "HMAC-SHA256-HKDF-v1"
 
-// TagSize is the size of a tag.
-const TagSize = sha256.Size
+// TagSize is the size of a document's tag; BlockTagSize of a block's
+// (HMAC-SHA256 cut to 64 bits: an index holds one per 256 KiB block, and a
+// forger without the key has one try per read at 2^-64).
+const (
+	TagSize      = sha256.Size
+	BlockTagSize = 8
+)
 
 // ErrForged is returned (wrapped) for a tag that does not check.
 var ErrForged = errors.New("replaced or forged")
@@ -42,27 +47,40 @@ func (kr *Keyring) sealKey(id string) ([]byte, error) {
 	return hkdf.Key(sha256.New, master, nil, "vtfifo seal v1", sha256.Size)
 }
 
-// NewTagger returns a hash that tags bytes sealed for context under key id
-// (CurrentID to seal): write the bytes, then Sum(nil) is the tag.
-func (kr *Keyring) NewTagger(id, context string) (hash.Hash, error) {
+// NewMAC returns the MAC of key id (CurrentID to seal): Begin a tag's
+// context, write the bytes, and Sum(nil) is the tag (BlockTag: a block's).
+func (kr *Keyring) NewMAC(id string) (hash.Hash, error) {
 	k, err := kr.sealKey(id)
 	if err != nil {
 		return nil, err
 	}
-	h := hmac.New(sha256.New, k)
+	return hmac.New(sha256.New, k), nil
+}
+
+// Begin resets mac for bytes sealed for context: a tag made for one
+// context does not check for another.
+func Begin(mac hash.Hash, context string) {
+	mac.Reset()
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(len(context)))
-	h.Write(n[:])
-	h.Write([]byte(context))
-	return h, nil
+	mac.Write(n[:])
+	mac.Write([]byte(context))
+}
+
+// BlockTag is the tag of the bytes written to mac since Begin, cut to
+// BlockTagSize, appended to dst.
+func BlockTag(dst []byte, mac hash.Hash) []byte {
+	var sum [sha256.Size]byte
+	return append(dst, mac.Sum(sum[:0])[:BlockTagSize]...)
 }
 
 // Tag returns the tag of doc sealed for context under key id.
 func (kr *Keyring) Tag(id, context string, doc []byte) ([]byte, error) {
-	h, err := kr.NewTagger(id, context)
+	h, err := kr.NewMAC(id)
 	if err != nil {
 		return nil, err
 	}
+	Begin(h, context)
 	h.Write(doc)
 	return h.Sum(nil), nil
 }

@@ -563,6 +563,10 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 	})
 
+	if sb.name == "split-s3-sealed" {
+		t.Run("seal-refuses-a-forged-part", func(t *testing.T) { forgedPart(ctx, t, c, name, vtfifo, tool) })
+	}
+
 	// vtbackup --fifo-backup-test-restore: a new backup that passes gets its
 	// record; one that fails is quarantined (GetBackups, and so every
 	// restore, no longer sees it) and fails vtbackup; release puts it back,
@@ -951,4 +955,60 @@ func restoreTableKinds(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Fatalf("restore-table into a read-only server downloaded into %s", target)
 	}
+}
+
+// forgedPart is TestOperatorCLI's seal step, on the sealed S3 storage: the
+// first part of a lane replaced, at the store, by bytes whose CRC32C (whole
+// and per block) matches: vtfifo verify and restore, with the signing key,
+// refuse the backup naming the file, part and block; show says it is
+// sealed, and without the key that it was not checked. The part is put
+// back at the end.
+func forgedPart(ctx context.Context, t *testing.T, c *cluster.Cluster, name string, vtfifo func(*testing.T, int, ...string) string, tool []string) {
+	var splitFlags, unsigned []string
+	for _, f := range c.Storage.Flags {
+		if strings.HasPrefix(f, "--split-storage-") {
+			splitFlags = append(splitFlags, f)
+			if !strings.HasPrefix(f, "--split-storage-signing-key-file=") {
+				unsigned = append(unsigned, f)
+			}
+		}
+	}
+	cfg, err := splitstorage.ConfigFromArgs(splitFlags)
+	must(t, err)
+	be, err := splitstorage.OpenBackend(ctx, cfg)
+	must(t, err)
+	prefix := c.Keyspace + "/" + c.Shard + "/" + name + "/"
+	objs, err := be.List(ctx, prefix, false)
+	must(t, err)
+	var key string
+	for _, o := range objs {
+		if strings.HasPrefix(o.Key, prefix+"lane-") && strings.HasSuffix(o.Key, ".part-00000001") {
+			key = o.Key
+			break
+		}
+	}
+	if key == "" {
+		t.Fatalf("no lane part under %s", prefix)
+	}
+	lane := strings.TrimSuffix(strings.TrimPrefix(key, prefix), ".part-00000001")
+	orig := splitstoragetest.Get(t, be, key)
+	splitstoragetest.Put(t, be, key, splitstoragetest.ForgeCRC32C(orig, 100, 104))
+	forged := "file " + lane + ", part 1, block 0: its bytes: not the ones sealed (the tag differs; a CRC32C can be made to match): replaced or forged"
+	if out := vtfifo(t, 1, "verify", "--backup="+name); !strings.Contains(out, forged) {
+		t.Fatalf("verify of a forged backup does not name the forged block:\n%s", out)
+	}
+	target := filepath.Join(c.TmpDir, "forged-restore")
+	if out := vtfifo(t, 1, append([]string{"restore", "--backup=" + name, "--target-dir=" + target}, tool...)...); !strings.Contains(out, forged) {
+		t.Fatalf("restore of a forged backup does not name the forged block:\n%s", out)
+	}
+	if out := vtfifo(t, 0, "show", "--backup="+name); !regexp.MustCompile(`MAC:\s+sealed with key e2e-sign-1 \(HMAC-SHA256-HKDF-v1\): seal and markers check`).MatchString(out) {
+		t.Fatalf("show does not say the backup is sealed:\n%s", out)
+	}
+	out, code, err := c.VtfifoWith(ctx, nil, append([]string{"show", "--backup=" + name}, unsigned...)...)
+	must(t, err)
+	if code != 0 || !strings.Contains(out, "not checked here: no --split-storage-signing-key-file") {
+		t.Fatalf("show without the signing key: exit %d\n%s", code, out)
+	}
+	splitstoragetest.Put(t, be, key, orig)
+	vtfifo(t, 0, "verify", "--backup="+name)
 }

@@ -165,7 +165,7 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 		names []string
 		total int64
 		parts int
-		want  = map[string]int64{} // every object written: key -> size
+		want  = map[string]int64{}  // every object written: key -> size
 		sums  = map[string][]byte{} // every index's SHA-256, for the seal
 	)
 	for name, st := range h.files {

@@ -146,12 +146,12 @@ func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 // block is a frame sealed on its own (see encryption.go); Size is then the
 // file's bytes before encryption, and the parts' sizes what is stored.
 type Index struct {
-	Version    int         `json:"version"`
-	Backup     string      `json:"backup"`
-	File       string      `json:"file"`
-	PartSize   int64       `json:"part_size"`
-	BlockSize  int64       `json:"block_size,omitempty"`
-	Encryption string      `json:"encryption,omitempty"`
+	Version    int    `json:"version"`
+	Backup     string `json:"backup"`
+	File       string `json:"file"`
+	PartSize   int64  `json:"part_size"`
+	BlockSize  int64  `json:"block_size,omitempty"`
+	Encryption string `json:"encryption,omitempty"`
 	// SealKey names the signing key of the parts' tags (seal.go); empty:
 	// the parts carry none.
 	SealKey string      `json:"seal_key,omitempty"`

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -16,50 +15,6 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
-
-// forgeCRC32C returns b with byte flip changed and four bytes at patch
-// chosen so that its CRC32C is b's: a replacement no checksum catches.
-// (CRC32C is affine over GF(2): the effect of the 32 patch bits is solved
-// for.)
-func forgeCRC32C(b []byte, flip, patch int) []byte {
-	tab := crc32.MakeTable(crc32.Castagnoli)
-	out := append([]byte(nil), b...)
-	want := crc32.Checksum(b, tab)
-	out[flip] ^= 0x5a
-	base := crc32.Checksum(out, tab)
-	type row struct{ v, mask uint32 }
-	var basis []row
-	reduce := func(r row) row {
-		for _, b := range basis {
-			if r.v^b.v < r.v {
-				r.v, r.mask = r.v^b.v, r.mask^b.mask
-			}
-		}
-		return r
-	}
-	for i := range 32 {
-		out[patch+i/8] ^= 1 << (i % 8)
-		r := reduce(row{crc32.Checksum(out, tab) ^ base, 1 << i})
-		out[patch+i/8] ^= 1 << (i % 8)
-		if r.v != 0 {
-			basis = append(basis, r)
-			// Keep the basis sorted by leading bit, highest first.
-			for j := len(basis) - 1; j > 0 && basis[j].v > basis[j-1].v; j-- {
-				basis[j], basis[j-1] = basis[j-1], basis[j]
-			}
-		}
-	}
-	sol := reduce(row{base ^ want, 0})
-	if sol.v != 0 {
-		panic("no CRC32C patch")
-	}
-	for i := range 32 {
-		if sol.mask&(1<<i) != 0 {
-			out[patch+i/8] ^= 1 << (i % 8)
-		}
-	}
-	return out
-}
 
 // sealedBackup writes backup dir/name of one 3-part file "f" and a
 // MANIFEST in the storage s.
@@ -124,7 +79,7 @@ func TestSealsRefuseForgeries(t *testing.T) {
 			// A part replaced by one whose CRC32C (whole and per block) matches.
 			pk := splitstorage.PartKey(dir, "part", "f", 2)
 			orig := splitstoragetest.Get(t, be, pk)
-			splitstoragetest.Put(t, be, pk, forgeCRC32C(orig, 100, 104))
+			splitstoragetest.Put(t, be, pk, splitstoragetest.ForgeCRC32C(orig, 100, 104))
 			require.NoError(t, readBackup(plain, dir, "part"), "without a key the CRC32C forgery passes: the seal is what catches it")
 			// An index rewritten to match edited content (Tamper recomputes the checksums).
 			splitstoragetest.Tamper(t, be, dir, "index", "MANIFEST", func(parts [][]byte) [][]byte {
@@ -185,7 +140,6 @@ func TestSealsRefuseForgeries(t *testing.T) {
 	}
 }
 
-
 // TestSealedAndEncrypted: a backup both encrypted and sealed reads back;
 // its tags are of the stored (encrypted) bytes, checked before decryption.
 func TestSealedAndEncrypted(t *testing.T) {
@@ -200,6 +154,6 @@ func TestSealedAndEncrypted(t *testing.T) {
 	be, err := s.RawBackendForTest(context.Background())
 	require.NoError(t, err)
 	pk := splitstorage.PartKey("ks/0", "both", "f", 1)
-	splitstoragetest.Put(t, be, pk, forgeCRC32C(splitstoragetest.Get(t, be, pk), 100, 104))
+	splitstoragetest.Put(t, be, pk, splitstoragetest.ForgeCRC32C(splitstoragetest.Get(t, be, pk), 100, 104))
 	require.ErrorContains(t, readBackup(s, "ks/0", "both"), "file f, part 1, block 0: its bytes: not the ones sealed")
 }

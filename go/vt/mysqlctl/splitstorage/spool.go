@@ -189,7 +189,7 @@ type spoolPart struct {
 	buf         *[spoolWriteSize]byte
 	crc         uint32
 	blockCRC    uint32
-	blocks      []byte    // big-endian CRC32C of each crcBlockSize block, the last one once sealed
+	blocks      []byte       // big-endian CRC32C of each crcBlockSize block, the last one once sealed
 	tagger      *blockTagger // the signing key's tags of its blocks (seal.go); nil: none
 }
 

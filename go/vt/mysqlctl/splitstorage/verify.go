@@ -154,9 +154,9 @@ type partsVerifier struct {
 
 // partJob is one part whose bytes are checked.
 type partJob struct {
-	file    string
-	n       int
-	want    PartEntry
+	file      string
+	n         int
+	want      PartEntry
 	sealKey   string // the index's (seal.go)
 	blockSize int64
 }

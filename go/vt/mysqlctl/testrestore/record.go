@@ -67,6 +67,11 @@ func Load(ctx context.Context, bh backupstorage.BackupHandle) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A record proves something of the backup it names only: one copied in
+	// from another backup is no proof of this one.
+	if want := bh.Directory() + "/" + bh.Name(); rec.Backup != want {
+		return nil, fmt.Errorf("the test restore record of backup %s is backup %s's (moved from another backup): it proves nothing of this one", want, rec.Backup)
+	}
 	return &rec, nil
 }
 

@@ -116,6 +116,10 @@ type Locker interface {
 	Lock(ctx context.Context, key string, l Lock) error
 }
 
+// ErrNoLocks is the error of a wrapper's Lock or LockOf over a store that
+// does not lock objects (LockerOf says which do).
+var ErrNoLocks = Permanent(errors.New("this store does not lock objects"))
+
 // LockerOf returns b as a Locker when the store behind its wrappers locks
 // objects; every wrapper passes Lock and LockOf through.
 func LockerOf(b Backend) (Locker, bool) {

@@ -477,3 +477,23 @@ func Tamper(t testing.TB, be backend.Backend, dir, name, file string, mutate fun
 	}
 	put(ikey, doc)
 }
+
+// ProxiedBackend starts a server of kind behind a FaultProxy and returns
+// the raw backend, through the proxy (environment set, closed at cleanup),
+// and the proxy, for tests that assert what was sent.
+func ProxiedBackend(t *testing.T, kind string, answer func(p *FaultProxy)) (backend.Backend, *FaultProxy) {
+	t.Helper()
+	srv := Start(t, kind)
+	p := NewFaultProxy(t, srv.Addr)
+	if answer != nil {
+		answer(p)
+	}
+	ps := srv.WithProxy(p)
+	ps.Setenv(t)
+	b, err := splitstorage.OpenBackend(context.Background(), ps.Config)
+	if err != nil {
+		t.Fatalf("opening the %s backend: %v", kind, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b, p
+}

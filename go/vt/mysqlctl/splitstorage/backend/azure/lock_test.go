@@ -23,15 +23,11 @@ import (
 // compliance), its date and the legal hold in its headers; Lock reads the
 // blob, then sets the policy and the hold.
 func TestLockRequestsSentOnlyAsRequests(t *testing.T) {
-	srv := splitstoragetest.StartAzure(t)
-	p := splitstoragetest.NewFaultProxy(t, srv.Addr)
-	p.Answer(http.MethodPut, "comp=immutabilityPolicies", http.StatusOK, nil, "")
-	p.Answer(http.MethodPut, "comp=legalhold", http.StatusOK, http.Header{"X-Ms-Legal-Hold": {"true"}}, "")
-	ps := srv.WithProxy(p)
-	ps.Setenv(t)
+	be, p := splitstoragetest.ProxiedBackend(t, splitstorage.BackendAzure, func(p *splitstoragetest.FaultProxy) {
+		p.Answer(http.MethodPut, "comp=immutabilityPolicies", http.StatusOK, nil, "")
+		p.Answer(http.MethodPut, "comp=legalhold", http.StatusOK, http.Header{"X-Ms-Legal-Hold": {"true"}}, "")
+	})
 	ctx := context.Background()
-	be, err := splitstorage.OpenBackend(ctx, ps.Config)
-	require.NoError(t, err)
 	lk, ok := backend.LockerOf(be)
 	require.True(t, ok)
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)

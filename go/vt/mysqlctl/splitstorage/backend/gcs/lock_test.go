@@ -22,13 +22,8 @@ import (
 // the object, then patches only what extends it; an object already locked
 // as long is not patched.
 func TestLockRequestsSentOnlyAsRequests(t *testing.T) {
-	srv := splitstoragetest.StartGCS(t)
-	p := splitstoragetest.NewFaultProxy(t, srv.Addr)
-	ps := srv.WithProxy(p)
-	ps.Setenv(t)
+	be, p := splitstoragetest.ProxiedBackend(t, splitstorage.BackendGCS, nil)
 	ctx := context.Background()
-	be, err := splitstorage.OpenBackend(ctx, ps.Config)
-	require.NoError(t, err)
 	lk, ok := backend.LockerOf(be)
 	require.True(t, ok)
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)

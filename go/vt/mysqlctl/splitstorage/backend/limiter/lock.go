@@ -2,20 +2,17 @@ package limiter
 
 import (
 	"context"
-	"errors"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 var _ backend.Locker = (*Backend)(nil)
 
-var errNoLocks = errors.New("this store does not lock objects")
-
 // LockOf passes to the backend wrapped: a lock moves no data.
 func (l *Backend) LockOf(ctx context.Context, key string) (backend.Lock, error) {
 	lk, ok := backend.LockerOf(l.Backend)
 	if !ok {
-		return backend.Lock{}, backend.Permanent(errNoLocks)
+		return backend.Lock{}, backend.ErrNoLocks
 	}
 	return lk.LockOf(ctx, key)
 }
@@ -24,7 +21,7 @@ func (l *Backend) LockOf(ctx context.Context, key string) (backend.Lock, error) 
 func (l *Backend) Lock(ctx context.Context, key string, want backend.Lock) error {
 	lk, ok := backend.LockerOf(l.Backend)
 	if !ok {
-		return backend.Permanent(errNoLocks)
+		return backend.ErrNoLocks
 	}
 	return lk.Lock(ctx, key, want)
 }

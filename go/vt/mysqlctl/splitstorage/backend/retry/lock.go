@@ -2,20 +2,17 @@ package retry
 
 import (
 	"context"
-	"errors"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
 var _ backend.Locker = (*Backend)(nil)
 
-var errNoLocks = errors.New("this store does not lock objects")
-
 // LockOf retries the wrapped backend's LockOf.
 func (r *Backend) LockOf(ctx context.Context, key string) (backend.Lock, error) {
 	lk, ok := backend.LockerOf(r.Backend)
 	if !ok {
-		return backend.Lock{}, backend.Permanent(errNoLocks)
+		return backend.Lock{}, backend.ErrNoLocks
 	}
 	var out backend.Lock
 	err := r.do(ctx, "lock-of", key, func(ctx context.Context, _ func()) error {
@@ -31,7 +28,7 @@ func (r *Backend) LockOf(ctx context.Context, key string) (backend.Lock, error) 
 func (r *Backend) Lock(ctx context.Context, key string, l backend.Lock) error {
 	lk, ok := backend.LockerOf(r.Backend)
 	if !ok {
-		return backend.Permanent(errNoLocks)
+		return backend.ErrNoLocks
 	}
 	return r.do(ctx, "lock", key, func(ctx context.Context, _ func()) error {
 		return lk.Lock(ctx, key, l)

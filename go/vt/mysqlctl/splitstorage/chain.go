@@ -220,6 +220,9 @@ func (s *Storage) removeProven(ctx context.Context, e *env, dir, name string) er
 		if err := refuseLocked(ctx, e, dir, name, "removing"); err != nil {
 			return err
 		}
+		if err := refusePromoting(ctx, e, dir, name); err != nil {
+			return err
+		}
 		return s.removeChained(ctx, e, dir, name)
 	}
 	if done, err := s.removeLegacy(ctx, e, dir, name); done || err != nil {

@@ -145,7 +145,8 @@ func (s *Storage) startCopy(ctx context.Context, dst *Storage, dir, name string,
 	for _, o := range objs {
 		switch {
 		case o.Dir || o.Key == prefix+completeMarker || o.Key == prefix+quarantineMarker || o.Key == prefix+retiredMarker || isLeaseKey(prefix, o.Key):
-		case isLockRecordKey(prefix, o.Key): // the source's lock: the destination locks by its own settings
+		case isLockRecordKey(prefix, o.Key), o.Key == prefix+promotingMarker, o.Key == prefix+promotedMarker:
+			// The source's own: the destination locks by its own settings.
 		case isSidecarKey(prefix, o.Key):
 			c.sidecars = append(c.sidecars, o)
 		case o.Key == prefix+startedMarker:

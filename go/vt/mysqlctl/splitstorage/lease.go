@@ -181,6 +181,9 @@ func (s *Storage) CheckUnread(ctx context.Context, dir, name string) error {
 	if err := refuseLocked(ctx, e, dir, name, "removing"); err != nil {
 		return err
 	}
+	if err := refusePromoting(ctx, e, dir, name); err != nil {
+		return err
+	}
 	return checkNotInUse(ctx, e, dir, name)
 }
 

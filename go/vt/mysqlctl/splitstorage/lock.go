@@ -51,7 +51,7 @@ func isLockRecordKey(prefix, key string) bool { return strings.HasPrefix(key, pr
 func lockCovers(prefix, key string) bool {
 	rel := strings.TrimPrefix(key, prefix)
 	switch {
-	case rel == completeMarker || rel == retiredMarker || rel == quarantineMarker:
+	case rel == completeMarker || rel == retiredMarker || rel == quarantineMarker, rel == promotingMarker || rel == promotedMarker:
 		return false
 	case strings.HasPrefix(rel, leasePrefix), strings.HasPrefix(rel, sidecarPrefix):
 		return false // read leases go as readers leave; records are replaced

@@ -114,7 +114,8 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 	prefix := backupPrefix(h.dir, h.name)
 	v := &partsVerifier{h: h, opts: opts, prefix: prefix, badIndex: map[string]bool{},
 		expected: map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true, prefix + baseMarker: true, prefix + retiredMarker: true,
-			prefix + quarantineMarker: true, prefix + sealMarker: true}}
+			prefix + quarantineMarker: true, prefix + sealMarker: true,
+			prefix + promotingMarker: true, prefix + promotedMarker: true}}
 	if docErr != nil {
 		v.report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr), Err: docErr})
 		return v.result()

@@ -54,6 +54,17 @@ type sealReader interface {
 	SealState(ctx context.Context) (string, error)
 }
 
+// promoter copies a backup to a protected split storage, verified and
+// locked there.
+type promoter interface {
+	Promote(ctx context.Context, to backupstorage.BackupStorage, dir, name string, l splitstorage.Lock, opts splitstorage.CopyOptions) (splitstorage.PromoteReport, error)
+}
+
+// promotionReader is a backup handle that says where it was promoted.
+type promotionReader interface {
+	Promotion(ctx context.Context) (string, error)
+}
+
 // lockReader is a backup handle that says what its lock records hold.
 type lockReader interface {
 	LockState(ctx context.Context) (splitstorage.BackupLock, error)
@@ -147,6 +158,8 @@ var (
 	_ backupLocker     = (*splitstorage.Storage)(nil)
 	_ lockReader       = (*splitstorage.Handle)(nil)
 	_ sealReader       = (*splitstorage.Handle)(nil)
+	_ promoter         = (*splitstorage.Storage)(nil)
+	_ promotionReader  = (*splitstorage.Handle)(nil)
 	_ keyChecker       = (*splitstorage.Handle)(nil)
 	_ indexer          = (*splitstorage.Handle)(nil)
 	_ partVerifier     = (*splitstorage.Handle)(nil)

@@ -36,6 +36,7 @@ func commands() []subcommand {
 		{pruneDoc, Prune},
 		{releaseDoc, Release},
 		{lockDoc, LockBackup},
+		{promoteDoc, Promote},
 	}
 }
 

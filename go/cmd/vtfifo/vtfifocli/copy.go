@@ -33,30 +33,24 @@ var copyDoc = commandDoc{"copy", "Copy a backup to a second split storage (anoth
 // moves it. A backup of the legacy storage is copied file by file
 // (copylegacy.go), into the same split storage or another.
 func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
-	var toFiles, toFlags []string
+	var toArgs peerFlags
 	var removeSource, asJSON *bool
 	var concurrency *int
 	var dst splitstorage.Config
 	s, bh, code := openAnyBackup(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
-			fs.StringSliceVar(&toFiles, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines "+
-				"skipped), e.g. another tablet's; repeatable")
-			fs.StringArrayVar(&toFlags, "to", nil, "a destination storage flag, after those of --to-flags-file, e.g. "+
-				"--to=--split-storage-s3-bucket=backups-dr; repeatable")
+			toArgs.register(fs)
 			removeSource = fs.Bool("remove-source", false, "remove the backup from the source once it is copied and verified (a move)")
 			concurrency = fs.Int("concurrency", 0, "objects copied at once (0: the destination's --split-storage-upload-concurrency)")
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, destination, bases copied first, objects, bytes, source removed) instead of lines")
 			o.registerProgressFlags(fs)
 			return func() error {
-				if len(toFiles) == 0 && len(toFlags) == 0 {
-					return errors.New("--to-flags-file or --to is required: the destination storage")
-				}
 				if *concurrency < 0 || *concurrency > 256 {
 					return invalid("concurrency", fmt.Sprint(*concurrency), "0 (the destination's upload concurrency) or 1..256")
 				}
 				var err error
-				if dst, err = storageConfig("to", toFiles, toFlags); err != nil {
-					return fmt.Errorf("the destination (--to-flags-file, --to): %w", err)
+				if dst, err = toArgs.config(); err != nil {
+					return err
 				}
 				return o.validateProgress()
 			}
@@ -222,4 +216,27 @@ func missingBases(ctx context.Context, src backupCopier, dst backupOpener, dir s
 	}
 	slices.Reverse(missing)
 	return missing, nil
+}
+
+// peerFlags are --to-flags-file and --to: the second storage of a copy or
+// a promotion, its destination.
+type peerFlags struct{ files, flags []string }
+
+func (p *peerFlags) register(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&p.files, "to-flags-file", nil, "the destination's storage: a flag file whose --split-storage-* lines are read (other lines "+
+		"skipped), e.g. another tablet's; repeatable")
+	fs.StringArrayVar(&p.flags, "to", nil, "a destination storage flag, after those of --to-flags-file, e.g. "+
+		"--to=--split-storage-s3-bucket=backups-dr; repeatable")
+}
+
+// config is the destination's configuration, or an error naming the flags.
+func (p *peerFlags) config() (splitstorage.Config, error) {
+	if len(p.files) == 0 && len(p.flags) == 0 {
+		return splitstorage.Config{}, errors.New("--to-flags-file or --to is required: the destination storage")
+	}
+	cfg, err := storageConfig("to", p.files, p.flags)
+	if err != nil {
+		return cfg, fmt.Errorf("the destination (--to-flags-file, --to): %w", err)
+	}
+	return cfg, nil
 }

@@ -50,6 +50,8 @@ type ShowReport struct {
 	// MAC says whether the backup is sealed (split storage), with which
 	// key, and whether this storage checked it.
 	MAC string `json:"mac,omitempty"`
+	// Promotion says where and until when it was promoted (vtfifo promote).
+	Promotion string `json:"promotion,omitempty"`
 }
 
 // showDoc is `vtfifo show`'s help.
@@ -113,6 +115,11 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 	}
 	if sr, ok := has[sealReader](bh); ok {
 		if rep.MAC, err = sr.SealState(ctx); err != nil {
+			return rep, nil, err
+		}
+	}
+	if pr, ok := has[promotionReader](bh); ok {
+		if rep.Promotion, err = pr.Promotion(ctx); err != nil {
 			return rep, nil, err
 		}
 	}
@@ -191,6 +198,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Restore", rep.restoreTimes},
 		{"Lock", cmp.Or(rep.Lock, "-")},
 		{"MAC", cmp.Or(rep.MAC, "-")},
+		{"Promotion", cmp.Or(rep.Promotion, "-")},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}

@@ -968,9 +968,9 @@ func forgedPart(ctx context.Context, t *testing.T, c *cluster.Cluster, name stri
 	for _, f := range c.Storage.Flags {
 		if strings.HasPrefix(f, "--split-storage-") {
 			splitFlags = append(splitFlags, f)
-			if !strings.HasPrefix(f, "--split-storage-signing-key-file=") {
-				unsigned = append(unsigned, f)
-			}
+		}
+		if !strings.HasPrefix(f, "--split-storage-signing-key-file=") {
+			unsigned = append(unsigned, f)
 		}
 	}
 	cfg, err := splitstorage.ConfigFromArgs(splitFlags)
@@ -993,6 +993,12 @@ func forgedPart(ctx context.Context, t *testing.T, c *cluster.Cluster, name stri
 	lane := strings.TrimSuffix(strings.TrimPrefix(key, prefix), ".part-00000001")
 	orig := splitstoragetest.Get(t, be, key)
 	splitstoragetest.Put(t, be, key, splitstoragetest.ForgeCRC32C(orig, 100, 104))
+	restored := false
+	defer func() {
+		if !restored { // the later steps need the backup whole
+			splitstoragetest.Put(t, be, key, orig)
+		}
+	}()
 	forged := "file " + lane + ", part 1, block 0: its bytes: not the ones sealed (the tag differs; a CRC32C can be made to match): replaced or forged"
 	if out := vtfifo(t, 1, "verify", "--backup="+name); !strings.Contains(out, forged) {
 		t.Fatalf("verify of a forged backup does not name the forged block:\n%s", out)
@@ -1010,5 +1016,6 @@ func forgedPart(ctx context.Context, t *testing.T, c *cluster.Cluster, name stri
 		t.Fatalf("show without the signing key: exit %d\n%s", code, out)
 	}
 	splitstoragetest.Put(t, be, key, orig)
+	restored = true
 	vtfifo(t, 0, "verify", "--backup="+name)
 }

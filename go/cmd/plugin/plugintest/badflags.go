@@ -79,6 +79,14 @@ var Flags = []Flag{
 	{Name: "fifo-backup-test-restore-start-timeout", Allowed: "1s or more", Bad: []string{"0", "500ms", "-1s", "abc"}},
 	{Name: "fifo-backup-test-restore-mysqld-path", Free: "any path: the server is looked up when the test restore runs"},
 	{Name: "fifo-backup-test-restore-defaults-file", Allowed: "a readable option file", Bad: []string{"/nonexistent/my.cnf"}},
+	// vtbackup's promotion after a passed test restore (go/cmd/plugin/testrestoreplugin/promote.go).
+	{Name: "fifo-backup-promote-to", Allowed: "--split-storage-* flags that make another storage than vtbackup's own",
+		Bad:  []string{"--nope", "--split-storage-part-size=1", "--split-storage-upload-concurrency=2"},
+		With: []string{"--fifo-backup-test-restore", "--fifo-backup-promote-lock-for=720h"}},
+	{Name: "fifo-backup-promote-lock-for", Allowed: "24h..876000h (a day to 100 years)", Bad: []string{"1h", "-1h", "abc"},
+		With: []string{"--fifo-backup-test-restore", "--fifo-backup-promote-to=--split-storage-root=/nonexistent/protected"}},
+	{Name: "fifo-backup-promote-lock-mode", Allowed: "governance or compliance", Bad: []string{"strict", ""},
+		With: []string{"--fifo-backup-test-restore", "--fifo-backup-promote-to=--split-storage-root=/nonexistent/protected", "--fifo-backup-promote-lock-for=720h"}},
 
 	// The split backup storage (go/vt/mysqlctl/splitstorage/config.go).
 	{Name: "split-storage-backend", Allowed: "file, s3, gcs, azure", Bad: []string{"tape", "", "S3", "azblob"}},

@@ -42,9 +42,13 @@ var Plugin = plugin.Plugin{
 			"directory, start a throwaway mysqld, CHECK TABLE every table; the record is stored beside the backup, and a backup that fails is quarantined "+
 			"(no restore chooses it) and vtbackup exits 1; old backups are pruned (--min-retention-*) only after the new one passed (split storage only)")
 		testRestoreFlags.Register(fs, testRestorePrefix+"-")
+		registerPromoteFlags(fs)
 	},
 	ValidateFlags: func(fs *pflag.FlagSet) error {
 		if err := testRestoreFlags.Validate(); err != nil {
+			return err
+		}
+		if err := validatePromoteFlags(); err != nil {
 			return err
 		}
 		if testRestore && backupstorage.BackupStorageImplementation != splitstorage.Name {
@@ -91,7 +95,11 @@ func Wrap(cmd *cobra.Command) {
 		if err := run(c, args); err != nil {
 			return err
 		}
-		if err := testNewBackup(ctx, dir, before); err != nil {
+		tested, err := testNewBackup(ctx, dir, before)
+		if err != nil {
+			return err
+		}
+		if err := promoteNewBackup(ctx, dir, tested); err != nil {
 			return err
 		}
 		return prune(ctx, dir, keep, keepFor)
@@ -165,16 +173,17 @@ func backupNames(ctx context.Context, dir string) ([]string, error) {
 }
 
 // testNewBackup test-restores the newest backup of dir that is not in
-// before; vtbackup may have taken none (--min-backup-interval).
-func testNewBackup(ctx context.Context, dir string, before []string) error {
+// before, and returns its name once it passed; vtbackup may have taken
+// none (--min-backup-interval): "".
+func testNewBackup(ctx context.Context, dir string, before []string) (string, error) {
 	bs, err := backupstorage.GetBackupStorage()
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer bs.Close()
 	bhs, err := bs.ListBackups(ctx, dir)
 	if err != nil {
-		return fmt.Errorf("--%s: listing the backups in %s: %w", testRestorePrefix, dir, err)
+		return "", fmt.Errorf("--%s: listing the backups in %s: %w", testRestorePrefix, dir, err)
 	}
 	logger := logutil.NewConsoleLogger()
 	var bh backupstorage.BackupHandle
@@ -185,23 +194,23 @@ func testNewBackup(ctx context.Context, dir string, before []string) error {
 	}
 	if bh == nil {
 		logger.Infof("test restore: vtbackup took no new backup in %s, nothing to test", dir)
-		return nil
+		return "", nil
 	}
 	rec, err := testrestore.Run(ctx, bh, testRestoreFlags.Options(logger))
 	if err != nil {
-		return err
+		return "", err
 	}
 	doc, _ := json.Marshal(rec)
 	logger.Infof("test restore: %s: %s", rec.Summary(), doc)
 	if err := testrestore.Store(ctx, bh, rec); err != nil {
-		return fmt.Errorf("test restore of %s/%s: storing its record: %w", dir, bh.Name(), err)
+		return "", fmt.Errorf("test restore of %s/%s: storing its record: %w", dir, bh.Name(), err)
 	}
 	if rec.Outcome == testrestore.Passed {
-		return nil
+		return bh.Name(), nil
 	}
 	if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
-		return fmt.Errorf("test restore of %s/%s failed (%s), and the backup could not be quarantined: %w", dir, bh.Name(), rec.Error, err)
+		return "", fmt.Errorf("test restore of %s/%s failed (%s), and the backup could not be quarantined: %w", dir, bh.Name(), rec.Error, err)
 	}
-	return fmt.Errorf("test restore of %s/%s failed, the backup is quarantined (no restore chooses it; `vtfifo release` puts it back): %s", dir,
+	return "", fmt.Errorf("test restore of %s/%s failed, the backup is quarantined (no restore chooses it; `vtfifo release` puts it back): %s", dir,
 		bh.Name(), rec.Error)
 }

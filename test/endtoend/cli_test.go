@@ -794,17 +794,44 @@ func lockedThroughVitess(ctx context.Context, t *testing.T, c *cluster.Cluster, 
 	if err == nil || !strings.Contains(out+err.Error(), "it is locked until "+m[1]) {
 		t.Fatalf("vtctldclient RemoveBackup of a locked backup: err %v, want it refused naming the date:\n%s", err, out)
 	}
+	promoted := promotedByVtbackup(ctx, t, c, sb, vtfifo)
 	// Retention that would prune every older backup: the unlocked ones go,
-	// the locked one stays, and vtbackup fails naming its date.
+	// the locked one stays, and vtbackup fails naming its date (so it
+	// stops there: the promoted one, newer, stays too).
 	res, err := c.RunVtbackup(ctx, cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 1, MinRetentionTime: time.Second})
 	if err == nil || !strings.Contains(res.Output, "it is locked until "+m[1]) {
 		t.Fatalf("vtbackup's retention over a locked backup: err %v, want it refused naming the date:\n%s", err, res.Output)
 	}
 	after, err := c.GetBackups(ctx)
 	must(t, err)
-	if len(after) != 2 || after[0] != locked {
-		t.Fatalf("after retention: %v, want the locked %s and the newest", after, locked)
+	if len(after) != 3 || after[0] != locked || after[1] != promoted {
+		t.Fatalf("after retention: %v, want the locked %s, the promoted %s and the newest", after, locked, promoted)
 	}
+}
+
+// promotedByVtbackup runs vtbackup with a test restore and a promotion to a
+// protected storage on local disk: the new backup is listed there, locked,
+// with its passed test record; show says where it was promoted.
+func promotedByVtbackup(ctx context.Context, t *testing.T, c *cluster.Cluster, sb storageBackend, vtfifo func(*testing.T, int, ...string) string) string {
+	protected := filepath.Join(c.Root, "protected-backups")
+	must(t, c.MkdirOwned(protected))
+	_, err := c.RunVtbackup(ctx, cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 100,
+		Extra: []string{"--fifo-backup-test-restore", "--fifo-backup-test-restore-scratch-dir=" + c.TmpDir,
+			"--fifo-backup-promote-to=--split-storage-root=" + protected, "--fifo-backup-promote-lock-for=48h", "--fifo-backup-promote-lock-mode=compliance"}})
+	must(t, err)
+	names, err := c.GetBackups(ctx)
+	must(t, err)
+	promoted := names[len(names)-1]
+	if out := vtfifo(t, 0, "show", "--backup="+promoted); !regexp.MustCompile(`Promotion:\s+promoted to file:`+regexp.QuoteMeta(protected)+
+		` on \S+, locked until \S+ \(compliance\) there`).MatchString(out) {
+		t.Fatalf("show does not say where %s was promoted:\n%s", promoted, out)
+	}
+	out, code, err := c.VtfifoWith(ctx, nil, "ls", "--backup-storage-implementation=split", "--split-storage-root="+protected)
+	must(t, err)
+	if code != 0 || !regexp.MustCompile(regexp.QuoteMeta(promoted)+`\s.*passed.*locked until \S+ \(compliance\)`).MatchString(out) {
+		t.Fatalf("ls at the protected storage: exit %d, want %s listed, proven and locked:\n%s", code, promoted, out)
+	}
+	return promoted
 }
 
 // damageOnePart flips a byte in the middle of the first part of backup

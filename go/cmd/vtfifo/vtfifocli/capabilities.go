@@ -60,9 +60,11 @@ type promoter interface {
 	Promote(ctx context.Context, to backupstorage.BackupStorage, dir, name string, l splitstorage.Lock, opts splitstorage.CopyOptions) (splitstorage.PromoteReport, error)
 }
 
-// promotionReader is a backup handle that says where it was promoted.
+// promotionReader is a backup handle that says where it was promoted,
+// and what writing it cost at the store.
 type promotionReader interface {
 	Promotion(ctx context.Context) (string, error)
+	Cost(ctx context.Context) (string, error)
 }
 
 // lockReader is a backup handle that says what its lock records hold.

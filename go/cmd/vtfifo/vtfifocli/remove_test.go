@@ -115,7 +115,7 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 		" (split storage): no such backup")
 	assert.Contains(t, cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100"), "released ks/0/2026-11-23.120000")
 	// Released with its failed test record: it says what still passes it over.
-	require.NoError(t, testrestore.Store(ctx, bhs[1], testrestore.Record{Version: 1, Backup: bhs[1].Name(), Outcome: testrestore.Failed,
+	require.NoError(t, testrestore.Store(ctx, bhs[1], testrestore.Record{Version: 1, Backup: "ks/0/" + bhs[1].Name(), Outcome: testrestore.Failed,
 		Started: time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC), Error: "CHECK TABLE failed"}))
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
 	out := cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100")

@@ -123,7 +123,7 @@ func TestPredictionNeedsTheWholeChain(t *testing.T) {
 	plantFifo(t, bs, "ks/0", liar, 10*mib, 0, full, 1<<40)
 	bh, err := bs.OpenBackup(context.Background(), "ks/0", full)
 	require.NoError(t, err)
-	require.NoError(t, testrestore.Store(context.Background(), bh, testrestore.Record{Version: 1, Outcome: testrestore.Passed, Started: time.Now(),
+	require.NoError(t, testrestore.Store(context.Background(), bh, testrestore.Record{Version: 1, Backup: "ks/0/" + full, Outcome: testrestore.Passed, Started: time.Now(),
 		Work:   &fifobackupengine.RestoreWork{StreamBytes: 100 * mib, RedoKnown: true, Prepares: 1},
 		Phases: []fifobackupengine.PhaseSeconds{{Phase: "download", Seconds: 1}, {Phase: "prepare", Seconds: 1}}}))
 	out, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0", "--json")

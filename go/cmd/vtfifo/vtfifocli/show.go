@@ -50,8 +50,10 @@ type ShowReport struct {
 	// MAC says whether the backup is sealed (split storage), with which
 	// key, and whether this storage checked it.
 	MAC string `json:"mac,omitempty"`
-	// Promotion says where and until when it was promoted (vtfifo promote).
+	// Promotion says where and until when it was promoted (vtfifo promote),
+	// and Cost what writing it sent to the store (split storage).
 	Promotion string `json:"promotion,omitempty"`
+	Cost      string `json:"cost,omitempty"`
 }
 
 // showDoc is `vtfifo show`'s help.
@@ -120,6 +122,9 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 	}
 	if pr, ok := has[promotionReader](bh); ok {
 		if rep.Promotion, err = pr.Promotion(ctx); err != nil {
+			return rep, nil, err
+		}
+		if rep.Cost, err = pr.Cost(ctx); err != nil {
 			return rep, nil, err
 		}
 	}
@@ -199,6 +204,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Lock", cmp.Or(rep.Lock, "-")},
 		{"MAC", cmp.Or(rep.MAC, "-")},
 		{"Promotion", cmp.Or(rep.Promotion, "-")},
+		{"Cost", cmp.Or(rep.Cost, "-")},
 	} {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 	}

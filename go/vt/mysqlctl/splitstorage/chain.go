@@ -46,6 +46,7 @@ func (h *Handle) SetBase(ctx context.Context, base string) error {
 	if h.readOnly {
 		return errors.New("split storage: SetBase cannot be called on a read-only backup")
 	}
+	ctx = backend.WithMeter(ctx, h.meter)
 	if err := checkName("base backup name", base, false); err != nil {
 		return err
 	}

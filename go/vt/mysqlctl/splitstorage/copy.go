@@ -29,6 +29,9 @@ type CopyOptions struct {
 	// the objects are then hard-linked, not copied (a copy that stays must
 	// not share its bytes with the source).
 	Move bool
+	// Lock locks each object at the destination in the request that
+	// writes it (a promotion); zero: none.
+	Lock backend.Lock
 }
 
 // CopyReport says what CopyBackup did.
@@ -40,6 +43,8 @@ type CopyReport struct {
 	// ServerSide of the copied objects were copied by the storage service
 	// (their bytes never passed through this process).
 	ServerSide int `json:"server_side"`
+	// Requests are what the copy sent to both stores (backend.Requests).
+	Requests backend.Requests `json:"requests"`
 }
 
 // CopyBackup copies the complete backup dir/name of s to dst, under the same
@@ -53,7 +58,9 @@ type CopyReport struct {
 // bytes) are skipped, and parts the verification finds wrong are deleted
 // there, so that the next run copies them again. A destination that already
 // holds the backup complete is refused (ErrExists).
-func (s *Storage) CopyBackup(ctx context.Context, to backupstorage.BackupStorage, dir, name string, opts CopyOptions) (CopyReport, error) {
+func (s *Storage) CopyBackup(ctx context.Context, to backupstorage.BackupStorage, dir, name string, opts CopyOptions) (rep CopyReport, err error) {
+	ctx, meter := backend.Metered(ctx)
+	defer func() { rep.Requests = meter.Requests() }()
 	dst, err := peerOf(to, "a copy's destination")
 	if err != nil {
 		return CopyReport{}, err
@@ -91,6 +98,7 @@ func (s *Storage) CopyBackup(ctx context.Context, to backupstorage.BackupStorage
 		backend.PutOptions{CRC32C: crc32c(c.complete)}); err != nil {
 		return c.rep, fmt.Errorf("split storage: copying backup %s: writing its completion marker: %w", c.where, err)
 	}
+	c.opts.Lock = backend.Lock{} // records are replaced by later ones: never locked (lockCovers)
 	return c.rep, c.copyAll(ctx, c.sidecars)
 }
 
@@ -185,7 +193,7 @@ func (c *backupCopy) checkDestination(ctx context.Context) error {
 // copyAll copies objs, c.conc at a time, counting them in c.rep.
 func (c *backupCopy) copyAll(ctx context.Context, objs []backend.ObjectInfo) error {
 	return forEach(ctx, c.conc, objs, func(ctx context.Context, o backend.ObjectInfo) error {
-		copied, server, err := copyObject(ctx, c.se.be, c.de.be, o, c.de.cfg.SpoolDir, c.opts.Move)
+		copied, server, err := copyObject(ctx, c.se.be, c.de.be, o, c.de.cfg.SpoolDir, backend.PutOptions{Moving: c.opts.Move, Lock: c.opts.Lock})
 		if err != nil {
 			return fmt.Errorf("split storage: copying backup %s: %s: %w", c.where, o.Key, err)
 		}
@@ -244,7 +252,7 @@ func (c *backupCopy) verify(ctx context.Context) error {
 // it copied: server-side where dst can (same S3 endpoint; same file system
 // for a move), otherwise through a temporary file in spoolDir, so a retried
 // upload can read the bytes again.
-func copyObject(ctx context.Context, src, dst backend.Backend, o backend.ObjectInfo, spoolDir string, move bool) (copied, serverSide bool, err error) {
+func copyObject(ctx context.Context, src, dst backend.Backend, o backend.ObjectInfo, spoolDir string, put backend.PutOptions) (copied, serverSide bool, err error) {
 	if have, err := dst.Stat(ctx, o.Key); err == nil && have.Size == o.Size {
 		if o.Size > maxSidecarBytes {
 			return false, false, nil // a part: its CRC32C is checked by the verification after the copy
@@ -258,7 +266,7 @@ func copyObject(ctx context.Context, src, dst backend.Backend, o backend.ObjectI
 		return false, false, err
 	}
 	if c, ok := dst.(backend.ServerCopier); ok {
-		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, backend.PutOptions{Moving: move}); copied || err != nil {
+		if copied, err := c.CopyFrom(ctx, src, o.Key, o.Size, put); copied || err != nil {
 			return copied, copied, err
 		}
 	}
@@ -281,7 +289,8 @@ func copyObject(ctx context.Context, src, dst backend.Backend, o backend.ObjectI
 	if n != o.Size {
 		return false, false, fmt.Errorf("read %d bytes, the listing says %d", n, o.Size)
 	}
-	return true, false, dst.Put(ctx, o.Key, io.NewSectionReader(f, 0, n), n, backend.PutOptions{CRC32C: h.Sum32()})
+	put.CRC32C = h.Sum32()
+	return true, false, dst.Put(ctx, o.Key, io.NewSectionReader(f, 0, n), n, put)
 }
 
 // forEach runs fn on every item, conc at a time, and returns the first

@@ -54,6 +54,10 @@ type Handle struct {
 	seal     *sealDoc
 	sealErr  error
 
+	// meter counts the requests this backup sends (backend.Meter): its
+	// cost, recorded in its completion marker.
+	meter *backend.Meter
+
 	// dataKey encrypts the files written (nil: in the clear); on the read
 	// side it is unwrapped when the first encrypted file is read.
 	keyMu   sync.Mutex
@@ -139,7 +143,7 @@ func (h *Handle) AddFile(ctx context.Context, filename string, filesize int64) (
 	}
 	st := &fileState{open: true}
 	h.files[filename] = st
-	fctx, cancel := context.WithCancel(ctx)
+	fctx, cancel := context.WithCancel(backend.WithMeter(ctx, h.meter))
 	stop := context.AfterFunc(h.ctx, cancel)
 	w := &fileWriter{h: h, st: st, file: filename, ctx: fctx, cancel: func() { stop(); cancel() }, fc: fc}
 	if fc != nil {
@@ -154,6 +158,7 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 	if h.readOnly {
 		return errors.New("split storage: EndBackup cannot be called on a read-only backup")
 	}
+	ctx = backend.WithMeter(ctx, h.meter)
 	h.mu.Lock()
 	if h.ended {
 		h.mu.Unlock()
@@ -210,7 +215,11 @@ func (h *Handle) EndBackup(ctx context.Context) error {
 		return fmt.Errorf("split storage: not completing backup %s/%s: %w", h.dir, h.name, err)
 	}
 	sort.Strings(names)
-	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts})
+	// Its cost: every request before its seal and this marker (which, with
+	// the check after it and a lock record, add 2 to 5).
+	cost := h.meter.Requests()
+	doc, _ := json.Marshal(Complete{Version: 1, Backup: h.dir + "/" + h.name, Finished: time.Now().UTC(), Files: names, Bytes: total, Parts: parts,
+		Cost: &cost})
 	key := backupPrefix(h.dir, h.name) + completeMarker
 	start := time.Now()
 	if err := h.writeSeal(ctx, doc, sums); err != nil {

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
@@ -178,6 +179,9 @@ type Complete struct {
 	Files    []string  `json:"files"`
 	Bytes    int64     `json:"bytes"`
 	Parts    int       `json:"parts"`
+	// Cost is what writing the backup sent to the store before its seal
+	// and this marker (absent in older backups; zero on local disk).
+	Cost *backend.Requests `json:"cost,omitempty"`
 }
 
 func backupPrefix(dir, name string) string { return dir + "/" + name + "/" }

@@ -35,6 +35,8 @@ type promotionDoc struct {
 	Started time.Time    `json:"started"`
 	Done    time.Time    `json:"done,omitzero"`
 	Lock    backend.Lock `json:"lock"`
+	// Requests are what the run that finished it sent to both stores.
+	Requests backend.Requests `json:"requests"`
 }
 
 // PromoteReport is what a promotion did.
@@ -49,12 +51,16 @@ type PromoteReport struct {
 	Done   time.Time        `json:"done"`
 	Until  time.Time        `json:"until"`
 	Mode   backend.LockMode `json:"mode"`
+	// Requests are what this run sent to both stores.
+	Requests backend.Requests `json:"requests"`
 }
 
 // Promote copies backup dir/name, and the bases of it the destination
 // lacks, to the split storage to, verifies each there, and locks it there
 // (with its chain) as l says. See promotingMarker.
-func (s *Storage) Promote(ctx context.Context, to backupstorage.BackupStorage, dir, name string, l backend.Lock, opts CopyOptions) (PromoteReport, error) {
+func (s *Storage) Promote(ctx context.Context, to backupstorage.BackupStorage, dir, name string, l backend.Lock, opts CopyOptions) (rep PromoteReport, err error) {
+	ctx, meter := backend.Metered(ctx)
+	defer func() { rep.Requests = meter.Requests() }()
 	dst, err := peerOf(to, "a promotion's destination")
 	if err != nil {
 		return PromoteReport{}, err
@@ -67,7 +73,7 @@ func (s *Storage) Promote(ctx context.Context, to backupstorage.BackupStorage, d
 	if err != nil {
 		return PromoteReport{}, err
 	}
-	rep := PromoteReport{Backup: dir + "/" + name, Destination: de.be.String()}
+	rep = PromoteReport{Backup: dir + "/" + name, Destination: de.be.String()}
 	fail := func(err error) (PromoteReport, error) {
 		return rep, fmt.Errorf("split storage: promoting backup %s to %s: %w", rep.Backup, rep.Destination, err)
 	}
@@ -85,6 +91,7 @@ func (s *Storage) Promote(ctx context.Context, to backupstorage.BackupStorage, d
 	if err != nil {
 		return fail(err)
 	}
+	opts.Lock = l // each object locked by the request that copies it
 	for _, b := range chain {
 		copied, err := s.copyOnce(ctx, dst, de, dir, b, opts, &rep.Copy)
 		if err != nil {
@@ -97,7 +104,7 @@ func (s *Storage) Promote(ctx context.Context, to backupstorage.BackupStorage, d
 	if rep.Lock, err = dst.Lock(ctx, dir, name, l); err != nil {
 		return fail(err)
 	}
-	doc.Done, doc.Lock = time.Now().UTC(), rep.Lock.Lock
+	doc.Done, doc.Lock, doc.Requests = time.Now().UTC(), rep.Lock.Lock, meter.Requests()
 	if err := putJSON(ctx, e.be, backupPrefix(dir, name)+promotedMarker, doc); err != nil {
 		return fail(err)
 	}
@@ -187,5 +194,27 @@ func (h *Handle) Promotion(ctx context.Context) (string, error) {
 	case err != nil:
 		return "", err
 	}
-	return fmt.Sprintf("promoted to %s on %s, %s there", d.To, d.Done.Format(time.RFC3339), d.Lock), nil
+	return fmt.Sprintf("promoted to %s on %s, %s there (%s)", d.To, d.Done.Format(time.RFC3339), d.Lock, costText(d.Requests)), nil
+}
+
+// costText says what requests cost, for show.
+func costText(r backend.Requests) string {
+	if r.Total() == 0 {
+		return "no request billed: local disk"
+	}
+	return fmt.Sprintf("%d write/list, %d read, %d delete requests; %d bytes up, %d down", r.Write, r.Read, r.Delete, r.BytesUp, r.BytesDown)
+}
+
+// Cost says what writing the backup cost at the store, from its
+// completion marker ("" when it records none).
+func (h *Handle) Cost(ctx context.Context) (string, error) {
+	doc, err := savedComplete(ctx, h.e.be, backupPrefix(h.dir, h.name), true)
+	if err != nil {
+		return "", err
+	}
+	c, err := ParseComplete(doc, h.dir, h.name)
+	if err != nil || c.Cost == nil {
+		return "", err
+	}
+	return costText(*c.Cost), nil
 }

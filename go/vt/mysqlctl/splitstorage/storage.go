@@ -327,6 +327,7 @@ func (s *Storage) StartBackup(ctx context.Context, dir, name string) (backupstor
 }
 
 func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*Handle, error) {
+	ctx, meter := backend.Metered(ctx) // what the backup costs at the store, from its first request
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	host, _ := os.Hostname()
@@ -368,7 +369,7 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	}
 	// StartBackup's ctx is only valid for this call: the backup lives on its own.
 	bctx, cancel := context.WithCancel(context.Background())
-	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, dataKey: dataKey, ctx: bctx, cancel: cancel, lock: lock,
+	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, dataKey: dataKey, ctx: bctx, cancel: cancel, lock: lock, meter: meter,
 		uploadSlots: make(chan struct{}, e.cfg.UploadConcurrency), files: map[string]*fileState{}}, nil
 }
 

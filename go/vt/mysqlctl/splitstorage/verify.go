@@ -40,6 +40,7 @@ type VerifyPartsReport struct {
 	Bytes        int64    // bytes the indexes list
 	PartsChecked int      // parts downloaded and checked
 	BytesChecked int64
+	Requests     backend.Requests // what the verification sent to the store
 }
 
 // Problem is one thing wrong with a stored backup.
@@ -78,8 +79,11 @@ func (p Problem) Error() string {
 // against the index, streamed (no part is held in memory). It returns every
 // problem found (up to MaxProblems), each a Problem, joined.
 func (h *Handle) VerifyParts(ctx context.Context, opts VerifyPartsOptions) (VerifyPartsReport, error) {
+	ctx, meter := backend.Metered(ctx)
 	doc, err := savedComplete(ctx, h.e.be, backupPrefix(h.dir, h.name), false)
-	return h.verifyAgainst(ctx, doc, err, opts)
+	rep, err := h.verifyAgainst(ctx, doc, err, opts)
+	rep.Requests = meter.Requests()
+	return rep, err
 }
 
 // savedComplete reads the completion marker of the backup at prefix, or

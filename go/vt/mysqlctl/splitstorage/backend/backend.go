@@ -250,13 +250,15 @@ func Innermost(b Backend) Backend {
 }
 
 // NewHTTPClient returns a client with enough idle connections for parallel
-// parts, for the network backends.
-func NewHTTPClient() *http.Client {
+// parts, for the network backends; it counts every request it sends into
+// the Meter of the request's context (meter.go), listing says which of the
+// store's requests list objects.
+func NewHTTPClient(listing func(*http.Request) bool) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	t.DisableCompression = true
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: countingTransport{t, listing}}
 }
 
 // NormPrefix turns a configured prefix into "" or "a/b/": keys are appended to it.

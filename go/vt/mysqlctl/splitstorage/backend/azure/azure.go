@@ -77,7 +77,7 @@ func New(c Config) (*Backend, error) {
 	client, err := container.NewClientWithSharedKeyCredential(containerURL, cred, &container.ClientOptions{
 		ClientOptions: azcore.ClientOptions{
 			Retry:     policy.RetryOptions{MaxRetries: -1}, // one try: the retrying wrapper retries
-			Transport: backend.NewHTTPClient(),
+			Transport: backend.NewHTTPClient(listing),
 		},
 	})
 	if err != nil {
@@ -305,3 +305,8 @@ func (s *seekSection) Seek(off int64, whence int) (int64, error) {
 }
 
 func (s *seekSection) Close() error { return nil }
+
+// listing says which requests list blobs (billed as list operations).
+func listing(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Query().Get("comp") == "list"
+}

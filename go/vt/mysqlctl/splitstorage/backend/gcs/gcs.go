@@ -57,7 +57,7 @@ func New(ctx context.Context, c Config) (*Backend, error) {
 // Default Credentials and the storage scopes, or no authentication against an
 // emulator) over our transport wrapped in oneRequestPerGet.
 func newGCSHTTPClient(ctx context.Context) (*http.Client, error) {
-	base := oneRequestPerGet{backend.NewHTTPClient().Transport}
+	base := oneRequestPerGet{backend.NewHTTPClient(listing).Transport}
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" {
 		return &http.Client{Transport: base}, nil
 	}
@@ -203,4 +203,9 @@ func (b *Backend) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+// listing says which requests list objects (class A): GET .../b/<bucket>/o.
+func listing(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/o")
 }

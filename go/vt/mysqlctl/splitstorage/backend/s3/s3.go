@@ -74,7 +74,7 @@ func New(ctx context.Context, c Config) (*Backend, error) {
 			o.BaseEndpoint = aws.String(c.Endpoint)
 		}
 		o.UsePathStyle = c.ForcePathStyle
-		o.HTTPClient = backend.NewHTTPClient()
+		o.HTTPClient = backend.NewHTTPClient(listing)
 	})
 	b := &Backend{
 		client:       client,
@@ -228,4 +228,11 @@ func (b *Backend) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	return err
+}
+
+// listing says which requests list objects (billed as writes): ListObjectsV2,
+// ListObjectVersions, ListMultipartUploads.
+func listing(r *http.Request) bool {
+	q := r.URL.Query()
+	return r.Method == http.MethodGet && (q.Has("list-type") || q.Has("versions") || q.Has("uploads"))
 }

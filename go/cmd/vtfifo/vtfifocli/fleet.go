@@ -31,6 +31,10 @@ type ShardStatus struct {
 	// ChainLength is the newest backup's place after its chain's full (0:
 	// a full backup).
 	ChainLength int `json:"chain_length"`
+	// NewestLock is what keeps the newest from removal ("locked until ...",
+	// split storage), NewestLockedUntil its date; empty: nothing.
+	NewestLock        string     `json:"newest_lock,omitempty"`
+	NewestLockedUntil *time.Time `json:"newest_locked_until,omitempty"`
 	// NewestPredictedRestore is how long restoring the newest should take,
 	// at the rates of the storage's latest test restores (restoretime.go).
 	NewestPredictedRestore *fifobackupengine.PredictedRestore `json:"newest_predicted_restore,omitempty"`
@@ -232,6 +236,7 @@ func (s *session) shardStatus(st fleetLister, dir string) (ShardStatus, []testre
 	if len(bhs) > 0 {
 		newest := describe(s.ctx, bhs[len(bhs)-1])
 		sh.Newest, sh.Time, sh.ChainLength = newest.Name, backupTime(newest), newest.ChainLength
+		sh.NewestLock, sh.NewestLockedUntil = newest.Lock, newest.LockedUntil
 		newestWork = s.chainWorkIn(bhs, newest)
 	}
 	var recs []testrestore.Record
@@ -335,7 +340,7 @@ func shortDuration(d time.Duration) string {
 
 func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEYSPACE/SHARD\tBACKUPS\tNEWEST\tAGE\tCHAIN\tRESTORE-TIME\tNEWEST-PROVEN\tAGE\tTEST-FAILED\tQUARANTINED\tINCOMPLETE\tCHECK")
+	fmt.Fprintln(tw, "KEYSPACE/SHARD\tBACKUPS\tNEWEST\tAGE\tCHAIN\tRESTORE-TIME\tNEWEST-PROVEN\tAGE\tTEST-FAILED\tQUARANTINED\tINCOMPLETE\tNEWEST-LOCK\tCHECK")
 	for _, sh := range shards {
 		check := "ok"
 		if len(sh.Problems) > 0 {
@@ -344,8 +349,9 @@ func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
 		if sh.NotInTopology {
 			check += " (not in the topology)"
 		}
-		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest), dash(ageIf(now, sh.Newest, sh.Time)),
-			sh.ChainLength, predicted(sh.NewestPredictedRestore), dash(sh.NewestProven), dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, check)
+		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest),
+			dash(ageIf(now, sh.Newest, sh.Time)), sh.ChainLength, predicted(sh.NewestPredictedRestore), dash(sh.NewestProven),
+			dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, dash(lockDate(sh.NewestLockedUntil)), check)
 	}
 	if err := tw.Flush(); err != nil {
 		return exitUnreachable
@@ -400,6 +406,13 @@ func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
 		func(s ShardStatus) float64 { return unix(s.Time) })
 	metric("vtfifo_backup_newest_proven_timestamp_seconds", "When the shard's newest backup that passed a test restore was taken (0: none).", "gauge",
 		func(s ShardStatus) float64 { return unix(s.NewestProvenTime) })
+	metric("vtfifo_backup_newest_locked_until_timestamp_seconds", "Until when the shard's newest backup is locked at the store (0: not locked).",
+		"gauge", func(s ShardStatus) float64 {
+			if s.NewestLockedUntil == nil {
+				return 0
+			}
+			return unix(*s.NewestLockedUntil)
+		})
 	metric("vtfifo_backup_chain_length", "The newest backup's place after its chain's full backup (0: full).", "gauge",
 		func(s ShardStatus) float64 { return float64(s.ChainLength) })
 	metric("vtfifo_backup_newest_predicted_restore_seconds", "How long restoring the shard's newest backup should take, at the rates of "+
@@ -421,4 +434,12 @@ func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
 	})
 	fmt.Fprintf(w, "# HELP vtfifo_ls_timestamp_seconds When vtfifo ls read the storage.\n# TYPE vtfifo_ls_timestamp_seconds gauge\n"+
 		"vtfifo_ls_timestamp_seconds %d\n", now.Unix())
+}
+
+// lockDate is a lock's date for a table ("" for none).
+func lockDate(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -69,9 +69,9 @@ func TestFleetView(t *testing.T) {
 	assert.Empty(t, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 5, out)
-	assert.Regexp(t, `^KEYSPACE/SHARD\s+BACKUPS\s+NEWEST\s+AGE\s+CHAIN\s+RESTORE-TIME\s+NEWEST-PROVEN\s+AGE\s+TEST-FAILED\s+QUARANTINED\s+INCOMPLETE\s+CHECK$`, lines[0])
-	assert.Regexp(t, `^ks/0\s+4\s+`+names[3]+`\s+\S+\s+0\s+-\s+`+names[1]+`\s+\S+\s+2\s+0\s+0\s+ok$`, lines[1])
-	assert.Regexp(t, `^ks/1\s+1\s+2026-01-01.000000.zone1-0000000200\s+\S+\s+0\s+-\s+-\s+-\s+0\s+1\s+0\s+ok$`, lines[2])
+	assert.Regexp(t, `^KEYSPACE/SHARD\s+BACKUPS\s+NEWEST\s+AGE\s+CHAIN\s+RESTORE-TIME\s+NEWEST-PROVEN\s+AGE\s+TEST-FAILED\s+QUARANTINED\s+INCOMPLETE\s+NEWEST-LOCK\s+CHECK$`, lines[0])
+	assert.Regexp(t, `^ks/0\s+4\s+`+names[3]+`\s+\S+\s+0\s+-\s+`+names[1]+`\s+\S+\s+2\s+0\s+0\s+-\s+ok$`, lines[1])
+	assert.Regexp(t, `^ks/1\s+1\s+2026-01-01.000000.zone1-0000000200\s+\S+\s+0\s+-\s+-\s+-\s+0\s+1\s+0\s+-\s+ok$`, lines[2])
 	assert.Equal(t, "", lines[3])
 	assert.Regexp(t, `^Restore times: not predicted: `, lines[4])
 
@@ -197,7 +197,7 @@ func TestFleetViewFromTheTopology(t *testing.T) {
 	assert.Empty(t, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 6, out)
-	assert.Regexp(t, `^ks/-80\s+0\s+-\s+-\s+0\s+-\s+-\s+-\s+0\s+0\s+0\s+FAIL: no complete backup$`, lines[1])
+	assert.Regexp(t, `^ks/-80\s+0\s+-\s+-\s+0\s+-\s+-\s+-\s+0\s+0\s+0\s+-\s+FAIL: no complete backup$`, lines[1])
 	assert.Regexp(t, `^ks/0\s+4\s+`+names[3]+`\s+.*\s+ok \(not in the topology\)$`, lines[2])
 	assert.Regexp(t, `^ks/80-\s+0\s+.*FAIL: no complete backup$`, lines[3])
 

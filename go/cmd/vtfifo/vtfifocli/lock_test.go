@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,6 +70,10 @@ func TestLockRefusesEveryRemoval(t *testing.T) {
 	assert.Contains(t, lsJSON, `"locked_until": "`+until+`"`)
 	show, _ := runSplit(t, 0, root, with("show", "--backup="+name)...)
 	assert.Regexp(t, `Lock:\s+`+regexp.QuoteMeta(lockLine), show)
+	fleet, _ := runSplit(t, 0, root, "ls")
+	assert.Regexp(t, `NEWEST-LOCK\s+CHECK\nks/0\s.*\s`+until+`\s+ok\n`, fleet, "the fleet view shows the newest backup's lock")
+	prom, _ := runSplit(t, 0, root, "ls", "--prometheus")
+	assert.Contains(t, prom, `vtfifo_backup_newest_locked_until_timestamp_seconds{keyspace="ks",shard="0"} `+fmt.Sprint(float64(res.Until.Unix()))+"\n")
 
 	refusal := "ks/0/" + name + ": it is " + lockLine + ", and nothing removes it before then (vtfifo show shows its lock)"
 	for _, c := range []struct {

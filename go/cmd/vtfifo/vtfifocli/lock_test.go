@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // TestLockRefusesEveryRemoval: vtfifo lock locks a backup until a date;
@@ -111,3 +114,37 @@ func TestLockRefusesEveryRemoval(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestPruneRenewsTheLocksOfWhatItKeeps: prune --renew-locks locks every
+// backup retention keeps until the date from now, and only those; a bad
+// value fails at startup naming the flag.
+func TestPruneRenewsTheLocksOfWhatItKeeps(t *testing.T) {
+	root := t.TempDir()
+	bs := localSplit(t, root)
+	names := []string{"2026-11-20.000000.zone1-0000000100", "2026-11-21.000000.zone1-0000000100", "2026-11-22.000000.zone1-0000000100"}
+	for _, n := range names {
+		plantBackup(t, bs, "ks/0", n)
+	}
+	shard := []string{"--keyspace=ks", "--shard=0"}
+	out, errOut := runSplit(t, 2, root, append([]string{"prune", "--keep=2", "--renew-locks=1h"}, shard...)...)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, `invalid value "1h0m0s" for --renew-locks: allowed values are 0 (none) or 24h..876000h`)
+
+	out, _ = runSplit(t, 0, root, append([]string{"prune", "--keep=2", "--renew-locks=48h", "--json"}, shard...)...)
+	var res PruneResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, []string{"ks/0/" + names[0]}, res.Removed)
+	assert.Equal(t, []string{"ks/0/" + names[1], "ks/0/" + names[2]}, res.Renewed)
+	for _, n := range names[1:] {
+		bh, err := bs.OpenBackup(context.Background(), "ks/0", n)
+		require.NoError(t, err)
+		bl, err := bh.(*splitstorage.Handle).LockState(context.Background())
+		require.NoError(t, err)
+		assert.WithinDuration(t, time.Now().Add(48*time.Hour), bl.Lock.Until, time.Minute, n)
+	}
+	// A tighter --keep: the older one is locked, so kept (and the request
+	// refused, exit 2); the one kept is renewed.
+	out, _ = runSplit(t, 2, root, append([]string{"prune", "--keep=1", "--renew-locks=72h"}, shard...)...)
+	assert.Contains(t, out, "keeping ks/0/"+names[1]+": locked: split storage: not removing backup ks/0/"+names[1])
+	assert.Contains(t, out, "ks/0/"+names[2]+" is locked until ")
+}

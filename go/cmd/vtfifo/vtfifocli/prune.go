@@ -34,6 +34,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	var within time.Duration
 	var tiers retention.Tiers
 	var dryRun, asJSON *bool
+	var renew time.Duration
 	s, code := openSession(ctx, prog, args, stdout, stderr,
 		func(fs *pflag.FlagSet, o *options) func() error {
 			keep = fs.Int("keep", 0, "how many of the newest complete backups are always kept (at least 1; required)")
@@ -41,6 +42,9 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 			fs.IntVar(&tiers.Daily, "keep-daily", 0, "also keep the newest backup of each of the last N days that have one (UTC)")
 			fs.IntVar(&tiers.Weekly, "keep-weekly", 0, "also keep the newest backup of each of the last N ISO weeks that have one")
 			fs.IntVar(&tiers.Monthly, "keep-monthly", 0, "also keep the newest backup of each of the last N months that have one")
+			fs.DurationVar(&renew, "renew-locks", 0, "after pruning, lock every backup kept (and the backups it needs) until this long from now, "+
+				"extending their locks (as vtfifo lock does): a kept backup is never unlocked by the calendar; run it as often as the locks need; "+
+				"0: no lock is touched")
 			dryRun = fs.Bool("dry-run", false, "print what would be removed, remove nothing")
 			asJSON = fs.Bool("json", false, "print one JSON object (kept with why, removed, would_remove, failed) instead of lines")
 			refuseBackup := o.refuseBackup(fs, "prune", "it chooses by --keep and --keep-within")
@@ -50,6 +54,9 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 				}
 				if *keep < 1 {
 					return invalid("keep", fmt.Sprint(*keep), "1 or more (the newest backup is never pruned)")
+				}
+				if renew != 0 && (renew < 24*time.Hour || renew > 100*365*24*time.Hour) {
+					return invalid("renew-locks", renew.String(), "0 (none) or 24h..876000h (a day to 100 years)")
 				}
 				for _, f := range []struct {
 					name string
@@ -93,6 +100,9 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		out.keep(dir+"/"+proven.Name(), "the newest backup that passed a test restore")
 	}
 	code = s.prune(dir, cands, *dryRun, out)
+	if renew > 0 && !*dryRun {
+		code = max(code, s.renewLocks(dir, cands, bhs, renew, out))
+	}
 	if r := out.PruneResult; len(r.Removed)+len(r.WouldRemove)+len(r.Failed) == 0 && out.text {
 		fmt.Fprintf(stdout, "nothing to remove in %s: %d kept\n", dir, len(r.Kept))
 	}
@@ -103,12 +113,13 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 }
 
 // PruneResult is what prune kept and why, removed (or with --dry-run would
-// remove) and failed to remove (--json prints it).
+// remove) and failed to remove, and the locks it renewed (--json prints it).
 type PruneResult struct {
 	Kept        []PruneKept `json:"kept"`
 	Removed     []string    `json:"removed,omitempty"`
 	WouldRemove []string    `json:"would_remove,omitempty"`
 	Failed      []string    `json:"failed,omitempty"`
+	Renewed     []string    `json:"renewed,omitempty"`
 }
 
 // PruneKept is a backup prune kept, with why.
@@ -181,6 +192,33 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 			done = removedFromList(deps)
 		}
 		out.removed(done, where)
+	}
+	return code
+}
+
+// renewLocks locks every backup of bhs that retention kept (not among
+// cands) until renew from now, its chain with it: retention keeps, the
+// lock holds.
+func (s *session) renewLocks(dir string, cands, bhs []backupstorage.BackupHandle, renew time.Duration, out *pruneOutput) int {
+	lk, err := can[backupLocker](s.bs, "renew the locks of the backups kept")
+	if err != nil {
+		return s.o.failf(exitUsage, "%v", err)
+	}
+	l := splitstorage.Lock{Until: time.Now().Add(renew).UTC().Truncate(time.Second), Mode: splitstorage.LockGovernance}
+	code := exitOK
+	for _, bh := range bhs {
+		if slices.Contains(cands, bh) || s.fromLegacy(bh) {
+			continue
+		}
+		res, err := lk.Lock(s.ctx, dir, bh.Name(), l)
+		if err != nil {
+			code = max(code, s.o.failf(failureStatus(err), "renewing the lock of %s/%s failed: %v; run prune again", dir, bh.Name(), err))
+			continue
+		}
+		out.Renewed = append(out.Renewed, dir+"/"+bh.Name())
+		if out.text {
+			fmt.Fprintf(out.w, "%s/%s is %s\n", dir, bh.Name(), res.Lock)
+		}
 	}
 	return code
 }

@@ -787,7 +787,7 @@ func lockedThroughVitess(ctx context.Context, t *testing.T, c *cluster.Cluster, 
 	if m == nil {
 		t.Fatalf("show does not print the lock of %s", locked)
 	}
-	if until, err := time.Parse(time.RFC3339, m[1]); err != nil || until.Sub(time.Now()) < 23*time.Hour || until.Sub(time.Now()) > 25*time.Hour {
+	if until, err := time.Parse(time.RFC3339, m[1]); err != nil || time.Until(until) < 23*time.Hour || time.Until(until) > 25*time.Hour {
 		t.Fatalf("%s is locked until %s, want about 24h from now", locked, m[1])
 	}
 	out, err := c.Vtctldclient(ctx, "RemoveBackup", c.Keyspace+"/"+c.Shard, locked)
@@ -822,7 +822,7 @@ func promotedByVtbackup(ctx context.Context, t *testing.T, c *cluster.Cluster, s
 	names, err := c.GetBackups(ctx)
 	must(t, err)
 	promoted := names[len(names)-1]
-	if out := vtfifo(t, 0, "show", "--backup="+promoted); !regexp.MustCompile(`Promotion:\s+promoted to file:`+regexp.QuoteMeta(protected)+
+	if out := vtfifo(t, 0, "show", "--backup="+promoted); !regexp.MustCompile(`Promotion:\s+promoted to file:` + regexp.QuoteMeta(protected) +
 		` on \S+, locked until \S+ \(compliance\) there`).MatchString(out) {
 		t.Fatalf("show does not say where %s was promoted:\n%s", promoted, out)
 	}

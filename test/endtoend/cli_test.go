@@ -761,6 +761,8 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if code != 0 || !strings.Contains(vout, "OK") {
 			t.Fatalf("verify at GCS: exit %d\n%s", code, vout)
 		}
+
+		promoteKilledAndResumed(ctx, t, c, name, flagsFile, stored, vtfifo)
 	})
 
 	// Locks with the real binaries, on local disk (S3 Object Lock is proven
@@ -1045,4 +1047,40 @@ func forgedPart(ctx context.Context, t *testing.T, c *cluster.Cluster, name stri
 	splitstoragetest.Put(t, be, key, orig)
 	restored = true
 	vtfifo(t, 0, "verify", "--backup="+name)
+}
+
+// promoteKilledAndResumed is TestOperatorCLI's promotion on S3: vtfifo
+// promote to a second versitygw with Object Lock (streamed: another
+// endpoint), its reads held to 256 KiB/s and SIGKILLed half way: the
+// source refuses its removal, the destination lists nothing; run again, it
+// finishes, and the backup is listed and locked there.
+func promoteKilledAndResumed(ctx context.Context, t *testing.T, c *cluster.Cluster, name, flagsFile string, stored int64,
+	vtfifo func(*testing.T, int, ...string) string) {
+	dst := splitstoragetest.StartS3ObjectLock(t)
+	args := []string{"promote", "--backup=" + name, "--to-flags-file=" + flagsFile, "--to=--split-storage-s3-endpoint=" + dst.Config.S3.Endpoint,
+		"--for=48h"}
+	half := time.Duration(float64(stored)/2/(256<<10)*float64(time.Second)) + 500*time.Millisecond
+	killCtx, cancel := context.WithTimeout(ctx, half)
+	out, code, _ := c.VtfifoWith(killCtx, nil, append(append(args, c.Storage.Flags...), "--split-storage-download-limit=256KiB")...)
+	cancel()
+	if code != -1 {
+		t.Fatalf("the promotion held to 256 KiB/s (%d bytes stored) was not killed after %v: exit %d\n%s", stored, half, code, out)
+	}
+	if out := vtfifo(t, 3, "rm", "--backup="+name); !strings.Contains(out, "has not finished (vtfifo promote resumes it)") {
+		t.Fatalf("rm of a backup whose promotion was killed:\n%s", out)
+	}
+	dstLs := append([]string{"ls", "--backup-storage-implementation=split"}, dst.Config.Args()...)
+	if out, code, err := c.VtfifoWith(ctx, dst.Environ(), dstLs...); err != nil || strings.Contains(out, name) {
+		t.Fatalf("a killed promotion is listed at the destination (exit %d, %v):\n%s", code, err, out)
+	}
+	out = vtfifo(t, 0, args...)
+	if !regexp.MustCompile(`promoted \S+/` + regexp.QuoteMeta(name) + ` to s3:\S+: .*verified there, locked until \S+ \(governance\) there`).MatchString(out) {
+		t.Fatalf("the promotion, resumed:\n%s", out)
+	}
+	out, code, err := c.VtfifoWith(ctx, dst.Environ(), dstLs...)
+	must(t, err)
+	if code != 0 || !regexp.MustCompile(regexp.QuoteMeta(name)+`\s.*locked until \S+ \(governance\)`).MatchString(out) {
+		t.Fatalf("ls at the protected storage: exit %d\n%s", code, out)
+	}
+	t.Logf("promotion killed after %v, then resumed: %s", half, strings.TrimSpace(out))
 }

@@ -157,3 +157,43 @@ func TestSealedAndEncrypted(t *testing.T) {
 	splitstoragetest.Put(t, be, pk, splitstoragetest.ForgeCRC32C(splitstoragetest.Get(t, be, pk), 100, 104))
 	require.ErrorContains(t, readBackup(s, "ks/0", "both"), "file f, part 1, block 0: its bytes: not the ones sealed")
 }
+
+// TestSealedRecords: a record stored beside a sealed backup carries its
+// tag: read back with the key it is the record; moved from another backup,
+// edited, or stored bare, it is refused naming it; without a key it reads.
+func TestSealedRecords(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.Local(t)
+	cfg := srv.Config
+	cfg.SigningKeyFile = splitstoragetest.KeyFile(t, "sign-1")
+	s := newStorage(t, cfg)
+	plain := newStorage(t, srv.Config)
+	be, err := s.RawBackendForTest(ctx)
+	require.NoError(t, err)
+	open := func(st *splitstorage.Storage, name string) *splitstorage.Handle {
+		bh, err := st.OpenBackup(ctx, "ks/0", name)
+		require.NoError(t, err)
+		return bh.(*splitstorage.Handle)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		sealedBackup(t, s, "ks/0", n)
+		require.NoError(t, open(s, n).PutSidecar(ctx, "record", []byte(`{"backup":"ks/0/`+n+`"}`)))
+	}
+	got, err := open(s, "a").ReadSidecar(ctx, "record")
+	require.NoError(t, err)
+	require.Equal(t, `{"backup":"ks/0/a"}`, string(got))
+	got, err = open(plain, "a").ReadSidecar(ctx, "record")
+	require.NoError(t, err, "without a key the record reads")
+	require.Equal(t, `{"backup":"ks/0/a"}`, string(got))
+
+	splitstoragetest.Put(t, be, "ks/0/b/.sidecar-record", splitstoragetest.Get(t, be, "ks/0/a/.sidecar-record"))
+	splitstoragetest.Put(t, be, "ks/0/c/.sidecar-record", []byte(`{"backup":"ks/0/c","outcome":"passed"}`))
+	for name, want := range map[string]string{
+		"b": "backup ks/0/b: its record: replaced or forged",
+		"c": "backup ks/0/c: its record: carries no tag beside a sealed backup: replaced or forged",
+	} {
+		_, err := open(s, name).ReadSidecar(ctx, "record")
+		require.ErrorContains(t, err, want)
+		require.ErrorIs(t, err, splitstorage.ErrForged)
+	}
+}

@@ -25,6 +25,10 @@ func (h *Handle) PutSidecar(ctx context.Context, sidecar string, doc []byte) err
 		return fmt.Errorf("split storage: backup %s/%s is not complete: %w", h.dir, h.name, err)
 	}
 	key := sidecarKey(h.dir, h.name, sidecar)
+	doc, err := h.sealSidecar(sidecar, doc)
+	if err != nil {
+		return fmt.Errorf("split storage: backup %s/%s: sealing %s: %w", h.dir, h.name, sidecar, err)
+	}
 	if err := h.e.be.Put(ctx, key, bytes.NewReader(doc), int64(len(doc)), backend.PutOptions{CRC32C: crc32c(doc)}); err != nil {
 		return fmt.Errorf("split storage: backup %s/%s: storing %s: %w", h.dir, h.name, sidecar, err)
 	}
@@ -47,7 +51,7 @@ func (h *Handle) ReadSidecar(ctx context.Context, sidecar string) ([]byte, error
 	if err != nil {
 		return nil, fmt.Errorf("split storage: backup %s/%s: reading %s: %w", h.dir, h.name, sidecar, err)
 	}
-	return doc, nil
+	return h.openSidecar(ctx, sidecar, doc)
 }
 
 func isSidecarKey(prefix, key string) bool {

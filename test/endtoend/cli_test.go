@@ -1051,7 +1051,7 @@ func forgedPart(ctx context.Context, t *testing.T, c *cluster.Cluster, name stri
 
 // promoteKilledAndResumed is TestOperatorCLI's promotion on S3: vtfifo
 // promote to a second versitygw with Object Lock (streamed: another
-// endpoint), its reads held to 256 KiB/s and SIGKILLed half way: the
+// endpoint), its reads held to 1 MiB/s and SIGKILLed half way: the
 // source refuses its removal, the destination lists nothing; run again, it
 // finishes, and the backup is listed and locked there.
 func promoteKilledAndResumed(ctx context.Context, t *testing.T, c *cluster.Cluster, name, flagsFile string, stored int64,
@@ -1059,12 +1059,12 @@ func promoteKilledAndResumed(ctx context.Context, t *testing.T, c *cluster.Clust
 	dst := splitstoragetest.StartS3ObjectLock(t)
 	args := []string{"promote", "--backup=" + name, "--to-flags-file=" + flagsFile, "--to=--split-storage-s3-endpoint=" + dst.Config.S3.Endpoint,
 		"--for=48h"}
-	half := time.Duration(float64(stored)/2/(256<<10)*float64(time.Second)) + 500*time.Millisecond
+	half := time.Duration(float64(stored)/2/(1<<20)*float64(time.Second)) + 500*time.Millisecond
 	killCtx, cancel := context.WithTimeout(ctx, half)
-	out, code, _ := c.VtfifoWith(killCtx, nil, append(append(args, c.Storage.Flags...), "--split-storage-download-limit=256KiB")...)
+	out, code, _ := c.VtfifoWith(killCtx, nil, append(append(args, c.Storage.Flags...), "--split-storage-download-limit=1MiB")...)
 	cancel()
 	if code != -1 {
-		t.Fatalf("the promotion held to 256 KiB/s (%d bytes stored) was not killed after %v: exit %d\n%s", stored, half, code, out)
+		t.Fatalf("the promotion held to 1 MiB/s (%d bytes stored) was not killed after %v: exit %d\n%s", stored, half, code, out)
 	}
 	if out := vtfifo(t, 3, "rm", "--backup="+name); !strings.Contains(out, "has not finished (vtfifo promote resumes it)") {
 		t.Fatalf("rm of a backup whose promotion was killed:\n%s", out)

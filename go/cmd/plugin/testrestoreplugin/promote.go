@@ -79,7 +79,7 @@ func validatePromoteFlags() error {
 		switch {
 		case err != nil:
 			p.Add("invalid value %q for --%sto: %v: allowed values are %s", strings.Join(promotion.to, " "), promotePrefix, err, allowedPromoteTo)
-		case dst.Location() == own.Location():
+		case dst.SameStore(own):
 			p.Add("invalid value %q for --%sto: it names vtbackup's own storage, %s: allowed values are %s", strings.Join(promotion.to, " "),
 				promotePrefix, own.Location(), allowedPromoteTo)
 		}

@@ -80,7 +80,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return failureStatus(err)
 	}
 	defer to.Close()
-	if dst.Location() != splitstorage.FlagConfig().Location() { // the session's root is checked already
+	if !dst.SameStore(splitstorage.FlagConfig()) { // the session's root is checked already
 		if code := s.checkRoot(to); code >= 0 {
 			return code
 		}

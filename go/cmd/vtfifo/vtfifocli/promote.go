@@ -71,7 +71,7 @@ func Promote(ctx context.Context, prog string, args []string, stdout, stderr io.
 		return failureStatus(err)
 	}
 	defer to.Close()
-	if dst.Location() == splitstorage.FlagConfig().Location() {
+	if dst.SameStore(splitstorage.FlagConfig()) {
 		return s.o.failf(exitUsage, "the destination (--to-flags-file, --to) is this storage, %s: a promotion copies to another one "+
 			"(vtfifo lock locks a backup where it is)", dst.Location())
 	}

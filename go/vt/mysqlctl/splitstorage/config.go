@@ -133,6 +133,19 @@ func (c Config) LocalRoot() string {
 	return ""
 }
 
+// SameStore says whether c and o name the same store: one backend kind,
+// location and endpoint (backend.Served). What differs only in how it is
+// read (part size, limits, keys) is the same store.
+func (c Config) SameStore(o Config) bool {
+	endpoint := func(c Config) string {
+		if s, ok := c.selected().(backend.Served); ok {
+			return s.ServiceEndpoint()
+		}
+		return ""
+	}
+	return c.Backend == o.Backend && c.Location() == o.Location() && endpoint(c) == endpoint(o)
+}
+
 // BackendNames lists the values --split-storage-backend accepts.
 func BackendNames() []string {
 	var c Config

@@ -183,3 +183,23 @@ func TestArgsRoundTripEveryBackend(t *testing.T) {
 	assert.ErrorContains(t, back.Validate(), `invalid value "tape" for --split-storage-backend: allowed values are `+
 		strings.Join(splitstorage.BackendNames(), ", "))
 }
+
+// TestSameStore: one bucket and prefix at two endpoints are two stores;
+// what differs only in how it is read is one.
+func TestSameStore(t *testing.T) {
+	a := splitstorage.DefaultConfig()
+	a.Backend, a.S3.Bucket, a.S3.Prefix, a.S3.Region, a.S3.Endpoint = splitstorage.BackendS3, "b", "p", "r", "http://127.0.0.1:1"
+	b := a
+	b.PartSize, b.UploadLimit = 8<<20, 1<<30
+	require.True(t, a.SameStore(b))
+	b.S3.Endpoint = "http://127.0.0.1:2"
+	require.False(t, a.SameStore(b), "another endpoint")
+	b = a
+	b.S3.Prefix = "q"
+	require.False(t, a.SameStore(b), "another prefix")
+	l1, l2 := splitstorage.DefaultConfig(), splitstorage.DefaultConfig()
+	l1.File.Root, l2.File.Root = "/x", "/x"
+	require.True(t, l1.SameStore(l2))
+	l2.File.Root = "/y"
+	require.False(t, l1.SameStore(l2))
+}

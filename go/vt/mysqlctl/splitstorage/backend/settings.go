@@ -47,6 +47,15 @@ type LocalDir interface {
 	Dir() string
 }
 
+// Served is the Settings of a kind whose store is a service at an
+// endpoint: two settings with one location (bucket and prefix) at two
+// endpoints are two stores.
+type Served interface {
+	Settings
+	// ServiceEndpoint is the endpoint; "" for the service's own.
+	ServiceEndpoint() string
+}
+
 // EnvCredentials is the Settings of a kind that takes its credentials out
 // of the process environment at startup, so that no child inherits them and
 // no log line shows them. legacy is the Vitess storage named beside the

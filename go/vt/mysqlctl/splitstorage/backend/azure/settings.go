@@ -53,6 +53,9 @@ func (c *Config) Location() string {
 	return "azure://" + path.Join(c.Account, path.Join(c.Container, c.Prefix))
 }
 
+// ServiceEndpoint is the blob service endpoint the location is at.
+func (c *Config) ServiceEndpoint() string { return c.Endpoint }
+
 func (c *Config) Open(_ context.Context) (backend.Backend, error) {
 	b, err := New(*c)
 	if err != nil {

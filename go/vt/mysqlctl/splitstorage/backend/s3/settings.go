@@ -62,6 +62,9 @@ func (c *Config) Check(selected bool, p *flagvalue.Problems) {
 
 func (c *Config) Location() string { return "s3://" + path.Join(c.Bucket, c.Prefix) }
 
+// ServiceEndpoint is the S3 endpoint and region the location is at.
+func (c *Config) ServiceEndpoint() string { return c.Endpoint + "|" + c.Region }
+
 func (c *Config) Open(ctx context.Context) (backend.Backend, error) {
 	b, err := New(ctx, *c)
 	if err != nil {

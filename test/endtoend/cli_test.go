@@ -993,19 +993,13 @@ func restoreTableKinds(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 // sealed, and without the key that it was not checked. The part is put
 // back at the end.
 func forgedPart(ctx context.Context, t *testing.T, c *cluster.Cluster, name string, vtfifo func(*testing.T, int, ...string) string, tool []string) {
-	var splitFlags, unsigned []string
+	var unsigned []string
 	for _, f := range c.Storage.Flags {
-		if strings.HasPrefix(f, "--split-storage-") {
-			splitFlags = append(splitFlags, f)
-		}
 		if !strings.HasPrefix(f, "--split-storage-signing-key-file=") {
 			unsigned = append(unsigned, f)
 		}
 	}
-	cfg, err := splitstorage.ConfigFromArgs(splitFlags)
-	must(t, err)
-	be, err := splitstorage.OpenBackend(ctx, cfg)
-	must(t, err)
+	be := rawBackend(ctx, t, c)
 	prefix := c.Keyspace + "/" + c.Shard + "/" + name + "/"
 	objs, err := be.List(ctx, prefix, false)
 	must(t, err)
@@ -1059,12 +1053,35 @@ func promoteKilledAndResumed(ctx context.Context, t *testing.T, c *cluster.Clust
 	dst := splitstoragetest.StartS3ObjectLock(t)
 	args := []string{"promote", "--backup=" + name, "--to-flags-file=" + flagsFile, "--to=--split-storage-s3-endpoint=" + dst.Config.S3.Endpoint,
 		"--for=48h"}
-	half := time.Duration(float64(stored)/2/(1<<20)*float64(time.Second)) + 500*time.Millisecond
-	killCtx, cancel := context.WithTimeout(ctx, half)
-	out, code, _ := c.VtfifoWith(killCtx, nil, append(append(args, c.Storage.Flags...), "--split-storage-download-limit=1MiB")...)
+	// Killed once its marker is at the source and its copy under way (held
+	// to 1 MiB/s, it takes seconds): not at a time guessed.
+	killCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		out  string
+		code int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, code, _ := c.VtfifoWith(killCtx, nil, append(append(args, c.Storage.Flags...), "--split-storage-download-limit=1MiB")...)
+		done <- result{out, code}
+	}()
+	marker := c.Keyspace + "/" + c.Shard + "/" + name + "/.promoting"
+	be := rawBackend(ctx, t, c)
+	var half time.Duration
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := be.Stat(ctx, marker); err == nil {
+			half = time.Since(start) + time.Duration(float64(stored)/2/(1<<20)*float64(time.Second))
+			time.Sleep(time.Duration(float64(stored) / 2 / (1 << 20) * float64(time.Second)))
+			break
+		}
+		if len(done) > 0 || time.Since(start) > time.Minute {
+			t.Fatalf("the promotion never marked its source (%s)", marker)
+		}
+	}
 	cancel()
-	if code != -1 {
-		t.Fatalf("the promotion held to 1 MiB/s (%d bytes stored) was not killed after %v: exit %d\n%s", stored, half, code, out)
+	if r := <-done; r.code != -1 {
+		t.Fatalf("the promotion held to 1 MiB/s (%d bytes stored) was not killed after %v: exit %d\n%s", stored, half, r.code, r.out)
 	}
 	if out := vtfifo(t, 3, "rm", "--backup="+name); !strings.Contains(out, "has not finished (vtfifo promote resumes it)") {
 		t.Fatalf("rm of a backup whose promotion was killed:\n%s", out)
@@ -1073,7 +1090,7 @@ func promoteKilledAndResumed(ctx context.Context, t *testing.T, c *cluster.Clust
 	if out, code, err := c.VtfifoWith(ctx, dst.Environ(), dstLs...); err != nil || strings.Contains(out, name) {
 		t.Fatalf("a killed promotion is listed at the destination (exit %d, %v):\n%s", code, err, out)
 	}
-	out = vtfifo(t, 0, args...)
+	out := vtfifo(t, 0, args...)
 	if !regexp.MustCompile(`promoted \S+/` + regexp.QuoteMeta(name) + ` to s3:\S+: .*verified there, locked until \S+ \(governance\) there`).MatchString(out) {
 		t.Fatalf("the promotion, resumed:\n%s", out)
 	}
@@ -1083,4 +1100,22 @@ func promoteKilledAndResumed(ctx context.Context, t *testing.T, c *cluster.Clust
 		t.Fatalf("ls at the protected storage: exit %d\n%s", code, out)
 	}
 	t.Logf("promotion killed after %v, then resumed: %s", half, strings.TrimSpace(out))
+}
+
+// rawBackend is the cluster's split storage's backend, opened in this
+// process from the cluster's flags: what a test changes or reads at the
+// store, around the binaries.
+func rawBackend(ctx context.Context, t *testing.T, c *cluster.Cluster) backend.Backend {
+	var splitFlags []string
+	for _, f := range c.Storage.Flags {
+		if strings.HasPrefix(f, "--split-storage-") {
+			splitFlags = append(splitFlags, f)
+		}
+	}
+	cfg, err := splitstorage.ConfigFromArgs(splitFlags)
+	must(t, err)
+	be, err := splitstorage.OpenBackend(ctx, cfg)
+	must(t, err)
+	t.Cleanup(func() { be.Close() })
+	return be
 }

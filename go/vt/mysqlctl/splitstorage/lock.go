@@ -8,10 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
@@ -298,32 +295,18 @@ func lockOne(ctx context.Context, e *env, lk backend.Locker, dir, name string, l
 	if err != nil {
 		return fail(err)
 	}
-	var (
-		g    errgroup.Group
-		mu   sync.Mutex
-		errs []error
-		n    int
-	)
-	g.SetLimit(listWorkers)
+	var covered []backend.ObjectInfo
 	for _, o := range objs {
-		if o.Dir || !lockCovers(prefix, o.Key) {
-			continue
+		if !o.Dir && lockCovers(prefix, o.Key) {
+			covered = append(covered, o)
 		}
-		n++
-		g.Go(func() error {
-			if err := lk.Lock(ctx, o.Key, l); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			return nil
-		})
 	}
-	_ = g.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := forEach(ctx, listWorkers, covered, func(ctx context.Context, o backend.ObjectInfo) error {
+		return lk.Lock(ctx, o.Key, l)
+	}); err != nil {
 		return fail(err)
 	}
-	return n, base, l, nil
+	return len(covered), base, l, nil
 }
 
 // completionDoc is a complete or retired backup's completion marker; any

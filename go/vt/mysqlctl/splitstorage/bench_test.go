@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,8 +54,10 @@ func BenchmarkThroughput(b *testing.B) {
 
 // BenchmarkEncryptionCost writes and reads back 2 files of
 // SPLIT_BENCH_FILE_MIB (default 1024) MiB on local disk (64 MiB parts,
-// upload concurrency 4), in the clear and with --split-storage-encryption-key-file,
-// and reports the CPU seconds per GiB of each side besides the throughput:
+// upload concurrency 4), in the clear, with --split-storage-encryption-key-file,
+// with --split-storage-signing-key-file (sealed: a tag per block, checked on
+// read) and with both, and reports the CPU seconds per GiB of each side
+// besides the throughput:
 //
 //	go test -run '^$' -bench EncryptionCost -benchtime 1x -count 5 ./go/vt/mysqlctl/splitstorage/
 func BenchmarkEncryptionCost(b *testing.B) {
@@ -63,13 +66,16 @@ func BenchmarkEncryptionCost(b *testing.B) {
 		fmt.Sscan(v, &fileMiB)
 	}
 	srv := splitstoragetest.Local(b)
-	for _, mode := range []string{"clear", "encrypted"} {
+	for _, mode := range []string{"clear", "encrypted", "sealed", "sealed+encrypted"} {
 		b.Run(mode, func(b *testing.B) {
 			c := srv.Config
 			c.PartSize = 64 << 20
 			c.UploadConcurrency = 4
-			if mode == "encrypted" {
+			if strings.Contains(mode, "encrypted") {
 				c.EncryptionKeyFile = splitstoragetest.KeyFile(b, "bench")
+			}
+			if strings.Contains(mode, "sealed") {
+				c.SigningKeyFile = splitstoragetest.KeyFile(b, "bench-sign")
 			}
 			s, err := splitstorage.New(c)
 			if err != nil {

@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
-	"strings"
 	"testing"
 	"time"
 

@@ -12,21 +12,7 @@ import (
 // and choices by time.
 func Plant(t testing.TB, bs backupstorage.BackupStorage, dir, name, manifest string) backupstorage.BackupHandle {
 	t.Helper()
-	ctx := context.Background()
-	bh, err := bs.StartBackup(ctx, dir, name)
-	if err != nil {
-		t.Fatalf("planting %s/%s: %v", dir, name, err)
-	}
-	w, err := bh.AddFile(ctx, "MANIFEST", int64(len(manifest)))
-	if err == nil {
-		_, err = w.Write([]byte(manifest))
-	}
-	if err == nil {
-		err = w.Close()
-	}
-	if err == nil {
-		err = bh.EndBackup(ctx)
-	}
+	bh, err := plant(context.Background(), bs, dir, name, manifest)
 	if err != nil {
 		t.Fatalf("planting %s/%s: %v", dir, name, err)
 	}

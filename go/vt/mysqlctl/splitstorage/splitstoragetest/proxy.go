@@ -56,6 +56,9 @@ type FaultProxy struct {
 	// signature covers it). Otherwise the upstream sees its own address as Host
 	// (needed for fake-gcs-server, which checks it against -public-host).
 	PreserveHost bool
+	// Latency is added to every request before it is passed on: a real
+	// object store's round trip, for what a view of many objects costs.
+	Latency time.Duration
 
 	target *url.URL
 	rp     *httputil.ReverseProxy
@@ -309,6 +312,9 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.seen = append(p.seen, r.Method+" "+r.URL.Path)
 	p.mu.Unlock()
+	if p.Latency > 0 {
+		time.Sleep(p.Latency)
+	}
 	if a := p.keep(r); a != nil {
 		_, _ = io.Copy(io.Discard, r.Body)
 		for k, v := range a.header {

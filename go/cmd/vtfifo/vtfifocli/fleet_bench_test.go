@@ -1,0 +1,57 @@
+package vtfifocli
+
+import (
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+// BenchmarkFleetView runs the fleet view (vtfifo ls --prometheus, no
+// shard) over a simulated fleet (splitstoragetest.PlantFleet: FLEET_SHARDS
+// x FLEET_BACKUPS, half of them with a passed test record, one incomplete
+// per shard) on versitygw, behind a proxy that adds FLEET_LATENCY_MS to
+// every request and counts them: requests per view and per shard, and
+// seconds per view.
+//
+//	FLEET_SHARDS=100 FLEET_BACKUPS=30 FLEET_LATENCY_MS=20 go test -run '^$' -bench FleetView -benchtime 1x ./go/cmd/vtfifo/vtfifocli/
+func BenchmarkFleetView(b *testing.B) {
+	env := func(name string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+			return v
+		}
+		return def
+	}
+	shards, backups, latency := env("FLEET_SHARDS", 20), env("FLEET_BACKUPS", 10), env("FLEET_LATENCY_MS", 0)
+	srv := splitstoragetest.StartS3(b)
+	p := splitstoragetest.NewFaultProxy(b, srv.Addr)
+	p.PreserveHost = true
+	ps := srv.WithProxy(p)
+	ps.Setenv(b)
+	bs, err := splitstorage.New(ps.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bs.Close()
+	start := time.Now()
+	splitstoragetest.PlantFleet(b, bs, shards, backups, 8)
+	b.Logf("planted %d shards x %d backups in %v", shards, backups, time.Since(start))
+	p.Latency = time.Duration(latency) * time.Millisecond
+	args := append([]string{"ls", "--prometheus"}, ps.Flags()...)
+	b.ResetTimer()
+	for range b.N {
+		before, start := p.Requests(), time.Now()
+		if code := Main(context.Background(), args, io.Discard, io.Discard); code != exitOK {
+			b.Fatalf("vtfifo ls --prometheus: exit %d", code)
+		}
+		n := float64(p.Requests() - before)
+		b.ReportMetric(n, "requests/view")
+		b.ReportMetric(n/float64(shards), "requests/shard")
+		b.ReportMetric(time.Since(start).Seconds(), "s/view")
+	}
+}

@@ -29,11 +29,6 @@ type rootChecker interface {
 	CheckRoot(ctx context.Context) error
 }
 
-// shardLister lists every keyspace/shard directory that holds backups.
-type shardLister interface {
-	ListBackupDirs(ctx context.Context) ([]string, error)
-}
-
 // guardedRemover says which backups a removal keeps a base for, and what a
 // removal would refuse (a reader's lease), and removes a backup unless it
 // is being read.
@@ -96,10 +91,11 @@ type keyLister interface {
 // partVerifier is a backup handle whose parts can be checked one by one.
 type partVerifier = splitstorage.PartVerifier
 
-// fleetLister lists every shard of the storage and what is in each.
+// fleetLister lists every shard of the storage and what is in each, from
+// the summaries it keeps of each (splitstorage/fleet.go).
 type fleetLister interface {
-	shardLister
 	incompleteLister
+	Fleet(ctx context.Context, opts splitstorage.FleetOptions) ([]splitstorage.FleetShard, splitstorage.FleetReport, error)
 }
 
 // keyChecker is a backup handle that says which key wraps it and whether
@@ -145,7 +141,6 @@ type peerStorage interface {
 
 var (
 	_ incompleteLister = (*splitstorage.Storage)(nil)
-	_ shardLister      = (*splitstorage.Storage)(nil)
 	_ rootChecker      = (*splitstorage.Storage)(nil)
 	_ fleetLister      = (*splitstorage.Storage)(nil)
 	_ guardedRemover   = (*splitstorage.Storage)(nil)

@@ -1,12 +1,12 @@
 package vtfifocli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -55,12 +56,19 @@ type ShardStatus struct {
 	// Unread: its backups could not all be listed (Problems says why): its
 	// counts say nothing, and --prometheus gives none for it.
 	Unread bool `json:"unread,omitempty"`
+	// SummaryBuilt is when the storage's summary these counts come from
+	// was made (fleet_summary.go); Walked says why this view walked the
+	// shard's backups instead of reading it ("": it read it).
+	SummaryBuilt time.Time `json:"summary_built,omitempty"`
+	Walked       string    `json:"walked,omitempty"`
 }
 
-// fleetCheck is ls's whole-storage view: its checks and output format.
+// fleetCheck is ls's whole-storage view: its checks, output format and
+// how it uses the storage's summaries.
 type fleetCheck struct {
 	maxAge, maxUnprovenAge time.Duration
 	prometheus             bool
+	summaries              summaryUse
 }
 
 func (c *fleetCheck) register(fs *pflag.FlagSet) {
@@ -71,6 +79,7 @@ func (c *fleetCheck) register(fs *pflag.FlagSet) {
 			"(exit 1); 0: no check")
 	fs.BoolVar(&c.prometheus, "prometheus", false, "without --keyspace/--shard: print the Prometheus text format (for node_exporter's textfile "+
 		"collector) instead of a table")
+	c.summaries.register(fs)
 }
 
 func (c *fleetCheck) set() bool { return c.maxAge != 0 || c.maxUnprovenAge != 0 || c.prometheus }
@@ -84,7 +93,7 @@ func (c *fleetCheck) validate(asJSON bool) error {
 	case c.prometheus && asJSON:
 		return errors.New("--json and --prometheus are exclusive: give one")
 	}
-	return nil
+	return c.summaries.validate()
 }
 
 // fleet is ls without --keyspace/--shard: every backup directory of the
@@ -97,61 +106,93 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	if code := s.o.rootMissing(); code != exitOK {
 		return code
 	}
-	dirs, err := st.ListBackupDirs(s.ctx)
-	if err != nil {
-		return s.o.failf(exitUnreachable, "cannot list %s: %v", storageLocation(s.o), err)
-	}
-	dirs, notInTopo, err := s.withTopology(dirs)
+	v, err := s.fleetView(st, c, time.Now())
 	if err != nil {
 		return s.o.failf(exitUnreachable, "%v", err)
 	}
-	if len(dirs) == 0 {
+	if len(v.shards) == 0 {
 		return s.o.failf(exitUnreachable, "no backup anywhere in %s: check the storage flags (root, bucket, prefix)", storageLocation(s.o))
 	}
-	now := time.Now()
-	shards := make([]ShardStatus, 0, len(dirs))
-	works := make([]*fifobackupengine.RestoreWork, 0, len(dirs))
-	var recs []testrestore.Record
-	failed, unread := false, false
-	for _, dir := range dirs {
-		sh, shardRecs, newestWork := s.shardStatus(st, dir)
-		sh.NotInTopology = notInTopo[dir]
-		if sh.Unread {
-			unread = true
-		} else if checks := c.problems(sh, now); len(checks) > 0 {
-			sh.Problems, failed = append(sh.Problems, checks...), true
-		}
-		shards = append(shards, sh)
-		works = append(works, newestWork)
-		recs = append(recs, shardRecs...)
-	}
-	// One host class for the whole storage: the rates of its latest test
-	// restores, whichever shard they restored.
-	rates, predictable := testrestore.Rates(recs)
-	for i, w := range works {
-		if predictable && w != nil {
-			p := rates.Predict(*w)
-			shards[i].NewestPredictedRestore = &p
-		}
-	}
+	s.noteSummaries(v.unsaved)
 	switch {
 	case c.prometheus:
 		// Written is done: the checks' results are metrics, so that a
 		// textfile collector's wrapper replaces its file exactly when an
 		// alert should fire.
-		writePrometheus(stdout, shards, now)
+		writePrometheus(stdout, v)
 		return exitOK
 	case asJSON:
-		if code := writeJSON(stdout, shards); code != exitOK {
+		if code := writeJSON(stdout, v.shards); code != exitOK {
 			return code
 		}
 	default:
-		if code := writeFleetTable(stdout, shards, now); code != exitOK {
+		if code := writeFleetTable(stdout, v.shards, v.at); code != exitOK {
 			return code
 		}
-		fmt.Fprintln(stdout, "\nRestore times: "+ratesLine(rates, predictable))
+		fmt.Fprintln(stdout, "\nRestore times: "+ratesLine(v.rates, v.predictable))
+		fmt.Fprintln(stdout, "Summaries: "+summariesLine(v.report))
 	}
-	return fleetStatus(failed, unread)
+	return fleetStatus(v.failed, v.unread)
+}
+
+// fleetView is the fleet as one refresh saw it.
+type fleetView struct {
+	shards         []ShardStatus
+	rates          fifobackupengine.RestoreRates
+	predictable    bool
+	failed, unread bool
+	report         splitstorage.FleetReport
+	unsaved        []string // why summaries could not be saved
+	at             time.Time
+}
+
+// fleetView reads every shard of the storage (from the storage's
+// summaries, walking those it has none of or that changed) and of the
+// topology the flags name, and checks each as c says at now.
+func (s *session) fleetView(st fleetLister, c fleetCheck, now time.Time) (fleetView, error) {
+	got, rep, err := st.Fleet(s.ctx, c.summaries.options(s.summarize(st)))
+	if err != nil {
+		return fleetView{}, fmt.Errorf("cannot list %s: %v", storageLocation(s.o), err)
+	}
+	byDir := map[string]splitstorage.FleetShard{}
+	dirs := make([]string, 0, len(got))
+	for _, fs := range got {
+		byDir[fs.Dir] = fs
+		dirs = append(dirs, fs.Dir)
+	}
+	dirs, notInTopo, err := s.withTopology(dirs)
+	if err != nil {
+		return fleetView{}, err
+	}
+	v := fleetView{report: rep, at: now}
+	works := make([]*fifobackupengine.RestoreWork, 0, len(dirs))
+	var recs []testrestore.Record
+	for _, dir := range dirs {
+		sum, unsaved := fromSummary(dir, byDir[dir])
+		sh := sum.Status
+		sh.NotInTopology = notInTopo[dir]
+		if sh.Unread {
+			v.unread = true
+		} else if checks := c.problems(sh, now); len(checks) > 0 {
+			sh.Problems, v.failed = append(sh.Problems, checks...), true
+		}
+		if unsaved != "" {
+			v.unsaved = append(v.unsaved, dir+": "+unsaved)
+		}
+		v.shards = append(v.shards, sh)
+		works = append(works, sum.NewestWork)
+		recs = append(recs, sum.Records...)
+	}
+	// One host class for the whole storage: the rates of its latest test
+	// restores, whichever shard they restored.
+	v.rates, v.predictable = testrestore.Rates(recs)
+	for i, w := range works {
+		if v.predictable && w != nil {
+			p := v.rates.Predict(*w)
+			v.shards[i].NewestPredictedRestore = &p
+		}
+	}
+	return v, nil
 }
 
 // fleetStatus is the fleet view's exit status: a failed check is 1 whatever
@@ -223,10 +264,10 @@ func (s *session) openTopology() (*topo.Server, string, error) {
 // newest's MANIFEST and its chain's, every test restore record) and the
 // others. It returns the records and the work of restoring the newest
 // (nil: not this engine's, or its chain is not all there).
-func (s *session) shardStatus(st fleetLister, dir string) (ShardStatus, []testrestore.Record, *fifobackupengine.RestoreWork) {
+func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (ShardStatus, []testrestore.Record, *fifobackupengine.RestoreWork) {
 	sh := ShardStatus{}
 	sh.Keyspace, sh.Shard, _ = strings.Cut(dir, "/")
-	bhs, err := s.bs.ListBackups(s.ctx, dir)
+	bhs, err := s.bs.ListBackups(ctx, dir)
 	if err != nil {
 		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its backups: "+errText(err)), true
 		return sh, nil, nil
@@ -234,14 +275,14 @@ func (s *session) shardStatus(st fleetLister, dir string) (ShardStatus, []testre
 	sh.Backups = len(bhs)
 	var newestWork *fifobackupengine.RestoreWork
 	if len(bhs) > 0 {
-		newest := describe(s.ctx, bhs[len(bhs)-1])
+		newest := describe(ctx, bhs[len(bhs)-1])
 		sh.Newest, sh.Time, sh.ChainLength = newest.Name, backupTime(newest), newest.ChainLength
 		sh.NewestLock, sh.NewestLockedUntil = newest.Lock, newest.LockedUntil
-		newestWork = s.chainWorkIn(bhs, newest)
+		newestWork = chainWorkIn(ctx, bhs, newest)
 	}
 	var recs []testrestore.Record
 	for i := len(bhs) - 1; i >= 0; i-- {
-		rec, err := testrestore.Load(s.ctx, bhs[i])
+		rec, err := testrestore.Load(ctx, bhs[i])
 		if err != nil || rec == nil {
 			continue
 		}
@@ -251,10 +292,10 @@ func (s *session) shardStatus(st fleetLister, dir string) (ShardStatus, []testre
 		}
 		if rec.Outcome == testrestore.Passed && sh.NewestProven == "" {
 			// The same clock as the newest's: the MANIFEST's time.
-			sh.NewestProven, sh.NewestProvenTime = bhs[i].Name(), backupTime(describe(s.ctx, bhs[i]))
+			sh.NewestProven, sh.NewestProvenTime = bhs[i].Name(), backupTime(describe(ctx, bhs[i]))
 		}
 	}
-	inc, err := st.ListIncomplete(s.ctx, dir)
+	inc, err := st.ListIncomplete(ctx, dir)
 	if err != nil {
 		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its incomplete backups: "+errText(err)), true
 	}
@@ -336,110 +377,4 @@ func shortDuration(d time.Duration) string {
 		return fmt.Sprintf("%d%s", d/u.d, u.name)
 	}
 	return fmt.Sprintf("%ds", d/time.Second)
-}
-
-func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEYSPACE/SHARD\tBACKUPS\tNEWEST\tAGE\tCHAIN\tRESTORE-TIME\tNEWEST-PROVEN\tAGE\tTEST-FAILED\tQUARANTINED\tINCOMPLETE\tNEWEST-LOCK\tCHECK")
-	for _, sh := range shards {
-		check := "ok"
-		if len(sh.Problems) > 0 {
-			check = "FAIL: " + strings.Join(sh.Problems, "; ")
-		}
-		if sh.NotInTopology {
-			check += " (not in the topology)"
-		}
-		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest),
-			dash(ageIf(now, sh.Newest, sh.Time)), sh.ChainLength, predicted(sh.NewestPredictedRestore), dash(sh.NewestProven),
-			dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, dash(lockDate(sh.NewestLockedUntil)), check)
-	}
-	if err := tw.Flush(); err != nil {
-		return exitUnreachable
-	}
-	return exitOK
-}
-
-func ageIf(now time.Time, name string, t time.Time) string {
-	if name == "" {
-		return ""
-	}
-	return age(now, t)
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// writePrometheus prints the fleet in the Prometheus text format: times as
-// Unix seconds (0: none), counts, and whether each shard passed the checks;
-// for a shard that could not be read, only vtfifo_shard_read 0 (a zero
-// count would say it has no backups).
-func writePrometheus(w io.Writer, shards []ShardStatus, now time.Time) {
-	metric := func(name, help, kind string, value func(ShardStatus) float64) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
-		for _, sh := range shards {
-			if !sh.Unread {
-				fmt.Fprintf(w, "%s{keyspace=%q,shard=%q} %g\n", name, sh.Keyspace, sh.Shard, value(sh))
-			}
-		}
-	}
-	fmt.Fprintf(w, "# HELP vtfifo_shard_read 1 when the shard's backups were listed; 0 when they could not be (its other metrics are left out).\n"+
-		"# TYPE vtfifo_shard_read gauge\n")
-	for _, sh := range shards {
-		read := 1
-		if sh.Unread {
-			read = 0
-		}
-		fmt.Fprintf(w, "vtfifo_shard_read{keyspace=%q,shard=%q} %d\n", sh.Keyspace, sh.Shard, read)
-	}
-	unix := func(t time.Time) float64 {
-		if t.IsZero() {
-			return 0
-		}
-		return float64(t.Unix())
-	}
-	metric("vtfifo_backups", "Complete backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Backups) })
-	metric("vtfifo_backup_newest_timestamp_seconds", "When the shard's newest complete backup was taken (0: none).", "gauge",
-		func(s ShardStatus) float64 { return unix(s.Time) })
-	metric("vtfifo_backup_newest_proven_timestamp_seconds", "When the shard's newest backup that passed a test restore was taken (0: none).", "gauge",
-		func(s ShardStatus) float64 { return unix(s.NewestProvenTime) })
-	metric("vtfifo_backup_newest_locked_until_timestamp_seconds", "Until when the shard's newest backup is locked at the store (0: not locked).",
-		"gauge", func(s ShardStatus) float64 {
-			if s.NewestLockedUntil == nil {
-				return 0
-			}
-			return unix(*s.NewestLockedUntil)
-		})
-	metric("vtfifo_backup_chain_length", "The newest backup's place after its chain's full backup (0: full).", "gauge",
-		func(s ShardStatus) float64 { return float64(s.ChainLength) })
-	metric("vtfifo_backup_newest_predicted_restore_seconds", "How long restoring the shard's newest backup should take, at the rates of "+
-		"the storage's latest test restores (0: not predicted).", "gauge", func(s ShardStatus) float64 {
-		if s.NewestPredictedRestore == nil {
-			return 0
-		}
-		return s.NewestPredictedRestore.Total().Seconds()
-	})
-	metric("vtfifo_backups_test_restore_failed", "Complete backups whose latest test restore failed.", "gauge",
-		func(s ShardStatus) float64 { return float64(s.TestRestoreFailed) })
-	metric("vtfifo_backups_quarantined", "Quarantined backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Quarantined) })
-	metric("vtfifo_backups_incomplete", "Backups started and never completed.", "gauge", func(s ShardStatus) float64 { return float64(s.Incomplete) })
-	metric("vtfifo_backup_check_ok", "1 when the shard passed ls's checks (--max-age, --max-unproven-age).", "gauge", func(s ShardStatus) float64 {
-		if len(s.Problems) > 0 {
-			return 0
-		}
-		return 1
-	})
-	fmt.Fprintf(w, "# HELP vtfifo_ls_timestamp_seconds When vtfifo ls read the storage.\n# TYPE vtfifo_ls_timestamp_seconds gauge\n"+
-		"vtfifo_ls_timestamp_seconds %d\n", now.Unix())
-}
-
-// lockDate is a lock's date for a table ("" for none).
-func lockDate(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
 }

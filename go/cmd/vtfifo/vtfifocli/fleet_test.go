@@ -68,12 +68,15 @@ func TestFleetView(t *testing.T) {
 	out, errOut := runSplit(t, 0, root, "ls")
 	assert.Empty(t, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5, out)
+	require.Len(t, lines, 6, out)
 	assert.Regexp(t, `^KEYSPACE/SHARD\s+BACKUPS\s+NEWEST\s+AGE\s+CHAIN\s+RESTORE-TIME\s+NEWEST-PROVEN\s+AGE\s+TEST-FAILED\s+QUARANTINED\s+INCOMPLETE\s+NEWEST-LOCK\s+CHECK$`, lines[0])
 	assert.Regexp(t, `^ks/0\s+4\s+`+names[3]+`\s+\S+\s+0\s+-\s+`+names[1]+`\s+\S+\s+2\s+0\s+0\s+-\s+ok$`, lines[1])
 	assert.Regexp(t, `^ks/1\s+1\s+2026-01-01.000000.zone1-0000000200\s+\S+\s+0\s+-\s+-\s+-\s+0\s+1\s+0\s+-\s+ok$`, lines[2])
 	assert.Equal(t, "", lines[3])
 	assert.Regexp(t, `^Restore times: not predicted: `, lines[4])
+	assert.Regexp(t, `^Summaries: 2 shards: 0 from their summaries, 2 walked in \S+$`, lines[5], "the first view walks every shard")
+	out, _ = runSplit(t, 0, root, "ls")
+	assert.Regexp(t, `\nSummaries: 2 shards: 2 from their summaries, 0 walked in \S+\n$`, out, "the next reads their summaries")
 
 	// Checks: ks/0's newest proven backup is 3 days old; ks/1 has none and
 	// its newest backup is months old.
@@ -86,6 +89,9 @@ func TestFleetView(t *testing.T) {
 	var shards []ShardStatus
 	require.NoError(t, json.Unmarshal([]byte(out), &shards), out)
 	require.Len(t, shards, 2)
+	assert.WithinDuration(t, time.Now(), shards[1].SummaryBuilt, time.Minute, "from the summary the first view saved")
+	assert.Empty(t, shards[1].Walked, "nothing changed since")
+	shards[1].SummaryBuilt = time.Time{}
 	assert.Equal(t, ShardStatus{Keyspace: "ks", Shard: "1", Backups: 1, Newest: "2026-01-01.000000.zone1-0000000200",
 		Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Quarantined: 1, Problems: []string{"no backup passed a test restore"}}, shards[1])
 	assert.Equal(t, names[1], shards[0].NewestProven)
@@ -107,8 +113,9 @@ func TestFleetView(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "ks", "2", "2026-01-03.000000.zone1-0000000300", ".started"), 0o750))
 	once := "--split-storage-retry-max-attempts=1" // an error reading a file is not worth retrying here
 	out, _ = runSplit(t, 3, root, "ls", once)
-	assert.Regexp(t, `\nks/2\s+0\s+.*FAIL: cannot list its incomplete backups: split storage: listing backups in ks/2: reading the start marker of `+
+	assert.Regexp(t, `\nks/2\s+0\s+.*FAIL: cannot list its backups: split storage: listing backups in ks/2: reading the start marker of `+
 		`ks/2/2026-01-03.000000.zone1-0000000300: .*is a directory\n`, out)
+	assert.Regexp(t, `\nSummaries: 3 shards: 2 from their summaries, 0 walked, 1 could not be read in \S+\n$`, out)
 	out, _ = runSplit(t, 1, root, "ls", "--max-unproven-age=48h", once)
 	assert.Contains(t, out, "ks/2 ")
 	out, _ = runSplit(t, 0, root, "ls", "--prometheus", "--max-unproven-age=48h", once)
@@ -196,7 +203,7 @@ func TestFleetViewFromTheTopology(t *testing.T) {
 	out, errOut := runSplit(t, 1, root, append([]string{"ls", "--max-age=7d"}, topoFlags...)...)
 	assert.Empty(t, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 6, out)
+	require.Len(t, lines, 7, out)
 	assert.Regexp(t, `^ks/-80\s+0\s+-\s+-\s+0\s+-\s+-\s+-\s+0\s+0\s+0\s+-\s+FAIL: no complete backup$`, lines[1])
 	assert.Regexp(t, `^ks/0\s+4\s+`+names[3]+`\s+.*\s+ok \(not in the topology\)$`, lines[2])
 	assert.Regexp(t, `^ks/80-\s+0\s+.*FAIL: no complete backup$`, lines[3])

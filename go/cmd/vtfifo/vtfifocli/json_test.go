@@ -46,7 +46,7 @@ func TestJSONKeysOneConvention(t *testing.T) {
 			check(path+"."+name, f.Type)
 		}
 	}
-	for _, v := range []any{AsOfResult{}, CopyResult{}, ShardStatus{}, KeyCheckResult{}, BackupInfo{}, RemoveResult{}, PruneResult{}, LockResult{}, RepairResult{},
+	for _, v := range []any{AsOfResult{}, CopyResult{}, ShardStatus{}, shardSummary{}, KeyCheckResult{}, BackupInfo{}, RemoveResult{}, PruneResult{}, LockResult{}, RepairResult{},
 		RestoreResult{}, TestRestoreResult{}, RestoreTableResult{}, ShowReport{}, VerifyResult{}} {
 		check(reflect.TypeOf(v).Name(), reflect.TypeOf(v))
 	}

@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -141,14 +142,14 @@ func (s *session) predictRestore(rep *ShowReport, name string) {
 
 // chainWorkIn is the work of restoring newest, one of bhs (a shard's
 // backups), reading the MANIFESTs of its chain; nil where it cannot be told.
-func (s *session) chainWorkIn(bhs []backupstorage.BackupHandle, newest BackupInfo) *fifobackupengine.RestoreWork {
+func chainWorkIn(ctx context.Context, bhs []backupstorage.BackupHandle, newest BackupInfo) *fifobackupengine.RestoreWork {
 	byName := map[string]*BackupInfo{newest.Name: &newest}
 	for base := newest.Base; base != ""; {
 		i := slices.IndexFunc(bhs, func(bh backupstorage.BackupHandle) bool { return bh.Name() == base })
 		if i < 0 || byName[base] != nil {
 			return nil
 		}
-		b := describe(s.ctx, bhs[i])
+		b := describe(ctx, bhs[i])
 		byName[base], base = &b, b.Base
 	}
 	w, ok := chainWork(byName, newest.Name)

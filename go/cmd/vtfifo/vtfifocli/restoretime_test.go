@@ -86,7 +86,7 @@ func TestPredictedRestoreTimes(t *testing.T) {
 	// The fleet view learns from every shard's: the redo rate is fitted.
 	out, _ = runSplit(t, 0, root, "ls")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 5, out)
+	require.Len(t, lines, 6, out)
 	assert.Regexp(t, `^KEYSPACE/SHARD\s+BACKUPS\s+NEWEST\s+AGE\s+CHAIN\s+RESTORE-TIME\s+NEWEST-PROVEN`, lines[0])
 	assert.Regexp(t, `^ks/0\s+2\s+`+delta+`\s+\S+\s+1\s+~19s\?\s+`+full+`\s`, lines[1], "11 s + 2 x 2 s + 64 MiB at 64 MiB/s + 3 s; "+
 		"1100 MiB, more than any of the test restores")

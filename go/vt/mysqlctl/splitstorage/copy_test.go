@@ -177,12 +177,13 @@ func TestCopyFromADamagedSource(t *testing.T) {
 	assert.NotContains(t, err.Error(), "run the copy again")
 	var left []string
 	require.NoError(t, filepath.WalkDir(dstSrv.Dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && !strings.Contains(p, "/.fleet/changes/ks/0/") {
 			left = append(left, p)
 		}
 		return err
 	}))
-	assert.Equal(t, []string{filepath.Join(dstSrv.Dir, ".split-storage")}, left, "nothing stays at the destination but its root identity")
+	assert.Equal(t, []string{filepath.Join(dstSrv.Dir, ".split-storage")}, left, "nothing stays at the destination but its root identity "+
+		"(and the marks of the changes made and undone, which the next fleet view covers)")
 
 	require.NoError(t, os.WriteFile(part, good, 0o644))
 	_, err = src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})

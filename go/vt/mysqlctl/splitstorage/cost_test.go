@@ -44,7 +44,8 @@ func TestCostsAreWhatTheStoreSees(t *testing.T) {
 	c, err := splitstorage.ParseComplete(splitstoragetest.Get(t, be, "ks/0/a/.complete"), "ks/0", "a")
 	require.NoError(t, err)
 	require.NotNil(t, c.Cost)
-	require.Equal(t, backupRequests-3, c.Cost.Total(), "the marker and the check after it (a listing and the start marker) are not in the cost")
+	require.Equal(t, backupRequests-5, c.Cost.Total(), "the marker with its two change marks and the check after it (a listing and the "+
+		"start marker) are not in the cost")
 	require.LessOrEqual(t, c.Cost.Write, int64(c.Parts+2*len(c.Files)+6), "%+v: a write per part, per index, and a few markers", *c.Cost)
 	require.GreaterOrEqual(t, c.Cost.BytesUp, c.Bytes)
 

@@ -63,6 +63,8 @@ type Storage struct {
 	seals   *crypt.Keyring // nil: backups are not sealed, seals not checked
 	spool   spoolPlace
 	retries *atomic.Int64
+	// summaries are the fleet summaries read or written (fleet.go).
+	summaries map[string]cachedSummary
 }
 
 // New returns a Storage for c (validated). Tests and tools use it; the
@@ -131,7 +133,7 @@ func OpenBackend(ctx context.Context, c Config) (backend.Backend, error) {
 
 type env struct {
 	cfg    Config
-	be     backend.Backend // limiter over retry over the store
+	be     backend.Backend // change marks over limiter over retry over the store
 	spool  *spool
 	linked bool // parts are linked into the store, not copied (see spoolPlace)
 	budget *readBudget
@@ -182,7 +184,7 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 		RequestTimeout: s.cfg.RequestTimeout}
 	return &env{
 		cfg:    s.cfg,
-		be:     s.limits.Wrap(retry.New(s.base, pol, s.params.Logger, st, s.retries)),
+		be:     changeMarking{s.limits.Wrap(retry.New(s.base, pol, s.params.Logger, st, s.retries))},
 		spool:  spoolFor(s.spool.dir),
 		linked: s.spool.linked,
 		budget: sharedReadBudget(s.cfg.MemoryBudget),

@@ -1,0 +1,243 @@
+package splitstorage_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+// shardWalk is what the fleet tests' Build says of a shard: its complete
+// and its incomplete backups, from the storage's own listings.
+type shardWalk struct {
+	Complete   []string `json:"complete"`
+	Incomplete []string `json:"incomplete"`
+}
+
+func walkShard(ctx context.Context, s *splitstorage.Storage, dir string) ([]byte, error) {
+	var w shardWalk
+	bhs, err := s.ListBackups(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, bh := range bhs {
+		w.Complete = append(w.Complete, bh.Name())
+	}
+	inc, err := s.ListIncomplete(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range inc {
+		w.Incomplete = append(w.Incomplete, b.Name)
+	}
+	return json.Marshal(w)
+}
+
+// fleetView is one refresh through a fresh Storage (nothing cached): each
+// shard's document, and why each walked one was walked.
+func fleetView(t *testing.T, cfg splitstorage.Config, opts splitstorage.FleetOptions) (docs, walked map[string]string) {
+	t.Helper()
+	s := newStorage(t, cfg)
+	if opts.Build == nil {
+		opts.Build = func(ctx context.Context, dir string) ([]byte, error) { return walkShard(ctx, s, dir) }
+	}
+	shards, rep, err := s.Fleet(context.Background(), opts)
+	require.NoError(t, err)
+	docs, walked = map[string]string{}, map[string]string{}
+	for _, sh := range shards {
+		require.NoError(t, sh.Err, sh.Dir)
+		docs[sh.Dir] = string(sh.Doc)
+		if sh.Rebuilt != "" {
+			walked[sh.Dir] = sh.Rebuilt
+		}
+	}
+	assert.Equal(t, len(shards), rep.Shards)
+	assert.Equal(t, len(walked), rep.Rebuilt)
+	return docs, walked
+}
+
+// fullWalk is what every shard's walk says, without the summaries: what a
+// view must equal.
+func fullWalk(t *testing.T, cfg splitstorage.Config) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	s := newStorage(t, cfg)
+	dirs, err := s.ListBackupDirs(ctx)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, d := range dirs {
+		doc, err := walkShard(ctx, s, d)
+		require.NoError(t, err)
+		out[d] = string(doc)
+	}
+	return out
+}
+
+func localFleet(t *testing.T, shards, backups int) splitstorage.Config {
+	t.Helper()
+	cfg := splitstoragetest.TestConfig()
+	cfg.Backend = splitstorage.BackendFile
+	cfg.File.Root = t.TempDir()
+	splitstoragetest.PlantFleet(t, newStorage(t, cfg), shards, backups, 4)
+	return cfg
+}
+
+// fleetFiles lists what the storage keeps under .fleet/ of root.
+func fleetFiles(t *testing.T, root, under string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(root, ".fleet", under), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+// TestFleetSummaries: the first view walks every shard and saves its
+// summary; the next reads them and walks none, with the same answer as a
+// full walk; a change made through the storage (a backup completed, one
+// removed) is walked again at once, and says why; a directory with no
+// backup of the storage is not shown. The marks and older generations a
+// summary covers are removed.
+func TestFleetSummaries(t *testing.T) {
+	ctx := context.Background()
+	cfg := localFleet(t, 3, 3)
+	foreign := filepath.Join(cfg.File.Root, "other", "0", "x", "data")
+	require.NoError(t, os.MkdirAll(filepath.Dir(foreign), 0o750))
+	require.NoError(t, os.WriteFile(foreign, []byte("not ours"), 0o640))
+
+	docs, walked := fleetView(t, cfg, splitstorage.FleetOptions{})
+	require.Equal(t, fullWalk(t, cfg), docs)
+	require.Len(t, docs, 3, "the directory of another tool is not shown")
+	for _, why := range walked {
+		assert.Equal(t, "no summary yet", why)
+	}
+	require.Len(t, walked, 3)
+	assert.Empty(t, fleetFiles(t, cfg.File.Root, "changes"), "every mark is covered, and removed")
+	assert.Len(t, fleetFiles(t, cfg.File.Root, "summaries"), 4, "a summary per directory, the other tool's included (it says: not ours)")
+
+	docs, walked = fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Equal(t, fullWalk(t, cfg), docs)
+	assert.Empty(t, walked, "nothing changed: every shard from its summary")
+
+	s := newStorage(t, cfg)
+	splitstoragetest.Plant(t, s, splitstoragetest.FleetShard(1), "2099-01-01.000000.zone1-0000000100", `{"BackupMethod":"fifo"}`)
+	bhs, err := s.ListBackups(ctx, splitstoragetest.FleetShard(2))
+	require.NoError(t, err)
+	require.NoError(t, s.RemoveBackup(ctx, splitstoragetest.FleetShard(2), bhs[0].Name()))
+
+	docs, walked = fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Equal(t, fullWalk(t, cfg), docs)
+	assert.Contains(t, docs[splitstoragetest.FleetShard(1)], "2099-01-01.000000.zone1-0000000100")
+	assert.NotContains(t, docs[splitstoragetest.FleetShard(2)], bhs[0].Name())
+	require.Len(t, walked, 2, "%v", walked)
+	for _, d := range []string{splitstoragetest.FleetShard(1), splitstoragetest.FleetShard(2)} {
+		assert.Contains(t, walked[d], "changed since its summary", d)
+	}
+	assert.Len(t, fleetFiles(t, cfg.File.Root, "summaries"), 4, "the generations a new summary replaces are removed")
+	assert.Empty(t, fleetFiles(t, cfg.File.Root, "changes"))
+}
+
+// TestFleetSummariesStaleOrMissing: a summary removed, damaged or older
+// than the limit, and a change still in flight (a begin mark without its
+// end: its writer died, or is still at work), are walked again, with the
+// same answer as a full walk, and say why; an abandoned begin (an hour
+// old) is covered by the next walk.
+func TestFleetSummariesStaleOrMissing(t *testing.T) {
+	cfg := localFleet(t, 2, 2)
+	fleetView(t, cfg, splitstorage.FleetOptions{})
+	root, d0, d1 := cfg.File.Root, splitstoragetest.FleetShard(0), splitstoragetest.FleetShard(1)
+	summaryOf := func(dir string) string {
+		files := fleetFiles(t, root, "summaries/"+dir)
+		require.Len(t, files, 1)
+		return filepath.Join(root, files[0])
+	}
+
+	require.NoError(t, os.Remove(summaryOf(d0)))
+	require.NoError(t, os.WriteFile(summaryOf(d1), []byte(`{"version":1,"dir":"elsewhere"}`), 0o640))
+	docs, walked := fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Equal(t, fullWalk(t, cfg), docs)
+	assert.Equal(t, "no summary yet", walked[d0])
+	assert.Contains(t, walked[d1], "corrupt summary")
+
+	_, walked = fleetView(t, cfg, splitstorage.FleetOptions{MaxAge: time.Nanosecond})
+	assert.Contains(t, walked[d0], "its summary is older than")
+	assert.Len(t, walked, 2)
+
+	// A writer that died between its begin mark and its change.
+	begin := filepath.Join(root, ".fleet", "changes", d0, "00000000000000000001-000000000000.begin")
+	require.NoError(t, os.MkdirAll(filepath.Dir(begin), 0o750))
+	require.NoError(t, os.WriteFile(begin, []byte(`{"op":"put","key":"x"}`), 0o640))
+	for range 2 {
+		docs, walked = fleetView(t, cfg, splitstorage.FleetOptions{})
+		assert.Equal(t, fullWalk(t, cfg), docs)
+		assert.Contains(t, walked[d0], "changed since its summary (00000000000000000001-000000000000.begin)", "in flight: walked every time")
+		assert.Len(t, walked, 1)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(begin, old, old))
+	_, walked = fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Len(t, walked, 1, "abandoned: covered by this walk")
+	_, walked = fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Empty(t, walked)
+	assert.NoFileExists(t, begin)
+
+	_, walked = fleetView(t, cfg, splitstorage.FleetOptions{Rebuild: true})
+	assert.Equal(t, map[string]string{d0: "asked to rebuild", d1: "asked to rebuild"}, walked)
+}
+
+// TestFleetChangesDuringARefresh: a backup completed in a shard after the
+// refresh listed its marks (here: while its walk runs, after the walk's
+// listing) and one removed in another, and two refreshes at once: every
+// answer is one a walk could give at some point of the refresh, and the
+// next refresh shows both changes.
+func TestFleetChangesDuringARefresh(t *testing.T) {
+	cfg := localFleet(t, 2, 2)
+	fleetView(t, cfg, splitstorage.FleetOptions{})
+	d0, d1 := splitstoragetest.FleetShard(0), splitstoragetest.FleetShard(1)
+	// Both shards changed once, so that both are walked.
+	s := newStorage(t, cfg)
+	splitstoragetest.Plant(t, s, d0, "2099-01-01.000000.zone1-0000000100", `{"BackupMethod":"fifo"}`)
+	splitstoragetest.Plant(t, s, d1, "2099-01-01.000000.zone1-0000000100", `{"BackupMethod":"fifo"}`)
+
+	var once sync.Once
+	build := func(ctx context.Context, dir string) ([]byte, error) {
+		doc, err := walkShard(ctx, s, dir)
+		once.Do(func() {
+			splitstoragetest.Plant(t, s, d0, "2099-02-01.000000.zone1-0000000100", `{"BackupMethod":"fifo"}`)
+			require.NoError(t, s.RemoveBackup(ctx, d1, "2099-01-01.000000.zone1-0000000100"))
+		})
+		return doc, err
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fleetView(t, cfg, splitstorage.FleetOptions{Build: build, Workers: 1})
+		}()
+	}
+	wg.Wait()
+
+	docs, walked := fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Equal(t, fullWalk(t, cfg), docs)
+	assert.Contains(t, docs[d0], "2099-02-01.000000.zone1-0000000100")
+	assert.NotContains(t, docs[d1], "2099-01-01.000000.zone1-0000000100")
+	_, walked2 := fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Empty(t, walked2, "after %v: settled", walked)
+	assert.Len(t, fleetFiles(t, cfg.File.Root, "summaries"), 2)
+}

@@ -24,6 +24,7 @@ func commands() []subcommand {
 		{verifyDoc, Verify},
 		{exportDoc, Export},
 		{lsDoc, List},
+		{exporterDoc, Exporter},
 		{showDoc, Show},
 		{restoreDoc, Restore},
 		{restoreTableDoc, RestoreTable},

@@ -77,9 +77,13 @@ func (c *fleetCheck) register(fs *pflag.FlagSet) {
 	fs.Var(flagvalue.Age{P: &c.maxUnprovenAge, Allowed: "0 (no check) or an age such as 36h, 2d or 1w"}, "max-unproven-age",
 		"without --keyspace/--shard: a shard whose newest backup that passed a test restore is older than this (or that has none) fails the check "+
 			"(exit 1); 0: no check")
+	c.summaries.register(fs)
+}
+
+// registerPrometheus adds ls's --prometheus (the exporter always is).
+func (c *fleetCheck) registerPrometheus(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.prometheus, "prometheus", false, "without --keyspace/--shard: print the Prometheus text format (for node_exporter's textfile "+
 		"collector) instead of a table")
-	c.summaries.register(fs)
 }
 
 func (c *fleetCheck) set() bool { return c.maxAge != 0 || c.maxUnprovenAge != 0 || c.prometheus }

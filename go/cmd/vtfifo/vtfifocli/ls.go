@@ -34,6 +34,7 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 			fs.Var(&asOf, "as-of", "say which backup a restore to this time (as --restore-from-backup-ts takes it, or RFC 3339) restores, "+
 				"and why each newer one is passed over")
 			check.register(fs)
+			check.registerPrometheus(fs)
 			refuseBackup := o.refuseBackup(fs, "ls", "it lists every backup (vtfifo show describes one)")
 			return func() error {
 				if err := refuseBackup(); err != nil {

@@ -124,7 +124,10 @@ func TestExporter(t *testing.T) {
 		return nil
 	}
 	backups := func(shard string, n float64) func(map[string]*dto.MetricFamily) bool {
-		return func(mfs map[string]*dto.MetricFamily) bool { v, ok := gauge(mfs, "vtfifo_backups", shard); return ok && v == n }
+		return func(mfs map[string]*dto.MetricFamily) bool {
+			v, ok := gauge(mfs, "vtfifo_backups", shard)
+			return ok && v == n
+		}
 	}
 	mfs := until("ks/0 has its backup", backups("ks/0", 1))
 	v, _ := gauge(mfs, "vtfifo_exporter_refresh_ok", "")

@@ -94,7 +94,7 @@ type partVerifier = splitstorage.PartVerifier
 // fleetLister lists every shard of the storage and what is in each, from
 // the summaries it keeps of each (splitstorage/fleet.go).
 type fleetLister interface {
-	incompleteLister
+	ListShard(ctx context.Context, dir string) ([]backupstorage.BackupHandle, []splitstorage.IncompleteBackup, error)
 	Fleet(ctx context.Context, opts splitstorage.FleetOptions) ([]splitstorage.FleetShard, splitstorage.FleetReport, error)
 }
 

@@ -271,7 +271,7 @@ func (s *session) openTopology() (*topo.Server, string, error) {
 func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (ShardStatus, []testrestore.Record, *fifobackupengine.RestoreWork) {
 	sh := ShardStatus{}
 	sh.Keyspace, sh.Shard, _ = strings.Cut(dir, "/")
-	bhs, err := s.bs.ListBackups(ctx, dir)
+	bhs, inc, err := st.ListShard(ctx, dir)
 	if err != nil {
 		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its backups: "+errText(err)), true
 		return sh, nil, nil
@@ -298,10 +298,6 @@ func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (
 			// The same clock as the newest's: the MANIFEST's time.
 			sh.NewestProven, sh.NewestProvenTime = bhs[i].Name(), backupTime(describe(ctx, bhs[i]))
 		}
-	}
-	inc, err := st.ListIncomplete(ctx, dir)
-	if err != nil {
-		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its incomplete backups: "+errText(err)), true
 	}
 	for _, b := range inc {
 		switch {

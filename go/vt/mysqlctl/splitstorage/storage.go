@@ -259,16 +259,35 @@ func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.
 	if err != nil {
 		return nil, err
 	}
-	own, err := s.listOwn(ctx, e, dir, names)
+	complete, err := completeAmong(ctx, e, dir, names)
 	if err != nil {
 		return nil, err
 	}
-	return s.withLegacy(ctx, e, dir, names, own)
+	return s.withLegacy(ctx, e, dir, names, s.handles(e, dir, names, complete))
 }
 
-// listOwn lists this storage's complete backups among names (its backup
-// directories in dir), sorted by name.
-func (s *Storage) listOwn(ctx context.Context, e *env, dir string, names []string) ([]backupstorage.BackupHandle, error) {
+// ListShard is ListBackups and ListIncomplete of dir in one: one listing
+// and one completion check per backup, where the two make two of each.
+func (s *Storage) ListShard(ctx context.Context, dir string) ([]backupstorage.BackupHandle, []IncompleteBackup, error) {
+	e, names, err := s.backupNames(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	complete, err := completeAmong(ctx, e, dir, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	bhs, err := s.withLegacy(ctx, e, dir, names, s.handles(e, dir, names, complete))
+	if err != nil {
+		return nil, nil, err
+	}
+	inc, err := incompleteAmong(ctx, e, dir, names, complete)
+	return bhs, inc, err
+}
+
+// completeAmong says which of names (backup directories in dir) have a
+// completion marker, listWorkers at a time.
+func completeAmong(ctx context.Context, e *env, dir string, names []string) ([]bool, error) {
 	complete := make([]bool, len(names))
 	errs := make([]error, len(names))
 	var g errgroup.Group
@@ -289,6 +308,12 @@ func (s *Storage) listOwn(ctx context.Context, e *env, dir string, names []strin
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 	}
+	return complete, nil
+}
+
+// handles are the read-only handles of the complete ones among names,
+// sorted by name.
+func (s *Storage) handles(e *env, dir string, names []string, complete []bool) []backupstorage.BackupHandle {
 	var out []backupstorage.BackupHandle
 	for i, n := range names {
 		if complete[i] {
@@ -296,7 +321,7 @@ func (s *Storage) listOwn(ctx context.Context, e *env, dir string, names []strin
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out, nil
+	return out
 }
 
 // StartBackup is part of backupstorage.BackupStorage. It fails if the backup

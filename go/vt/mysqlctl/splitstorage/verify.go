@@ -420,14 +420,23 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 	if err != nil {
 		return nil, err
 	}
+	complete, err := completeAmong(ctx, e, dir, names)
+	if err != nil {
+		return nil, err
+	}
+	return incompleteAmong(ctx, e, dir, names, complete)
+}
+
+// incompleteAmong describes the backups among names (dir's) without a
+// completion marker (complete says which have one) that this storage can
+// prove it wrote.
+func incompleteAmong(ctx context.Context, e *env, dir string, names []string, complete []bool) ([]IncompleteBackup, error) {
 	var out []IncompleteBackup
-	for _, name := range names {
-		prefix := backupPrefix(dir, name)
-		if _, err := e.be.Stat(ctx, prefix+completeMarker); err == nil {
+	for i, name := range names {
+		if complete[i] {
 			continue
-		} else if !errors.Is(err, ErrNotExist) {
-			return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 		}
+		prefix := backupPrefix(dir, name)
 		ours, sd, err := proveBackup(ctx, e.be, dir, name)
 		if err != nil {
 			return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)

@@ -27,6 +27,8 @@ STAMP_DIR      := $(BUILD_DIR)/stamps
 VERSITYGW_VERSION      ?= v1.8.0
 FAKE_GCS_SERVER_VERSION ?= v1.56.1
 AZURITE_VERSION        ?= 3.35.0
+# Prometheus's promtool (its module versions are v0.<minor>): checks config/prometheus and config/grafana.
+PROMTOOL_VERSION       ?= v0.316.0
 
 TEST_TIMEOUT ?= 75m
 TEST_FLAGS   ?=
@@ -48,6 +50,7 @@ export VTFIFO_INIT_DB_SQL := $(INIT_DB_SQL)
 export VERSITYGW_BIN     := $(TOOLS_DIR)/versitygw
 export FAKE_GCS_BIN      := $(TOOLS_DIR)/fake-gcs-server
 export AZURITE_BLOB_BIN  := $(TOOLS_DIR)/azurite/node_modules/.bin/azurite-blob
+export PROMTOOL_BIN      := $(TOOLS_DIR)/promtool
 
 .PHONY: help setup system-packages go-modules build tools demo test test-unit check test-e2e test-reliability fuzz bench clean flags-doc
 
@@ -106,7 +109,7 @@ $(INIT_DB_SQL): go.mod go.sum scripts/gen-init-db-sql.sh
 
 AZURITE_BLOB := $(TOOLS_DIR)/azurite/node_modules/.bin/azurite-blob
 
-tools: $(TOOLS_DIR)/versitygw $(TOOLS_DIR)/fake-gcs-server $(AZURITE_BLOB)
+tools: $(TOOLS_DIR)/versitygw $(TOOLS_DIR)/fake-gcs-server $(AZURITE_BLOB) $(TOOLS_DIR)/promtool
 
 # Installed on their own (never added to go.mod). A stamp per version forces a rebuild
 # when the version changes.
@@ -120,6 +123,12 @@ $(TOOLS_DIR)/fake-gcs-server: $(STAMP_DIR)/fake-gcs-server-$(FAKE_GCS_SERVER_VER
 $(STAMP_DIR)/fake-gcs-server-$(FAKE_GCS_SERVER_VERSION):
 	@mkdir -p $(TOOLS_DIR) $(@D)
 	GOBIN=$(TOOLS_DIR) $(GO) install github.com/fsouza/fake-gcs-server@$(FAKE_GCS_SERVER_VERSION)
+	@touch $@
+
+$(TOOLS_DIR)/promtool: $(STAMP_DIR)/promtool-$(PROMTOOL_VERSION)
+$(STAMP_DIR)/promtool-$(PROMTOOL_VERSION):
+	@mkdir -p $(TOOLS_DIR) $(@D)
+	GOBIN=$(TOOLS_DIR) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 	@touch $@
 
 # Azurite (Azure Blob Storage emulator) from the npm registry, pinned, into its own prefix.

@@ -92,8 +92,9 @@ func (c changeMarking) Lock(ctx context.Context, key string, l backend.Lock) err
 // marked runs req, a request on key, between the two marks when key is one
 // the fleet view is made of. A begin that cannot be written fails the
 // request before it is sent (the summary could otherwise go stale
-// unseen); an end that cannot be written leaves the begin, which keeps
-// the shard rebuilt until it is abandoned: slower, never wrong.
+// unseen); an end that cannot be written (the process cancelled, the
+// store gone) leaves the begin, which keeps the shard walked until it is
+// abandoned: slower, never wrong.
 func (c changeMarking) marked(ctx context.Context, op, key string, req func() error) error {
 	dir, ok := changedDir(key)
 	if !ok {
@@ -108,11 +109,11 @@ func (c changeMarking) marked(ctx context.Context, op, key string, req func() er
 	if err := put(beginSuffix); err != nil {
 		return fmt.Errorf("split storage: recording the change of %s for the fleet view, before changing it: %w", key, err)
 	}
-	if err := req(); err != nil {
-		return err
-	}
+	err := req()
+	// The end says the request is over, done or not (a refused create,
+	// a delete of what was gone): a walk after it sees what it left.
 	_ = put(endSuffix)
-	return nil
+	return err
 }
 
 // changeMarkDoc is what a mark holds: which request on which key (for

@@ -241,3 +241,22 @@ func TestFleetChangesDuringARefresh(t *testing.T) {
 	assert.Empty(t, walked2, "after %v: settled", walked)
 	assert.Len(t, fleetFiles(t, cfg.File.Root, "summaries"), 2)
 }
+
+// TestWhatIsMarked: a write of a backup's own '.'-leading objects (its
+// markers, records, lock records) marks its directory's change; its
+// parts, indexes and read leases do not (the view is not made of them),
+// nor does anything outside a backup directory.
+func TestWhatIsMarked(t *testing.T) {
+	for key, want := range map[string]string{
+		"ks/0/b/.started": "ks/0", "ks/0/b/.complete": "ks/0", "ks/-80/b/.sidecar-verification": "ks/-80",
+		"ks/0/b/.quarantined": "ks/0", "ks/0/b/.locked-20260101T000000.000000000Z": "ks/0", "ks/0/b/.retired": "ks/0",
+		"ks/0/b/.seal": "ks/0", "ks/0/b/.base": "ks/0", "a/b/c/n/.complete": "a/b/c",
+		"ks/0/b/MANIFEST.part-00000001": "", "ks/0/b/MANIFEST.index": "", "ks/0/b/.reading-host-1": "",
+		".split-storage": "", ".fleet/changes/ks/0/x.begin": "", ".fleet/summaries/ks/0/0000000000000001": "", "b/.complete": "",
+		"ks/../b/.complete": "", "ks/0/.b/.complete": "",
+	} {
+		dir, ok := splitstorage.ChangedDirForTest(key)
+		assert.Equal(t, want, dir, key)
+		assert.Equal(t, want != "", ok, key)
+	}
+}

@@ -49,3 +49,7 @@ func SpoolPlaceForTest(c Config) (dir string, linked bool) {
 	p := c.spoolPlace()
 	return p.dir, p.linked
 }
+
+// ChangedDirForTest is changedDir: which backup directory a write of key
+// changes for the fleet view.
+func ChangedDirForTest(key string) (string, bool) { return changedDir(key) }

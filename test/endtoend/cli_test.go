@@ -571,11 +571,43 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	// record; one that fails is quarantined (GetBackups, and so every
 	// restore, no longer sees it) and fails vtbackup; release puts it back,
 	// rm removes it.
+	// The fleet view follows each change the real binaries make (the
+	// storage's change marks): walked once after each, then read from
+	// its summary.
+	type fleetRow struct {
+		Keyspace, Shard      string
+		Backups, Quarantined int
+		Walked               string
+	}
+	fleet := func(t *testing.T, wantWalked *bool) fleetRow {
+		t.Helper()
+		out, code, err := c.VtfifoFleet(ctx, "ls", "--json")
+		must(t, err)
+		var rows []fleetRow
+		if code != 0 || json.Unmarshal([]byte(out), &rows) != nil {
+			t.Fatalf("vtfifo ls --json (the fleet): exit %d\n%s", code, out)
+		}
+		for _, r := range rows {
+			if r.Keyspace == c.Keyspace && r.Shard == c.Shard {
+				if wantWalked != nil && (r.Walked != "") != *wantWalked {
+					t.Fatalf("the fleet view walked the shard: %q, want walked %v\n%s", r.Walked, *wantWalked, out)
+				}
+				return r
+			}
+		}
+		t.Fatalf("the fleet view has no %s/%s:\n%s", c.Keyspace, c.Shard, out)
+		return fleetRow{}
+	}
+	yes, no := true, false
 	t.Run("vtbackup-test-restore-quarantine-release-rm", func(t *testing.T) {
 		vo := cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 10,
 			Extra: []string{"--fifo-backup-test-restore", "--fifo-backup-test-restore-scratch-dir=" + c.TmpDir}}
 		before, err := c.GetBackups(ctx)
 		must(t, err)
+		fleet(t, nil) // whatever the steps before changed
+		if r := fleet(t, &no); r.Backups != len(before) {
+			t.Fatalf("the fleet view from its summary: %+v, want %d backups", r, len(before))
+		}
 		_, err = c.RunVtbackup(ctx, vo)
 		must(t, err)
 		after, err := c.GetBackups(ctx)
@@ -583,6 +615,10 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if len(after) != len(before)+1 {
 			t.Fatalf("after vtbackup: %v, want %v and one more", after, before)
 		}
+		if r := fleet(t, &yes); r.Backups != len(after) || !strings.HasPrefix(r.Walked, "changed since its summary") {
+			t.Fatalf("the fleet view after vtbackup: %+v, want %d backups, walked because it changed", r, len(after))
+		}
+		fleet(t, &no)
 		var rec struct{ Outcome string }
 		must(t, json.Unmarshal(listed(t)[after[len(after)-1]], &rec))
 		if rec.Outcome != "passed" {
@@ -608,6 +644,9 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("verify --list-incomplete does not show the quarantined backup:\n%s", out)
 		}
 		quarantined := m[1]
+		if r := fleet(t, &yes); r.Quarantined != 1 || r.Backups != len(after) {
+			t.Fatalf("the fleet view after the quarantine: %+v, want 1 quarantined and %d backups", r, len(after))
+		}
 		vtfifo(t, 1, "show", "--backup="+quarantined)
 		if out := vtfifo(t, 0, "release", "--backup="+quarantined); !strings.Contains(out, "still pass it over") {
 			t.Fatalf("release does not say that its failed test record still passes it over:\n%s", out)
@@ -628,6 +667,10 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if !slices.Equal(final, after) {
 			t.Fatalf("after rm: %v, want %v", final, after)
 		}
+		if r := fleet(t, &yes); r.Quarantined != 0 || r.Backups != len(after) {
+			t.Fatalf("the fleet view after rm: %+v, want none quarantined and %d backups", r, len(after))
+		}
+		fleet(t, &no)
 	})
 
 	// copy: S3 -> S3 under another prefix (a tablet restores from the copy)

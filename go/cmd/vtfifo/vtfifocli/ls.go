@@ -10,6 +10,10 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
+
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // lsDoc is `vtfifo ls`'s help.
@@ -62,11 +66,12 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	if code := s.o.rootMissing(); code != exitOK {
 		return code
 	}
-	infos, rates, predictable, err := s.describeShard()
+	bhs, quarantined, err := s.shardListing()
 	if err != nil {
 		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
 	}
-	infos = append(infos, s.notComplete()...)
+	infos, rates, predictable := s.describeBackups(bhs)
+	infos = append(infos, quarantined...)
 	if len(infos) == 0 {
 		return s.o.failf(exitUnreachable, "no backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", s.o.where())
 	}
@@ -80,17 +85,21 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	return exitOK
 }
 
-// notComplete are the shard's quarantined backups (split storage), with
-// the reason: restores never pick them, and an operator must see why. The
-// incomplete ones (failed, killed or running) are verify --list-incomplete's.
-func (s *session) notComplete() []BackupInfo {
-	st, ok := has[incompleteLister](s.bs)
-	if !ok {
-		return nil
-	}
-	inc, err := st.ListIncomplete(s.ctx, s.o.dir())
-	if err != nil {
-		return []BackupInfo{{Name: "?", Problem: "cannot list the quarantined backups: " + errText(err)}}
+// shardListing is the shard's complete backups, and its quarantined ones
+// (split storage) with the reason: restores never pick them, and an
+// operator must see why. The incomplete ones (failed, killed or running)
+// are verify --list-incomplete's. The split storage lists both at once
+// (ListShard: one listing, one completion check per backup).
+func (s *session) shardListing() ([]backupstorage.BackupHandle, []BackupInfo, error) {
+	var (
+		bhs []backupstorage.BackupHandle
+		inc []splitstorage.IncompleteBackup
+		err error
+	)
+	if st, ok := has[fleetLister](s.bs); ok {
+		bhs, inc, err = st.ListShard(s.ctx, s.o.dir())
+	} else {
+		bhs, err = s.bs.ListBackups(s.ctx, s.o.dir())
 	}
 	var out []BackupInfo
 	for _, b := range inc {
@@ -98,7 +107,7 @@ func (s *session) notComplete() []BackupInfo {
 			out = append(out, BackupInfo{Name: b.Name, State: "quarantined: " + b.Quarantined})
 		}
 	}
-	return out
+	return bhs, out, err
 }
 
 // writeBackupTable prints one line per backup; those restores never pick

@@ -24,6 +24,13 @@ func (s *session) describeShard() ([]BackupInfo, fifobackupengine.RestoreRates, 
 	if err != nil {
 		return nil, fifobackupengine.RestoreRates{}, false, err
 	}
+	infos, rates, ok := s.describeBackups(bhs)
+	return infos, rates, ok, nil
+}
+
+// describeBackups describes bhs, a shard's complete backups, each with its
+// predicted restore time where their test restores tell the rates.
+func (s *session) describeBackups(bhs []backupstorage.BackupHandle) ([]BackupInfo, fifobackupengine.RestoreRates, bool) {
 	infos := make([]BackupInfo, 0, len(bhs))
 	for _, bh := range bhs {
 		info := describe(s.ctx, bh)
@@ -34,7 +41,7 @@ func (s *session) describeShard() ([]BackupInfo, fifobackupengine.RestoreRates, 
 	if ok {
 		predictRestores(infos, rates)
 	}
-	return infos, rates, ok, nil
+	return infos, rates, ok
 }
 
 // chainWork is the work of restoring infos[name], its chain read from

@@ -128,6 +128,7 @@ func (s *Storage) Fleet(ctx context.Context, opts FleetOptions) ([]FleetShard, F
 	if err != nil {
 		return nil, FleetReport{}, err
 	}
+	s.keepSummaries(dirs) // a long-running exporter holds only what the store still has
 	out := make([]*FleetShard, len(dirs))
 	var g errgroup.Group
 	g.SetLimit(orDefault(opts.Workers, DefaultFleetWorkers))
@@ -417,6 +418,24 @@ func (s *Storage) cacheSummary(o backend.ObjectInfo, sum summaryDoc) {
 		s.summaries = map[string]cachedSummary{}
 	}
 	s.summaries[o.Key] = cachedSummary{size: o.Size, doc: sum}
+}
+
+// keepSummaries forgets the summaries read before that are no longer
+// the newest of their directory.
+func (s *Storage) keepSummaries(dirs []fleetDir) {
+	newest := map[string]bool{}
+	for _, d := range dirs {
+		if n := len(d.summaries); n > 0 {
+			newest[d.summaries[n-1].Key] = true
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key := range s.summaries {
+		if !newest[key] {
+			delete(s.summaries, key)
+		}
+	}
 }
 
 func (s *Storage) forgetSummary(key string) {

@@ -3,6 +3,7 @@ package splitstorage_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -258,5 +259,25 @@ func TestWhatIsMarked(t *testing.T) {
 		dir, ok := splitstorage.ChangedDirForTest(key)
 		assert.Equal(t, want, dir, key)
 		assert.Equal(t, want != "", ok, key)
+	}
+}
+
+// TestFleetSummariesHeld: one Storage refreshing again and again (the
+// exporter) reads a summary once, and holds only the newest of each
+// directory, however many generations the shards go through.
+func TestFleetSummariesHeld(t *testing.T) {
+	cfg := localFleet(t, 2, 1)
+	s := newStorage(t, cfg)
+	opts := splitstorage.FleetOptions{Build: func(ctx context.Context, dir string) ([]byte, error) { return walkShard(ctx, s, dir) }}
+	for i := range 5 {
+		splitstoragetest.Plant(t, s, splitstoragetest.FleetShard(0), fmt.Sprintf("2099-01-0%d.000000.zone1-0000000100", i+1), `{"BackupMethod":"fifo"}`)
+		shards, rep, err := s.Fleet(context.Background(), opts)
+		require.NoError(t, err)
+		require.Len(t, shards, 2)
+		if i > 0 {
+			assert.Equal(t, 1, rep.Rebuilt, "the changed shard")
+			assert.Equal(t, 1, rep.Read, "the other, from the summary held")
+		}
+		assert.Equal(t, 2, s.SummariesHeldForTest())
 	}
 }

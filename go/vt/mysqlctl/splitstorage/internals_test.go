@@ -53,3 +53,10 @@ func SpoolPlaceForTest(c Config) (dir string, linked bool) {
 // ChangedDirForTest is changedDir: which backup directory a write of key
 // changes for the fleet view.
 func ChangedDirForTest(key string) (string, bool) { return changedDir(key) }
+
+// SummariesHeldForTest is how many fleet summaries the Storage keeps read.
+func (s *Storage) SummariesHeldForTest() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.summaries)
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,12 @@ func BenchmarkFleetView(b *testing.B) {
 		slices.Sort(ns)
 		slices.Sort(tooks)
 		n, took := ns[len(ns)/2], tooks[len(tooks)/2]
+		// By kind, for the last of them.
+		kinds := p.Kinds()
+		view()
+		for kind, c := range p.Kinds() {
+			b.ReportMetric(float64(c-kinds[kind]), strings.ToLower(kind)+"/view")
+		}
 		b.ReportMetric(n, "requests/view")
 		b.ReportMetric(n/float64(shards), "requests/shard")
 		b.ReportMetric(took.Seconds(), "s/view")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -75,8 +76,9 @@ type FaultProxy struct {
 	counts   map[Fault]int
 
 	requests atomic.Int64
-	served   atomic.Int64 // response body bytes passed on to clients
-	seen     []string     // "METHOD path" of every request
+	byKind   map[string]int64 // by requestKind, under mu
+	served   atomic.Int64     // response body bytes passed on to clients
+	seen     []string         // "METHOD path" of every request
 	record   bool
 	recorded []Request
 	answers  []answer
@@ -299,6 +301,24 @@ func (p *FaultProxy) pick(r *http.Request, seq int64) Fault {
 	return f
 }
 
+// Kinds counts the requests that reached the proxy by kind: LIST (a
+// listing of S3, GCS or Azure), or the method.
+func (p *FaultProxy) Kinds() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.byKind)
+}
+
+// requestKind is LIST for a listing (S3's list-type, GCS's object list,
+// Azure's comp=list), else the method.
+func requestKind(r *http.Request) string {
+	q := r.URL.Query()
+	if r.Method == http.MethodGet && (q.Has("list-type") || q.Get("comp") == "list" || strings.HasSuffix(r.URL.Path, "/o")) {
+		return "LIST"
+	}
+	return r.Method
+}
+
 // Seen returns "METHOD path" of every request that reached the proxy, in
 // order (what a test counts at the server).
 func (p *FaultProxy) Seen() []string {
@@ -311,6 +331,10 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	seq := p.requests.Add(1)
 	p.mu.Lock()
 	p.seen = append(p.seen, r.Method+" "+r.URL.Path)
+	if p.byKind == nil {
+		p.byKind = map[string]int64{}
+	}
+	p.byKind[requestKind(r)]++
 	p.mu.Unlock()
 	if p.Latency > 0 {
 		time.Sleep(p.Latency)

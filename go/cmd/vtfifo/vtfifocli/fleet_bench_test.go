@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -52,8 +53,9 @@ func BenchmarkFleetView(b *testing.B) {
 	args := append([]string{"ls", "--prometheus"}, ps.Flags()...)
 	view := func() (requests float64, took time.Duration) {
 		before, start := p.Requests(), time.Now()
-		if code := Main(context.Background(), args, io.Discard, io.Discard); code != exitOK {
-			b.Fatalf("vtfifo ls --prometheus: exit %d", code)
+		var errOut bytes.Buffer
+		if code := Main(context.Background(), args, io.Discard, &errOut); code != exitOK {
+			b.Fatalf("vtfifo %s: exit %d: %s", strings.Join(args[:2], " "), code, errOut.String())
 		}
 		return float64(p.Requests() - before), time.Since(start)
 	}

@@ -243,6 +243,7 @@ func eachPage[T any](ctx context.Context, p *runtime.Pager[T], fn func(T)) error
 		if err != nil {
 			return err
 		}
+		backend.Progress(ctx)
 		fn(page)
 	}
 	return nil

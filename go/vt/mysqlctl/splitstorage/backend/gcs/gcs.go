@@ -187,6 +187,7 @@ func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 		if err != nil {
 			return nil, gcsErr(err)
 		}
+		backend.Progress(ctx) // the iterator hides its pages: each entry
 		if a.Prefix != "" {
 			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(a.Prefix, b.prefix), Dir: true})
 			continue

@@ -142,7 +142,7 @@ func (r *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 	var out []backend.ObjectInfo
 	err := r.do(ctx, "list", prefix, func(ctx context.Context, kick func()) error {
 		var err error
-		out, err = r.Backend.List(ctx, prefix, dirs)
+		out, err = r.Backend.List(backend.WithProgress(ctx, kick), prefix, dirs) // each page moves the watchdog
 		return err
 	})
 	return out, err

@@ -108,3 +108,49 @@ func TestCancelStopsRetrying(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Minute)
 	assert.Equal(t, 1, e.calls)
 }
+
+// pagedLister lists in pages that each take pageTime; progress says
+// whether it tells the watchdog of each (backend.Progress).
+type pagedLister struct {
+	backend.Backend
+	pages    int
+	pageTime time.Duration
+	progress bool
+	calls    int
+}
+
+func (p *pagedLister) List(ctx context.Context, prefix string, dirs bool) ([]backend.ObjectInfo, error) {
+	p.calls++
+	var out []backend.ObjectInfo
+	for i := range p.pages {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(p.pageTime):
+		}
+		if p.progress {
+			backend.Progress(ctx)
+		}
+		out = append(out, backend.ObjectInfo{Key: prefix + strings.Repeat("k", i+1)})
+	}
+	return out, nil
+}
+
+// TestALongListingThatMovesIsNotStalled: a listing of many pages, longer
+// in all than the request timeout, completes when each page says it
+// moved (every backend's List does), and is retried as stalled, then
+// given up, when none does.
+func TestALongListingThatMovesIsNotStalled(t *testing.T) {
+	pol := retry.Policy{MaxAttempts: 2, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, RequestTimeout: 300 * time.Millisecond}
+	moving := &pagedLister{pages: 30, pageTime: 20 * time.Millisecond, progress: true}
+	out, err := retry.New(moving, pol, logutil.NewMemoryLogger(), stats.NoStats(), nil).List(context.Background(), "p/", false)
+	require.NoError(t, err)
+	assert.Len(t, out, 30)
+	assert.Equal(t, 1, moving.calls)
+
+	silent := &pagedLister{pages: 30, pageTime: 20 * time.Millisecond}
+	_, err = retry.New(silent, pol, logutil.NewMemoryLogger(), stats.NoStats(), nil).List(context.Background(), "p/", false)
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "no progress for 300ms")
+	assert.Equal(t, 2, silent.calls)
+}

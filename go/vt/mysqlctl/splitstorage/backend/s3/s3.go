@@ -209,6 +209,7 @@ func (b *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 		if err != nil {
 			return nil, s3Err(err)
 		}
+		backend.Progress(ctx)
 		for _, o := range page.Contents {
 			out = append(out, backend.ObjectInfo{Key: strings.TrimPrefix(aws.ToString(o.Key), b.prefix), Size: aws.ToInt64(o.Size),
 				Modified: aws.ToTime(o.LastModified)})

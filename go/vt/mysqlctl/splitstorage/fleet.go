@@ -2,6 +2,7 @@ package splitstorage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,6 +89,43 @@ type summaryDoc struct {
 	// Covered are the change marks seen before the walk, by name.
 	Covered []string        `json:"covered"`
 	Doc     json.RawMessage `json:"doc,omitempty"`
+	// SealKey and Tag seal the summary (the rest of it, Tag empty) with
+	// the signing key, when the storage has one: a summary edited or
+	// forged in the store is walked again, not believed.
+	SealKey string `json:"seal_key,omitempty"`
+	Tag     []byte `json:"tag,omitempty"`
+}
+
+func summaryContext(dir string) string { return "vtfifo fleet summary " + dir }
+
+// seal tags sum with the storage's signing key (none: as it is).
+func (sum *summaryDoc) seal(e *env) error {
+	if e.seals == nil {
+		return nil
+	}
+	sum.SealKey, sum.Tag = e.seals.CurrentID(), nil
+	body, _ := json.Marshal(sum)
+	tag, err := e.seals.Tag(sum.SealKey, summaryContext(sum.Dir), body)
+	sum.Tag = tag
+	return err
+}
+
+// checkSeal says why sum's seal does not stand ("": it does, or the
+// storage has no signing key).
+func (sum summaryDoc) checkSeal(e *env) string {
+	if e.seals == nil {
+		return ""
+	}
+	if sum.Tag == nil {
+		return "its summary is not sealed"
+	}
+	tag := sum.Tag
+	sum.Tag = nil
+	body, _ := json.Marshal(sum)
+	if err := e.seals.CheckTag(sum.SealKey, summaryContext(sum.Dir), body, tag); err != nil {
+		return "its summary's seal does not check: " + err.Error()
+	}
+	return ""
 }
 
 // NotSaved separates, in FleetShard.Rebuilt, why a shard was walked from
@@ -253,7 +291,7 @@ func (s *Storage) fleetShard(ctx context.Context, e *env, d fleetDir, opts Fleet
 		case err != nil:
 			return &FleetShard{Dir: d.dir, Err: fmt.Errorf("cannot read its summary %s: %w", d.summaries[n-1].Key, err)}
 		default:
-			if why = sum.stale(d, opts.MaxAge, now); why == "" {
+			if why = cmp.Or(sum.checkSeal(e), sum.stale(d, opts.MaxAge, now)); why == "" {
 				if !sum.Ours {
 					return nil
 				}
@@ -352,6 +390,9 @@ func (s *Storage) saveSummary(ctx context.Context, e *env, d fleetDir, sum summa
 			return fmt.Errorf("%s: not a summary generation", d.summaries[n-1].Key)
 		}
 		gen = last + 1
+	}
+	if err := sum.seal(e); err != nil {
+		return err
 	}
 	doc, err := json.Marshal(sum)
 	if err != nil {

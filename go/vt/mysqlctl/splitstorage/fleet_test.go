@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,4 +281,35 @@ func TestFleetSummariesHeld(t *testing.T) {
 		}
 		assert.Equal(t, 2, s.SummariesHeldForTest())
 	}
+}
+
+// TestFleetSummariesSealed: with a signing key, a summary is sealed; one
+// edited in the store (here: a backup added to what it says) is walked
+// again, saying why, never believed; so is one without a seal.
+func TestFleetSummariesSealed(t *testing.T) {
+	cfg := localFleet(t, 1, 2)
+	cfg.SigningKeyFile = splitstoragetest.KeyFile(t, "fleet-sign")
+	fleetView(t, cfg, splitstorage.FleetOptions{})
+	_, walked := fleetView(t, cfg, splitstorage.FleetOptions{})
+	require.Empty(t, walked, "its own seal checks")
+
+	d0 := splitstoragetest.FleetShard(0)
+	files := fleetFiles(t, cfg.File.Root, "summaries/"+d0)
+	require.Len(t, files, 1)
+	path := filepath.Join(cfg.File.Root, files[0])
+	doc, err := os.ReadFile(path)
+	require.NoError(t, err)
+	forged := strings.Replace(string(doc), `"complete":[`, `"complete":["2099-01-01.000000.zone1-0000000100",`, 1)
+	require.NotEqual(t, string(doc), forged)
+	require.NoError(t, os.WriteFile(path, []byte(forged), 0o640))
+	docs, walked := fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Contains(t, walked[d0], "its summary's seal does not check: replaced or forged")
+	assert.NotContains(t, docs[d0], "2099-01-01")
+	assert.Equal(t, fullWalk(t, cfg), docs)
+
+	unsealed := cfg
+	unsealed.SigningKeyFile = ""
+	fleetView(t, unsealed, splitstorage.FleetOptions{Rebuild: true})
+	_, walked = fleetView(t, cfg, splitstorage.FleetOptions{})
+	assert.Equal(t, "its summary is not sealed", walked[d0])
 }

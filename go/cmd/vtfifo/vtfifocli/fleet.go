@@ -154,7 +154,13 @@ type fleetView struct {
 // summaries, walking those it has none of or that changed) and of the
 // topology the flags name, and checks each as c says at now.
 func (s *session) fleetView(st fleetLister, c fleetCheck, now time.Time) (fleetView, error) {
-	got, rep, err := st.Fleet(s.ctx, c.summaries.options(s.summarize(st)))
+	topo, err := s.topologyDirs()
+	if err != nil {
+		return fleetView{}, err
+	}
+	opts := c.summaries.options(s.summarize(st))
+	opts.Dirs = topo // a shard whose backups are all in the legacy storage's root
+	got, rep, err := st.Fleet(s.ctx, opts)
 	if err != nil {
 		return fleetView{}, fmt.Errorf("cannot list %s: %v", storageLocation(s.o), err)
 	}
@@ -164,10 +170,7 @@ func (s *session) fleetView(st fleetLister, c fleetCheck, now time.Time) (fleetV
 		byDir[fs.Dir] = fs
 		dirs = append(dirs, fs.Dir)
 	}
-	dirs, notInTopo, err := s.withTopology(dirs)
-	if err != nil {
-		return fleetView{}, err
-	}
+	dirs, notInTopo := withTopology(dirs, topo)
 	v := fleetView{report: rep, at: now}
 	works := make([]*fifobackupengine.RestoreWork, 0, len(dirs))
 	var recs []testrestore.Record
@@ -212,39 +215,53 @@ func fleetStatus(failed, unread bool) int {
 	return exitOK
 }
 
-// withTopology adds to dirs, the storage's backup directories, every shard
-// of the topology when the flags name one (--topo-global-server-address, as
-// a tablet's flag file has it): a shard that never had a backup shows, and
-// fails --max-age. It marks the directories the topology does not know.
-func (s *session) withTopology(dirs []string) ([]string, map[string]bool, error) {
+// topologyDirs are the backup directories of every shard of the topology
+// the flags name (--topo-global-server-address, as a tablet's flag file
+// has it), sorted; nil when they name none.
+func (s *session) topologyDirs() ([]string, error) {
 	ts, where, err := s.openTopology()
 	if err != nil || ts == nil {
-		return dirs, nil, err
+		return nil, err
 	}
 	defer ts.Close()
 	keyspaces, err := ts.GetKeyspaces(s.ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read the keyspaces of %s: %v", where, err)
+		return nil, fmt.Errorf("cannot read the keyspaces of %s: %v", where, err)
+	}
+	dirs := []string{}
+	for _, ks := range keyspaces {
+		shards, err := ts.GetShardNames(s.ctx, ks)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the shards of keyspace %s in %s: %v", ks, where, err)
+		}
+		for _, sh := range shards {
+			dirs = append(dirs, mysqlctl.GetBackupDir(ks, sh))
+		}
+	}
+	sort.Strings(dirs)
+	return dirs, nil
+}
+
+// withTopology adds to dirs, the storage's backup directories, every shard
+// of the topology (topo, nil: none): a shard that never had a backup
+// shows, and fails --max-age. It marks the directories the topology does
+// not know.
+func withTopology(dirs, topo []string) ([]string, map[string]bool) {
+	if topo == nil {
+		return dirs, nil
 	}
 	notInTopo := map[string]bool{}
 	for _, d := range dirs {
 		notInTopo[d] = true
 	}
-	for _, ks := range keyspaces {
-		shards, err := ts.GetShardNames(s.ctx, ks)
-		if err != nil {
-			return nil, nil, fmt.Errorf("cannot read the shards of keyspace %s in %s: %v", ks, where, err)
+	for _, d := range topo {
+		if _, inStorage := notInTopo[d]; !inStorage {
+			dirs = append(dirs, d)
 		}
-		for _, sh := range shards {
-			d := mysqlctl.GetBackupDir(ks, sh)
-			if _, inStorage := notInTopo[d]; !inStorage {
-				dirs = append(dirs, d)
-			}
-			notInTopo[d] = false
-		}
+		notInTopo[d] = false
 	}
 	sort.Strings(dirs)
-	return dirs, notInTopo, nil
+	return dirs, notInTopo
 }
 
 // openTopology opens the topology the flags name

@@ -53,6 +53,9 @@ type FleetOptions struct {
 	Rebuild bool
 	// Workers is how many shards are read or walked at once (0: DefaultFleetWorkers).
 	Workers int
+	// Dirs are backup directories to read besides those of the root (the
+	// topology's shards: one may hold only a legacy storage's backups).
+	Dirs []string
 }
 
 // FleetShard is one backup directory that holds a backup of this storage.
@@ -83,8 +86,8 @@ type summaryDoc struct {
 	Version int       `json:"version"`
 	Dir     string    `json:"dir"`
 	Built   time.Time `json:"built"`
-	// Ours is false for a directory that holds no backup of this storage
-	// (nothing is shown for it).
+	// Ours is false for a directory that holds no backup of this storage,
+	// nor of its legacy storage (nothing is shown for it).
 	Ours bool `json:"ours"`
 	// Covered are the change marks seen before the walk, by name.
 	Covered []string        `json:"covered"`
@@ -162,7 +165,7 @@ func (s *Storage) Fleet(ctx context.Context, opts FleetOptions) ([]FleetShard, F
 	if err != nil {
 		return nil, FleetReport{}, err
 	}
-	dirs, err := s.fleetDirs(ctx, e)
+	dirs, err := s.fleetDirs(ctx, e, opts.Dirs)
 	if err != nil {
 		return nil, FleetReport{}, err
 	}
@@ -205,8 +208,8 @@ func orDefault(v, def int) int {
 }
 
 // fleetDirs lists the keyspace/shard directories of the root (the root's
-// listing and each keyspace's) and what .fleet/ holds for each.
-func (s *Storage) fleetDirs(ctx context.Context, e *env) ([]fleetDir, error) {
+// listing and each keyspace's), with extra, and what .fleet/ holds for each.
+func (s *Storage) fleetDirs(ctx context.Context, e *env, extra []string) ([]fleetDir, error) {
 	keyspaces, err := e.be.List(ctx, "", true)
 	if err != nil {
 		return nil, fmt.Errorf("split storage: listing %s: %w", e.be, err)
@@ -238,6 +241,11 @@ func (s *Storage) fleetDirs(ctx context.Context, e *env) ([]fleetDir, error) {
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	for _, d := range extra {
+		if _, ok := dirs[d]; !ok && checkName("directory", d, true) == nil {
+			dirs[d] = &fleetDir{dir: d}
+		}
 	}
 	objs, err := e.be.List(ctx, fleetPrefix, false)
 	if err != nil {
@@ -343,6 +351,9 @@ func (s *Storage) rebuild(ctx context.Context, e *env, d fleetDir, opts FleetOpt
 		return &FleetShard{Dir: d.dir, Err: err}
 	}
 	ours, err := holdsOwnBackup(ctx, e, d.dir, names)
+	if err == nil && !ours {
+		ours, err = s.holdsLegacyBackup(ctx, e, d.dir)
+	}
 	if err != nil {
 		return &FleetShard{Dir: d.dir, Err: fmt.Errorf("cannot list its backups: split storage: listing backups in %s: %w", d.dir, err)}
 	}

@@ -162,3 +162,18 @@ func (s *Storage) removeLegacy(ctx context.Context, e *env, dir, name string) (b
 	}
 	return true, nil
 }
+
+// holdsLegacyBackup reports whether the legacy storage, when there is one,
+// lists a backup in dir: the fleet view shows a shard whose backups are
+// all still there.
+func (s *Storage) holdsLegacyBackup(ctx context.Context, e *env, dir string) (bool, error) {
+	legacy := s.legacy(e)
+	if legacy == nil {
+		return false, nil
+	}
+	bhs, err := legacy.ListBackups(ctx, dir)
+	if err != nil {
+		return false, fmt.Errorf("split storage: listing the backups of the legacy %s storage (--%s) in %s: %w", e.cfg.Legacy, flagLegacy, dir, err)
+	}
+	return len(bhs) > 0, nil
+}

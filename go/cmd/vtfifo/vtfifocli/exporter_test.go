@@ -194,3 +194,21 @@ func TestExporterUsage(t *testing.T) {
 	_, errOut = runSplit(t, 3, root, "exporter", "--listen-address="+busy.Addr().String())
 	assert.Contains(t, errOut, "vtfifo exporter: --listen-address="+busy.Addr().String()+": listen tcp "+busy.Addr().String()+": bind: address already in use\n")
 }
+
+// TestFleetViewSummariesNotSaved: where the view cannot write under .fleet/
+// (here: a file where the summaries' directory would be; read-only
+// credentials alike), it still answers, every shard walked, and says on
+// stderr why the next view will walk them again.
+func TestFleetViewSummariesNotSaved(t *testing.T) {
+	root := t.TempDir()
+	plantBackup(t, localSplit(t, root), "ks/0", "2026-01-01.000000.zone1-0000000100")
+	require.NoError(t, os.MkdirAll(root+"/.fleet", 0o750))
+	require.NoError(t, os.WriteFile(root+"/.fleet/summaries", []byte("in the way"), 0o640))
+	for range 2 {
+		out, errOut := runSplit(t, 0, root, "ls")
+		assert.Regexp(t, `(?m)^ks/0\s+1\s+2026-01-01.000000.zone1-0000000100\s`, out)
+		assert.Regexp(t, `\nSummaries: 1 shards: 0 from their summaries, 1 walked in \S+\n$`, out)
+		assert.Regexp(t, `^vtfifo ls: 1 shard summaries could not be saved, so every view walks those shards again \(the view needs to write under `+
+			`\.fleet/ of the storage\): ks/0: .*\.fleet/summaries.*: not a directory\n$`, errOut)
+	}
+}

@@ -172,7 +172,7 @@ func (s *Storage) Fleet(ctx context.Context, opts FleetOptions) ([]FleetShard, F
 	s.keepSummaries(dirs) // a long-running exporter holds only what the store still has
 	out := make([]*FleetShard, len(dirs))
 	var g errgroup.Group
-	g.SetLimit(orDefault(opts.Workers, DefaultFleetWorkers))
+	g.SetLimit(cmp.Or(opts.Workers, DefaultFleetWorkers))
 	for i, d := range dirs {
 		g.Go(func() error {
 			out[i] = s.fleetShard(ctx, e, d, opts, start)
@@ -198,13 +198,6 @@ func (s *Storage) Fleet(ctx context.Context, opts FleetOptions) ([]FleetShard, F
 	}
 	rep.Shards, rep.Requests, rep.Took = len(shards), meter.Requests(), time.Since(start)
 	return shards, rep, nil
-}
-
-func orDefault(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // fleetDirs lists the keyspace/shard directories of the root (the root's

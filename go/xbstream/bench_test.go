@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -158,4 +159,43 @@ func BenchmarkExtractVsMbstream(b *testing.B) {
 	b.ReportMetric(tMb.Seconds()/t8.Seconds(), "speedup8")
 	b.Logf("%d MiB stream, %d runs: mbstream -x %.0f MB/s; ours 1 lane %.0f MB/s (x%.2f); ours 8 lanes %.0f MB/s (x%.2f)",
 		len(stream)>>20, b.N, mbps(tMb), mbps(t1), tMb.Seconds()/t1.Seconds(), mbps(t8), tMb.Seconds()/t8.Seconds())
+}
+
+// pacedLane takes as long to write as a codec of rate bytes per second
+// would, sleeping instead of computing: a 2-core machine can stand in for
+// the cores of a many-core host, each lane's codec on its own core, and the
+// benchmark shows how much of that parallelism the splitter lets the lanes
+// use.
+type pacedLane struct{ rate float64 }
+
+func (l pacedLane) Write(p []byte) (int, error) {
+	time.Sleep(time.Duration(float64(len(p)) / l.rate * float64(time.Second)))
+	return len(p), nil
+}
+
+// BenchmarkSplitPacedLanes: lanes of 100 MB/s each on a host with as many
+// cores as lanes; "of-lanes" is the rate reached as a fraction of the lanes'
+// sum (1.0: every lane busy all the time).
+func BenchmarkSplitPacedLanes(b *testing.B) {
+	stream := syntheticStream(b)
+	const rate = 100e6
+	for _, n := range []int{8, 16, 32, 64} {
+		b.Run(fmt.Sprintf("lanes=%d", n), func(b *testing.B) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+			ws := make([]io.Writer, n)
+			for i := range ws {
+				ws[i] = pacedLane{rate}
+			}
+			b.SetBytes(int64(len(stream)))
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				if _, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: 1 << 20}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reached := float64(len(stream)) * float64(b.N) / time.Since(start).Seconds()
+			b.ReportMetric(reached/(rate*float64(n)), "of-lanes")
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -65,9 +66,18 @@ type ChunkEndObserver interface {
 	EndChunk() error
 }
 
-// maxChunksInFlight is how many chunks the lanes may be writing at once,
-// beyond the one each source is parsing.
-const maxChunksInFlight = 8
+// minChunksInFlight is the fewest chunks the lanes may be writing at once
+// (beyond the one each source is parsing), however few the cores.
+const minChunksInFlight = 8
+
+// chunksInFlight is how many lanes may be writing a chunk at once: one per
+// core the process may use (at least minChunksInFlight), never more than
+// there are lanes. A lane's writer compresses in its own goroutine, so this
+// is the backup's compression parallelism: a fixed 8 left half of a 16-core
+// host idle while the tool waited on its pipe.
+func chunksInFlight(lanes int) int {
+	return min(lanes, max(minChunksInFlight, runtime.GOMAXPROCS(0)))
+}
 
 // splitItem is what the dealer hands a lane: the encoded sequence record and
 // chunk header, and the payload, in a buffer owned by the item until the lane
@@ -88,8 +98,8 @@ type splitItem struct {
 // end record. Every payload's CRC32 is verified on the way.
 //
 // Each lane is written by its own goroutine, one chunk at a time, so per-lane
-// compressors run in parallel while memory stays bounded by len(lanes)+1
-// chunks. Split does not close the lane writers. On a source error, a lane
+// compressors run in parallel, as many at once as the process has cores (at
+// least 8), while memory stays bounded by that many chunks plus one. Split does not close the lane writers. On a source error, a lane
 // write error (named by its lane) or ctx cancellation it stops dealing, waits
 // for its goroutines to finish and returns the error with the stats so far.
 // Lane writers must not block forever once ctx is done.
@@ -105,7 +115,7 @@ func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOpti
 // (a file's chunks are in one source, in offset order). The sequence records
 // number the chunks in that merged order, so a restore sees one stream, as if
 // the tool had written it to stdout. Memory is bounded by
-// len(lanes)+len(srcs) chunks.
+// chunksInFlight(len(lanes))+len(srcs) chunks.
 //
 // Every source goroutine has stopped when SplitStreams returns. A source
 // blocked in Read when dealing stops is interrupted through
@@ -211,9 +221,9 @@ func newSplitter(ctx context.Context, cancel context.CancelCauseFunc, lanes, src
 		balance: make(fewestBytes, lanes), closed: map[string]struct{}{}}
 	// Each pooled item comes to hold a piece (or, without PieceSize, a whole
 	// chunk of the tool): the pool, not the lane count, bounds that memory.
-	// Lanes past maxChunksInFlight wait for an item; they could only compete
+	// Lanes past chunksInFlight wait for an item; they could only compete
 	// for the same cores anyway.
-	items := min(lanes, maxChunksInFlight) + srcs
+	items := chunksInFlight(lanes) + srcs
 	s.free = make(chan *splitItem, items)
 	for range items {
 		s.free <- &splitItem{pooled: true}

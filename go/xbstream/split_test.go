@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -200,6 +202,66 @@ func TestSplitWritesLanesConcurrently(t *testing.T) {
 	}
 	_, err := Split(context.Background(), bytes.NewReader(skewedStream(t)), ws, SplitOptions{})
 	require.NoError(t, err)
+}
+
+// concurrencyWriter records how many lanes are inside a Write at once; each
+// lane's first Write waits (up to a second) until want writers have been in
+// at once, so that a split that can write want lanes at once reaches it.
+type concurrencyWriter struct {
+	mu         *sync.Mutex
+	cond       *sync.Cond
+	in, peak   *int
+	want       int
+	waitedOnce bool
+}
+
+func (w *concurrencyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	*w.in++
+	*w.peak = max(*w.peak, *w.in)
+	w.cond.Broadcast()
+	if !w.waitedOnce {
+		w.waitedOnce = true
+		deadline := time.AfterFunc(time.Second, func() { w.mu.Lock(); w.cond.Broadcast(); w.mu.Unlock() })
+		start := time.Now()
+		for *w.peak < w.want && time.Since(start) < time.Second {
+			w.cond.Wait()
+		}
+		deadline.Stop()
+	}
+	*w.in--
+	return len(p), nil
+}
+
+// On a many-core host every lane compresses at once: as many lanes are
+// written at the same time as the process has cores (16 lanes on 16 cores),
+// never more than that plus the piece a source has read (the pool of pieces
+// bounds the memory), and at least 8 on few cores.
+func TestSplitWritesAsManyLanesAsCores(t *testing.T) {
+	// Equal chunks, dealt round the lanes in turn.
+	s := newSB(t)
+	piece := patterned(16<<10, 5)
+	for i := range 128 {
+		s.p("db/big.ibd", uint64(i*len(piece)), string(piece))
+	}
+	stream := s.e("db/big.ibd").bytes()
+	// want: lanes, or one per core (at least 8) plus the source's piece.
+	for _, tc := range []struct{ procs, lanes, want int }{{16, 16, 16}, {16, 32, 17}, {2, 16, 9}, {64, 12, 12}} {
+		t.Run(fmt.Sprintf("cores=%d/lanes=%d", tc.procs, tc.lanes), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(tc.procs))
+			var mu sync.Mutex
+			cond := sync.NewCond(&mu)
+			var in, peak int
+			ws := make([]io.Writer, tc.lanes)
+			for i := range ws {
+				ws[i] = &concurrencyWriter{mu: &mu, cond: cond, in: &in, peak: &peak, want: tc.lanes}
+			}
+			_, err := Split(context.Background(), bytes.NewReader(stream), ws, SplitOptions{PieceSize: 16 << 10})
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, peak, "lanes written at once")
+		})
+	}
 }
 
 // pxbDealtStreams deals the files of one stream to n streams the way Percona

@@ -14,8 +14,8 @@ import (
 // (laneWriter.EndChunk), and takes one back for the next chunk. The dealer
 // hands out 1 MiB pieces, so with many lanes most of them wait between
 // pieces with no frame open: the compressors in memory follow the lanes
-// writing at once (at most maxChunksInFlight, and the frames left open by
-// small files), not the lane count. Each zstd or gzip state is about 2 MiB:
+// writing at once (one per core, at least 8: xbstream's chunksInFlight, and
+// the frames left open by small files), not the lane count. Each zstd or gzip state is about 2 MiB:
 // at 64 lanes, one per lane was ~130 MiB live, and with the collector's
 // headroom the backup's RSS grew by up to 322 MiB.
 type framePool struct {

@@ -19,17 +19,19 @@ import (
 // on local disk and S3, with --fifo-backup-full-interval set on vttablet and
 // vtbackup:
 //
-//  1. vtctldclient Backup three times with writes between: a full, then two
-//     deltas, each on the one before (vtfifo ls says so);
+//  1. vtctldclient Backup three times with writes between, the tablets
+//     taking chains (--fifo-backup-incremental-base=latest): a full, then
+//     two deltas, each on the one before (vtfifo ls says so);
 //  2. after a disaster, a tablet bootstrapped with --restore-from-backup-ts
 //     at the middle backup's consistent point restores the full and the
 //     first delta: the data at that backup;
 //  3. another restores the latest (the whole chain) and is promoted;
-//  4. five daily vtbackup runs with --min-retention-count=2 and a full
-//     every 3rd: each restores the newest chain, catches up,
-//     takes a delta on it (or a full) and prunes; the pruned bases leave
-//     the list but stay while a listed delta needs them, and old chains go
-//     with their last member;
+//  4. five daily vtbackup runs with the default base (differential: each
+//     delta on the full), --min-retention-count=2 and at most 2 deltas on a
+//     full: each restores the newest backup (a chain, then a full + one
+//     differential), catches up, takes a differential on its full (or a
+//     full) and prunes; the pruned bases leave the list but stay while a
+//     listed delta needs them, and old chains go with their last member;
 //  5. the newest backup restored into a fresh tablet holds the data at the
 //     last vtbackup run.
 func TestIncrementalBackups(t *testing.T) {
@@ -49,7 +51,7 @@ func runIncremental(t *testing.T, sb storageBackend) {
 		tab, err := c.NewTablet(uid)
 		must(t, err)
 		tab.Engine = engineFor(c, sb.engine)
-		tab.ExtraArgs = append(slices.Clone(incremental), extra...)
+		tab.ExtraArgs = append(slices.Concat(incremental, []string{"--fifo-backup-incremental-base=latest"}), extra...)
 		must(t, tab.InitMySQL(ctx))
 		return tab
 	}
@@ -126,14 +128,16 @@ func runIncremental(t *testing.T, sb storageBackend) {
 
 	var want []cluster.TableSum
 	t.Run("vtbackup-daily-retention-keeps-chains", func(t *testing.T) {
-		// Five daily runs with a full when a chain has 2 deltas (the interval
-		// itself cannot be shortened below a minute): the tablets' chain is
-		// at 2 already, so a full starts the next chain, which grows to 2,
-		// and another full follows; keeping the newest two removes each old
-		// chain whole once no listed backup stands on it.
+		// Five daily runs, differential (the default), with a full when a
+		// full has 2 deltas (the interval itself cannot be shortened below a
+		// minute): the tablets' chain has 2 already, so a full comes first,
+		// then two differentials on it (each at length 1, on the full); the
+		// full then leaves the list (kept as their base), so the next run
+		// takes a full, and a differential follows. Keeping the newest two
+		// removes each old chain whole once no listed backup stands on it.
 		vo := cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 2, MinRetentionTime: time.Second,
 			Extra: append(slices.Clone(incremental), "--fifo-backup-max-chain-length=2")}
-		wantChain := []int{0, 1, 2, 0, 1}
+		wantChain := []int{0, 1, 1, 0, 1}
 		for day, length := range wantChain {
 			must(t, r.AddRows(ctx, 200))
 			var err error
@@ -144,6 +148,9 @@ func runIncremental(t *testing.T, sb storageBackend) {
 			after := list(t)
 			if len(after) != 2 || after[1].ChainLength != length || (length > 0) != (after[1].Base != "") {
 				t.Fatalf("day %d: vtfifo ls = %+v, want two backups, the newest at chain length %d", day+1, after, length)
+			}
+			if after[0].Base != "" && after[1].Base != "" && after[1].Base != after[0].Base {
+				t.Fatalf("day %d: vtfifo ls = %+v, want two differentials on one full", day+1, after)
 			}
 			checkChains(ctx, t, c, sb)
 		}

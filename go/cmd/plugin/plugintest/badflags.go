@@ -59,7 +59,7 @@ var Flags = []Flag{
 	{Name: "fifo-backup-use-memory", Allowed: "0 (tool default) or a size up to 1PiB", Bad: []string{"1125899906842625", "2PiB", "-1", "lots"}},
 	{Name: "fifo-backup-progress-interval", Allowed: "0 (off) or a positive duration", Bad: []string{"-1s", "abc", "5"}},
 	{Name: "fifo-backup-full-interval", Allowed: "0 (off: every backup is full) or 1m..8760h", Bad: []string{"30s", "-1h", "8761h", "abc", "7"}},
-	{Name: "fifo-backup-incremental-base", Allowed: "latest, full", Bad: []string{"previous", "", "Latest"}},
+	{Name: "fifo-backup-incremental-base", Allowed: "full, latest", Bad: []string{"previous", "", "Latest"}},
 	{Name: "fifo-backup-max-chain-length", Allowed: "1..1000", Bad: []string{"0", "1001", "-1", "abc"}},
 	{Name: "fifo-backup-external-tablespace-dirs", Allowed: "absolute, clean directory paths, comma-separated",
 		Bad: []string{"relative/dir", "/a/../b", "/ok,rel", "/trailing/"}},

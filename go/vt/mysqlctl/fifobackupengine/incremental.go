@@ -20,8 +20,8 @@ import (
 // backup request takes a delta: the tool copies only the InnoDB pages whose
 // LSN is above its base's LSN.To (--incremental-lsn), and the MANIFEST names
 // the base, the chain's full backup and its length. The base is the newest
-// backup of the newest full's chain (or that full, with
-// --fifo-backup-incremental-base=full). A full is taken instead, and the log
+// full (a differential, --fifo-backup-incremental-base=full, the default), or
+// with latest the newest backup of its chain. A full is taken instead, and the log
 // says why, when one is due or no base is usable (chooseBase). Restoring a
 // delta restores its chain: the full, then every delta in order, each
 // prepared by the tool's rules for incrementals (prepareChain).
@@ -152,18 +152,19 @@ func (c *baseChoice) chooseBase(backups []*Manifest) (base *Manifest, whyFull st
 			age.Round(time.Minute), c.cfg.FullInterval)
 	}
 	base = full
-	if c.cfg.IncrementalBase == BaseLatest {
-		for i := len(backups) - 1; i >= 0; i-- {
-			if m := backups[i]; m != nil && m.FullBackup == full.BackupName {
-				base = m
-				break
+	deltas := 0 // the full's listed deltas: a chain, or differentials
+	for _, m := range backups {
+		if m != nil && m.FullBackup == full.BackupName {
+			deltas++
+			if c.cfg.IncrementalBase == BaseLatest {
+				base = m // the newest, as backups are oldest first
 			}
 		}
 	}
-	switch {
-	case base.ChainLength+1 > c.cfg.MaxChainLength:
+	switch number := max(base.ChainLength, deltas) + 1; {
+	case number > c.cfg.MaxChainLength:
 		return nil, fmt.Sprintf("a delta on %s would be number %d after the full %s, more than --fifo-backup-max-chain-length=%d", base.BackupName,
-			base.ChainLength+1, full.BackupName, c.cfg.MaxChainLength)
+			number, full.BackupName, c.cfg.MaxChainLength)
 	case base.ToolFlavor != c.tool.Flavor || base.ToolVersion != c.tool.Version:
 		return nil, fmt.Sprintf("the base %s was taken with %s (%s), the tool here is %s (%s)", base.BackupName, base.ToolFlavor, base.ToolVersion,
 			c.tool.Flavor, c.tool.Version)

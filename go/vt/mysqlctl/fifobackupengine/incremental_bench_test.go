@@ -18,11 +18,12 @@ import (
 // BenchmarkIncrementalChain measures incremental backups on a real MariaDB
 // with mariabackup, the split storage on local disk and zstd: a full backup;
 // a delta after 1 % and one after 10 % of the big table's pages changed
-// (wall time, bytes from the tool, bytes and objects stored); then, after
-// one restore not counted, the restore (through mysqlctl.Restore, mysqld
-// start included) of the full alone, of the full + 1 delta and of the full
-// + 6 deltas. It is a
-// benchmark, not a test: run it with
+// (wall time, bytes from the tool, bytes and objects stored), then four more
+// after 1 % each; then, after one restore not counted, the restore (through
+// mysqlctl.Restore, mysqld start included) of the full alone, of the first
+// incremental and of the sixth: with --fifo-backup-incremental-base=latest
+// that is the full + 6 deltas, with full (differential) the full + 1. It is
+// a benchmark, not a test: run it with
 //
 //	go test -run '^$' -bench IncrementalChain -benchtime 1x -timeout 60m \
 //	  ./go/vt/mysqlctl/fifobackupengine/
@@ -30,7 +31,8 @@ import (
 // FIFO_BENCH_DATA_MB (default 1024), FIFO_BENCH_LANES (default 2),
 // FIFO_BENCH_STORAGE (local, the default, or s3: versitygw on 127.0.0.1) and
 // FIFO_BENCH_RESTORE_REPEAT (default 1: each restore once; more prints every
-// wall time and their median) change the set-up.
+// wall time and their median) and FIFO_BENCH_INCREMENTAL_BASE (latest or
+// full; default the flag's) change the set-up.
 func BenchmarkIncrementalChain(b *testing.B) {
 	dataMB := envInt("FIFO_BENCH_DATA_MB", 1024)
 	repeat := envInt("FIFO_BENCH_RESTORE_REPEAT", 1)
@@ -48,6 +50,8 @@ func BenchmarkIncrementalChain(b *testing.B) {
 	cfg := incrementalConfig()
 	cfg.Lanes = envInt("FIFO_BENCH_LANES", 2)
 	cfg.MaxChainLength = 10
+	cfg.IncrementalBase = envString("FIFO_BENCH_INCREMENTAL_BASE", defaultFlagConfig().IncrementalBase)
+	require.NoError(b, cfg.Validate())
 	useEngine(b, cfg)
 
 	var rows, pages int64
@@ -55,11 +59,17 @@ func BenchmarkIncrementalChain(b *testing.B) {
 	require.NoError(b, f.srv.DB().QueryRow("SELECT COUNT(*) FROM sample.big").Scan(&rows))
 	require.NoError(b, f.srv.DB().QueryRow("SELECT data_length DIV 16384 FROM information_schema.tables WHERE table_schema = 'sample' AND "+
 		"table_name = 'big'").Scan(&pages))
-	// changePages updates one row in every 100/pct pages of the big table.
+	// changePages updates one row in every 100/pct pages of the big table,
+	// in other pages each round (a page's worth of ids further on), as days
+	// of changes would: the same pages each time would keep a differential
+	// at the size of the first.
+	round := int64(0)
 	changePages := func(pct float64) {
-		step := max(int64(float64(rows)/float64(pages)*100/pct), 1)
-		_, err := f.srv.DB().Exec("UPDATE sample.big SET pad = REVERSE(pad) WHERE id % ? = 0", step)
+		perPage := max(rows/pages, 1)
+		step := max(int64(float64(perPage)*100/pct), 1)
+		_, err := f.srv.DB().Exec("UPDATE sample.big SET pad = REVERSE(pad) WHERE id % ? = ?", step, (round*perPage)%step)
 		require.NoError(b, err)
+		round++
 	}
 
 	type row struct {
@@ -98,29 +108,37 @@ func BenchmarkIncrementalChain(b *testing.B) {
 		restoreWalls[what] = append(restoreWalls[what], time.Since(start).Seconds())
 	}
 
+	kind := map[string]string{BaseLatest: "delta", BaseFull: "differential"}[cfg.IncrementalBase]
 	full := backup("full backup")
 	changePages(1)
-	d1 := backup("delta after 1 % of pages changed")
+	d1 := backup(kind + " after 1 % of pages changed")
 	changePages(10)
-	backup("delta after 10 % of pages changed")
+	backup(kind + " after 10 % more of pages changed")
 	var last *Manifest
 	for range 4 {
 		changePages(1)
-		last = backup("delta after 1 % of pages changed")
+		last = backup(kind + " after 1 % more of pages changed")
 	}
-	require.Equal(b, 6, last.ChainLength)
+	sixth := "full + 6 deltas"
+	if cfg.IncrementalBase == BaseLatest {
+		require.Equal(b, 6, last.ChainLength)
+	} else {
+		require.Equal(b, 1, last.ChainLength)
+		sixth = "full + 1 differential (the 6th)"
+	}
 	// The first restore also stops the server that loaded the data (a large
 	// dirty buffer pool): one not counted, so that all three start alike.
-	restore("restore (warm-up, not compared): full + 6 deltas", last)
+	restore("restore (warm-up, not compared): "+sixth, last)
 	for range repeat {
 		// Interleaved, so that drift on the machine falls on all three alike.
 		restore("restore: full alone", full)
 		restore("restore: full + 1 delta", d1)
-		restore("restore: full + 6 deltas", last)
+		restore("restore: "+sixth, last)
 	}
 
 	var out strings.Builder
-	fmt.Fprintf(&out, "data set %d MiB (%d pages in the big table), %d lanes, zstd, split storage on %s\n", dataMB, pages, cfg.Lanes, storage)
+	fmt.Fprintf(&out, "data set %d MiB (%d pages in the big table), %d lanes, zstd, split storage on %s, --fifo-backup-incremental-base=%s\n", dataMB,
+		pages, cfg.Lanes, storage, cfg.IncrementalBase)
 	fmt.Fprintf(&out, "| what | wall s | read from disk by the tool MiB | from the tool MiB | stored MiB | objects |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range table {
 		if r.raw == 0 {

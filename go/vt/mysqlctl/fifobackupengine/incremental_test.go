@@ -215,9 +215,18 @@ func (f *fixture) restoreAt(t testing.TB, at time.Time) (*mysqlctl.BackupManifes
 // byte back.
 func restoreDamagedDelta(t *testing.T, f *fixture, d *Manifest) {
 	t.Helper()
+	err := restoreDamaged(t, f, d, d)
+	assert.Contains(t, err.Error(), fmt.Sprintf("incremental backup %s (%d of %d)", d.BackupName, d.ChainLength, d.ChainLength))
+}
+
+// restoreDamaged restores backup restored of f's storage with damaged's
+// largest object damaged, and returns the error once it has checked that
+// neither the target nor any delta's work directory is left.
+func restoreDamaged(t *testing.T, f *fixture, damaged, restored *Manifest) error {
+	t.Helper()
 	var biggest string
 	var size int64
-	require.NoError(t, filepath.WalkDir(filepath.Join(f.root, testKeyspace, testShard, d.BackupName), func(p string, e os.DirEntry, err error) error {
+	require.NoError(t, filepath.WalkDir(filepath.Join(f.root, testKeyspace, testShard, damaged.BackupName), func(p string, e os.DirEntry, err error) error {
 		if err == nil && e.Type().IsRegular() {
 			if info, err := e.Info(); err == nil && info.Size() > size {
 				biggest, size = p, info.Size()
@@ -235,18 +244,92 @@ func restoreDamagedDelta(t *testing.T, f *fixture, d *Manifest) {
 	}()
 	var bh backupstorage.BackupHandle
 	for _, h := range f.backupHandles(t) {
-		if h.Name() == d.BackupName {
+		if h.Name() == restored.BackupName {
 			bh = h
 		}
 	}
 	require.NotNil(t, bh)
 	parent := t.TempDir()
-	_, err = RestoreToDir(context.Background(), bh, filepath.Join(parent, "data"), RestoreDirOptions{Config: incrementalConfig(), Prepare: true,
+	_, restoreErr := RestoreToDir(context.Background(), bh, filepath.Join(parent, "data"), RestoreDirOptions{Config: incrementalConfig(), Prepare: true,
 		Logger: newMemoryLogger()})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), fmt.Sprintf("incremental backup %s (%d of %d)", d.BackupName, d.ChainLength, d.ChainLength))
+	require.Error(t, restoreErr)
 	left, err := filepath.Glob(filepath.Join(parent, deltaDirPrefix+"*"))
 	require.NoError(t, err)
 	assert.Empty(t, left, "the deltas' work directories")
 	assert.NoDirExists(t, filepath.Join(parent, "data"))
+	return restoreErr
+}
+
+// TestDifferentialRealMariaDB: with --fifo-backup-incremental-base=full (the
+// default) every delta is on the full, under a writer: each restores as the
+// full + that one delta to the exact data at its position, the newest and
+// an older one by time; after a restore the next backup is again a
+// differential on the full, and past --fifo-backup-max-chain-length of them
+// the next backup is full.
+func TestDifferentialRealMariaDB(t *testing.T) {
+	f := newFixture(t, mariadbtest.Options{Tables: 200, RowsPerTable: 20, BigTableBytes: 32 << 20})
+	cfg := incrementalConfig()
+	cfg.IncrementalBase, cfg.MaxChainLength = BaseFull, 3
+	useEngine(t, cfg)
+	w := startWriter(t, f.srv.DB())
+	defer func() {
+		select {
+		case <-w.stop:
+		default:
+			w.finish(t)
+		}
+	}()
+	var (
+		static [3]map[string]string
+		ms     [3]*Manifest
+	)
+	for i := range 3 {
+		static[i] = f.changeStatic(t, i+1)
+		checkpoint(t, f.srv.DB())
+		time.Sleep(1100 * time.Millisecond) // backup names have seconds
+		require.NoError(t, f.backup(t, nil))
+		ms[i] = f.latestManifest(t)
+	}
+	w.finish(t)
+
+	full := ms[0]
+	require.Empty(t, full.BaseBackup, "the first backup is full")
+	for _, x := range ms[1:] {
+		assert.Equal(t, full.BackupName, x.BaseBackup, "%s: on the full", x.BackupName)
+		assert.Equal(t, full.BackupName, x.FullBackup)
+		assert.Equal(t, 1, x.ChainLength)
+		assert.Equal(t, full.LSN.To, x.LSN.From, "%s: every change since the full", x.BackupName)
+	}
+	check := func(m *mysqlctl.BackupManifest, want *Manifest, static map[string]string) {
+		t.Helper()
+		require.Equal(t, want.BackupName, m.BackupName)
+		assert.Equal(t, static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"), "static tables at %s", want.BackupName)
+		assert.Equal(t, w.expectedAt(t, m.Position.String()), writtenRows(t, f.srv.DB()), "sample.writes at %s's position %v", want.BackupName, m.Position)
+	}
+	m, err := f.restore(t, nil)
+	require.NoError(t, err)
+	check(m, ms[2], static[2])
+	consistent, err := mysqlctl.ParseRFC3339(ms[1].BackupTime)
+	require.NoError(t, err)
+	m, err = f.restoreAt(t, consistent)
+	require.NoError(t, err)
+	check(m, ms[1], static[1])
+
+	// A differential is extracted while its full is: damaged, it fails the
+	// restore naming it; the full damaged, the differential's work is
+	// removed too.
+	restoreDamagedDelta(t, f, ms[2])
+	err = restoreDamaged(t, f, full, ms[2])
+	assert.Contains(t, err.Error(), "extracting lanes")
+
+	// Restored from the full + its first differential: the next is a
+	// differential on the full (the third), then a full.
+	time.Sleep(1100 * time.Millisecond)
+	require.NoError(t, f.backup(t, nil))
+	x3 := f.latestManifest(t)
+	assert.Equal(t, full.BackupName, x3.BaseBackup)
+	assert.Equal(t, 1, x3.ChainLength)
+	time.Sleep(1100 * time.Millisecond)
+	require.NoError(t, f.backup(t, nil))
+	assert.Empty(t, f.latestManifest(t).BaseBackup, "a fourth differential is past --fifo-backup-max-chain-length=3")
 }

@@ -52,9 +52,9 @@ func chainManifest(t *testing.T, name string, base *Manifest, at time.Time, seq 
 	return m
 }
 
-// TestChooseBase: a delta is taken on the newest backup of the newest full's
-// chain (or that full), and a full instead, with the reason, in every case
-// the issue names.
+// TestChooseBase: a delta is taken on the newest full (differential, the
+// default) or the newest backup of its chain (latest), and a full instead,
+// with the reason, in every case the issue names.
 func TestChooseBase(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
@@ -65,6 +65,7 @@ func TestChooseBase(t *testing.T) {
 	choice := func(mutate func(*baseChoice)) *baseChoice {
 		cfg := validConfig()
 		cfg.FullInterval = 7 * day
+		cfg.IncrementalBase = defaultFlagConfig().IncrementalBase
 		c := &baseChoice{cfg: &cfg, now: now, tool: tool, mysqlVersion: mysqlVersion, pos: mariaPos(t, 10), here: lineage{Instance: "L1"}, dir: "ks/0"}
 		if mutate != nil {
 			mutate(c)
@@ -74,15 +75,31 @@ func TestChooseBase(t *testing.T) {
 	// nil: another engine's backup, or an unreadable MANIFEST.
 	backups := []*Manifest{full, d1, nil, d2}
 
-	base, why := choice(nil).chooseBase(backups)
+	require.Equal(t, BaseFull, defaultFlagConfig().IncrementalBase, "differential by default")
+	latest := func(c *baseChoice) { c.cfg.IncrementalBase = BaseLatest }
+	base, why := choice(latest).chooseBase(backups)
 	require.Empty(t, why)
 	assert.Equal(t, "c", base.BackupName, "latest: the newest of the chain")
-	base, why = choice(func(c *baseChoice) { c.cfg.IncrementalBase = BaseFull }).chooseBase(backups)
+	base, why = choice(nil).chooseBase(backups)
 	require.Empty(t, why)
-	assert.Equal(t, "a", base.BackupName, "full: differential")
-	base, why = choice(func(c *baseChoice) { c.here = lineage{Instance: "L9", Restored: []string{"a", "b"}} }).chooseBase([]*Manifest{full, d1})
+	assert.Equal(t, "a", base.BackupName, "full (the default): differential")
+	base, why = choice(func(c *baseChoice) { latest(c); c.here = lineage{Instance: "L9", Restored: []string{"a", "b"}} }).chooseBase([]*Manifest{full, d1})
 	require.Empty(t, why, "restored from the chain")
 	assert.Equal(t, "b", base.BackupName)
+	base, why = choice(func(c *baseChoice) { c.here = lineage{Instance: "L9", Restored: []string{"a", "b"}} }).chooseBase([]*Manifest{full, d1})
+	require.Empty(t, why, "restored from a differential on the full")
+	assert.Equal(t, "a", base.BackupName)
+
+	// Differentials count against the chain's length as deltas do: after
+	// --fifo-backup-max-chain-length of them on one full, a full.
+	x1 := chainManifest(t, "x1", full, now.Add(-2*day), 2, "L1")
+	x2 := chainManifest(t, "x2", full, now.Add(-day), 3, "L1")
+	base, why = choice(func(c *baseChoice) { c.cfg.MaxChainLength = 3 }).chooseBase([]*Manifest{full, x1, x2})
+	require.Empty(t, why)
+	assert.Equal(t, "a", base.BackupName)
+	base, why = choice(func(c *baseChoice) { c.cfg.MaxChainLength = 2 }).chooseBase([]*Manifest{full, x1, x2})
+	assert.Nil(t, base)
+	assert.Equal(t, "a delta on a would be number 3 after the full a, more than --fifo-backup-max-chain-length=2", why)
 
 	for _, tc := range []struct {
 		name    string
@@ -104,7 +121,12 @@ func TestChooseBase(t *testing.T) {
 		{"server behind the base", backups, func(c *baseChoice) { c.pos = mariaPos(t, 2) }, "the server's position 0-1-2 does not contain the base c's 0-1-3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base, why := choice(tc.mutate).chooseBase(tc.backups)
+			base, why := choice(func(c *baseChoice) { // on the chain's newest, c
+				latest(c)
+				if tc.mutate != nil {
+					tc.mutate(c)
+				}
+			}).chooseBase(tc.backups)
 			assert.Nil(t, base)
 			assert.Contains(t, why, tc.why)
 		})

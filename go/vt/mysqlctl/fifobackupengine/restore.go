@@ -174,9 +174,20 @@ func (r *restoreRun) findChain(ctx context.Context) error {
 // rolls back at --prepare), then each delta is extracted into a directory of
 // its own beside dir and applied with --incremental-dir, the last one
 // (Percona) with the rollback. Each delta downloads and extracts while the
-// backup before it is prepared (deltaAhead): at most two deltas' files are
-// on disk at once.
+// backup before it is prepared (deltaAhead), the first one while the full
+// does (a differential's only delta costs the restore its prepare, not its
+// download): at most two deltas' files are on disk at once.
 func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, defaultsFile, dir string) error {
+	last := len(r.chain) - 1
+	var next *deltaAhead
+	defer func() {
+		if next != nil { // a failure: the delta ahead is not wanted
+			next.discard()
+		}
+	}()
+	if tool != nil && last > 0 && r.scope.alongside() {
+		next = r.extractAhead(ctx, 1, dir)
+	}
 	r.phase(PhaseDownload)
 	if err := r.extract(ctx, r.chain[0], dir); err != nil {
 		return err
@@ -187,15 +198,13 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 	if err := r.scope.beforePrepare(dir, tool, r.m, r.cfg.PrepareFlags); err != nil {
 		return err
 	}
-	last := len(r.chain) - 1
 	ariaElsewhere := setsAriaLogDir(defaultsFile)
 	step := func(i int, deltaDir string) prepareStep {
 		return prepareStep{DefaultsFile: defaultsFile, TargetDir: dir, DeltaDir: deltaDir,
 			RedoOnly: i < last, Export: r.scope.exports() && i == last, CheckTables: r.checkTables && i == last,
 			AriaLogInTarget: ariaElsewhere}
 	}
-	var next *deltaAhead
-	if last > 0 {
+	if next == nil && last > 0 {
 		next = r.extractAhead(ctx, 1, dir)
 	}
 	err := r.prepare(ctx, tool, step(0, ""))
@@ -213,12 +222,6 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 		delta.release()
 		if err != nil {
 			err = vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
-		}
-	}
-	if next != nil {
-		next.cancel()
-		if d := next.wait(r); d.err == nil {
-			d.release()
 		}
 	}
 	if err != nil {
@@ -259,6 +262,15 @@ func (r *restoreRun) extractAhead(ctx context.Context, i int, dir string) *delta
 		d.dir, d.release = delta, release
 	}()
 	return d
+}
+
+// discard stops a delta no longer wanted and removes what it extracted.
+func (d *deltaAhead) discard() {
+	d.cancel()
+	<-d.done
+	if d.err == nil {
+		d.release()
+	}
 }
 
 // wait returns the extracted delta once its goroutine has stopped. The

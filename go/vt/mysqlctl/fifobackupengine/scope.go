@@ -24,6 +24,9 @@ type restoreScope interface {
 	beforePrepare(dir string, tool *backupTool, m *Manifest, prepareFlags string) error
 	// exports: the last prepare exports the tables (--export).
 	exports() bool
+	// alongside: the chain's first delta may be extracted while its full
+	// is (a table restore learns its tables' files from the full first).
+	alongside() bool
 	// prepared checks the prepared directory.
 	prepared(dir string) error
 }
@@ -45,6 +48,7 @@ func (wholeBackup) frames(_ context.Context, c member, _ *storedLanes, _ *xbstre
 func (wholeBackup) extracted(member, []string, map[string]int64) error         { return nil }
 func (wholeBackup) beforePrepare(string, *backupTool, *Manifest, string) error { return nil }
 func (wholeBackup) exports() bool                                              { return false }
+func (wholeBackup) alongside() bool                                            { return true }
 func (wholeBackup) prepared(string) error                                      { return nil }
 
 // tableRestore restores some tables (tables.go): only their files and the
@@ -75,5 +79,7 @@ func (t *tableRestore) beforePrepare(dir string, tool *backupTool, m *Manifest, 
 }
 
 func (t *tableRestore) exports() bool { return true }
+
+func (t *tableRestore) alongside() bool { return false }
 
 func (t *tableRestore) prepared(dir string) error { return checkExported(dir, t.tables) }

@@ -61,7 +61,7 @@ func TestValidateNamesFlagAndAllowedValues(t *testing.T) {
 			"use --fifo-backup-fifo-streams"}},
 		{"progress", func(c *Config) { c.Progress = -time.Second }, []string{"--fifo-backup-progress-interval", "0 (off) or a positive duration"}},
 		{"full interval", func(c *Config) { c.FullInterval = time.Second }, []string{"--fifo-backup-full-interval", "0 (off: every backup is full) or 1m..8760h"}},
-		{"incremental base", func(c *Config) { c.IncrementalBase = "previous" }, []string{"--fifo-backup-incremental-base", "latest, full"}},
+		{"incremental base", func(c *Config) { c.IncrementalBase = "previous" }, []string{"--fifo-backup-incremental-base", "full, latest"}},
 		{"max chain length", func(c *Config) { c.MaxChainLength = 0 }, []string{"--fifo-backup-max-chain-length", "1..1000"}},
 		{"tool flag --incremental-lsn", func(c *Config) { c.BackupFlags = "--incremental-lsn=5" }, []string{"--fifo-backup-backup-flags",
 			"--incremental-lsn", "--fifo-backup-full-interval"}},

@@ -15,7 +15,9 @@
 # BENCH_ENGINES (xtrabackup,fifo-stdout,fifo-fifo-standin), BENCH_REPEAT, BENCH_PART_SIZES_MIB, BENCH_SWEEP_SIZES_MIB, BENCH_SWEEP_REPEAT, BENCH_SWEEP_LANES, BENCH_SEED,
 # (overriding a list replaces the standard plan by the product of the lists),
 # BENCH_PLANS (data sets of the profile to run, e.g. mixed-1024), BENCH_OUT (results dir),
-# BENCH_DOC (markdown path, "-" for none). A re-run data set replaces the first run's figures with
+# BENCH_DOC (markdown path, "-" for none), BENCH_CPU_PROFILE=1 (each run's CPU and blocking profiles
+# under logs/: where a many-core run's time goes), BENCH_ALLOC_PROFILE=1 (its allocations).
+# A re-run data set replaces the first run's figures with
 #   go run ./go/testutil/benchdata/sidebyside/render build/bench/results.json RERUN/results.json
 # Needs MariaDB 10.11 + mariadb-backup (make setup) and versitygw (make tools) for S3.
 # On a bigger host with neither Go, MariaDB nor a network: scripts/bench-bundle.sh.

@@ -853,6 +853,41 @@ func (e *env) allocProfile(r Run) func() {
 	return func() { write("-after.pprof") }
 }
 
+// cpuProfile, with BENCH_CPU_PROFILE set, profiles this process's CPU and
+// where its goroutines blocked (channels, locks, one event per millisecond
+// blocked on average) until the returned function is called, into
+// logs/<runName>.cpu.pprof and the -block-before/-block-after pair:
+//
+//	go tool pprof -top X.cpu.pprof
+//	go tool pprof -top -base X-block-before.pprof X-block-after.pprof
+//
+// Where a run's wall time goes on a many-core host (a stage that keeps the
+// others waiting) shows in the second, what each byte costs in the first.
+// The tools (mariabackup, mbstream) are other processes, not in either.
+func (e *env) cpuProfile(r Run) func() {
+	if os.Getenv("BENCH_CPU_PROFILE") == "" {
+		return func() {}
+	}
+	name := filepath.Join(e.outDir, "logs", runName(r))
+	block := func(suffix string) {
+		f, err := os.Create(name + suffix)
+		require.NoError(e.b, err)
+		defer f.Close()
+		require.NoError(e.b, pprof.Lookup("block").WriteTo(f, 0))
+	}
+	runtime.SetBlockProfileRate(int(time.Millisecond))
+	block("-block-before.pprof")
+	f, err := os.Create(name + ".cpu.pprof")
+	require.NoError(e.b, err)
+	require.NoError(e.b, pprof.StartCPUProfile(f))
+	return func() {
+		pprof.StopCPUProfile()
+		require.NoError(e.b, f.Close())
+		block("-block-after.pprof")
+		runtime.SetBlockProfileRate(0)
+	}
+}
+
 func diskFreeBytes(b *testing.B, dir string) int64 {
 	var st syscall.Statfs_t
 	require.NoError(b, syscall.Statfs(dir, &st))
@@ -932,6 +967,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	settle()
 	bk.SelfBase = resetPeakRSS()
 	profile := e.allocProfile(bk)
+	stopCPU := e.cpuProfile(bk)
 	smp := startSampler()
 	t0, c0 := time.Now(), cpuTime()
 	err := mysqlctl.Backup(ctx, mysqlctl.BackupParams{
@@ -940,6 +976,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 		BackupTime: time.Now(), Stats: backupstats.NoStats(), BackupEngine: engineName, UpgradeSafe: true,
 	})
 	bk.Wall, bk.CPU = time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+	stopCPU()
 	bk.ToolRSS, bk.ToolComm, bk.ServerCPU = smp.finish()
 	bk.SelfRSS = selfPeakRSS()
 	profile()
@@ -963,6 +1000,9 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	// Restore: ExecuteRestore (download, extract, prepare, move back),
 	// measured inside the wrapper; mysqlctl.Restore then starts mysqld.
 	logger = logutil.NewMemoryLogger()
+	rs := base
+	rs.Op = "restore"
+	stopCPU = e.cpuProfile(rs)
 	rctx, rcancel := context.WithTimeout(ctx, 30*time.Minute)
 	_, err = mysqlctl.Restore(rctx, mysqlctl.RestoreParams{
 		Cnf: e.tb.Cnf, Mysqld: e.tb.Mysqld, Logger: logger, Concurrency: 4, DeleteBeforeRestore: true,
@@ -970,8 +1010,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 		MysqlShutdownTimeout: time.Minute, AllowedBackupEngines: []string{engineName},
 	})
 	rcancel()
-	rs := base
-	rs.Op = "restore"
+	stopCPU()
 	rs.Wall, rs.CPU = te.restore.wall, te.restore.cpu
 	rs.SelfBase, rs.SelfRSS, rs.ToolRSS, rs.ToolComm, rs.ServerCPU = te.restore.selfBase, te.restore.selfRSS, te.restore.toolRSS, te.restore.toolComm,
 		te.restore.serverCPU

@@ -99,9 +99,10 @@ type splitItem struct {
 //
 // Each lane is written by its own goroutine, one chunk at a time, so per-lane
 // compressors run in parallel, as many at once as the process has cores (at
-// least 8), while memory stays bounded by that many chunks plus one. Split does not close the lane writers. On a source error, a lane
-// write error (named by its lane) or ctx cancellation it stops dealing, waits
-// for its goroutines to finish and returns the error with the stats so far.
+// least 8), while memory stays bounded by that many chunks plus one. Split
+// does not close the lane writers. On a source error, a lane write error
+// (named by its lane) or ctx cancellation it stops dealing, waits for its
+// goroutines to finish and returns the error with the stats so far.
 // Lane writers must not block forever once ctx is done.
 func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOptions) ([]LaneStats, error) {
 	return SplitStreams(ctx, []io.Reader{src}, lanes, opts)

@@ -45,29 +45,7 @@ func (f *fixture) changeStatic(t *testing.T, round int) map[string]string {
 func TestIncrementalChainRealMariaDB(t *testing.T) {
 	f := newFixture(t, mariadbtest.Options{Tables: 200, RowsPerTable: 20, BigTableBytes: 32 << 20})
 	useEngine(t, incrementalConfig())
-	w := startWriter(t, f.srv.DB())
-	defer func() {
-		select {
-		case <-w.stop:
-		default:
-			w.finish(t)
-		}
-	}()
-
-	var (
-		static [3]map[string]string
-		ms     [3]*Manifest
-	)
-	for i := range 3 {
-		static[i] = f.changeStatic(t, i+1)
-		// The tool's to_lsn is the last checkpoint: flush, so that it is
-		// recent, as on a server that has run a while.
-		checkpoint(t, f.srv.DB())
-		time.Sleep(1100 * time.Millisecond) // backup names have seconds
-		require.NoError(t, f.backup(t, nil))
-		ms[i] = f.latestManifest(t)
-	}
-	w.finish(t)
+	w, static, ms := threeBackupsUnderWriter(t, f)
 
 	full, d1, d2 := ms[0], ms[1], ms[2]
 	assert.Empty(t, full.BaseBackup, "the first backup is full")
@@ -87,15 +65,9 @@ func TestIncrementalChainRealMariaDB(t *testing.T) {
 	t.Logf("full %d bytes, deltas %d and %d bytes", full.RawBytes, d1.RawBytes, d2.RawBytes)
 
 	// The latest restores through its chain to its exact position.
-	check := func(m *mysqlctl.BackupManifest, want *Manifest, static map[string]string) {
-		t.Helper()
-		require.Equal(t, want.BackupName, m.BackupName)
-		assert.Equal(t, static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"), "static tables at %s", want.BackupName)
-		assert.Equal(t, w.expectedAt(t, m.Position.String()), writtenRows(t, f.srv.DB()), "sample.writes at %s's position %v", want.BackupName, m.Position)
-	}
 	m, err := f.restore(t, nil)
 	require.NoError(t, err)
-	check(m, d2, static[2])
+	checkRestored(t, f, w, m, d2, static[2])
 
 	// After the restore, the next backup is a delta on the restored chain.
 	require.NoError(t, f.backup(t, nil))
@@ -110,7 +82,7 @@ func TestIncrementalChainRealMariaDB(t *testing.T) {
 	require.NoError(t, err)
 	m, err = f.restoreAt(t, consistent)
 	require.NoError(t, err)
-	check(m, d1, static[1])
+	checkRestored(t, f, w, m, d1, static[1])
 
 	// The last delta damaged: it fails while it is extracted ahead, as
 	// the delta before it is prepared; the error names it, and neither
@@ -134,6 +106,45 @@ func TestIncrementalChainRealMariaDB(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "its base "+full.BackupName+" is missing")
 	assertUntouched(t, f)
+}
+
+// threeBackupsUnderWriter takes three backups with the engine in use while
+// a writer commits, changing the static tables before each: the checksums
+// of those tables at each backup, and the backups' manifests.
+func threeBackupsUnderWriter(t *testing.T, f *fixture) (*gtidWriter, [3]map[string]string, [3]*Manifest) {
+	w := startWriter(t, f.srv.DB())
+	var (
+		static [3]map[string]string
+		ms     [3]*Manifest
+	)
+	defer func() {
+		select {
+		case <-w.stop:
+		default:
+			w.finish(t) // a backup failed: the writer stops with the test
+		}
+	}()
+	for i := range 3 {
+		static[i] = f.changeStatic(t, i+1)
+		// The tool's to_lsn is the last checkpoint: flush, so that it is
+		// recent, as on a server that has run a while.
+		checkpoint(t, f.srv.DB())
+		time.Sleep(1100 * time.Millisecond) // backup names have seconds
+		require.NoError(t, f.backup(t, nil))
+		ms[i] = f.latestManifest(t)
+	}
+	w.finish(t)
+	return w, static, ms
+}
+
+// checkRestored checks that the server holds backup want's data after a
+// restore returned m: the static tables as they were at the backup and the
+// writer's rows exactly up to its position.
+func checkRestored(t *testing.T, f *fixture, w *gtidWriter, m *mysqlctl.BackupManifest, want *Manifest, static map[string]string) {
+	t.Helper()
+	require.Equal(t, want.BackupName, m.BackupName)
+	assert.Equal(t, static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"), "static tables at %s", want.BackupName)
+	assert.Equal(t, w.expectedAt(t, m.Position.String()), writtenRows(t, f.srv.DB()), "sample.writes at %s's position %v", want.BackupName, m.Position)
 }
 
 // checkpoint has InnoDB flush its dirty pages and waits until its last
@@ -271,26 +282,7 @@ func TestDifferentialRealMariaDB(t *testing.T) {
 	cfg := incrementalConfig()
 	cfg.IncrementalBase, cfg.MaxChainLength = BaseFull, 3
 	useEngine(t, cfg)
-	w := startWriter(t, f.srv.DB())
-	defer func() {
-		select {
-		case <-w.stop:
-		default:
-			w.finish(t)
-		}
-	}()
-	var (
-		static [3]map[string]string
-		ms     [3]*Manifest
-	)
-	for i := range 3 {
-		static[i] = f.changeStatic(t, i+1)
-		checkpoint(t, f.srv.DB())
-		time.Sleep(1100 * time.Millisecond) // backup names have seconds
-		require.NoError(t, f.backup(t, nil))
-		ms[i] = f.latestManifest(t)
-	}
-	w.finish(t)
+	w, static, ms := threeBackupsUnderWriter(t, f)
 
 	full := ms[0]
 	require.Empty(t, full.BaseBackup, "the first backup is full")
@@ -300,20 +292,14 @@ func TestDifferentialRealMariaDB(t *testing.T) {
 		assert.Equal(t, 1, x.ChainLength)
 		assert.Equal(t, full.LSN.To, x.LSN.From, "%s: every change since the full", x.BackupName)
 	}
-	check := func(m *mysqlctl.BackupManifest, want *Manifest, static map[string]string) {
-		t.Helper()
-		require.Equal(t, want.BackupName, m.BackupName)
-		assert.Equal(t, static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"), "static tables at %s", want.BackupName)
-		assert.Equal(t, w.expectedAt(t, m.Position.String()), writtenRows(t, f.srv.DB()), "sample.writes at %s's position %v", want.BackupName, m.Position)
-	}
 	m, err := f.restore(t, nil)
 	require.NoError(t, err)
-	check(m, ms[2], static[2])
+	checkRestored(t, f, w, m, ms[2], static[2])
 	consistent, err := mysqlctl.ParseRFC3339(ms[1].BackupTime)
 	require.NoError(t, err)
 	m, err = f.restoreAt(t, consistent)
 	require.NoError(t, err)
-	check(m, ms[1], static[1])
+	checkRestored(t, f, w, m, ms[1], static[1])
 
 	// A differential is extracted while its full is: damaged, it fails the
 	// restore naming it; the full damaged, the differential's work is

@@ -45,21 +45,23 @@ type CompressionConfig struct {
 	BlockSize int // pgzip/pargzip block size
 	Blocks    int // pgzip/pargzip/lz4 blocks in flight per lane
 
-	// gzipInLane: each lane's gzip (pgzip, pargzip) is one sequential
-	// stream in the lane's goroutine (forLanes).
-	gzipInLane bool
+	// serialInLane: each lane's codec runs in the lane's goroutine alone
+	// (forLanes): gzip (pgzip, pargzip) as one sequential stream, lz4
+	// without goroutines of its own.
+	serialInLane bool
 }
 
 // forLanes is the configuration for a backup of lanes lanes. With as many
 // lanes as cores, the lanes alone keep every core busy: a gzip engine
 // (pgzip, pargzip) then compresses each lane as one sequential gzip stream
 // (klauspost/compress/gzip), whose Reset at each frame reuses all of its
-// state. pgzip's parallel blocks would add no speed, only memory: a new
-// gzip member at each frame drops pgzip's pooled block buffers (the figures
-// at 64 lanes: docs/benchmarks/archive/memory-64.md).
-// The output is the same gzip format, read by the same decompressor.
+// state, and lz4 compresses each lane's blocks one after another. The
+// codecs' own goroutines would add no speed, only memory and hand-offs: a
+// new gzip member at each frame drops pgzip's pooled block buffers (the
+// figures at 64 lanes: docs/benchmarks/archive/memory-64.md).
+// The output is the same format, read by the same decompressor.
 func (c CompressionConfig) forLanes(lanes int) CompressionConfig {
-	c.gzipInLane = c.Enabled && codecs[c.Engine].gzip && lanesKeepCoresBusy(lanes)
+	c.serialInLane = c.Enabled && codecs[c.Engine].threaded && lanesKeepCoresBusy(lanes)
 	return c
 }
 

@@ -125,8 +125,8 @@ func (l *laneWriter) Write(p []byte) (int, error) {
 func (b *backupRun) openLanes(ctx context.Context) error {
 	ext := b.cfg.Compression.Extension()
 	compression := b.cfg.Compression.forLanes(b.cfg.Lanes)
-	if compression.gzipInLane {
-		b.logger.Infof("fifo backup: %d lanes on %d cores: each lane's %s is one sequential gzip stream (the lanes keep the cores busy)", b.cfg.Lanes,
+	if compression.serialInLane {
+		b.logger.Infof("fifo backup: %d lanes on %d cores: each lane's %s runs in the lane alone (the lanes keep the cores busy)", b.cfg.Lanes,
 			runtime.GOMAXPROCS(0), compression.Engine)
 	}
 	destWrite := b.stats.bytesFunc("Destination:Write")

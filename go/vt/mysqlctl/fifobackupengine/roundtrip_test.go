@@ -51,14 +51,16 @@ func TestEveryCompressorRealMariaDB(t *testing.T) {
 	}
 	cases := []roundTripCase{
 		{"stdout/3-lanes/none", testConfig(3, SourceStdout, CompressionConfig{})},
-		// Fewer lanes than cores (on more than one core): pgzip's parallel blocks.
+		// Fewer lanes than cores (on more than one core): pgzip's parallel
+		// blocks, lz4's goroutines (a new writer per frame).
 		{"stdout/1-lane/pgzip", testConfig(1, SourceStdout, comp(mysqlctl.PgzipCompressor))},
+		{"stdout/1-lane/lz4", testConfig(1, SourceStdout, comp(mysqlctl.Lz4Compressor))},
 		{"stdout/3-lanes/external-zstd", testConfig(3, SourceStdout, CompressionConfig{
 			Enabled: true, Engine: mysqlctl.ExternalCompressor, ExternalCompressor: "zstd -1 -c", ExternalExtension: ".zst",
 			ExternalDecompressor: "zstd -d -c"})},
 	}
 	// Every codec of the table, with no list to edit: 3 lanes, as many as
-	// cores or more here (a gzip's in the lane: forLanes).
+	// cores or more here (a threaded codec's in the lane: forLanes).
 	for _, name := range codecNames() {
 		if name != mysqlctl.ExternalCompressor {
 			cases = append(cases, roundTripCase{"stdout/3-lanes/" + name, testConfig(3, SourceStdout, comp(name))})

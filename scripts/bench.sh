@@ -11,7 +11,7 @@
 #   BENCH_PROFILE=full scripts/bench.sh  # every combination (1 and 4 GiB, 3 shapes, N=1,2,4,8, zstd+pgzip, local+S3)
 #
 # Overrides (comma lists): BENCH_SIZES_MIB (<= 32768), BENCH_SHAPES (many,giant,mixed),
-# BENCH_LANES, BENCH_S3_LANES, BENCH_COMPRESSORS (zstd,pgzip), BENCH_STORAGES (local,s3),
+# BENCH_LANES, BENCH_S3_LANES, BENCH_COMPRESSORS (zstd,pgzip,lz4), BENCH_STORAGES (local,s3),
 # BENCH_ENGINES (xtrabackup,fifo-stdout,fifo-fifo-standin), BENCH_REPEAT, BENCH_PART_SIZES_MIB, BENCH_SWEEP_SIZES_MIB, BENCH_SWEEP_REPEAT, BENCH_SWEEP_LANES, BENCH_SEED,
 # (overriding a list replaces the standard plan by the product of the lists),
 # BENCH_PLANS (data sets of the profile to run, e.g. mixed-1024), BENCH_OUT (results dir),

@@ -31,6 +31,11 @@ type codec struct {
 	reset func(c *CompressionConfig, comp io.WriteCloser, w io.Writer) (_ io.WriteCloser, ok bool, err error)
 	// reader starts a lane's decompressor for a backup written with m.
 	reader func(ctx context.Context, m *Manifest, local CompressionConfig, r io.Reader, logger logutil.Logger) (io.ReadCloser, error)
+	// frames, where set, starts a lane's frame decoder for a whole lane read
+	// frame by frame from memory (framedLane), which the codec reads faster
+	// than its stream when the lanes keep the cores busy; the backup must
+	// have a lane index.
+	frames func() frameDecoder
 	// seekable: a lane can be read from any frame start (the reader takes
 	// frames one after another on its own); an external command's output
 	// cannot be cut.
@@ -42,8 +47,8 @@ type codec struct {
 }
 
 var codecs = map[string]codec{
-	mysqlctl.PgzipCompressor:    {extension: ".gz", writer: pgzipWriter, reset: resetGzip, reader: gzipReader, seekable: true, threaded: true},
-	mysqlctl.PargzipCompressor:  {extension: ".gz", writer: pargzipWriter, reset: resetGzip, reader: gzipReader, seekable: true, threaded: true},
+	mysqlctl.PgzipCompressor:    {extension: ".gz", writer: pgzipWriter, reset: resetGzip, reader: gzipReader, frames: gzipFrames, seekable: true, threaded: true},
+	mysqlctl.PargzipCompressor:  {extension: ".gz", writer: pargzipWriter, reset: resetGzip, reader: gzipReader, frames: gzipFrames, seekable: true, threaded: true},
 	mysqlctl.ZstdCompressor:     {extension: ".zst", writer: zstdWriter, reset: resetZstd, reader: zstdReader, seekable: true},
 	mysqlctl.Lz4Compressor:      {extension: ".lz4", writer: lz4Writer, reset: resetLz4, reader: lz4Reader, seekable: true, threaded: true},
 	mysqlctl.ExternalCompressor: {writer: externalWriter, reader: externalReader},
@@ -132,6 +137,19 @@ func gzipReader(_ context.Context, m *Manifest, _ CompressionConfig, r io.Reader
 		return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
 	}
 	return d, nil
+}
+
+// gzipFrames decodes each frame with one gzip reader reset from frame to
+// frame. A frame is one gzip member (gzip, pgzip) or several (pargzip's
+// chunks, a member each): the reader reads members to the frame's end.
+func gzipFrames() frameDecoder {
+	var zr gzip.Reader
+	return func(src io.Reader) (io.Reader, error) {
+		if err := zr.Reset(src); err != nil {
+			return nil, err
+		}
+		return &zr, nil
+	}
 }
 
 // With fewer lanes than cores, each lane's pgzip reader reads ahead two

@@ -48,7 +48,7 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes()
+	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes(ctx)
 	readers := make([]io.Reader, len(lanes))
 	counts := make([]int64, len(lanes))
 	var opened []io.Closer

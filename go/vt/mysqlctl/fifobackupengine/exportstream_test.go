@@ -45,7 +45,7 @@ func TestExportIsAStockXbstream(t *testing.T) {
 			assert.Empty(t, mariadbtest.MbstreamExtract(t, byMbstream, &stream), "mbstream -x reported a problem")
 
 			byLanes := filepath.Join(t.TempDir(), "lanes")
-			lanes := (&storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logutil.NewMemoryLogger()}).lanes()
+			lanes := (&storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logutil.NewMemoryLogger()}).lanes(context.Background())
 			_, err = xbstream.Extract(context.Background(), byLanes, lanes, xbstream.ExtractOptions{})
 			require.NoError(t, err)
 			files := mariadbtest.TreesEqual(t, byLanes, byMbstream)

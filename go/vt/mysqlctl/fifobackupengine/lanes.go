@@ -34,9 +34,10 @@ type storedLanes struct {
 	stretches [][]byteRange
 }
 
-func (s *storedLanes) lanes() []xbstream.Lane {
+func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 	srcRead := s.stats.bytesFunc("Source:Read")
 	decRead := s.stats.bytesFunc("Decompressor:Read")
+	framed := s.framedLanes(ctx)
 	lanes := make([]xbstream.Lane, len(s.m.Lanes))
 	for i, lane := range s.m.Lanes {
 		// decompress reads src, a whole lane or a stretch of whole frames.
@@ -47,7 +48,13 @@ func (s *storedLanes) lanes() []xbstream.Lane {
 					s.onRead(i, n)
 				}
 			}
-			dec, err := newDecompressor(ctx, s.m, s.comp, ioutil.NewMeteredReader(src, metered), s.logger)
+			var dec io.ReadCloser
+			var err error
+			if framed != nil {
+				dec = newFramedLane(ioutil.NewMeteredReader(src, metered), framed[i], codecs[s.m.CompressionEngine].frames())
+			} else {
+				dec, err = newDecompressor(ctx, s.m, s.comp, ioutil.NewMeteredReader(src, metered), s.logger)
+			}
 			if err != nil {
 				src.Close()
 				return nil, vterrors.Wrapf(err, "%s", lane.File)
@@ -96,6 +103,32 @@ func (s *storedLanes) lanes() []xbstream.Lane {
 		}
 	}
 	return lanes
+}
+
+// framedLanes is, for each lane read whole, its frames' stored sizes where
+// the backup's codec reads frames faster from memory (codec.frames) and the
+// backup has a lane index; nil reads each lane as one stream. A whole lane
+// needs no index: one that cannot be read leaves the lanes to their streams.
+func (s *storedLanes) framedLanes(ctx context.Context) [][]int64 {
+	if s.stretches != nil || !s.m.Compressed || codecs[s.m.CompressionEngine].frames == nil || !lanesKeepCoresBusy(len(s.m.Lanes)) {
+		return nil
+	}
+	ix, err := ReadLaneIndex(ctx, s.bh, s.m)
+	if err != nil {
+		s.logger.Warningf("fifo: backup %s: reading its lanes as streams, without their frames: %v", s.m.BackupName, err)
+		return nil
+	}
+	if ix == nil {
+		return nil
+	}
+	sizes := make([][]int64, len(s.m.Lanes))
+	for i, lane := range s.m.Lanes {
+		if len(ix.Lanes[i]) == 0 && lane.StoredBytes > 0 {
+			return nil // no frame recorded: the lane is one stream
+		}
+		sizes[i] = frameSizes(ix.Lanes[i], lane.StoredBytes)
+	}
+	return sizes
 }
 
 func isRangeReader(bh backupstorage.BackupHandle) bool {

@@ -310,7 +310,7 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 		r.logger.Infof("fifo restore: %s", restoreProgressLine(read.Load(), toRead, elapsed))
 	})
 	defer stopProgress()
-	lanes := from.lanes()
+	lanes := from.lanes(ctx)
 	r.logger.Infof("fifo restore: extracting %s into %s", what, staging)
 	extractWrite := r.stats.bytesFunc("Extract:Write")
 	free := freeBytes(staging)

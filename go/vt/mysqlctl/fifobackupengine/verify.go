@@ -98,7 +98,7 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		return verifyVitessStream(ctx, bh, m, stream, opts)
 	}
 	n := len(m.Lanes)
-	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes()
+	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes(ctx)
 	st, err := xbstream.Verify(ctx, lanes, xbstream.ExtractOptions{ListFiles: opts.ListFiles})
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {

@@ -407,6 +407,19 @@ func (e *env) ceilings() {
 	}
 	e.dataset().RawBytes = e.raw
 	e.addCeiling("tool-devnull", "mariabackup --backup --stream=xbstream --parallel=4 > /dev/null", e.raw, walls, cpus)
+	n := 0
+	for _, st := range e.plan.storages() {
+		n = max(n, e.plan.maxLanes(st))
+	}
+	if n > 1 && slices.Contains(benchEngines(), engFIFO) {
+		walls, cpus = nil, nil
+		for range e.p.Repeat {
+			w, c := e.standinDevNull(n)
+			walls, cpus = append(walls, w), append(cpus, c)
+		}
+		e.addCeiling("standin-devnull", fmt.Sprintf("the xtrabackup stand-in (mariabackup's stream parsed and dealt to %d FIFOs, as the engine runs it), "+
+			"each FIFO read to /dev/null", n), e.raw, walls, cpus)
+	}
 
 	// One stream kept in a file for the other ceilings, which read it
 	// mapped, from the page cache, as the engines read the tool's pipe.
@@ -497,6 +510,55 @@ func (e *env) ceilings() {
 			int64(len(stored)), ww, wc)
 		e.addCeiling("storage-read-"+st, fmt.Sprintf("split storage (%s), %d files read to io.Discard", st, lanes), int64(len(stored)), rw, rc)
 	}
+}
+
+// standinDevNull runs the stand-in as the engine runs it with source fifo
+// and n streams, each FIFO read to /dev/null: the ceiling of the runs
+// through it, which pay a process that parses and writes every chunk again
+// (real xtrabackup writes its FIFOs itself). The stand-in opens FIFO k only
+// once a reader holds it, retrying once a second, as Percona's tool does.
+func (e *env) standinDevNull(n int) (wall, cpu float64) {
+	b := e.b
+	dir := filepath.Join(b.TempDir(), "fifos")
+	cmd := exec.Command(standinPath, append(e.toolArgs(), fmt.Sprintf("--fifo-streams=%d", n), "--fifo-dir="+dir, "--fifo-timeout=60")...)
+	cmd.Env = append(os.Environ(), "MARIABACKUP=/usr/bin/mariabackup")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	settle()
+	t0, c0 := time.Now(), cpuTime()
+	require.NoError(b, cmd.Start())
+	exited := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			path := filepath.Join(dir, fmt.Sprintf("thread_%d", i))
+			for {
+				if _, err := os.Stat(path); err == nil {
+					break
+				}
+				select {
+				case <-exited:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			f, err := os.OpenFile(path, os.O_RDONLY, 0) // until the stand-in opens it
+			if err == nil {
+				_, _ = io.Copy(io.Discard, f)
+				f.Close()
+			}
+		})
+	}
+	err := cmd.Wait()
+	close(exited)
+	for i := range n { // a reader the stand-in never opened: let it go
+		if f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("thread_%d", i)), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}
+	wg.Wait()
+	require.NoError(b, err, "stand-in: %s", tailOf(stderr.String()))
+	return time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
 }
 
 // mapFile maps path read-only; unmap before the runs, whose baseline RSS
@@ -805,12 +867,17 @@ const (
 	engFIFO   = "fifo-fifo-standin"
 )
 
+// benchEngines are the engines the runs compare (BENCH_ENGINES).
+func benchEngines() []string {
+	if v := os.Getenv("BENCH_ENGINES"); v != "" { // e.g. xtrabackup,fifo-stdout
+		return strings.Split(v, ",")
+	}
+	return []string{engXtra, engStdout, engFIFO}
+}
+
 // compare runs every engine at lane count n, repeat times, interleaved.
 func (e *env) compare(st, comp string, n int) {
-	engines := []string{engXtra, engStdout, engFIFO}
-	if v := os.Getenv("BENCH_ENGINES"); v != "" { // e.g. xtrabackup,fifo-stdout
-		engines = strings.Split(v, ",")
-	}
+	engines := benchEngines()
 	if n == 1 {
 		engines = slices.DeleteFunc(slices.Clone(engines), func(e string) bool { return e == engFIFO }) // one lane is always stdout, even with the stand-in
 	}

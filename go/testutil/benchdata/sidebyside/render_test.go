@@ -78,13 +78,23 @@ func TestPipelineCeiling(t *testing.T) {
 		{Shape: "mixed", SizeGiB: 1, Name: "compress-zstd", Wall: []float64{2.3}, CPU: []float64{4.6}},
 		{Shape: "mixed", SizeGiB: 1, Name: "storage-write-local", Wall: []float64{0.4}, CPU: []float64{0.3}},
 	}}
-	c, what := res.backupCeiling("mixed", 1, "zstd", "local")
+	c, what := res.backupCeiling("mixed", 1, "zstd", "local", "fifo-stdout")
 	assert.InDelta(t, 3.2, c, 1e-9)
 	assert.Contains(t, what, "cpu")
+	c, _ = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-fifo-standin")
+	assert.InDelta(t, 3.2, c, 1e-9, "a run without the stand-in's ceiling: the tool's")
+	res.Ceilings = append(res.Ceilings, Ceiling{Shape: "mixed", SizeGiB: 1, Name: "standin-devnull", Wall: []float64{2.5}, CPU: []float64{3.1}})
+	c, _ = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-fifo-standin")
+	assert.InDelta(t, 4.0, c, 1e-9, "the stand-in's runs start from its stream")
+	c, _ = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-stdout")
+	assert.InDelta(t, 3.2, c, 1e-9)
 	res.Machine["nproc"] = "16"
-	c, what = res.backupCeiling("mixed", 1, "zstd", "local")
+	c, what = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-stdout")
 	assert.InDelta(t, 2.3, c, 1e-9)
 	assert.Equal(t, "compress-zstd", what)
+	c, what = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-fifo-standin")
+	assert.InDelta(t, 2.5, c, 1e-9)
+	assert.Equal(t, "standin-devnull", what)
 }
 
 // TestRestoreCeiling: reading, decompressing and writing the files overlap;

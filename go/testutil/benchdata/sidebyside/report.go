@@ -62,9 +62,16 @@ func (res *Results) ceiling(shape string, size float64, name string) *Ceiling {
 // storage write: they run as a pipeline, so the slowest bounds the whole), or,
 // when the parts together need more CPU than the machine has, their CPU
 // seconds over its cores: on 2 cores the stages share the cores they were
-// each measured with alone.
-func (res *Results) backupCeiling(shape string, size float64, comp, storage string) (float64, string) {
-	return res.pipelineCeiling(shape, size, "tool-devnull", "compress-"+comp, "storage-write-"+storage)
+// each measured with alone. The runs through the xtrabackup stand-in start
+// from the stand-in's own stream where the run measured it (an extra process
+// that parses and writes every chunk again: real xtrabackup's FIFOs cost
+// nothing of the kind).
+func (res *Results) backupCeiling(shape string, size float64, comp, storage, engine string) (float64, string) {
+	source := "tool-devnull"
+	if engine == "fifo-fifo-standin" && res.ceiling(shape, size, "standin-devnull") != nil {
+		source = "standin-devnull"
+	}
+	return res.pipelineCeiling(shape, size, source, "compress-"+comp, "storage-write-"+storage)
 }
 
 // restoreCeiling is the pipeline of the storage read, the decompression and
@@ -246,7 +253,9 @@ func (p *page) ceilings(res *Results) {
 	}
 	p.w("\nThe backup ceiling of a configuration is the slowest of: the tool to /dev/null, the compressor alone, the storage write alone (a pipeline is " +
 		"no faster than its slowest stage), unless the stages together need more CPU than the machine has: then it is their CPU seconds summed over the " +
-		"cores (each stage alone had every core to itself; in the pipeline they share them). The restore ceiling is built the same way from the storage " +
+		"cores (each stage alone had every core to itself; in the pipeline they share them). The runs through the xtrabackup stand-in take the " +
+		"stand-in's own stream to /dev/null in place of the tool's where the run measured it (`standin-devnull`): the stand-in is a process of its " +
+		"own that parses every chunk and writes it again, a cost real xtrabackup's FIFOs do not have. The restore ceiling is built the same way from the storage " +
 		"read alone, decompression alone and writing the stream's files to the restores' disk alone (they overlap in a restore), plus the tool's " +
 		"`--prepare` alone, which starts only once every file is written; it leaves out the move into place (renames on one file system). A data set " +
 		"measured before writing the files and the prepare were measured alone has no restore ceiling (its restores show `-`): read and decompression " +
@@ -312,7 +321,7 @@ func (p *page) row(res *Results, gs map[string]*group, c config, op string, g *g
 	var ceil float64
 	var bound string
 	if op == "backup" {
-		ceil, bound = res.backupCeiling(c.shape, c.size, c.comp, c.storage)
+		ceil, bound = res.backupCeiling(c.shape, c.size, c.comp, c.storage, r0.Engine)
 	} else {
 		ceil, bound = res.restoreCeiling(c.shape, c.size, c.comp, c.storage)
 	}

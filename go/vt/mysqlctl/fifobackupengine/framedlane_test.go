@@ -3,12 +3,14 @@ package fifobackupengine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
@@ -17,6 +19,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 
+	"github.com/vtfifo/vtfifo/go/testutil/benchdata"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
 
@@ -161,4 +164,59 @@ func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), bh.Name())
 	assert.Contains(t, err.Error(), m.Lanes[1].File)
+}
+
+// BenchmarkFramedLanes: what reading a gzip backup's whole lanes frame by
+// frame saves, on the same backup: Verify (every lane read, decompressed
+// and checked, no disk writes) with its lane index in place (frames) and
+// set aside (streams), alternating, FIFO_BENCH_REPEAT times each, medians:
+//
+//	FIFO_BENCH_DATA_MB=1024 FIFO_BENCH_REPEAT=5 go test -run '^$' -bench FramedLanes \
+//	  -benchtime 1x -timeout 60m ./go/vt/mysqlctl/fifobackupengine/
+func BenchmarkFramedLanes(b *testing.B) {
+	dataMB := envInt("FIFO_BENCH_DATA_MB", 512)
+	repeat := envInt("FIFO_BENCH_REPEAT", 5)
+	comp := envString("FIFO_BENCH_COMPRESSION", mysqlctl.PgzipCompressor)
+	lanes := envInt("FIFO_BENCH_LANES", runtime.GOMAXPROCS(0))
+	f := newFixture(b, mariadbtest.Options{Tables: 200})
+	f.useFileStorage(b)
+	_, err := benchdata.Load(context.Background(), f.srv.DB(), benchdata.Options{Shape: benchdata.Mixed, Bytes: int64(dataMB) << 20, Seed: 1,
+		DataDir: f.tb.Cnf.DataDir, Log: b.Logf})
+	require.NoError(b, err)
+	useEngine(b, testConfig(lanes, SourceStdout, CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2}))
+	require.NoError(b, f.backup(b, nil))
+	bhs := f.backupHandles(b)
+	bh := bhs[len(bhs)-1]
+	m, err := ReadManifest(context.Background(), bh)
+	require.NoError(b, err)
+	index := filepath.Join(f.root, testKeyspace, testShard, bh.Name(), m.LaneIndex)
+	type row struct{ wall, cpu []float64 }
+	rows := map[string]*row{"frames": {}, "streams": {}}
+	for range repeat {
+		for _, how := range []string{"frames", "streams"} {
+			if how == "streams" {
+				require.NoError(b, os.Rename(index, index+".aside"))
+			}
+			logger := logutil.NewMemoryLogger()
+			from := &storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logger}
+			require.Equal(b, how == "frames", from.framedLanes(context.Background()) != nil, how)
+			start, c0 := time.Now(), cpuTime()
+			_, err := Verify(context.Background(), bh, VerifyOptions{Logger: logger})
+			require.NoError(b, err)
+			rows[how].wall = append(rows[how].wall, time.Since(start).Seconds())
+			rows[how].cpu = append(rows[how].cpu, (cpuTime() - c0).Seconds())
+			if how == "streams" {
+				require.NoError(b, os.Rename(index+".aside", index))
+			}
+		}
+	}
+	out := fmt.Sprintf("\nVerify of one %s backup of %d MiB benchdata (mixed), %d lanes on %d cores, %d stored MB, medians of %d:\n%-8s %8s %8s\n",
+		comp, dataMB, lanes, runtime.GOMAXPROCS(0), m.StoredBytes/1e6, repeat, "lanes", "wall s", "cpu s")
+	for _, how := range []string{"frames", "streams"} {
+		out += fmt.Sprintf("%-8s %8.2f %8.2f\n", how, median(rows[how].wall), median(rows[how].cpu))
+	}
+	out += fmt.Sprintf("frames / streams: wall %.3f, cpu %.3f (median of each repeat's ratio)\n", pairedRatio(rows["frames"].wall, rows["streams"].wall),
+		pairedRatio(rows["frames"].cpu, rows["streams"].cpu))
+	b.Log(out)
+	fmt.Print(out)
 }

@@ -328,8 +328,8 @@ func (p *page) row(res *Results, gs map[string]*group, c config, op string, g *g
 	vsCeil := "-"
 	if ceil > 0 {
 		vsCeil = fmt.Sprintf("%.2fx", wall/ceil)
-		if op == "backup" && r0.Engine != "xtrabackup" {
-			p.targets = append(p.targets, fmt.Sprintf("| backup within 1.15x of ceiling | %s %g GiB %s %s, %s N=%d | %.2fx (ceiling %.2fs, %s) | %s |", c.shape,
+		if r0.Engine != "xtrabackup" {
+			p.targets = append(p.targets, fmt.Sprintf("| %s within 1.15x of ceiling | %s %g GiB %s %s, %s N=%d | %.2fx (ceiling %.2fs, %s) | %s |", op, c.shape,
 				c.size, c.storage, c.comp, r0.Engine, r0.Lanes, wall/ceil, ceil, bound, verdict(wall/ceil <= 1.15, wall/ceil, 1.15)))
 		}
 	}

@@ -220,3 +220,37 @@ func BenchmarkFramedLanes(b *testing.B) {
 	b.Log(out)
 	fmt.Print(out)
 }
+
+// TestFramesOfManyGzipMembersRealMariaDB: pargzip with fewer lanes than
+// cores writes each frame as several gzip members (one per 250 kB block); a
+// restore on a host with no more cores than lanes reads those lanes frame
+// by frame, every member of each frame.
+func TestFramesOfManyGzipMembersRealMariaDB(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs 2 cores: pargzip's parallel writer only runs with fewer lanes than cores")
+	}
+	f := newFixture(t, sampleData)
+	f.useFileStorage(t)
+	lanes := runtime.GOMAXPROCS(0) - 1
+	cfg := testConfig(lanes, SourceStdout, CompressionConfig{Enabled: true, Engine: mysqlctl.PargzipCompressor, Level: 1, BlockSize: 250000, Blocks: 2})
+	require.False(t, cfg.Compression.forLanes(lanes).serialInLane)
+	useEngine(t, cfg)
+	require.NoError(t, f.backup(t, nil))
+	bhs := f.backupHandles(t)
+	bh := bhs[len(bhs)-1]
+	m, err := ReadManifest(context.Background(), bh)
+	require.NoError(t, err)
+	lane, err := os.ReadFile(filepath.Join(f.root, testKeyspace, testShard, bh.Name(), m.Lanes[0].File))
+	require.NoError(t, err)
+	members := bytes.Count(lane, []byte{0x1f, 0x8b, 8}) // gzip magic and deflate: at least one per member
+	ix, err := ReadLaneIndex(context.Background(), bh, m)
+	require.NoError(t, err)
+	require.Greater(t, members, 2*len(ix.Lanes[0]), "frames of several members")
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(lanes))
+	from := &storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logutil.NewMemoryLogger()}
+	require.Len(t, from.framedLanes(context.Background()), lanes, "read frame by frame")
+	_, err = f.restore(t, nil)
+	require.NoError(t, err)
+	assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
+}

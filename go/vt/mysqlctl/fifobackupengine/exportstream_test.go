@@ -32,10 +32,7 @@ func TestExportIsAStockXbstream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			useEngine(t, cfg)
 			require.NoError(t, f.backup(t, nil))
-			bhs := f.backupHandles(t)
-			bh := bhs[len(bhs)-1]
-			m, err := ReadManifest(context.Background(), bh)
-			require.NoError(t, err)
+			bh, m := f.latestBackup(t)
 
 			var stream bytes.Buffer
 			n, err := Export(context.Background(), bh, &stream, ExportOptions{Logger: logutil.NewMemoryLogger()})

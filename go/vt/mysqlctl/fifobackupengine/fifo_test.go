@@ -12,17 +12,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
 // latestManifest reads the engine's MANIFEST of the newest backup.
 func (f *fixture) latestManifest(t testing.TB) *Manifest {
+	_, m := f.latestBackup(t)
+	return m
+}
+
+// latestBackup is the newest backup and its engine's MANIFEST.
+func (f *fixture) latestBackup(t testing.TB) (backupstorage.BackupHandle, *Manifest) {
 	bhs := f.backupHandles(t)
 	require.NotEmpty(t, bhs)
 	m, err := ReadManifest(context.Background(), bhs[len(bhs)-1])
 	require.NoError(t, err)
-	return m
+	return bhs[len(bhs)-1], m
 }
 
 // laneSkew is max lane / mean lane of the uncompressed lane bytes.

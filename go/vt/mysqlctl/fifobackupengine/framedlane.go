@@ -35,7 +35,14 @@ type framedLane struct {
 	mem    bytes.Reader
 	buf    []byte
 	stream *bufio.Reader
-	from   interface{ ReadByte() (byte, error) }
+	from   frameSource // &mem or stream
+}
+
+// frameSource is a frame's stored bytes; ReadByte after its codec's end
+// tells whether the frame has bytes left.
+type frameSource interface {
+	io.Reader
+	io.ByteReader
 }
 
 func newFramedLane(src io.Reader, sizes []int64, decode frameDecoder) *framedLane {
@@ -114,7 +121,7 @@ func (f *framedLane) next() error {
 		}
 		f.from = f.stream
 	}
-	cur, err := f.decode(f.from.(io.Reader))
+	cur, err := f.decode(f.from)
 	if err != nil {
 		return fmt.Errorf("frame %d: %w", f.frame, noEOF(err))
 	}

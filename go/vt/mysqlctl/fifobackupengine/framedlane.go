@@ -24,13 +24,21 @@ const maxFrameInMemory = 2 << 20
 
 // framedLane is a whole lane's decompressed stream, decoded frame by frame.
 // Every frame must decode to exactly its stored bytes, and the lane must
-// end with its last frame: a mismatch is an error, never a silent skip.
+// end with its last frame. Where it does not, the lane index and the lane
+// disagree, and only the lane can say which is wrong: the rest of the lane
+// is read as one stream from the start of that frame (resume), and the
+// stream's verdict is the lane's, as on a host that read it as a stream
+// from the start. A storage read error is returned as it is.
 type framedLane struct {
-	src    io.Reader
+	src    *sourceReader
 	sizes  []int64 // the stored size of each frame not yet started
 	decode frameDecoder
-	frame  int // the frame being decoded, from 0
+	resume laneResumer
+	frame  int   // the frame being decoded, from 0
+	stored int64 // where the frame starts in the lane
+	given  int64 // the bytes its decoder gave so far
 	cur    io.Reader
+	rest   io.ReadCloser // the lane's stream from a frame on, once resumed
 	// the current frame's stored bytes: in memory, or from the stream.
 	mem    bytes.Reader
 	buf    []byte
@@ -45,8 +53,28 @@ type frameSource interface {
 	io.ByteReader
 }
 
-func newFramedLane(src io.Reader, sizes []int64, decode frameDecoder) *framedLane {
-	return &framedLane{src: src, sizes: sizes, decode: decode, frame: -1}
+// A laneResumer reads the lane as one decompressed stream from stored byte
+// off, a frame's start, after that frame did not decode as the index says
+// (why); the caller closes it.
+type laneResumer func(off int64, frame int, why error) (io.ReadCloser, error)
+
+// sourceReader keeps the storage's read error: a frame that could not be
+// read says nothing about the index or the lane.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
+}
+
+func newFramedLane(src io.Reader, sizes []int64, decode frameDecoder, resume laneResumer) *framedLane {
+	return &framedLane{src: &sourceReader{r: src}, sizes: sizes, decode: decode, resume: resume, frame: -1}
 }
 
 // frameSizes is each frame's stored size in a lane of storedBytes whose
@@ -64,6 +92,50 @@ func frameSizes(frames []Frame, storedBytes int64) []int64 {
 }
 
 func (f *framedLane) Read(p []byte) (int, error) {
+	if f.rest != nil {
+		return f.readRest(p)
+	}
+	n, err := f.readFrames(p)
+	if err == nil || err == io.EOF || f.src.err != nil {
+		return n, err
+	}
+	if err := f.resumeStream(err); err != nil {
+		return n, err
+	}
+	if n > 0 {
+		return n, nil
+	}
+	return f.readRest(p)
+}
+
+// resumeStream turns to the lane's stream from the current frame's start,
+// past the bytes the frame already gave.
+func (f *framedLane) resumeStream(why error) error {
+	rest, err := f.resume(f.stored, f.frame, why)
+	if err != nil {
+		return f.restErr(err)
+	}
+	f.rest = rest
+	if _, err := io.CopyN(io.Discard, rest, f.given); err != nil {
+		return f.restErr(fmt.Errorf("the %d bytes frame %d gave: %w", f.given, f.frame, noEOF(err)))
+	}
+	return nil
+}
+
+func (f *framedLane) readRest(p []byte) (int, error) {
+	n, err := f.rest.Read(p)
+	if err != nil && err != io.EOF {
+		err = f.restErr(err)
+	}
+	return n, err
+}
+
+func (f *framedLane) restErr(err error) error {
+	return fmt.Errorf("the lane read as one stream from frame %d (stored byte %d): %w", f.frame, f.stored, err)
+}
+
+// readFrames reads the lane frame by frame.
+func (f *framedLane) readFrames(p []byte) (int, error) {
 	for {
 		if f.cur == nil {
 			if err := f.next(); err != nil {
@@ -71,10 +143,12 @@ func (f *framedLane) Read(p []byte) (int, error) {
 			}
 		}
 		n, err := f.cur.Read(p)
+		f.given += int64(n)
 		if err == io.EOF {
 			if _, rerr := f.from.ReadByte(); rerr != io.EOF {
 				return n, fmt.Errorf("frame %d: its codec's stream ends before the frame's %d stored bytes", f.frame, f.sizes[0])
 			}
+			f.stored, f.given = f.stored+f.sizes[0], 0
 			f.cur, f.sizes = nil, f.sizes[1:]
 			if n > 0 {
 				return n, nil
@@ -137,5 +211,11 @@ func noEOF(err error) error {
 	return err
 }
 
-// Close: the frames' decoder holds nothing to release.
-func (f *framedLane) Close() error { return nil }
+// Close closes the lane's stream, if it turned to it; the frames' decoder
+// holds nothing to release.
+func (f *framedLane) Close() error {
+	if f.rest != nil {
+		return f.rest.Close()
+	}
+	return nil
+}

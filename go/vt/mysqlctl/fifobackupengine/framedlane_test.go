@@ -3,6 +3,8 @@ package fifobackupengine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -47,10 +50,25 @@ func gzipLane(t testing.TB, raws [][]byte) (lane []byte, frames []Frame) {
 	return out.Bytes(), frames
 }
 
+// framedRead reads lane frame by frame with the frames' sizes, resuming as
+// a gzip stream where a frame does not decode as sizes say; resumed lists
+// the frames it resumed at.
+func framedRead(lane []byte, sizes []int64) (got []byte, resumed []int, err error) {
+	resume := func(off int64, frame int, _ error) (io.ReadCloser, error) {
+		resumed = append(resumed, frame)
+		return gzip.NewReader(bytes.NewReader(lane[off:]))
+	}
+	got, err = io.ReadAll(newFramedLane(bytes.NewReader(lane), sizes, gzipFrames(), resume))
+	return got, resumed, err
+}
+
 // TestFramedLaneDecodesWhatTheStreamDoes: a lane read frame by frame, small
 // frames from memory and one over maxFrameInMemory from the stream, gives
-// the bytes the stream decoder gives; a lane whose frames do not match its
-// index, or that was cut short or grown, fails naming the frame.
+// the bytes the stream decoder gives. Where the index and the lane
+// disagree, the lane decides: a good lane under a wrong index reads whole
+// (the rest of it as a stream from the frame that did not decode), a
+// damaged lane fails as its stream does, and a storage error is the
+// storage's, with no stream tried.
 func TestFramedLaneDecodesWhatTheStreamDoes(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	var raws [][]byte
@@ -64,11 +82,9 @@ func TestFramedLaneDecodesWhatTheStreamDoes(t *testing.T) {
 	require.Greater(t, sizes[2], int64(maxFrameInMemory), "one frame is read from the stream")
 	want := bytes.Join(raws, nil)
 
-	read := func(lane []byte, sizes []int64) ([]byte, error) {
-		return io.ReadAll(newFramedLane(bytes.NewReader(lane), sizes, gzipFrames()))
-	}
-	got, err := read(lane, sizes)
+	got, resumed, err := framedRead(lane, sizes)
 	require.NoError(t, err)
+	assert.Empty(t, resumed)
 	assert.True(t, bytes.Equal(want, got), "framed read differs from the raw lane")
 
 	zr, err := gzip.NewReader(bytes.NewReader(lane))
@@ -77,36 +93,74 @@ func TestFramedLaneDecodesWhatTheStreamDoes(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(streamed, got), "framed read differs from the stream decoder's")
 
-	// Frames of whole members merged read the same bytes; a boundary inside
-	// a member is an error.
-	merged := append([]int64{sizes[0] + sizes[1]}, sizes[2:]...)
-	got, err = read(lane, merged)
+	// Frames of whole members merged read the same bytes, frame by frame.
+	got, resumed, err = framedRead(lane, append([]int64{sizes[0] + sizes[1]}, sizes[2:]...))
 	require.NoError(t, err)
+	assert.Empty(t, resumed)
 	assert.True(t, bytes.Equal(want, got))
-	shifted := append([]int64{sizes[0] + 10, sizes[1] - 10}, sizes[2:]...)
-	for name, tc := range map[string]struct {
-		lane  []byte
-		sizes []int64
-		want  string
-	}{
-		"a frame boundary off by ten bytes": {lane, shifted, "frame 0: unexpected EOF"},
-		"a frame boundary ten bytes early":  {lane, append([]int64{sizes[0] - 10, sizes[1] + 10}, sizes[2:]...), "frame 0: unexpected EOF"},
-		"bytes after the last frame":        {append(bytes.Clone(lane), 0x1f, 0x8b), sizes, "bytes after the lane's last frame (5 frames)"},
-		"the lane cut in its second frame":  {lane[:sizes[0]+100], sizes, "frame 1: reading its"},
-		"the lane cut in its big frame":     {lane[:sizes[0]+sizes[1]+100], sizes, "frame 2: "},
-		"no frames for a lane with bytes":   {lane, nil, "bytes after the lane's last frame (0 frames)"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := read(tc.lane, tc.sizes)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-		})
-	}
+
+	t.Run("a wrong index over a good lane", func(t *testing.T) {
+		for name, tc := range map[string]struct {
+			sizes   []int64
+			resumed int
+		}{
+			"a frame boundary ten bytes late":  {append([]int64{sizes[0] + 10, sizes[1] - 10}, sizes[2:]...), 0},
+			"a frame boundary ten bytes early": {append([]int64{sizes[0] - 10, sizes[1] + 10}, sizes[2:]...), 0},
+			"the big frame's end moved":        {append(sizes[:2:2], sizes[2]-5, sizes[3]+5, sizes[4]), 2},
+			"frames missing at the end":        {sizes[:3], 3},
+			"no frames for a lane with bytes":  {nil, 0},
+		} {
+			got, resumed, err := framedRead(lane, tc.sizes)
+			require.NoError(t, err, name)
+			assert.Equal(t, []int{tc.resumed}, resumed, "%s: resumed at the frame that did not decode", name)
+			assert.True(t, bytes.Equal(want, got), "%s: the lane reads whole", name)
+		}
+	})
+
+	t.Run("a damaged lane", func(t *testing.T) {
+		flipped := bytes.Clone(lane)
+		flipped[sizes[0]+sizes[1]/2] ^= 0xff
+		for name, tc := range map[string]struct {
+			lane []byte
+			want string
+		}{
+			"bytes after the last frame":       {append(bytes.Clone(lane), 0x1f, 0x8b), "the lane read as one stream from frame 5 (stored byte"},
+			"the lane cut in its second frame": {lane[:sizes[0]+100], "the lane read as one stream from frame 1 (stored byte"},
+			"the lane cut in its big frame":    {lane[:sizes[0]+sizes[1]+100], "the lane read as one stream from frame 2 (stored byte"},
+			"a byte flipped in frame 1":        {flipped, "the lane read as one stream from frame 1 (stored byte"},
+		} {
+			_, streamErr := io.ReadAll(must(gzip.NewReader(bytes.NewReader(tc.lane))))
+			require.Error(t, streamErr, "%s: the stream fails too", name)
+			_, _, err := framedRead(tc.lane, sizes)
+			require.Error(t, err, name)
+			assert.Contains(t, err.Error(), tc.want, name)
+		}
+	})
+
+	t.Run("the storage fails", func(t *testing.T) {
+		cut := io.MultiReader(bytes.NewReader(lane[:sizes[0]+100]), iotest.ErrReader(errStorage))
+		resumed := 0
+		resume := func(int64, int, error) (io.ReadCloser, error) { resumed++; return nil, errors.New("resumed") }
+		_, err := io.ReadAll(newFramedLane(cut, sizes, gzipFrames(), resume))
+		require.ErrorIs(t, err, errStorage)
+		assert.Zero(t, resumed, "a frame the storage did not give says nothing of the index")
+	})
+
 	t.Run("an empty lane", func(t *testing.T) {
-		got, err := read(nil, nil)
+		got, resumed, err := framedRead(nil, nil)
 		require.NoError(t, err)
+		assert.Empty(t, resumed)
 		assert.Empty(t, got)
 	})
+}
+
+var errStorage = errors.New("storage: access denied")
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // TestWholeLanesFrameByFrameRealMariaDB: a pgzip backup of more lanes than
@@ -114,7 +168,10 @@ func TestFramedLaneDecodesWhatTheStreamDoes(t *testing.T) {
 // index, each decoded from memory). With its index damaged it still
 // verifies and restores, from the lanes' streams, with a warning: a whole
 // restore does not need the index, and a good backup is not called bad for
-// it. A damaged lane still fails naming backup and lane.
+// it; with an index that reads but does not match the lanes, the lanes
+// decide (the rest of a lane is read as a stream from the frame that did not
+// decode), so it verifies and restores too. A damaged lane still fails
+// naming backup and lane.
 func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	f := newFixture(t, sampleData)
 	f.useFileStorage(t)
@@ -146,6 +203,23 @@ func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	assert.Contains(t, logger.String(), "backup "+bh.Name()+": reading its lanes as streams, without their frames")
 	_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
 	require.NoError(t, err, "a backup whose index is damaged verifies whole")
+	_, err = f.restore(t, nil)
+	require.NoError(t, err, "and restores")
+	assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
+
+	// An index that reads but puts a frame's start 10 bytes late (a bug in
+	// whatever wrote it, or a hand edit): the lane decides, and it is good.
+	var ix LaneIndex
+	require.NoError(t, json.Unmarshal(index, &ix))
+	ix.Lanes[0][1].Stored += 10
+	moved, err := json.Marshal(ix)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, m.LaneIndex), moved, 0o640))
+	require.Len(t, from.framedLanes(ctx), lanes, "the index reads")
+	logger.Clear()
+	_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
+	require.NoError(t, err, "a good backup under an index that does not match it verifies")
+	assert.Contains(t, logger.String(), "backup "+bh.Name()+": "+m.Lanes[0].File+" does not match its lane index (frame 0: unexpected EOF): the rest of the lane is read as one stream from frame 0")
 	_, err = f.restore(t, nil)
 	require.NoError(t, err, "and restores")
 	assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"vitess.io/vitess/go/ioutil"
@@ -51,7 +52,13 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 			var dec io.ReadCloser
 			var err error
 			if framed != nil {
-				dec = newFramedLane(ioutil.NewMeteredReader(src, metered), framed[i], codecs[s.m.CompressionEngine].frames())
+				src = &onceCloser{ReadCloser: src}
+				resume := func(off int64, frame int, why error) (io.ReadCloser, error) {
+					s.logger.Warningf("fifo: backup %s: %s does not match its lane index (%v): the rest of the lane is read as one stream from frame %d", s.m.BackupName, lane.File, why, frame)
+					src.Close() // read no further; its read-ahead goes back to the storage's budget
+					return s.streamFrom(ctx, lane, off, metered)
+				}
+				dec = newFramedLane(ioutil.NewMeteredReader(src, metered), framed[i], codecs[s.m.CompressionEngine].frames(), resume)
 			} else {
 				dec, err = newDecompressor(ctx, s.m, s.comp, ioutil.NewMeteredReader(src, metered), s.logger)
 			}
@@ -129,6 +136,45 @@ func (s *storedLanes) framedLanes(ctx context.Context) [][]int64 {
 		sizes[i] = frameSizes(ix.Lanes[i], lane.StoredBytes)
 	}
 	return sizes
+}
+
+// streamFrom reads lane from stored byte off to its end as one decompressed
+// stream: a framed lane's frames from one that did not decode as the lane
+// index says (framedLane).
+func (s *storedLanes) streamFrom(ctx context.Context, lane LaneInfo, off int64, metered func(int, time.Duration)) (io.ReadCloser, error) {
+	var src io.ReadCloser
+	var err error
+	if rr, ok := s.bh.(backuphandle.RangeReader); ok {
+		src, err = rr.ReadFileRange(ctx, lane.File, off, lane.StoredBytes-off)
+	} else if src, err = s.bh.ReadFile(ctx, lane.File); err == nil {
+		if _, err = io.CopyN(io.Discard, src, off); err != nil {
+			src.Close()
+			err = fmt.Errorf("skipping to %d: %w", off, noEOF(err))
+		}
+	}
+	if err != nil {
+		return nil, vterrors.Wrapf(err, "%s: cannot open at stored byte %d", lane.File, off)
+	}
+	dec, err := newDecompressor(ctx, s.m, s.comp, ioutil.NewMeteredReader(src, metered), s.logger)
+	if err != nil {
+		src.Close()
+		return nil, vterrors.Wrapf(err, "%s", lane.File)
+	}
+	return &storedLane{Reader: dec, dec: dec, src: src, stats: s.stats}, nil
+}
+
+// onceCloser closes its reader once however often it is asked: a framed lane
+// closes the storage's reader when it turns to a stream of its own, and the
+// lane's Close comes later.
+type onceCloser struct {
+	io.ReadCloser
+	once sync.Once
+	err  error
+}
+
+func (c *onceCloser) Close() error {
+	c.once.Do(func() { c.err = c.ReadCloser.Close() })
+	return c.err
 }
 
 func isRangeReader(bh backupstorage.BackupHandle) bool {

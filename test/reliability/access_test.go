@@ -139,20 +139,30 @@ func TestAccessIsNeverDamage(t *testing.T) {
 // puts the good bytes back.
 func flipByte(t *testing.T, cfg splitstorage.Config, key string) func() {
 	t.Helper()
-	ctx := context.Background()
-	be, err := splitstorage.OpenBackend(ctx, cfg)
+	be, err := splitstorage.OpenBackend(context.Background(), cfg)
 	require.NoError(t, err)
-	r, err := be.Get(ctx, key, 0, -1)
-	require.NoError(t, err)
-	good, err := io.ReadAll(r)
-	r.Close()
-	require.NoError(t, err)
-	put := func(b []byte) {
-		require.NoError(t, be.Put(ctx, key, bytes.NewReader(b), int64(len(b)),
-			backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}))
-	}
+	good := getObject(t, be, key)
 	bad := bytes.Clone(good)
 	bad[len(bad)/2] ^= 0xff
-	put(bad)
-	return func() { put(good); be.Close() }
+	putObject(t, be, key, bad)
+	return func() { putObject(t, be, key, good); be.Close() }
+}
+
+// getObject reads a whole object of the store.
+func getObject(t *testing.T, be backend.Backend, key string) []byte {
+	t.Helper()
+	r, err := be.Get(context.Background(), key, 0, -1)
+	require.NoError(t, err)
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	require.NoError(t, err)
+	return b
+}
+
+// putObject writes an object to the store, with the CRC32C a store that
+// checks one wants.
+func putObject(t *testing.T, be backend.Backend, key string, b []byte) {
+	t.Helper()
+	require.NoError(t, be.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)),
+		backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}))
 }

@@ -166,12 +166,12 @@ func must[T any](v T, err error) T {
 // TestWholeLanesFrameByFrameRealMariaDB: a pgzip backup of more lanes than
 // cores restores with its lanes read frame by frame (the frames of its lane
 // index, each decoded from memory). With its index damaged it still
-// verifies and restores, from the lanes' streams, with a warning: a whole
-// restore does not need the index, and a good backup is not called bad for
-// it; with an index that reads but does not match the lanes, the lanes
-// decide (the rest of a lane is read as a stream from the frame that did not
-// decode), so it verifies and restores too. A damaged lane still fails
-// naming backup and lane.
+// restores, from the lanes' streams, with a warning (a whole restore does
+// not need the index), and verify, which reads every file, names the index;
+// with an index that reads but does not match the lanes, the lanes decide
+// (the rest of a lane is read as a stream from the frame that did not
+// decode), so it verifies and restores. A damaged lane still fails naming
+// backup and lane.
 func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	f := newFixture(t, sampleData)
 	f.useFileStorage(t)
@@ -202,9 +202,10 @@ func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	assert.Nil(t, from.framedLanes(ctx))
 	assert.Contains(t, logger.String(), "backup "+bh.Name()+": reading its lanes as streams, without their frames")
 	_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
-	require.NoError(t, err, "a backup whose index is damaged verifies whole")
+	require.Error(t, err, "verify reads every file: the index is damaged")
+	assert.Contains(t, err.Error(), "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+bh.Name()+": lanes.index: ")
 	_, err = f.restore(t, nil)
-	require.NoError(t, err, "and restores")
+	require.NoError(t, err, "and a whole restore does not need it")
 	assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
 
 	// An index that reads but puts a frame's start 10 bytes late (a bug in

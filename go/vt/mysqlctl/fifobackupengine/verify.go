@@ -79,8 +79,9 @@ type VerifyReport struct {
 // checksums) and the decompressor, and every xbstream chunk through
 // xbstream.Verify (CRC32 of every payload, sequence completeness, gaps and
 // overlaps per file, paths), then checks each lane's length against the
-// MANIFEST. Errors name the backup, the lane and its file, the stream offset
-// and the path, as restore's do.
+// MANIFEST, and reads the lane index (a table restore's map of the lanes).
+// Errors name the backup, the lane and its file, the stream offset and the
+// path, as restore's do.
 func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptions) (VerifyReport, error) {
 	if opts.Logger == nil {
 		opts.Logger = logutil.NewConsoleLogger()
@@ -109,6 +110,13 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 			return rep, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, m.Lanes[i].File,
 				ls.Bytes, m.Lanes[i].RawBytes)
 		}
+	}
+	// The lane index, read through the storage's checksums and checked
+	// against the MANIFEST, so that a full check has read every file of the
+	// backup: a whole restore reads the lanes without it (and went on
+	// without it above), a table restore cannot.
+	if _, err := ReadLaneIndex(ctx, bh, m); err != nil {
+		return rep, vterrors.Wrapf(err, "table restores cannot use this backup's lane index (a whole restore does not need it)")
 	}
 	return rep, nil
 }

@@ -167,5 +167,7 @@ type LaneError struct {
 	Err  error
 }
 
-func (e *LaneError) Error() string { return fmt.Sprintf("lane %d: %v", e.Lane, e.Err) }
+// Error is "lane N: " and the error's own message (a Vitess error formats
+// itself under %v as its cause, a line break and its message).
+func (e *LaneError) Error() string { return fmt.Sprintf("lane %d: %s", e.Lane, e.Err.Error()) }
 func (e *LaneError) Unwrap() error { return e.Err }

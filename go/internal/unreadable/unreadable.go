@@ -1,6 +1,7 @@
 // Package unreadable tells an error that says something could not be read,
 // reached or accessed (a permission, credentials, a timeout, an interrupt,
-// the network, this host's keys) from one that says what was read is wrong.
+// the network, this host's keys or decompressor) from one that says what was
+// read is wrong.
 // The first is never damage: no command records it as a failed check,
 // quarantines a backup for it, or lets it change what restores and
 // retention pick; the CLI exits 3 for it.

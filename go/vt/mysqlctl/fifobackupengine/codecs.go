@@ -16,6 +16,8 @@ import (
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // codec is one compression engine (Vitess's --compression-engine-name):
@@ -282,8 +284,12 @@ func externalReader(ctx context.Context, m *Manifest, local CompressionConfig, r
 		cmd = m.ExternalDecompressor
 	}
 	if cmd == "" {
-		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs "+
-			"--external-decompressor (or --external-decompressor-use-manifest)")
+		return nil, unreadable.Error(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs "+
+			"--external-decompressor (or --external-decompressor-use-manifest)"))
 	}
-	return startExternal(ctx, "decompressor", cmd, r, nil, logger)
+	dec, err := startExternal(ctx, "decompressor", cmd, r, nil, logger)
+	if err != nil {
+		return nil, unreadable.Error(err) // this host's command, not the backup
+	}
+	return dec, nil
 }

@@ -105,6 +105,14 @@ type Manifest struct {
 // isDelta reports whether the backup is an incremental one.
 func (m *Manifest) isDelta() bool { return m.BaseBackup != "" }
 
+// LanesDecodedByHostCommand says the backup's lanes are decoded by an
+// external command of the host that reads them (--external-decompressor),
+// which may not be the one they were written for: what that command makes of
+// them is no proof about the backup, only the storage's checksums are.
+func (m *Manifest) LanesDecodedByHostCommand() bool {
+	return m.Compressed && m.CompressionEngine == mysqlctl.ExternalCompressor
+}
+
 // LaneInfo describes one lane file of the backup.
 type LaneInfo struct {
 	File        string

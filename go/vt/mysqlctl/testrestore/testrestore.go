@@ -23,6 +23,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
@@ -103,7 +104,7 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 			onPhase(phase)
 		}
 	}
-	err = run(ctx, bh, opts, srv, &rec)
+	err = run(ctx, bh, opts, srv, m, &rec)
 	rec.Duration = time.Since(rec.Started).Round(time.Second).String()
 	rec.Phases = times.Done()
 	if ctx.Err() != nil {
@@ -128,7 +129,37 @@ type noVerdict struct{}
 func (noVerdict) Error() string    { return "no verdict on the backup" }
 func (noVerdict) Unreadable() bool { return true }
 
-func couldNotRun(err error) error { return fmt.Errorf("%w (%w)", err, errCouldNotRun) }
+// couldNotRun marks err as a run that reached no verdict; its message is
+// err's own (a Vitess error formats itself under %w as its cause, a line
+// break and its message).
+func couldNotRun(err error) error { return noVerdictFor{err} }
+
+type noVerdictFor struct{ err error }
+
+func (e noVerdictFor) Error() string   { return e.err.Error() + " (" + errCouldNotRun.Error() + ")" }
+func (e noVerdictFor) Unwrap() []error { return []error{e.err, errCouldNotRun} }
+
+// hostDecodedFailure judges a restore that failed reading lanes only this
+// host's external decompressor decodes: what the command made of them is no
+// proof about the backup (it may not be the one they were written for), the
+// storage's checksums are. Damage they show is the verdict; otherwise there
+// is none.
+func hostDecodedFailure(ctx context.Context, bh backupstorage.BackupHandle, err error) error {
+	checker, ok := bh.(backuphandle.StoredBytesChecker)
+	if !ok {
+		return couldNotRun(errors.New(err.Error() + "; the lanes were decoded by this host's external decompressor, and this storage cannot show " +
+			"whether they are stored as written"))
+	}
+	switch stored := checker.CheckStoredBytes(ctx); {
+	case stored == nil:
+		return couldNotRun(errors.New(err.Error() + "; every stored byte is as written: the lanes did not decode with this host's external " +
+			"decompressor (--external-decompressor)"))
+	case unreadable.Is(stored):
+		return couldNotRun(err)
+	default:
+		return errors.New(err.Error() + "; the storage: " + stored.Error())
+	}
+}
 
 // serverFor finds the server binary that can start bh: of the backup's
 // flavor (MariaDB or MySQL), with the backup's MANIFEST: read once, here
@@ -160,7 +191,7 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options
 	return &server{bin: mysqld, mariadb: mariadb}, m, nil
 }
 
-func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) error {
+func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, m *fifobackupengine.Manifest, rec *Record) error {
 	logger := opts.Logger
 	parent := opts.ScratchParent
 	if parent == "" {
@@ -191,6 +222,9 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
 	if unreadable.Is(err) || flagvalue.IsContradiction(err) {
 		return couldNotRun(err) // this host's access, keys or tool: not the backup
+	}
+	if err != nil && m.LanesDecodedByHostCommand() {
+		return hostDecodedFailure(ctx, bh, err)
 	}
 	if err != nil {
 		return err

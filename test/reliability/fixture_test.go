@@ -131,6 +131,12 @@ func (f *fixture) useStorage(t testing.TB, cfg splitstorage.Config) *splitstorag
 	return s
 }
 
+// useEngine makes the fixture's backups and restores run the engine with
+// ec (newFixture puts Vitess's map back at the test's end).
+func (f *fixture) useEngine(ec fifobackupengine.Config) {
+	mysqlctl.BackupRestoreEngineMap["fifo"] = fifobackupengine.New(ec)
+}
+
 func (f *fixture) backup(ctx context.Context, logger logutil.Logger) error {
 	if logger == nil {
 		logger = logutil.NewMemoryLogger()

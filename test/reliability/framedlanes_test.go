@@ -43,9 +43,7 @@ func TestGzipLanesJudgedByTheLanes(t *testing.T) {
 	ec := engineConfig()
 	ec.Lanes = runtime.NumCPU() + 1 // more lanes than cores: read frame by frame, here and in vtfifo
 	ec.Compression.Engine = mysqlctl.PgzipCompressor
-	old := mysqlctl.BackupRestoreEngineMap["fifo"]
-	mysqlctl.BackupRestoreEngineMap["fifo"] = fifobackupengine.New(ec)
-	t.Cleanup(func() { mysqlctl.BackupRestoreEngineMap["fifo"] = old })
+	f.useEngine(ec)
 	ctx := context.Background()
 	require.NoError(t, f.backup(ctx, nil))
 	names := f.list(t)

@@ -152,8 +152,6 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 			case len(problems)+len(unread) > 0:
 			case unreadable.Is(err):
 				unread = []string{errText(err)}
-			case decodedByThisHost(vr.Manifest):
-				unread = []string{"every part is as stored, but " + notDecodedHere(err)}
 			default:
 				problems = []string{errText(err)}
 			}
@@ -161,8 +159,6 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 			if len(unread) == 0 {
 				unread = []string{errText(err)}
 			}
-		case err != nil && decodedByThisHost(vr.Manifest):
-			unread = append(unread, notDecodedHere(err))
 		case err != nil:
 			problems = append(problems, errText(err))
 		case vr.Manifest.BackupMethod != "fifo":
@@ -196,14 +192,6 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 		return res, exitUnreachable
 	}
 	return res, exitOK
-}
-
-func decodedByThisHost(m *fifobackupengine.Manifest) bool {
-	return m != nil && m.LanesDecodedByHostCommand()
-}
-
-func notDecodedHere(err error) string {
-	return "the lanes did not decode with this host's external decompressor (--external-decompressor), so they were not checked: " + errText(err)
 }
 
 // verifyParts checks every part of a split storage backup: present, its

@@ -45,13 +45,3 @@ type StoredSizer interface {
 type ConcurrentFiles interface {
 	WritableFilesAtOnce() int
 }
-
-// StoredBytesChecker reads every byte of a backup, as stored, against the
-// checksums written with it: proof about the backup itself, whichever host
-// reads it (a decoder of this host's is not).
-type StoredBytesChecker interface {
-	// CheckStoredBytes returns nil when every stored byte is as written, and
-	// otherwise an error naming each file and part that is not, or that
-	// could not be read (unreadable.Is).
-	CheckStoredBytes(ctx context.Context) error
-}

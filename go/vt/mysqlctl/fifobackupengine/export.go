@@ -48,7 +48,8 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes(ctx)
+	from := &storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}
+	lanes := from.lanes(ctx)
 	readers := make([]io.Reader, len(lanes))
 	counts := make([]int64, len(lanes))
 	var opened []io.Closer
@@ -72,7 +73,7 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	var written int64
 	out := ioutil.NewMeteredWriter(w, func(n int, _ time.Duration) { written += int64(n) })
 	if err := xbstream.Merge(out, readers); err != nil {
-		return written, vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m))
+		return written, from.judge(vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
 	}
 	for i, l := range m.Lanes {
 		if l.RawBytes > 0 && counts[i] != l.RawBytes {

@@ -2,6 +2,7 @@ package fifobackupengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
@@ -33,6 +35,63 @@ type storedLanes struct {
 	// read, one after another (a table restore, laneindex.go); nil reads
 	// every lane whole.
 	stretches [][]byteRange
+	// storageErr is the first error the storage gave a read of any lane
+	// (judge).
+	storageErr firstError
+}
+
+// judge is the verdict a failure to read the lanes supports. Lanes that
+// only this host's external decompressor decodes (it may not be the command
+// they were written for) are proved damaged by the storage alone: its own
+// error where it gave one, else none (unreadable: nothing says the backup
+// is damaged). Any other codec is this program's own, and its failure is
+// about the backup.
+func (s *storedLanes) judge(err error) error {
+	if err == nil || !s.m.LanesDecodedByHostCommand() || unreadable.Is(err) {
+		return err
+	}
+	if serr := s.storageErr.get(); serr != nil {
+		return vterrors.Wrapf(serr, "backup %s: the storage", s.m.BackupName)
+	}
+	return unreadable.Error(errors.New(err.Error() + "; the storage reported nothing wrong with what it gave: the lanes did not decode " +
+		"with this host's external decompressor (--external-decompressor), which is no proof about the backup"))
+}
+
+// firstError keeps the first error it is given, from any goroutine.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// storageReader is a lane's stored bytes as the storage gives them; it
+// keeps the storage's error (not a cancellation: the lanes are cancelled
+// together once one fails) for judge.
+type storageReader struct {
+	io.ReadCloser
+	file string
+	into *firstError
+}
+
+func (r storageReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !errors.Is(err, context.Canceled) {
+		r.into.set(vterrors.Wrapf(err, "%s", r.file))
+	}
+	return n, err
 }
 
 func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
@@ -43,6 +102,7 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 	for i, lane := range s.m.Lanes {
 		// decompress reads src, a whole lane or a stretch of whole frames.
 		decompress := func(ctx context.Context, src io.ReadCloser) (io.ReadCloser, error) {
+			src = storageReader{ReadCloser: src, file: lane.File, into: &s.storageErr}
 			metered := func(n int, d time.Duration) {
 				srcRead(n, d)
 				if s.onRead != nil {

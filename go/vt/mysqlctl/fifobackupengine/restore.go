@@ -324,7 +324,7 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 				"when the extraction began, %d were written",
 				laneNames(m), staging, m.RawBytes, freeText(free), st.Bytes)
 		}
-		return vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m))
+		return from.judge(vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m)))
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
 	// Every lane read whole must have been read to its end, as recorded at
@@ -332,7 +332,8 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 	if from.stretches == nil {
 		for i, ls := range st.Lanes {
 			if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
-				return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes)
+				return from.judge(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes,
+					m.Lanes[i].RawBytes))
 			}
 		}
 	}

@@ -99,16 +99,16 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		return verifyVitessStream(ctx, bh, m, stream, opts)
 	}
 	n := len(m.Lanes)
-	lanes := (&storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}).lanes(ctx)
-	st, err := xbstream.Verify(ctx, lanes, xbstream.ExtractOptions{ListFiles: opts.ListFiles})
+	from := &storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}
+	st, err := xbstream.Verify(ctx, from.lanes(ctx), xbstream.ExtractOptions{ListFiles: opts.ListFiles})
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
-		return rep, vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m))
+		return rep, from.judge(vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
 	}
 	for i, ls := range st.Lanes {
 		if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
-			return rep, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, m.Lanes[i].File,
-				ls.Bytes, m.Lanes[i].RawBytes)
+			return rep, from.judge(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i,
+				m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes))
 		}
 	}
 	// The lane index, read through the storage's checksums and checked

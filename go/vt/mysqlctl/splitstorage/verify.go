@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"golang.org/x/sync/errgroup"
 
@@ -486,12 +485,3 @@ type PartVerifier interface {
 }
 
 var _ PartVerifier = (*Handle)(nil)
-
-// CheckStoredBytes is backuphandle.StoredBytesChecker: every part read back
-// against its checksum, every problem found named.
-func (h *Handle) CheckStoredBytes(ctx context.Context) error {
-	_, err := h.VerifyParts(ctx, VerifyPartsOptions{MaxProblems: 1 << 20})
-	return err
-}
-
-var _ backuphandle.StoredBytesChecker = (*Handle)(nil)

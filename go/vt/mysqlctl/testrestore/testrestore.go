@@ -23,7 +23,6 @@ import (
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
@@ -104,7 +103,7 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 			onPhase(phase)
 		}
 	}
-	err = run(ctx, bh, opts, srv, m, &rec)
+	err = run(ctx, bh, opts, srv, &rec)
 	rec.Duration = time.Since(rec.Started).Round(time.Second).String()
 	rec.Phases = times.Done()
 	if ctx.Err() != nil {
@@ -139,28 +138,6 @@ type noVerdictFor struct{ err error }
 func (e noVerdictFor) Error() string   { return e.err.Error() + " (" + errCouldNotRun.Error() + ")" }
 func (e noVerdictFor) Unwrap() []error { return []error{e.err, errCouldNotRun} }
 
-// hostDecodedFailure judges a restore that failed reading lanes only this
-// host's external decompressor decodes: what the command made of them is no
-// proof about the backup (it may not be the one they were written for), the
-// storage's checksums are. Damage they show is the verdict; otherwise there
-// is none.
-func hostDecodedFailure(ctx context.Context, bh backupstorage.BackupHandle, err error) error {
-	checker, ok := bh.(backuphandle.StoredBytesChecker)
-	if !ok {
-		return couldNotRun(errors.New(err.Error() + "; the lanes were decoded by this host's external decompressor, and this storage cannot show " +
-			"whether they are stored as written"))
-	}
-	switch stored := checker.CheckStoredBytes(ctx); {
-	case stored == nil:
-		return couldNotRun(errors.New(err.Error() + "; every stored byte is as written: the lanes did not decode with this host's external " +
-			"decompressor (--external-decompressor)"))
-	case unreadable.Is(stored):
-		return couldNotRun(err)
-	default:
-		return errors.New(err.Error() + "; the storage: " + stored.Error())
-	}
-}
-
 // serverFor finds the server binary that can start bh: of the backup's
 // flavor (MariaDB or MySQL), with the backup's MANIFEST: read once, here
 // (unless opts.Restore has it already), and kept in opts.Restore for the
@@ -191,7 +168,7 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options
 	return &server{bin: mysqld, mariadb: mariadb}, m, nil
 }
 
-func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, m *fifobackupengine.Manifest, rec *Record) error {
+func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) error {
 	logger := opts.Logger
 	parent := opts.ScratchParent
 	if parent == "" {
@@ -222,9 +199,6 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
 	if unreadable.Is(err) || flagvalue.IsContradiction(err) {
 		return couldNotRun(err) // this host's access, keys or tool: not the backup
-	}
-	if err != nil && m.LanesDecodedByHostCommand() {
-		return hostDecodedFailure(ctx, bh, err)
 	}
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@ package reliability
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +73,26 @@ func TestExternalDecompressorIsTheHosts(t *testing.T) {
 			assert.Regexp(t, `FAIL: test restore of `+where+` could not run, nothing is recorded: [^\n]*\(no verdict on the backup\)`, stdout)
 			assert.NotContains(t, stdout+stderr, "quarantined")
 			assert.Equal(t, []string{name}, f.list(t), "listed as before")
+		})
+	}
+
+	scratch := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		out  string // what it must not leave behind
+	}{
+		{"restore", []string{"--target-dir=" + filepath.Join(scratch, "restore")}, filepath.Join(scratch, "restore")},
+		{"export", []string{"-o", filepath.Join(scratch, "export.xbstream")}, filepath.Join(scratch, "export.xbstream")},
+	} {
+		t.Run(c.name+" with cat", func(t *testing.T) {
+			code, stdout, stderr := runVtfifo(t, cfg, c.name, append([]string{"--progress=never", "--external-decompressor=cat"}, c.args...)...)
+			t.Logf("vtfifo %s: exit %d\nstdout:\n%s\nstderr:\n%s", c.name, code, stdout, stderr)
+			assert.Equal(t, 3, code, "not the backup's doing")
+			assert.Contains(t, stdout+stderr, "did not decode with this host's external decompressor")
+			assert.Contains(t, stdout+stderr, "nothing says the backup is damaged")
+			_, err := os.Stat(c.out)
+			assert.True(t, os.IsNotExist(err), "%s leaves nothing behind: %v", c.name, err)
 		})
 	}
 

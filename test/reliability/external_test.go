@@ -38,6 +38,8 @@ func TestExternalDecompressorIsTheHosts(t *testing.T) {
 	require.Len(t, names, 1)
 	name := names[0]
 	where := backupDir + "/" + name
+	notDecoded := "did not decode with this host's external decompressor, which is no proof about the backup: " +
+		`give --external-decompressor the command that reads the ".zst" files it was written with`
 	notChecked := "FAIL: backup " + where + ": 1 could not be read or reached, so were not checked (nothing says they are damaged):"
 
 	verify := func(t *testing.T, args ...string) (int, string, string) {
@@ -53,8 +55,8 @@ func TestExternalDecompressorIsTheHosts(t *testing.T) {
 		{"not given", nil, "restore needs --external-decompressor (or --external-decompressor-use-manifest)"},
 		{"none in the MANIFEST", []string{"--external-decompressor-use-manifest"}, "restore needs --external-decompressor"},
 		{"not found", []string{"--external-decompressor=no-such-decompressor -d"}, `external decompressor "no-such-decompressor" not found`},
-		{"fails", []string{"--external-decompressor=false"}, "did not decode with this host's external decompressor"},
-		{"does not decompress", []string{"--external-decompressor=cat"}, "did not decode with this host's external decompressor"},
+		{"fails", []string{"--external-decompressor=false"}, notDecoded},
+		{"does not decompress", []string{"--external-decompressor=cat"}, notDecoded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := verify(t, tc.args...)
@@ -89,7 +91,7 @@ func TestExternalDecompressorIsTheHosts(t *testing.T) {
 			code, stdout, stderr := runVtfifo(t, cfg, c.name, append([]string{"--progress=never", "--external-decompressor=cat"}, c.args...)...)
 			t.Logf("vtfifo %s: exit %d\nstdout:\n%s\nstderr:\n%s", c.name, code, stdout, stderr)
 			assert.Equal(t, 3, code, "not the backup's doing")
-			assert.Contains(t, stdout+stderr, "did not decode with this host's external decompressor")
+			assert.Contains(t, stdout+stderr, notDecoded)
 			assert.Contains(t, stdout+stderr, "nothing says the backup is damaged")
 			_, err := os.Stat(c.out)
 			assert.True(t, os.IsNotExist(err), "%s leaves nothing behind: %v", c.name, err)

@@ -38,6 +38,20 @@ type storedLanes struct {
 	// storageErr is the first error the storage gave a read of any lane
 	// (judge).
 	storageErr firstError
+	// index is the lane index once read (laneIndex), read at most once.
+	index     *LaneIndex
+	indexErr  error
+	indexRead bool
+}
+
+// laneIndex is the backup's lane index (ReadLaneIndex), read once for the
+// framed lanes and for verify's check of it.
+func (s *storedLanes) laneIndex(ctx context.Context) (*LaneIndex, error) {
+	if !s.indexRead {
+		s.index, s.indexErr = ReadLaneIndex(ctx, s.bh, s.m)
+		s.indexRead = true
+	}
+	return s.index, s.indexErr
 }
 
 // judge is the verdict a failure to read the lanes supports. Lanes that
@@ -53,8 +67,9 @@ func (s *storedLanes) judge(err error) error {
 	if serr := s.storageErr.get(); serr != nil {
 		return vterrors.Wrapf(serr, "backup %s: the storage", s.m.BackupName)
 	}
-	return unreadable.Error(errors.New(err.Error() + "; the storage reported nothing wrong with what it gave: the lanes did not decode " +
-		"with this host's external decompressor (--external-decompressor), which is no proof about the backup"))
+	return unreadable.Error(fmt.Errorf("%s; the storage reported nothing wrong with what it gave: the lanes did not decode with this host's "+
+		"external decompressor, which is no proof about the backup: give --external-decompressor the command that reads the %q files it was "+
+		"written with", err.Error(), s.m.CompressionExtension))
 }
 
 // firstError keeps the first error it is given, from any goroutine.
@@ -180,7 +195,7 @@ func (s *storedLanes) framedLanes(ctx context.Context) [][]int64 {
 	if s.stretches != nil || !s.m.Compressed || codecs[s.m.CompressionEngine].frames == nil || !lanesKeepCoresBusy(len(s.m.Lanes)) {
 		return nil
 	}
-	ix, err := ReadLaneIndex(ctx, s.bh, s.m)
+	ix, err := s.laneIndex(ctx)
 	if err != nil {
 		s.logger.Warningf("fifo: backup %s: reading its lanes as streams, without their frames: %v", s.m.BackupName, err)
 		return nil

@@ -115,7 +115,7 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	// against the MANIFEST, so that a full check has read every file of the
 	// backup: a whole restore reads the lanes without it (and went on
 	// without it above), a table restore cannot.
-	if _, err := ReadLaneIndex(ctx, bh, m); err != nil {
+	if _, err := from.laneIndex(ctx); err != nil {
 		return rep, vterrors.Wrapf(err, "table restores cannot use this backup's lane index (a whole restore does not need it)")
 	}
 	return rep, nil

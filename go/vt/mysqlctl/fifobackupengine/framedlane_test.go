@@ -182,7 +182,9 @@ func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	bh, m := f.latestBackup(t)
 	logger := logutil.NewMemoryLogger()
 	// framedLanes of a read of its own, as each restore and verify has.
-	framedLanes := func() [][]int64 { return (&storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logger}).framedLanes(ctx) }
+	framedLanes := func() [][]int64 {
+		return (&storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logger}).framedLanes(ctx)
+	}
 	sizes := framedLanes()
 	require.Len(t, sizes, lanes, "the restore read the lanes frame by frame")
 	frames := 0

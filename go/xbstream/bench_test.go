@@ -199,3 +199,56 @@ func BenchmarkSplitPacedLanes(b *testing.B) {
 		})
 	}
 }
+
+// stallingWriter is a lane that takes stall every every bytes it is
+// written, beyond the time its writes take: a part sealed and waiting for an
+// upload slot, a compressor's frame flushed into a busy store.
+type stallingWriter struct {
+	every, since int64
+	stall        time.Duration
+}
+
+func (w *stallingWriter) Write(p []byte) (int, error) {
+	w.since += int64(len(p))
+	if w.since >= w.every {
+		w.since -= w.every
+		time.Sleep(w.stall)
+	}
+	return len(p), nil
+}
+
+// BenchmarkSplitStallingLanes: the dealer against lanes that stall now and
+// then (sleeping, so that two cores show what sixteen would): 16 lanes that
+// each stall 20 ms every 8 MiB, dealt 1 MiB pieces of the synthetic stream.
+// A dealer that waits for the lane the balance picks while others are idle
+// adds every stall to the backup's time; one that deals around a busy lane
+// hides them behind the other lanes' work.
+//
+//	go test -run '^$' -bench SplitStallingLanes -count 5 ./go/xbstream/
+func BenchmarkSplitStallingLanes(b *testing.B) {
+	stream := syntheticStream(b)
+	const lanes = 16
+	for _, pass := range []bool{false, true} {
+		b.Run(fmt.Sprintf("pass-busy-lanes=%v", pass), func(b *testing.B) {
+			var waits [3]time.Duration
+			opts := SplitOptions{PieceSize: 1 << 20, PassBusyLanes: pass, Waited: func(w Wait, d time.Duration) { waits[w] += d }}
+			b.SetBytes(int64(len(stream)))
+			for i := 0; i < b.N; i++ {
+				ws := make([]io.Writer, lanes)
+				for j := range ws {
+					ws[j] = &stallingWriter{every: 8 << 20, since: int64(j) << 19, stall: 20 * time.Millisecond}
+				}
+				st, err := Split(context.Background(), bytes.NewReader(stream), ws, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var least, most int64 = st[0].Bytes, 0
+				for _, l := range st {
+					least, most = min(least, l.Bytes), max(most, l.Bytes)
+				}
+				b.ReportMetric(float64(most-least)/(1<<20), "MiB-lane-spread")
+			}
+			b.ReportMetric(waits[WaitLanes].Seconds()*1e3/float64(b.N), "ms-waiting-lanes/op")
+		})
+	}
+}

@@ -45,6 +45,15 @@ type SplitOptions struct {
 	// a stream with the same content in smaller chunks instead of the
 	// original bytes. 0 deals whole chunks.
 	PieceSize int
+	// PassBusyLanes lets the dealer pass over a lane that is still writing
+	// (dealTo): lanes then stay within 1/64 of each other plus a chunk,
+	// instead of within a chunk, and a lane that stalls (a part waiting
+	// for an upload slot) no longer stops the others.
+	PassBusyLanes bool
+	// Waited, when set, is told of every time the split waited and how
+	// long: for a lane to take a chunk, for the sources to parse one, or a
+	// source for a free buffer. It says which side bounds the split.
+	Waited func(w Wait, d time.Duration)
 }
 
 // A ChunkObserver lane writer is told of every chunk of the stream dealt to
@@ -92,8 +101,9 @@ type splitItem struct {
 
 // Split reads one xbstream from src (the stdout of xtrabackup/mariabackup) and
 // deals its chunks, each whole, to the lanes: every chunk goes to the lane with
-// the fewest bytes so far (ties to the lowest index), so lanes stay balanced
-// even when one file is most of the data. Each dealt chunk is preceded by a
+// the fewest bytes so far (ties to the lowest index; with PassBusyLanes, past
+// it to a free lane when it is busy: dealTo), so lanes stay balanced even
+// when one file is most of the data. Each dealt chunk is preceded by a
 // sequence record (see sequence.go); after the last chunk every lane gets an
 // end record. Every payload's CRC32 is verified on the way.
 //
@@ -141,7 +151,11 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 	s.startLanes(lanes)
 	in, stopDeadlines := s.startSources(srcs)
 	defer stopDeadlines()
-	for p := range in {
+	for {
+		p, ok := s.next(in)
+		if !ok {
+			break
+		}
 		if ctx.Err() != nil {
 			s.free <- p.it // drained: the sources see ctx and stop
 			continue
@@ -163,33 +177,6 @@ func SplitStreams(ctx context.Context, srcs []io.Reader, lanes []io.Writer, opts
 	return s.stats, nil
 }
 
-// balancer is the dealer's rule: which lane the next item goes to.
-type balancer interface {
-	// lane picks the lane of an item of size bytes and counts it there.
-	lane(size int64) int
-	// add counts size bytes sent to lane outside lane's choice (the
-	// sequence records every lane gets).
-	add(lane int, size int64)
-}
-
-// fewestBytes deals every item to the lane with the fewest bytes so far,
-// ties to the lowest index: the lanes stay balanced by bytes even when one
-// file is most of the data.
-type fewestBytes []int64
-
-func (b fewestBytes) lane(size int64) int {
-	lane := 0
-	for i := 1; i < len(b); i++ {
-		if b[i] < b[lane] {
-			lane = i
-		}
-	}
-	b[lane] += size
-	return lane
-}
-
-func (b fewestBytes) add(lane int, size int64) { b[lane] += size }
-
 // splitter is the state of one SplitStreams: a pool of items, one goroutine
 // per lane writing what it is dealt, one per source parsing chunks into
 // items, and the dealer (the caller's goroutine) between them.
@@ -201,7 +188,8 @@ type splitter struct {
 	free    chan *splitItem
 	work    []chan *splitItem
 	lanesWG sync.WaitGroup
-	balance balancer
+	bytes   laneBytes // dealt to each lane
+	passing []int     // the lanes a chunk may go to (PassBusyLanes), reused
 
 	// closed holds the paths whose 'E' chunk went by: the first chunk for
 	// such a path is where mbstream -x stops (it refuses to re-create the
@@ -219,7 +207,7 @@ type parsed struct {
 
 func newSplitter(ctx context.Context, cancel context.CancelCauseFunc, lanes, srcs int, opts SplitOptions) *splitter {
 	s := &splitter{ctx: ctx, cancel: cancel, opts: opts, stats: make([]LaneStats, lanes), work: make([]chan *splitItem, lanes),
-		balance: make(fewestBytes, lanes), closed: map[string]struct{}{}}
+		bytes: make(laneBytes, lanes), closed: map[string]struct{}{}}
 	// Each pooled item comes to hold a piece (or, without PieceSize, a whole
 	// chunk of the tool): the pool, not the lane count, bounds that memory.
 	// Lanes past chunksInFlight wait for an item; they could only compete
@@ -286,10 +274,8 @@ func (s *splitter) startSources(srcs []io.Reader) (in <-chan parsed, stop func()
 func (s *splitter) readSource(name string, src io.Reader, out chan<- parsed) {
 	r := NewReader(src, WithMaxChunkSize(s.opts.MaxChunkSize), WithMaxPiecedChunkSize(s.opts.MaxPiecedChunkSize), WithReadBufferSize(s.opts.ReadBufferSize))
 	for {
-		var it *splitItem
-		select {
-		case it = <-s.free:
-		case <-s.ctx.Done():
+		it, ok := s.freeItem()
+		if !ok {
 			return
 		}
 		var c *Chunk
@@ -335,7 +321,7 @@ func (s *splitter) send(lane int, it *splitItem) bool {
 func (s *splitter) broadcast(kind byte, num uint64) bool {
 	for i := range s.work {
 		it := &splitItem{hdr: appendSeqRecord(nil, kind, num)}
-		s.balance.add(i, int64(len(it.hdr)))
+		s.bytes[i] += int64(len(it.hdr))
 		if !s.send(i, it) {
 			return false
 		}
@@ -343,8 +329,7 @@ func (s *splitter) broadcast(kind byte, num uint64) bool {
 	return true
 }
 
-// deal numbers chunk c (read into it) and sends it to the lane the balancer
-// picks, after a cut record if its file was closed before. On failure it has
+// deal numbers chunk c (read into it) and sends it to a lane (dealTo), after a cut record if its file was closed before. On failure it has
 // released the item and the split is cancelled.
 func (s *splitter) deal(it *splitItem, c *Chunk) bool {
 	if err := s.noteFile(c); err != nil {
@@ -366,7 +351,7 @@ func (s *splitter) deal(it *splitItem, c *Chunk) bool {
 	if c.Type != ChunkEOF {
 		it.payload = c.Payload
 	}
-	if !s.send(s.balance.lane(int64(len(it.hdr)+len(it.payload))), it) {
+	if !s.dealTo(it, int64(len(it.hdr)+len(it.payload))) {
 		return false
 	}
 	s.seq++

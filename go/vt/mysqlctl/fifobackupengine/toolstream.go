@@ -203,14 +203,20 @@ const lanePieceSize = 1 << 20
 
 // split deals the sources' chunks into the lanes by bytes, parsing and
 // checking every chunk on the way: a backup that completes has well-formed
-// lanes.
+// lanes. A lane still writing (a part waiting for its upload slot, a
+// compressor's frame) is passed over for one that is free, within 1/64 of
+// the lanes' bytes; the waits go into the backup's stats (Split:Wait*), so
+// its table says whether the tool or the lanes were the bound.
 func (b *backupRun) split(ctx context.Context, srcs []io.Reader, what string) error {
 	writers := make([]io.Writer, len(b.lanes))
 	for i, l := range b.lanes {
 		writers[i] = l
 	}
 	b.files = streamFiles{}
-	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{PieceSize: lanePieceSize, FileEnded: b.files.fileEnded})
+	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{
+		PieceSize: lanePieceSize, FileEnded: b.files.fileEnded, PassBusyLanes: true,
+		Waited: func(w xbstream.Wait, d time.Duration) { b.stats.timed(w.String(), d) },
+	})
 	for i, s := range laneStats {
 		if i < len(b.lanes) {
 			b.lanes[i].chunks = s.Chunks

@@ -1005,6 +1005,19 @@ func restoreTableKinds(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 	if !strings.Contains(out, "OK: kinds.a.b imported as kinds.a.b 2 through the binary log: 7 rows") {
 		t.Fatalf("restore-table of a name with a dot:\n%s", out)
 	}
+	// Into a directory that was there, empty, before: the restore's files
+	// go, the directory (the operator's) stays.
+	existing, err := os.MkdirTemp(c.TmpDir, "restore-table-existing-")
+	must(t, err)
+	must(t, os.Chmod(existing, 0o777))
+	out = vtfifo(t, 0, append([]string{"restore-table", "--backup=" + name, "--target-dir=" + existing, "--into-tablet=" + p.Alias,
+		"--table=kinds.`a.b`", "--as=kinds.`a.b 3`"}, tool...)...)
+	if !strings.Contains(out, "removed the restore's files from "+existing+", which was there before and is kept") {
+		t.Fatalf("restore-table into an existing directory:\n%s", out)
+	}
+	if left, err := os.ReadDir(existing); err != nil || len(left) != 0 {
+		t.Fatalf("the existing target directory: %v, holding %v (want it kept, empty)", err, left)
+	}
 	// Its trigger's name is taken beside the live table: refused; with
 	// --skip-triggers imported without it, said.
 	out, _ = restoreTable(2, "--table=kinds.trig_inno", "--as=kinds.trig_inno_2")

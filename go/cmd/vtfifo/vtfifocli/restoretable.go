@@ -107,12 +107,17 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	code = restoreTables(s, out, rep, live, f, targetFor)
 	if code == 0 && live != nil && !f.keepTargetDir {
 		// The tables are in the live server: the restore's files (the
-		// system tablespace and redo copy among them) are not needed.
-		if err := os.RemoveAll(dir); err != nil {
-			fmt.Fprintf(s.o.notes, "warning: cannot remove %s: %v\n", dir, err)
-		} else {
+		// system tablespace and redo copy among them) are not needed. A
+		// directory that was there (empty) before is the operator's: only
+		// what the restore wrote into it goes.
+		if err := rep.Target.RemoveRestored(); err != nil {
+			fmt.Fprintf(s.o.notes, "warning: cannot remove the restore's files in %s: %v\n", dir, err)
+		} else if rep.Target.Created {
 			out.TargetRemoved = true
 			out.printf("removed %s, the restore's files (--keep-target-dir keeps them)\n", dir)
+		} else {
+			out.TargetRemoved = true
+			out.printf("removed the restore's files from %s, which was there before and is kept (--keep-target-dir keeps the files)\n", dir)
 		}
 	}
 	if f.json {

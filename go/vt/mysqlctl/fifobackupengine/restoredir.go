@@ -83,6 +83,8 @@ type RestoreDirReport struct {
 	// same before compression.
 	ReadBytes, StoredBytes       int64
 	ReadStreamBytes, StreamBytes int64
+	// Target is the directory restored into.
+	Target TargetDir
 }
 
 // restorable is the backup's MANIFEST, from ManifestDoc or read.
@@ -155,8 +157,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		return rep, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the "+
 			"tool has applied its chain %v; restore it with prepare", m.BackupName, m.BaseBackup, chainNames(run.chain))
 	}
-	cleanup, err := claimEmptyDir(dir)
-	if err != nil {
+	if rep.Target, err = claimEmptyDir(dir); err != nil {
 		return rep, err
 	}
 	start := time.Now()
@@ -166,7 +167,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	}
 	opts.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s into %s: per-phase stats", bh.Name(), dir), time.Since(start)))
 	if err != nil {
-		cleanup()
+		_ = rep.Target.RemoveRestored()
 		return rep, vterrors.Wrapf(err, "fifo restore of backup %s into %s failed", bh.Name(), dir)
 	}
 	rep.Files, rep.Bytes = countFiles(dir)
@@ -188,31 +189,50 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	return rep, nil
 }
 
-// claimEmptyDir creates dir, or checks that it is an empty directory, and
-// returns what removes everything written into it afterwards.
-func claimEmptyDir(dir string) (cleanup func(), err error) {
+// TargetDir is the directory a restore wrote into, and whether the restore
+// created it (a directory that existed, empty, is the operator's).
+type TargetDir struct {
+	Path    string
+	Created bool
+}
+
+// claimEmptyDir creates dir, or checks that it is an empty directory.
+func claimEmptyDir(dir string) (TargetDir, error) {
 	if err := os.Mkdir(dir, 0o750); err == nil {
-		return func() { os.RemoveAll(dir) }, nil
+		return TargetDir{Path: dir, Created: true}, nil
 	} else if !errors.Is(err, os.ErrExist) {
-		return nil, vterrors.Wrapf(err, "cannot create the target directory")
+		return TargetDir{}, vterrors.Wrapf(err, "cannot create the target directory")
 	}
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "cannot open the target directory")
+		return TargetDir{}, vterrors.Wrapf(err, "cannot open the target directory")
 	}
 	defer f.Close()
 	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
 		if err == nil {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore never writes over files", dir)
+			return TargetDir{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore never writes over files", dir)
 		}
-		return nil, vterrors.Wrapf(err, "cannot read the target directory %s", dir)
+		return TargetDir{}, vterrors.Wrapf(err, "cannot read the target directory %s", dir)
 	}
-	return func() {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			os.RemoveAll(filepath.Join(dir, e.Name()))
-		}
-	}, nil
+	return TargetDir{Path: dir}, nil
+}
+
+// RemoveRestored removes what the restore wrote into the directory (it was
+// empty when the restore claimed it), and the directory itself only if the
+// restore created it.
+func (d TargetDir) RemoveRestored() error {
+	if d.Created {
+		return os.RemoveAll(d.Path)
+	}
+	entries, err := os.ReadDir(d.Path)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(d.Path, e.Name())))
+	}
+	return errors.Join(errs...)
 }
 
 // countFiles returns the regular files under dir and their bytes.

@@ -357,3 +357,41 @@ func TestRestoreProgressLine(t *testing.T) {
 	assert.Equal(t, "0.50 GiB of 2.00 GiB stored read (25%), 51.2 MiB/s, ETA 30s", restoreProgressLine(512<<20, 2<<30, 10*time.Second))
 	assert.Equal(t, "2.00 GiB of 2.00 GiB stored read (100%), 204.8 MiB/s", restoreProgressLine(2<<30, 2<<30, 10*time.Second))
 }
+
+// A restore's target directory: one it created goes whole; one that was
+// there (empty) is the operator's and stays, emptied of what the restore
+// wrote; one that is not empty is refused.
+func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
+	parent := t.TempDir()
+	write := func(d TargetDir) {
+		require.NoError(t, os.MkdirAll(filepath.Join(d.Path, "db"), 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(d.Path, "db", "t.ibd"), []byte("x"), 0o640))
+		require.NoError(t, os.WriteFile(filepath.Join(d.Path, "ibdata1"), []byte("x"), 0o640))
+	}
+
+	created, err := claimEmptyDir(filepath.Join(parent, "new"))
+	require.NoError(t, err)
+	assert.True(t, created.Created)
+	write(created)
+	require.NoError(t, created.RemoveRestored())
+	assert.NoDirExists(t, created.Path)
+
+	mine := filepath.Join(parent, "mine")
+	require.NoError(t, os.Mkdir(mine, 0o700))
+	existing, err := claimEmptyDir(mine)
+	require.NoError(t, err)
+	assert.False(t, existing.Created)
+	write(existing)
+	require.NoError(t, existing.RemoveRestored())
+	left, err := os.ReadDir(mine)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+	fi, err := os.Stat(mine)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "the operator's directory is kept as it was")
+
+	require.NoError(t, os.WriteFile(filepath.Join(mine, "theirs"), nil, 0o640))
+	_, err = claimEmptyDir(mine)
+	assert.ErrorContains(t, err, "the target directory "+mine+" is not empty: a restore never writes over files")
+	assert.FileExists(t, filepath.Join(mine, "theirs"))
+}

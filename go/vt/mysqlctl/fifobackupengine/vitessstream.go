@@ -258,8 +258,8 @@ func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *
 			return rep, err
 		}
 	}
-	cleanup, err := claimEmptyDir(dir)
-	if err != nil {
+	var err error
+	if rep.Target, err = claimEmptyDir(dir); err != nil {
 		return rep, err
 	}
 	err = run.extractVitessStream(ctx, v, dir)
@@ -269,7 +269,7 @@ func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}
 	if err != nil {
-		cleanup()
+		_ = rep.Target.RemoveRestored()
 		return rep, vterrors.Wrapf(err, "restore of backup %s (Vitess's xtrabackup engine) into %s failed", bh.Name(), dir)
 	}
 	rep.Files, rep.Bytes = countFiles(dir)

@@ -26,10 +26,11 @@ import (
 // TestGzipLanesJudgedByTheLanes: a pgzip backup of more lanes than the
 // host's cores, whose lanes vtfifo and the restore read frame by frame from
 // its lane index, on S3 (versitygw behind the fault proxy), with the real
-// vtfifo binary. What decides a verdict is the lanes, never the index or
-// the host: an index that reads but does not match its good lanes (a frame's
-// start moved, the storage's checksums made to agree) verifies, with a
-// warning, and restores the source data; a lane damaged the same careful way
+// vtfifo binary. What decides a verdict on the lanes is the lanes, never the
+// index or the host: under an index that reads but does not match its good
+// lanes (a frame's start moved, the storage's checksums made to agree) the
+// whole restore restores the source data, with a warning, and verify fails
+// (exit 1) saying a table restore cannot use the index, on any host; a lane damaged the same careful way
 // (only the decoder can tell) fails naming backup, lane file and frame, exit
 // 1, and does not restore; an index damaged in the store fails verify
 // naming its part (verify reads every file) and the whole restore, which does
@@ -77,8 +78,10 @@ func TestGzipLanesJudgedByTheLanes(t *testing.T) {
 		})
 		defer undo()
 		code, stdout, stderr := verify(t)
-		assert.Equal(t, 0, code, "the lanes are good")
-		assert.Contains(t, stdout, okLine)
+		assert.Equal(t, 1, code, "the lanes are good, the index a table restore reads is not")
+		assert.Contains(t, stdout, "FAIL: backup "+backupDir+"/"+name+": 1 problem(s)")
+		assert.Contains(t, stdout, "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+name+": "+laneFile+
+			" does not match the lane index at frame 0 (stored byte 0): frame 0: unexpected EOF")
 		assert.Contains(t, stderr, "backup "+name+": "+laneFile+" does not match its lane index (frame 0: unexpected EOF): the rest of the lane is read as one stream from frame 0")
 
 		logger := logutil.NewMemoryLogger()

@@ -34,10 +34,13 @@ type codec struct {
 	// reader starts a lane's decompressor for a backup written with m.
 	reader func(ctx context.Context, m *Manifest, local CompressionConfig, r io.Reader, logger logutil.Logger) (io.ReadCloser, error)
 	// frames, where set, starts a lane's frame decoder for a whole lane read
-	// frame by frame from memory (framedLane), which the codec reads faster
-	// than its stream when the lanes keep the cores busy; the backup must
-	// have a lane index.
-	frames func() frameDecoder
+	// frame by frame from memory (framedLane): verify reads lanes so, to
+	// check them against the lane index, and so do restores where
+	// framesFaster says the codec reads frames from memory faster than its
+	// stream (when the lanes keep the cores busy). The backup must have a
+	// lane index.
+	frames       func() frameDecoder
+	framesFaster bool
 	// seekable: a lane can be read from any frame start (the reader takes
 	// frames one after another on its own); an external command's output
 	// cannot be cut.
@@ -49,10 +52,12 @@ type codec struct {
 }
 
 var codecs = map[string]codec{
-	mysqlctl.PgzipCompressor:    {extension: ".gz", writer: pgzipWriter, reset: resetGzip, reader: gzipReader, frames: gzipFrames, seekable: true, threaded: true},
-	mysqlctl.PargzipCompressor:  {extension: ".gz", writer: pargzipWriter, reset: resetGzip, reader: gzipReader, frames: gzipFrames, seekable: true, threaded: true},
-	mysqlctl.ZstdCompressor:     {extension: ".zst", writer: zstdWriter, reset: resetZstd, reader: zstdReader, seekable: true},
-	mysqlctl.Lz4Compressor:      {extension: ".lz4", writer: lz4Writer, reset: resetLz4, reader: lz4Reader, seekable: true, threaded: true},
+	mysqlctl.PgzipCompressor: {extension: ".gz", writer: pgzipWriter, reset: resetGzip, reader: gzipReader, frames: gzipFrames, framesFaster: true,
+		seekable: true, threaded: true},
+	mysqlctl.PargzipCompressor: {extension: ".gz", writer: pargzipWriter, reset: resetGzip, reader: gzipReader, frames: gzipFrames, framesFaster: true,
+		seekable: true, threaded: true},
+	mysqlctl.ZstdCompressor: {extension: ".zst", writer: zstdWriter, reset: resetZstd, reader: zstdReader, frames: zstdFrames, seekable: true},
+	mysqlctl.Lz4Compressor:  {extension: ".lz4", writer: lz4Writer, reset: resetLz4, reader: lz4Reader, frames: lz4Frames, seekable: true, threaded: true},
 	mysqlctl.ExternalCompressor: {writer: externalWriter, reader: externalReader},
 }
 
@@ -211,6 +216,34 @@ func zstdReader(_ context.Context, _ *Manifest, _ CompressionConfig, r io.Reader
 		return nil, vterrors.Wrap(err, "cannot start zstd decompressor")
 	}
 	return d.IOReadCloser(), nil
+}
+
+// zstdFrames decodes a lane's frames one after another with one decoder,
+// synchronous (concurrency 1: no goroutines, nothing to close).
+func zstdFrames() frameDecoder {
+	var d *zstd.Decoder
+	return func(src io.Reader) (io.Reader, error) {
+		if d != nil {
+			return d, d.Reset(src)
+		}
+		var err error
+		d, err = zstd.NewReader(src, zstd.WithDecoderConcurrency(1))
+		return d, err
+	}
+}
+
+// lz4Frames decodes a lane's frames one after another with one reader
+// (lz4/v4's default concurrency, 1: no goroutines, nothing to close).
+func lz4Frames() frameDecoder {
+	var r *lz4v4.Reader
+	return func(src io.Reader) (io.Reader, error) {
+		if r != nil {
+			r.Reset(src)
+			return r, nil
+		}
+		r = lz4v4.NewReader(src)
+		return r, nil
+	}
 }
 
 // lz4Writer writes lz4 frames as Vitess's own engines do since they moved

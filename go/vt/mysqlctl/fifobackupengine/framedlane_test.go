@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -170,8 +171,8 @@ func must[T any](v T, err error) T {
 // not need the index), and verify, which reads every file, names the index;
 // with an index that reads but does not match the lanes, the lanes decide
 // (the rest of a lane is read as a stream from the frame that did not
-// decode), so it verifies and restores. A damaged lane still fails naming
-// backup and lane.
+// decode), so it restores, and verify says a table restore cannot use the
+// index. A damaged lane still fails naming backup and lane.
 func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	f := newFixture(t, sampleData)
 	f.useFileStorage(t)
@@ -222,8 +223,10 @@ func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 	require.Len(t, framedLanes(), lanes, "the index reads")
 	logger.Clear()
 	_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
-	require.NoError(t, err, "a good backup under an index that does not match it verifies")
+	require.Error(t, err, "the lanes are good, but a table restore could not use the index")
 	assert.Contains(t, logger.String(), "backup "+bh.Name()+": "+m.Lanes[0].File+" does not match its lane index (frame 0: unexpected EOF): the rest of the lane is read as one stream from frame 0")
+	assert.Contains(t, err.Error(), "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+bh.Name()+": "+
+		m.Lanes[0].File+" does not match the lane index at frame 0 (stored byte 0): frame 0: unexpected EOF")
 	_, err = f.restore(t, nil)
 	require.NoError(t, err, "and restores")
 	assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
@@ -320,4 +323,59 @@ func TestFramesOfManyGzipMembersRealMariaDB(t *testing.T) {
 	_, err = f.restore(t, nil)
 	require.NoError(t, err)
 	assert.Equal(t, f.static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"))
+}
+
+// TestVerifyChecksTheLaneIndexRealMariaDB: verify reads the lanes of every
+// codec that has frames (zstd, lz4 here; gzip above) frame by frame from
+// the lane index, on any host, so an index that reads but does not match the
+// lanes fails verify as a damaged one does (a table restore reads the frames
+// it names); the lanes, read as streams from that frame, are still judged
+// good.
+func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
+	f := newFixture(t, sampleData)
+	f.useFileStorage(t)
+	ctx := context.Background()
+	for _, engine := range []string{mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor} {
+		t.Run(engine, func(t *testing.T) {
+			useEngine(t, testConfig(2, SourceStdout, CompressionConfig{Enabled: true, Engine: engine, Level: 1}))
+			require.NoError(t, f.backup(t, nil))
+			bh, m := f.latestBackup(t)
+			logger := logutil.NewMemoryLogger()
+			_, err := Verify(ctx, bh, VerifyOptions{Logger: logger})
+			require.NoError(t, err)
+			assert.NotContains(t, logger.String(), "lane index")
+
+			path := filepath.Join(f.root, testKeyspace, testShard, bh.Name(), m.LaneIndex)
+			index, err := os.ReadFile(path)
+			require.NoError(t, err)
+			var ix LaneIndex
+			require.NoError(t, json.Unmarshal(index, &ix))
+			require.Greater(t, len(ix.Lanes[1]), 2, "lane 1 has frames to move")
+			ix.Lanes[1][2].Stored -= 7
+			require.NoError(t, os.WriteFile(path, must(json.Marshal(ix)), 0o640))
+			_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+bh.Name()+
+				": "+m.Lanes[1].File+" does not match the lane index at frame 1 (stored byte "+strconv.FormatInt(ix.Lanes[1][1].Stored, 10)+")")
+			assert.Contains(t, logger.String(), m.Lanes[1].File+" does not match its lane index")
+
+			// A table restore reads the frames the index names: with every
+			// frame start moved, whichever it reads do not decode, and it
+			// says the index may be what is wrong.
+			for l := range ix.Lanes {
+				for k := 1; k < len(ix.Lanes[l]); k++ {
+					ix.Lanes[l][k].Stored -= 7
+				}
+			}
+			require.NoError(t, os.WriteFile(path, must(json.Marshal(ix)), 0o640))
+			ps, err := ParseTablePatterns([]string{"sample.t0123"})
+			require.NoError(t, err)
+			out := filepath.Join(t.TempDir(), "tables")
+			_, err = RestoreToDir(ctx, bh, out, RestoreDirOptions{Config: testConfig(2, SourceStdout, zstdConfig()), Prepare: true, Tables: ps, Logger: logger})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "reading the frames the lane index names (a damaged lane, or an index that does not match it: vtfifo verify "+
+				"reads the whole lanes and says which; a whole restore does not need the index)")
+			assert.NoDirExists(t, out)
+		})
+	}
 }

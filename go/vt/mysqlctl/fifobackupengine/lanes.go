@@ -13,6 +13,8 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/vterrors"
 
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/xbstream"
@@ -38,6 +40,12 @@ type storedLanes struct {
 	// storageErr is the first error the storage gave a read of any lane
 	// (judge).
 	storageErr firstError
+	// checkIndex reads every lane frame by frame where the codec can and
+	// the backup has a lane index, whatever the host's cores, so that
+	// verify's verdict on the index is the same everywhere; indexMismatch
+	// is the first lane that did not decode as its index says.
+	checkIndex    bool
+	indexMismatch firstError
 	// index is the lane index once read (laneIndex), read at most once.
 	index     *LaneIndex
 	indexErr  error
@@ -130,6 +138,8 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 				src = &onceCloser{ReadCloser: src}
 				resume := func(off int64, frame int, why error) (io.ReadCloser, error) {
 					s.logger.Warningf("fifo: backup %s: %s does not match its lane index (%v): the rest of the lane is read as one stream from frame %d", s.m.BackupName, lane.File, why, frame)
+					s.indexMismatch.set(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index at frame %d (stored byte %d): %v",
+						s.m.BackupName, lane.File, frame, off, why))
 					src.Close() // read no further; its read-ahead goes back to the storage's budget
 					return s.streamFrom(ctx, lane, off, metered)
 				}
@@ -188,11 +198,13 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 }
 
 // framedLanes is, for each lane read whole, its frames' stored sizes where
-// the backup's codec reads frames faster from memory (codec.frames) and the
-// backup has a lane index; nil reads each lane as one stream. A whole lane
-// needs no index: one that cannot be read leaves the lanes to their streams.
+// the backup has a lane index and its codec decodes frames (codec.frames),
+// to check them (checkIndex) or because it reads them faster from memory;
+// nil reads each lane as one stream. A whole lane needs no index: one that
+// cannot be read leaves the lanes to their streams.
 func (s *storedLanes) framedLanes(ctx context.Context) [][]int64 {
-	if s.stretches != nil || !s.m.Compressed || codecs[s.m.CompressionEngine].frames == nil || !lanesKeepCoresBusy(len(s.m.Lanes)) {
+	c := codecs[s.m.CompressionEngine]
+	if s.stretches != nil || !s.m.Compressed || c.frames == nil || !(s.checkIndex || c.framesFaster && lanesKeepCoresBusy(len(s.m.Lanes))) {
 		return nil
 	}
 	ix, err := s.laneIndex(ctx)

@@ -324,7 +324,14 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 				"when the extraction began, %d were written",
 				laneNames(m), staging, m.RawBytes, freeText(free), st.Bytes)
 		}
-		return from.judge(vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m)))
+		err = vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m))
+		if from.stretches != nil {
+			// Only whole lanes tell a damaged lane from an index whose
+			// frames are not the lane's.
+			err = vterrors.Wrapf(err, "reading the frames the lane index names (a damaged lane, or an index that does not match it: vtfifo "+
+				"verify reads the whole lanes and says which; a whole restore does not need the index)")
+		}
+		return from.judge(err)
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
 	// Every lane read whole must have been read to its end, as recorded at

@@ -99,7 +99,7 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		return verifyVitessStream(ctx, bh, m, stream, opts)
 	}
 	n := len(m.Lanes)
-	from := &storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger}
+	from := &storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger, checkIndex: true}
 	st, err := xbstream.Verify(ctx, from.lanes(ctx), xbstream.ExtractOptions{ListFiles: opts.ListFiles})
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
@@ -115,7 +115,11 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	// against the MANIFEST, so that a full check has read every file of the
 	// backup: a whole restore reads the lanes without it (and went on
 	// without it above), a table restore cannot.
-	if _, err := from.laneIndex(ctx); err != nil {
+	err = from.indexMismatch.get()
+	if _, ierr := from.laneIndex(ctx); ierr != nil {
+		err = ierr
+	}
+	if err != nil {
 		return rep, vterrors.Wrapf(err, "table restores cannot use this backup's lane index (a whole restore does not need it)")
 	}
 	return rep, nil

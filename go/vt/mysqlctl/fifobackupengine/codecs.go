@@ -56,8 +56,8 @@ var codecs = map[string]codec{
 		seekable: true, threaded: true},
 	mysqlctl.PargzipCompressor: {extension: ".gz", writer: pargzipWriter, reset: resetGzip, reader: gzipReader, frames: gzipFrames, framesFaster: true,
 		seekable: true, threaded: true},
-	mysqlctl.ZstdCompressor: {extension: ".zst", writer: zstdWriter, reset: resetZstd, reader: zstdReader, frames: zstdFrames, seekable: true},
-	mysqlctl.Lz4Compressor:  {extension: ".lz4", writer: lz4Writer, reset: resetLz4, reader: lz4Reader, frames: lz4Frames, seekable: true, threaded: true},
+	mysqlctl.ZstdCompressor:     {extension: ".zst", writer: zstdWriter, reset: resetZstd, reader: zstdReader, frames: zstdFrames, seekable: true},
+	mysqlctl.Lz4Compressor:      {extension: ".lz4", writer: lz4Writer, reset: resetLz4, reader: lz4Reader, frames: lz4Frames, seekable: true, threaded: true},
 	mysqlctl.ExternalCompressor: {writer: externalWriter, reader: externalReader},
 }
 

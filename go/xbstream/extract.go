@@ -62,6 +62,11 @@ type ExtractOptions struct {
 	// succeed as `mbstream -x` does, instead of returning ErrStreamCut after
 	// writing the same tree.
 	AllowCut bool
+	// OnRecord, if set, is told of every record a lane holds, in the lane's
+	// order, from the lane's goroutine: its offset in the lane's stream and
+	// its path ("" for a sequence record). A caller that knows where the
+	// lane's frames start (a lane index) checks it against the lane.
+	OnRecord func(lane int, offset int64, path string)
 }
 
 // ExtractStats reports what Extract wrote.

@@ -49,6 +49,9 @@ func (e *extractor) runLane(ctx context.Context, lane int, lr io.Reader) error {
 		if err != nil {
 			return err
 		}
+		if e.opts.OnRecord != nil && !r.cont {
+			e.opts.OnRecord(lane, start, c.Path)
+		}
 		if err := w.chunk(c, r.cont); err != nil {
 			return &FormatError{Offset: start, Path: c.Path, Msg: err.Error(), Err: err}
 		}

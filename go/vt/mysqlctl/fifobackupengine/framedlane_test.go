@@ -334,6 +334,18 @@ func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
 	f := newFixture(t, sampleData)
 	f.useFileStorage(t)
 	ctx := context.Background()
+	t.Run("the FIFO source, 3 streams dealt to 2 lanes", func(t *testing.T) {
+		cfg := testConfig(2, SourceFIFO, zstdConfig())
+		cfg.ToolPath, cfg.FIFOStreams = standinPath, 3
+		useEngine(t, cfg)
+		require.NoError(t, f.backup(t, nil))
+		bh, m := f.latestBackup(t)
+		require.Equal(t, SourceFIFO, m.Source)
+		logger := logutil.NewMemoryLogger()
+		_, err := Verify(ctx, bh, VerifyOptions{Logger: logger})
+		require.NoError(t, err, "its index matches its lanes")
+		assert.NotContains(t, logger.String(), "lane index")
+	})
 	for _, engine := range []string{mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor} {
 		t.Run(engine, func(t *testing.T) {
 			useEngine(t, testConfig(2, SourceStdout, CompressionConfig{Enabled: true, Engine: engine, Level: 1}))
@@ -357,6 +369,39 @@ func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
 			assert.Contains(t, err.Error(), "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+bh.Name()+
 				": "+m.Lanes[1].File+" does not match the lane index at frame 1 (stored byte "+strconv.FormatInt(ix.Lanes[1][1].Stored, 10)+")")
 			assert.Contains(t, logger.String(), m.Lanes[1].File+" does not match its lane index")
+
+			// Frames that start where the lane's do but do not list a
+			// file they hold, or start inside a record.
+			for _, c := range []struct {
+				edit func(*LaneIndex) string
+			}{
+				{func(ix *LaneIndex) string {
+					fr := &ix.Lanes[0][1]
+					gone := ix.Paths[fr.Paths[0]]
+					fr.Paths = fr.Paths[1:]
+					return "frame 1 does not list " + gone + ", which has a chunk at stream offset "
+				}},
+				{func(ix *LaneIndex) string {
+					ix.Lanes[0][1].Raw += 3
+					return fmt.Sprintf("frame 1 starts at stream offset %d, inside a record", ix.Lanes[0][1].Raw)
+				}},
+				{func(ix *LaneIndex) string {
+					// An empty frame at the lane's end: its stored bytes (none)
+					// decode, and it starts where no record does.
+					ix.Lanes[0] = append(ix.Lanes[0], Frame{Stored: m.Lanes[0].StoredBytes, Raw: m.Lanes[0].RawBytes})
+					return fmt.Sprintf("frame %d starts at stream offset %d, past the lane's last record", len(ix.Lanes[0])-1, m.Lanes[0].RawBytes)
+				}},
+			} {
+				var ix LaneIndex
+				require.NoError(t, json.Unmarshal(index, &ix))
+				want := c.edit(&ix)
+				require.NoError(t, os.WriteFile(path, must(json.Marshal(ix)), 0o640))
+				_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
+				require.Error(t, err, want)
+				assert.Contains(t, err.Error(), "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+
+					bh.Name()+": "+m.Lanes[0].File+" does not match the lane index: "+want)
+			}
+			require.NoError(t, json.Unmarshal(index, &ix))
 
 			// A table restore reads the frames the index names: with every
 			// frame start moved, whichever it reads do not decode, and it

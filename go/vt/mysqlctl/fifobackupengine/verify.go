@@ -100,7 +100,13 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	}
 	n := len(m.Lanes)
 	from := &storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger, checkIndex: true}
-	st, err := xbstream.Verify(ctx, from.lanes(ctx), xbstream.ExtractOptions{ListFiles: opts.ListFiles})
+	opt := xbstream.ExtractOptions{ListFiles: opts.ListFiles}
+	ix, ixErr := from.laneIndex(ctx)
+	check := newIndexCheck(ix, m)
+	if check != nil {
+		opt.OnRecord = check.record
+	}
+	st, err := xbstream.Verify(ctx, from.lanes(ctx), opt)
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
 		return rep, from.judge(vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
@@ -113,11 +119,16 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	}
 	// The lane index, read through the storage's checksums and checked
 	// against the MANIFEST, so that a full check has read every file of the
-	// backup: a whole restore reads the lanes without it (and went on
-	// without it above), a table restore cannot.
+	// backup, and against the lanes (their frames' stored offsets by
+	// reading them frame by frame, their records and files by indexCheck):
+	// a whole restore reads the lanes without it (and went on without it
+	// above), a table restore cannot.
 	err = from.indexMismatch.get()
-	if _, ierr := from.laneIndex(ctx); ierr != nil {
-		err = ierr
+	if err == nil && check != nil {
+		err = check.result(m)
+	}
+	if ixErr != nil {
+		err = ixErr
 	}
 	if err != nil {
 		return rep, vterrors.Wrapf(err, "table restores cannot use this backup's lane index (a whole restore does not need it)")

@@ -1,0 +1,84 @@
+package fifobackupengine
+
+import (
+	"fmt"
+	"slices"
+
+	"vitess.io/vitess/go/vt/vterrors"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+)
+
+// indexCheck checks a lane index against the lanes as verify reads them
+// (xbstream.ExtractOptions.OnRecord): every frame starts where a record of
+// its lane starts, and lists the file of every chunk in it. A table restore
+// reads the frames the index names for its files, so a frame that does not
+// list a file it holds, or starts inside a record, would fail it (or leave a
+// file out); a whole restore does not read the index. The frames' stored
+// offsets are checked by reading the lanes frame by frame (framedLane).
+type indexCheck struct {
+	ids   map[string]int // ix.Paths: path -> position
+	lanes []laneIndexCheck
+}
+
+// laneIndexCheck is one lane's walk through its frames, in its goroutine.
+type laneIndexCheck struct {
+	frames []Frame
+	next   int // the frame that starts next
+	err    error
+}
+
+// newIndexCheck checks ix against the lanes of m; nil without an index.
+func newIndexCheck(ix *LaneIndex, m *Manifest) *indexCheck {
+	if ix == nil || len(ix.Lanes) != len(m.Lanes) {
+		return nil
+	}
+	c := &indexCheck{ids: make(map[string]int, len(ix.Paths)), lanes: make([]laneIndexCheck, len(ix.Lanes))}
+	for i, p := range ix.Paths {
+		c.ids[p] = i
+	}
+	for i, frames := range ix.Lanes {
+		c.lanes[i].frames = frames
+	}
+	return c
+}
+
+// record is xbstream.ExtractOptions.OnRecord.
+func (c *indexCheck) record(lane int, off int64, path string) {
+	l := &c.lanes[lane]
+	if l.err != nil || len(l.frames) == 0 {
+		return // a lane without frames is one stream: nothing to check
+	}
+	for l.next < len(l.frames) && l.frames[l.next].Raw <= off {
+		if l.frames[l.next].Raw < off {
+			l.err = fmt.Errorf("frame %d starts at stream offset %d, inside a record (the next starts at %d)", l.next, l.frames[l.next].Raw, off)
+			return
+		}
+		l.next++
+	}
+	if path == "" {
+		return // a sequence record: no file
+	}
+	if l.next == 0 {
+		l.err = fmt.Errorf("a chunk of %s at stream offset %d is before the first frame (at %d)", path, off, l.frames[0].Raw)
+		return
+	}
+	if id, ok := c.ids[path]; !ok || !slices.Contains(l.frames[l.next-1].Paths, id) {
+		l.err = fmt.Errorf("frame %d does not list %s, which has a chunk at stream offset %d", l.next-1, path, off)
+	}
+}
+
+// result is the first lane whose frames do not match it, once every lane
+// was read to its end.
+func (c *indexCheck) result(m *Manifest) error {
+	for i := range c.lanes {
+		l := &c.lanes[i]
+		if l.err == nil && l.next < len(l.frames) {
+			l.err = fmt.Errorf("frame %d starts at stream offset %d, past the lane's last record", l.next, l.frames[l.next].Raw)
+		}
+		if l.err != nil {
+			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index: %v", m.BackupName, m.Lanes[i].File, l.err)
+		}
+	}
+	return nil
+}

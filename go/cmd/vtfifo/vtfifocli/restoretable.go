@@ -111,7 +111,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		// directory that was there (empty) before is the operator's: only
 		// what the restore wrote into it goes.
 		if err := rep.Target.RemoveRestored(); err != nil {
-			fmt.Fprintf(s.o.notes, "warning: cannot remove the restore's files in %s: %v\n", dir, err)
+			fmt.Fprintf(s.o.notes, "warning: cannot remove the restore's files in %s: %v (the tables are imported: remove what is left by hand)\n", dir, err)
 		} else if rep.Target.Created {
 			out.TargetRemoved = true
 			out.printf("removed %s, the restore's files (--keep-target-dir keeps them)\n", dir)

@@ -138,8 +138,10 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 				src = &onceCloser{ReadCloser: src}
 				resume := func(off int64, frame int, why error) (io.ReadCloser, error) {
 					s.logger.Warningf("fifo: backup %s: %s does not match its lane index (%v): the rest of the lane is read as one stream from frame %d", s.m.BackupName, lane.File, why, frame)
-					s.indexMismatch.set(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index at frame %d (stored byte %d): %v",
-						s.m.BackupName, lane.File, frame, off, why))
+					if s.checkIndex { // verify's verdict on the index; a restore goes on without it
+						s.indexMismatch.set(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index at frame %d (stored byte %d): %v",
+							s.m.BackupName, lane.File, frame, off, why))
+					}
 					src.Close() // read no further; its read-ahead goes back to the storage's budget
 					return s.streamFrom(ctx, lane, off, metered)
 				}

@@ -206,9 +206,13 @@ func TestLanesShareCompressorsBetweenFrames(t *testing.T) {
 			outs := make([]*bytes.Buffer, lanes)
 			raws := make([][]byte, lanes)
 			ls := make([]*laneWriter, lanes)
+			var framesEnded int
 			for i := range ls {
 				outs[i] = &bytes.Buffer{}
-				l := &laneWriter{index: i, name: "lane", frames: newLaneFrames(), pool: pool}
+				l := &laneWriter{index: i, name: "lane", frames: newLaneFrames(), pool: pool, compressed: func(n int, _ time.Duration) {
+					assert.Zero(t, n, "a frame's end adds time, not input bytes")
+					framesEnded++
+				}}
 				l.dest = ioutil.NewMeteredWriter(outs[i], func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
 				l.in = compressorInput{l}
 				ls[i] = l
@@ -240,6 +244,7 @@ func TestLanesShareCompressorsBetweenFrames(t *testing.T) {
 				}
 			}
 			assert.LessOrEqual(t, len(pool.idle), 2, "lanes written one at a time share one compressor (and the open lane holds another)")
+			assert.Equal(t, 3*(lanes-1), framesEnded, "every ended frame's compression is metered as Compressor:Write")
 			for i, l := range ls {
 				if l.comp != nil {
 					require.NoError(t, l.comp.Close())

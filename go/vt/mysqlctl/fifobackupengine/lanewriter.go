@@ -52,6 +52,9 @@ type laneWriter struct {
 	frames *laneFrames
 	pool   *framePool
 	dest   io.Writer // the metered lane file, under the compressor
+	// compressed meters Compressor:Write, which also counts a frame's end:
+	// a block codec (lz4) compresses most of a 1 MiB frame only then.
+	compressed func(int, time.Duration)
 }
 
 // compressorInput writes to the lane's current compressor (restarted at
@@ -107,7 +110,10 @@ func (l *laneWriter) endFrame() error {
 	}
 	comp := l.comp
 	l.comp = nil
-	if err := l.pool.end(comp); err != nil {
+	start := time.Now()
+	err := l.pool.end(comp)
+	l.compressed(0, time.Since(start))
+	if err != nil {
 		return fmt.Errorf("lane %d (%s): ending a compressed frame: %w", l.index, l.name, err)
 	}
 	return nil
@@ -143,6 +149,7 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 		l.file = f
 		l.dest = ioutil.NewMeteredWriter(f, destWrite, func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
 		l.pool = pool
+		l.compressed = compWrite
 		l.in = ioutil.NewMeteredWriter(compressorInput{l}, compWrite)
 		b.lanes = append(b.lanes, l)
 		if compression.seekable() {

@@ -23,6 +23,7 @@ var rules = map[string][]string{
 	"go/internal/flagvalue":       {},
 	"go/internal/mysqlfilename":   {},
 	"go/internal/unreadable":      {},
+	"go/internal/errtext":         {},
 	"go/internal/mysqlinstall":    {},
 	"go/internal/retention":       {},
 	"go/internal/vtusers":         {},
@@ -46,7 +47,7 @@ var rules = map[string][]string{
 
 	// The engine: the stream format and small helpers; nothing of the storage.
 	"go/vt/mysqlctl/fifobackupengine": {"go/xbstream", "go/vt/mysqlctl/backuphandle", "go/internal/flagvalue", "go/internal/hostmem",
-		"go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/procident"},
+		"go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/procident", "go/internal/errtext"},
 	"go/vt/mysqlctl/tableimport": {"go/internal/mysqlfilename"},
 	"go/vt/mysqlctl/testrestore": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/internal/mysqlinstall",
 		"go/internal/flagvalue", "go/internal/mysqlfilename", "go/internal/unreadable"},
@@ -61,7 +62,7 @@ var rules = map[string][]string{
 		"go/internal/flagvalue", "go/internal/retention"},
 	"go/cmd/vtfifo/vtfifocli": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/crypt",
 		"go/vt/mysqlctl/tableimport", "go/vt/mysqlctl/testrestore", "go/vt/mysqlctl/selftest", "go/vt/vtversion", "go/internal/flagvalue",
-		"go/internal/mysqlinstall", "go/internal/retention", "go/internal/unreadable"},
+		"go/internal/mysqlinstall", "go/internal/retention", "go/internal/unreadable", "go/internal/errtext"},
 	"go/cmd/vtfifo":                 {"go/cmd/vtfifo/vtfifocli"},
 	"go/cmd/fifoverify":             {"go/cmd/vtfifo/vtfifocli"},
 	"go/cmd/vttablet":               {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages"},

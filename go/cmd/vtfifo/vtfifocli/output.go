@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
@@ -155,16 +155,11 @@ func (o *options) failf(code int, format string, args ...any) int {
 	return code
 }
 
-// rpcCode is what a Vitess error adds when it is formatted with %v, as
-// fmt.Errorf's %w does when wrapping it: not for operators.
-var rpcCode = regexp.MustCompile(`Code: [A-Z_]+\n`)
-
-// errText is err's message for an operator: without Vitess's RPC codes,
-// on one line where the wrapping left line breaks.
-func errText(err error) string {
-	msg := rpcCode.ReplaceAllString(err.Error(), "")
-	return strings.TrimRight(msg, "\n")
-}
+// errText is err's message for an operator: every error of its chain as
+// its message, where fmt had printed a Vitess error backwards with its RPC
+// code (errtext.Text), without the line break a tool's empty output leaves
+// at its end.
+func errText(err error) string { return strings.TrimRight(errtext.Text(err), "\n") }
 
 // notef prints a note on stderr (what the command decided or is doing),
 // unless --quiet.

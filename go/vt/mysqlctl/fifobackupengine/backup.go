@@ -14,9 +14,10 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // ExecuteBackup runs the tool, carries its stream through the lanes and
@@ -24,7 +25,7 @@ import (
 // aborts the backup and it is never listed.
 func (e *Engine) ExecuteBackup(ctx context.Context, params mysqlctl.BackupParams, bh backupstorage.BackupHandle) (mysqlctl.BackupResult, error) {
 	if params.IncrementalFromPos != "" {
-		return mysqlctl.BackupUnusable, vterrors.New(vtrpcpb.Code_INVALID_ARGUMENT, "the fifo engine takes full backups only; incremental backups are not supported")
+		return mysqlctl.BackupUnusable, errtext.New(vtrpcpb.Code_INVALID_ARGUMENT, "the fifo engine takes full backups only; incremental backups are not supported")
 	}
 	cfg := e.config()
 	if err := cfg.Validate(); err != nil {
@@ -40,7 +41,7 @@ func (e *Engine) ExecuteBackup(ctx context.Context, params mysqlctl.BackupParams
 	err := run.execute(ctx)
 	params.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo backup %s: per-phase stats", bh.Name()), time.Since(start)))
 	if err != nil {
-		return mysqlctl.BackupUnusable, vterrors.Wrapf(err, "fifo backup %s failed", bh.Name())
+		return mysqlctl.BackupUnusable, errtext.Wrapf(err, "fifo backup %s failed", bh.Name())
 	}
 	return mysqlctl.BackupUsable, nil
 }
@@ -89,7 +90,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 
 	workDir, release, err := newWorkDir(b.params.Cnf.TmpDir, workDirPrefix, b.logger)
 	if err != nil {
-		return vterrors.Wrap(err, "cannot create the backup's work directory")
+		return errtext.Wrap(err, "cannot create the backup's work directory")
 	}
 	defer release()
 
@@ -117,7 +118,7 @@ func (b *backupRun) execute(ctx context.Context) error {
 	if b.mariadb {
 		// After the tool: the key ids of tablespaces made during the backup too.
 		if m.ServerEncryption, err = readServerEncryption(ctx, b.query, readKeyFile, b.logger); err != nil {
-			return vterrors.Wrap(err, "cannot read the server's encryption settings, which the MANIFEST records")
+			return errtext.Wrap(err, "cannot read the server's encryption settings, which the MANIFEST records")
 		}
 	}
 	if ix := b.laneIndex(); ix != nil {
@@ -167,11 +168,11 @@ func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
 	var f serverFacts
 	conn, err := b.params.Mysqld.GetDbaConnection(ctx)
 	if err != nil {
-		return f, vterrors.Wrap(err, "unable to obtain a connection to the database")
+		return f, errtext.Wrap(err, "unable to obtain a connection to the database")
 	}
 	if f.pos, err = conn.PrimaryPosition(); err != nil {
 		conn.Close()
-		return f, vterrors.Wrap(err, "unable to obtain the server's position")
+		return f, errtext.Wrap(err, "unable to obtain the server's position")
 	}
 	// On MySQL, gtid_purged as Vitess's PITR wants it (its path finders order
 	// backups by position plus purged set); MariaDB has none.
@@ -183,11 +184,11 @@ func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
 		b.logger.Warningf("fifo backup: cannot read the server UUID (%v); the MANIFEST will not have one", err)
 	}
 	if f.mysqlVersion, err = b.params.Mysqld.GetVersionString(ctx); err != nil {
-		return f, vterrors.Wrap(err, "can't get MySQL version")
+		return f, errtext.Wrap(err, "can't get MySQL version")
 	}
 	b.mariadb = strings.Contains(f.mysqlVersion, "MariaDB")
 	if f.tables, err = serverTableFiles(ctx, b.query, b.mariadb); err != nil {
-		return f, vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
+		return f, errtext.Wrap(err, "cannot list the server's tables, which the backup is checked against")
 	}
 	if f.plugins, err = serverPlugins(ctx, b.query); err != nil {
 		b.logger.Warningf("fifo backup: cannot list the server's plugins (%v); a test restore loads only those its mysql.plugin names", err)
@@ -272,7 +273,7 @@ func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.
 func (b *backupRun) checkKind(m *Manifest) error {
 	if b.base == nil {
 		if m.LSN.BackupType == "incremental" {
-			return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool took an incremental backup (from_lsn %s) where a full one was asked for", m.LSN.From)
+			return errtext.Errorf(vtrpcpb.Code_INTERNAL, "the tool took an incremental backup (from_lsn %s) where a full one was asked for", m.LSN.From)
 		}
 		return nil
 	}
@@ -282,7 +283,7 @@ func (b *backupRun) checkKind(m *Manifest) error {
 		m.FullBackup = base.BackupName
 	}
 	if m.LSN.BackupType != "incremental" || m.LSN.From != base.LSN.To {
-		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the tool was asked for an incremental backup from LSN %s but its checkpoints say backup_type %q "+
+		return errtext.Errorf(vtrpcpb.Code_INTERNAL, "the tool was asked for an incremental backup from LSN %s but its checkpoints say backup_type %q "+
 			"from_lsn %q", base.LSN.To, m.LSN.BackupType, m.LSN.From)
 	}
 	return nil
@@ -297,7 +298,7 @@ func (b *backupRun) checkFidelity(ctx context.Context, workDir string, tablesBef
 	}
 	tablesAfter, err := serverTableFiles(ctx, b.query, b.mariadb)
 	if err != nil {
-		return vterrors.Wrap(err, "cannot list the server's tables, which the backup is checked against")
+		return errtext.Wrap(err, "cannot list the server's tables, which the backup is checked against")
 	}
 	if err := checkComplete(b.files, tablesBefore, tablesAfter); err != nil {
 		return err
@@ -335,18 +336,18 @@ func (b *backupRun) query(ctx context.Context, q string) ([][]string, error) {
 func (b *backupRun) writeManifest(ctx context.Context, m *Manifest) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return vterrors.Wrap(err, "cannot encode the MANIFEST")
+		return errtext.Wrap(err, "cannot encode the MANIFEST")
 	}
 	w, err := b.bh.AddFile(ctx, manifestFileName, int64(len(data)))
 	if err != nil {
-		return vterrors.Wrap(err, "cannot add the MANIFEST to the backup")
+		return errtext.Wrap(err, "cannot add the MANIFEST to the backup")
 	}
 	if _, err := w.Write(data); err != nil {
 		w.Close()
-		return vterrors.Wrap(err, "cannot write the MANIFEST")
+		return errtext.Wrap(err, "cannot write the MANIFEST")
 	}
 	if err := w.Close(); err != nil {
-		return vterrors.Wrap(err, "cannot close the MANIFEST")
+		return errtext.Wrap(err, "cannot close the MANIFEST")
 	}
 	b.logger.Infof("fifo backup %s: %d lanes, %d bytes from the tool, %d bytes stored, position %v; the tool read %d bytes from disk (page cache hits "+
 		"not counted)", m.BackupName, len(m.Lanes), m.RawBytes, m.StoredBytes, m.Position, m.ToolDiskReadBytes)

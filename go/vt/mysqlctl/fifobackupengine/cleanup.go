@@ -13,10 +13,10 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/procident"
 )
 
@@ -155,7 +155,7 @@ func stopMysqld(ctx context.Context, cnf *mysqlctl.Mycnf, timeout time.Duration,
 			if err != nil {
 				what += "; the shutdown command failed: " + err.Error()
 			}
-			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "mysqld of this tablet (%s) did not stop within %v of the request to shut down, so its "+
+			return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "mysqld of this tablet (%s) did not stop within %v of the request to shut down, so its "+
 				"files were not deleted; %s", cnf.Path, timeout, what)
 		}
 		if socketErr == nil && time.Since(asked) > time.Second {

@@ -13,10 +13,10 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
@@ -79,7 +79,7 @@ func codecNames() []string {
 func sequentialGzip(c *CompressionConfig, w io.Writer) (io.WriteCloser, error) {
 	gz, err := gzip.NewWriterLevel(w, c.Level)
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "cannot create %s compressor", c.Engine)
+		return nil, errtext.Wrapf(err, "cannot create %s compressor", c.Engine)
 	}
 	return gz, nil
 }
@@ -90,10 +90,10 @@ func pgzipWriter(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil
 	}
 	gz, err := pgzip.NewWriterLevel(w, c.Level)
 	if err != nil {
-		return nil, vterrors.Wrap(err, "cannot create pgzip compressor")
+		return nil, errtext.Wrap(err, "cannot create pgzip compressor")
 	}
 	if err := gz.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
-		return nil, vterrors.Wrap(err, "cannot configure pgzip compressor")
+		return nil, errtext.Wrap(err, "cannot configure pgzip compressor")
 	}
 	return gz, nil
 }
@@ -120,7 +120,7 @@ func resetGzip(c *CompressionConfig, comp io.WriteCloser, w io.Writer) (io.Write
 	case *pgzip.Writer:
 		comp.Reset(w)
 		if err := comp.SetConcurrency(c.BlockSize, c.Blocks); err != nil {
-			return nil, false, vterrors.Wrap(err, "cannot configure pgzip compressor")
+			return nil, false, errtext.Wrap(err, "cannot configure pgzip compressor")
 		}
 		return comp, true, nil
 	}
@@ -135,13 +135,13 @@ func gzipReader(_ context.Context, m *Manifest, _ CompressionConfig, r io.Reader
 	if lanesKeepCoresBusy(len(m.Lanes)) {
 		d, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
+			return nil, errtext.Wrap(err, "cannot start gzip decompressor")
 		}
 		return d, nil
 	}
 	d, err := pgzip.NewReaderN(r, gzipReadBlock, gzipReadBlocks)
 	if err != nil {
-		return nil, vterrors.Wrap(err, "cannot start gzip decompressor")
+		return nil, errtext.Wrap(err, "cannot start gzip decompressor")
 	}
 	return d, nil
 }
@@ -176,7 +176,7 @@ func zstdWriter(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.
 	zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(level), zstd.WithWindowSize(zstdWindow(level)), zstd.WithEncoderConcurrency(1),
 		zstd.WithEncoderCRC(false))
 	if err != nil {
-		return nil, vterrors.Wrap(err, "cannot create zstd compressor")
+		return nil, errtext.Wrap(err, "cannot create zstd compressor")
 	}
 	return zw, nil
 }
@@ -213,7 +213,7 @@ func resetZstd(_ *CompressionConfig, comp io.WriteCloser, w io.Writer) (io.Write
 func zstdReader(_ context.Context, _ *Manifest, _ CompressionConfig, r io.Reader, _ logutil.Logger) (io.ReadCloser, error) {
 	d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
 	if err != nil {
-		return nil, vterrors.Wrap(err, "cannot start zstd decompressor")
+		return nil, errtext.Wrap(err, "cannot start zstd decompressor")
 	}
 	return d.IOReadCloser(), nil
 }
@@ -255,7 +255,7 @@ func lz4Frames() frameDecoder {
 func lz4Writer(_ context.Context, c *CompressionConfig, w io.Writer, _ logutil.Logger) (io.WriteCloser, error) {
 	lw := lz4v4.NewWriter(w)
 	if err := lw.Apply(lz4v4.ConcurrencyOption(lz4Blocks(c)), lz4v4.CompressionLevelOption(lz4Level(c.Level)), lz4v4.ChecksumOption(false)); err != nil {
-		return nil, vterrors.Wrap(err, "cannot create lz4 compressor")
+		return nil, errtext.Wrap(err, "cannot create lz4 compressor")
 	}
 	return lw, nil
 }
@@ -317,7 +317,7 @@ func externalReader(ctx context.Context, m *Manifest, local CompressionConfig, r
 		cmd = m.ExternalDecompressor
 	}
 	if cmd == "" {
-		return nil, unreadable.Error(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs "+
+		return nil, unreadable.Error(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup was compressed with an external command: restore needs "+
 			"--external-decompressor (or --external-decompressor-use-manifest)"))
 	}
 	dec, err := startExternal(ctx, "decompressor", cmd, r, nil, logger)

@@ -16,9 +16,10 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // CompressionConfig mirrors Vitess's compression flags
@@ -123,7 +124,7 @@ func (c *CompressionConfig) Validate() error {
 		return nil
 	}
 	if _, ok := codecs[c.Engine]; !ok {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s", c.Engine,
+		return errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s", c.Engine,
 			strings.Join(codecNames(), ", "))
 	}
 	if c.Engine != mysqlctl.ExternalCompressor {
@@ -131,15 +132,15 @@ func (c *CompressionConfig) Validate() error {
 	}
 	if c.ExternalCompressor == "" {
 		builtin := slices.DeleteFunc(codecNames(), func(n string) bool { return n == mysqlctl.ExternalCompressor })
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s, or external with "+
+		return errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --compression-engine-name: allowed values are %s, or external with "+
 			"--external-compressor set", c.Engine, strings.Join(builtin, ", "))
 	}
 	if c.ExternalExtension == "" {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor: "+
+		return errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "flag --external-compressor-extension not provided when using an external compressor: "+
 			"allowed values are a file extension such as .zst")
 	}
 	if _, err := shlex.Split(c.ExternalCompressor); err != nil {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --external-compressor: allowed values are a command split like a "+
+		return errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --external-compressor: allowed values are a command split like a "+
 			"shell would (balanced quotes, no trailing backslash); %v", c.ExternalCompressor, err)
 	}
 	return nil
@@ -164,7 +165,7 @@ func (c *CompressionConfig) newCompressor(ctx context.Context, w io.Writer, logg
 	}
 	cd, ok := codecs[c.Engine]
 	if !ok {
-		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q", c.Engine)
+		return nil, errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q", c.Engine)
 	}
 	return cd.writer(ctx, c, w, logger)
 }
@@ -197,7 +198,7 @@ func newDecompressor(ctx context.Context, m *Manifest, local CompressionConfig, 
 	}
 	cd, ok := codecs[m.CompressionEngine]
 	if !ok {
-		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q in MANIFEST", m.CompressionEngine)
+		return nil, errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "unsupported compression engine %q in MANIFEST", m.CompressionEngine)
 	}
 	return cd.reader(ctx, m, local, r, logger)
 }
@@ -219,11 +220,11 @@ type external struct {
 func startExternal(ctx context.Context, what, command string, in io.Reader, out io.Writer, logger logutil.Logger) (*external, error) {
 	args, err := shlex.Split(command)
 	if err != nil || len(args) == 0 {
-		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "cannot split external %s command %q", what, command)
+		return nil, errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "cannot split external %s command %q", what, command)
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "external %s %q not found", what, args[0])
+		return nil, errtext.Wrapf(err, "external %s %q not found", what, args[0])
 	}
 	e := &external{what: what, cmd: newCommand(ctx, path, args[1:]...)}
 	if in != nil {
@@ -240,7 +241,7 @@ func startExternal(ctx context.Context, what, command string, in io.Reader, out 
 	e.stderr = &lineLogger{logger: logger, prefix: "external " + what + " stderr: "}
 	e.cmd.Stderr = e.stderr
 	if err := e.cmd.Start(); err != nil {
-		return nil, vterrors.Wrapf(err, "cannot start external %s", what)
+		return nil, errtext.Wrapf(err, "cannot start external %s", what)
 	}
 	return e, nil
 }

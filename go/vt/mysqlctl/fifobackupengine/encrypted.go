@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // MySQL 8's tablespace flags (storage/innobase/include/fsp0types.h): in page
@@ -50,7 +50,7 @@ func checkEncryptedTables(dir string, tables []*TableFiles, prepareFlags string)
 			}
 			enc, err := encryptedTablespace(filepath.Join(dir, filepath.FromSlash(p)))
 			if err != nil {
-				return vterrors.Wrapf(err, "reading the tablespace flags of %s", p)
+				return errtext.Wrapf(err, "reading the tablespace flags of %s", p)
 			}
 			if enc {
 				encrypted = append(encrypted, t.Name())
@@ -61,7 +61,7 @@ func checkEncryptedTables(dir string, tables []*TableFiles, prepareFlags string)
 	if len(encrypted) == 0 {
 		return nil
 	}
-	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 		"%s: encrypted InnoDB tablespace, and nothing gives the prepare the keyring (no component_keyring_*.cnf in the backup, no keyring option in "+
 			"--fifo-backup-prepare-flags: --component-keyring-config, --keyring-file-data, --transition-key); nothing was prepared or imported",
 		strings.Join(encrypted, ", "))

@@ -8,8 +8,8 @@ import (
 	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -65,7 +65,7 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	for i, open := range lanes {
 		rc, err := open(ctx)
 		if err != nil {
-			return 0, vterrors.Wrapf(err, "backup %s: lane %d", bh.Name(), i)
+			return 0, errtext.Wrapf(err, "backup %s: lane %d", bh.Name(), i)
 		}
 		opened = append(opened, rc)
 		readers[i] = ioutil.NewMeteredReader(rc, func(n int, _ time.Duration) { counts[i] += int64(n) })
@@ -73,11 +73,11 @@ func Export(ctx context.Context, bh backupstorage.BackupHandle, w io.Writer, opt
 	var written int64
 	out := ioutil.NewMeteredWriter(w, func(n int, _ time.Duration) { written += int64(n) })
 	if err := xbstream.Merge(out, readers); err != nil {
-		return written, from.judge(vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
+		return written, from.judge(errtext.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
 	}
 	for i, l := range m.Lanes {
 		if l.RawBytes > 0 && counts[i] != l.RawBytes {
-			return written, vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, l.File,
+			return written, errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i, l.File,
 				counts[i], l.RawBytes)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // A backup is listed only when it is what it says: a full copy of every
@@ -36,7 +36,7 @@ func (s streamFiles) fileEnded(path string) error {
 	path = strings.TrimPrefix(path, "./")
 	for _, suffix := range toolTransformedSuffixes {
 		if strings.HasSuffix(path, suffix) {
-			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+			return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 				"the backup tool wrote %s, a file it compressed or encrypted itself (--compress or --encrypt, from its command line or an option file it "+
 					"read); the restore cannot prepare such files, so the backup is refused", path)
 		}
@@ -64,7 +64,7 @@ func checkToolInfo(dir string) error {
 		}
 	}
 	if err != nil {
-		return vterrors.Wrapf(err, "cannot read the tool's xtrabackup_info in %s", dir)
+		return errtext.Wrapf(err, "cannot read the tool's xtrabackup_info in %s", dir)
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
@@ -77,10 +77,10 @@ func checkToolInfo(dir string) error {
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		switch {
 		case k == "partial" && v == "Y":
-			return vterrors.New(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is partial (partial = Y in xtrabackup_info: --databases "+
+			return errtext.New(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is partial (partial = Y in xtrabackup_info: --databases "+
 				"or --tables, from its command line or an option file it read); a partial backup would be listed as a full one, so it is refused")
 		case (k == "compressed" || k == "encrypted") && v != "N" && v != "":
-			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is %s (%s = %s in xtrabackup_info); the restore "+
+			return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup tool says its backup is %s (%s = %s in xtrabackup_info); the restore "+
 				"cannot prepare such files, so the backup is refused", k, k, v)
 		}
 	}
@@ -120,7 +120,7 @@ func checkComplete(files streamFiles, before, after []tableFile) error {
 	if len(missing) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(missing)-len(shown))
 	}
-	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 		"the backup tool's stream lacks %d tables or databases the server had from the start of the backup to its end: %s%s; a backup that would restore "+
 			"without them is refused (was the tool told to copy only some databases or tables?)",
 		len(missing), strings.Join(shown, ", "), more)

@@ -11,10 +11,9 @@ import (
 	"github.com/google/shlex"
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/xbstream"
@@ -257,7 +256,7 @@ func (c *Config) Validate() error {
 // validateOwn checks the fields set by the engine's own flags.
 func (c *Config) validateOwn() error {
 	bad := func(flag, value, allowed string) error {
-		return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --%s: allowed values are %s", value, flag, allowed)
+		return errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --%s: allowed values are %s", value, flag, allowed)
 	}
 	if c.Lanes < 0 || c.Lanes > maxLanes {
 		return bad("fifo-backup-lanes", strconv.Itoa(c.Lanes), allowedLanes)

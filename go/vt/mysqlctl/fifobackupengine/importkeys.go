@@ -12,8 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -75,7 +74,7 @@ func CheckImportKeys(ctx context.Context, query func(ctx context.Context, q stri
 			}
 			id, encrypted, err := tablespaceKeyID(filepath.Join(dir, f))
 			if err != nil {
-				return vterrors.Wrapf(err, "table %s", t.Name())
+				return errtext.Wrapf(err, "table %s", t.Name())
 			}
 			if encrypted && !slices.Contains(need[id], t.Name()) {
 				need[id] = append(need[id], t.Name())
@@ -93,19 +92,19 @@ func CheckImportKeys(ctx context.Context, query func(ctx context.Context, q stri
 	// The live server lacking a key contradicts the request (a usage
 	// error): nothing says the backup is damaged.
 	refuse := func(id uint32, format string, args ...any) error {
-		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key id %d: %s; nothing was imported",
+		return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key id %d: %s; nothing was imported",
 			strings.Join(need[id], ", "), id, fmt.Sprintf(format, args...)))
 	}
 	rows, err := query(ctx, "SELECT PLUGIN_NAME FROM information_schema.PLUGINS WHERE PLUGIN_TYPE = 'ENCRYPTION' AND PLUGIN_STATUS = 'ACTIVE'")
 	if err != nil {
-		return vterrors.Wrap(err, "cannot read the live server's encryption plugin")
+		return errtext.Wrap(err, "cannot read the live server's encryption plugin")
 	}
 	if len(rows) == 0 {
 		var tables []string
 		for _, id := range ids {
 			tables = append(tables, need[id]...)
 		}
-		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key ids %s: the live server loads no encryption plugin, so it "+
+		return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "%s encrypted under key ids %s: the live server loads no encryption plugin, so it "+
 			"cannot read them: load the plugin with those keys (for file_key_management: plugin_load_add and file_key_management_filename in its "+
 			"[mysqld] group) and restart it; nothing was imported", strings.Join(tables, ", "), idList(ids)))
 	}
@@ -113,7 +112,7 @@ func CheckImportKeys(ctx context.Context, query func(ctx context.Context, q stri
 		return nil
 	}
 	if rows, err = query(ctx, "SELECT @@file_key_management_filename"); err != nil {
-		return vterrors.Wrap(err, "cannot read the live server's file_key_management_filename")
+		return errtext.Wrap(err, "cannot read the live server's file_key_management_filename")
 	}
 	keys, err := readKeyFile(rows[0][0])
 	if err != nil {

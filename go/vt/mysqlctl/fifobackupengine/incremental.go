@@ -9,10 +9,10 @@ import (
 	"vitess.io/vitess/go/mysql/replication"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 )
 
@@ -55,34 +55,34 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 	chain := []member{target}
 	for cur := target; cur.m.isDelta(); {
 		if len(chain) > maxChainLength+1 {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its chain is longer than %d backups (a loop?)", target.m.BackupName,
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its chain is longer than %d backups (a loop?)", target.m.BackupName,
 				maxChainLength)
 		}
 		name := cur.m.BaseBackup
 		ch, ok := cur.bh.(backuphandle.Chain)
 		if !ok {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental on base %s, but its storage cannot open other backups "+
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental on base %s, but its storage cannot open other backups "+
 				"(incremental chains need the split storage)", cur.m.BackupName, name)
 		}
 		bh, err := ch.Sibling(ctx, name)
 		if err != nil {
-			return nil, vterrors.Wrapf(err, "backup %s: its base %s is missing", cur.m.BackupName, name)
+			return nil, errtext.Wrapf(err, "backup %s: its base %s is missing", cur.m.BackupName, name)
 		}
 		m, err := ReadManifest(ctx, bh)
 		if err != nil {
-			return nil, vterrors.Wrapf(err, "backup %s: its base %s is damaged", cur.m.BackupName, name)
+			return nil, errtext.Wrapf(err, "backup %s: its base %s is damaged", cur.m.BackupName, name)
 		}
 		switch {
 		case m.BackupName != name:
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s has the MANIFEST of %s", cur.m.BackupName, name, m.BackupName)
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s has the MANIFEST of %s", cur.m.BackupName, name, m.BackupName)
 		case m.ToolFlavor != target.m.ToolFlavor:
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s was taken with %s, it with %s", cur.m.BackupName, name,
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: its base %s was taken with %s, it with %s", cur.m.BackupName, name,
 				m.ToolFlavor, target.m.ToolFlavor)
 		case m.LSN.To == "" || m.LSN.To != cur.m.LSN.From:
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s starts at LSN %q but its base %s ends at LSN %q", cur.m.BackupName,
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s starts at LSN %q but its base %s ends at LSN %q", cur.m.BackupName,
 				cur.m.LSN.From, name, m.LSN.To)
 		case m.ChainLength != cur.m.ChainLength-1 || (m.isDelta() && m.FullBackup != cur.m.FullBackup) || (!m.isDelta() && name != cur.m.FullBackup):
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s (chain of %s, length %d) does not follow its base %s (chain of "+
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s (chain of %s, length %d) does not follow its base %s (chain of "+
 				"%s, length %d)", cur.m.BackupName, cur.m.FullBackup, cur.m.ChainLength, name, m.FullBackup, m.ChainLength)
 		}
 		cur = member{bh: bh, m: m}
@@ -107,10 +107,10 @@ func checkLanesStored(ctx context.Context, c member) error {
 	for _, l := range c.m.Lanes {
 		n, err := s.StoredSize(ctx, l.File)
 		if err != nil {
-			return vterrors.Wrapf(err, "backup %s is damaged: lane %s", c.m.BackupName, l.File)
+			return errtext.Wrapf(err, "backup %s is damaged: lane %s", c.m.BackupName, l.File)
 		}
 		if n != l.StoredBytes {
-			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", c.m.BackupName, l.File,
+			return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", c.m.BackupName, l.File,
 				n, l.StoredBytes)
 		}
 	}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"slices"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // indexCheck checks a lane index against the lanes as verify reads them
@@ -77,7 +77,7 @@ func (c *indexCheck) result(m *Manifest) error {
 			l.err = fmt.Errorf("frame %d starts at stream offset %d, past the lane's last record", l.next, l.frames[l.next].Raw)
 		}
 		if l.err != nil {
-			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index: %v", m.BackupName, m.Lanes[i].File, l.err)
+			return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index: %v", m.BackupName, m.Lanes[i].File, l.err)
 		}
 	}
 	return nil

@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"strings"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // keyringConfigName is a keyring component configuration a Percona
@@ -26,7 +26,7 @@ var keyringConfigName = regexp.MustCompile(`^(xtrabackup_)?component_keyring_[a-
 func checkKeyring(ctx context.Context, query queryRows, files streamFiles, prepareFlags string) error {
 	rows, err := query(ctx, "SELECT NAME FROM information_schema.INNODB_TABLESPACES WHERE ENCRYPTION = 'Y'")
 	if err != nil {
-		return vterrors.Wrap(err, "cannot list the server's encrypted tablespaces")
+		return errtext.Wrap(err, "cannot list the server's encrypted tablespaces")
 	}
 	if len(rows) == 0 {
 		return nil
@@ -43,7 +43,7 @@ func checkKeyring(ctx context.Context, query queryRows, files streamFiles, prepa
 	for _, r := range rows[:min(len(rows), 5)] {
 		names = append(names, r[0])
 	}
-	return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 		"the server has %d encrypted tablespaces (%s) and nothing would give the restore's prepare the keyring: the stream holds no "+
 			"component_keyring_*.cnf and --fifo-backup-prepare-flags names none (--component-keyring-config, --keyring-file-data, --transition-key); the "+
 			"backup is refused, since every restore of it would fail",

@@ -8,9 +8,10 @@ import (
 	"slices"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // Seekable lanes. A lane is one compressed stream; to reach a file in its
@@ -135,14 +136,14 @@ func writeLaneIndex(ctx context.Context, bh backupstorage.BackupHandle, ix *Lane
 	}
 	w, err := bh.AddFile(ctx, laneIndexFileName, int64(len(doc)))
 	if err != nil {
-		return vterrors.Wrapf(err, "cannot add %s to the backup", laneIndexFileName)
+		return errtext.Wrapf(err, "cannot add %s to the backup", laneIndexFileName)
 	}
 	if _, err := w.Write(doc); err != nil {
 		w.Close()
-		return vterrors.Wrapf(err, "cannot write %s", laneIndexFileName)
+		return errtext.Wrapf(err, "cannot write %s", laneIndexFileName)
 	}
 	if err := w.Close(); err != nil {
-		return vterrors.Wrapf(err, "cannot write %s", laneIndexFileName)
+		return errtext.Wrapf(err, "cannot write %s", laneIndexFileName)
 	}
 	return nil
 }
@@ -155,16 +156,16 @@ func ReadLaneIndex(ctx context.Context, bh backupstorage.BackupHandle, m *Manife
 		return nil, nil
 	}
 	fail := func(format string, args ...any) error {
-		return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s: %s", m.BackupName, m.LaneIndex, fmt.Sprintf(format, args...))
+		return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s: %s", m.BackupName, m.LaneIndex, fmt.Sprintf(format, args...))
 	}
 	r, err := bh.ReadFile(ctx, m.LaneIndex)
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "backup %s: cannot read %s", m.BackupName, m.LaneIndex)
+		return nil, errtext.Wrapf(err, "backup %s: cannot read %s", m.BackupName, m.LaneIndex)
 	}
 	defer r.Close()
 	doc, err := io.ReadAll(io.LimitReader(r, maxLaneIndexBytes+1))
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "backup %s: cannot read %s", m.BackupName, m.LaneIndex)
+		return nil, errtext.Wrapf(err, "backup %s: cannot read %s", m.BackupName, m.LaneIndex)
 	}
 	if len(doc) > maxLaneIndexBytes {
 		return nil, fail("larger than %d bytes", maxLaneIndexBytes)

@@ -11,10 +11,10 @@ import (
 	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/xbstream"
@@ -73,7 +73,7 @@ func (s *storedLanes) judge(err error) error {
 		return err
 	}
 	if serr := s.storageErr.get(); serr != nil {
-		return vterrors.Wrapf(serr, "backup %s: the storage", s.m.BackupName)
+		return errtext.Wrapf(serr, "backup %s: the storage", s.m.BackupName)
 	}
 	return unreadable.Error(fmt.Errorf("%s; the storage reported nothing wrong with what it gave: the lanes did not decode with this host's "+
 		"external decompressor, which is no proof about the backup: give --external-decompressor the command that reads the %q files it was "+
@@ -112,7 +112,7 @@ type storageReader struct {
 func (r storageReader) Read(p []byte) (int, error) {
 	n, err := r.ReadCloser.Read(p)
 	if err != nil && err != io.EOF && !errors.Is(err, context.Canceled) {
-		r.into.set(vterrors.Wrapf(err, "%s", r.file))
+		r.into.set(errtext.Wrapf(err, "%s", r.file))
 	}
 	return n, err
 }
@@ -139,7 +139,7 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 				resume := func(off int64, frame int, why error) (io.ReadCloser, error) {
 					s.logger.Warningf("fifo: backup %s: %s does not match its lane index (%v): the rest of the lane is read as one stream from frame %d", s.m.BackupName, lane.File, why, frame)
 					if s.checkIndex { // verify's verdict on the index; a restore goes on without it
-						s.indexMismatch.set(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index at frame %d (stored byte %d): %v",
+						s.indexMismatch.set(errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index at frame %d (stored byte %d): %v",
 							s.m.BackupName, lane.File, frame, off, why))
 					}
 					src.Close() // read no further; its read-ahead goes back to the storage's budget
@@ -151,7 +151,7 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 			}
 			if err != nil {
 				src.Close()
-				return nil, vterrors.Wrapf(err, "%s", lane.File)
+				return nil, errtext.Wrapf(err, "%s", lane.File)
 			}
 			return &storedLane{Reader: ioutil.NewMeteredReader(dec, decRead), dec: dec, src: src, stats: s.stats}, nil
 		}
@@ -166,7 +166,7 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 			}
 			s.stats.since("Source:Open", start)
 			if err != nil {
-				return nil, vterrors.Wrapf(err, "%s: cannot open", lane.File)
+				return nil, errtext.Wrapf(err, "%s: cannot open", lane.File)
 			}
 			return decompress(ctx, src)
 		}
@@ -183,13 +183,13 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 				whole, err := s.bh.ReadFile(ctx, lane.File)
 				s.stats.since("Source:Open", start)
 				if err != nil {
-					return nil, vterrors.Wrapf(err, "%s: cannot open", lane.File)
+					return nil, errtext.Wrapf(err, "%s: cannot open", lane.File)
 				}
 				skip := &skippingReader{r: whole}
 				return &stretchReader{ranges: s.stretches[i], whole: whole, open: func(r byteRange) (io.ReadCloser, error) {
 					src, err := skip.stretch(r)
 					if err != nil {
-						return nil, vterrors.Wrapf(err, "%s", lane.File)
+						return nil, errtext.Wrapf(err, "%s", lane.File)
 					}
 					return decompress(ctx, src)
 				}}, nil
@@ -242,12 +242,12 @@ func (s *storedLanes) streamFrom(ctx context.Context, lane LaneInfo, off int64, 
 		}
 	}
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "%s: cannot open at stored byte %d", lane.File, off)
+		return nil, errtext.Wrapf(err, "%s: cannot open at stored byte %d", lane.File, off)
 	}
 	dec, err := newDecompressor(ctx, s.m, s.comp, ioutil.NewMeteredReader(src, metered), s.logger)
 	if err != nil {
 		src.Close()
-		return nil, vterrors.Wrapf(err, "%s", lane.File)
+		return nil, errtext.Wrapf(err, "%s", lane.File)
 	}
 	return &storedLane{Reader: dec, dec: dec, src: src, stats: s.stats}, nil
 }

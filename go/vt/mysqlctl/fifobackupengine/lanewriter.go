@@ -11,7 +11,8 @@ import (
 
 	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // laneIndex is the index of seekable lanes, nil when they are not.
@@ -144,7 +145,7 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 		f, err := b.bh.AddFile(ctx, l.name, backupstorage.FileSizeUnknown)
 		b.stats.since("Destination:Open", start)
 		if err != nil {
-			return vterrors.Wrapf(err, "cannot add lane file %s to the backup", l.name)
+			return errtext.Wrapf(err, "cannot add lane file %s to the backup", l.name)
 		}
 		l.file = f
 		l.dest = ioutil.NewMeteredWriter(f, destWrite, func(n int, _ time.Duration) { l.stored.Add(int64(n)) })
@@ -158,7 +159,7 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 		}
 		comp, err := pool.get(l.dest) // one stream per lane, started now (an external command)
 		if err != nil {
-			return vterrors.Wrapf(err, "lane %d: cannot start the compressor", i)
+			return errtext.Wrapf(err, "lane %d: cannot start the compressor", i)
 		}
 		l.comp = comp
 	}

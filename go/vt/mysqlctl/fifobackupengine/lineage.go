@@ -12,7 +12,8 @@ import (
 	"slices"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/vterrors"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // An incremental backup copies the InnoDB pages whose LSN is above its
@@ -64,7 +65,7 @@ func newInstance() string {
 func loadLineage(cnf *mysqlctl.Mycnf) (l lineage, fresh string, err error) {
 	id, err := dirIdentity(cnf.DataDir)
 	if err != nil {
-		return l, "", vterrors.Wrapf(err, "cannot identify the data directory %s", cnf.DataDir)
+		return l, "", errtext.Wrapf(err, "cannot identify the data directory %s", cnf.DataDir)
 	}
 	doc, rerr := os.ReadFile(lineagePath(cnf))
 	switch {
@@ -88,7 +89,7 @@ func loadLineage(cnf *mysqlctl.Mycnf) (l lineage, fresh string, err error) {
 func restoredLineage(cnf *mysqlctl.Mycnf, chain []string) error {
 	id, err := dirIdentity(cnf.DataDir)
 	if err != nil {
-		return vterrors.Wrapf(err, "cannot identify the data directory %s", cnf.DataDir)
+		return errtext.Wrapf(err, "cannot identify the data directory %s", cnf.DataDir)
 	}
 	return writeLineage(cnf, lineage{Instance: newInstance(), DataDir: id, Restored: chain})
 }
@@ -98,11 +99,11 @@ func writeLineage(cnf *mysqlctl.Mycnf, l lineage) error {
 	p := lineagePath(cnf)
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, append(doc, '\n'), 0o640); err != nil {
-		return vterrors.Wrapf(err, "cannot write %s", p)
+		return errtext.Wrapf(err, "cannot write %s", p)
 	}
 	if err := os.Rename(tmp, p); err != nil {
 		os.Remove(tmp)
-		return vterrors.Wrapf(err, "cannot write %s", p)
+		return errtext.Wrapf(err, "cannot write %s", p)
 	}
 	return nil
 }

@@ -17,10 +17,10 @@ import (
 	"vitess.io/vitess/go/mysql/replication"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
@@ -205,10 +205,10 @@ func ParseManifest(doc []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	if err := dec.Decode(&m); err != nil {
-		return nil, vterrors.Wrap(err, "cannot decode MANIFEST")
+		return nil, errtext.Wrap(err, "cannot decode MANIFEST")
 	}
 	if dec.More() {
-		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "MANIFEST has data after its JSON object")
+		return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "MANIFEST has data after its JSON object")
 	}
 	if err := m.check(); err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func ReadManifestDoc(ctx context.Context, bh backupstorage.BackupHandle) (*Manif
 	}
 	m, err := ParseManifest(doc)
 	if err != nil {
-		return nil, doc, vterrors.Wrapf(err, "backup %s: MANIFEST", bh.Name())
+		return nil, doc, errtext.Wrapf(err, "backup %s: MANIFEST", bh.Name())
 	}
 	return m, doc, nil
 }
@@ -276,7 +276,7 @@ func parseRestorable(name string, doc []byte) (*Manifest, *vitessStream, error) 
 	}
 	m, err := ParseManifest(doc)
 	if err != nil {
-		return nil, nil, vterrors.Wrapf(err, "backup %s: MANIFEST", name)
+		return nil, nil, errtext.Wrapf(err, "backup %s: MANIFEST", name)
 	}
 	return m, nil, nil
 }
@@ -291,7 +291,7 @@ func ReadAnyManifest(ctx context.Context, bh backupstorage.BackupHandle) (*mysql
 	}
 	var m mysqlctl.BackupManifest
 	if err := json.Unmarshal(doc, &m); err != nil {
-		return nil, doc, vterrors.Wrapf(err, "backup %s: MANIFEST is not JSON", bh.Name())
+		return nil, doc, errtext.Wrapf(err, "backup %s: MANIFEST is not JSON", bh.Name())
 	}
 	return &m, doc, nil
 }
@@ -310,19 +310,19 @@ func readManifestBytes(ctx context.Context, bh backupstorage.BackupHandle) ([]by
 		// Nothing to judge: a backup that never completed, or a root read
 		// through another storage than the one that wrote it (a split
 		// storage's root as Vitess's file storage lists parts, no MANIFEST).
-		return nil, unreadable.Error(vterrors.Wrapf(err, "backup %s: it has no MANIFEST: an incomplete backup, or another storage's "+
+		return nil, unreadable.Error(errtext.Wrapf(err, "backup %s: it has no MANIFEST: an incomplete backup, or another storage's "+
 			"(check --backup-storage-implementation and the storage flags)", bh.Name()))
 	}
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
+		return nil, errtext.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
 	}
 	defer r.Close()
 	doc, err := io.ReadAll(io.LimitReader(r, maxManifestBytes+1))
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
+		return nil, errtext.Wrapf(err, "backup %s: cannot read MANIFEST", bh.Name())
 	}
 	if len(doc) > maxManifestBytes {
-		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: MANIFEST is larger than %d bytes", bh.Name(), maxManifestBytes)
+		return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s: MANIFEST is larger than %d bytes", bh.Name(), maxManifestBytes)
 	}
 	return doc, nil
 }
@@ -331,35 +331,35 @@ func readManifestBytes(ctx context.Context, bh backupstorage.BackupHandle) ([]by
 // so a hand-edited one fails before any data is touched.
 func (m *Manifest) check() error {
 	if m.BackupMethod != engineName {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "BackupMethod is %q, not %q", m.BackupMethod, engineName)
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "BackupMethod is %q, not %q", m.BackupMethod, engineName)
 	}
 	if len(m.Lanes) < 1 || len(m.Lanes) > maxLanes {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "has %d lanes, want 1..%d", len(m.Lanes), maxLanes)
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "has %d lanes, want 1..%d", len(m.Lanes), maxLanes)
 	}
 	seen := map[string]bool{}
 	for i, l := range m.Lanes {
 		if l.File != laneFileName(i, m.CompressionExtension) || seen[l.File] {
-			return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "lane %d has file name %q, want %q", i, l.File, laneFileName(i, m.CompressionExtension))
+			return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "lane %d has file name %q, want %q", i, l.File, laneFileName(i, m.CompressionExtension))
 		}
 		seen[l.File] = true
 	}
 	switch m.Source {
 	case SourceStdout, SourceFIFO:
 	default:
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "unknown source %q", m.Source)
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "unknown source %q", m.Source)
 	}
 	switch m.ToolFlavor {
 	case FlavorXtrabackup, FlavorMariabackup:
 	default:
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "unknown tool flavor %q", m.ToolFlavor)
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "unknown tool flavor %q", m.ToolFlavor)
 	}
 	switch {
 	case m.Incremental:
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental in Vitess's sense, which the fifo engine never writes")
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental in Vitess's sense, which the fifo engine never writes")
 	case m.BaseBackup == "" && (m.FullBackup != "" || m.ChainLength != 0):
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "has no BaseBackup but FullBackup %q and ChainLength %d", m.FullBackup, m.ChainLength)
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "has no BaseBackup but FullBackup %q and ChainLength %d", m.FullBackup, m.ChainLength)
 	case m.BaseBackup != "" && (m.FullBackup == "" || m.ChainLength < 1 || m.LSN.From == "" || m.BaseBackup == m.BackupName):
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental (BaseBackup %q) but FullBackup %q, ChainLength %d or LSN.From %q is wrong",
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "is incremental (BaseBackup %q) but FullBackup %q, ChainLength %d or LSN.From %q is wrong",
 			m.BaseBackup, m.FullBackup, m.ChainLength, m.LSN.From)
 	}
 	return nil
@@ -379,20 +379,20 @@ func positionFromInfo(dir, flavor string) (replication.Position, error) {
 		}
 	}
 	if err != nil {
-		return replication.Position{}, vterrors.Wrapf(err, "cannot read the tool's xtrabackup_info in %s", dir)
+		return replication.Position{}, errtext.Wrapf(err, "cannot read the tool's xtrabackup_info in %s", dir)
 	}
 	m := lastChangeRe.FindSubmatch(data)
 	if m == nil {
-		return replication.Position{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no \"GTID of the last change\" in the tool's xtrabackup_info")
+		return replication.Position{}, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no \"GTID of the last change\" in the tool's xtrabackup_info")
 	}
 	pos := strings.Join(strings.Fields(string(m[1])), "")
 	if pos == "" {
-		return replication.Position{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "empty \"GTID of the last change\" in the tool's "+
+		return replication.Position{}, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "empty \"GTID of the last change\" in the tool's "+
 			"xtrabackup_info: is binary logging with GTIDs on?")
 	}
 	p, err := replication.ParsePosition(flavor, pos)
 	if err != nil {
-		return replication.Position{}, vterrors.Wrapf(err, "cannot parse position %q with flavor %s", pos, flavor)
+		return replication.Position{}, errtext.Wrapf(err, "cannot parse position %q with flavor %s", pos, flavor)
 	}
 	return p, nil
 }

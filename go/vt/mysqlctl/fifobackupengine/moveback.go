@@ -13,9 +13,10 @@ import (
 	"strings"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // restoreLayout is where a restore puts files: the tablet's directories, and
@@ -127,12 +128,12 @@ func isToolMetadata(name string, l restoreLayout) bool {
 func checkArrived(staging string, moves []placement, l restoreLayout) error {
 	for _, m := range moves {
 		if _, err := os.Lstat(m.Dst); err != nil {
-			return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the restore moved %s to %s, but it is not there: %v", m.Src, m.Dst, err)
+			return errtext.Errorf(vtrpcpb.Code_INTERNAL, "the restore moved %s to %s, but it is not there: %v", m.Src, m.Dst, err)
 		}
 	}
 	entries, err := os.ReadDir(staging)
 	if err != nil {
-		return vterrors.Wrapf(err, "cannot check what the restore left in %s", staging)
+		return errtext.Wrapf(err, "cannot check what the restore left in %s", staging)
 	}
 	for _, e := range entries {
 		if !e.IsDir() && isToolMetadata(e.Name(), l) {
@@ -141,7 +142,7 @@ func checkArrived(staging string, moves []placement, l restoreLayout) error {
 		if filepath.Ext(e.Name()) == ".index" || strings.HasPrefix(e.Name(), "ib_logfile") {
 			continue // a binlog index rewritten in place; a redo file PXB leaves behind
 		}
-		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "the backup holds %s, which the restore did not place (a database or file of the backup would be "+
+		return errtext.Errorf(vtrpcpb.Code_INTERNAL, "the backup holds %s, which the restore did not place (a database or file of the backup would be "+
 			"lost with the staging directory %s); the restore is failed", e.Name(), staging)
 	}
 	return nil
@@ -167,7 +168,7 @@ func planMoveBack(staging string, l restoreLayout) (moves []placement, binlogInd
 	for _, rel := range rels {
 		t := external[rel]
 		if err := checkExternalPath(t.path, l.ExternalDirs); err != nil {
-			return nil, nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "tablespace %s (%s) lived at %s: %v", rel, t.from, t.path, err)
+			return nil, nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "tablespace %s (%s) lived at %s: %v", rel, t.from, t.path, err)
 		}
 		moves = append(moves, placement{Src: rel, Dst: t.path, Replace: true})
 	}
@@ -245,7 +246,7 @@ func externalTablespaces(staging string) (map[string]externalTablespace, error) 
 			} `json:"external_tablespaces"`
 		}
 		if err := json.Unmarshal(b, &doc); err != nil {
-			return nil, vterrors.Wrapf(err, "cannot parse xtrabackup_tablespaces of the backup")
+			return nil, errtext.Wrapf(err, "cannot parse xtrabackup_tablespaces of the backup")
 		}
 		for _, t := range doc.Tablespaces {
 			if t.Type == "UNDO_LOG" {
@@ -361,15 +362,15 @@ func planBinlog(staging string, l restoreLayout) (map[string]string, *placementW
 func applyMoveBack(staging string, moves []placement, index *placementWrite) error {
 	for _, m := range moves {
 		if err := os.MkdirAll(filepath.Dir(m.Dst), 0o750); err != nil {
-			return vterrors.Wrapf(err, "cannot create the directory of %s", m.Dst)
+			return errtext.Wrapf(err, "cannot create the directory of %s", m.Dst)
 		}
 		if st, err := os.Lstat(m.Dst); err == nil {
 			if !m.Replace || !st.Mode().IsRegular() {
-				return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move %s to %s: a %s is there, and a restore never writes over it", m.Src, m.Dst,
+				return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move %s to %s: a %s is there, and a restore never writes over it", m.Src, m.Dst,
 					describeMode(st.Mode()))
 			}
 			if err := os.Remove(m.Dst); err != nil {
-				return vterrors.Wrapf(err, "cannot replace %s", m.Dst)
+				return errtext.Wrapf(err, "cannot replace %s", m.Dst)
 			}
 		}
 		if err := moveByRename(filepath.Join(staging, m.Src), m.Dst); err != nil {
@@ -378,10 +379,10 @@ func applyMoveBack(staging string, moves []placement, index *placementWrite) err
 	}
 	if index != nil {
 		if err := os.MkdirAll(filepath.Dir(index.Dst), 0o750); err != nil {
-			return vterrors.Wrapf(err, "cannot create the directory of %s", index.Dst)
+			return errtext.Wrapf(err, "cannot create the directory of %s", index.Dst)
 		}
 		if err := os.WriteFile(index.Dst, index.Data, 0o640); err != nil {
-			return vterrors.Wrapf(err, "cannot write the binlog index %s", index.Dst)
+			return errtext.Wrapf(err, "cannot write the binlog index %s", index.Dst)
 		}
 	}
 	return nil

@@ -10,9 +10,10 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // The tablet's old files are out of the restore's way at once: each of its
@@ -36,17 +37,17 @@ func oldFiles(cnf *mysqlctl.Mycnf) ([]string, error) {
 	for _, d := range []struct{ name, path string }{{"DataDir", cnf.DataDir}, {"InnodbDataHomeDir", cnf.InnodbDataHomeDir},
 		{"InnodbLogGroupHomeDir", cnf.InnodbLogGroupHomeDir}, {"RelayLogIndexPath", cnf.RelayLogIndexPath}, {"RelayLogInfoPath", cnf.RelayLogInfoPath}} {
 		if d.path == "" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", d.name)
+			return nil, errtext.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", d.name)
 		}
 		out = append(out, d.path)
 	}
 	for _, p := range []struct{ name, path string }{{"BinLogPath", cnf.BinLogPath}, {"RelayLogPath", cnf.RelayLogPath}} {
 		if p.path == "" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", p.name)
+			return nil, errtext.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", p.name)
 		}
 		matches, err := filepath.Glob(p.path + ".*")
 		if err != nil {
-			return nil, vterrors.Wrapf(err, "can't expand path glob %q", p.path+".*")
+			return nil, errtext.Wrapf(err, "can't expand path glob %q", p.path+".*")
 		}
 		out = append(out, matches...)
 	}
@@ -61,7 +62,7 @@ func removeExistingFiles(cnf *mysqlctl.Mycnf) error {
 	}
 	for _, p := range paths {
 		if err := os.RemoveAll(p); err != nil {
-			return vterrors.Wrapf(err, "can't remove existing files (%v)", p)
+			return errtext.Wrapf(err, "can't remove existing files (%v)", p)
 		}
 	}
 	return nil
@@ -96,7 +97,7 @@ func setAsideOldFiles(cnf *mysqlctl.Mycnf, need int64, logger logutil.Logger) (w
 		}
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			release()
-			return none, vterrors.Wrapf(err, "can't move existing files out of the way (%v)", p)
+			return none, errtext.Wrapf(err, "can't move existing files out of the way (%v)", p)
 		}
 	}
 	logger.Infof("fifo restore: existing files moved to %s, removed while the restore runs", aside)

@@ -12,10 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/procident"
 )
 
@@ -110,7 +109,7 @@ func toolOpenFiles(dataDir string) (uint64, error) {
 
 func checkOpenFiles(dataDir string, tablespaces int, hard uint64) (uint64, error) {
 	if need := uint64(tablespaces + openFilesSlack); hard < need {
-		return 0, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+		return 0, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 			"the backup tool needs about %d open files (%d InnoDB tablespaces in %s, and %d more), but this process's hard limit of open files is %d: raise "+
 				"it (ulimit -Hn, LimitNOFILE= in the service unit, the container's nofile ulimit)",
 			need, tablespaces, dataDir, openFilesSlack, hard)

@@ -17,8 +17,8 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -47,7 +47,7 @@ func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestorePara
 	run.stats.since("Engine:Restore", start)
 	params.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s: per-phase stats", bh.Name()), time.Since(start)))
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "fifo restore of backup %s failed", bh.Name())
+		return nil, errtext.Wrapf(err, "fifo restore of backup %s failed", bh.Name())
 	}
 	params.Logger.Infof("fifo restore %s: done, position %v", bh.Name(), m.Position)
 	return &m.BackupManifest, nil
@@ -127,14 +127,14 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	}
 	defer waitOldFiles()
 	if err := r.params.Mysqld.ReinitConfig(ctx, cnf); err != nil {
-		return vterrors.Wrap(err, "cannot reinit the config file")
+		return errtext.Wrap(err, "cannot reinit the config file")
 	}
 
 	// Staging sits beside the data directory, on the same filesystem, so
 	// files move into place by rename.
 	staging, release, err := newWorkDir(filepath.Dir(filepath.Clean(cnf.DataDir)), stagingDirPrefix, r.logger)
 	if err != nil {
-		return vterrors.Wrap(err, "cannot create the staging directory")
+		return errtext.Wrap(err, "cannot create the staging directory")
 	}
 	// Nothing half-extracted stays behind, whatever failed.
 	defer release()
@@ -221,7 +221,7 @@ func (r *restoreRun) restoreChain(ctx context.Context, tool *backupTool, default
 		err = r.prepare(ctx, tool, step(i, delta.dir))
 		delta.release()
 		if err != nil {
-			err = vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
+			err = errtext.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
 		}
 	}
 	if err != nil {
@@ -251,12 +251,12 @@ func (r *restoreRun) extractAhead(ctx context.Context, i int, dir string) *delta
 		last := len(r.chain) - 1
 		delta, release, err := newWorkDir(filepath.Dir(filepath.Clean(dir)), deltaDirPrefix, r.logger)
 		if err != nil {
-			d.err = vterrors.Wrapf(err, "cannot create a directory for an incremental backup")
+			d.err = errtext.Wrapf(err, "cannot create a directory for an incremental backup")
 			return
 		}
 		if err := r.extract(ctx, r.chain[i], delta); err != nil {
 			release()
-			d.err = vterrors.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
+			d.err = errtext.Wrapf(err, "incremental backup %s (%d of %d)", r.chain[i].m.BackupName, i, last)
 			return
 		}
 		d.dir, d.release = delta, release
@@ -320,15 +320,15 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			// Say how much room the restore needs, not only where it ran out.
-			return vterrors.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %d bytes there (its stream's size), %s "+
+			return errtext.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %d bytes there (its stream's size), %s "+
 				"when the extraction began, %d were written",
 				laneNames(m), staging, m.RawBytes, freeText(free), st.Bytes)
 		}
-		err = vterrors.Wrapf(err, "extracting lanes (%s)", laneNames(m))
+		err = errtext.Wrapf(err, "extracting lanes (%s)", laneNames(m))
 		if from.stretches != nil {
 			// Only whole lanes tell a damaged lane from an index whose
 			// frames are not the lane's.
-			err = vterrors.Wrapf(err, "reading the frames the lane index names (a damaged lane, or an index that does not match it: vtfifo "+
+			err = errtext.Wrapf(err, "reading the frames the lane index names (a damaged lane, or an index that does not match it: vtfifo "+
 				"verify reads the whole lanes and says which; a whole restore does not need the index)")
 		}
 		return from.judge(err)
@@ -339,7 +339,7 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 	if from.stretches == nil {
 		for i, ls := range st.Lanes {
 			if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
-				return from.judge(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes,
+				return from.judge(errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes,
 					m.Lanes[i].RawBytes))
 			}
 		}
@@ -375,7 +375,7 @@ func laneNames(m *Manifest) string {
 // checkTool refuses a tool of another flavor than the backup's.
 func (r *restoreRun) checkTool(tool *backupTool) error {
 	if tool.Flavor != r.m.ToolFlavor {
-		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is "+
+		return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the backup was taken with %s (%s) but the tool here is "+
 			"%s (%s): give the backup's tool (--fifo-backup-tool-path)", r.m.ToolFlavor, r.m.ToolVersion, tool.Flavor, tool.Version))
 	}
 	return nil
@@ -420,7 +420,7 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	out.flush()
 	r.stats.since("Prepare", start)
 	if err != nil {
-		return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s", tool.Flavor, err, out.tail())
+		return errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s", tool.Flavor, err, out.tail())
 	}
 	return nil
 }
@@ -439,11 +439,11 @@ func (r *restoreRun) moveBack(staging string) error {
 	layout.MariaDBData = strings.Contains(r.m.MySQLVersion, "MariaDB")
 	moves, index, err := planMoveBack(staging, layout)
 	if err != nil {
-		return vterrors.Wrapf(err, "cannot place the files of the backup")
+		return errtext.Wrapf(err, "cannot place the files of the backup")
 	}
 	for _, dir := range []string{cnf.DataDir, cnf.InnodbDataHomeDir, cnf.InnodbLogGroupHomeDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return vterrors.Wrapf(err, "cannot create %s", dir)
+			return errtext.Wrapf(err, "cannot create %s", dir)
 		}
 	}
 	if err := applyMoveBack(staging, moves, index); err != nil {
@@ -480,11 +480,11 @@ func moveByRename(src, dst string) error {
 	}
 	if errors.Is(err, syscall.EXDEV) {
 		if cerr := copyTree(src, dst); cerr != nil {
-			return vterrors.Wrapf(cerr, "cannot move %s to %s (another file system: copying)", src, dst)
+			return errtext.Wrapf(cerr, "cannot move %s to %s (another file system: copying)", src, dst)
 		}
 		return os.RemoveAll(src)
 	}
-	return vterrors.Wrapf(err, "cannot move %s to %s", src, dst)
+	return errtext.Wrapf(err, "cannot move %s to %s", src, dst)
 }
 
 // copyTree copies a directory (os.CopyFS) or a regular file to dst, which
@@ -540,7 +540,7 @@ func matchOwner(cnf *mysqlctl.Mycnf, paths []string) error {
 			return os.Lchown(p, int(sys.Uid), int(sys.Gid))
 		})
 		if err != nil {
-			return vterrors.Wrapf(err, "cannot give %s to the tablet directory's owner", dir)
+			return errtext.Wrapf(err, "cannot give %s to the tablet directory's owner", dir)
 		}
 	}
 	return nil
@@ -552,7 +552,7 @@ func matchOwner(cnf *mysqlctl.Mycnf, paths []string) error {
 func createStateFile(cnf *mysqlctl.Mycnf) error {
 	f, err := os.OpenFile(filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o640)
 	if err != nil {
-		return vterrors.Wrap(err, "unable to create the restore_in_progress file")
+		return errtext.Wrap(err, "unable to create the restore_in_progress file")
 	}
 	return f.Close()
 }

@@ -12,9 +12,10 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // RestoreDirOptions configures RestoreToDir.
@@ -130,7 +131,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	var tables *tableRestore
 	if opts.Tables != nil {
 		if !opts.Prepare {
-			return rep, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "a table restore prepares the files (with --export): set Prepare")
+			return rep, errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "a table restore prepares the files (with --export): set Prepare")
 		}
 		tables = &tableRestore{subset: tableSubset{patterns: opts.Tables}, logger: opts.Logger, onTables: opts.OnTables, dir: dir}
 		run.scope = tables
@@ -154,7 +155,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		}
 	}
 	if len(run.chain) > 1 && !opts.Prepare {
-		return rep, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the "+
+		return rep, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the "+
 			"tool has applied its chain %v; restore it with prepare", m.BackupName, m.BaseBackup, chainNames(run.chain))
 	}
 	if rep.Target, err = claimEmptyDir(dir); err != nil {
@@ -168,7 +169,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	opts.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s into %s: per-phase stats", bh.Name(), dir), time.Since(start)))
 	if err != nil {
 		_ = rep.Target.RemoveRestored()
-		return rep, vterrors.Wrapf(err, "fifo restore of backup %s into %s failed", bh.Name(), dir)
+		return rep, errtext.Wrapf(err, "fifo restore of backup %s into %s failed", bh.Name(), dir)
 	}
 	rep.Files, rep.Bytes = countFiles(dir)
 	rep.Chain = chainNames(run.chain)
@@ -201,18 +202,18 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 	if err := os.Mkdir(dir, 0o750); err == nil {
 		return TargetDir{Path: dir, Created: true}, nil
 	} else if !errors.Is(err, os.ErrExist) {
-		return TargetDir{}, vterrors.Wrapf(err, "cannot create the target directory")
+		return TargetDir{}, errtext.Wrapf(err, "cannot create the target directory")
 	}
 	f, err := os.Open(dir)
 	if err != nil {
-		return TargetDir{}, vterrors.Wrapf(err, "cannot open the target directory")
+		return TargetDir{}, errtext.Wrapf(err, "cannot open the target directory")
 	}
 	defer f.Close()
 	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
 		if err == nil {
-			return TargetDir{}, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore never writes over files", dir)
+			return TargetDir{}, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore never writes over files", dir)
 		}
-		return TargetDir{}, vterrors.Wrapf(err, "cannot read the target directory %s", dir)
+		return TargetDir{}, errtext.Wrapf(err, "cannot read the target directory %s", dir)
 	}
 	return TargetDir{Path: dir}, nil
 }

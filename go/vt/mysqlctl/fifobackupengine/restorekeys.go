@@ -12,6 +12,7 @@ import (
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
@@ -59,14 +60,14 @@ func chainKeyNeed(chain []member) (*keyNeed, error) {
 			need = &keyNeed{plugin: enc.Plugin, checks: map[uint32]string{}, backups: map[uint32]string{}}
 		}
 		if enc.Plugin != need.plugin {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s was taken with the encryption plugin %s, its chain's full backup with %s: "+
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s was taken with the encryption plugin %s, its chain's full backup with %s: "+
 				"no one server configuration prepares both", c.m.BackupName, enc.Plugin, need.plugin)
 		}
 		need.keyFile = enc.KeyFile
 		for _, id := range enc.KeyIDs {
 			check := enc.KeyChecks[strconv.FormatUint(uint64(id), 10)]
 			if old, seen := need.checks[id]; seen && old != "" && check != "" && old != check {
-				return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backups %s and %s of one chain were taken with different keys under key id %d: "+
+				return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backups %s and %s of one chain were taken with different keys under key id %d: "+
 					"no one key file prepares both", need.backups[id], c.m.BackupName, id)
 			}
 			if need.checks[id] == "" {
@@ -103,7 +104,7 @@ func checkRestoreKeys(chain []member, hostCnf string, logger logutil.Logger) err
 	if hostCnf != "" {
 		opts, err := ServerOptions(hostCnf, "file_key_management_filename", "file_key_management_filekey")
 		if err != nil {
-			return vterrors.Wrap(err, "cannot read the restoring host's option file")
+			return errtext.Wrap(err, "cannot read the restoring host's option file")
 		}
 		if opts["file_key_management_filekey"] != "" {
 			logger.Infof("fifo restore: %s encrypts its key file with a file key: the keys %s are checked by the prepare", hostCnf, idList(ids))

@@ -10,8 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/mysqlfilename"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
@@ -56,13 +55,13 @@ func ParseTablePatterns(specs []string) ([]TablePattern, error) {
 	for _, s := range specs {
 		db, table, ok := SplitName(s)
 		if !ok || db == "*" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --table: allowed values are db.table or db.* (a name "+
+			return nil, errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "invalid value %q for --table: allowed values are db.table or db.* (a name "+
 				"with a '.' in backquotes: `my.db`.`t.1`)", s)
 		}
 		out = append(out, TablePattern{db, table})
 	}
 	if len(out) == 0 {
-		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--table is required: db.table or db.*")
+		return nil, errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--table is required: db.table or db.*")
 	}
 	return out, nil
 }
@@ -258,11 +257,11 @@ func (s *tableSubset) tables(paths []string, backup string) ([]*TableFiles, erro
 		}
 		if tp.Table != "*" {
 			if t := byName[tp.String()]; t != nil {
-				return nil, flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_NOT_FOUND,
+				return nil, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_NOT_FOUND,
 					"%s in backup %s has a definition but no data file (a view?): only tables are restored", tp, backup))
 			}
 		}
-		return nil, flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "no table %s in backup %s", tp, backup))
+		return nil, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_NOT_FOUND, "no table %s in backup %s", tp, backup))
 	}
 	for _, t := range out {
 		if err := importable(t, backup); err != nil {
@@ -298,7 +297,7 @@ func importable(t *TableFiles, backup string) error {
 	default:
 		return nil
 	}
-	return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: %s; restore the backup whole "+
+	return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_UNIMPLEMENTED, "table %s in backup %s is %s: %s; restore the backup whole "+
 		"(vtfifo restore) and copy the table's files from there", t.Name(), backup, t.Engine, why))
 }
 
@@ -314,7 +313,7 @@ func checkExported(dir string, tables []*TableFiles) error {
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p))); err != nil {
-				return vterrors.Errorf(vtrpcpb.Code_INTERNAL, "table %s: the tool's --export wrote no %s: the table cannot be imported safely; see the tool's "+
+				return errtext.Errorf(vtrpcpb.Code_INTERNAL, "table %s: the tool's --export wrote no %s: the table cannot be imported safely; see the tool's "+
 					"output above", t.Name(), p)
 			}
 		}
@@ -398,7 +397,7 @@ func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes,
 func (t *tableRestore) roomFor(raw int64) error {
 	free := freeBytes(existingParent(t.dir))
 	if need := raw + t.readStreamBytes + raw/10; free >= 0 && free < need {
-		return flagvalue.Contradiction(vterrors.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %d bytes free, and the table restore needs about %d "+
+		return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %d bytes free, and the table restore needs about %d "+
 			"there (the %d stream bytes of the frames holding its files, and a tenth more for the prepare): nothing was downloaded; choose a "+
 			"--target-dir with more room", t.dir, free, need, raw+t.readStreamBytes))
 	}
@@ -421,7 +420,7 @@ func existingParent(dir string) string {
 func (t *tableRestore) extracted(c member, want []string, got map[string]int64) error {
 	for _, p := range want {
 		if _, ok := got[p]; !ok {
-			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s: its lane index names it but the frames read did not hold it", c.m.BackupName, p)
+			return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s: its lane index names it but the frames read did not hold it", c.m.BackupName, p)
 		}
 	}
 	if t.tables == nil {

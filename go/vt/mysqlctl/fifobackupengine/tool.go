@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/shlex"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // backupTool is the detected xtrabackup or mariabackup binary.
@@ -50,27 +50,27 @@ func detectTool(ctx context.Context, cfg *Config) (*backupTool, error) {
 			}
 		}
 		if path == "" {
-			return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no backup tool found: neither xtrabackup nor mariabackup is in PATH; set "+
+			return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no backup tool found: neither xtrabackup nor mariabackup is in PATH; set "+
 				"--fifo-backup-tool-path")
 		}
 	} else if p, err := exec.LookPath(path); err == nil {
 		path = p
 	} else {
-		return nil, vterrors.Wrapf(err, "--fifo-backup-tool-path %q is not an executable", path)
+		return nil, errtext.Wrapf(err, "--fifo-backup-tool-path %q is not an executable", path)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	out, err := newToolCommand(ctx, path, "--version").CombinedOutput()
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "cannot run %s --version: %s", path, strings.TrimSpace(string(out)))
+		return nil, errtext.Wrapf(err, "cannot run %s --version: %s", path, strings.TrimSpace(string(out)))
 	}
 	t, err := parseToolVersion(path, string(out))
 	if err != nil {
 		return nil, err
 	}
 	if cfg.ToolFlavor != "" && cfg.ToolFlavor != t.Flavor {
-		return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-tool-flavor is %s but %s says it is %s (%s)", cfg.ToolFlavor, path,
+		return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-tool-flavor is %s but %s says it is %s (%s)", cfg.ToolFlavor, path,
 			t.Flavor, t.Version)
 	}
 	return t, nil
@@ -133,7 +133,7 @@ func parseToolVersion(path, out string) (*backupTool, error) {
 		t.Flavor = FlavorMariabackup
 		return t, nil
 	}
-	return nil, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot tell the flavor of %s from its --version output %q; set "+
+	return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot tell the flavor of %s from its --version output %q; set "+
 		"--fifo-backup-tool-flavor", path, strings.TrimSpace(out))
 }
 
@@ -161,7 +161,7 @@ func (t *backupTool) sourceFor(cfg *Config) (string, error) {
 		return SourceStdout, nil
 	case SourceFIFO:
 		if !t.supportsFIFO() {
-			return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33-28, but %s is %q; "+
+			return "", errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-source=fifo needs Percona XtraBackup >= 8.0.33-28, but %s is %q; "+
 				"use --fifo-backup-source=stdout or auto", t.Path, t.Version)
 		}
 	default:
@@ -181,7 +181,7 @@ func (t *backupTool) sourceFor(cfg *Config) (string, error) {
 // --fifo-backup-backup-flags come last, so an operator's own wins.
 func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir, source, fifoDir string, openFiles uint64) ([]string, error) {
 	if cfg.ReadBufferSize > 0 && t.Flavor == FlavorMariabackup {
-		return nil, vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-read-buffer-size is set but %s is mariabackup (%s), which has no chunk "+
+		return nil, errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT, "--fifo-backup-read-buffer-size is set but %s is mariabackup (%s), which has no chunk "+
 			"size setting; unset the flag", t.Path, t.Version)
 	}
 	args := []string{
@@ -211,7 +211,7 @@ func (t *backupTool) backupArgs(cfg *Config, defaultsFile, socket, user, workDir
 	}
 	extra, err := shlex.Split(cfg.BackupFlags)
 	if err != nil {
-		return nil, vterrors.Wrap(err, "cannot split --fifo-backup-backup-flags")
+		return nil, errtext.Wrap(err, "cannot split --fifo-backup-backup-flags")
 	}
 	return append(args, joinSecretValues(extra)...), nil
 }
@@ -353,7 +353,7 @@ func (t *backupTool) prepareArgs(cfg *Config, step prepareStep) ([]string, error
 	}
 	extra, err := shlex.Split(cfg.PrepareFlags)
 	if err != nil {
-		return nil, vterrors.Wrap(err, "cannot split --fifo-backup-prepare-flags")
+		return nil, errtext.Wrap(err, "cannot split --fifo-backup-prepare-flags")
 	}
 	return append(args, joinSecretValues(extra)...), nil
 }

@@ -3,9 +3,9 @@ package fifobackupengine
 import (
 	"strings"
 
-	"vitess.io/vitess/go/vt/vterrors"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // toolOptionRule is a tool option an operator may not set, and why. name
@@ -87,7 +87,7 @@ func checkToolFlags(flag string, args []string, rules []toolOptionRule) error {
 		name = strings.ReplaceAll(strings.ToLower(name), "_", "-")
 		name = strings.TrimPrefix(name, "loose-")
 		if r := ruleFor(name, rules); r != nil {
-			return vterrors.Errorf(vtrpcpb.Code_INVALID_ARGUMENT,
+			return errtext.Errorf(vtrpcpb.Code_INVALID_ARGUMENT,
 				"invalid value for --%s: it carries --%s, which is not allowed there: %s", flag, name, r.why)
 		}
 	}
@@ -102,7 +102,7 @@ func checkToolFlags(flag string, args []string, rules []toolOptionRule) error {
 func checkToolOptionFile(path, flavor string) ([]optionLine, error) {
 	lines, err := readOptionFile(path)
 	if err != nil {
-		return nil, vterrors.Wrapf(err, "cannot read the option file the backup tool is given")
+		return nil, errtext.Wrapf(err, "cannot read the option file the backup tool is given")
 	}
 	own := inGroups(lines, toolOptionGroups(flavor))
 	for _, l := range own {
@@ -110,7 +110,7 @@ func checkToolOptionFile(path, flavor string) ([]optionLine, error) {
 			continue
 		}
 		if r := ruleFor(l.Name, backupOptionRules); r != nil && !r.commandLineOnly {
-			return own, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+			return own, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 				"%s line %d sets [%s] %s, which %s reads as its own --%s: %s; remove the line (a [client] option meant for the mysql client belongs in [mysql])",
 				l.File, l.Line, l.Group, l.Name, flavor, l.Name, r.why)
 		}

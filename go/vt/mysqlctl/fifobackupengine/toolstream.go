@@ -13,10 +13,10 @@ import (
 
 	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/dbconfigs"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -73,7 +73,7 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 func (b *backupRun) toolUser() (string, error) {
 	user := cmp.Or(b.cfg.User, dbconfigs.GlobalDBConfigs.Dba.User)
 	if user == "" {
-		return "", vterrors.New(vtrpcpb.Code_INVALID_ARGUMENT, "no MySQL user for the backup tool: set --fifo-backup-user or --db-dba-user")
+		return "", errtext.New(vtrpcpb.Code_INVALID_ARGUMENT, "no MySQL user for the backup tool: set --fifo-backup-user or --db-dba-user")
 	}
 	return user, nil
 }
@@ -89,7 +89,7 @@ func (b *backupRun) fifoDir(workDir string) (string, error) {
 	}
 	// The tool creates one level (ds_fifo.cc, fifo_init): the parent must exist.
 	if st, err := os.Stat(b.cfg.FIFODir); err != nil || !st.IsDir() {
-		return "", vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup tool creates "+
+		return "", errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup tool creates "+
 			"one directory in it, not its parents", b.cfg.FIFODir)
 	}
 	return filepath.Join(b.cfg.FIFODir, filepath.Base(workDir)), nil
@@ -151,7 +151,7 @@ func (b *backupRun) startTool(ctx context.Context, user string, args []string) (
 		if t.stdout != nil {
 			t.stdout.Close()
 		}
-		return nil, vterrors.Wrapf(err, "cannot start %s", b.tool.Path)
+		return nil, errtext.Wrapf(err, "cannot start %s", b.tool.Path)
 	}
 	go func() { t.err = cmd.Wait(); close(t.done) }()
 	return t, nil
@@ -180,9 +180,9 @@ func (b *backupRun) finishTool(t *runningTool, laneErr error, kill func()) error
 	}
 	t.stderr.flush()
 	if t.err != nil && !killed {
-		err := vterrors.Errorf(vtrpcpb.Code_INTERNAL, "%s exited with an error: %v; its last output:\n%s", b.tool.Flavor, t.err, t.stderr.tail())
+		err := errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s exited with an error: %v; its last output:\n%s", b.tool.Flavor, t.err, t.stderr.tail())
 		if laneErr != nil {
-			err = vterrors.Wrapf(err, "stream ended with: %v", laneErr)
+			err = errtext.Wrapf(err, "stream ended with: %v", laneErr)
 		}
 		return err
 	}
@@ -223,7 +223,7 @@ func (b *backupRun) split(ctx context.Context, srcs []io.Reader, what string) er
 		}
 	}
 	if err != nil {
-		return vterrors.Wrap(err, what)
+		return errtext.Wrap(err, what)
 	}
 	return nil
 }

@@ -5,8 +5,8 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -16,7 +16,7 @@ import (
 // over the lanes, no count is negative, the compression fields agree.
 func (m *Manifest) checkConsistency() error {
 	bad := func(format string, args ...any) error {
-		return vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, format, args...)
+		return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, format, args...)
 	}
 	var raw, stored int64
 	for i, l := range m.Lanes {
@@ -109,11 +109,11 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	st, err := xbstream.Verify(ctx, from.lanes(ctx), opt)
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
-		return rep, from.judge(vterrors.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
+		return rep, from.judge(errtext.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
 	}
 	for i, ls := range st.Lanes {
 		if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
-			return rep, from.judge(vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i,
+			return rep, from.judge(errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): read %d bytes, the MANIFEST says %d", bh.Name(), i,
 				m.Lanes[i].File, ls.Bytes, m.Lanes[i].RawBytes))
 		}
 	}
@@ -131,7 +131,7 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		err = ixErr
 	}
 	if err != nil {
-		return rep, vterrors.Wrapf(err, "table restores cannot use this backup's lane index (a whole restore does not need it)")
+		return rep, errtext.Wrapf(err, "table restores cannot use this backup's lane index (a whole restore does not need it)")
 	}
 	return rep, nil
 }

@@ -12,10 +12,10 @@ import (
 	"vitess.io/vitess/go/ioutil"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
-	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -62,10 +62,10 @@ func parseVitessXtrabackup(doc []byte) (*Manifest, *vitessStream, error) {
 	var m Manifest
 	var v vitessStream
 	if err := json.Unmarshal(doc, &m); err != nil {
-		return nil, nil, vterrors.Wrap(err, "cannot decode MANIFEST")
+		return nil, nil, errtext.Wrap(err, "cannot decode MANIFEST")
 	}
 	if err := json.Unmarshal(doc, &v); err != nil {
-		return nil, nil, vterrors.Wrap(err, "cannot decode MANIFEST")
+		return nil, nil, errtext.Wrap(err, "cannot decode MANIFEST")
 	}
 	switch {
 	case v.FileName == "":
@@ -114,7 +114,7 @@ func (v *vitessStream) open(ctx context.Context, bh backupstorage.BackupHandle, 
 		f, err := bh.ReadFile(ctx, name)
 		if err != nil {
 			closeAll()
-			return nil, vterrors.Wrapf(err, "backup %s: cannot read %s", bh.Name(), name)
+			return nil, errtext.Wrapf(err, "backup %s: cannot read %s", bh.Name(), name)
 		}
 		closers = append(closers, f)
 		metered := func(n int, d time.Duration) {
@@ -126,7 +126,7 @@ func (v *vitessStream) open(ctx context.Context, bh backupstorage.BackupHandle, 
 		d, err := newDecompressor(ctx, m, local, ioutil.NewMeteredReader(f, metered), logger)
 		if err != nil {
 			closeAll()
-			return nil, vterrors.Wrapf(err, "backup %s: %s", bh.Name(), name)
+			return nil, errtext.Wrapf(err, "backup %s: %s", bh.Name(), name)
 		}
 		closers = append(closers, d)
 		readers = append(readers, &namedReader{r: ioutil.NewMeteredReader(d, decRead), what: fmt.Sprintf("backup %s: %s", bh.Name(), name)})
@@ -147,7 +147,7 @@ func verifyVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *M
 	st, err := xbstream.Verify(ctx, xbstream.ReaderLanes(r), xbstream.ExtractOptions{ListFiles: opts.ListFiles})
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
-		return rep, vterrors.Wrapf(err, "backup %s: the stream of %s", bh.Name(), strings.Join(v.files(), ", "))
+		return rep, errtext.Wrapf(err, "backup %s: the stream of %s", bh.Name(), strings.Join(v.files(), ", "))
 	}
 	return rep, nil
 }
@@ -205,7 +205,7 @@ func (u *unstriped) othersEnded() error {
 			continue
 		}
 		if n, err := io.ReadFull(s, one[:]); n > 0 {
-			return vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "stripe %d ended while stripe %d has more: the stripes do not make one stream", u.i, j)
+			return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "stripe %d ended while stripe %d has more: the stripes do not make one stream", u.i, j)
 		} else if err != io.EOF {
 			return err
 		}
@@ -238,7 +238,7 @@ func (n *namedReader) Read(p []byte) (int, error) {
 func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *Manifest, v *vitessStream, dir string, opts RestoreDirOptions) (RestoreDirReport, error) {
 	rep := RestoreDirReport{Manifest: m, Chain: []string{m.BackupName}}
 	if opts.Tables != nil {
-		return rep, vterrors.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s was taken by Vitess's xtrabackup engine: tables are restored from fifo backups only", bh.Name())
+		return rep, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s was taken by Vitess's xtrabackup engine: tables are restored from fifo backups only", bh.Name())
 	}
 	if opts.OnManifest != nil {
 		opts.OnManifest(m)
@@ -270,7 +270,7 @@ func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *
 	}
 	if err != nil {
 		_ = rep.Target.RemoveRestored()
-		return rep, vterrors.Wrapf(err, "restore of backup %s (Vitess's xtrabackup engine) into %s failed", bh.Name(), dir)
+		return rep, errtext.Wrapf(err, "restore of backup %s (Vitess's xtrabackup engine) into %s failed", bh.Name(), dir)
 	}
 	rep.Files, rep.Bytes = countFiles(dir)
 	rep.ReadBytes = run.readBytes.Load()
@@ -295,7 +295,7 @@ func (r *restoreRun) extractVitessStream(ctx context.Context, v *vitessStream, d
 	r.logger.Infof("fifo restore: extracting %s (Vitess's xtrabackup engine) into %s", strings.Join(v.files(), ", "), dir)
 	st, err := xbstream.Extract(ctx, dir, xbstream.ReaderLanes(src), xbstream.ExtractOptions{})
 	if err != nil {
-		return vterrors.Wrapf(err, "extracting %s", strings.Join(v.files(), ", "))
+		return errtext.Wrapf(err, "extracting %s", strings.Join(v.files(), ", "))
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes", st.Files, st.Bytes)
 	return nil

@@ -3,10 +3,8 @@ package xbstream
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,53 +160,6 @@ func TestSplitSaysWhatItWaitedFor(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Positive(t, waits[w], "%v: waits %v", w, waits)
 			}
-		})
-	}
-}
-
-// countingReader counts what was read of it, readable while the split runs.
-type countingReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-// With ReadAhead the source goes on reading while every lane is busy, as
-// far as ReadAhead pieces beyond those the lanes and the dealer hold, and no
-// further; the lanes then merge back into the stream.
-func TestSplitReadsAheadOfBusyLanes(t *testing.T) {
-	const piece, readAhead, lanes = 16 << 10, 8, 2
-	stream := evenStream(t, 64, piece)
-	for _, ahead := range []int{0, readAhead} {
-		t.Run(fmt.Sprintf("ahead=%d", ahead), func(t *testing.T) {
-			gate := make(chan struct{})
-			bufs := make([]*lockedBuffer, lanes)
-			ws := make([]io.Writer, lanes)
-			for i := range bufs {
-				bufs[i] = &lockedBuffer{gate: gate}
-				ws[i] = bufs[i]
-			}
-			src := &countingReader{r: bytes.NewReader(stream)}
-			done := make(chan error)
-			go func() {
-				_, err := Split(context.Background(), src, ws, SplitOptions{PieceSize: piece, PassBusyLanes: true, ReadAhead: ahead, ReadBufferSize: piece})
-				done <- err
-			}()
-			// Held: a piece in each lane, one at the dealer, ahead in the
-			// queue; the source then waits for a free buffer.
-			held := int64(lanes+1+ahead) * piece
-			require.Eventually(t, func() bool { return src.n.Load() >= held }, 10*time.Second, time.Millisecond,
-				"the source read %d bytes while the lanes were busy, want %d", src.n.Load(), held)
-			time.Sleep(50 * time.Millisecond)
-			assert.LessOrEqual(t, src.n.Load(), held+2*piece, "the source read past its buffers (one piece, and the reader's buffer)")
-			close(gate)
-			require.NoError(t, <-done)
-			assert.Equal(t, stream, mergeLanes(t, bufs))
 		})
 	}
 }

@@ -50,13 +50,6 @@ type SplitOptions struct {
 	// instead of within a chunk, and a lane that stalls (a part waiting
 	// for an upload slot) no longer stops the others.
 	PassBusyLanes bool
-	// ReadAhead is how many chunks (pieces, with PieceSize) the sources may
-	// parse ahead of the dealer, in buffers of their own: while every lane
-	// is busy the tool's stream is still read, so a tool that streams in
-	// bursts is not stopped on a full pipe, and lanes that fall behind for
-	// a moment (a compressor's frame, a part's upload) catch up from memory.
-	// Memory grows by ReadAhead chunks; 0 reads one chunk ahead per source.
-	ReadAhead int
 	// Waited, when set, is told of every time the split waited and how
 	// long: for a lane to take a chunk, for the sources to parse one, or a
 	// source for a free buffer. It says which side bounds the split.
@@ -133,7 +126,7 @@ func Split(ctx context.Context, src io.Reader, lanes []io.Writer, opts SplitOpti
 // (a file's chunks are in one source, in offset order). The sequence records
 // number the chunks in that merged order, so a restore sees one stream, as if
 // the tool had written it to stdout. Memory is bounded by
-// chunksInFlight(len(lanes))+len(srcs)+ReadAhead chunks.
+// chunksInFlight(len(lanes))+len(srcs) chunks.
 //
 // Every source goroutine has stopped when SplitStreams returns. A source
 // blocked in Read when dealing stops is interrupted through
@@ -219,7 +212,7 @@ func newSplitter(ctx context.Context, cancel context.CancelCauseFunc, lanes, src
 	// chunk of the tool): the pool, not the lane count, bounds that memory.
 	// Lanes past chunksInFlight wait for an item; they could only compete
 	// for the same cores anyway.
-	items := chunksInFlight(lanes) + srcs + max(opts.ReadAhead, 0)
+	items := chunksInFlight(lanes) + srcs
 	s.free = make(chan *splitItem, items)
 	for range items {
 		s.free <- &splitItem{pooled: true}
@@ -257,7 +250,7 @@ func (s *splitter) startLanes(lanes []io.Writer) {
 // free items and hands them over in the source's order; the channel closes
 // when every source has stopped. stop undoes the read-deadline hooks.
 func (s *splitter) startSources(srcs []io.Reader) (in <-chan parsed, stop func()) {
-	out := make(chan parsed, max(s.opts.ReadAhead, 0))
+	out := make(chan parsed)
 	var stops []func() bool
 	var wg sync.WaitGroup
 	for i, src := range srcs {

@@ -201,12 +201,6 @@ func (b *backupRun) splitStdout(ctx context.Context, stdout *os.File) error {
 // Percona's read buffer up to 64 MiB), at about 40 bytes of headers per piece.
 const lanePieceSize = 1 << 20
 
-// splitReadAhead is how many pieces the splitter reads of the tool's
-// stream ahead of the lanes (32 MiB): the tool streams in bursts (a large
-// file, then many small ones, then its redo log), and the lanes pause (a
-// frame's end, a part's upload); without it each stopped the other.
-const splitReadAhead = 32
-
 // split deals the sources' chunks into the lanes by bytes, parsing and
 // checking every chunk on the way: a backup that completes has well-formed
 // lanes. A lane still writing (a part waiting for its upload slot, a
@@ -220,7 +214,7 @@ func (b *backupRun) split(ctx context.Context, srcs []io.Reader, what string) er
 	}
 	b.files = streamFiles{}
 	laneStats, err := xbstream.SplitStreams(ctx, srcs, writers, xbstream.SplitOptions{
-		PieceSize: lanePieceSize, FileEnded: b.files.fileEnded, PassBusyLanes: true, ReadAhead: splitReadAhead,
+		PieceSize: lanePieceSize, FileEnded: b.files.fileEnded, PassBusyLanes: true,
 		Waited: func(w xbstream.Wait, d time.Duration) { b.stats.timed(w.String(), d) },
 	})
 	for i, s := range laneStats {

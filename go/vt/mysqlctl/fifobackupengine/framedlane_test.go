@@ -401,6 +401,15 @@ func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
 				assert.Contains(t, err.Error(), "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+
 					bh.Name()+": "+m.Lanes[0].File+" does not match the lane index: "+want)
 			}
+			// A file the index lists that no frame holds: a table restore
+			// would take it for one of the backup's and read nothing for it.
+			require.NoError(t, json.Unmarshal(index, &ix))
+			ix.Paths = append(ix.Paths, "zzz/ghost.ibd")
+			require.NoError(t, os.WriteFile(path, must(json.Marshal(ix)), 0o640))
+			_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+
+				bh.Name()+": the lane index lists zzz/ghost.ibd, which none of its frames holds")
 			require.NoError(t, json.Unmarshal(index, &ix))
 
 			// A table restore reads the frames the index names: with every

@@ -17,7 +17,8 @@ import (
 // file out); a whole restore does not read the index. The frames' stored
 // offsets are checked by reading the lanes frame by frame (framedLane).
 type indexCheck struct {
-	ids   map[string]int // ix.Paths: path -> position
+	paths []string       // ix.Paths
+	ids   map[string]int // path -> position in paths
 	lanes []laneIndexCheck
 }
 
@@ -33,7 +34,7 @@ func newIndexCheck(ix *LaneIndex, m *Manifest) *indexCheck {
 	if ix == nil || len(ix.Lanes) != len(m.Lanes) {
 		return nil
 	}
-	c := &indexCheck{ids: make(map[string]int, len(ix.Paths)), lanes: make([]laneIndexCheck, len(ix.Lanes))}
+	c := &indexCheck{paths: ix.Paths, ids: make(map[string]int, len(ix.Paths)), lanes: make([]laneIndexCheck, len(ix.Lanes))}
 	for i, p := range ix.Paths {
 		c.ids[p] = i
 	}
@@ -69,8 +70,23 @@ func (c *indexCheck) record(lane int, off int64, path string) {
 }
 
 // result is the first lane whose frames do not match it, once every lane
-// was read to its end.
+// was read to its end, or else a file the index lists that none of its
+// frames holds: a table restore would take it for a file of the backup and
+// read nothing for it.
 func (c *indexCheck) result(m *Manifest) error {
+	held := make([]bool, len(c.paths))
+	for i := range c.lanes {
+		for _, fr := range c.lanes[i].frames {
+			for _, id := range fr.Paths {
+				held[id] = true // in range: LaneIndex's parse checked
+			}
+		}
+	}
+	for id, p := range c.paths {
+		if !held[id] {
+			return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: the lane index lists %s, which none of its frames holds", m.BackupName, p)
+		}
+	}
 	for i := range c.lanes {
 		l := &c.lanes[i]
 		if l.err == nil && l.next < len(l.frames) {

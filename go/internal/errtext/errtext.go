@@ -11,6 +11,7 @@
 package errtext
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -20,22 +21,24 @@ import (
 )
 
 // coded is an error with a Vitess code: a message and, when it wraps, a
-// cause, printed "msg: cause" like vterrors' wrapping (the cause's Text),
-// for every verb.
+// cause, printed "msg: cause" like vterrors' wrapping (the cause's Text,
+// made once: errors do not change), for every verb.
 type coded struct {
 	code  vtrpcpb.Code // Code_OK: the cause's
-	msg   string
+	text  string
 	cause error
 }
 
 var _ vterrors.ErrorWithCode = (*coded)(nil)
 
-func (e *coded) Error() string {
-	if e.cause == nil {
-		return e.msg
+func newCoded(code vtrpcpb.Code, msg string, cause error) *coded {
+	if cause != nil {
+		msg += ": " + Text(cause)
 	}
-	return e.msg + ": " + Text(e.cause)
+	return &coded{code: code, text: msg, cause: cause}
 }
+
+func (e *coded) Error() string { return e.text }
 
 // mended: its Error is already Text.
 func (e *coded) mended() {}
@@ -54,10 +57,18 @@ func (e *coded) ErrorCode() vtrpcpb.Code {
 
 // codeOf is vterrors.Code, which stops at an error that has no Cause (as
 // fmt.Errorf's have): the code of the first error down the chain, through
-// Unwrap and Cause, that has one.
+// Unwrap and Cause, that has one. Each error is looked at once.
 func codeOf(err error) vtrpcpb.Code {
-	if c := vterrors.Code(err); c != vtrpcpb.Code_UNKNOWN {
-		return c
+	if e, ok := err.(vterrors.ErrorWithCode); ok {
+		if c, ours := err.(*coded); !ours || c.code != vtrpcpb.Code_OK {
+			return e.ErrorCode()
+		}
+	}
+	switch err {
+	case context.Canceled:
+		return vtrpcpb.Code_CANCELED
+	case context.DeadlineExceeded:
+		return vtrpcpb.Code_DEADLINE_EXCEEDED
 	}
 	for _, c := range causes(err) {
 		if code := codeOf(c); code != vtrpcpb.Code_UNKNOWN {
@@ -69,26 +80,21 @@ func codeOf(err error) vtrpcpb.Code {
 
 // Errorf is vterrors.Errorf: a new error with code.
 func Errorf(code vtrpcpb.Code, format string, args ...any) error {
-	return &coded{code: code, msg: fmt.Sprintf(format, args...)}
+	return newCoded(code, fmt.Sprintf(format, args...), nil)
 }
 
 // New is vterrors.New.
-func New(code vtrpcpb.Code, msg string) error { return &coded{code: code, msg: msg} }
+func New(code vtrpcpb.Code, msg string) error { return newCoded(code, msg, nil) }
 
 // Wrap is vterrors.Wrap: "msg: err" with err's code; nil for a nil err.
-func Wrap(err error, msg string) error {
-	if err == nil {
-		return nil
-	}
-	return &coded{msg: msg, cause: err}
-}
+func Wrap(err error, msg string) error { return Wrapf(err, "%s", msg) }
 
 // Wrapf is vterrors.Wrapf: Wrap with a formatted message.
 func Wrapf(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return &coded{msg: fmt.Sprintf(format, args...), cause: err}
+	return newCoded(vtrpcpb.Code_OK, fmt.Sprintf(format, args...), err)
 }
 
 // Text is err's message as an operator should read it: every error of its

@@ -56,3 +56,15 @@ func TestTextMendsEveryBranch(t *testing.T) {
 	assert.Equal(t, "restore of b: lane 0: lane-000.lz4: short read\nstorage unavailable", Text(joined), "errors.Join's own line break stays")
 	assert.Equal(t, "x: y: z", Text(vterrors.Wrap(fmt.Errorf("y: %w", errors.New("z")), "x")), "a message with nothing to mend is itself")
 }
+
+// A chain of wraps with no code anywhere is walked once, not once per
+// level and again below it.
+func TestCodeOfADeepChainIsLinear(t *testing.T) {
+	err := errors.New("root")
+	for i := range 40 {
+		err = Wrapf(fmt.Errorf("level %d: %w", i, err), "wrap %d", i)
+	}
+	assert.Equal(t, vtrpcpb.Code_UNKNOWN, vterrors.Code(err), "40 levels: an exponential walk would not end")
+	assert.Equal(t, vtrpcpb.Code_NOT_FOUND, vterrors.Code(Wrap(fmt.Errorf("x: %w", vterrors.Wrap(vterrors.Errorf(vtrpcpb.Code_NOT_FOUND, "gone"), "mid")), "top")),
+		"found below fmt's and Vitess's wrappers")
+}

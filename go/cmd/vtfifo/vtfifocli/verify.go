@@ -93,7 +93,12 @@ type VerifyResult struct {
 	// Unreadable are the objects that could not be read or reached (a
 	// permission, a timeout): not damage, and not checked.
 	Unreadable []string `json:"unreadable,omitempty"`
-	Seconds    float64  `json:"seconds"`
+	// Unlisted are the objects in the backup's directory that it does not
+	// list (left over, or put there by hand): a restore never reads them,
+	// so they are no problem of the backup, and no command removes those
+	// the split storage does not write.
+	Unlisted []string `json:"unlisted,omitempty"`
+	Seconds  float64  `json:"seconds"`
 }
 
 func (r VerifyResult) print(w io.Writer) {
@@ -110,10 +115,12 @@ func (r VerifyResult) print(w io.Writer) {
 			fmt.Fprintf(w, "  %s\n", p)
 		}
 	}
-	if !r.OK {
-		return
+	if r.OK {
+		fmt.Fprintf(w, "OK: backup %s: %s (%v)\n", r.Backup, r.Summary, took)
 	}
-	fmt.Fprintf(w, "OK: backup %s: %s (%v)\n", r.Backup, r.Summary, took)
+	for _, k := range r.Unlisted {
+		fmt.Fprintf(w, "  note: %s is in the backup's directory but not part of the backup (left over, or put there by hand): no restore reads it\n", k)
+	}
 }
 
 // verifyOne checks one backup and prints OK or FAIL with every problem on
@@ -125,11 +132,11 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 	o.notef("checking backup %s (%s storage)", where, backupstorage.BackupStorageImplementation)
 	start := time.Now()
 	prog := newProgress(o, stderr, o.prog+" "+where)
-	var problems, unread []string
+	var problems, unread, unlisted []string
 	summary := ""
 	pv, isSplit := has[partVerifier](bh)
 	if isSplit {
-		problems, unread, summary = s.verifyParts(bh, pv, prog, stderr)
+		problems, unread, unlisted, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
 	if s.f.samplePct >= 100 {
 		// Also when the listing found problems: decoding may find more
@@ -182,7 +189,7 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 	slices.Sort(problems)
 	slices.Sort(unread)
 	res := VerifyResult{Backup: where, OK: len(problems)+len(unread) == 0, Summary: summary, Problems: problems, Unreadable: unread,
-		Seconds: took.Seconds()}
+		Unlisted: unlisted, Seconds: took.Seconds()}
 	switch {
 	case len(problems) > 0:
 		res.Summary = ""
@@ -195,18 +202,19 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 }
 
 // verifyParts checks every part of a split storage backup: present, its
-// recorded size, the indexes consistent, no stray objects; and the bytes
+// recorded size, the indexes consistent (the objects it does not list are
+// returned, unlisted, never judged); and the bytes
 // of the parts --sample picks (all of them are read below, through the
 // storage, in a full check). A sample always checks at least one part.
 func (s *verifyRun) verifyParts(bh backupstorage.BackupHandle, pv partVerifier, prog *progress,
-	stderr io.Writer) (problems, unread []string, summary string) {
+	stderr io.Writer) (problems, unread, unlisted []string, summary string) {
 	o, ctx := s.o, s.ctx
 	popts := splitstorage.VerifyPartsOptions{Concurrency: s.f.concurrency}
 	if s.f.samplePct >= 100 {
 		popts.Sample = func(string, int) bool { return false }
-		_, err := pv.VerifyParts(ctx, popts)
+		rep, err := pv.VerifyParts(ctx, popts)
 		problems, unread = splitProblems(err)
-		return problems, unread, ""
+		return problems, unread, rep.Unlisted, ""
 	}
 	seed := s.f.seed
 	if seed == 0 {
@@ -240,7 +248,7 @@ func (s *verifyRun) verifyParts(bh backupstorage.BackupHandle, pv partVerifier, 
 			problems = append(problems, errText(err))
 		}
 	}
-	return problems, unread, summary
+	return problems, unread, rep.Unlisted, summary
 }
 
 // splitProblems turns VerifyParts' joined problems into lines: proven

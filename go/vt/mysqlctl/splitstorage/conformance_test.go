@@ -269,6 +269,7 @@ func runConformance(t *testing.T, srv *splitstoragetest.Server) {
 
 	t.Run("RemovedWhileRunning", func(t *testing.T) { runRemovedWhileRunning(t, s, dir) })
 	t.Run("OnlyProvenBackupsAreOurs", func(t *testing.T) { runOnlyProvenBackupsAreOurs(t, s) })
+	t.Run("ObjectsPutInABackupAreLeftAlone", func(t *testing.T) { runObjectsPutInABackupAreLeftAlone(t, s) })
 
 	t.Run("CloseIsReusable", func(t *testing.T) {
 		require.NoError(t, s.Close())

@@ -159,8 +159,10 @@ func (s *Storage) startCopy(ctx context.Context, dst *Storage, dir, name string,
 			c.sidecars = append(c.sidecars, o)
 		case o.Key == prefix+startedMarker:
 			c.started = append(c.started, o)
-		default:
+		case ownKey(prefix, o.Key):
 			c.data = append(c.data, o)
+		default:
+			// Put there by someone else: not the backup's to copy.
 		}
 	}
 	return c, nil

@@ -44,10 +44,13 @@ type lockDoc struct {
 func isLockRecordKey(prefix, key string) bool { return strings.HasPrefix(key, prefix+lockRecordPrefix) }
 
 // lockCovers says whether a backup's lock covers the object at key: every
-// object under prefix but the markers that move and the read leases.
+// object of the backup (ownKey) but the markers that move and the read
+// leases; never one put there by someone else.
 func lockCovers(prefix, key string) bool {
 	rel := strings.TrimPrefix(key, prefix)
 	switch {
+	case !ownKey(prefix, key):
+		return false
 	case rel == completeMarker || rel == retiredMarker || rel == quarantineMarker, rel == promotingMarker || rel == promotedMarker:
 		return false
 	case strings.HasPrefix(rel, leasePrefix), strings.HasPrefix(rel, sidecarPrefix):

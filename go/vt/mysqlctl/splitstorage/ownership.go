@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,6 +174,62 @@ func notAnothersDirectory(ctx context.Context, be backend.Backend, dir, name str
 	}
 	return flagvalue.Contradiction(fmt.Errorf("%s/%s in %s holds %d objects the split storage did not write (%s, ...): another storage's "+
 		"backup of that name; nothing was written: %w", dir, name, be, len(foreign), foreign[0], ErrNotOurs))
+}
+
+// backupMarkers are a backup's own '.'-leading objects (layout.go).
+var backupMarkers = map[string]bool{startedMarker: true, completeMarker: true, baseMarker: true, retiredMarker: true, quarantineMarker: true,
+	sealMarker: true, promotingMarker: true, promotedMarker: true}
+
+// ownKey says whether key, an object under a backup's prefix, is of a kind
+// this storage writes there: a marker, a sidecar, a read lease, a lock
+// record, or a file's part or index. In a directory proven the storage's
+// (proveBackup) those are the backup's, listed or left over. Any other
+// object was put there by someone else (by hand, another tool): no
+// command removes, locks, copies or judges it.
+func ownKey(prefix, key string) bool {
+	rel, ok := strings.CutPrefix(key, prefix)
+	switch {
+	case !ok:
+		return false
+	case backupMarkers[rel], isSidecarKey(prefix, key), isLeaseKey(prefix, key), isLockRecordKey(prefix, key):
+		return true
+	}
+	file := partFile(prefix, key)
+	if f, isIndex := strings.CutSuffix(rel, indexSuffix); isIndex {
+		file = f
+	}
+	return file != "" && checkName("file name", file, false) == nil
+}
+
+// foreignObjects names the objects of a backup's directory that are not the
+// storage's (ownKey), for a line: how many, and the first few.
+func foreignObjects(rels []string) string {
+	const shown = 5
+	sorted := slices.Sorted(slices.Values(rels))
+	noun := "objects"
+	if len(sorted) == 1 {
+		noun = "object"
+	}
+	s := fmt.Sprintf("%d %s (%s", len(sorted), noun, strings.Join(sorted[:min(shown, len(sorted))], ", "))
+	if len(sorted) > shown {
+		s += fmt.Sprintf(", and %d more", len(sorted)-shown)
+	}
+	return s + ")"
+}
+
+// partFile is the file a part key belongs to ("" if key is not a part).
+func partFile(prefix, key string) string {
+	rest := strings.TrimPrefix(key, prefix)
+	i := strings.LastIndex(rest, partInfix)
+	if i <= 0 || len(rest) != i+len(partInfix)+8 {
+		return ""
+	}
+	for _, c := range rest[i+len(partInfix):] {
+		if c < '0' || c > '9' {
+			return ""
+		}
+	}
+	return rest[:i]
 }
 
 // newestWrite is the latest write time the store reports among objs: how

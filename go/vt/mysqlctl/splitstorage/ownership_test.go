@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"hash/crc32"
+	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
 // runOnlyProvenBackupsAreOurs: directories whose names look like the
@@ -71,6 +74,69 @@ func runOnlyProvenBackupsAreOurs(t *testing.T, s *splitstorage.Storage) {
 	dirs, err := s.ListBackupDirs(ctx)
 	require.NoError(t, err)
 	assert.NotContains(t, dirs, dir, "a shard of foreign directories is not one of the storage's")
+	for k := range foreign {
+		require.NoError(t, be.Delete(ctx, k))
+	}
+}
+
+// runObjectsPutInABackupAreLeftAlone: objects put in a backup's directory
+// by someone else (an operator's notes, a file manager's '.'-file, a
+// folder) are not the backup's: VerifyParts notes them and finds the
+// backup good, a copy does not carry them, and RemoveBackup removes the
+// backup and leaves them, byte for byte; then the directory is no backup
+// of the storage's, and a second removal refuses it. A left-over part of
+// the storage's own kind goes with the backup.
+func runObjectsPutInABackupAreLeftAlone(t *testing.T, s *splitstorage.Storage) {
+	ctx := context.Background()
+	dir, name := "foreign/0", "2026-02-02.000000.zone1-0000000100"
+	be, err := s.RawBackendForTest(ctx)
+	require.NoError(t, err)
+	bh, err := s.StartBackup(ctx, dir, name)
+	require.NoError(t, err)
+	require.NoError(t, writeFile(ctx, bh, "f", newGen(7, 2<<20+9), rand.New(rand.NewPCG(1, 3))))
+	require.NoError(t, bh.EndBackup(ctx))
+	prefix := dir + "/" + name + "/"
+	put := func(key, body string) {
+		require.NoError(t, be.Put(ctx, key, strings.NewReader(body), int64(len(body)),
+			backend.PutOptions{CRC32C: crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))}))
+	}
+	foreign := map[string]string{prefix + "NOTES.txt": "restored fine on 2026-02-03\n", prefix + ".DS_Store": "finder", prefix + "notes/today.txt": "x"}
+	for k, v := range foreign {
+		put(k, v)
+	}
+	leftOver := prefix + "f.part-00000099"
+	put(leftOver, "an old part")
+
+	rep, err := findBackup(t, s, dir, name).(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+	require.NoError(t, err, "objects the backup does not list are no damage of it")
+	assert.Equal(t, []string{prefix + ".DS_Store", prefix + "NOTES.txt", leftOver, prefix + "notes/today.txt"}, rep.Unlisted)
+
+	dst := newStorage(t, splitstoragetest.Local(t).Config)
+	_, err = s.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
+	require.NoError(t, err)
+	dbe, err := dst.RawBackendForTest(ctx)
+	require.NoError(t, err)
+	for k := range foreign {
+		_, err := dbe.Stat(ctx, k)
+		assert.ErrorIs(t, err, splitstorage.ErrNotExist, "%s is not copied", k)
+	}
+
+	require.NoError(t, s.RemoveBackup(ctx, dir, name))
+	assert.NotContains(t, listed(t, s, dir), name)
+	for _, k := range []string{leftOver, prefix + "f.index", prefix + ".started", prefix + ".complete"} {
+		_, err := be.Stat(ctx, k)
+		assert.ErrorIs(t, err, splitstorage.ErrNotExist, "%s went with the backup", k)
+	}
+	for k, v := range foreign {
+		r, err := be.Get(ctx, k, 0, -1)
+		require.NoError(t, err, "%s is left alone", k)
+		b, err := io.ReadAll(r)
+		r.Close()
+		require.NoError(t, err)
+		assert.Equal(t, v, string(b), k)
+	}
+	err = s.RemoveBackup(ctx, dir, name)
+	assert.True(t, errors.Is(err, splitstorage.ErrNotOurs), "what is left is not a backup of the storage's: %v", err)
 	for k := range foreign {
 		require.NoError(t, be.Delete(ctx, k))
 	}

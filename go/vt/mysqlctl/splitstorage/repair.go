@@ -28,9 +28,9 @@ type RepairReport struct {
 // Each part of the copy is read into a nameless temporary file and checked
 // against this backup's own index (size and CRC32C) before it replaces the
 // damaged one; then the whole backup is verified again, every part read
-// back. Only parts are repaired: a damaged index or completion marker, a
-// stray object, or a part the copy holds damaged too is left, and the
-// error names it. A backup that verifies needs no repair: nothing is read
+// back. Only parts are repaired: a damaged index or completion marker, or
+// a part the copy holds damaged too is left, and the error names it (an
+// object the backup does not list is none of its damage: VerifyParts). A backup that verifies needs no repair: nothing is read
 // from the copy.
 func (s *Storage) RepairBackup(ctx context.Context, copyIn backupstorage.BackupStorage, dir, name string) (RepairReport, error) {
 	var rep RepairReport

@@ -439,13 +439,17 @@ func removeBackup(ctx context.Context, e *env, dir, name string) error {
 		return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 	}
 	var (
-		g    errgroup.Group
-		mu   sync.Mutex
-		errs []error
+		g       errgroup.Group
+		mu      sync.Mutex
+		errs    []error
+		foreign []string
 	)
 	g.SetLimit(listWorkers)
 	for _, o := range objs {
-		if o.Dir || o.Key == prefix+startedMarker {
+		if !o.Dir && !ownKey(prefix, o.Key) {
+			foreign = append(foreign, strings.TrimPrefix(o.Key, prefix))
+		}
+		if o.Dir || o.Key == prefix+startedMarker || !ownKey(prefix, o.Key) {
 			continue
 		}
 		g.Go(func() error {
@@ -465,6 +469,10 @@ func removeBackup(ctx context.Context, e *env, dir, name string) error {
 		if err := e.be.Delete(ctx, key); err != nil {
 			return fmt.Errorf("split storage: removing backup %s/%s: %w", dir, name, err)
 		}
+	}
+	if len(foreign) > 0 {
+		e.logger.Warningf("split storage: removed backup %s/%s, and left in its directory %s, which the split storage does not write "+
+			"(put there by hand or by another tool): remove them by hand if nothing needs them", dir, name, foreignObjects(foreign))
 	}
 	return nil
 }

@@ -40,7 +40,11 @@ type VerifyPartsReport struct {
 	Bytes        int64    // bytes the indexes list
 	PartsChecked int      // parts downloaded and checked
 	BytesChecked int64
-	Requests     backend.Requests // what the verification sent to the store
+	// Unlisted are the keys of the objects in the backup's directory that
+	// no index or record of it names (left over, or put there by hand): not
+	// the backup's, so never a problem of it.
+	Unlisted []string
+	Requests backend.Requests // what the verification sent to the store
 }
 
 // Problem is one thing wrong with a stored backup.
@@ -74,7 +78,8 @@ func (p Problem) Error() string {
 
 // VerifyParts checks a stored backup without restoring it: the completion
 // marker, every file's index (ParseIndex), that every part the indexes list
-// exists with the recorded size and that no other object is there, and, for
+// exists with the recorded size (any other object there is noted in the
+// report's Unlisted, not judged), and, for
 // the parts opts.Sample picks (all by default), the bytes: size and CRC32C
 // against the index, streamed (no part is held in memory). It returns every
 // problem found (up to MaxProblems), each a Problem, joined.
@@ -134,7 +139,8 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 		v.report(Problem{Key: prefix + sealMarker, Msg: err.Error(), Err: err})
 		return v.result()
 	}
-	if v.listObjects(ctx) && v.checkIndexes(ctx, comp) && v.checkStray() {
+	if v.listObjects(ctx) && v.checkIndexes(ctx, comp) {
+		v.noteUnlisted()
 		v.checkBytes(ctx)
 	}
 	return v.result()
@@ -270,21 +276,17 @@ func (v *partsVerifier) checkParts(f string, idx Index) bool {
 	return true
 }
 
-// checkStray reports the objects no index lists.
-func (v *partsVerifier) checkStray() bool {
-	var extra []string
+// noteUnlisted records the objects of the backup's directory that neither
+// an index nor its records name: left over, or put there by hand or by
+// another tool. A restore never reads them, so they say nothing of the
+// backup: they are noted, never a problem.
+func (v *partsVerifier) noteUnlisted() {
 	for k := range v.sizes {
 		if !v.expected[k] && !v.badIndex[partFile(v.prefix, k)] && !isSidecarKey(v.prefix, k) && !isLeaseKey(v.prefix, k) && !isLockRecordKey(v.prefix, k) {
-			extra = append(extra, k)
+			v.rep.Unlisted = append(v.rep.Unlisted, k)
 		}
 	}
-	sort.Strings(extra)
-	for _, k := range extra {
-		if !v.report(Problem{Key: k, Msg: "object not listed in any index (left over or added by hand)"}) {
-			return false
-		}
-	}
-	return true
+	sort.Strings(v.rep.Unlisted)
 }
 
 // checkBytes reads the queued parts, opts.Concurrency at once, each
@@ -325,15 +327,6 @@ func (v *partsVerifier) checkBytes(ctx context.Context) {
 	if err := ctx.Err(); err != nil && none {
 		v.report(Problem{Msg: err.Error(), Err: err})
 	}
-}
-
-// partFile is the file a part key belongs to ("" if key is not a part).
-func partFile(prefix, key string) string {
-	rest := strings.TrimPrefix(key, prefix)
-	if i := strings.LastIndex(rest, partInfix); i > 0 && len(rest) == i+len(partInfix)+8 {
-		return rest[:i]
-	}
-	return ""
 }
 
 // checkPart streams part n of file and checks its size and CRC32C.

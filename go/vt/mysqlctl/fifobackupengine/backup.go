@@ -181,7 +181,7 @@ func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
 	f.serverUUID, err = conn.GetServerUUID()
 	conn.Close()
 	if err != nil {
-		b.logger.Warningf("fifo backup: cannot read the server UUID (%v); the MANIFEST will not have one", err)
+		b.logger.Warningf("fifo backup: cannot read the server UUID (%s); the MANIFEST will not have one", errtext.Text(err))
 	}
 	if f.mysqlVersion, err = b.params.Mysqld.GetVersionString(ctx); err != nil {
 		return f, errtext.Wrap(err, "can't get MySQL version")
@@ -191,11 +191,11 @@ func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
 		return f, errtext.Wrap(err, "cannot list the server's tables, which the backup is checked against")
 	}
 	if f.plugins, err = serverPlugins(ctx, b.query); err != nil {
-		b.logger.Warningf("fifo backup: cannot list the server's plugins (%v); a test restore loads only those its mysql.plugin names", err)
+		b.logger.Warningf("fifo backup: cannot list the server's plugins (%s); a test restore loads only those its mysql.plugin names", errtext.Text(err))
 	}
 	here, fresh, err := loadLineage(b.params.Cnf)
 	if err != nil {
-		b.logger.Warningf("fifo backup: %v; the backup cannot be a base for incremental ones", err)
+		b.logger.Warningf("fifo backup: %s; the backup cannot be a base for incremental ones", errtext.Text(err))
 	} else if fresh != "" {
 		b.logger.Infof("fifo backup: a new lineage for the data directory: %s", fresh)
 	}

@@ -46,7 +46,7 @@ func newWorkDir(parent, prefix string, logger logutil.Logger) (dir string, relea
 	unclaim, err := claimWorkDir(dir)
 	release = func() {
 		if err := os.RemoveAll(dir); err != nil {
-			logger.Warningf("fifo: cannot remove the work directory %s: %v", dir, err)
+			logger.Warningf("fifo: cannot remove the work directory %s: %s", dir, errtext.Text(err))
 		}
 		unclaim()
 	}
@@ -113,7 +113,7 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			logger.Warningf("fifo: cannot remove %s left by dead process %d: %v", dir, pid, err)
+			logger.Warningf("fifo: cannot remove %s left by dead process %d: %s", dir, pid, errtext.Text(err))
 			continue
 		}
 		_ = os.Remove(dir + ownerSuffix)
@@ -143,7 +143,7 @@ func stopMysqld(ctx context.Context, cnf *mysqlctl.Mycnf, timeout time.Duration,
 		_, socketErr := os.Stat(cnf.SocketFile)
 		if len(left) == 0 && (err == nil || os.IsNotExist(socketErr)) {
 			if err != nil {
-				logger.Warningf("fifo restore: the shutdown command failed (%v), but no mysqld of this tablet is left; going on", err)
+				logger.Warningf("fifo restore: the shutdown command failed (%s), but no mysqld of this tablet is left; going on", errtext.Text(err))
 			}
 			return nil
 		}

@@ -206,7 +206,7 @@ func (b *backupRun) planDelta(ctx context.Context, here lineage, pos replication
 	for i := len(bhs) - 1; i >= 0; i-- {
 		m, err := ReadManifest(ctx, bhs[i])
 		if err != nil {
-			b.logger.Warningf("fifo backup: not a base: %v", err)
+			b.logger.Warningf("fifo backup: not a base: %s", errtext.Text(err))
 			continue
 		}
 		manifests[i], handles[m] = m, bhs[i]

@@ -211,7 +211,7 @@ func (s *storedLanes) framedLanes(ctx context.Context) [][]int64 {
 	}
 	ix, err := s.laneIndex(ctx)
 	if err != nil {
-		s.logger.Warningf("fifo: backup %s: reading its lanes as streams, without their frames: %v", s.m.BackupName, err)
+		s.logger.Warningf("fifo: backup %s: reading its lanes as streams, without their frames: %s", s.m.BackupName, errtext.Text(err))
 		return nil
 	}
 	if ix == nil {

@@ -85,7 +85,7 @@ func setAsideOldFiles(cnf *mysqlctl.Mycnf, need int64, logger logutil.Logger) (w
 	}
 	aside, release, err := newWorkDir(parent, oldFilesPrefix, logger)
 	if err != nil {
-		logger.Infof("fifo restore: deleting existing files first (no directory for them beside the data directory: %v)", err)
+		logger.Infof("fifo restore: deleting existing files first (no directory for them beside the data directory: %s)", errtext.Text(err))
 		return none, removeExistingFiles(cnf)
 	}
 	for i, p := range paths {

@@ -149,7 +149,7 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	r.logger.Infof("fifo restore: took %s", FormatPhases(r.times.Done()))
 	// The next backup of this data directory may be a delta on this chain.
 	if err := restoredLineage(cnf, chainNames(r.chain)); err != nil {
-		r.logger.Warningf("fifo restore: %v; the next backup will be full", err)
+		r.logger.Warningf("fifo restore: %s; the next backup will be full", errtext.Text(err))
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
+
 	"vitess.io/vitess/go/vt/logutil"
 )
 
@@ -109,7 +111,7 @@ func readServerEncryption(ctx context.Context, query queryRows, readKeys func(pa
 	}
 	keys, err := readKeys(enc.KeyFile)
 	if err != nil {
-		logger.Warningf("fifo backup: %v; the MANIFEST records no key checks, so a restore cannot tell a wrong key before its prepare", err)
+		logger.Warningf("fifo backup: %s; the MANIFEST records no key checks, so a restore cannot tell a wrong key before its prepare", errtext.Text(err))
 		return enc, nil
 	}
 	enc.KeyChecks = map[string]string{}

@@ -385,7 +385,7 @@ type verifyFlags struct {
 func (f *verifyFlags) register(fs *pflag.FlagSet, o *options) func() error {
 	fs.StringVar(&f.sample, "sample", "100%", "share of parts to download and check, e.g. 5%; below 100% the lanes are not decompressed (a lane "+
 		"cannot be decoded from a sample) but every part's presence and size is still checked; needs the split storage")
-	fs.BoolVar(&f.json, "json", false, "print the results as one JSON array (backup, ok, summary, problems, seconds) instead of OK/FAIL lines")
+	fs.BoolVar(&f.json, "json", false, "print the results as one JSON array (backup, ok, summary, problems, unreadable, unlisted, seconds) instead of OK/FAIL lines")
 	fs.BoolVar(&f.all, "all", false, "check every complete backup of the shard, oldest first (one OK or FAIL line each), instead of one")
 	fs.Int64Var(&f.seed, "sample-seed", 0, "seed of the --sample choice; 0 picks one (printed, to repeat a run)")
 	o.registerProgressFlags(fs)

@@ -188,10 +188,10 @@ var backupMarkers = map[string]bool{startedMarker: true, completeMarker: true, b
 // command removes, locks, copies or judges it.
 func ownKey(prefix, key string) bool {
 	rel, ok := strings.CutPrefix(key, prefix)
-	switch {
-	case !ok:
+	if !ok {
 		return false
-	case backupMarkers[rel], isSidecarKey(prefix, key), isLeaseKey(prefix, key), isLockRecordKey(prefix, key):
+	}
+	if isRecordKey(prefix, key) {
 		return true
 	}
 	file := partFile(prefix, key)
@@ -199,6 +199,14 @@ func ownKey(prefix, key string) bool {
 		file = f
 	}
 	return file != "" && checkName("file name", file, false) == nil
+}
+
+// isRecordKey says whether key, under a backup's prefix, is one of the
+// storage's records of the backup, which no index lists: a marker, a
+// sidecar, a read lease or a lock record.
+func isRecordKey(prefix, key string) bool {
+	rel, ok := strings.CutPrefix(key, prefix)
+	return ok && (backupMarkers[rel] || isSidecarKey(prefix, key) || isLeaseKey(prefix, key) || isLockRecordKey(prefix, key))
 }
 
 // foreignObjects names the objects of a backup's directory that are not the

@@ -446,10 +446,11 @@ func removeBackup(ctx context.Context, e *env, dir, name string) error {
 	)
 	g.SetLimit(listWorkers)
 	for _, o := range objs {
-		if !o.Dir && !ownKey(prefix, o.Key) {
+		switch {
+		case o.Dir || o.Key == prefix+startedMarker:
+			continue
+		case !ownKey(prefix, o.Key):
 			foreign = append(foreign, strings.TrimPrefix(o.Key, prefix))
-		}
-		if o.Dir || o.Key == prefix+startedMarker || !ownKey(prefix, o.Key) {
 			continue
 		}
 		g.Go(func() error {

@@ -122,9 +122,7 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 	}
 	prefix := backupPrefix(h.dir, h.name)
 	v := &partsVerifier{h: h, opts: opts, prefix: prefix, badIndex: map[string]bool{},
-		expected: map[string]bool{prefix + startedMarker: true, prefix + completeMarker: true, prefix + baseMarker: true, prefix + retiredMarker: true,
-			prefix + quarantineMarker: true, prefix + sealMarker: true,
-			prefix + promotingMarker: true, prefix + promotedMarker: true}}
+		expected: map[string]bool{}}
 	if docErr != nil {
 		v.report(Problem{Key: prefix + completeMarker, Msg: fmt.Sprintf("cannot read the completion marker: %v", docErr), Err: docErr})
 		return v.result()
@@ -154,7 +152,7 @@ type partsVerifier struct {
 	prefix string
 
 	sizes    map[string]int64 // every object under prefix
-	expected map[string]bool  // the objects the backup should have
+	expected map[string]bool  // the indexes and parts the backup should have
 	badIndex map[string]bool  // files whose parts cannot be judged
 	jobs     []partJob        // the parts whose bytes are checked
 
@@ -282,7 +280,7 @@ func (v *partsVerifier) checkParts(f string, idx Index) bool {
 // backup: they are noted, never a problem.
 func (v *partsVerifier) noteUnlisted() {
 	for k := range v.sizes {
-		if !v.expected[k] && !v.badIndex[partFile(v.prefix, k)] && !isSidecarKey(v.prefix, k) && !isLeaseKey(v.prefix, k) && !isLockRecordKey(v.prefix, k) {
+		if !v.expected[k] && !v.badIndex[partFile(v.prefix, k)] && !isRecordKey(v.prefix, k) {
 			v.rep.Unlisted = append(v.rep.Unlisted, k)
 		}
 	}

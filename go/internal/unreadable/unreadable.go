@@ -1,7 +1,8 @@
 // Package unreadable tells an error that says something could not be read,
 // reached or accessed (a permission, credentials, a timeout, an interrupt,
 // the network, this host's keys or decompressor) from one that says what was
-// read is wrong.
+// read is wrong; this host failing at its part (a full disk, no memory, a
+// program killed from outside: HostFault) counts with the first.
 // The first is never damage: no command records it as a failed check,
 // quarantines a backup for it, or lets it change what restores and
 // retention pick; the CLI exits 3 for it.
@@ -43,8 +44,12 @@ func access(e error) bool {
 			return true
 		}
 	}
-	// An errno is access only for these: syscall.Errno also satisfies
-	// net.Error, and a file not there (ENOENT) or a full disk is not access.
+	if hostWhy(e) != "" {
+		return true
+	}
+	// An errno is access only for these (or this host's: hostErrnos):
+	// syscall.Errno also satisfies net.Error, and a file not there (ENOENT)
+	// is not access.
 	if se, ok := e.(syscall.Errno); ok {
 		switch se {
 		case syscall.EACCES, syscall.EPERM, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT:

@@ -43,10 +43,9 @@ func TestAccessOrNot(t *testing.T) {
 		"checksum":       errors.New("checksum mismatch: expected crc32c 1, found 2"),
 		"truncated":      fmt.Errorf("lane 1: %w", io.ErrUnexpectedEOF),
 		"a missing part": fmt.Errorf("part missing: %w", fs.ErrNotExist),
-		// A file not there, or a full disk, as the OS says it: an errno
-		// satisfies net.Error, but says nothing of access.
+		// A file not there, as the OS says it: an errno satisfies
+		// net.Error, but says nothing of access.
 		"a file not there":   &fs.PathError{Op: "open", Path: "/r/ks/0/b/MANIFEST", Err: syscall.ENOENT},
-		"a full disk":        fmt.Errorf("write: %w", &fs.PathError{Op: "write", Path: "/d/x", Err: syscall.ENOSPC}),
 		"a data-loss code":   vterrors.Errorf(vtrpcpb.Code_DATA_LOSS, "lane 0: read 5 bytes, the MANIFEST says 6"),
 		"a text that quotes": errors.New("permission denied"), // only a message: nothing says so
 	}

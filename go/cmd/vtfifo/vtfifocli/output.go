@@ -77,10 +77,13 @@ func reportFailure(w io.Writer, err error) int {
 }
 
 // failLine is the FAIL line of such a failure, saying for an access error
-// that the backup was not judged.
+// or this host's failure that the backup was not judged.
 func failLine(err error) string {
 	if flagvalue.IsContradiction(err) {
 		return errText(err)
+	}
+	if why := unreadable.HostFault(err); why != "" {
+		return "FAIL: " + errText(err) + "; this host could not finish it (" + why + "): nothing says the backup is damaged"
 	}
 	if unreadable.Is(err) {
 		return "FAIL: " + errText(err) + "; it could not be read or reached: nothing says the backup is damaged"

@@ -19,7 +19,8 @@ var testRestoreDoc = commandDoc{"test-restore", "Prove a backup restorable: rest
 		"no network, no grants, no replication, no events), runs CHECK TABLE and counts the rows of every table,\n" +
 		"stops it and removes the scratch directory. The verification record (when, tool and server versions,\n" +
 		"tables, rows, duration, outcome) is stored beside the backup on the split storage; `vtfifo ls` shows it. A run\n" +
-		"that could not read the backup (a permission, a timeout, this host's keys) records nothing and exits 3.\n" +
+		"that could not read the backup (a permission, a timeout, this host's keys) or that this host failed (a full disk, a tool killed by\n" +
+		"the OOM killer) records nothing and exits 3; no tool, or not the backup's, exits 2.\n" +
 		"A backup of Vitess's xtrabackup engine (docs/migration.md) is tested the same way, from its stream.",
 	"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n" +
 		"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp"}

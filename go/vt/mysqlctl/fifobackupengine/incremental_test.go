@@ -17,6 +17,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
 
@@ -63,6 +64,18 @@ func TestIncrementalChainRealMariaDB(t *testing.T) {
 	assert.False(t, d2.Incremental, "every fifo backup is full in Vitess's sense")
 	assert.Less(t, d1.RawBytes*3, full.RawBytes, "a delta holds the changed pages, not the data set (%d vs %d bytes)", d1.RawBytes, full.RawBytes)
 	t.Logf("full %d bytes, deltas %d and %d bytes", full.RawBytes, d1.RawBytes, d2.RawBytes)
+
+	// Into a directory without the tool's prepare, a delta is refused as a
+	// request its chain contradicts (the CLI's usage error), before any
+	// directory is made.
+	bh, _ := f.latestBackup(t)
+	dir := filepath.Join(t.TempDir(), "delta")
+	_, err := RestoreToDir(context.Background(), bh, dir, RestoreDirOptions{Config: incrementalConfig(), Logger: newMemoryLogger()})
+	require.Error(t, err)
+	assert.True(t, flagvalue.IsContradiction(err), "%v", err)
+	assert.Contains(t, err.Error(), "backup "+d2.BackupName+" is incremental (on "+d1.BackupName+"): its files are only a data directory once "+
+		"the tool has applied its chain")
+	assert.NoDirExists(t, dir)
 
 	// The latest restores through its chain to its exact position.
 	m, err := f.restore(t, nil)

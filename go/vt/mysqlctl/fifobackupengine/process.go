@@ -16,6 +16,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/procident"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // newCommand is exec.CommandContext for every program the engine runs (the
@@ -109,10 +110,10 @@ func toolOpenFiles(dataDir string) (uint64, error) {
 
 func checkOpenFiles(dataDir string, tablespaces int, hard uint64) (uint64, error) {
 	if need := uint64(tablespaces + openFilesSlack); hard < need {
-		return 0, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
+		return 0, unreadable.Host(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION,
 			"the backup tool needs about %d open files (%d InnoDB tablespaces in %s, and %d more), but this process's hard limit of open files is %d: raise "+
 				"it (ulimit -Hn, LimitNOFILE= in the service unit, the container's nofile ulimit)",
-			need, tablespaces, dataDir, openFilesSlack, hard)
+			need, tablespaces, dataDir, openFilesSlack, hard), "its limit of open files is too low")
 	}
 	return min(hard, 1<<30), nil
 }

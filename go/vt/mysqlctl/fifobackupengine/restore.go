@@ -24,6 +24,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // ExecuteRestore honours Vitess's restore contract: it creates
@@ -420,7 +421,8 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	out.flush()
 	r.stats.since("Prepare", start)
 	if err != nil {
-		return errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s", tool.Flavor, err, out.tail())
+		return unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s", tool.Flavor, err, out.tail()),
+			cmd.ProcessState, out.tail())
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // RestoreDirOptions configures RestoreToDir.
@@ -155,8 +156,9 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		}
 	}
 	if len(run.chain) > 1 && !opts.Prepare {
-		return rep, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a data directory once the "+
-			"tool has applied its chain %v; restore it with prepare", m.BackupName, m.BaseBackup, chainNames(run.chain))
+		return rep, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s is incremental (on %s): its files are only a "+
+			"data directory once the tool has applied its chain %v; restore it with --prepare", m.BackupName, m.BaseBackup,
+			chainNames(run.chain)))
 	}
 	if rep.Target, err = claimEmptyDir(dir); err != nil {
 		return rep, err
@@ -211,7 +213,8 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 	defer f.Close()
 	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
 		if err == nil {
-			return TargetDir{}, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore never writes over files", dir)
+			return TargetDir{}, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore "+
+				"never writes over files", dir))
 		}
 		return TargetDir{}, errtext.Wrapf(err, "cannot read the target directory %s", dir)
 	}

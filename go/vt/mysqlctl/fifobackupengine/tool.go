@@ -15,6 +15,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // backupTool is the detected xtrabackup or mariabackup binary.
@@ -39,8 +40,17 @@ var (
 
 // detectTool finds the tool and reads its flavor and version from --version.
 // A flavor given by flag wins over detection, but the version still decides
-// whether FIFO streams can be used.
+// whether FIFO streams can be used. Its errors are the host contradicting
+// the flags (no tool, or not the one named): never proof about a backup.
 func detectTool(ctx context.Context, cfg *Config) (*backupTool, error) {
+	t, err := findTool(ctx, cfg)
+	if err != nil && ctx.Err() == nil {
+		return nil, flagvalue.Contradiction(err)
+	}
+	return t, err
+}
+
+func findTool(ctx context.Context, cfg *Config) (*backupTool, error) {
 	path := cfg.ToolPath
 	if path == "" {
 		for _, name := range []string{"xtrabackup", "mariabackup"} {

@@ -20,6 +20,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
@@ -153,6 +154,10 @@ func readBackupCnf(path string) (map[string]string, error) {
 	return out, nil
 }
 
+// notStarted is why a server still starting at the start timeout is no
+// proof about the backup: a long crash recovery, or a slow host.
+const notStarted = "its mysqld was still starting at the start timeout"
+
 // start starts mysqld and waits until it answers on its socket.
 func (s *server) start(ctx context.Context, args []string, timeout time.Duration) (*sql.DB, error) {
 	cmd := exec.Command(s.bin, args...)
@@ -181,7 +186,9 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 	for {
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("mysqld exited while starting (%v); its error log ends:\n%s", cmd.ProcessState, s.logTail())
+			tail := s.logTail()
+			return nil, unreadable.ProgramFailed(fmt.Errorf("mysqld exited while starting (%v); its error log ends:\n%s", cmd.ProcessState, tail),
+				cmd.ProcessState, tail)
 		case <-ctx.Done():
 			s.stop()
 			return nil, ctx.Err()
@@ -190,7 +197,8 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 		if _, err := os.Stat(c.Addr); err != nil {
 			if time.Now().After(deadline) {
 				s.stop()
-				return nil, fmt.Errorf("mysqld did not open its socket within %v; its error log ends:\n%s", timeout, s.logTail())
+				return nil, unreadable.Host(fmt.Errorf("mysqld did not open its socket within %v; its error log ends:\n%s", timeout, s.logTail()),
+					notStarted)
 			}
 			continue
 		}
@@ -205,7 +213,7 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 		db.Close()
 		if time.Now().After(deadline) {
 			s.stop()
-			return nil, fmt.Errorf("mysqld did not answer within %v: %v; its error log ends:\n%s", timeout, err, s.logTail())
+			return nil, unreadable.Host(fmt.Errorf("mysqld did not answer within %v: %v; its error log ends:\n%s", timeout, err, s.logTail()), notStarted)
 		}
 	}
 }

@@ -69,10 +69,13 @@ const (
 // Run test-restores bh and returns its record. A failed check is a record
 // with Outcome Failed (and a nil error). The error is for a run that reached
 // no verdict on the backup, so that nothing is recorded: no server binary,
-// one of another flavor than the backup's, ctx cancelled, no scratch
-// directory, and a restore that failed because something could not be
-// read, reached or accessed (go/internal/unreadable: a part it may not
-// read, a timeout, this host lacking the backup's encryption keys). The scratch
+// one of another flavor than the backup's, no backup tool or not the one
+// named, ctx cancelled, no scratch directory, and any step that failed
+// because something could not be read, reached or accessed, or because this
+// host failed at its part (go/internal/unreadable: a part it may not read, a
+// timeout, this host lacking the backup's encryption keys, a full disk, a
+// tool or mysqld killed from outside or out of memory, a mysqld still
+// starting at the start timeout). The scratch
 // directory is removed and mysqld stopped before Run returns, whatever
 // happened.
 func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Record, error) {
@@ -109,8 +112,8 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	if ctx.Err() != nil {
 		return rec, fmt.Errorf("test restore of %s interrupted: %w", rec.Backup, ctx.Err())
 	}
-	if errors.Is(err, errCouldNotRun) {
-		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, err)
+	if noVerdictIn(err) {
+		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, couldNotRun(err))
 	}
 	rec.Outcome = Passed
 	if err != nil {
@@ -128,10 +131,20 @@ type noVerdict struct{}
 func (noVerdict) Error() string    { return "no verdict on the backup" }
 func (noVerdict) Unreadable() bool { return true }
 
-// couldNotRun marks err as a run that reached no verdict; its message is
-// err's own (a Vitess error formats itself under %w as its cause, a line
-// break and its message).
-func couldNotRun(err error) error { return noVerdictFor{err} }
+// noVerdictIn reports whether err says nothing about the backup: this
+// host's access, keys, tool, disk, memory or patience (unreadable), or a
+// request the data or the host contradicts.
+func noVerdictIn(err error) bool { return unreadable.Is(err) || flagvalue.IsContradiction(err) }
+
+// couldNotRun marks err as a run that reached no verdict (once); its
+// message is err's own (a Vitess error formats itself under %w as its
+// cause, a line break and its message).
+func couldNotRun(err error) error {
+	if errors.Is(err, errCouldNotRun) {
+		return err
+	}
+	return noVerdictFor{err}
+}
 
 type noVerdictFor struct{ err error }
 
@@ -181,7 +194,7 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	defer release() // one a killed run left is swept by the next (NewWorkDir)
 	runAs, err := mysqlinstall.ServerUser(scratch)
 	if err != nil {
-		return err
+		return couldNotRun(err) // this host's users or directories
 	}
 	dataDir := filepath.Join(scratch, "data")
 	ro := opts.Restore
@@ -197,9 +210,6 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	}
 	logger.Infof("test restore: restoring %s into %s", rec.Backup, dataDir)
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
-	if unreadable.Is(err) || flagvalue.IsContradiction(err) {
-		return couldNotRun(err) // this host's access, keys or tool: not the backup
-	}
 	if err != nil {
 		return err
 	}
@@ -208,11 +218,11 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 		rec.Work = &rep.Work
 	}
 	if err := os.Mkdir(filepath.Join(scratch, "tmp"), 0o750); err != nil {
-		return err
+		return couldNotRun(err)
 	}
 	if runAs != nil {
 		if err := mysqlinstall.ChownTree(scratch, runAs); err != nil {
-			return err
+			return couldNotRun(err)
 		}
 	}
 	srv.dir, srv.dataDir, srv.runAs, srv.logger = scratch, dataDir, runAs, logger

@@ -1,0 +1,119 @@
+package vtfifocli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+)
+
+// standInTool writes a stand-in for the xtrabackup that took the test
+// backup: its --version is that tool's, and its --prepare runs prepare (a
+// /bin/sh script's body).
+func standInTool(t *testing.T, prepare string) string {
+	tool := filepath.Join(t.TempDir(), "xtrabackup")
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\ncase \"$*\" in\n*--version*) echo 'xtrabackup version 8.0.35-30 based on MySQL "+
+		"server 8.0.35 Linux (x86_64) (revision id: test)';;\n*--prepare*) "+prepare+";;\nesac\n"), 0o755))
+	return tool
+}
+
+// TestATestRestoreThatThisHostFailsIsNoVerdict: a test restore that fails
+// for this host's sake (a scratch file system that fills up, no tool where
+// --fifo-backup-tool-path says, the tool reporting the OS's "No space left
+// on device", the tool killed by SIGKILL as the OOM killer does) is no verdict on the backup: it records
+// nothing, quarantines nothing (--quarantine-on-failure), and the backup is
+// still the one restores pick. The same backup whose tool reports a
+// corrupted page does fail: recorded, quarantined, exit 1.
+func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
+	root := t.TempDir()
+	cfg := splitstorage.DefaultConfig()
+	cfg.File.Root = root
+	splitCopy(t, cfg)
+	record := filepath.Join(root, "ks", "0", "copied", ".sidecar-verification")
+	scratch := scratchDir(t)
+	testRestore := func(code int, tool string) (string, string) {
+		return runSplit(t, code, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
+			"--progress=never", "--quiet", "--scratch-dir="+scratch, "--fifo-backup-tool-path="+tool)
+	}
+	fullDisk := tmpfs.Mount(t, 1<<20) // the backup's files are 4 MB
+	for _, c := range []struct{ name, tool, scratch, want string }{
+		{"a full scratch disk", standInTool(t, "exit 0"), fullDisk, "; this host could not finish it (its disk is full): nothing says the backup is damaged\n"},
+		{"the tool on a full disk", standInTool(t, `echo "[ERROR] InnoDB: Error number 28 means 'No space left on device'" >&2; exit 1`), scratch,
+			"; this host could not finish it (its disk is full): nothing says the backup is damaged\n"},
+		{"the OOM killer", standInTool(t, "kill -KILL $$"), scratch,
+			"; this host could not finish it (a program was killed (SIGKILL: the kernel's OOM killer, or an operator)): nothing says the backup is damaged\n"},
+	} {
+		out, errOut := runSplit(t, 3, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
+			"--progress=never", "--quiet", "--scratch-dir="+c.scratch, "--fifo-backup-tool-path="+c.tool)
+		assert.True(t, strings.HasPrefix(out, "FAIL: test restore of ks/0/copied could not run, nothing is recorded: "), "%s: %s", c.name, out)
+		assert.True(t, strings.HasSuffix(out, c.want), "%s: %s", c.name, out)
+		assert.Empty(t, errOut, c.name)
+		assert.NoFileExists(t, record, c.name)
+		ls, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0")
+		assert.NotContains(t, ls, "quarantined", c.name)
+	}
+
+	out, errOut := testRestore(2, "/nonexistent/xtrabackup")
+	assert.Equal(t, "test restore of ks/0/copied could not run, nothing is recorded: --fifo-backup-tool-path "+
+		`"/nonexistent/xtrabackup" is not an executable: exec: "/nonexistent/xtrabackup": stat /nonexistent/xtrabackup: no such file or directory `+
+		"(no verdict on the backup)\n", out)
+	assert.Empty(t, errOut)
+	assert.NoFileExists(t, record)
+
+	// What the tool says of the backup's pages is a verdict.
+	out, _ = testRestore(1, standInTool(t, `echo "[ERROR] InnoDB: Database page corruption on disk or a failed read of file './t1.ibd' page [page id: `+
+		`space=5, page number=3]" >&2; exit 1`))
+	assert.Contains(t, out, "FAIL: test restore of ks/0/copied (")
+	assert.Contains(t, out, "xtrabackup --prepare failed: exit status 1")
+	assert.NotContains(t, out, "nothing says the backup is damaged")
+	assert.FileExists(t, record)
+	ls, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0")
+	assert.Contains(t, ls, "quarantined: test restore failed ")
+}
+
+// TestARestoreThatThisHostFailsIsNoVerdict: vtfifo restore --prepare whose
+// tool reports a full disk exits 3, saying this host could not finish it,
+// and leaves no target directory it created; restoring an incremental
+// backup without --prepare (which its files need) is a usage error, exit 2,
+// naming the flag.
+func TestARestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
+	_, args := storageCopy(t)
+	target := filepath.Join(t.TempDir(), "r")
+	tool := standInTool(t, `echo "InnoDB: Error number 28 means 'No space left on device'" >&2; exit 1`)
+	out, errOut := runArgs(t, 3, append([]string{"restore", "--prepare", "--progress=never", "--quiet", "--target-dir=" + target,
+		"--fifo-backup-tool-path=" + tool}, args...)...)
+	assert.Empty(t, out)
+	assert.Regexp(t, `^vtfifo restore: FAIL: fifo restore of backup 2026-11-23.050519.zone1-0000004989 into `+target+` failed: xtrabackup --prepare `+
+		`failed: exit status 1; its last output:\n.*No space left on device'; this host could not finish it \(its disk is full\): nothing says the `+
+		"backup is damaged\n$", errOut)
+	assert.NoDirExists(t, target)
+}
+
+// runArgs runs vtfifo with args, requires its exit status and returns its
+// stdout and stderr.
+func runArgs(t *testing.T, wantCode int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, &out, &errOut)
+	require.Equal(t, wantCode, code, "vtfifo %s\nstdout: %s\nstderr: %s", strings.Join(args, " "), out.String(), errOut.String())
+	return out.String(), errOut.String()
+}
+
+// scratchDir is a test restore's scratch directory that the mysql user can
+// reach when the test runs as root (t.TempDir's parent is not traversable
+// by others).
+func scratchDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "vtfifo-scratch-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	return dir
+}

@@ -1,0 +1,121 @@
+package unreadable
+
+import (
+	"cmp"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+// This host failing at its part (its disk full, its memory or open files
+// exhausted, a program it cannot start, a process killed from outside) is
+// no proof about the backup either: Is counts it, and HostFault says which.
+
+// hostErrnos are the OS's errors that say this host ran out of something
+// or refuses to write, with what the FAIL line says of them.
+var hostErrnos = map[syscall.Errno]string{
+	syscall.ENOSPC: "its disk is full",
+	syscall.EDQUOT: "a disk quota is reached",
+	syscall.EROFS:  "a file system is read-only",
+	syscall.ENOMEM: "it is out of memory",
+	syscall.EMFILE: "the process has too many open files",
+	syscall.ENFILE: "the system has too many open files",
+}
+
+// hostMessages are the same errors as a program prints them (strerror, in
+// the tool's and the server's own words: "Error number 28 means 'No space
+// left on device'", "OS errno 24 - Too many open files").
+var hostMessages = []struct{ text, why string }{
+	{"No space left on device", "its disk is full"},
+	{"Disk quota exceeded", "a disk quota is reached"},
+	{"Read-only file system", "a file system is read-only"},
+	{"Cannot allocate memory", "it is out of memory"},
+	{"Out of memory", "it is out of memory"},
+	{"Too many open files", "too many open files"},
+}
+
+// Host marks err as this host's failure, why saying which ("its disk is
+// full").
+func Host(err error, why string) error {
+	if err == nil {
+		return nil
+	}
+	return hostError{err, why}
+}
+
+type hostError struct {
+	err error
+	why string
+}
+
+func (h hostError) Error() string    { return h.err.Error() }
+func (h hostError) Unwrap() error    { return h.err }
+func (h hostError) Unreadable() bool { return true }
+
+// HostFault says why err, or anything it wraps, is this host's failure;
+// "" when it is not.
+func HostFault(err error) string {
+	for _, e := range chain(err) {
+		if why := hostWhy(e); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+func hostWhy(e error) string {
+	switch v := e.(type) {
+	case hostError:
+		return v.why
+	case syscall.Errno:
+		return hostErrnos[v]
+	case *exec.Error:
+		return "a program it needs cannot be started here"
+	}
+	return ""
+}
+
+// InOutput says why a program's output shows this host failing (the OS's
+// own message for a full disk, exhausted memory or open files); "" when it
+// does not.
+func InOutput(output string) string {
+	for _, m := range hostMessages {
+		if strings.Contains(output, m.text) {
+			return m.why
+		}
+	}
+	return ""
+}
+
+// ProgramFailed is err, a program's failure, marked as this host's where
+// the program was killed from outside (Killed) or its output names the OS
+// running out of room, memory or files (InOutput): no proof about what it
+// read.
+func ProgramFailed(err error, state *os.ProcessState, output string) error {
+	if why := cmp.Or(Killed(state), InOutput(output)); why != "" {
+		return Host(err, why)
+	}
+	return err
+}
+
+// Killed says why a program that exited with state was killed from outside
+// (SIGKILL: the kernel's OOM killer, or an operator; SIGTERM: a shutdown);
+// "" when it exited by itself or crashed (a crash, SIGSEGV or SIGABRT, may
+// be what it read).
+func Killed(state *os.ProcessState) string {
+	if state == nil {
+		return ""
+	}
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		return ""
+	}
+	switch ws.Signal() {
+	case syscall.SIGKILL:
+		return "a program was killed (SIGKILL: the kernel's OOM killer, or an operator)"
+	case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP:
+		return "a program was stopped (" + ws.Signal().String() + ")"
+	}
+	return ""
+}

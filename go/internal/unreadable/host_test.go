@@ -1,0 +1,76 @@
+package unreadable
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"vitess.io/vitess/go/vt/vterrors"
+)
+
+// TestHostFault: this host failing at its part, however wrapped, is no
+// proof about the backup (Is) and says which (HostFault); what the backup's
+// bytes say is neither.
+func TestHostFault(t *testing.T) {
+	_, notFound := exec.LookPath("/nonexistent/xtrabackup")
+	host := map[string]struct {
+		err error
+		why string
+	}{
+		"a full disk": {fmt.Errorf("write: %w", &fs.PathError{Op: "write", Path: "/d/x", Err: syscall.ENOSPC}), "its disk is full"},
+		"wrapped by Vitess": {vterrors.Wrapf(fmt.Errorf("extract: %w", &fs.PathError{Op: "write", Path: "/d/x", Err: syscall.EMFILE}), "restore"),
+			"the process has too many open files"},
+		"a program not there": {fmt.Errorf("prepare: %w", notFound), "a program it needs cannot be started here"},
+		"marked":              {vterrors.Wrap(Host(errors.New("mariabackup --prepare failed"), "it is out of memory"), "restore"), "it is out of memory"},
+	}
+	for name, c := range host {
+		assert.True(t, Is(c.err), name)
+		assert.Equal(t, c.why, HostFault(c.err), name)
+	}
+	for name, err := range map[string]error{
+		"nil":           nil,
+		"a checksum":    errors.New("checksum mismatch"),
+		"access":        &fs.PathError{Op: "open", Path: "/r/x", Err: syscall.EACCES},
+		"a text quoted": errors.New("No space left on device"), // only a message: InOutput is for a program's output
+	} {
+		assert.Equal(t, "", HostFault(err), name)
+	}
+	assert.Nil(t, Host(nil, "x"))
+}
+
+// TestInOutput: the OS's own words in a program's output, as InnoDB and
+// the tools print them, and nothing else.
+func TestInOutput(t *testing.T) {
+	for out, why := range map[string]string{
+		"[ERROR] InnoDB: Error number 28 means 'No space left on device'":                             "its disk is full",
+		"2026-11-29 [ERROR] [MY-012596] [InnoDB] Error number 24 means 'Too many open files'":         "too many open files",
+		"xtrabackup: Error writing file 'ib_logfile0' (OS errno 122 - Disk quota exceeded)":           "a disk quota is reached",
+		"InnoDB: Cannot allocate memory for the buffer pool":                                          "it is out of memory",
+		"[ERROR] InnoDB: Page [page id: space=5, page number=3] log sequence number is in the future": "",
+		"": "",
+	} {
+		assert.Equal(t, why, InOutput(out), out)
+	}
+}
+
+// TestKilled: a program killed from outside (SIGKILL, SIGTERM) is the
+// host; one that crashed (SIGABRT: an assertion on what it read) or
+// exited with a status is not.
+func TestKilled(t *testing.T) {
+	run := func(script string) string {
+		cmd := exec.Command("/bin/sh", "-c", script)
+		require.Error(t, cmd.Run())
+		return Killed(cmd.ProcessState)
+	}
+	assert.Contains(t, run("kill -KILL $$"), "SIGKILL")
+	assert.Contains(t, run("kill -TERM $$"), "terminated")
+	assert.Equal(t, "", run("kill -ABRT $$"))
+	assert.Equal(t, "", run("exit 1"))
+	assert.Equal(t, "", Killed(nil))
+}

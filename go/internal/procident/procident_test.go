@@ -23,3 +23,39 @@ func TestRunning(t *testing.T) {
 	assert.False(t, Running(cmd.Process.Pid, ""), "an exited process")
 	assert.Len(t, BootID(), 36)
 }
+
+// TestOutlived: a record's process is judged gone only where its PID means
+// something here: on this host and in this boot, in this PID namespace; an
+// earlier boot of this host is gone whatever the PID. Another host's,
+// another container's (its PID namespace), or a record that leaves out who
+// it is, is never judged.
+func TestOutlived(t *testing.T) {
+	self := Self()
+	require.NotEmpty(t, self.PIDNamespace, "/proc/self/ns/pid")
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	gone := self
+	gone.PID, gone.ProcStart = dead.Process.Pid, "12345"
+	with := func(change func(*Owner)) Owner {
+		o := gone
+		change(&o)
+		return o
+	}
+	for name, c := range map[string]struct {
+		o    Owner
+		want bool
+	}{
+		"this process":                 {self, false},
+		"a process that exited":        {gone, true},
+		"its PID given to another":     {with(func(o *Owner) { o.PID, o.ProcStart = self.PID, "1" }), true},
+		"an earlier boot":              {with(func(o *Owner) { o.Boot = "another-boot"; o.PIDNamespace = "" }), true},
+		"another container's":          {with(func(o *Owner) { o.PIDNamespace = "pid:[1]" }), false},
+		"another host's":               {with(func(o *Owner) { o.Host = "dr-host" }), false},
+		"no PID namespace (before it)": {with(func(o *Owner) { o.PIDNamespace = "" }), false},
+		"no start time":                {with(func(o *Owner) { o.ProcStart = "" }), false},
+		"no boot":                      {with(func(o *Owner) { o.Boot = "" }), false},
+		"nothing":                      {Owner{}, false},
+	} {
+		assert.Equal(t, c.want, self.Outlived(c.o), name)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -275,8 +276,9 @@ func plantLease(t *testing.T, root, dir, name, holder string, fields map[string]
 
 // TestLeasesDieWithTheirReader: a lease whose reader was killed on this
 // host no longer blocks rm (a warning says whose lease was passed over); a
-// lease of this host's previous boot neither; another host's lease does,
-// until rm --break-leases ends it, saying whose.
+// lease of this host's previous boot neither; another container's of this
+// host (another PID namespace) does; another host's lease does, until rm
+// --break-leases ends it, saying whose.
 func TestLeasesDieWithTheirReader(t *testing.T) {
 	root, names := proofStorage(t)
 	host, _ := os.Hostname()
@@ -284,9 +286,16 @@ func TestLeasesDieWithTheirReader(t *testing.T) {
 	require.NoError(t, err)
 	boot := strings.TrimSpace(string(bootID))
 	pid := deadPID(t)
-	plantLease(t, root, "ks/0", names[0], "killed-reader", map[string]any{"host": host, "boot": boot, "pid": pid, "proc_start": "12345"})
+	ns := procident.PIDNamespace()
+	plantLease(t, root, "ks/0", names[0], "killed-reader", map[string]any{"host": host, "boot": boot, "pid_ns": ns, "pid": pid, "proc_start": "12345"})
 	plantLease(t, root, "ks/0", names[1], "before-reboot", map[string]any{"host": host, "boot": "another-boot", "pid": os.Getpid(), "proc_start": "1"})
 	plantLease(t, root, "ks/0", names[2], "dr-host-4242-abcd", map[string]any{"host": "dr-host", "boot": "b", "pid": 4242, "proc_start": "7"})
+	// A reader in another container of this host (docker with the host's
+	// network has its host name): its PID means nothing here.
+	plantLease(t, root, "ks/0", names[3], "sidecar", map[string]any{"host": host, "boot": boot, "pid_ns": "pid:[4026532000]", "pid": pid,
+		"proc_start": "12345"})
+	_, errOut := runSplit(t, 3, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[3])
+	assert.Contains(t, errOut, "the backup is being read: vtfifo restore by sidecar since ")
 
 	out, errOut := runSplit(t, 0, root, "rm", "--keyspace=ks", "--shard=0", "--backup="+names[0])
 	assert.Equal(t, "removed complete backup ks/0/"+names[0]+"\n", out)

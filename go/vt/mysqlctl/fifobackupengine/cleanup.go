@@ -2,8 +2,8 @@ package fifobackupengine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,14 +65,18 @@ func NewWorkDir(parent, prefix string, logger logutil.Logger) (dir string, relea
 	return newWorkDir(parent, prefix, logger)
 }
 
-// claimWorkDir records this process as the owner of dir: its pid and start
-// time, so that a pid used again after a restart (vttablet is pid 1 again in
-// a restarted container) is not taken for the owner. The returned func
-// removes the record.
+// claimWorkDir records this process as the owner of dir (procident.Owner:
+// its host, boot, PID namespace, PID and start time, so that a pid used
+// again after a restart, vttablet is pid 1 again in a restarted container,
+// or the same pid in another container, is not taken for the owner). The
+// returned func removes the record.
 func claimWorkDir(dir string) (func(), error) {
 	f := dir + ownerSuffix
-	self := os.Getpid()
-	if err := os.WriteFile(f, []byte(fmt.Sprintf("%d %s", self, procident.Start(self))), 0o600); err != nil {
+	doc, err := json.Marshal(procident.Self())
+	if err != nil {
+		return func() {}, err
+	}
+	if err := os.WriteFile(f, doc, 0o600); err != nil {
 		return func() {}, err
 	}
 	return func() { _ = os.Remove(f) }, nil
@@ -80,14 +84,19 @@ func claimWorkDir(dir string) (func(), error) {
 
 // removeStaleWorkDirs removes the work directories named prefix* under
 // parent left by runs whose process died without cleaning up (SIGKILL, OOM
-// kill, power loss): those whose owner is not a live process, and owner
-// records left without their directory. A directory without an owner file,
-// or whose owner lives, is left alone.
+// kill, power loss): those whose owner is provably gone (procident.Outlived:
+// on this host, in an earlier boot, or in this boot and this PID namespace a
+// process that no longer runs), and owner records left without their
+// directory. A directory without an owner record, or whose owner lives, is
+// left alone; so is one whose owner cannot be judged from here (another
+// host's or container's on a shared directory, or a record of an earlier
+// version, which names the PID only), saying so.
 func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
+	self := procident.Self()
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), prefix) {
 			continue
@@ -107,17 +116,25 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		if err != nil {
 			continue
 		}
-		pidText, start, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
-		pid, err := strconv.Atoi(pidText)
-		if err != nil || pid <= 0 || procident.Running(pid, start) {
+		var owner procident.Owner
+		if json.Unmarshal(b, &owner) != nil {
+			logger.Warningf("fifo: left %s alone: its owner record (%q) was written by an earlier version and names a pid only, which proves "+
+				"nothing of its process now: remove it by hand if no backup or restore uses it", dir, strings.TrimSpace(string(b)))
+			continue
+		}
+		if !self.Outlived(owner) {
+			if owner.Host != self.Host || owner.PIDNamespace != self.PIDNamespace {
+				logger.Infof("fifo: left %s alone: its owner, pid %d on %s (%s), cannot be judged from this host and PID namespace", dir,
+					owner.PID, owner.Host, owner.PIDNamespace)
+			}
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			logger.Warningf("fifo: cannot remove %s left by dead process %d: %s", dir, pid, errtext.Text(err))
+			logger.Warningf("fifo: cannot remove %s left by dead process %d: %s", dir, owner.PID, errtext.Text(err))
 			continue
 		}
 		_ = os.Remove(dir + ownerSuffix)
-		logger.Infof("fifo: removed %s left by a run whose process (%d) is gone", dir, pid)
+		logger.Infof("fifo: removed %s left by a run whose process (%d) is gone", dir, owner.PID)
 	}
 }
 

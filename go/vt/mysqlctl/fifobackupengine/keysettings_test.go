@@ -1,7 +1,7 @@
 package fifobackupengine
 
 import (
-	"fmt"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +13,7 @@ import (
 
 	"vitess.io/vitess/go/vt/logutil"
 
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
 )
@@ -135,7 +136,9 @@ func TestPrepareOptionFileAsMysysReadsIt(t *testing.T) {
 	require.NoError(t, err)
 	gone := exec.Command("true")
 	require.NoError(t, gone.Run())
-	require.NoError(t, os.WriteFile(filepath.Dir(left)+ownerSuffix, []byte(fmt.Sprintf("%d 1", gone.Process.Pid)), 0o600))
+	owner := procident.Self()
+	owner.PID, owner.ProcStart = gone.Process.Pid, "1"
+	require.NoError(t, os.WriteFile(filepath.Dir(left)+ownerSuffix, must(json.Marshal(owner)), 0o600))
 	next, _, removeNext, err := writePrepareOptionFile(hostCnf, target, logutil.NewMemoryLogger())
 	require.NoError(t, err)
 	assert.NoFileExists(t, left, "a killed prepare's option file is swept by the next one")

@@ -3,6 +3,7 @@ package fifobackupengine
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -138,20 +139,34 @@ func TestStopMysqldWaitsForStartingMysqld(t *testing.T) {
 }
 
 // TestRemoveStaleWorkDirs: a work directory is removed only when its owner
-// is gone, a pid given to another process since (same pid, other start
-// time: vttablet is pid 1 again in a restarted container) counting as gone.
+// is provably gone: a process of this host and PID namespace that exited,
+// a pid given to another process since (same pid, other start time:
+// vttablet is pid 1 again in a restarted container), or one of an earlier
+// boot. Another container's (its PID namespace: a scratch directory shared
+// by two pods), another host's, and a record of an earlier version (a pid
+// only) are left alone, saying so.
 func TestRemoveStaleWorkDirs(t *testing.T) {
 	parent := t.TempDir()
 	dead := exec.Command("true")
 	require.NoError(t, dead.Run())
-	self := os.Getpid()
+	self := procident.Self()
+	require.NotEmpty(t, self.ProcStart)
+	owner := func(change func(*procident.Owner)) string {
+		o := self
+		change(&o)
+		return string(must(json.Marshal(o)))
+	}
+	exited := func(o *procident.Owner) { o.PID, o.ProcStart = dead.Process.Pid, "12345" }
 	owners := map[string]string{
-		"fifo-restore-mine":      fmt.Sprintf("%d %s", self, procident.Start(self)),
-		"fifo-restore-reused":    fmt.Sprintf("%d 1", self),
-		"fifo-restore-dead":      fmt.Sprintf("%d %s", dead.Process.Pid, "12345"),
-		"fifo-restore-oldformat": strconv.Itoa(self),
-		"fifo-restore-noowner":   "",
-		"fifo-backup-dead":       fmt.Sprintf("%d 1", dead.Process.Pid),
+		"fifo-restore-mine":            owner(func(*procident.Owner) {}),
+		"fifo-restore-reused":          owner(func(o *procident.Owner) { o.ProcStart = "1" }),
+		"fifo-restore-dead":            owner(exited),
+		"fifo-restore-earlier-boot":    owner(func(o *procident.Owner) { o.Boot = "another-boot" }),
+		"fifo-restore-other-container": owner(func(o *procident.Owner) { exited(o); o.PIDNamespace = "pid:[4026532000]" }),
+		"fifo-restore-other-host":      owner(func(o *procident.Owner) { exited(o); o.Host = "dr-host" }),
+		"fifo-restore-oldformat":       fmt.Sprintf("%d 1", dead.Process.Pid),
+		"fifo-restore-noowner":         "",
+		"fifo-backup-dead":             owner(exited),
 	}
 	for dir, owner := range owners {
 		require.NoError(t, os.MkdirAll(filepath.Join(parent, dir, "sub"), 0o750))
@@ -163,19 +178,25 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 	// between removing the directory and the record): removed, whoever they
 	// name; another prefix's is not this call's.
 	for _, orphan := range []string{"fifo-restore-orphan", "fifo-backup-orphan"} {
-		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(strconv.Itoa(self)), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(owners["fifo-restore-mine"]), 0o600))
 	}
-	require.NotEmpty(t, procident.Start(self))
-	removeStaleWorkDirs(parent, stagingDirPrefix, logutil.NewMemoryLogger())
+	logger := logutil.NewMemoryLogger()
+	removeStaleWorkDirs(parent, stagingDirPrefix, logger)
 	assert.NoFileExists(t, filepath.Join(parent, "fifo-restore-orphan"+ownerSuffix))
 	assert.FileExists(t, filepath.Join(parent, "fifo-backup-orphan"+ownerSuffix))
 	assert.FileExists(t, filepath.Join(parent, "fifo-restore-mine"+ownerSuffix), "a live owner's record stays")
 	for dir, kept := range map[string]bool{"fifo-restore-mine": true, "fifo-restore-reused": false, "fifo-restore-dead": false,
-		"fifo-restore-oldformat": true, "fifo-restore-noowner": true, "fifo-backup-dead": true} {
+		"fifo-restore-earlier-boot": false, "fifo-restore-other-container": true, "fifo-restore-other-host": true, "fifo-restore-oldformat": true,
+		"fifo-restore-noowner": true, "fifo-backup-dead": true} {
 		_, err := os.Stat(filepath.Join(parent, dir))
 		assert.Equal(t, kept, err == nil, "%s kept", dir)
 		if !kept {
 			assert.NoFileExists(t, filepath.Join(parent, dir+ownerSuffix))
 		}
 	}
+	log := logger.String()
+	assert.Contains(t, log, "fifo: left "+filepath.Join(parent, "fifo-restore-other-container")+" alone: its owner, pid "+
+		fmt.Sprint(dead.Process.Pid)+" on "+self.Host+" (pid:[4026532000]), cannot be judged from this host and PID namespace")
+	assert.Contains(t, log, "fifo: left "+filepath.Join(parent, "fifo-restore-oldformat")+" alone: its owner record (\""+
+		fmt.Sprintf("%d 1", dead.Process.Pid)+"\") was written by an earlier version and names a pid only")
 }

@@ -13,6 +13,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -25,9 +26,9 @@ import (
 // scheduled backup must not fail because someone reads an old one. A copy
 // holds one on the backup it writes at its destination, so that a cleanup
 // there keeps off it. A lease ends when its holder releases it, at its
-// expiry, or, seen from the holder's own host, when the holder's process
-// is gone (it names host, boot and process: a killed reader does not
-// block a removal for a day). BreakLeases ends another host's leases, on
+// expiry, or, seen from the holder's own host and PID namespace, when the
+// holder's process is gone (it names host, boot, PID namespace and process:
+// a killed reader does not block a removal for a day; procident.Outlived). BreakLeases ends another host's leases, on
 // an operator's word.
 
 // copyLeaseTTL bounds a copy's lease on its destination when the copy
@@ -49,12 +50,9 @@ type leaseDoc struct {
 	What   string    `json:"what"`
 	Since  time.Time `json:"since"`
 	Until  time.Time `json:"until"`
-	// Who holds it (empty in leases written before): the host, its boot
-	// and the process, by its PID and start time (a PID is reused).
-	Host      string `json:"host,omitempty"`
-	Boot      string `json:"boot,omitempty"`
-	PID       int    `json:"pid,omitempty"`
-	ProcStart string `json:"proc_start,omitempty"`
+	// Who holds it (empty, or without its PID namespace, in leases written
+	// before): the host, its boot and the process.
+	procident.Owner
 }
 
 // Hold puts a read lease on the complete backup dir/name for ttl, saying
@@ -68,13 +66,12 @@ func (s *Storage) Hold(ctx context.Context, dir, name, what string, ttl time.Dur
 }
 
 func hold(ctx context.Context, be backend.Backend, dir, name, what string, ttl time.Duration) (*Lease, error) {
-	self := thisProcess()
+	self := procident.Self()
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	holder := fmt.Sprintf("%s-%d-%s", self.Host, self.PID, hex.EncodeToString(r[:]))
 	now := time.Now().UTC()
-	doc, err := json.Marshal(leaseDoc{Holder: holder, What: what, Since: now, Until: now.Add(ttl), Host: self.Host, Boot: self.Boot,
-		PID: self.PID, ProcStart: self.ProcStart})
+	doc, err := json.Marshal(leaseDoc{Holder: holder, What: what, Since: now, Until: now.Add(ttl), Owner: self})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +100,7 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) (h
 		return nil, nil, err
 	}
 	now := time.Now()
-	self := thisProcess()
+	self := procident.Self()
 	for _, o := range objs {
 		doc, err := readSmall(ctx, be, o.Key)
 		if err != nil {
@@ -113,7 +110,7 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) (h
 		if json.Unmarshal(doc, &l) != nil || now.After(l.Until) {
 			continue
 		}
-		if self.outlived(l) {
+		if self.Outlived(l.Owner) {
 			gone = append(gone, fmt.Sprintf("the lease on %s/%s of %s by %s no longer counts: its process (pid %d on this host) is gone", dir, name,
 				l.What, l.Holder, l.PID))
 			continue

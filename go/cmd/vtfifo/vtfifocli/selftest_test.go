@@ -86,3 +86,39 @@ func TestSelfTestCommand(t *testing.T) {
 	left, _ := os.ReadDir(dir)
 	assert.Empty(t, left, "nothing left behind")
 }
+
+// TestARestoreUsesItsOwnTablespaces: the selftest's backups hold a DATA
+// DIRECTORY table; its source server, kept and stopped, still has that
+// table's file where the backup's .isl points. A test restore on this host
+// (as one on the source's host, a replica's or vtbackup's of the same
+// layout) passes: the prepared directory opens the tablespace it restored,
+// not the source's (MariaDB refuses a table found in two places), and
+// holds no link out of it.
+func TestARestoreUsesItsOwnTablespaces(t *testing.T) {
+	tier.Integration(t, "MariaDB and mariabackup")
+	dir := scratchDir(t)
+	out := run(t, 0, "selftest", "--scale=5", "--keep", "--work-dir="+dir)
+	_, kept, ok := strings.Cut(out, "kept for a bug report (server stopped): ")
+	require.True(t, ok, out)
+	kept = strings.TrimSpace(kept)
+	external, err := filepath.Glob(filepath.Join(kept, "external", "*", "remote.ibd"))
+	require.NoError(t, err)
+	require.Len(t, external, 1, "the source's DATA DIRECTORY file")
+	runs, err := filepath.Glob(filepath.Join(kept, "storage", "vtfifo-selftest", "*"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	storage := []string{"--backup-storage-implementation=split", "--split-storage-root=" + filepath.Join(kept, "storage"),
+		"--backup-dir=vtfifo-selftest/" + filepath.Base(runs[0])}
+	var backups []struct{ Name string }
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, append([]string{"ls", "--json"}, storage...)...)), &backups))
+	storage = append(storage, "--progress=never", "--quiet")
+	require.Len(t, backups, 3)
+
+	out = run(t, 0, append([]string{"test-restore", "--backup=" + backups[0].Name, "--scratch-dir=" + dir}, storage...)...)
+	assert.Contains(t, out, "OK: test restore of ")
+	target := filepath.Join(dir, "restored")
+	run(t, 0, append([]string{"restore", "--prepare", "--target-dir=" + target}, storage...)...)
+	assert.FileExists(t, filepath.Join(target, "selftest", "remote.ibd"))
+	assert.NoFileExists(t, filepath.Join(target, "selftest", "remote.isl"), "no link to the source's file")
+	assert.FileExists(t, external[0], "the source's file is left as it was")
+}

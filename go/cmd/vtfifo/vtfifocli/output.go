@@ -28,8 +28,9 @@ const (
 	// exitUsage: the command line is wrong; nothing was done.
 	exitUsage = 2
 	// exitUnreachable: the storage, a location or a backup could not be
-	// read, accessed or found (a wrong root, keyspace or shard, missing
-	// credentials, a timeout); nothing says the backups are damaged.
+	// read, accessed, found or finished with (a wrong root, keyspace or
+	// shard, missing credentials, a timeout, this host's full disk or a
+	// tool killed by the OOM killer); nothing says the backups are damaged.
 	exitUnreachable = 3
 )
 
@@ -93,7 +94,7 @@ func failLine(err error) string {
 
 // exitStatusHelp is the line every command's help ends with.
 const exitStatusHelp = "Exit status: 0 done, 1 a backup is damaged or failed a check, 2 usage error, 3 the storage, location or backup could not " +
-	"be read, accessed or found."
+	"be read, accessed, found or finished with (this host's disk, memory or a killed tool included): nothing says the backup is damaged."
 
 // where names the backup directory of the flags and the storage it is in,
 // for messages (never a credential).

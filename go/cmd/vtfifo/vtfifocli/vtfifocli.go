@@ -3,7 +3,7 @@
 // where they are stored, through the same storage flags as vttablet, without
 // a Vitess cluster. Exit status (output.go): 0 done, 1 a backup is damaged or
 // failed a check, 2 a usage error, 3 the storage, a location or a backup
-// could not be read, accessed or found.
+// could not be read, accessed, found or finished with.
 package vtfifocli
 
 import (

@@ -87,23 +87,15 @@ func TestSelfTestCommand(t *testing.T) {
 	assert.Empty(t, left, "nothing left behind")
 }
 
-// TestARestoreUsesItsOwnTablespaces: the selftest's backups hold a DATA
-// DIRECTORY table; its source server, kept and stopped, still has that
-// table's file where the backup's .isl points. A test restore on this host
-// (as one on the source's host, a replica's or vtbackup's of the same
-// layout) passes: the prepared directory opens the tablespace it restored,
-// not the source's (MariaDB refuses a table found in two places), and
-// holds no link out of it.
-func TestARestoreUsesItsOwnTablespaces(t *testing.T) {
+// TestRestoresOfAKeptSelftest: restores of the backups `vtfifo selftest
+// --keep` leaves, beside its stopped source server.
+func TestRestoresOfAKeptSelftest(t *testing.T) {
 	tier.Integration(t, "MariaDB and mariabackup")
 	dir := scratchDir(t)
 	out := run(t, 0, "selftest", "--scale=5", "--keep", "--work-dir="+dir)
 	_, kept, ok := strings.Cut(out, "kept for a bug report (server stopped): ")
 	require.True(t, ok, out)
 	kept = strings.TrimSpace(kept)
-	external, err := filepath.Glob(filepath.Join(kept, "external", "*", "remote.ibd"))
-	require.NoError(t, err)
-	require.Len(t, external, 1, "the source's DATA DIRECTORY file")
 	runs, err := filepath.Glob(filepath.Join(kept, "storage", "vtfifo-selftest", "*"))
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
@@ -111,14 +103,68 @@ func TestARestoreUsesItsOwnTablespaces(t *testing.T) {
 		"--backup-dir=vtfifo-selftest/" + filepath.Base(runs[0])}
 	var backups []struct{ Name string }
 	require.NoError(t, json.Unmarshal([]byte(run(t, 0, append([]string{"ls", "--json"}, storage...)...)), &backups))
-	storage = append(storage, "--progress=never", "--quiet")
 	require.Len(t, backups, 3)
+	storage = append(storage, "--progress=never")
+	t.Run("own tablespaces", func(t *testing.T) { restoreUsesItsOwnTablespaces(t, kept, dir, backups[0].Name, storage) })
+	t.Run("MySQL 8 lower_case_table_names", func(t *testing.T) { testRestoreTakesTheDictionarysCase(t, dir, backups[0].Name, storage) })
+}
 
-	out = run(t, 0, append([]string{"test-restore", "--backup=" + backups[0].Name, "--scratch-dir=" + dir}, storage...)...)
+// restoreUsesItsOwnTablespaces: the selftest's backups hold a DATA
+// DIRECTORY table; its source server, kept and stopped, still has that
+// table's file where the backup's .isl points. A test restore on this host
+// (as one on the source's host, a replica's or vtbackup's of the same
+// layout) passes: the prepared directory opens the tablespace it restored,
+// not the source's (MariaDB refuses a table found in two places), and
+// holds no link out of it.
+func restoreUsesItsOwnTablespaces(t *testing.T, kept, dir, backup string, storage []string) {
+	external, err := filepath.Glob(filepath.Join(kept, "external", "*", "remote.ibd"))
+	require.NoError(t, err)
+	require.Len(t, external, 1, "the source's DATA DIRECTORY file")
+	out := run(t, 0, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir}, storage...)...)
 	assert.Contains(t, out, "OK: test restore of ")
 	target := filepath.Join(dir, "restored")
 	run(t, 0, append([]string{"restore", "--prepare", "--target-dir=" + target}, storage...)...)
 	assert.FileExists(t, filepath.Join(target, "selftest", "remote.ibd"))
 	assert.NoFileExists(t, filepath.Join(target, "selftest", "remote.isl"), "no link to the source's file")
 	assert.FileExists(t, external[0], "the source's file is left as it was")
+}
+
+// testRestoreTakesTheDictionarysCase: a server that refuses the restored
+// data directory as MySQL 8 does when its data dictionary was initialized
+// with another lower_case_table_names (a stand-in of mysqld that writes
+// MySQL's MY-011087 line to its error log and exits, unless started with
+// --lower-case-table-names=1, then runs MariaDB's) is started again with the
+// dictionary's value: the test restore passes. A value given in
+// --mysqld-flags that the dictionary contradicts is a usage error, exit 2,
+// naming the value; nothing is recorded either way but the pass.
+func testRestoreTakesTheDictionarysCase(t *testing.T, dir, backup string, storage []string) {
+	mysqld := filepath.Join(dir, "mysqld-initialized-with-lctn-1")
+	require.NoError(t, os.WriteFile(mysqld, []byte(`#!/bin/bash
+args=(); lctn=0; log=/dev/null
+for a in "$@"; do
+  case "$a" in
+  --lower-case-table-names=*) lctn="${a#*=}";;
+  --log-error=*) log="${a#*=}"; args+=("$a");;
+  *) args+=("$a");;
+  esac
+done
+case "$*" in *--version*) exec /usr/sbin/mariadbd --version;; esac
+if [ "$lctn" != 1 ]; then
+  echo "2026-11-29T01:00:00.000000Z 1 [ERROR] [MY-011087] [Server] Different lower_case_table_names settings for server ('$lctn') and data dictionary ('1')." >> "$log"
+  echo "2026-11-29T01:00:00.000000Z 0 [ERROR] [MY-010020] [Server] Data Dictionary initialization failed." >> "$log"
+  exit 1
+fi
+exec /usr/sbin/mariadbd "${args[@]}"
+`), 0o755))
+	testRestore := func(code int, more ...string) (string, string) {
+		return runArgs(t, code, append(append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+			"--record=false", "--log-level=info"}, more...), storage...)...)
+	}
+	out, errOut := testRestore(0)
+	assert.Contains(t, out, "OK: test restore of ")
+	assert.Contains(t, errOut, "test restore: the backup's data dictionary was initialized with lower_case_table_names=1: starting "+mysqld+
+		" again with --lower-case-table-names=1")
+	out, _ = testRestore(2, "--mysqld-flags=--lower-case-table-names=0")
+	assert.Contains(t, out, "could not run, nothing is recorded: the backup's data dictionary was initialized with lower_case_table_names=1, and the "+
+		"server was started with 0: give --mysqld-flags=--lower-case-table-names=1, or leave it out")
 }

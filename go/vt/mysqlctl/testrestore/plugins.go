@@ -33,7 +33,7 @@ import (
 // it has not loaded, starts it again with each one (--plugin-load-add),
 // once the host is known to have their libraries.
 func (s *server) startLoaded(ctx context.Context, args []string, recorded []fifobackupengine.ServerPlugin, timeout time.Duration) (*sql.DB, error) {
-	db, err := s.start(ctx, args, timeout)
+	db, args, err := s.startMatched(ctx, args, timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,8 @@ var hostErrnos = map[syscall.Errno]string{
 
 // hostMessages are the same errors as a program prints them (strerror, in
 // the tool's and the server's own words: "Error number 28 means 'No space
-// left on device'", "OS errno 24 - Too many open files").
+// left on device'", "OS errno 24 - Too many open files"), and a permission
+// it was refused.
 var hostMessages = []struct{ text, why string }{
 	{"No space left on device", "its disk is full"},
 	{"Disk quota exceeded", "a disk quota is reached"},
@@ -33,6 +34,9 @@ var hostMessages = []struct{ text, why string }{
 	{"Cannot allocate memory", "it is out of memory"},
 	{"Out of memory", "it is out of memory"},
 	{"Too many open files", "too many open files"},
+	// mysqld or the tool refused a path it needs: this host's modes, or
+	// AppArmor or SELinux confining mysqld to its usual directories.
+	{"Permission denied", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},
 }
 
 // Host marks err as this host's failure, why saying which ("its disk is

@@ -48,10 +48,12 @@ func TestHostFault(t *testing.T) {
 // the tools print them, and nothing else.
 func TestInOutput(t *testing.T) {
 	for out, why := range map[string]string{
-		"[ERROR] InnoDB: Error number 28 means 'No space left on device'":                             "its disk is full",
-		"2026-11-29 [ERROR] [MY-012596] [InnoDB] Error number 24 means 'Too many open files'":         "too many open files",
-		"xtrabackup: Error writing file 'ib_logfile0' (OS errno 122 - Disk quota exceeded)":           "a disk quota is reached",
-		"InnoDB: Cannot allocate memory for the buffer pool":                                          "it is out of memory",
+		"[ERROR] InnoDB: Error number 28 means 'No space left on device'":                     "its disk is full",
+		"2026-11-29 [ERROR] [MY-012596] [InnoDB] Error number 24 means 'Too many open files'": "too many open files",
+		"xtrabackup: Error writing file 'ib_logfile0' (OS errno 122 - Disk quota exceeded)":   "a disk quota is reached",
+		"InnoDB: Cannot allocate memory for the buffer pool":                                  "it is out of memory",
+		"[ERROR] [MY-010187] [Server] Could not open file '/scratch/mysqld.err' for error logging: Permission denied": "a file or directory is not " +
+			"accessible to it here (its modes, AppArmor or SELinux)",
 		"[ERROR] InnoDB: Page [page id: space=5, page number=3] log sequence number is in the future": "",
 		"": "",
 	} {

@@ -107,6 +107,34 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	storage = append(storage, "--progress=never")
 	t.Run("own tablespaces", func(t *testing.T) { restoreUsesItsOwnTablespaces(t, kept, dir, backups[0].Name, storage) })
 	t.Run("MySQL 8 lower_case_table_names", func(t *testing.T) { testRestoreTakesTheDictionarysCase(t, dir, backups[0].Name, storage) })
+	record := filepath.Join(runs[0], backups[0].Name, ".sidecar-verification")
+	t.Run("a server this host confines", func(t *testing.T) { testRestoreOnAConfiningHost(t, dir, backups[0].Name, record, storage) })
+}
+
+// testRestoreOnAConfiningHost: a mysqld this host keeps out of a directory
+// it needs (its --tmpdir, as AppArmor or SELinux would) exits at start
+// saying "Permission denied": the test restore says this host could not
+// finish it, exit 3, and records and quarantines nothing: the record of the
+// pass before stays.
+func testRestoreOnAConfiningHost(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	closed := filepath.Join(dir, "root-only")
+	require.NoError(t, os.Mkdir(closed, 0o700))
+	mysqld := filepath.Join(dir, "confined-mysqld")
+	require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\ncase \"$*\" in *--version*) exec /usr/sbin/mariadbd --version;; esac\n"+
+		"exec /usr/sbin/mariadbd \"$@\" --tmpdir="+closed+"\n"), 0o755))
+	out, _ := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Contains(t, out, "could not run, nothing is recorded: mysqld exited while starting")
+	assert.Contains(t, out, `Errcode: 13 "Permission denied"`)
+	assert.Contains(t, out, "this host could not finish it (a file or directory is not accessible to it here (its modes, AppArmor or SELinux)): "+
+		"nothing says the backup is damaged\n")
+	after, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
+	assert.NotContains(t, ls, "quarantined")
 }
 
 // restoreUsesItsOwnTablespaces: the selftest's backups hold a DATA

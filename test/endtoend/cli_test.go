@@ -701,7 +701,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 				copied.Destination != dr || copied.Copy.Objects == 0 || copied.Copy.Copied != copied.Copy.Objects || copied.SourceRemoved {
 				t.Fatalf("copy --json (local to local): %+v\n%s", copied, out)
 			}
-			if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile,
+			if out := vtfifo(t, 2, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile,
 				"--to=--split-storage-root="+dr); !strings.Contains(out, "already holds it") {
 				t.Fatalf("a second copy:\n%s", out)
 			}
@@ -721,7 +721,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			strings.Contains(out, "; 0 of them by the storage service") {
 			t.Fatalf("copy output (S3 to S3: server-side):\n%s", out)
 		}
-		if out := vtfifo(t, 1, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile,
+		if out := vtfifo(t, 2, "copy", "--backup="+name, "--progress=never", "--to-flags-file="+flagsFile,
 			"--to=--split-storage-s3-prefix=dr"); !strings.Contains(out, "already holds it") {
 			t.Fatalf("a second copy:\n%s", out)
 		}

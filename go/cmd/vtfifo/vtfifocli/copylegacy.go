@@ -9,6 +9,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -48,7 +49,8 @@ func copyLegacy(ctx context.Context, bh backupstorage.BackupHandle, to peerStora
 	}
 	if own, err := ownBackup(ctx, to, dir, name); err != nil || own != nil {
 		if err == nil {
-			err = fmt.Errorf("backup %s/%s: %w", dir, name, splitstorage.ErrExists)
+			err = flagvalue.Contradiction(fmt.Errorf("backup %s/%s: the split storage already holds it, so nothing was copied: %w", dir, name,
+				splitstorage.ErrExists))
 		}
 		return rep, err
 	}

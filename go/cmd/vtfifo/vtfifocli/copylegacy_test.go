@@ -54,12 +54,13 @@ func TestCopyFromLegacyStorage(t *testing.T) {
 		assert.Contains(t, out, fmt.Sprintf(" %d files ", files))
 	}
 	// Copied, it is the split storage's own: copied again, it is there already.
-	_, errOut := runSplit(t, 1, splitRoot, copyArgs(xtra)...)
-	assert.Contains(t, errOut, "already holds it")
+	_, errOut := runSplit(t, 2, splitRoot, copyArgs(xtra)...)
+	assert.Contains(t, errOut, "already holds it complete, so nothing was copied")
 	_, errOut = runSplit(t, 2, splitRoot, copyArgs(shell, "--remove-source")...)
 	assert.Contains(t, errOut, "is the legacy file storage's: --remove-source is refused for it")
-	_, errOut = runSplit(t, 1, splitRoot, copyArgs(shell)...)
+	_, errOut = runSplit(t, 2, splitRoot, copyArgs(shell)...)
 	assert.Contains(t, errOut, `its engine "mysqlshell" keeps files this tool does not know`)
+	assert.NotContains(t, errOut, "FAIL", "another engine's backup is not a damaged one")
 	// A file the MANIFEST names and the backup lacks: the backup's fault
 	// (exit 1, naming it). A file that cannot be read (here a directory in
 	// its place): exit 3, nothing says the backup is damaged. Neither

@@ -163,7 +163,7 @@ func TestCopyVerifiesAtTheDestination(t *testing.T) {
 	assert.Contains(t, cmd(2, "--to-flags-file="+toFile, "--to=--split-storage-part-size=1"), "--split-storage-part-size")
 	to := []string{"--to-flags-file=" + toFile, "--to=--split-storage-root=" + dstSrv.Dir}
 	assert.Contains(t, cmd(0, to...), "OK: backup ks/0/2026-11-23.120000.zone1-0000000100 copied")
-	assert.Contains(t, cmd(1, to...), "already holds it")
+	assert.Contains(t, cmd(2, to...), "already holds it complete, so nothing was copied")
 	out := cmd(0, append(to, "--backup=2026-11-23.110000.zone1-0000000100", "--remove-source")...)
 	assert.Contains(t, out, "removed the source")
 

@@ -21,6 +21,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
@@ -175,7 +176,8 @@ func BackupFiles(doc []byte) ([]string, error) {
 		}
 	case "xtrabackup":
 		if m.FileName == "" {
-			return nil, errors.New("its xtrabackup MANIFEST names no FileName (a backup older than Vitess recording it): its file is not known")
+			return nil, flagvalue.Contradiction(errors.New("its xtrabackup MANIFEST names no FileName (a backup older than Vitess recording it): its " +
+				"file is not known"))
 		}
 		files = append(files, m.FileName)
 		if m.NumStripes > 0 {
@@ -189,7 +191,9 @@ func BackupFiles(doc []byte) ([]string, error) {
 			files = append(files, strconv.Itoa(i))
 		}
 	default:
-		return nil, fmt.Errorf("its engine %q keeps files this tool does not know (fifo, xtrabackup and builtin only)", m.BackupMethod)
+		// Another engine's backup, not a damaged one: a request this tool refuses.
+		return nil, flagvalue.Contradiction(fmt.Errorf("its engine %q keeps files this tool does not know (fifo, xtrabackup and builtin only)",
+			m.BackupMethod))
 	}
 	return append(files, manifestFileName), nil
 }

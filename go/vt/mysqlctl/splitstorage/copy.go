@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -185,7 +186,10 @@ func (c *backupCopy) checkDestination(ctx context.Context) error {
 		}
 	}
 	if _, err := c.de.be.Stat(ctx, backupPrefix(c.dir, c.name)+completeMarker); err == nil {
-		return fmt.Errorf("the destination %s already holds it: %w", c.de.be, ErrExists)
+		// Nothing to do, and nothing done: a request the destination
+		// refuses (the CLI's usage error), never damage.
+		return flagvalue.Contradiction(fmt.Errorf("the destination %s already holds it complete, so nothing was copied (vtfifo verify with the "+
+			"destination's flags checks it there): %w", c.de.be, ErrExists))
 	} else if !errors.Is(err, ErrNotExist) {
 		return err
 	}

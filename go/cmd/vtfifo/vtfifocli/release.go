@@ -43,11 +43,13 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 		case errors.Is(err, splitstorage.ErrNotExist) && !s.exists(dir, name):
 			return s.o.failf(exitUnreachable, "backup %s/%s in %s: no such backup: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
 		case errors.Is(err, splitstorage.ErrNotExist):
-			return s.o.failf(exitFailed, "backup %s/%s in %s is not quarantined: restores may choose it already", dir, name, storageLocation(s.o))
+			// Nothing to do, and nothing wrong with the backup: a request the
+			// data refuses.
+			return s.o.failf(exitUsage, "backup %s/%s in %s is not quarantined: restores may choose it already", dir, name, storageLocation(s.o))
 		case errors.Is(err, splitstorage.ErrDamaged):
 			return s.o.failf(exitFailed, "%v", err)
 		}
-		return s.o.failf(exitUnreachable, "%v", err)
+		return s.o.failf(failureStatus(err), "%v", err)
 	}
 	fmt.Fprintf(stdout, "released %s/%s after verifying every part: restores may choose it again%s\n", dir, name, stillPassedOver(s, dir, name))
 	return exitOK

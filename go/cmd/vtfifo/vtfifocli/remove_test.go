@@ -110,7 +110,7 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	require.Len(t, bhs, 2)
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
 	assert.Contains(t, cmd(1, "show", "--backup=2026-11-23.120000.zone1-0000000100"), "quarantined: test restore failed")
-	assert.Contains(t, cmd(1, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined: restores may choose it already")
+	assert.Contains(t, cmd(2, "release", "--backup=2026-11-23.110000.zone1-0000000100"), "is not quarantined: restores may choose it already")
 	assert.Contains(t, cmd(3, "release", "--backup=2026-11-23.090000.zone1-0000000100"), "2026-11-23.090000.zone1-0000000100 in "+srv.Config.File.Root+
 		" (split storage): no such backup")
 	assert.Contains(t, cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100"), "released ks/0/2026-11-23.120000")

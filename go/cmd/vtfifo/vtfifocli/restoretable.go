@@ -134,9 +134,9 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 	out.printf("backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
 		out.Backup, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
 		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), took, rep.Tool, out.Target)
-	defs, ok := definitions(s, out.Target, rep.Tables, f, out)
-	if !ok {
-		return 1
+	defs, code := definitions(s, out.Target, rep.Tables, f, out)
+	if code != exitOK {
+		return code
 	}
 	if live == nil {
 		out.printf("OK: %d tables ready in %s for ALTER TABLE ... IMPORT TABLESPACE, Aria, MyISAM and CSV tables to copy in (or rerun with "+

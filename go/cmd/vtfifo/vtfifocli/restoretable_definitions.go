@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
@@ -16,17 +17,19 @@ import (
 // throwaway server, which also runs Aria's recovery), makes Aria tables
 // movable, and writes each definition as db/table.sql, marked NOT
 // IMPORTABLE where an import of its files would harm the server. Into a
-// live MariaDB server such a table's rows are loaded instead (rows). ok is
-// false, with FAIL lines, when a table cannot be restored as asked.
-func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, f restoreTableFlags, out *tableOutput) (restored restoredDefs, ok bool) {
+// live MariaDB server such a table's rows are loaded instead (rows). The
+// exit status is not exitOK, with FAIL lines, when a table cannot be
+// restored as asked: exitFailed for a table that cannot be imported, and by
+// the one rule (failureStatus) for an error, so that this host's failure
+// (no aria_chk, a full disk, a server it cannot start) is never damage.
+func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable, f restoreTableFlags, out *tableOutput) (restoredDefs, int) {
 	names := make([][2]string, len(tables))
 	for i, t := range tables {
 		names[i] = [2]string{t.DB, t.Table}
 	}
 	restored, version, err := readDefinitions(s, dir, tables, names, f)
 	if err != nil {
-		fmt.Fprintf(s.o.notes, "FAIL: reading the tables' definitions from the restored files: %s\n", errText(err))
-		return restored, false
+		return restored, reportFailure(s.o.notes, fmt.Errorf("reading the tables' definitions from the restored files: %w", err))
 	}
 	defs := restored.defs
 	// The server just stopped ran Aria's recovery on the restored Aria
@@ -37,12 +40,11 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 		}
 		ariaChk, ok := mysqlinstall.FindTool("aria_chk")
 		if !ok {
-			fmt.Fprintf(s.o.notes, "FAIL: table %s: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin\n", t.Name())
-			return restored, false
+			return restored, reportFailure(s.o.notes, flagvalue.Contradiction(fmt.Errorf("table %s: an Aria table needs aria_chk (MariaDB's), found "+
+				"neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin", t.Name())))
 		}
 		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
-			fmt.Fprintf(s.o.notes, "FAIL: table %s: %s\n", t.Name(), errText(err))
-			return restored, false
+			return restored, reportFailure(s.o.notes, fmt.Errorf("table %s: %w", t.Name(), err))
 		}
 	}
 	into := f.intoMySQL != "" || f.intoTablet != ""
@@ -57,8 +59,7 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text
 		}
 		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
-			fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
-			return restored, false
+			return restored, reportFailure(s.o.notes, err)
 		}
 		st := out.table(t.Name())
 		st.Engine, st.Files, st.Definition = t.Engine, t.Exported, def
@@ -83,7 +84,10 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 	}
 	// Nothing is imported when one table cannot be: the set is restored
 	// whole or not at all.
-	return restored, refused == 0
+	if refused > 0 {
+		return restored, exitFailed
+	}
+	return restored, exitOK
 }
 
 // restoredDefs are the restored tables' definitions, keyed db.table, their

@@ -49,8 +49,7 @@ type options struct {
 	progress                   string
 	progressInterval           time.Duration
 	timeout                    time.Duration
-	logLevel                   string
-	quiet                      bool
+	log                        logFlags
 
 	// prog names the program in messages (fifoverify, vtfifo verify).
 	prog string
@@ -92,8 +91,7 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did "+
 		"not fail; latest-verified the latest whose test restore passed")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "the log lines printed on stderr (the engine's, the storage's and the backup tool's): info, warning, error")
-	fs.BoolVar(&o.quiet, "quiet", false, "print only errors on stderr (--log-level=error) besides the command's own result")
+	o.log.register(fs)
 	o.files.register(fs)
 	return o
 }
@@ -198,11 +196,8 @@ func (o *options) validateBackup() error {
 	if o.timeout < 0 {
 		return invalid("timeout", o.timeout.String(), "0 (no limit) or a positive duration")
 	}
-	if _, ok := logLevels[o.logLevel]; !ok {
-		return invalid("log-level", o.logLevel, "info, warning, error")
-	}
-	if o.quiet {
-		o.logLevel = "error"
+	if err := o.log.validate(); err != nil {
+		return err
 	}
 	impl := backupstorage.BackupStorageImplementation
 	if impl == "" {

@@ -168,7 +168,7 @@ func errText(err error) string { return strings.TrimRight(errtext.Text(err), "\n
 // notef prints a note on stderr (what the command decided or is doing),
 // unless --quiet.
 func (o *options) notef(format string, args ...any) {
-	if o.quiet || o.notes == nil {
+	if o.log.quiet || o.notes == nil {
 		return
 	}
 	fmt.Fprintf(o.notes, "%s: %s\n", o.prog, fmt.Sprintf(format, args...))

@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"vitess.io/vitess/go/vt/logutil"
-
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/selftest"
 )
 
@@ -44,6 +42,8 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	storageFlags := fs.StringArray("storage", nil, "a storage flag, after those of --storage-flags-file, e.g. "+
 		"--storage=--split-storage-s3-bucket=scratch; repeatable")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	var logs logFlags
+	logs.register(fs)
 	fs.Usage = func() {
 		fs.SetOutput(stdout) // help is the command's output
 		fmt.Fprintf(stdout, "Usage: %s [flags]\n\n%s\n\nFlags:\n", prog, commandHelp(prog))
@@ -54,6 +54,10 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 			return 0
 		}
 		fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
+		return 2
+	}
+	if err := logs.validate(); err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", prog, err)
 		return 2
 	}
 	switch {
@@ -75,7 +79,8 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 		}
 		opts.Storage = &cfg
 	}
-	opts.Logger = logutil.NewConsoleLogger()
+	opts.Logger = logs.logger(stderr)
+	defer logs.vitessLogs(stderr)()
 	rep := selftest.Run(ctx, opts)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -18,8 +18,9 @@ import (
 
 // TestSelfTestCommand: vtfifo selftest on this host's MariaDB and
 // mariabackup: the text report on stdout, exit 0, every step passed and the
-// FIFO step skipped with its reason; --json is one object; bad flags are a
-// usage error naming the flag, before anything runs.
+// FIFO step skipped with its reason; --json is one object, and with --quiet
+// nothing else is printed; bad flags are a usage error naming the flag,
+// before anything runs.
 func TestSelfTestCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := Main(context.Background(), []string{"selftest", "--scale=0"}, &stdout, &stderr)
@@ -38,6 +39,11 @@ func TestSelfTestCommand(t *testing.T) {
 	assert.Empty(t, stdout.String())
 	assert.Equal(t, "vtfifo selftest: the storage (--storage-flags-file, --storage): split backup storage: invalid flags: invalid value \"s4\" for "+
 		"--split-storage-backend: allowed values are "+strings.Join(splitstorage.BackendNames(), ", ")+"\n", stderr.String())
+	stdout.Reset()
+	stderr.Reset()
+	code = Main(context.Background(), []string{"selftest", "--log-level=debug"}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "vtfifo selftest: invalid value \"debug\" for --log-level: allowed values are info, warning, error\n", stderr.String())
 	stdout.Reset()
 	stderr.Reset()
 	code = Main(context.Background(), []string{"selftest", "--storage=--keyspace=x"}, &stdout, &stderr)
@@ -71,8 +77,9 @@ func TestSelfTestCommand(t *testing.T) {
 
 	stdout.Reset()
 	stderr.Reset()
-	require.Equal(t, 0, Main(context.Background(), []string{"selftest", "--scale=5", "--json", "--work-dir=" + dir}, &stdout, &stderr), "stderr: %s",
-		stderr.String())
+	require.Equal(t, 0, Main(context.Background(), []string{"selftest", "--scale=5", "--json", "--quiet", "--work-dir=" + dir}, &stdout, &stderr),
+		"stderr: %s", stderr.String())
+	assert.Empty(t, stderr.String(), "--quiet: no log line, Vitess's own included")
 	var rep struct {
 		Passed   bool              `json:"passed"`
 		Versions map[string]string `json:"versions"`
@@ -92,10 +99,10 @@ func TestSelfTestCommand(t *testing.T) {
 func TestRestoresOfAKeptSelftest(t *testing.T) {
 	tier.Integration(t, "MariaDB and mariabackup")
 	dir := scratchDir(t)
-	out := run(t, 0, "selftest", "--scale=5", "--keep", "--work-dir="+dir)
+	out := run(t, 0, "selftest", "--scale=5", "--keep", "--quiet", "--work-dir="+dir)
 	_, kept, ok := strings.Cut(out, "kept for a bug report (server stopped): ")
 	require.True(t, ok, out)
-	kept = strings.TrimSpace(kept)
+	kept, _, _ = strings.Cut(kept, "\n")
 	runs, err := filepath.Glob(filepath.Join(kept, "storage", "vtfifo-selftest", "*"))
 	require.NoError(t, err)
 	require.Len(t, runs, 1)

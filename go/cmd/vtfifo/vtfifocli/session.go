@@ -16,8 +16,6 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
-
-	logutilpb "vitess.io/vitess/go/vt/proto/logutil"
 )
 
 // session is a subcommand's parsed flags and open storage.
@@ -236,17 +234,9 @@ func (o *options) openStorage(stderr io.Writer) (backupstorage.BackupStorage, lo
 	if err != nil {
 		return nil, nil, err
 	}
-	least := logLevels[o.logLevel]
-	logger := logutil.NewCallbackLogger(func(ev *logutilpb.Event) {
-		if ev.Level >= least || ev.Level == logutilpb.Level_CONSOLE {
-			fmt.Fprintf(stderr, "%s\n", logutil.EventString(ev))
-		}
-	})
+	logger := o.log.logger(stderr)
 	return base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()}), logger, nil
 }
-
-// logLevels are --log-level's values: the least level printed.
-var logLevels = map[string]logutilpb.Level{"info": logutilpb.Level_INFO, "warning": logutilpb.Level_WARNING, "error": logutilpb.Level_ERROR}
 
 // shardBackups lists the complete backups of the shard the flags name, or
 // fails (exitUnreachable, naming it) on a location that is not one: a root

@@ -173,6 +173,9 @@ func targetDirFlag(dir string) error {
 	case err != nil:
 		return fmt.Errorf("--target-dir %s: %v", dir, err)
 	case len(entries) > 0:
+		if why := fifobackupengine.NotEmptyReason(dir); why != "" {
+			return fmt.Errorf("--target-dir %s is not empty: a restore never writes over files%s", dir, why)
+		}
 		return fmt.Errorf("--target-dir %s is not empty: a restore never writes over files; give a new or empty directory", dir)
 	}
 	return nil

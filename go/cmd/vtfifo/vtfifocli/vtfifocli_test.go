@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/xbstream"
@@ -372,6 +374,35 @@ func TestTargetMustBeNewOrEmpty(t *testing.T) {
 		assert.Empty(t, stdout.String())
 	}
 	assert.FileExists(t, filepath.Join(dir, "ibdata1"))
+}
+
+// TestTargetOfAStoppedRestoreIsNamed: a directory a restore was killed in
+// (its mark names a process gone) is still refused, exit 2, and the error
+// says what it holds and to remove it by hand; one a live restore writes
+// into says so. Nothing in either is removed. (By hand with the real
+// binary: restore killed by SIGKILL during its prepare, then again into
+// the same --target-dir.)
+func TestTargetOfAStoppedRestoreIsNamed(t *testing.T) {
+	_, args := storageCopy(t)
+	gone, live := procident.Self(), procident.Self()
+	gone.PID, gone.ProcStart = deadPID(t), "1"
+	for _, c := range []struct {
+		owner procident.Owner
+		want  string
+	}{
+		{gone, "; it holds what a restore stopped before it finished left there (pid " + fmt.Sprint(gone.PID) + " on " + gone.Host +
+			", gone): no whole restore; remove the directory (rm -rf %s) and restore again, or give another directory\n"},
+		{live, "; a restore is writing into it now (pid " + fmt.Sprint(live.PID) + ")\n"},
+	} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "ibdata1"), []byte("x"), 0o640))
+		mark, err := json.Marshal(c.owner)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".vtfifo-restoring"), mark, 0o640))
+		_, errOut := runArgs(t, 2, append([]string{"restore", "--target-dir=" + dir}, args...)...)
+		assert.Equal(t, "vtfifo restore: --target-dir "+dir+" is not empty: a restore never writes over files"+strings.ReplaceAll(c.want, "%s", dir), errOut)
+		assert.FileExists(t, filepath.Join(dir, "ibdata1"))
+	}
 }
 
 // TestHelpHasOneSource: `vtfifo help X` and `vtfifo X --help` print the

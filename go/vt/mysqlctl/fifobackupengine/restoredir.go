@@ -2,9 +2,7 @@ package fifobackupengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +168,9 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		rep.Tool = tool.Flavor + " " + tool.Version
 		err = keepTablespacesInside(dir, opts.Logger)
 	}
+	if err == nil {
+		err = rep.Target.Done()
+	}
 	opts.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s into %s: per-phase stats", bh.Name(), dir), time.Since(start)))
 	if err != nil {
 		_ = rep.Target.RemoveRestored()
@@ -219,53 +220,6 @@ func keepTablespacesInside(dir string, logger logutil.Logger) error {
 			"directory opens this restore's file, never that path", rel, t.path, dir, t.from)
 	}
 	return nil
-}
-
-// TargetDir is the directory a restore wrote into, and whether the restore
-// created it (a directory that existed, empty, is the operator's).
-type TargetDir struct {
-	Path    string
-	Created bool
-}
-
-// claimEmptyDir creates dir, or checks that it is an empty directory.
-func claimEmptyDir(dir string) (TargetDir, error) {
-	if err := os.Mkdir(dir, 0o750); err == nil {
-		return TargetDir{Path: dir, Created: true}, nil
-	} else if !errors.Is(err, os.ErrExist) {
-		return TargetDir{}, errtext.Wrapf(err, "cannot create the target directory")
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return TargetDir{}, errtext.Wrapf(err, "cannot open the target directory")
-	}
-	defer f.Close()
-	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
-		if err == nil {
-			return TargetDir{}, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore "+
-				"never writes over files", dir))
-		}
-		return TargetDir{}, errtext.Wrapf(err, "cannot read the target directory %s", dir)
-	}
-	return TargetDir{Path: dir}, nil
-}
-
-// RemoveRestored removes what the restore wrote into the directory (it was
-// empty when the restore claimed it), and the directory itself only if the
-// restore created it.
-func (d TargetDir) RemoveRestored() error {
-	if d.Created {
-		return os.RemoveAll(d.Path)
-	}
-	entries, err := os.ReadDir(d.Path)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		errs = append(errs, os.RemoveAll(filepath.Join(d.Path, e.Name())))
-	}
-	return errors.Join(errs...)
 }
 
 // countFiles returns the regular files under dir and their bytes.

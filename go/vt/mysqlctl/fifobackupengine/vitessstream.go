@@ -268,6 +268,9 @@ func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *
 			AriaLogInTarget: setsAriaLogDir(opts.DefaultsFile)})
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}
+	if err == nil {
+		err = rep.Target.Done()
+	}
 	if err != nil {
 		_ = rep.Target.RemoveRestored()
 		return rep, errtext.Wrapf(err, "restore of backup %s (Vitess's xtrabackup engine) into %s failed", bh.Name(), dir)

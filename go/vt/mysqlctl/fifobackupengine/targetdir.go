@@ -1,0 +1,115 @@
+package fifobackupengine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/procident"
+)
+
+// TargetDir is the directory a restore wrote into, and whether the restore
+// created it (a directory that existed, empty, is the operator's).
+type TargetDir struct {
+	Path    string
+	Created bool
+}
+
+// restoringMark is the file a restore keeps in its target directory while
+// it writes there, naming its process (procident.Owner): a restore killed
+// before it finished leaves it, so that the next one into the directory can
+// say what is there (NotEmptyReason) instead of only that it is not empty.
+// Nothing removes such a directory but the operator.
+const restoringMark = ".vtfifo-restoring"
+
+// claimEmptyDir creates dir, or checks that it is an empty directory, and
+// marks it as being restored into.
+func claimEmptyDir(dir string) (TargetDir, error) {
+	d, err := emptyDir(dir)
+	if err != nil {
+		return d, err
+	}
+	doc, err := json.Marshal(procident.Self())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, restoringMark), doc, 0o640)
+	}
+	if err != nil {
+		_ = d.RemoveRestored()
+		return TargetDir{}, errtext.Wrapf(err, "cannot write into the target directory %s", dir)
+	}
+	return d, nil
+}
+
+func emptyDir(dir string) (TargetDir, error) {
+	if err := os.Mkdir(dir, 0o750); err == nil {
+		return TargetDir{Path: dir, Created: true}, nil
+	} else if !errors.Is(err, os.ErrExist) {
+		return TargetDir{}, errtext.Wrapf(err, "cannot create the target directory")
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return TargetDir{}, errtext.Wrapf(err, "cannot open the target directory")
+	}
+	defer f.Close()
+	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return TargetDir{}, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore "+
+				"never writes over files%s", dir, NotEmptyReason(dir)))
+		}
+		return TargetDir{}, errtext.Wrapf(err, "cannot read the target directory %s", dir)
+	}
+	return TargetDir{Path: dir}, nil
+}
+
+// Done says the restore into the directory finished: its mark goes.
+func (d TargetDir) Done() error {
+	return os.Remove(filepath.Join(d.Path, restoringMark))
+}
+
+// NotEmptyReason says, for a target directory that is not empty, what a
+// restore's mark in it shows ("; ..."): one killed before it finished, or
+// one still writing there; "" without a mark.
+func NotEmptyReason(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, restoringMark))
+	if err != nil {
+		return ""
+	}
+	var o procident.Owner
+	if json.Unmarshal(b, &o) != nil {
+		return ""
+	}
+	self := procident.Self()
+	switch {
+	case self.Outlived(o):
+		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove the "+
+			"directory (rm -rf %s) and restore again, or give another directory", o.PID, o.Host, dir)
+	case o.Host == self.Host && o.PIDNamespace == self.PIDNamespace && procident.Running(o.PID, o.ProcStart):
+		return fmt.Sprintf("; a restore is writing into it now (pid %d)", o.PID)
+	}
+	return fmt.Sprintf("; a restore on %s (pid %d) wrote into it and did not finish, or still runs there", o.Host, o.PID)
+}
+
+// RemoveRestored removes what the restore wrote into the directory (it was
+// empty when the restore claimed it), and the directory itself only if the
+// restore created it.
+func (d TargetDir) RemoveRestored() error {
+	if d.Created {
+		return os.RemoveAll(d.Path)
+	}
+	entries, err := os.ReadDir(d.Path)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, os.RemoveAll(filepath.Join(d.Path, e.Name())))
+	}
+	return errors.Join(errs...)
+}

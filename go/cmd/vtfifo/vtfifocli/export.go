@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -22,7 +23,8 @@ var exportDoc = commandDoc{"export", "Write a backup as one stock xbstream (for 
 		"      --keyspace=commerce --shard=0 -o - | mbstream -x -C /restore/datadir"}
 
 // Export is `vtfifo export`: the backup as one stock xbstream on stdout or
-// in a new file (never over an existing one; removed if the export fails).
+// in a new file (never over an existing one; written under a partial name
+// beside it and given its name only once whole: see partialFile).
 func Export(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var output *string
 	s, bh, code := openBackup(ctx, prog, args, stdout, stderr,
@@ -41,10 +43,10 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	}
 	defer s.close()
 	var w io.Writer = stdout
-	var file *os.File
-	var err error
+	var file *partialFile
 	if *output != "-" {
-		if file, err = os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640); err != nil {
+		var err error
+		if file, err = newPartialFile(*output); err != nil {
 			fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
 			return 2
 		}
@@ -55,16 +57,55 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		OnManifest: p.setLanes, OnRead: p.addLane, Logger: s.logger})
 	p.stop()
 	if file != nil {
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(*output)
-		}
+		err = file.finish(err)
 	}
 	if err != nil {
 		return s.fail(err)
 	}
 	fmt.Fprintf(stderr, "%s: wrote %d bytes of backup %s/%s to %s\n", prog, n, s.o.dir(), bh.Name(), *output)
 	return 0
+}
+
+// partialFile is export's output file while it is written: a hidden name
+// beside the one asked for (.NAME.partial-*), synced and linked to NAME
+// only once the stream is whole, so that an export killed at any point
+// (SIGKILL, a power loss) never leaves a file of NAME that is a truncated
+// stream; what it leaves is named partial. NAME is never written over.
+type partialFile struct {
+	*os.File
+	name string
+}
+
+func newPartialFile(name string) (*partialFile, error) {
+	if _, err := os.Lstat(name); err == nil {
+		return nil, fmt.Errorf("%s: file exists", name)
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".partial-*")
+	if err == nil {
+		err = f.Chmod(0o640)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+		return nil, err
+	}
+	return &partialFile{File: f, name: name}, nil
+}
+
+// finish gives the file its name when err is nil and the file is synced,
+// and removes it otherwise; it returns the first error.
+func (p *partialFile) finish(err error) error {
+	if err == nil {
+		err = p.Sync()
+	}
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(p.Name(), p.name) // fails, never replaces, if NAME appeared meanwhile
+	}
+	_ = os.Remove(p.Name())
+	return err
 }

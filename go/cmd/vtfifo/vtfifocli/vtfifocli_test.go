@@ -62,6 +62,12 @@ func TestExportExtractsToTheLanesTree(t *testing.T) {
 	code := Main(context.Background(), append([]string{"export", "-o", out}, args...), &stdout, &stderr)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 	assert.Contains(t, stderr.String(), "wrote ")
+	entries, err := os.ReadDir(filepath.Dir(out))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the file, and no partial one")
+	fi, err := entries[0].Info()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm())
 
 	f, err := os.Open(out)
 	require.NoError(t, err)
@@ -99,6 +105,8 @@ func TestExportOfADamagedBackupFails(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "lane 1")
 	assert.NoFileExists(t, out)
+	partial, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".backup.xbstream.partial-*"))
+	assert.Empty(t, partial, "nor its partial file")
 }
 
 // `vtfifo ls` shows what the MANIFEST says, as a table and as JSON.

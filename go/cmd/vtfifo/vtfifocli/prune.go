@@ -178,6 +178,12 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 			out.keep(where, "locked: "+errText(err))
 			code = s.o.failf(exitUsage, "refused: %v", err)
 			continue
+		case flagvalue.IsContradiction(err):
+			// What is there says no removal can be proven (objects or files
+			// the backup does not name): kept, and said.
+			out.keep(where, errText(err))
+			code = s.o.failf(exitUsage, "refused: %v", err)
+			continue
 		case err != nil:
 			out.Failed = append(out.Failed, where)
 			code = s.o.failf(exitUnreachable, "removing %s failed: %v; the others go on, run prune again", where, err)

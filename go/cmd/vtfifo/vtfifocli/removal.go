@@ -16,6 +16,9 @@ func removedFromList(dependents []string) string {
 func removeBackup(s *session, dir, name string) ([]string, error) {
 	sp, ok := has[guardedRemover](s.bs)
 	if !ok {
+		if err := onlyItsOwnFiles(dir, name); err != nil {
+			return nil, err
+		}
 		return nil, s.bs.RemoveBackup(s.ctx, dir, name)
 	}
 	deps, err := sp.Dependents(s.ctx, dir, name)
@@ -30,7 +33,7 @@ func removeBackup(s *session, dir, name string) ([]string, error) {
 func checkRemovable(s *session, dir, name string) ([]string, error) {
 	sp, ok := has[guardedRemover](s.bs)
 	if !ok {
-		return nil, nil
+		return nil, onlyItsOwnFiles(dir, name)
 	}
 	deps, err := sp.Dependents(s.ctx, dir, name)
 	if err != nil {

@@ -25,6 +25,51 @@ func run(t *testing.T, wantCode int, args ...string) string {
 	return stdout.String() + stderr.String()
 }
 
+// TestVitessFileStorageRemovalProvesItsFiles: Vitess's file storage
+// removes a backup's whole directory, so rm and prune through it remove a
+// backup only when its directory holds nothing but the files its MANIFEST
+// names. A note put there, or a backup with no MANIFEST, is refused (exit
+// 2), with --dry-run too, and nothing is removed; prune keeps it, saying
+// why; with the note moved out the removal goes through.
+func TestVitessFileStorageRemovalProvesItsFiles(t *testing.T) {
+	root, args := storageCopy(t)
+	src := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	now := time.Now().UTC()
+	var names []string
+	for _, age := range []time.Duration{72 * time.Hour, 48 * time.Hour, time.Hour} {
+		name := now.Add(-age).Format("2006-01-02.150405") + ".zone1-0000000100"
+		require.NoError(t, os.CopyFS(filepath.Join(root, "ks", "0", name), os.DirFS(src)))
+		names = append(names, name)
+	}
+	require.NoError(t, os.RemoveAll(src))
+	dirOf := func(name string) string { return filepath.Join(root, "ks", "0", name) }
+	note := filepath.Join(dirOf(names[0]), "NOTES.txt")
+	require.NoError(t, os.WriteFile(note, []byte("restored to staging on 11-20\n"), 0o640))
+	require.NoError(t, os.Remove(filepath.Join(dirOf(names[1]), "MANIFEST")))
+	runFile := func(code int, more ...string) (string, string) { return runArgs(t, code, append(more, args...)...) }
+
+	refusal := "in Vitess's file storage (" + dirOf(names[0]) + ") holds what its MANIFEST does not name (1: NOTES.txt): move it out, then " +
+		"remove the backup again; that storage removes a backup's whole directory, so nothing was removed\n"
+	_, errOut := runFile(2, "rm", "--backup="+names[0], "--dry-run")
+	assert.Equal(t, "vtfifo rm: would be refused: backup ks/0/"+names[0]+" "+refusal, errOut)
+	_, errOut = runFile(2, "rm", "--backup="+names[0])
+	assert.Equal(t, "vtfifo rm: refused: backup ks/0/"+names[0]+" "+refusal, errOut)
+	assert.FileExists(t, note)
+	assert.FileExists(t, filepath.Join(dirOf(names[0]), "MANIFEST"))
+	_, errOut = runFile(2, "rm", "--backup="+names[1])
+	assert.Contains(t, errOut, "has no MANIFEST to name its files (a backup that never finished?): remove it by hand once you know what it holds")
+	assert.DirExists(t, dirOf(names[1]))
+
+	out, _ := runFile(2, "prune", "--keep=1", "--keep-within=0s")
+	assert.Contains(t, out, "keeping ks/0/"+names[0]+": backup ks/0/"+names[0]+" "+strings.TrimSuffix(refusal, "\n"))
+	assert.FileExists(t, note)
+
+	require.NoError(t, os.Rename(note, filepath.Join(t.TempDir(), "NOTES.txt")))
+	out, _ = runFile(0, "rm", "--backup="+names[0])
+	assert.Equal(t, "removed complete backup ks/0/"+names[0]+"\n", out)
+	assert.NoDirExists(t, dirOf(names[0]))
+}
+
 // TestRemoveAndPrune: rm removes the backup it names and nothing else, and
 // refuses to guess; prune keeps the newest --keep and those younger than
 // --keep-within; --dry-run removes nothing.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -70,9 +71,9 @@ func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		return s.o.failf(exitUnreachable, "would be refused: %v; %s", err, inUseHelp)
 	case errors.Is(err, splitstorage.ErrInUse):
 		return s.o.failf(exitUnreachable, "refused: %v; %s", err, inUseHelp)
-	case errors.Is(err, splitstorage.ErrLocked) && *dryRun:
+	case (errors.Is(err, splitstorage.ErrLocked) || flagvalue.IsContradiction(err)) && *dryRun:
 		return s.o.failf(exitUsage, "would be refused: %v", err)
-	case errors.Is(err, splitstorage.ErrNotOurs), errors.Is(err, splitstorage.ErrLocked):
+	case errors.Is(err, splitstorage.ErrNotOurs), errors.Is(err, splitstorage.ErrLocked), flagvalue.IsContradiction(err):
 		return s.o.failf(exitUsage, "refused: %v", err)
 	case err != nil:
 		return s.o.failf(exitUnreachable, "removing backup %s/%s in %s failed: %v; run rm again", dir, name, storageLocation(s.o), err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
@@ -214,6 +216,56 @@ func TestStoreGone(t *testing.T) {
 // backend (no retrying wrapper), every request the proxy fails reaches the
 // caller as an error after exactly one request, and a body cut mid-way is an
 // error of the read (the GCS library's reader would reopen it by itself).
+// TestAStoreThatKeepsFailingIsNotDamage: a part the store answers with 500
+// at every attempt fails verify and the read as could-not-be-read
+// (go/internal/unreadable: exit 3, never a verdict), for every backend; a
+// part shorter than its index says is still damage.
+func TestAStoreThatKeepsFailingIsNotDamage(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"s3", "gcs", "azure"} {
+		t.Run(kind, func(t *testing.T) {
+			s, p, _ := proxied(t, kind, func(c *splitstorage.Config) {
+				c.RetryMaxAttempts, c.RetryInitialBackoff, c.RetryMaxBackoff = 3, 10*time.Millisecond, 20*time.Millisecond
+			})
+			bh := storedFile(t, s, 3<<20)
+			p.FailMatching("GET", "part-", splitstoragetest.InternalError, 1000)
+			_, verr := bh.VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+			require.Error(t, verr)
+			assert.Contains(t, verr.Error(), "giving up after 3 attempts")
+			assert.True(t, unreadable.Is(verr), "%v", verr)
+			_, rerr := readAll(ctx, bh, "f")
+			require.Error(t, rerr)
+			assert.True(t, unreadable.Is(rerr), "%v", rerr)
+		})
+	}
+	t.Run("a short part", func(t *testing.T) {
+		cfg := splitstorage.DefaultConfig()
+		cfg.File.Root, cfg.PartSize = t.TempDir(), 1<<20
+		bh := storedFile(t, newStorage(t, cfg), 3<<20)
+		require.NoError(t, os.Truncate(filepath.Join(cfg.File.Root, "ks", "0", bh.Name(), "f.part-00000002"), 1000))
+		_, verr := bh.VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+		require.ErrorContains(t, verr, "size mismatch: expected 1048576 bytes, found 1000")
+		assert.False(t, unreadable.Is(verr))
+		_, rerr := readAll(ctx, bh, "f")
+		require.ErrorContains(t, rerr, "size mismatch")
+		assert.False(t, unreadable.Is(rerr))
+	})
+}
+
+// storedFile stores a complete backup ks/0/<name> of one file f of size
+// bytes in s and returns its handle as ListBackups gives it.
+func storedFile(t *testing.T, s *splitstorage.Storage, size int64) *splitstorage.Handle {
+	ctx := context.Background()
+	bh, err := s.StartBackup(ctx, "ks/0", "2026-03-03.120000.zone1-0000000100")
+	require.NoError(t, err)
+	require.NoError(t, writeFile(ctx, bh, "f", newGen(1, size), rand.New(rand.NewPCG(1, 1))))
+	require.NoError(t, bh.EndBackup(ctx))
+	bhs, err := s.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	require.Len(t, bhs, 1)
+	return bhs[0].(*splitstorage.Handle)
+}
+
 // Through the storage, that cut costs exactly one retry of ours, counted.
 func TestOneRetryLayer(t *testing.T) {
 	for _, kind := range remoteBackends {

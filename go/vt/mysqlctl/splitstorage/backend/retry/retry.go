@@ -16,6 +16,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -87,12 +88,23 @@ func (r *Backend) do(ctx context.Context, op, key string, fn func(ctx context.Co
 			return err
 		}
 		if attempt >= r.policy.MaxAttempts {
-			return fmt.Errorf("%s %s: giving up after %d attempts: %w", op, key, attempt, err)
+			return gaveUp(fmt.Errorf("%s %s: giving up after %d attempts: %w", op, key, attempt, err))
 		}
 		if err := r.sleep(ctx, op, key, attempt, err); err != nil {
 			return err
 		}
 	}
+}
+
+// gaveUp is err, a request that failed at every attempt, marked as the
+// store's failure to serve it (5xx, throttling, stalls, the network:
+// go/internal/unreadable, never damage), unless its last failure was a body
+// cut short, which an object shorter than what was asked for also is.
+func gaveUp(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return err
+	}
+	return unreadable.Error(err)
 }
 
 func (r *Backend) sleep(ctx context.Context, op, key string, attempt int, cause error) error {
@@ -246,7 +258,7 @@ func (rr *resumingReader) Read(p []byte) (int, error) {
 			return n, err
 		}
 		if attempt >= rr.r.policy.MaxAttempts {
-			return n, fmt.Errorf("get %s: body broken %d times, giving up at offset %d: %w", rr.key, attempt, rr.offset, err)
+			return n, gaveUp(fmt.Errorf("get %s: body broken %d times, giving up at offset %d: %w", rr.key, attempt, rr.offset, err))
 		}
 		if err := rr.r.sleep(rr.ctx, "get (resume at offset "+fmt.Sprint(rr.offset)+")", rr.key, attempt, err); err != nil {
 			return n, err

@@ -217,9 +217,10 @@ func TestStoreGone(t *testing.T) {
 // caller as an error after exactly one request, and a body cut mid-way is an
 // error of the read (the GCS library's reader would reopen it by itself).
 // TestAStoreThatKeepsFailingIsNotDamage: a part the store answers with 500
-// at every attempt fails verify and the read as could-not-be-read
-// (go/internal/unreadable: exit 3, never a verdict), for every backend; a
-// part shorter than its index says is still damage.
+// at every attempt, or whose body is cut on the way at every attempt,
+// fails verify and the read as could-not-be-read (go/internal/unreadable:
+// exit 3, never a verdict), for every backend; a part shorter than its
+// index says is still damage.
 func TestAStoreThatKeepsFailingIsNotDamage(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []string{"s3", "gcs", "azure"} {
@@ -228,14 +229,22 @@ func TestAStoreThatKeepsFailingIsNotDamage(t *testing.T) {
 				c.RetryMaxAttempts, c.RetryInitialBackoff, c.RetryMaxBackoff = 3, 10*time.Millisecond, 20*time.Millisecond
 			})
 			bh := storedFile(t, s, 3<<20)
-			p.FailMatching("GET", "part-", splitstoragetest.InternalError, 1000)
-			_, verr := bh.VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
-			require.Error(t, verr)
-			assert.Contains(t, verr.Error(), "giving up after 3 attempts")
-			assert.True(t, unreadable.Is(verr), "%v", verr)
-			_, rerr := readAll(ctx, bh, "f")
-			require.Error(t, rerr)
-			assert.True(t, unreadable.Is(rerr), "%v", rerr)
+			for fault, want := range map[splitstoragetest.Fault]string{
+				splitstoragetest.InternalError: "giving up after 3 attempts",
+				// Each answer cut, its resumptions too: the object is whole
+				// in the store.
+				splitstoragetest.CutResponse: "giving up after 3 attempts|body broken 3 times",
+			} {
+				p.FailMatching("GET", "part-", fault, 1000)
+				_, verr := bh.VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+				require.Error(t, verr, fault)
+				assert.Regexp(t, want, verr.Error())
+				assert.True(t, unreadable.Is(verr), "%v", verr)
+				_, rerr := readAll(ctx, bh, "f")
+				require.Error(t, rerr, fault)
+				assert.True(t, unreadable.Is(rerr), "%v", rerr)
+				p.ClearMatching()
+			}
 		})
 	}
 	t.Run("a short part", func(t *testing.T) {

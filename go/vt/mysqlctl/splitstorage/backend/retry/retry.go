@@ -88,23 +88,14 @@ func (r *Backend) do(ctx context.Context, op, key string, fn func(ctx context.Co
 			return err
 		}
 		if attempt >= r.policy.MaxAttempts {
-			return gaveUp(fmt.Errorf("%s %s: giving up after %d attempts: %w", op, key, attempt, err))
+			// The store did not serve it (5xx, throttling, stalls, the
+			// network): never damage (go/internal/unreadable).
+			return unreadable.Error(fmt.Errorf("%s %s: giving up after %d attempts: %w", op, key, attempt, err))
 		}
 		if err := r.sleep(ctx, op, key, attempt, err); err != nil {
 			return err
 		}
 	}
-}
-
-// gaveUp is err, a request that failed at every attempt, marked as the
-// store's failure to serve it (5xx, throttling, stalls, the network:
-// go/internal/unreadable, never damage), unless its last failure was a body
-// cut short, which an object shorter than what was asked for also is.
-func gaveUp(err error) error {
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return err
-	}
-	return unreadable.Error(err)
 }
 
 func (r *Backend) sleep(ctx context.Context, op, key string, attempt int, cause error) error {
@@ -206,6 +197,17 @@ func (rr *resumingReader) openOnce(_ context.Context, _ func()) error {
 	return nil
 }
 
+// storeHoldsAll says whether the object is at least as long as what was
+// asked of it: then a body that kept breaking was cut on the way, which is
+// no proof about the object (a short object reads the same way).
+func (rr *resumingReader) storeHoldsAll() bool {
+	if rr.remaining <= 0 {
+		return false
+	}
+	oi, err := rr.r.Backend.Stat(rr.ctx, rr.key)
+	return err == nil && oi.Size >= rr.offset+rr.remaining
+}
+
 func (rr *resumingReader) closeBody() bool {
 	stalled := false
 	if rr.body != nil {
@@ -258,7 +260,11 @@ func (rr *resumingReader) Read(p []byte) (int, error) {
 			return n, err
 		}
 		if attempt >= rr.r.policy.MaxAttempts {
-			return n, gaveUp(fmt.Errorf("get %s: body broken %d times, giving up at offset %d: %w", rr.key, attempt, rr.offset, err))
+			err = fmt.Errorf("get %s: body broken %d times, giving up at offset %d: %w", rr.key, attempt, rr.offset, err)
+			if rr.storeHoldsAll() {
+				return n, unreadable.Error(err) // cut on the way, not short in the store
+			}
+			return n, err
 		}
 		if err := rr.r.sleep(rr.ctx, "get (resume at offset "+fmt.Sprint(rr.offset)+")", rr.key, attempt, err); err != nil {
 			return n, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 	stats "vitess.io/vitess/go/vt/mysqlctl/backupstats"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/backendtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
@@ -153,4 +155,39 @@ func TestALongListingThatMovesIsNotStalled(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "no progress for 300ms")
 	assert.Equal(t, 2, silent.calls)
+}
+
+// breakingBackend serves an object of size bytes whose every body breaks
+// before its first byte.
+type breakingBackend struct {
+	backend.Backend
+	size int64
+}
+
+func (b *breakingBackend) Stat(_ context.Context, key string) (backend.ObjectInfo, error) {
+	return backend.ObjectInfo{Key: key, Size: b.size}, nil
+}
+
+func (b *breakingBackend) Get(context.Context, string, int64, int64) (io.ReadCloser, error) {
+	return io.NopCloser(iotest.ErrReader(io.ErrUnexpectedEOF)), nil
+}
+
+// TestABodyThatKeepsBreaking: a body that breaks at every attempt is no
+// proof about an object the store holds whole (could-not-be-read, never
+// damage); about one shorter than what was asked it is left as it is, a
+// body cut short, which the reader judges.
+func TestABodyThatKeepsBreaking(t *testing.T) {
+	for _, tc := range []struct {
+		size       int64
+		unreadable bool
+	}{{1 << 20, true}, {100, false}} {
+		r := retry.New(&breakingBackend{size: tc.size}, retry.Policy{MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
+			RequestTimeout: time.Second}, logutil.NewMemoryLogger(), stats.NoStats(), nil)
+		body, err := r.Get(context.Background(), "k", 0, 1000)
+		require.NoError(t, err)
+		_, err = io.ReadAll(body)
+		require.ErrorContains(t, err, "get k: body broken 3 times, giving up at offset 0")
+		assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		assert.Equal(t, tc.unreadable, unreadable.Is(err), "an object of %d bytes", tc.size)
+	}
 }

@@ -116,6 +116,38 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("MySQL 8 lower_case_table_names", func(t *testing.T) { testRestoreTakesTheDictionarysCase(t, dir, backups[0].Name, storage) })
 	record := filepath.Join(runs[0], backups[0].Name, ".sidecar-verification")
 	t.Run("a server this host confines", func(t *testing.T) { testRestoreOnAConfiningHost(t, dir, backups[0].Name, record, storage) })
+	t.Run("a server older than the backup's", func(t *testing.T) { testRestoreOnAnOlderServer(t, dir, backups[0].Name, record, storage) })
+}
+
+// testRestoreOnAnOlderServer: a server that refuses the restored directory
+// at start (a stand-in that exits as a server refusing a later version's
+// data does) is no verdict when it is older than the backup's server: exit
+// 2 naming the version to give, nothing recorded; the same refusal from a
+// newer server is a failed test restore, exit 1.
+func testRestoreOnAnOlderServer(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err)
+	stand := func(version string) string {
+		mysqld := filepath.Join(dir, "mysqld-"+version)
+		require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\ncase \"$*\" in *--version*) echo '/usr/sbin/mariadbd  Ver "+version+
+			"-MariaDB for debian-linux-gnu on x86_64';; *) echo 'InnoDB: Upgrade after a crash is not supported' >&2; exit 1;; esac\n"), 0o755))
+		return mysqld
+	}
+	testRestore := func(code int, mysqld string, more ...string) string {
+		out, _ := runArgs(t, code, append(append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+			"--quiet"}, more...), storage...)...)
+		return out
+	}
+	out := testRestore(2, stand("10.6.1"))
+	assert.Contains(t, out, "could not run, nothing is recorded: mysqld exited while starting")
+	assert.Contains(t, out, "Ver 10.6.1-MariaDB for debian-linux-gnu on x86_64 is older than the server that took the backup (Ver 10.11.")
+	assert.Contains(t, out, "that is no proof about the backup; give a server of 10.11.")
+	after, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+	out = testRestore(1, stand("11.4.2"), "--record=false")
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "mysqld exited while starting")
 }
 
 // testRestoreOnAConfiningHost: a mysqld this host keeps out of a directory

@@ -35,7 +35,7 @@ import (
 func (s *server) startLoaded(ctx context.Context, args []string, recorded []fifobackupengine.ServerPlugin, timeout time.Duration) (*sql.DB, error) {
 	db, args, err := s.startMatched(ctx, args, timeout)
 	if err != nil {
-		return nil, err
+		return nil, s.olderServer(err)
 	}
 	load, err := missingPlugins(ctx, db, recorded)
 	if err != nil || len(load) == 0 {

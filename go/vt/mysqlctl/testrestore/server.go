@@ -28,6 +28,9 @@ import (
 type server struct {
 	bin, dir, dataDir string
 	mariadb           bool
+	// version is the binary's --version; backupVersion the backup's
+	// server's (its MANIFEST), "" where not known.
+	version, backupVersion string
 	runAs             *user.User
 	logger            logutil.Logger
 

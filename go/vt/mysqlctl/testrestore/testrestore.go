@@ -178,7 +178,7 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options
 	if want := strings.Contains(m.MySQLVersion, "MariaDB") || m.ToolFlavor == fifobackupengine.FlavorMariabackup; want != mariadb {
 		return nil, nil, fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor, m.MySQLVersion, mysqld, version)
 	}
-	return &server{bin: mysqld, mariadb: mariadb}, m, nil
+	return &server{bin: mysqld, mariadb: mariadb, version: version, backupVersion: m.MySQLVersion}, m, nil
 }
 
 func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) error {

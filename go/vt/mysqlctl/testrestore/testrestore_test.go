@@ -160,3 +160,25 @@ func TestRecordAsTimedRestore(t *testing.T) {
 	_, ok = Rates([]Record{failed, noWork})
 	assert.False(t, ok)
 }
+
+// TestOlderThanBackup: the server's --version against the backup's
+// SELECT VERSION(), by major, minor and patch; unreadable versions are not
+// older.
+func TestOlderThanBackup(t *testing.T) {
+	for _, c := range []struct {
+		server, backup string
+		older          bool
+	}{
+		{"/usr/sbin/mysqld  Ver 8.0.36 for Linux on x86_64 (MySQL Community Server - GPL)", "8.4.0", true},
+		{"/usr/sbin/mysqld  Ver 8.4.3 for Linux on x86_64 (MySQL Community Server - GPL)", "8.4.0", false},
+		{"/usr/sbin/mysqld  Ver 8.0.36 for Linux", "8.0.36", false},
+		{"/usr/sbin/mariadbd  Ver 10.11.9-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)", "10.11.19-MariaDB-0+deb12u1", true},
+		{"/usr/sbin/mariadbd  Ver 11.4.2-MariaDB for debian-linux-gnu", "10.11.19-MariaDB-0+deb12u1", false},
+		{"/usr/sbin/mariadbd  Ver 10.6.1-MariaDB for debian-linux-gnu", "Ver 10.11.19-MariaDB-0+deb12u1-log Debian 12", true},
+		{"/usr/sbin/mysqld  Ver 8.0.36 for Linux", "Ver 8.4.3 MySQL Community Server - GPL", true},
+		{"mysqld, a build that says nothing", "8.4.0", false},
+		{"/usr/sbin/mysqld  Ver 8.0.36 for Linux", "", false},
+	} {
+		assert.Equal(t, c.older, olderThanBackup(c.server, c.backup), "%s vs %s", c.server, c.backup)
+	}
+}

@@ -31,8 +31,8 @@ type server struct {
 	// version is the binary's --version; backupVersion the backup's
 	// server's (its MANIFEST), "" where not known.
 	version, backupVersion string
-	runAs             *user.User
-	logger            logutil.Logger
+	runAs                  *user.User
+	logger                 logutil.Logger
 
 	cmd    *exec.Cmd
 	done   chan struct{}

@@ -62,10 +62,10 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 	}
 
 	out, errOut := testRestore(2, "/nonexistent/xtrabackup")
-	assert.Equal(t, "test restore of ks/0/copied could not run, nothing is recorded: --fifo-backup-tool-path "+
+	assert.Empty(t, out)
+	assert.Equal(t, "vtfifo test-restore: test restore of ks/0/copied could not run, nothing is recorded: --fifo-backup-tool-path "+
 		`"/nonexistent/xtrabackup" is not an executable: exec: "/nonexistent/xtrabackup": stat /nonexistent/xtrabackup: no such file or directory `+
-		"(no verdict on the backup)\n", out)
-	assert.Empty(t, errOut)
+		"(no verdict on the backup)\n", errOut)
 	assert.NoFileExists(t, record)
 
 	// What the tool says of the backup's pages is a verdict.

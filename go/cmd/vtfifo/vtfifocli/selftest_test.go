@@ -134,9 +134,9 @@ func testRestoreOnAnOlderServer(t *testing.T, dir, backup, record string, storag
 		return mysqld
 	}
 	testRestore := func(code int, mysqld string, more ...string) string {
-		out, _ := runArgs(t, code, append(append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		out, errOut := runArgs(t, code, append(append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
 			"--quiet"}, more...), storage...)...)
-		return out
+		return out + errOut
 	}
 	out := testRestore(2, stand("10.6.1"))
 	assert.Contains(t, out, "could not run, nothing is recorded: mysqld exited while starting")
@@ -231,7 +231,8 @@ exec /usr/sbin/mariadbd "${args[@]}"
 	assert.Contains(t, out, "OK: test restore of ")
 	assert.Contains(t, errOut, "test restore: the backup's data dictionary was initialized with lower_case_table_names=1: starting "+mysqld+
 		" again with --lower-case-table-names=1")
-	out, _ = testRestore(2, "--mysqld-flags=--lower-case-table-names=0")
-	assert.Contains(t, out, "could not run, nothing is recorded: the backup's data dictionary was initialized with lower_case_table_names=1, and the "+
+	_, errOut = testRestore(2, "--mysqld-flags=--lower-case-table-names=0")
+	assert.Contains(t, errOut, "vtfifo test-restore: test restore of ")
+	assert.Contains(t, errOut, "could not run, nothing is recorded: the backup's data dictionary was initialized with lower_case_table_names=1, and the "+
 		"server was started with 0: give --mysqld-flags=--lower-case-table-names=1, or leave it out")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -72,6 +73,9 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 	predicted := s.predictedRestore(bh.Name())
 	rec, err := testrestore.Run(s.ctx, bh, opts)
 	prog2.stop()
+	if err != nil && s.ctx.Err() == nil && flagvalue.IsContradiction(err) {
+		return s.o.failf(exitUsage, "%v", err) // a usage error, as every command says one
+	}
 	if err != nil {
 		fmt.Fprintln(failed, failLine(err))
 		return s.status(err)

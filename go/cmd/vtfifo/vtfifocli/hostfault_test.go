@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // standInTool writes a stand-in for the xtrabackup that took the test
@@ -33,10 +32,7 @@ func standInTool(t *testing.T, prepare string) string {
 // still the one restores pick. The same backup whose tool reports a
 // corrupted page does fail: recorded, quarantined, exit 1.
 func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
-	root := t.TempDir()
-	cfg := splitstorage.DefaultConfig()
-	cfg.File.Root = root
-	splitCopy(t, cfg)
+	root := localSplitCopy(t)
 	record := filepath.Join(root, "ks", "0", "copied", ".sidecar-verification")
 	scratch := scratchDir(t)
 	testRestore := func(code int, tool string) (string, string) {

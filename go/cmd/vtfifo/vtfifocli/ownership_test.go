@@ -421,10 +421,7 @@ func TestASplitRootReadAsFileStorageIsNotDamage(t *testing.T) {
 // the backup but not the note, saying so on stderr; what is left is no
 // backup (a second rm finds none, exit 3).
 func TestAnObjectPutInABackupIsNotTheBackups(t *testing.T) {
-	root := t.TempDir()
-	cfg := splitstorage.DefaultConfig()
-	cfg.File.Root = root
-	splitCopy(t, cfg)
+	root := localSplitCopy(t)
 	notes := filepath.Join(root, "ks", "0", "copied", "NOTES.txt")
 	require.NoError(t, os.WriteFile(notes, []byte("restored fine\n"), 0o640))
 	shard := []string{"--keyspace=ks", "--shard=0", "--backup=copied"}

@@ -28,8 +28,9 @@ func run(t *testing.T, wantCode int, args ...string) string {
 // TestVitessFileStorageRemovalProvesItsFiles: Vitess's file storage
 // removes a backup's whole directory, so rm and prune through it remove a
 // backup only when its directory holds nothing but the files its MANIFEST
-// names. A note put there, or a backup with no MANIFEST, is refused (exit
-// 2), with --dry-run too, and nothing is removed; prune keeps it, saying
+// names. A note put there, a backup with no MANIFEST or one of an engine
+// whose files it does not know, is refused (exit 2), with --dry-run too, and
+// nothing is removed; prune keeps it, saying
 // why; with the note moved out the removal goes through.
 func TestVitessFileStorageRemovalProvesItsFiles(t *testing.T) {
 	root, args := storageCopy(t)
@@ -59,6 +60,16 @@ func TestVitessFileStorageRemovalProvesItsFiles(t *testing.T) {
 	_, errOut = runFile(2, "rm", "--backup="+names[1])
 	assert.Contains(t, errOut, "has no MANIFEST to name its files (a backup that never finished?): remove it by hand once you know what it holds")
 	assert.DirExists(t, dirOf(names[1]))
+	other := filepath.Join(dirOf(names[2]), "MANIFEST")
+	original, err := os.ReadFile(other)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(other, []byte(`{"BackupMethod":"mysqlshell","BackupName":"`+names[2]+`"}`), 0o640))
+	_, errOut = runFile(2, "rm", "--backup="+names[2])
+	assert.Contains(t, errOut, `has a MANIFEST that does not name its files (its engine "mysqlshell" keeps files this tool does not know (fifo, `+
+		"xtrabackup and builtin only)): remove it by hand once you know what it holds; that storage removes a backup's whole directory, so nothing "+
+		"was removed\n")
+	assert.DirExists(t, dirOf(names[2]))
+	require.NoError(t, os.WriteFile(other, original, 0o640))
 
 	out, _ := runFile(2, "prune", "--keep=1", "--keep-within=0s")
 	assert.Contains(t, out, "keeping ks/0/"+names[0]+": backup ks/0/"+names[0]+" "+strings.TrimSuffix(refusal, "\n"))

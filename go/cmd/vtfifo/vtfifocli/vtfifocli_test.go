@@ -251,6 +251,15 @@ func TestShowPrintsManifestLanesAndFiles(t *testing.T) {
 // backup ks/0/copied.
 func splitCopy(t *testing.T, cfg splitstorage.Config) { splitCopyAs(t, cfg, "copied") }
 
+// localSplitCopy is a split storage on local disk holding the test backup
+// as ks/0/copied; it returns its root.
+func localSplitCopy(t *testing.T) string {
+	cfg := splitstorage.DefaultConfig()
+	cfg.File.Root = t.TempDir()
+	splitCopy(t, cfg)
+	return cfg.File.Root
+}
+
 // splitCopyAs stores the test backup in the split storage of cfg as
 // backup ks/0/name.
 func splitCopyAs(t *testing.T, cfg splitstorage.Config, name string) {
@@ -387,13 +396,14 @@ func TestTargetMustBeNewOrEmpty(t *testing.T) {
 // TestTargetOfAStoppedRestoreIsNamed: a directory a restore was killed in
 // (its mark names a process gone) is still refused, exit 2, and the error
 // says what it holds and to remove it by hand; one a live restore writes
-// into says so. Nothing in either is removed. (By hand with the real
+// into says so, and one of another host's restore that it cannot judge. Nothing in either is removed. (By hand with the real
 // binary: restore killed by SIGKILL during its prepare, then again into
 // the same --target-dir.)
 func TestTargetOfAStoppedRestoreIsNamed(t *testing.T) {
 	_, args := storageCopy(t)
-	gone, live := procident.Self(), procident.Self()
+	gone, live, elsewhere := procident.Self(), procident.Self(), procident.Self()
 	gone.PID, gone.ProcStart = deadPID(t), "1"
+	elsewhere.Host = "dr-host"
 	for _, c := range []struct {
 		owner procident.Owner
 		want  string
@@ -401,6 +411,7 @@ func TestTargetOfAStoppedRestoreIsNamed(t *testing.T) {
 		{gone, "; it holds what a restore stopped before it finished left there (pid " + fmt.Sprint(gone.PID) + " on " + gone.Host +
 			", gone): no whole restore; remove the directory (rm -rf %s) and restore again, or give another directory\n"},
 		{live, "; a restore is writing into it now (pid " + fmt.Sprint(live.PID) + ")\n"},
+		{elsewhere, "; a restore on dr-host (pid " + fmt.Sprint(elsewhere.PID) + ") wrote into it and did not finish, or still runs there\n"},
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "ibdata1"), []byte("x"), 0o640))

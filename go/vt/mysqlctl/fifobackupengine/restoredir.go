@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"vitess.io/vitess/go/vt/logutil"
@@ -166,10 +165,9 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	err = run.restoreChain(ctx, tool, opts.DefaultsFile, dir)
 	if err == nil && opts.Prepare {
 		rep.Tool = tool.Flavor + " " + tool.Version
-		err = keepTablespacesInside(dir, opts.Logger)
 	}
 	if err == nil {
-		err = rep.Target.Done()
+		err = rep.Target.Done(opts.Prepare, opts.Logger)
 	}
 	opts.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s into %s: per-phase stats", bh.Name(), dir), time.Since(start)))
 	if err != nil {
@@ -193,33 +191,6 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		}
 	}
 	return rep, nil
-}
-
-// keepTablespacesInside has a prepared directory use the tablespaces it
-// restored, and no other: a MariaDB table that lived outside the data
-// directory (DATA DIRECTORY) comes with a db/t.isl naming the source's
-// path, where the source's own file may be (on its host, on a replica or
-// vtbackup host of the same layout), and mysqld started on the directory
-// then refuses the table ("A tablespace has been found in multiple
-// places") or, were the restored file missing, reads the other. Its file
-// was restored at db/t.ibd, where MariaDB opens it without the .isl.
-// (MySQL 8 keeps such paths in its data dictionary, and no .isl.)
-func keepTablespacesInside(dir string, logger logutil.Logger) error {
-	ext, err := externalTablespaces(dir)
-	if err != nil {
-		return err
-	}
-	for rel, t := range ext {
-		if !strings.HasSuffix(t.from, ".isl") {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, strings.TrimSuffix(rel, ".ibd")+".isl")); err != nil {
-			return err
-		}
-		logger.Infof("fifo restore: %s lived at %s on the backup's server; it is restored in %s, so its link file %s is removed: mysqld on this "+
-			"directory opens this restore's file, never that path", rel, t.path, dir, t.from)
-	}
-	return nil
 }
 
 // countFiles returns the regular files under dir and their bytes.

@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"vitess.io/vitess/go/vt/logutil"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
@@ -68,9 +71,42 @@ func emptyDir(dir string) (TargetDir, error) {
 	return TargetDir{Path: dir}, nil
 }
 
-// Done says the restore into the directory finished: its mark goes.
-func (d TargetDir) Done() error {
+// Done says the restore into the directory finished: a prepared one keeps
+// its tablespaces inside (keepTablespacesInside), and the mark goes.
+func (d TargetDir) Done(prepared bool, logger logutil.Logger) error {
+	if prepared {
+		if err := keepTablespacesInside(d.Path, logger); err != nil {
+			return err
+		}
+	}
 	return os.Remove(filepath.Join(d.Path, restoringMark))
+}
+
+// keepTablespacesInside has a prepared directory use the tablespaces it
+// restored, and no other: a MariaDB table that lived outside the data
+// directory (DATA DIRECTORY) comes with a db/t.isl naming the source's
+// path, where the source's own file may be (on its host, on a replica or
+// vtbackup host of the same layout), and mysqld started on the directory
+// then refuses the table ("A tablespace has been found in multiple
+// places") or, were the restored file missing, reads the other. Its file
+// was restored at db/t.ibd, where MariaDB opens it without the .isl.
+// (MySQL 8 keeps such paths in its data dictionary, and no .isl.)
+func keepTablespacesInside(dir string, logger logutil.Logger) error {
+	ext, err := externalTablespaces(dir)
+	if err != nil {
+		return err
+	}
+	for rel, t := range ext {
+		if !strings.HasSuffix(t.from, ".isl") {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, strings.TrimSuffix(rel, ".ibd")+".isl")); err != nil {
+			return err
+		}
+		logger.Infof("fifo restore: %s lived at %s on the backup's server; it is restored in %s, so its link file %s is removed: mysqld on this "+
+			"directory opens this restore's file, never that path", rel, t.path, dir, t.from)
+	}
+	return nil
 }
 
 // NotEmptyReason says, for a target directory that is not empty, what a

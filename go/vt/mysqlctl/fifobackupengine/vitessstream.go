@@ -269,7 +269,7 @@ func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}
 	if err == nil {
-		err = rep.Target.Done()
+		err = rep.Target.Done(tool != nil, opts.Logger)
 	}
 	if err != nil {
 		_ = rep.Target.RemoveRestored()

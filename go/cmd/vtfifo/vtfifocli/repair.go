@@ -82,8 +82,14 @@ func Repair(ctx context.Context, prog string, args []string, stdout, stderr io.W
 		return exitOK
 	case errors.Is(err, splitstorage.ErrNotExist) || s.ctx.Err() != nil:
 		return s.o.failf(exitUnreachable, "%v", err)
+	case s.status(err) == exitFailed:
+		return s.o.failf(exitFailed, "%v; the backup is still damaged: repair it from another copy, or restore another backup", err)
+	case len(rep.Damaged) == 0:
+		return s.fail(err) // nothing was found damaged: what could not be read, or a usage error
 	}
-	return s.o.failf(exitFailed, "%v; the backup is still damaged: repair it from another copy, or restore another backup", err)
+	// Damage found, and what its repair needed could not be read.
+	return s.o.failf(exitFailed, "%v; the backup has %d damaged parts (vtfifo verify names them), and the repair could not read what it needed: run "+
+		"repair again once the storage answers", err, len(rep.Damaged))
 }
 
 // RepairResult is what repair found and did (--json prints it).

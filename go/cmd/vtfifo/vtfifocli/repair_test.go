@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/testutil/freeport"
 )
 
 // TestRepairFromTheCopyThenVerify: a part damaged in one storage is repaired from the copy in a
@@ -64,4 +67,43 @@ func TestRepairFromTheCopyThenVerify(t *testing.T) {
 	assert.Contains(t, errOut, "--from-flags-file or --from is required: the storage holding the copy")
 	_, errOut = runSplit(t, 2, root, "repair", "--keyspace=ks", "--shard=0", "--backup="+name, "--from=--tape")
 	assert.Contains(t, errOut, `invalid value "--tape" for --from: allowed values are --split-storage-* flags`)
+}
+
+// TestARepairThatCannotReadSaysSo: a storage that cannot be reached (S3 at
+// a port nothing listens on) holding the backup: exit 3, nothing says it
+// is damaged. A damaged backup whose copy cannot be reached: exit 1 for
+// the damage, saying the repair could not read what it needed, not that
+// the copy failed it.
+func TestARepairThatCannotReadSaysSo(t *testing.T) {
+	root, names := proofStorage(t)
+	name := names[1]
+	port, err := freeport.Get()
+	require.NoError(t, err)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	unreachable := []string{"--split-storage-backend=s3", "--split-storage-s3-bucket=b", "--split-storage-s3-force-path-style",
+		fmt.Sprintf("--split-storage-s3-endpoint=http://127.0.0.1:%d", port), "--split-storage-retry-max-attempts=2",
+		"--split-storage-retry-initial-backoff=10ms"}
+
+	_, errOut := runArgs(t, 3, append([]string{"repair", "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0", "--backup=" + name,
+		"--from=--split-storage-root=" + root, "--quiet"}, unreachable...)...)
+	assert.Contains(t, errOut, "connection refused")
+	assert.True(t, strings.HasSuffix(errOut, "; it could not be read or reached: nothing says the backup is damaged\n"), errOut)
+	assert.NotContains(t, errOut, "damaged:")
+
+	parts, err := filepath.Glob(filepath.Join(root, "ks", "0", name, "*.part-*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, parts)
+	b, err := os.ReadFile(parts[0])
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(parts[0], b, 0o644))
+	var from []string
+	for _, f := range unreachable {
+		from = append(from, "--from="+f)
+	}
+	_, errOut = runSplit(t, 1, root, append([]string{"repair", "--keyspace=ks", "--shard=0", "--backup=" + name, "--quiet"}, from...)...)
+	assert.Contains(t, errOut, "connection refused")
+	assert.True(t, strings.HasSuffix(errOut, "; the backup has 1 damaged parts (vtfifo verify names them), and the repair could not read what it "+
+		"needed: run repair again once the storage answers\n"), errOut)
 }

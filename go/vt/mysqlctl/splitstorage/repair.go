@@ -11,6 +11,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -30,8 +31,11 @@ type RepairReport struct {
 // damaged one; then the whole backup is verified again, every part read
 // back. Only parts are repaired: a damaged index or completion marker, or
 // a part the copy holds damaged too is left, and the error names it (an
-// object the backup does not list is none of its damage: VerifyParts). A backup that verifies needs no repair: nothing is read
-// from the copy.
+// object the backup does not list is none of its damage: VerifyParts). A
+// backup that verifies needs no repair: nothing is read from the copy. An
+// object of the backup that could not be read (go/internal/unreadable) is
+// no damage: nothing is changed, and the error says so (Damaged holds
+// only what was proven damaged).
 func (s *Storage) RepairBackup(ctx context.Context, copyIn backupstorage.BackupStorage, dir, name string) (RepairReport, error) {
 	var rep RepairReport
 	from, err := peerOf(copyIn, "a repair's copy")
@@ -54,17 +58,25 @@ func (s *Storage) RepairBackup(ctx context.Context, copyIn backupstorage.BackupS
 		return rep, nil
 	}
 	var parts, left []Problem
+	var unread []error
 	for _, err := range ProblemsOf(verr) {
 		var p Problem
 		switch {
 		case !errors.As(err, &p):
 			return rep, fmt.Errorf("split storage: repairing backup %s: %w", where, err)
+		case unreadable.Is(err):
+			unread = append(unread, err) // no damage: nothing to replace
+			continue
 		case p.Part > 0 && p.File != "":
 			parts = append(parts, p)
 		default:
 			left = append(left, p)
 		}
 		rep.Damaged = append(rep.Damaged, p)
+	}
+	if len(unread) > 0 {
+		return rep, fmt.Errorf("split storage: repairing backup %s: %d of its objects could not be read, so what needs repair is not known; "+
+			"nothing was changed: %w", where, len(unread), errors.Join(unread...))
 	}
 	if len(left) > 0 {
 		return rep, fmt.Errorf("split storage: backup %s has damage that a copy's parts cannot repair (only parts are repaired); nothing was changed: %w",
@@ -121,7 +133,7 @@ func (h *Handle) replaceParts(ctx context.Context, from backend.Backend, damaged
 func (h *Handle) replacePart(ctx context.Context, from backend.Backend, p Problem, want PartEntry) error {
 	r, err := from.Get(ctx, p.Key, 0, -1)
 	if err != nil {
-		return fmt.Errorf("the copy's part: %v", err) // not the backup's ErrNotExist
+		return copysFailure("the copy's part", err)
 	}
 	defer r.Close()
 	f, err := os.CreateTemp(h.e.cfg.SpoolDir, "vtfifo-repair-")
@@ -134,13 +146,24 @@ func (h *Handle) replacePart(ctx context.Context, from backend.Backend, p Proble
 	n, err := io.Copy(io.MultiWriter(f, sum), io.LimitReader(r, want.Size+1))
 	switch {
 	case err != nil:
-		return fmt.Errorf("reading the copy's part: %v", err)
+		return copysFailure("reading the copy's part", err)
 	case n != want.Size:
 		return fmt.Errorf("the copy's part is damaged too: expected %d bytes, found %d", want.Size, n)
 	case sum.Sum32() != want.CRC32C:
 		return fmt.Errorf("the copy's part is damaged too: expected crc32c %08x, found %08x", want.CRC32C, sum.Sum32())
 	}
 	return h.e.be.Put(ctx, p.Key, io.NewSectionReader(f, 0, n), n, backend.PutOptions{CRC32C: want.CRC32C})
+}
+
+// copysFailure is a failure to read the copy: its text, not its chain (a
+// part the copy lacks is not the backup's ErrNotExist), still marked as
+// could-not-be-read where it was.
+func copysFailure(what string, err error) error {
+	out := fmt.Errorf("%s: %v", what, err)
+	if unreadable.Is(err) {
+		return unreadable.Error(out)
+	}
+	return out
 }
 
 func asErrors(ps []Problem) []error {

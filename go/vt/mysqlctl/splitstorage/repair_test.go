@@ -8,10 +8,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -93,4 +95,49 @@ func flipByte(t *testing.T, path string) {
 	require.NoError(t, err)
 	b[len(b)/2] ^= 0xff
 	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+// TestARepairThatCannotReadJudgesNothing: a backup whose parts the store
+// answers with 500 at every attempt (S3 behind the fault proxy) is no
+// damage to repair: the error is could-not-be-read, Damaged is empty,
+// nothing is read from the copy or changed. A damaged part whose copy
+// cannot be read stays damaged, Damaged names it, and the error is
+// could-not-be-read; once the copy answers, the repair goes through.
+func TestARepairThatCannotReadJudgesNothing(t *testing.T) {
+	ctx := context.Background()
+	src, p, _ := proxied(t, "s3", func(c *splitstorage.Config) {
+		c.RetryMaxAttempts, c.RetryInitialBackoff, c.RetryMaxBackoff = 2, 10*time.Millisecond, 20*time.Millisecond
+	})
+	local := splitstoragetest.Local(t)
+	dst := newStorage(t, local.Config)
+	bh := storedFile(t, src, 3<<20)
+	dir, name := "ks/0", bh.Name()
+	_, err := src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
+	require.NoError(t, err)
+
+	p.FailMatching("GET", "part-", splitstoragetest.InternalError, 1000)
+	rep, err := src.RepairBackup(ctx, dst, dir, name)
+	require.ErrorContains(t, err, "could not be read, so what needs repair is not known; nothing was changed")
+	assert.True(t, unreadable.Is(err), "%v", err)
+	assert.Empty(t, rep.Damaged)
+	assert.Empty(t, rep.Repaired)
+	p.ClearMatching()
+
+	// The other way round: the copy, on local disk, behind a store that
+	// fails (the source S3 damaged, the copy's parts out of reach).
+	back := newStorage(t, local.Config)
+	parts := partFiles(t, filepath.Join(local.Dir, dir, name))
+	require.NotEmpty(t, parts)
+	flipByte(t, parts[0])
+	p.FailMatching("GET", "part-", splitstoragetest.InternalError, 1000)
+	rep, err = back.RepairBackup(ctx, src, dir, name)
+	require.Error(t, err)
+	assert.True(t, unreadable.Is(err), "%v", err)
+	require.Len(t, rep.Damaged, 1)
+	assert.Contains(t, rep.Damaged[0].Error(), "checksum mismatch")
+	assert.Empty(t, rep.Repaired)
+	p.ClearMatching()
+	rep, err = back.RepairBackup(ctx, src, dir, name)
+	require.NoError(t, err)
+	assert.Len(t, rep.Repaired, 1)
 }

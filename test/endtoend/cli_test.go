@@ -28,15 +28,17 @@ import (
 //   - ls before and after a test-restore: the verification record shows;
 //   - test-restore: restore, prepare with mariabackup, a throwaway mariadbd,
 //     CHECK TABLE on every table, the record stored; verify still passes
-//     with the record beside the backup; a server that cannot start on the
-//     files gives exit 1 and a failed record;
+//     with the record beside the backup; --mysqld-flags that do not fit
+//     the files give exit 2 and no record; a damaged part gives exit 1 and
+//     a failed record;
 //   - restore --prepare: a stock mariadbd starts on the directory and every
 //     table's row count and CHECKSUM TABLE equal the source's;
 //   - export | mbstream -x gives the same files as restore without --prepare;
 //   - bad input: a missing flag, a non-empty target, an unknown backup, a bad
 //     flag value: one clear line, exit 2 (usage) or 3 (not found);
-//   - vtbackup --fifo-backup-test-restore: a record for a passing backup; a
-//     failing one quarantined, never listed, then released and removed.
+//   - vtbackup --fifo-backup-test-restore: a record for a passing backup; one
+//     whose test reached no verdict kept and nothing pruned; a damaged one
+//     quarantined, never listed, then released and removed.
 //   - copy: on local disk, to another root, verified there; from S3, to another prefix of the bucket, verified there, and a
 //     new tablet bootstraps from the copy after the primary is lost; to GCS
 //     (fake-gcs-server): killed halfway (SIGKILL), not listed there, resumed
@@ -142,15 +144,30 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if v, ok := listed(t)[name]; !ok || len(v) != 0 {
 			t.Fatalf("before any test restore: ls lists %s: %v, verification %s", name, ok, v)
 		}
-		// A server that cannot start on the files (another page size): the
-		// run fails, and says so in the record ls shows.
-		out := vtfifo(t, 1, append([]string{"test-restore", "--backup=" + name, "--mysqld-flags=--innodb-page-size=4k", "--start-timeout=2m"}, tool...)...)
-		if !strings.Contains(out, "FAIL: test restore of") || !strings.Contains(out, "mysqld exited while starting") {
+		// Flags that do not fit the files (another page size): the server
+		// exits at start, and starts without them: a usage error, exit 2,
+		// nothing recorded.
+		out := vtfifo(t, 2, append([]string{"test-restore", "--backup=" + name, "--mysqld-flags=--innodb-page-size=4k", "--start-timeout=2m"}, tool...)...)
+		if !strings.Contains(out, "mysqld exited while starting") || !strings.Contains(out, "those flags do not fit this backup") {
 			t.Fatalf("test-restore with a wrong page size:\n%s", out)
+		}
+		if v := listed(t)[name]; len(v) != 0 {
+			t.Fatalf("a test restore that reached no verdict recorded %s", v)
+		}
+		// A part damaged in the store: the run fails naming it, and says so
+		// in the record ls shows. The byte flipped back, it passes (below).
+		key := damageOnePart(ctx, t, c, splitFlags(c), name)
+		out, code, err := c.Vtfifo(ctx, append([]string{"test-restore", "--backup=" + name}, tool...)...)
+		if again := damageOnePart(ctx, t, c, splitFlags(c), name); again != key {
+			t.Fatalf("damageOnePart flipped %s back, not %s", again, key)
+		}
+		must(t, err)
+		if code != 1 || !strings.Contains(out, "FAIL: test restore of") || !strings.Contains(out, key) {
+			t.Fatalf("test-restore of a damaged part %s: exit %d, want 1:\n%s", key, code, out)
 		}
 		var failed struct{ Outcome, Error string }
 		must(t, json.Unmarshal(listed(t)[name], &failed))
-		if failed.Outcome != "failed" || !strings.Contains(failed.Error, "mysqld exited") {
+		if failed.Outcome != "failed" || !strings.Contains(failed.Error, key) {
 			t.Fatalf("record after a failed test restore: %+v", failed)
 		}
 		if out := vtfifo(t, 0, "ls"); !strings.Contains(out, "failed") {
@@ -626,12 +643,27 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		}
 
 		vo.Extra = append(vo.Extra, "--fifo-backup-test-restore-mysqld-flags=--innodb-page-size=4k", "--fifo-backup-test-restore-start-timeout=2m")
-		// Retention that would prune every older backup: a new backup that
-		// fails its test must not cost them (vtbackup's pruning waits for it).
+		// Retention that would prune every older backup: a new backup whose
+		// test reached no verdict (flags that do not fit it) must not cost
+		// them (vtbackup's pruning waits for it), nor be quarantined.
 		vo.MinRetentionCount, vo.MinRetentionTime = 1, time.Second
 		res, err := c.RunVtbackup(ctx, vo)
-		if err == nil || !strings.Contains(res.Output, "the backup is quarantined") {
-			t.Fatalf("vtbackup with a failing test restore: err %v, want exit 1 and the backup quarantined:\n%s", err, res.Output)
+		if err == nil || !strings.Contains(res.Output, "could not run, nothing is recorded") ||
+			strings.Contains(res.Output, "the backup is quarantined") {
+			t.Fatalf("vtbackup with flags that do not fit its test restore: err %v, want it failed, nothing quarantined:\n%s", err, res.Output)
+		}
+		untested, err := c.GetBackups(ctx)
+		must(t, err)
+		if len(untested) != len(after)+1 || !slices.Equal(untested[:len(after)], after) {
+			t.Fatalf("GetBackups lists %v after a test restore with no verdict, want %v and the new one: nothing pruned or quarantined", untested, after)
+		}
+		// A part of it damaged in the store: its test restore fails, and
+		// --quarantine-on-failure takes it out of every restore's choice.
+		newest := untested[len(untested)-1]
+		key := damageOnePart(ctx, t, c, splitFlags(c), newest)
+		if out := vtfifo(t, 1, append([]string{"test-restore", "--backup=" + newest, "--quarantine-on-failure"}, tool...)...); !strings.Contains(out, key) ||
+			!strings.Contains(out, "quarantined") {
+			t.Fatalf("test-restore of a damaged part %s:\n%s", key, out)
 		}
 		listedNow, err := c.GetBackups(ctx)
 		must(t, err)
@@ -648,6 +680,14 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("the fleet view after the quarantine: %+v, want 1 quarantined and %d backups", r, len(after))
 		}
 		vtfifo(t, 1, "show", "--backup="+quarantined)
+		// Damaged, it stays quarantined; its part made whole again (as
+		// vtfifo repair would), release puts it back.
+		if out := vtfifo(t, 1, "release", "--backup="+quarantined); !strings.Contains(out, "stays quarantined") || !strings.Contains(out, key) {
+			t.Fatalf("release of a damaged backup:\n%s", out)
+		}
+		if again := damageOnePart(ctx, t, c, splitFlags(c), quarantined); again != key {
+			t.Fatalf("damageOnePart flipped %s back, not %s", again, key)
+		}
 		if out := vtfifo(t, 0, "release", "--backup="+quarantined); !strings.Contains(out, "still pass it over") {
 			t.Fatalf("release does not say that its failed test record still passes it over:\n%s", out)
 		}
@@ -677,12 +717,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	// and S3 -> GCS (fake-gcs-server), each verified at the destination; a
 	// second copy to the same place is refused.
 	t.Run("copy", func(t *testing.T) {
-		var tablet []string
-		for _, f := range c.Storage.Flags {
-			if strings.HasPrefix(f, "--split-storage-") {
-				tablet = append(tablet, f)
-			}
-		}
+		tablet := splitFlags(c)
 		flagsFile := filepath.Join(c.Root, "tablet-storage.flags")
 		must(t, c.WriteFileOwned(flagsFile, []byte(strings.Join(tablet, "\n")+"\n"), 0o644))
 		if sb.name != "split-s3-sealed" {
@@ -879,8 +914,20 @@ func promotedByVtbackup(ctx context.Context, t *testing.T, c *cluster.Cluster, s
 	return promoted
 }
 
+// splitFlags are the split storage's flags of the cluster's tablets.
+func splitFlags(c *cluster.Cluster) []string {
+	var flags []string
+	for _, f := range c.Storage.Flags {
+		if strings.HasPrefix(f, "--split-storage-") {
+			flags = append(flags, f)
+		}
+	}
+	return flags
+}
+
 // damageOnePart flips a byte in the middle of the first part of backup
-// name, through the storage's own API (any backend), and returns its key.
+// name's data (not its MANIFEST), through the storage's own API (any
+// backend), and returns its key; a second call flips it back.
 func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storageFlags []string, name string) string {
 	t.Helper()
 	for _, kv := range c.Storage.Env {
@@ -895,7 +942,7 @@ func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storag
 	objs, err := be.List(ctx, c.Keyspace+"/"+c.Shard+"/"+name+"/", false)
 	must(t, err)
 	for _, o := range objs {
-		if !strings.Contains(o.Key, ".part-") {
+		if !strings.Contains(o.Key, ".part-") || strings.Contains(o.Key, "/MANIFEST.") {
 			continue
 		}
 		r, err := be.Get(ctx, o.Key, 0, -1)

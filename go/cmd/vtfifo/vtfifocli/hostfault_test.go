@@ -75,6 +75,31 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 	assert.Contains(t, ls, "quarantined: test restore failed ")
 }
 
+// TestATestRestoreOfADamagedManifestFails: a MANIFEST whose part fails its
+// checksum is damage, read whole: the test restore fails naming file and
+// part, exit 1, and records and quarantines it (before, it said "could not
+// run", exit 3, and nothing was recorded).
+func TestATestRestoreOfADamagedManifestFails(t *testing.T) {
+	root := localSplitCopy(t)
+	dir := filepath.Join(root, "ks", "0", "copied")
+	manifest := filepath.Join(dir, "MANIFEST.part-00000001")
+	b, err := os.ReadFile(manifest)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(manifest, b, 0o644))
+	mysqld := filepath.Join(t.TempDir(), "mariadbd")
+	require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\necho '/usr/sbin/mariadbd  Ver 10.11.14-MariaDB for debian-linux-gnu on x86_64'\n"),
+		0o755))
+	out, errOut := runSplit(t, 1, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
+		"--progress=never", "--quiet", "--mysqld-path="+mysqld, "--fifo-backup-tool-path="+standInTool(t, "exit 0"))
+	assert.Contains(t, out, "FAIL: test restore of ks/0/copied (")
+	assert.Contains(t, out, "file MANIFEST, part 1 (ks/0/copied/MANIFEST.part-00000001): checksum mismatch")
+	assert.NotContains(t, out+errOut, "nothing says the backup is damaged")
+	assert.FileExists(t, filepath.Join(dir, ".sidecar-verification"))
+	ls, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0")
+	assert.Contains(t, ls, "quarantined: test restore failed ")
+}
+
 // TestARestoreThatThisHostFailsIsNoVerdict: vtfifo restore --prepare whose
 // tool reports a full disk exits 3, saying this host could not finish it,
 // and leaves no target directory it created; restoring an incremental

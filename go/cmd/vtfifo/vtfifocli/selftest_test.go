@@ -117,6 +117,37 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	record := filepath.Join(runs[0], backups[0].Name, ".sidecar-verification")
 	t.Run("a server this host confines", func(t *testing.T) { testRestoreOnAConfiningHost(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server older than the backup's", func(t *testing.T) { testRestoreOnAnOlderServer(t, dir, backups[0].Name, record, storage) })
+	t.Run("flags that do not fit the backup", func(t *testing.T) { testRestoreWithFlagsThatDoNotFit(t, dir, backups[0].Name, record, storage) })
+}
+
+// testRestoreWithFlagsThatDoNotFit: real mariadbd given --mysqld-flags that
+// do not fit the backup (another page size) exits at start; the same files
+// start without them and pass: the flags are a usage error, exit 2, and
+// nothing is recorded or quarantined. A server that fails without them
+// too (a stand-in that always exits) is a failed test restore, exit 1,
+// saying both.
+func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	_, errOut := runArgs(t, 2, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-flags=--innodb-page-size=4k",
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Contains(t, errOut, "vtfifo test-restore: test restore of ")
+	assert.Contains(t, errOut, "could not run, nothing is recorded: mysqld exited while starting")
+	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the same files start and pass every check: those flags do not fit `+
+		"this backup, and nothing says it is damaged; correct them or leave them out")
+	after, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
+	assert.NotContains(t, ls, "quarantined")
+
+	mysqld := filepath.Join(dir, "mysqld-that-never-starts")
+	require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\ncase \"$*\" in *--version*) exec /usr/sbin/mariadbd --version;; esac\n"+
+		"echo '[ERROR] InnoDB: Unable to open the system tablespace' >&2; exit 1\n"), 0o755))
+	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--mysqld-flags=--innodb-page-size=4k", "--record=false", "--quiet"}, storage...)...)
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, `(and without --mysqld-flags="--innodb-page-size=4k": mysqld exited while starting`)
 }
 
 // testRestoreOnAnOlderServer: a server that refuses the restored directory

@@ -38,7 +38,8 @@ func (f *Flags) Register(fs *pflag.FlagSet, prefix string) {
 	fs.StringVar(&f.mysqld, prefix+"mysqld-path", "", "the server binary of the test restore; empty looks for mysqld, then mariadbd, under "+
 		"$VT_MYSQL_ROOT, in PATH and /usr/sbin")
 	fs.StringVar(&f.mysqldFlags, prefix+"mysqld-flags", "", "extra flags for the test restore's throwaway mysqld, split like a shell would (e.g. "+
-		"--innodb-log-file-size=1G); a MySQL 8 data dictionary's lower_case_table_names is taken from its refusal to start with another")
+		"--innodb-log-file-size=1G); a run that fails with them is run again without them, and passing so, ends as a usage error, not a "+
+		"failed backup; a MySQL 8 data dictionary's lower_case_table_names is taken from its refusal to start with another")
 	fs.StringVar(&f.defaults, prefix+"defaults-file", "", "the restoring host's option file: where its encryption plugin and keys are "+
 		"(plugin_dir, file_key_management_filename in [mysqld]), which the prepare and the throwaway mysqld take over the backup's own; "+
 		"empty: the backup's (the source server's paths)")

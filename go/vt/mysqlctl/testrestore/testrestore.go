@@ -66,8 +66,10 @@ const (
 	PhaseCheck = "check"
 )
 
-// Run test-restores bh and returns its record. A failed check is a record
-// with Outcome Failed (and a nil error). The error is for a run that reached
+// Run test-restores bh and returns its record. A failed check, or a
+// MANIFEST read whole and found damaged, is a record with Outcome Failed
+// (and a nil error); so is a failure under Options.MysqldFlags that the
+// same files also fail without them. The error is for a run that reached
 // no verdict on the backup, so that nothing is recorded: no server binary,
 // one of another flavor than the backup's, no backup tool or not the one
 // named, ctx cancelled, no scratch directory, and any step that failed
@@ -94,8 +96,12 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	rec := Record{Version: 1, Backup: bh.Directory() + "/" + bh.Name(), Started: time.Now().UTC()}
 	rec.Host, _ = os.Hostname()
 	srv, m, err := serverFor(ctx, bh, &opts)
-	if err != nil {
+	switch {
+	case noVerdictIn(err):
 		return rec, fmt.Errorf("test restore of %s could not run, nothing is recorded: %w", rec.Backup, couldNotRun(err))
+	case err != nil: // its MANIFEST, read whole, is damaged
+		rec.Duration, rec.Outcome, rec.Error = time.Since(rec.Started).Round(time.Second).String(), Failed, err.Error()
+		return rec, nil
 	}
 	opts.Plugins = m.ServerPlugins
 	var times fifobackupengine.PhaseTimes
@@ -154,15 +160,16 @@ func (e noVerdictFor) Unwrap() []error { return []error{e.err, errCouldNotRun} }
 // serverFor finds the server binary that can start bh: of the backup's
 // flavor (MariaDB or MySQL), with the backup's MANIFEST: read once, here
 // (unless opts.Restore has it already), and kept in opts.Restore for the
-// restore.
+// restore. A MANIFEST read whole and found damaged is its error as read (a
+// verdict); this host's server, or one that does not fit, is no verdict.
 func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options) (*server, *fifobackupengine.Manifest, error) {
 	mysqld, err := mysqlinstall.FindMysqld(opts.MysqldPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, couldNotRun(err)
 	}
 	version, mariadb, err := mysqlinstall.ServerVersion(ctx, mysqld)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, couldNotRun(err)
 	}
 	if opts.Restore.ManifestDoc == nil {
 		if opts.Restore.ManifestDoc, err = fifobackupengine.ReadManifestBytes(ctx, bh); err != nil {
@@ -176,7 +183,8 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options
 	// The data's flavor: the server it was taken from (a stand-in presents
 	// mariabackup's data as Percona's).
 	if want := strings.Contains(m.MySQLVersion, "MariaDB") || m.ToolFlavor == fifobackupengine.FlavorMariabackup; want != mariadb {
-		return nil, nil, fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor, m.MySQLVersion, mysqld, version)
+		return nil, nil, couldNotRun(fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor,
+			m.MySQLVersion, mysqld, version))
 	}
 	return &server{bin: mysqld, mariadb: mariadb, version: version, backupVersion: m.MySQLVersion}, m, nil
 }
@@ -203,10 +211,8 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	if ro.Logger == nil {
 		ro.Logger = logger
 	}
-	phase := func(string) {}
 	if opts.OnPhase != nil {
-		phase = opts.OnPhase
-		ro.OnPhase = phase
+		ro.OnPhase = opts.OnPhase
 	}
 	logger.Infof("test restore: restoring %s into %s", rec.Backup, dataDir)
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
@@ -226,11 +232,21 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 		}
 	}
 	srv.dir, srv.dataDir, srv.runAs, srv.logger = scratch, dataDir, runAs, logger
+	return serveUnlessFlagsMisfit(ctx, srv, opts, rec)
+}
+
+// serve starts the throwaway server on the prepared directory, checks every
+// table and stops it.
+func serve(ctx context.Context, srv *server, opts Options, rec *Record) error {
 	args, err := srv.args(opts)
 	if err != nil {
 		return err
 	}
-	logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", srv.bin, dataDir)
+	phase := func(string) {}
+	if opts.OnPhase != nil {
+		phase = opts.OnPhase
+	}
+	opts.Logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", srv.bin, srv.dataDir)
 	phase(PhaseStart)
 	db, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
 	if err != nil {
@@ -242,10 +258,10 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 		return fmt.Errorf("SELECT VERSION(): %w", err)
 	}
 	phase(PhaseCheck)
-	if err := checkTables(ctx, db, opts.CheckConcurrency, rec, logger); err != nil {
+	if err := checkTables(ctx, db, opts.CheckConcurrency, rec, opts.Logger); err != nil {
 		return err
 	}
-	if err := checkPresent(ctx, db, dataDir, srv.mariadb); err != nil || opts.Inspect == nil {
+	if err := checkPresent(ctx, db, srv.dataDir, srv.mariadb); err != nil || opts.Inspect == nil {
 		return err
 	}
 	return opts.Inspect(ctx, db)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
@@ -142,6 +143,10 @@ func (res TestRestoreResult) print(w io.Writer) {
 	unchecked := ""
 	if rec.Uncheckable > 0 {
 		unchecked = fmt.Sprintf(" (%d of them with an engine that has no CHECK: counted only)", rec.Uncheckable)
+	}
+	if n := len(rec.NeedsRebuild); n > 0 {
+		unchecked += fmt.Sprintf(" (%d of them in an older server's format, kept as the source had it, which this server reads only after a "+
+			"rebuild or upgrade: not damage, neither checked nor counted: %s)", n, strings.Join(rec.NeedsRebuild[:min(n, 3)], "; "))
 	}
 	fmt.Fprintf(w, "OK: test restore of %s passed in %s: %s restored, prepared by %s, started by %s; CHECK TABLE on %d tables%s, %d rows; record %s%s%s\n",
 		rec.Backup, rec.Duration, humanize.IBytes(uint64(rec.Bytes)), rec.Tool, rec.Server, rec.Tables, unchecked, rec.Rows, stored, phasesText(rec.Phases),

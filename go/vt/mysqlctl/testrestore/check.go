@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -47,19 +48,21 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 		go func() {
 			defer wg.Done()
 			for t := range ch {
-				ok, checked, n, err := checkTable(ctx, db, t)
+				r := checkTable(ctx, db, t)
 				mu.Lock()
+				rec.Tables++
 				switch {
-				case err != nil:
-					rec.TablesFailed = append(rec.TablesFailed, err.Error())
-				case !ok:
+				case r.err != nil:
+					rec.TablesFailed = append(rec.TablesFailed, r.err.Error())
+				case r.rebuild != "":
+					rec.NeedsRebuild = append(rec.NeedsRebuild, t+": "+r.rebuild)
+				case !r.ok:
 					rec.TablesFailed = append(rec.TablesFailed, t)
 				}
-				rec.Tables++
-				if !checked {
+				if !r.checked {
 					rec.Uncheckable++
 				}
-				rec.Rows += n
+				rec.Rows += r.rows
 				mu.Unlock()
 			}
 		}()
@@ -76,6 +79,11 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 	close(ch)
 	wg.Wait()
 	sort.Strings(rec.TablesFailed)
+	sort.Strings(rec.NeedsRebuild)
+	if len(rec.NeedsRebuild) > 0 {
+		logger.Warningf("test restore: %d tables need a rebuild or upgrade on this server before it reads them (a format of an older server, "+
+			"kept as the source had it; not damage): %s", len(rec.NeedsRebuild), strings.Join(first(rec.NeedsRebuild, 10), "; "))
+	}
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -113,31 +121,54 @@ func first(s []string, n int) []string {
 	return s
 }
 
-// checkTable runs CHECK TABLE (ok: no error and a final status OK; checked:
-// the engine supports it) and counts the table's rows.
-func checkTable(ctx context.Context, db *sql.DB, table string) (ok, checked bool, n int64, err error) {
+// tableCheck is one table's CHECK TABLE and row count.
+type tableCheck struct {
+	ok      bool  // no error, and a final status OK
+	checked bool  // the engine supports CHECK
+	rows    int64 // counted
+	// rebuild is the server's refusal to check or read the table before it
+	// is rebuilt or upgraded (ER_TABLE_NEEDS_REBUILD, ER_TABLE_NEEDS_UPGRADE):
+	// the format of an older server, which the backup keeps as its source
+	// had it, or this server newer than the source's. No damage: neither
+	// checked nor counted.
+	rebuild string
+	err     error
+}
+
+// needsRebuild matches those refusals, as CHECK TABLE's Msg_text and a
+// query's error say them: MySQL 8's "Table upgrade required. Please do
+// \"REPAIR TABLE `t`\"...", MariaDB's "Upgrade required. Please do \"REPAIR
+// TABLE `t`\"...", and both servers' "Table rebuild required. Please do
+// \"ALTER TABLE `t` FORCE\"...".
+var needsRebuild = regexp.MustCompile(`(?i)\b(upgrade|rebuild) required\. Please do`)
+
+// checkTable runs CHECK TABLE and counts the table's rows.
+func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 	rows, err := db.QueryContext(ctx, "CHECK TABLE "+table)
 	if err != nil {
-		return false, false, 0, fmt.Errorf("CHECK TABLE %s: %w", table, err)
+		return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %w", table, err)}
 	}
-	ok, checked = true, true
+	r := tableCheck{ok: true, checked: true}
 	status := ""
 	for rows.Next() {
 		var tbl, op, typ, text sql.NullString
 		if err := rows.Scan(&tbl, &op, &typ, &text); err != nil {
 			rows.Close()
-			return false, false, 0, fmt.Errorf("CHECK TABLE %s: %w", table, err)
+			return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %w", table, err)}
 		}
 		switch strings.ToLower(typ.String) {
 		case "error":
-			ok = false
-			if lacksEngine(text.String) {
+			r.ok = false
+			switch {
+			case lacksEngine(text.String):
 				rows.Close()
-				return false, false, 0, fmt.Errorf("CHECK TABLE %s: %s", table, text.String)
+				return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %s", table, text.String)}
+			case needsRebuild.MatchString(text.String):
+				r.rebuild = text.String
 			}
 		case "note":
 			if strings.Contains(text.String, "doesn't support check") {
-				checked = false
+				r.checked = false
 			}
 		case "status":
 			status = text.String
@@ -145,13 +176,19 @@ func checkTable(ctx context.Context, db *sql.DB, table string) (ok, checked bool
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return false, false, 0, fmt.Errorf("CHECK TABLE %s: %w", table, err)
+		return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %w", table, err)}
 	}
-	if checked && status != "OK" && status != "Table is already up to date" {
-		ok = false
+	if r.rebuild != "" {
+		return tableCheck{checked: true, rebuild: r.rebuild}
 	}
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
-		return false, checked, 0, fmt.Errorf("counting the rows of %s: %w", table, err)
+	if r.checked && status != "OK" && status != "Table is already up to date" {
+		r.ok = false
 	}
-	return ok, checked, n, nil
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&r.rows); err != nil {
+		if needsRebuild.MatchString(err.Error()) {
+			return tableCheck{checked: true, rebuild: err.Error()}
+		}
+		return tableCheck{checked: r.checked, err: fmt.Errorf("counting the rows of %s: %w", table, err)}
+	}
+	return r
 }

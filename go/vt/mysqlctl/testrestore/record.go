@@ -130,6 +130,11 @@ type Record struct {
 	Tables       int      `json:"tables"`
 	Uncheckable  int      `json:"uncheckable,omitempty"`
 	TablesFailed []string `json:"tables_failed,omitempty"`
+	// NeedsRebuild are the tables the server would neither check nor read
+	// before a rebuild or upgrade ("Table rebuild required", "upgrade
+	// required"), each with its message: an older server's format, kept as
+	// the source had it; no damage, neither checked nor counted.
+	NeedsRebuild []string `json:"needs_rebuild,omitempty"`
 	Rows         int64    `json:"rows"`
 }
 

@@ -134,7 +134,7 @@ func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, 
 	assert.Contains(t, errOut, "vtfifo test-restore: test restore of ")
 	assert.Contains(t, errOut, "could not run, nothing is recorded: mysqld exited while starting")
 	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the same files start and pass every check: those flags do not fit `+
-		"this backup, and nothing says it is damaged; correct them or leave them out")
+		"this backup or this host, and nothing says the backup is damaged; correct them or leave them out")
 	after, err := os.ReadFile(record)
 	require.NoError(t, err)
 	assert.Equal(t, string(before), string(after))

@@ -39,7 +39,7 @@ func serveUnlessFlagsMisfit(ctx context.Context, srv *server, opts Options, rec 
 		return ctx.Err()
 	case errBare == nil:
 		return flagvalue.Contradiction(fmt.Errorf("%w; without --mysqld-flags=%q the same files start and pass every check: those flags do not fit "+
-			"this backup, and nothing says it is damaged; correct them or leave them out", err, flags))
+			"this backup or this host, and nothing says the backup is damaged; correct them or leave them out", err, flags))
 	case noVerdictIn(errBare):
 		return unreadable.Host(fmt.Errorf("%w; without --mysqld-flags=%q the run could not be made (%v), so nothing tells the flags from the backup",
 			err, flags, errBare), "it failed only under the operator's --mysqld-flags, and could not be run without them")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/iotest"
@@ -376,10 +377,13 @@ func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
 				edit func(*LaneIndex) string
 			}{
 				{func(ix *LaneIndex) string {
-					fr := &ix.Lanes[0][1]
-					gone := ix.Paths[fr.Paths[0]]
-					fr.Paths = fr.Paths[1:]
-					return "frame 1 does not list " + gone + ", which has a chunk at stream offset "
+					// A file another frame lists too: one no other frame
+					// lists is "none of its frames holds" (below).
+					i, k := sharedPath(t, ix, 0)
+					fr := &ix.Lanes[0][i]
+					gone := ix.Paths[fr.Paths[k]]
+					fr.Paths = slices.Delete(fr.Paths, k, k+1)
+					return fmt.Sprintf("frame %d does not list %s, which has a chunk at stream offset ", i, gone)
 				}},
 				{func(ix *LaneIndex) string {
 					ix.Lanes[0][1].Raw += 3
@@ -431,4 +435,28 @@ func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
 			assert.NoDirExists(t, out)
 		})
 	}
+}
+
+// sharedPath finds, in lane's frames, a file (frame i, its k-th path) that
+// some other frame of the index lists as well: which files span frames
+// depends on how the chunks were dealt to the lanes.
+func sharedPath(t *testing.T, ix *LaneIndex, lane int) (i, k int) {
+	t.Helper()
+	count := map[int]int{}
+	for _, frames := range ix.Lanes {
+		for _, fr := range frames {
+			for _, p := range fr.Paths {
+				count[p]++
+			}
+		}
+	}
+	for i, fr := range ix.Lanes[lane] {
+		for k, p := range fr.Paths {
+			if count[p] > 1 {
+				return i, k
+			}
+		}
+	}
+	t.Fatalf("no file of lane %d spans two frames", lane)
+	return 0, 0
 }

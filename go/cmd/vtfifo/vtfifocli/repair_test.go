@@ -70,10 +70,10 @@ func TestRepairFromTheCopyThenVerify(t *testing.T) {
 }
 
 // TestARepairThatCannotReadSaysSo: a storage that cannot be reached (S3 at
-// a port nothing listens on) holding the backup: exit 3, nothing says it
-// is damaged. A damaged backup whose copy cannot be reached: exit 1 for
-// the damage, saying the repair could not read what it needed, not that
-// the copy failed it.
+// a port nothing listens on) holding the backup: repair and release exit
+// 3, nothing says it is damaged. A damaged backup whose copy cannot be
+// reached: exit 1 for the damage, saying the repair could not read what it
+// needed, not that the copy failed it.
 func TestARepairThatCannotReadSaysSo(t *testing.T) {
 	root, names := proofStorage(t)
 	name := names[1]
@@ -90,6 +90,10 @@ func TestARepairThatCannotReadSaysSo(t *testing.T) {
 	assert.Contains(t, errOut, "connection refused")
 	assert.True(t, strings.HasSuffix(errOut, "; it could not be read or reached: nothing says the backup is damaged\n"), errOut)
 	assert.NotContains(t, errOut, "damaged:")
+	_, errOut = runArgs(t, 3, append([]string{"release", "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0", "--backup=" + name,
+		"--quiet"}, unreachable...)...)
+	assert.Contains(t, errOut, "connection refused")
+	assert.True(t, strings.HasSuffix(errOut, "; it could not be read or reached: nothing says the backup is damaged\n"), errOut)
 
 	parts, err := filepath.Glob(filepath.Join(root, "ks", "0", name, "*.part-*"))
 	require.NoError(t, err)

@@ -257,12 +257,12 @@ func splitProblems(err error) (damage, unread []string) {
 	if err == nil {
 		return nil, nil
 	}
-	for _, e := range splitstorage.ProblemsOf(err) {
-		if unreadable.Is(e) {
-			unread = append(unread, errText(e))
-		} else {
-			damage = append(damage, errText(e))
-		}
+	d, u := splitstorage.SplitProblems(err)
+	for _, e := range d {
+		damage = append(damage, errText(e))
+	}
+	for _, e := range u {
+		unread = append(unread, errText(e))
 	}
 	return damage, unread
 }

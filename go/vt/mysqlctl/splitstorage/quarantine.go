@@ -79,6 +79,11 @@ func (s *Storage) Release(ctx context.Context, dir, name string) error {
 	// part is read back against its index first.
 	h := &Handle{s: s, e: e, dir: dir, name: name, readOnly: true}
 	if _, err := h.verifyAgainst(ctx, q.Complete, nil, VerifyPartsOptions{}); err != nil {
+		if damage, unread := SplitProblems(err); len(damage) == 0 {
+			// Nothing proven damaged: what could not be read is no verdict.
+			return fmt.Errorf("split storage: backup %s/%s stays quarantined (%s): %d of its objects could not be read, so it is not known "+
+				"whether it is whole: %w", dir, name, q.Reason, len(unread), err)
+		}
 		return fmt.Errorf("split storage: backup %s/%s stays quarantined (%s): it fails verification: %w: %w", dir, name, q.Reason, ErrDamaged, err)
 	}
 	if err := e.be.Put(ctx, prefix+completeMarker, bytes.NewReader(q.Complete), int64(len(q.Complete)),

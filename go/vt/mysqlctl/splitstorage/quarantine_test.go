@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -65,4 +67,33 @@ func firstPart(t *testing.T, dir string) string {
 	}))
 	require.NotEmpty(t, part, "a part under %s", dir)
 	return part
+}
+
+// TestAReleaseThatCannotReadJudgesNothing: a quarantined backup whose parts
+// the store answers with 500 at every attempt (S3 behind the fault proxy)
+// stays quarantined, and the error is could-not-be-read, not ErrDamaged;
+// once the store answers, release puts it back.
+func TestAReleaseThatCannotReadJudgesNothing(t *testing.T) {
+	ctx := context.Background()
+	s, p, _ := proxied(t, "s3", func(c *splitstorage.Config) {
+		c.RetryMaxAttempts, c.RetryInitialBackoff, c.RetryMaxBackoff = 2, 10*time.Millisecond, 20*time.Millisecond
+	})
+	bh := storedFile(t, s, 3<<20)
+	dir, name := "ks/0", bh.Name()
+	require.NoError(t, bh.Quarantine(ctx, "test restore failed: planted"))
+
+	p.FailMatching("GET", "part-", splitstoragetest.InternalError, 1000)
+	err := s.Release(ctx, dir, name)
+	require.ErrorContains(t, err, "stays quarantined (test restore failed: planted): 1 of its objects could not be read, so it is not known whether it is whole")
+	assert.True(t, unreadable.Is(err), "%v", err)
+	assert.False(t, errors.Is(err, splitstorage.ErrDamaged), "%v", err)
+	bhs, err := s.ListBackups(ctx, dir)
+	require.NoError(t, err)
+	assert.Empty(t, bhs)
+
+	p.ClearMatching()
+	require.NoError(t, s.Release(ctx, dir, name))
+	bhs, err = s.ListBackups(ctx, dir)
+	require.NoError(t, err)
+	assert.Len(t, bhs, 1)
 }

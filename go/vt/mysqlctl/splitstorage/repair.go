@@ -57,16 +57,13 @@ func (s *Storage) RepairBackup(ctx context.Context, copyIn backupstorage.BackupS
 	if verr == nil {
 		return rep, nil
 	}
+	damage, unread := SplitProblems(verr)
 	var parts, left []Problem
-	var unread []error
-	for _, err := range ProblemsOf(verr) {
+	for _, err := range damage {
 		var p Problem
 		switch {
 		case !errors.As(err, &p):
 			return rep, fmt.Errorf("split storage: repairing backup %s: %w", where, err)
-		case unreadable.Is(err):
-			unread = append(unread, err) // no damage: nothing to replace
-			continue
 		case p.Part > 0 && p.File != "":
 			parts = append(parts, p)
 		default:
@@ -74,7 +71,7 @@ func (s *Storage) RepairBackup(ctx context.Context, copyIn backupstorage.BackupS
 		}
 		rep.Damaged = append(rep.Damaged, p)
 	}
-	if len(unread) > 0 {
+	if len(unread) > 0 { // no damage: nothing to replace, and what else is damaged is not known
 		return rep, fmt.Errorf("split storage: repairing backup %s: %d of its objects could not be read, so what needs repair is not known; "+
 			"nothing was changed: %w", where, len(unread), errors.Join(unread...))
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"golang.org/x/sync/errgroup"
 
@@ -74,6 +75,20 @@ func (p Problem) Error() string {
 		fmt.Fprintf(&b, " (%s)", p.Key)
 	}
 	return b.String() + ": " + p.Msg
+}
+
+// SplitProblems sorts a verification's problems (ProblemsOf) into proven
+// damage and what could not be read or reached (go/internal/unreadable),
+// which is none.
+func SplitProblems(verr error) (damage, unread []error) {
+	for _, e := range ProblemsOf(verr) {
+		if unreadable.Is(e) {
+			unread = append(unread, e)
+		} else {
+			damage = append(damage, e)
+		}
+	}
+	return damage, unread
 }
 
 // VerifyParts checks a stored backup without restoring it: the completion

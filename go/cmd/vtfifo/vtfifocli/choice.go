@@ -57,11 +57,12 @@ func (o *options) named(ctx context.Context, bs backupstorage.BackupStorage, bhs
 		}
 	}
 	dir := o.dir()
-	why, there := whyMissing(ctx, bs, dir, name)
-	if there {
-		return nil, o.failf(exitFailed, "FAIL: backup %s/%s in %s: %s", dir, name, storageLocation(o), why)
+	why, code := whyMissing(ctx, bs, dir, name)
+	fail := ""
+	if code == exitFailed {
+		fail = "FAIL: "
 	}
-	return nil, o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(o), why)
+	return nil, o.failf(code, "%sbackup %s/%s in %s: %s", fail, dir, name, storageLocation(o), why)
 }
 
 // latestVerifiedValue is --backup's value for the newest backup whose latest
@@ -99,9 +100,12 @@ func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.Backu
 	return bhs[len(bhs)-1]
 }
 
-// whyMissing says why a named backup is not among the complete ones, and
-// whether it is there at all (incomplete, quarantined, or kept as a base).
-func whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir, name string) (string, bool) {
+// whyMissing says why a named backup is not among the complete ones, with
+// the exit status that says it: 1 for one quarantined (it failed a check);
+// 2 for one kept as the base of others (complete, but no backup of its own
+// to restore); 3 for one that never completed (failed, killed or still
+// running: nothing says it is damaged) or is not there.
+func whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir, name string) (string, int) {
 	if s, ok := has[incompleteLister](bs); ok {
 		inc, err := s.ListIncomplete(ctx, dir)
 		if err == nil {
@@ -110,16 +114,17 @@ func whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir, name s
 				case b.Name != name:
 				case len(b.RetiredFor) > 0:
 					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it",
-						strings.Join(b.RetiredFor, ", ")), true
+						strings.Join(b.RetiredFor, ", ")), exitUsage
 				case b.Quarantined != "":
-					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined), true
+					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined),
+						exitFailed
 				default:
-					return fmt.Sprintf("incomplete: started %s on %s, never completed (a failed or killed backup, or one still running); restore never picks it; "+
-						"remove it with --remove-incomplete",
-						b.Started.Format(time.RFC3339), b.Host), true
+					return fmt.Sprintf("incomplete: started %s on %s, last written %s, never completed (a failed or killed backup, or one still running: "+
+						"nothing says it is damaged); restore never picks it; `vtfifo verify --remove-incomplete` removes it once it has been idle for --incomplete-min-age (a day)",
+						b.Started.Format(time.RFC3339), b.Host, b.LastWrite.Format(time.RFC3339)), exitUnreachable
 				}
 			}
 		}
 	}
-	return "no such backup (GetBackups does not list it): check --backup, --keyspace and --shard", false
+	return "no such backup (GetBackups does not list it): check --backup, --keyspace and --shard", exitUnreachable
 }

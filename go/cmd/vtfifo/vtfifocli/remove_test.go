@@ -157,6 +157,12 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	cmd := func(wantCode int, sub string, extra ...string) string {
 		return run(t, wantCode, append(append([]string{sub}, args...), extra...)...)
 	}
+	// Named where a complete backup is wanted: never completed, which says
+	// nothing of damage (exit 3, not 1).
+	out := cmd(3, "show", "--backup=2026-11-23.100000.zone1-0000000100")
+	assert.Contains(t, out, "vtfifo show: backup ks/0/2026-11-23.100000.zone1-0000000100 in "+srv.Config.File.Root+" (split storage): incomplete: started ")
+	assert.Contains(t, out, "never completed (a failed or killed backup, or one still running: nothing says it is damaged); restore never picks it")
+	assert.NotContains(t, out, "FAIL")
 	assert.Contains(t, cmd(3, "rm", "--backup=2026-11-23.100000.zone1-0000000100"), "is incomplete, started on ")
 	assert.Contains(t, cmd(3, "rm", "--backup=2026-11-23.100000.zone1-0000000100"), "it may still be running (--incomplete-min-age=24h0m0s)")
 	assert.Contains(t, cmd(0, "rm", "--backup=2026-11-23.100000.zone1-0000000100", "--incomplete-min-age=0s"), "removed incomplete backup")
@@ -174,7 +180,7 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 	require.NoError(t, testrestore.Store(ctx, bhs[1], testrestore.Record{Version: 1, Backup: "ks/0/" + bhs[1].Name(), Outcome: testrestore.Failed,
 		Started: time.Date(2026, 11, 23, 13, 0, 0, 0, time.UTC), Error: "CHECK TABLE failed"}))
 	require.NoError(t, bhs[1].(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
-	out := cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100")
+	out = cmd(0, "release", "--backup=2026-11-23.120000.zone1-0000000100")
 	assert.Contains(t, out, "but its test restore of 2026-11-23 13:00 failed, so vtfifo's commands that pick the newest backup")
 	assert.Contains(t, out, "run vtfifo test-restore --backup=2026-11-23.120000.zone1-0000000100")
 	// (These backups hold nothing: the restore it goes on to fails.)
@@ -244,4 +250,30 @@ func TestCopyVerifiesAtTheDestination(t *testing.T) {
 		_, err := bh.(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
 		require.NoError(t, err, "the copy %s verifies", bh.Name())
 	}
+}
+
+// TestARetiredBaseNamedIsNoDamage: a full backup removed while a delta
+// depends on it is kept as its base (retired); named with --backup where a
+// complete backup is wanted, it is a request the data refuses (exit 2),
+// naming the delta, not a damaged backup (exit 1).
+func TestARetiredBaseNamedIsNoDamage(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.Local(t)
+	s, err := splitstorage.New(srv.Config)
+	require.NoError(t, err)
+	full, delta := "2026-11-23.100000.zone1-0000000100", "2026-11-23.110000.zone1-0000000100"
+	bh, err := s.StartBackup(ctx, "ks/0", full)
+	require.NoError(t, err)
+	require.NoError(t, bh.EndBackup(ctx))
+	bh, err = s.StartBackup(ctx, "ks/0", delta)
+	require.NoError(t, err)
+	require.NoError(t, bh.(*splitstorage.Handle).SetBase(ctx, full))
+	require.NoError(t, bh.EndBackup(ctx))
+	require.NoError(t, s.RemoveBackup(ctx, "ks/0", full))
+
+	out := run(t, 2, append([]string{"show", "--backup=" + full, "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0"},
+		srv.Flags()...)...)
+	assert.Contains(t, out, "vtfifo show: backup ks/0/"+full+" in "+srv.Config.File.Root+" (split storage): removed from the list, kept as the base of "+
+		delta+"; restore never picks it, restoring those reads it")
+	assert.NotContains(t, out, "FAIL")
 }

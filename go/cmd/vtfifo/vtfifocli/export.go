@@ -77,8 +77,12 @@ type partialFile struct {
 }
 
 func newPartialFile(name string) (*partialFile, error) {
-	if _, err := os.Lstat(name); err == nil {
-		return nil, fmt.Errorf("%s: file exists", name)
+	if st, err := os.Lstat(name); err == nil {
+		what := "a file"
+		if st.IsDir() {
+			what = "a directory"
+		}
+		return nil, fmt.Errorf("%s is %s already: export never writes over one; give the name of a new file", name, what)
 	}
 	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".partial-*")
 	if err == nil {

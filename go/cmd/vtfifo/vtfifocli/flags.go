@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -169,6 +170,10 @@ func targetDirFlag(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		// The restore makes dir, not its parents (as Vitess's restore does).
+		if st, err := os.Stat(filepath.Dir(dir)); err != nil || !st.IsDir() {
+			return fmt.Errorf("--target-dir %s: its parent %s is not a directory: create it first, or give another", dir, filepath.Dir(dir))
+		}
 		return nil
 	case err != nil:
 		return fmt.Errorf("--target-dir %s: %v", dir, err)

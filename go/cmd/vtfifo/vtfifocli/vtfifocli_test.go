@@ -84,7 +84,11 @@ func TestExportExtractsToTheLanesTree(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	assert.Equal(t, 2, Main(context.Background(), append([]string{"export", "-o", out}, args...), &stdout, &stderr), "over an existing file")
-	assert.Contains(t, stderr.String(), "file exists")
+	assert.Equal(t, "vtfifo export: "+out+" is a file already: export never writes over one; give the name of a new file\n", stderr.String())
+	stderr.Reset()
+	assert.Equal(t, 2, Main(context.Background(), append([]string{"export", "-o", filepath.Dir(out)}, args...), &stdout, &stderr), "a directory")
+	assert.Equal(t, "vtfifo export: "+filepath.Dir(out)+" is a directory already: export never writes over one; give the name of a new file\n",
+		stderr.String())
 
 	stdout.Reset()
 	code = Main(context.Background(), append([]string{"verify", "--progress=never"}, args...), &stdout, &stderr)
@@ -391,6 +395,19 @@ func TestTargetMustBeNewOrEmpty(t *testing.T) {
 		assert.Empty(t, stdout.String())
 	}
 	assert.FileExists(t, filepath.Join(dir, "ibdata1"))
+
+	// A restore makes the directory, not its parents: one whose parent is
+	// missing, or a file, is refused at startup too, naming the flag.
+	for target, want := range map[string]string{
+		filepath.Join(dir, "missing", "r"): "its parent " + filepath.Join(dir, "missing") + " is not a directory: create it first, or give another",
+		filepath.Join(dir, "ibdata1", "r"): "open " + filepath.Join(dir, "ibdata1", "r") + ": not a directory",
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), append([]string{"restore", "--prepare", "--target-dir=" + target}, args...), &stdout, &stderr)
+		assert.Equal(t, 2, code, target)
+		assert.Equal(t, "vtfifo restore: --target-dir "+target+": "+want+"\n", stderr.String())
+		assert.Empty(t, stdout.String())
+	}
 }
 
 // TestTargetOfAStoppedRestoreIsNamed: a directory a restore was killed in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/procident"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // TargetDir is the directory a restore wrote into, and whether the restore
@@ -45,20 +47,29 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 	}
 	if err != nil {
 		_ = d.RemoveRestored()
-		return TargetDir{}, errtext.Wrapf(err, "cannot write into the target directory %s", dir)
+		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", dir))
 	}
 	return d, nil
+}
+
+// hostsDir marks a failure to make, open or write the target directory:
+// this host's, never the backup's.
+func hostsDir(err error) error {
+	return unreadable.Host(err, "the target directory cannot be made, read or written here")
 }
 
 func emptyDir(dir string) (TargetDir, error) {
 	if err := os.Mkdir(dir, 0o750); err == nil {
 		return TargetDir{Path: dir, Created: true}, nil
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return TargetDir{}, flagvalue.Contradiction(errtext.Wrapf(err, "cannot create the target directory %s: its parent must be a directory "+
+			"that can hold it; create it, or give another", dir))
 	} else if !errors.Is(err, os.ErrExist) {
-		return TargetDir{}, errtext.Wrapf(err, "cannot create the target directory")
+		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot create the target directory"))
 	}
 	f, err := os.Open(dir)
 	if err != nil {
-		return TargetDir{}, errtext.Wrapf(err, "cannot open the target directory")
+		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot open the target directory"))
 	}
 	defer f.Close()
 	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
@@ -66,7 +77,7 @@ func emptyDir(dir string) (TargetDir, error) {
 			return TargetDir{}, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore "+
 				"never writes over files%s", dir, NotEmptyReason(dir)))
 		}
-		return TargetDir{}, errtext.Wrapf(err, "cannot read the target directory %s", dir)
+		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot read the target directory %s", dir))
 	}
 	return TargetDir{Path: dir}, nil
 }

@@ -17,6 +17,8 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -394,4 +396,13 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	_, err = claimEmptyDir(mine)
 	assert.ErrorContains(t, err, "the target directory "+mine+" is not empty: a restore never writes over files")
 	assert.FileExists(t, filepath.Join(mine, "theirs"))
+
+	// A directory that cannot be made says nothing of the backup: under a
+	// missing parent, a usage error; under a file, this host's.
+	_, err = claimEmptyDir(filepath.Join(parent, "missing", "r"))
+	assert.ErrorContains(t, err, "its parent must be a directory that can hold it")
+	assert.True(t, flagvalue.IsContradiction(err), "%v", err)
+	_, err = claimEmptyDir(filepath.Join(mine, "theirs", "r"))
+	assert.ErrorContains(t, err, "not a directory")
+	assert.Equal(t, "the target directory cannot be made, read or written here", unreadable.HostFault(err))
 }

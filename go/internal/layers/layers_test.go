@@ -29,6 +29,7 @@ var rules = map[string][]string{
 	"go/internal/vtusers":         {},
 	"go/internal/hostmem":         {},
 	"go/internal/procident":       {},
+	"go/internal/relver":          {},
 	"go/vt/vtversion":             {},
 	"go/vt/mysqlctl/backuphandle": {},
 
@@ -47,10 +48,10 @@ var rules = map[string][]string{
 
 	// The engine: the stream format and small helpers; nothing of the storage.
 	"go/vt/mysqlctl/fifobackupengine": {"go/xbstream", "go/vt/mysqlctl/backuphandle", "go/internal/flagvalue", "go/internal/hostmem",
-		"go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/procident", "go/internal/errtext"},
+		"go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/procident", "go/internal/errtext", "go/internal/relver"},
 	"go/vt/mysqlctl/tableimport": {"go/internal/mysqlfilename"},
 	"go/vt/mysqlctl/testrestore": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/internal/mysqlinstall",
-		"go/internal/flagvalue", "go/internal/mysqlfilename", "go/internal/unreadable"},
+		"go/internal/flagvalue", "go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/relver"},
 	"go/vt/mysqlctl/selftest": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/tableimport",
 		"go/vt/mysqlctl/testrestore", "go/internal/mysqlinstall", "go/internal/vtusers", "go/vt/vtversion"},
 

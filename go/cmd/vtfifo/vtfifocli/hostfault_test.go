@@ -17,10 +17,13 @@ import (
 // standInTool writes a stand-in for the xtrabackup that took the test
 // backup: its --version is that tool's, and its --prepare runs prepare (a
 // /bin/sh script's body).
-func standInTool(t *testing.T, prepare string) string {
+func standInTool(t *testing.T, prepare string) string { return standInToolOf(t, "8.0.35-30", prepare) }
+
+// standInToolOf is standInTool of another Percona release.
+func standInToolOf(t *testing.T, release, prepare string) string {
 	tool := filepath.Join(t.TempDir(), "xtrabackup")
-	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\ncase \"$*\" in\n*--version*) echo 'xtrabackup version 8.0.35-30 based on MySQL "+
-		"server 8.0.35 Linux (x86_64) (revision id: test)';;\n*--prepare*) "+prepare+";;\nesac\n"), 0o755))
+	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\ncase \"$*\" in\n*--version*) echo 'xtrabackup version "+release+" based on MySQL "+
+		"server "+release+" Linux (x86_64) (revision id: test)';;\n*--prepare*) "+prepare+";;\nesac\n"), 0o755))
 	return tool
 }
 
@@ -116,6 +119,21 @@ func TestARestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 		`failed: exit status 1; its last output:\n.*No space left on device'; this host could not finish it \(its disk is full\): nothing says the `+
 		"backup is damaged\n$", errOut)
 	assert.NoDirExists(t, target)
+
+	// A prepare that fails with a tool older than the backup's (8.0.35-30)
+	// is no proof about it: a usage error naming the release to give. The
+	// same failure from the backup's own release is a verdict.
+	const refusal = `echo "[ERROR] [MY-013882] [InnoDB] Unsupported redo log format (6). The redo log was created with MySQL 8.0.35." >&2; exit 1`
+	_, errOut = runArgs(t, 2, append([]string{"restore", "--prepare", "--progress=never", "--quiet", "--target-dir=" + target,
+		"--fifo-backup-tool-path=" + standInToolOf(t, "8.0.30-23", refusal)}, args...)...)
+	assert.Contains(t, errOut, "Unsupported redo log format")
+	assert.True(t, strings.HasSuffix(errOut, "; this host's xtrabackup is release 8.0.30, older than the xtrabackup that took the backup (8.0.35): a "+
+		"tool may refuse a later release's files, which is no proof about the backup; give xtrabackup 8.0.35 or later (--fifo-backup-tool-path)\n"), errOut)
+	assert.NoDirExists(t, target)
+	_, errOut = runArgs(t, 1, append([]string{"restore", "--prepare", "--progress=never", "--quiet", "--target-dir=" + target,
+		"--fifo-backup-tool-path=" + standInTool(t, refusal)}, args...)...)
+	assert.Contains(t, errOut, "FAIL: fifo restore of backup ")
+	assert.NotContains(t, errOut, "no proof about the backup")
 }
 
 // runArgs runs vtfifo with args, requires its exit status and returns its

@@ -24,6 +24,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/relver"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
@@ -421,10 +422,25 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	out.flush()
 	r.stats.since("Prepare", start)
 	if err != nil {
-		return unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s", tool.Flavor, err, out.tail()),
-			cmd.ProcessState, out.tail())
+		return r.olderTool(tool, unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s",
+			tool.Flavor, err, out.tail()), cmd.ProcessState, out.tail()))
 	}
 	return nil
+}
+
+// olderTool marks a prepare that failed as no proof about the backup where
+// this host's tool is a release older than the one that took it: a tool may
+// refuse a later release's redo log (mariabackup: "Unsupported redo log
+// format"; Percona's 8.0 on 8.4's files), which says nothing of the backup.
+// The error names the release to give.
+func (r *restoreRun) olderTool(tool *backupTool, err error) error {
+	have, took := toolRelease(tool.Version), toolRelease(r.m.ToolVersion)
+	if unreadable.Is(err) || !relver.Older(have, took) {
+		return err
+	}
+	return flagvalue.Contradiction(fmt.Errorf("%w; this host's %s is release %s, older than the %s that took the backup (%s): a tool may refuse a "+
+		"later release's files, which is no proof about the backup; give %s %s or later (--fifo-backup-tool-path)", err, tool.Flavor, have,
+		r.m.ToolFlavor, took, tool.Flavor, took))
 }
 
 // moveBack moves the prepared files into place by rename, where Percona's

@@ -147,6 +147,21 @@ func parseToolVersion(path, out string) (*backupTool, error) {
 		"--fifo-backup-tool-flavor", path, strings.TrimSpace(out))
 }
 
+// toolReleaseRe finds the tool's own release in its version line: after
+// "version" (Percona's "xtrabackup version 8.0.35-30 based on MySQL server
+// 8.0.35") or "server" (mariabackup's, which is its server's: "based on
+// MariaDB server 10.11.6-MariaDB"), not in the path it was run by.
+var toolReleaseRe = regexp.MustCompile(`(?:version|server) (\d+\.\d+\.\d+)`)
+
+// toolRelease is the MAJOR.MINOR.PATCH of a tool's version line; "" when it
+// has none.
+func toolRelease(line string) string {
+	if m := toolReleaseRe.FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // supportsFIFO reports whether the tool has --fifo-streams: the version with
 // its build number, so that 8.0.33-27 (or a line without a build) is not taken
 // for 8.0.33-28.

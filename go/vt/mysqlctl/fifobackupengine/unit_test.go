@@ -406,3 +406,14 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	assert.ErrorContains(t, err, "not a directory")
 	assert.Equal(t, "the target directory cannot be made, read or written here", unreadable.HostFault(err))
 }
+
+// TestToolRelease: the tool's own release, not one in the path it ran by.
+func TestToolRelease(t *testing.T) {
+	for line, want := range map[string]string{
+		"xtrabackup version 8.0.35-30 based on MySQL server 8.0.35 Linux (x86_64) (revision id: 1)":     "8.0.35",
+		"/opt/mariadb-10.6.1/bin/mariabackup based on MariaDB server 10.11.19-MariaDB debian-linux-gnu": "10.11.19",
+		"a tool that says nothing": "",
+	} {
+		assert.Equal(t, want, toolRelease(line), line)
+	}
+}

@@ -177,6 +177,7 @@ func TestOlderThanBackup(t *testing.T) {
 		{"/usr/sbin/mariadbd  Ver 10.6.1-MariaDB for debian-linux-gnu", "Ver 10.11.19-MariaDB-0+deb12u1-log Debian 12", true},
 		{"/usr/sbin/mysqld  Ver 8.0.36 for Linux", "Ver 8.4.3 MySQL Community Server - GPL", true},
 		{"mysqld, a build that says nothing", "8.4.0", false},
+		{"/opt/mysql-8.4.3/bin/mysqld  Ver 8.0.36 for Linux", "8.4.0", true}, // the release after "Ver", not the path's
 		{"/usr/sbin/mysqld  Ver 8.0.36 for Linux", "", false},
 	} {
 		assert.Equal(t, c.older, olderThanBackup(c.server, c.backup), "%s vs %s", c.server, c.backup)

@@ -85,13 +85,16 @@ func TestARepairThatCannotReadSaysSo(t *testing.T) {
 		fmt.Sprintf("--split-storage-s3-endpoint=http://127.0.0.1:%d", port), "--split-storage-retry-max-attempts=2",
 		"--split-storage-retry-initial-backoff=10ms"}
 
-	_, errOut := runArgs(t, 3, append([]string{"repair", "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0", "--backup=" + name,
+	out, errOut := runArgs(t, 3, append([]string{"repair", "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0", "--backup=" + name,
 		"--from=--split-storage-root=" + root, "--quiet"}, unreachable...)...)
+	assert.Empty(t, out)
 	assert.Contains(t, errOut, "connection refused")
 	assert.True(t, strings.HasSuffix(errOut, "; it could not be read or reached: nothing says the backup is damaged\n"), errOut)
 	assert.NotContains(t, errOut, "damaged:")
-	_, errOut = runArgs(t, 3, append([]string{"release", "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0", "--backup=" + name,
+	out, errOut = runArgs(t, 3, append([]string{"release", "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0", "--backup=" + name,
 		"--quiet"}, unreachable...)...)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "vtfifo release: FAIL: split storage: releasing backup ks/0/"+name)
 	assert.Contains(t, errOut, "connection refused")
 	assert.True(t, strings.HasSuffix(errOut, "; it could not be read or reached: nothing says the backup is damaged\n"), errOut)
 
@@ -106,7 +109,8 @@ func TestARepairThatCannotReadSaysSo(t *testing.T) {
 	for _, f := range unreachable {
 		from = append(from, "--from="+f)
 	}
-	_, errOut = runSplit(t, 1, root, append([]string{"repair", "--keyspace=ks", "--shard=0", "--backup=" + name, "--quiet"}, from...)...)
+	out, errOut = runSplit(t, 1, root, append([]string{"repair", "--keyspace=ks", "--shard=0", "--backup=" + name, "--quiet"}, from...)...)
+	assert.Empty(t, out)
 	assert.Contains(t, errOut, "connection refused")
 	assert.True(t, strings.HasSuffix(errOut, "; the backup has 1 damaged parts (vtfifo verify names them), and the repair could not read what it "+
 		"needed: run repair again once the storage answers\n"), errOut)

@@ -148,6 +148,29 @@ func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, 
 		"--mysqld-flags=--innodb-page-size=4k", "--record=false", "--quiet"}, storage...)...)
 	assert.Contains(t, out, "FAIL: test restore of ")
 	assert.Contains(t, out, `(and without --mysqld-flags="--innodb-page-size=4k": mysqld exited while starting`)
+
+	// One that fails with the flags, and without them cannot be run on
+	// this host (it says "Permission denied"): nothing tells the flags from
+	// the backup, exit 3, nothing recorded.
+	mysqld = filepath.Join(dir, "mysqld-confined-without-the-flags")
+	require.NoError(t, os.WriteFile(mysqld, []byte(`#!/bin/sh
+case "$*" in
+*--version*) exec /usr/sbin/mariadbd --version;;
+*--innodb-page-size=4k*) echo '[ERROR] InnoDB: the page size does not fit' >&2; exit 1;;
+esac
+echo "mariadbd: Can't create/write to file '/tmp/x' (Errcode: 13 \"Permission denied\")" >&2; exit 1
+`), 0o755))
+	out, errOut = runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--mysqld-flags=--innodb-page-size=4k", "--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Empty(t, errOut)
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "could not run, nothing is recorded: mysqld exited while starting")
+	assert.Contains(t, out, `without --mysqld-flags="--innodb-page-size=4k" the run could not be made (`)
+	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (it failed only under the operator's --mysqld-flags, and could not be "+
+		"run without them): nothing says the backup is damaged\n"), out)
+	after, err = os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
 }
 
 // testRestoreOnAnOlderServer: a server that refuses the restored directory

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -419,38 +420,44 @@ func TestASplitRootReadAsFileStorageIsNotDamage(t *testing.T) {
 // backup's directory is no damage of the backup (verify: OK, exit 0, the
 // note named on its own line and in --json's "unlisted"), and rm removes
 // the backup but not the note, saying so on stderr; what is left is no
-// backup (a second rm finds none, exit 3).
+// backup (a second rm finds none, exit 3). So too for a note whose name
+// looks like the file backend's temporary files (NOTES.tmp-1): only one
+// whose name proves the backend made it is hidden and removed.
 func TestAnObjectPutInABackupIsNotTheBackups(t *testing.T) {
-	root := localSplitCopy(t)
-	notes := filepath.Join(root, "ks", "0", "copied", "NOTES.txt")
-	require.NoError(t, os.WriteFile(notes, []byte("restored fine\n"), 0o640))
-	shard := []string{"--keyspace=ks", "--shard=0", "--backup=copied"}
+	for _, name := range []string{"NOTES.txt", "NOTES.tmp-1"} {
+		t.Run(name, func(t *testing.T) {
+			root := localSplitCopy(t)
+			notes := filepath.Join(root, "ks", "0", "copied", name)
+			require.NoError(t, os.WriteFile(notes, []byte("restored fine\n"), 0o640))
+			shard := []string{"--keyspace=ks", "--shard=0", "--backup=copied"}
 
-	out, errOut := runSplit(t, 0, root, append([]string{"verify", "--progress=never", "--quiet"}, shard...)...)
-	assert.Regexp(t, `^OK: backup ks/0/copied: 4 lanes, \d+ files, .* every part and chunk checked \(\S+\)\n`+
-		`  note: ks/0/copied/NOTES.txt is in the backup's directory but not part of the backup \(left over, or put there by hand\): `+
-		`no restore reads it\n$`, out)
-	assert.Empty(t, errOut)
-	out, _ = runSplit(t, 0, root, append([]string{"verify", "--progress=never", "--quiet", "--json"}, shard...)...)
-	var res []VerifyResult
-	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-	require.Len(t, res, 1)
-	assert.True(t, res[0].OK)
-	assert.Equal(t, []string{"ks/0/copied/NOTES.txt"}, res[0].Unlisted)
+			out, errOut := runSplit(t, 0, root, append([]string{"verify", "--progress=never", "--quiet"}, shard...)...)
+			assert.Regexp(t, `^OK: backup ks/0/copied: 4 lanes, \d+ files, .* every part and chunk checked \(\S+\)\n`+
+				`  note: ks/0/copied/`+regexp.QuoteMeta(name)+` is in the backup's directory but not part of the backup \(left over, or put `+
+				`there by hand\): no restore reads it\n$`, out)
+			assert.Empty(t, errOut)
+			out, _ = runSplit(t, 0, root, append([]string{"verify", "--progress=never", "--quiet", "--json"}, shard...)...)
+			var res []VerifyResult
+			require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+			require.Len(t, res, 1)
+			assert.True(t, res[0].OK)
+			assert.Equal(t, []string{"ks/0/copied/" + name}, res[0].Unlisted)
 
-	out, errOut = runSplit(t, 0, root, append([]string{"rm"}, shard...)...)
-	assert.Equal(t, "removed complete backup ks/0/copied\n", out)
-	assert.Contains(t, errOut, "split storage: removed backup ks/0/copied, and left in its directory 1 object (NOTES.txt), which the split "+
-		"storage does not write (put there by hand or by another tool): remove them by hand if nothing needs them")
-	b, err := os.ReadFile(notes)
-	require.NoError(t, err)
-	assert.Equal(t, "restored fine\n", string(b))
-	entries, err := os.ReadDir(filepath.Dir(notes))
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "only the note is left")
+			out, errOut = runSplit(t, 0, root, append([]string{"rm"}, shard...)...)
+			assert.Equal(t, "removed complete backup ks/0/copied\n", out)
+			assert.Contains(t, errOut, "split storage: removed backup ks/0/copied, and left in its directory 1 object ("+name+"), which the "+
+				"split storage does not write (put there by hand or by another tool): remove them by hand if nothing needs them")
+			b, err := os.ReadFile(notes)
+			require.NoError(t, err)
+			assert.Equal(t, "restored fine\n", string(b))
+			entries, err := os.ReadDir(filepath.Dir(notes))
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "only the note is left")
 
-	_, errOut = runSplit(t, 3, root, append([]string{"rm"}, shard...)...)
-	assert.Equal(t, "vtfifo rm: backup ks/0/copied in "+root+" (split storage): no such backup: check --backup, --keyspace and --shard\n", errOut)
-	_, err = os.Stat(notes)
-	assert.NoError(t, err)
+			_, errOut = runSplit(t, 3, root, append([]string{"rm"}, shard...)...)
+			assert.Equal(t, "vtfifo rm: backup ks/0/copied in "+root+" (split storage): no such backup: check --backup, --keyspace and --shard\n", errOut)
+			_, err = os.Stat(notes)
+			assert.NoError(t, err)
+		})
+	}
 }

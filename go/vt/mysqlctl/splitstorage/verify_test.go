@@ -149,9 +149,12 @@ func TestListIncomplete(t *testing.T) {
 	assert.Equal(t, "done", bhs[0].Name())
 }
 
-// TestRemoveCrashedLocalBackup: a write cut by a crash leaves a temporary
-// file that List never shows; removing the backup must still remove its
-// directory (it used to stay forever, listed as incomplete).
+// TestRemoveCrashedLocalBackup: removing a backup that a crash cut short
+// removes every object of it. A file in its directory whose name only looks
+// like the file backend's temporary one (its unchecked form before
+// 2026-11-29) is not the storage's: it stays, with its directory, and what
+// is left is no backup, complete or not (the backend's own temporary files
+// are removed: local's TestAWriteCutByKillLeavesOnlyWhatDeleteCanProve).
 func TestRemoveCrashedLocalBackup(t *testing.T) {
 	ctx := context.Background()
 	srv := splitstoragetest.Local(t)
@@ -159,11 +162,17 @@ func TestRemoveCrashedLocalBackup(t *testing.T) {
 	_, err := s.StartBackup(ctx, "ks/0", "crashed")
 	require.NoError(t, err)
 	dir := filepath.Join(srv.Config.File.Root, "ks", "0", "crashed")
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "lane-000.xbstream.part-00000001.tmp-0123456789abcdef"), []byte("cut"), 0o640))
+	lookAlike := filepath.Join(dir, "lane-000.xbstream.part-00000001.tmp-0123456789abcdef")
+	require.NoError(t, os.WriteFile(lookAlike, []byte("cut"), 0o640))
 	require.NoError(t, s.RemoveBackup(ctx, "ks/0", "crashed"))
-	_, err = os.Stat(dir)
-	assert.True(t, os.IsNotExist(err), "the crashed backup's directory is still there")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, filepath.Base(lookAlike), entries[0].Name())
 	inc, err := s.ListIncomplete(ctx, "ks/0")
 	require.NoError(t, err)
 	assert.Empty(t, inc)
+	bhs, err := s.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	assert.Empty(t, bhs)
 }

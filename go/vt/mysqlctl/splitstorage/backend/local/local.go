@@ -3,8 +3,6 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +28,6 @@ type Backend struct {
 const (
 	localFileMode = 0o640
 	localDirMode  = 0o750
-	localTmpMark  = ".tmp-"
 )
 
 func New(root string) (*Backend, error) {
@@ -115,9 +112,7 @@ func (l *Backend) Put(ctx context.Context, key string, r io.ReadSeeker, size int
 	if err := l.mkdirs(dir); err != nil {
 		return localErr(err)
 	}
-	var suffix [8]byte
-	_, _ = rand.Read(suffix[:])
-	tmp := p + localTmpMark + hex.EncodeToString(suffix[:])
+	tmp := tempName(p)
 	if src := backend.BodyFile(r); src != nil && linkNameless(src, size, tmp) {
 		// The body is a spooled part on this file system: naming it saves
 		// copying it. Its writeback started while it filled (see
@@ -255,7 +250,7 @@ func (l *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasPrefix(name, namePrefix) || strings.Contains(name, localTmpMark) {
+		if !strings.HasPrefix(name, namePrefix) || ownTemp(name) {
 			continue
 		}
 		key := dirKey + name
@@ -271,7 +266,7 @@ func (l *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 					}
 					return err
 				}
-				if d.IsDir() || strings.Contains(d.Name(), localTmpMark) {
+				if d.IsDir() || ownTemp(d.Name()) {
 					return nil
 				}
 				info, err := d.Info()
@@ -309,25 +304,25 @@ func (l *Backend) Delete(ctx context.Context, key string) error {
 		return localErr(err)
 	}
 	// Remove directories left empty, up to (not including) the root. A
-	// directory holding only temporary files (writes cut by a crash: never
-	// listed, so never deleted one by one) counts as empty.
+	// directory holding only our temporary files (writes cut by a crash:
+	// never listed, so never deleted one by one) counts as empty.
 	for d := filepath.Dir(p); d != l.root && strings.HasPrefix(d, l.root); d = filepath.Dir(d) {
-		if os.Remove(d) != nil && !(removeOnlyTmp(d) && os.Remove(d) == nil) {
+		if os.Remove(d) != nil && !(removeOnlyTemp(d) && os.Remove(d) == nil) {
 			break
 		}
 	}
 	return nil
 }
 
-// removeOnlyTmp removes dir's files if every entry is a temporary file, and
-// reports whether it did.
-func removeOnlyTmp(dir string) bool {
+// removeOnlyTemp removes dir's files if every entry is a temporary file
+// of ours (ownTemp), and reports whether it did.
+func removeOnlyTemp(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) == 0 {
 		return false
 	}
 	for _, e := range entries {
-		if e.IsDir() || !strings.Contains(e.Name(), localTmpMark) {
+		if e.IsDir() || !ownTemp(e.Name()) {
 			return false
 		}
 	}

@@ -103,23 +103,24 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		}
 		if !e.IsDir() {
 			// An owner record whose directory is gone: its process was killed
-			// in release, between removing the directory and the record.
+			// in release, between removing the directory and the record. Only
+			// a record this code writes: a file of that name is not proof.
 			if base, ok := strings.CutSuffix(e.Name(), ownerSuffix); ok {
-				if _, err := os.Lstat(filepath.Join(parent, base)); errors.Is(err, os.ErrNotExist) {
+				_, dirErr := os.Lstat(filepath.Join(parent, base))
+				if _, _, ours := ownerRecord(filepath.Join(parent, e.Name())); ours && errors.Is(dirErr, os.ErrNotExist) {
 					_ = os.Remove(filepath.Join(parent, e.Name()))
 				}
 			}
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())
-		b, err := os.ReadFile(dir + ownerSuffix)
-		if err != nil {
+		owner, b, ours := ownerRecord(dir + ownerSuffix)
+		if b == nil {
 			continue
 		}
-		var owner procident.Owner
-		if json.Unmarshal(b, &owner) != nil {
-			logger.Warningf("fifo: left %s alone: its owner record (%q) was written by an earlier version and names a pid only, which proves "+
-				"nothing of its process now: remove it by hand if no backup or restore uses it", dir, strings.TrimSpace(string(b)))
+		if !ours {
+			logger.Warningf("fifo: left %s alone: its owner record (%q) is not one this version writes (an earlier version's names a pid "+
+				"only, which proves nothing of its process now): remove it by hand if no backup or restore uses it", dir, strings.TrimSpace(string(b)))
 			continue
 		}
 		if !self.Outlived(owner) {
@@ -136,6 +137,21 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		_ = os.Remove(dir + ownerSuffix)
 		logger.Infof("fifo: removed %s left by a run whose process (%d) is gone", dir, owner.PID)
 	}
+}
+
+// ownerRecord reads the owner record at path: raw is nil when it cannot be
+// read; ours says it is a record claimWorkDir writes (procident.Owner, a
+// pid and its host).
+func ownerRecord(path string) (owner procident.Owner, raw []byte, ours bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return owner, nil, false
+	}
+	if raw == nil {
+		raw = []byte{}
+	}
+	ours = json.Unmarshal(raw, &owner) == nil && owner.PID > 0 && owner.Host != ""
+	return owner, raw, ours
 }
 
 // stopMysqld stops the tablet's mysqld through shutdown (Vitess's

@@ -166,6 +166,7 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 		"fifo-restore-other-host":      owner(func(o *procident.Owner) { exited(o); o.Host = "dr-host" }),
 		"fifo-restore-oldformat":       fmt.Sprintf("%d 1", dead.Process.Pid),
 		"fifo-restore-noowner":         "",
+		"fifo-restore-emptyrecord":     "{}",
 		"fifo-backup-dead":             owner(exited),
 	}
 	for dir, owner := range owners {
@@ -176,18 +177,26 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 	}
 	// Owner records without their directory (a process killed in release,
 	// between removing the directory and the record): removed, whoever they
-	// name; another prefix's is not this call's.
-	for _, orphan := range []string{"fifo-restore-orphan", "fifo-backup-orphan"} {
-		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(owners["fifo-restore-mine"]), 0o600))
+	// name; another prefix's is not this call's. A file of that name that
+	// is no record this code writes (an operator's, an earlier version's
+	// pid) is not ours: kept.
+	orphans := map[string]string{"fifo-restore-orphan": owners["fifo-restore-mine"], "fifo-backup-orphan": owners["fifo-restore-mine"],
+		"fifo-restore-notes": "the restore of 29 Nov, keep", "fifo-restore-oldorphan": owners["fifo-restore-oldformat"], "fifo-restore-empty": "{}"}
+	for orphan, record := range orphans {
+		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(record), 0o600))
 	}
 	logger := logutil.NewMemoryLogger()
 	removeStaleWorkDirs(parent, stagingDirPrefix, logger)
 	assert.NoFileExists(t, filepath.Join(parent, "fifo-restore-orphan"+ownerSuffix))
-	assert.FileExists(t, filepath.Join(parent, "fifo-backup-orphan"+ownerSuffix))
+	for _, kept := range []string{"fifo-backup-orphan", "fifo-restore-notes", "fifo-restore-oldorphan", "fifo-restore-empty"} {
+		b, err := os.ReadFile(filepath.Join(parent, kept+ownerSuffix))
+		require.NoError(t, err, kept)
+		assert.Equal(t, orphans[kept], string(b))
+	}
 	assert.FileExists(t, filepath.Join(parent, "fifo-restore-mine"+ownerSuffix), "a live owner's record stays")
 	for dir, kept := range map[string]bool{"fifo-restore-mine": true, "fifo-restore-reused": false, "fifo-restore-dead": false,
 		"fifo-restore-earlier-boot": false, "fifo-restore-other-container": true, "fifo-restore-other-host": true, "fifo-restore-oldformat": true,
-		"fifo-restore-noowner": true, "fifo-backup-dead": true} {
+		"fifo-restore-noowner": true, "fifo-restore-emptyrecord": true, "fifo-backup-dead": true} {
 		_, err := os.Stat(filepath.Join(parent, dir))
 		assert.Equal(t, kept, err == nil, "%s kept", dir)
 		if !kept {
@@ -198,5 +207,6 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 	assert.Contains(t, log, "fifo: left "+filepath.Join(parent, "fifo-restore-other-container")+" alone: its owner, pid "+
 		fmt.Sprint(dead.Process.Pid)+" on "+self.Host+" (pid:[4026532000]), cannot be judged from this host and PID namespace")
 	assert.Contains(t, log, "fifo: left "+filepath.Join(parent, "fifo-restore-oldformat")+" alone: its owner record (\""+
-		fmt.Sprintf("%d 1", dead.Process.Pid)+"\") was written by an earlier version and names a pid only")
+		fmt.Sprintf("%d 1", dead.Process.Pid)+"\") is not one this version writes (an earlier version's names a pid only, which proves "+
+		"nothing of its process now): remove it by hand if no backup or restore uses it")
 }

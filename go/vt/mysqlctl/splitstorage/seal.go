@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"strconv"
+	"strings"
 
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
@@ -163,8 +164,7 @@ func (h *Handle) readSeal(ctx context.Context, complete []byte) (*sealDoc, error
 	case errors.Is(err, ErrNotExist) && h.e.cfg.AcceptUnsealed:
 		return nil, nil
 	case errors.Is(err, ErrNotExist):
-		return nil, fmt.Errorf("split storage: backup %s carries no seal (written without --%s, or its seal was removed): refused while a signing key "+
-			"is set (--%s reads it unchecked): %w: %w", backup, flagSigningKeyFile, flagAcceptUnsealed, ErrForged, ErrDamaged)
+		return nil, h.unsealed(ctx, backup)
 	case err != nil:
 		return nil, fmt.Errorf("split storage: backup %s: reading its seal: %w", backup, err)
 	}
@@ -255,6 +255,39 @@ func (h *Handle) readTagger(sealKey, file string, n int) (*blockTagger, error) {
 		return nil, forged(fmt.Sprintf("split storage: %s, part %d", h.where(file), n), err)
 	}
 	return newBlockTagger(mac, partContext(h.dir+"/"+h.name, file, n)), nil
+}
+
+// unsealed is the error of a backup without a seal read while a signing
+// key is set. Its indexes say which it is: one that names a signing key
+// was written sealed and its seal removed (forged: damage); where none
+// does, it was written without a key, which proves nothing about it
+// either way: it cannot be checked (unreadable, as a seal of a key this
+// host lacks), and --split-storage-accept-unsealed reads it unchecked.
+func (h *Handle) unsealed(ctx context.Context, backup string) error {
+	prefix := backupPrefix(h.dir, h.name)
+	objs, err := h.e.be.List(ctx, prefix, false)
+	if err != nil {
+		return fmt.Errorf("split storage: backup %s carries no seal; listing its indexes: %w", backup, err)
+	}
+	for _, o := range objs {
+		if !strings.HasSuffix(o.Key, indexSuffix) || !ownKey(prefix, o.Key) {
+			continue
+		}
+		doc, err := readSmall(ctx, h.e.be, o.Key)
+		if err != nil {
+			return fmt.Errorf("split storage: backup %s carries no seal; reading its index %s: %w", backup, o.Key, err)
+		}
+		var idx struct {
+			SealKey string `json:"seal_key"`
+		}
+		if json.Unmarshal(doc, &idx) == nil && idx.SealKey != "" {
+			return fmt.Errorf("split storage: backup %s carries no seal, but its index %s says its parts were sealed with key %s: its seal was "+
+				"removed: %w: %w", backup, strings.TrimPrefix(o.Key, prefix), idx.SealKey, ErrForged, ErrDamaged)
+		}
+	}
+	return unreadable.Error(fmt.Errorf("split storage: backup %s cannot be checked: it carries no seal, and none of its indexes names a "+
+		"signing key (written without --%s): refused while a signing key is set (--%s reads it unchecked); nothing says it is damaged",
+		backup, flagSigningKeyFile, flagAcceptUnsealed))
 }
 
 // SealState says whether a backup is sealed, with which key, and whether

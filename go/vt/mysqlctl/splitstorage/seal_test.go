@@ -96,7 +96,7 @@ func TestSealsRefuseForgeries(t *testing.T) {
 				"index":    "backup ks/0/index, file MANIFEST: its index: not the sealed one",
 				"complete": "backup ks/0/complete: .complete: not the sealed one",
 				"moved":    "backup ks/0/moved: its seal (the seal of backup ks/0/good, moved here)",
-				"unsealed": "backup ks/0/unsealed carries no seal (written without --split-storage-signing-key-file, or its seal was removed)",
+				"unsealed": "backup ks/0/unsealed carries no seal, but its index MANIFEST.index says its parts were sealed with key sign-1: its seal was removed",
 			} {
 				err := readBackup(sealed, dir, name)
 				require.Error(t, err, name)
@@ -119,6 +119,17 @@ func TestSealsRefuseForgeries(t *testing.T) {
 			accepting := cfg
 			accepting.AcceptUnsealed = true
 			require.NoError(t, readBackup(newStorage(t, accepting), dir, "unsealed"), "--split-storage-accept-unsealed reads it unchecked")
+
+			// A backup written before signing was turned on proves nothing
+			// either way: refused, and not called damaged.
+			sealedBackup(t, plain, dir, "before-signing")
+			err = readBackup(sealed, dir, "before-signing")
+			require.ErrorContains(t, err, "backup ks/0/before-signing cannot be checked: it carries no seal, and none of its indexes names a signing "+
+				"key (written without --split-storage-signing-key-file): refused while a signing key is set (--split-storage-accept-unsealed reads "+
+				"it unchecked); nothing says it is damaged")
+			require.True(t, unreadable.Is(err), "%v", err)
+			require.False(t, errors.Is(err, splitstorage.ErrDamaged) || errors.Is(err, splitstorage.ErrForged), "%v", err)
+			require.NoError(t, readBackup(newStorage(t, accepting), dir, "before-signing"))
 
 			// Rotation: a new key first seals; the old one still checks.
 			rotated := cfg

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
 
@@ -50,13 +51,19 @@ func (h *Handle) readDataKey(ctx context.Context) (*crypt.DataKey, error) {
 	if env == nil {
 		return nil, fmt.Errorf("split storage: backup %s/%s: its indexes say it is encrypted, but its start marker holds no key envelope", h.dir, h.name)
 	}
+	// Without the key that opens it, this host cannot read the backup:
+	// no proof of anything about it (unreadable, never damage).
 	if h.e.keys == nil {
-		return nil, fmt.Errorf("split storage: backup %s/%s is encrypted (key ID %q): set --split-storage-encryption-key-file to a key file that "+
-			"holds that key", h.dir, h.name, env.KeyID)
+		return nil, unreadable.Error(fmt.Errorf("split storage: backup %s/%s is encrypted (key ID %q): set --split-storage-encryption-key-file to a "+
+			"key file that holds that key", h.dir, h.name, env.KeyID))
 	}
 	dk, err := h.e.keys.Open(*env, h.dir+"/"+h.name)
 	if err != nil {
-		return nil, fmt.Errorf("split storage: backup %s/%s: %w", h.dir, h.name, err)
+		err = fmt.Errorf("split storage: backup %s/%s: %w", h.dir, h.name, err)
+		if errors.Is(err, crypt.ErrNotThisKeyFile) {
+			err = unreadable.Error(err)
+		}
+		return nil, err
 	}
 	h.dataKey = &dk
 	return h.dataKey, nil

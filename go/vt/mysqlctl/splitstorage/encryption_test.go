@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
@@ -133,6 +134,8 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), kc.want)
 		assert.Contains(t, err.Error(), "backup ks/-80/b1")
+		assert.True(t, unreadable.Is(err), "a key file that does not open the backup proves nothing of it: %v", err)
+		assert.NotErrorIs(t, err, splitstorage.ErrDamaged)
 	}
 	rotated := c
 	rotated.EncryptionKeyFile = writeKeys(t, "k9 "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"+string(keyFile))
@@ -185,6 +188,7 @@ func runEncryption(t *testing.T, srv *splitstoragetest.Server) {
 			for _, w := range append(d.want, "backup "+dir+"/"+name, "file "+d.file) {
 				assert.Contains(t, err.Error(), w)
 			}
+			assert.False(t, unreadable.Is(err), "damage read with the right key is damage: %v", err)
 			assert.Equal(t, d.goodBytes, int64(len(got)), "only authenticated frames are handed out")
 			assert.True(t, bytes.Equal(files[d.file][:len(got)], got))
 		})

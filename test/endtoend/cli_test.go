@@ -713,6 +713,75 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		fleet(t, &no)
 	})
 
+	// vtbackup's own verdict: a table whose files are damaged on the source
+	// (a MyISAM index cut short, unopened since) is carried by every backup
+	// as it is, and CHECK TABLE in vtbackup's test restore fails on it:
+	// vtbackup quarantines its new backup, exits non-zero and prunes
+	// nothing, though its retention would. The table dropped and the
+	// backups that carry it removed, the shard is as before.
+	t.Run("vtbackup-quarantines-a-backup-that-fails", func(t *testing.T) {
+		before, err := c.GetBackups(ctx)
+		must(t, err)
+		incomplete := func() []string {
+			out, _, _ := c.Vtfifo(ctx, "verify", "--list-incomplete")
+			var names []string
+			for _, m := range regexp.MustCompile(`(?m)^incomplete \S+/(\S+): `).FindAllStringSubmatch(out, -1) {
+				names = append(names, m[1])
+			}
+			return names
+		}
+		incompleteBefore := incomplete()
+		db := c.DBName()
+		// Whatever fails below, the table goes and the backups that carry
+		// it are removed: the next subtests back up and restore the shard.
+		defer func() {
+			if _, err := p.Exec(ctx, "DROP TABLE IF EXISTS "+db+".cut"); err != nil {
+				t.Errorf("dropping %s.cut: %v", db, err)
+			}
+			now, _ := c.GetBackups(ctx)
+			for _, name := range append(now, incomplete()...) {
+				if !slices.Contains(before, name) && !slices.Contains(incompleteBefore, name) {
+					c.Vtfifo(ctx, "rm", "--backup="+name)
+				}
+			}
+			if final, err := c.GetBackups(ctx); err != nil || !slices.Equal(final, before) {
+				t.Errorf("after rm: %v (%v), want %v", final, err, before)
+			}
+		}()
+		must(t, p.ExecAll(ctx, "CREATE TABLE "+db+".cut (id INT, KEY (id)) ENGINE=MyISAM",
+			"INSERT INTO "+db+".cut SELECT seq FROM "+db+".seq_1_to_2000", "FLUSH TABLES"))
+		must(t, os.Truncate(filepath.Join(p.Dir, "data", db, "cut.MYI"), 2048))
+		_, err = p.Exec(ctx, "FLUSH TABLES")
+		must(t, err)
+		must(t, p.Backup(ctx, true, ""))
+		carrying, err := c.GetBackups(ctx)
+		must(t, err)
+		if len(carrying) != len(before)+1 {
+			t.Fatalf("after the tablet's backup: %v, want %v and one more", carrying, before)
+		}
+		vo := cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 1, MinRetentionTime: time.Second,
+			Extra: []string{"--fifo-backup-test-restore", "--fifo-backup-test-restore-scratch-dir=" + c.TmpDir}}
+		res, err := c.RunVtbackup(ctx, vo)
+		if err == nil || !strings.Contains(res.Output, "the backup is quarantined") || !strings.Contains(res.Output, "`"+db+"`.`cut`") {
+			t.Fatalf("vtbackup whose new backup carries a damaged table: err %v, want its test restore failed on %s.cut and the backup "+
+				"quarantined:\n%s", err, db, res.Output)
+		}
+		listedNow, err := c.GetBackups(ctx)
+		must(t, err)
+		if !slices.Equal(listedNow, carrying) {
+			t.Fatalf("GetBackups lists %v after vtbackup's failed test restore, want %v: the new one quarantined, nothing pruned", listedNow, carrying)
+		}
+		m := regexp.MustCompile(`(?m)^incomplete \S+/(\S+): .*; quarantined: test restore failed`).FindStringSubmatch(vtfifo(t, 0, "verify",
+			"--list-incomplete"))
+		if m == nil {
+			t.Fatal("verify --list-incomplete does not show vtbackup's quarantined backup")
+		}
+		if out := vtfifo(t, 1, "show", "--backup="+m[1]); !strings.Contains(out, "quarantined: test restore failed") ||
+			!strings.Contains(out, "CHECK TABLE failed on 1 of ") || !strings.Contains(out, "`"+db+"`.`cut`") {
+			t.Fatalf("vtfifo show of vtbackup's quarantined %s: want its failed test restore naming %s.cut:\n%s", m[1], db, out)
+		}
+	})
+
 	// copy: S3 -> S3 under another prefix (a tablet restores from the copy)
 	// and S3 -> GCS (fake-gcs-server), each verified at the destination; a
 	// second copy to the same place is refused.

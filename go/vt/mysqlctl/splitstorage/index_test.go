@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -46,6 +47,25 @@ func TestParseIndex(t *testing.T) {
 		require.Error(t, err, doc)
 		assert.Contains(t, err.Error(), want, doc)
 	}
+}
+
+// TestALaterFormatIsNoDamage: an index, completion marker or seal of a
+// format version later than this one reads (a later version of the split
+// storage wrote it, with fields this one does not know) cannot be read
+// here: unreadable, never damage, saying which version reads it.
+func TestALaterFormatIsNoDamage(t *testing.T) {
+	_, err := splitstorage.ParseIndex([]byte(`{"version":4,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[],"new":1}`), "ks/0", "b", "f")
+	require.EqualError(t, err, "index of format version 4, written by a later version of the split storage (this one reads versions up to 3): "+
+		"read it with that version or later; nothing says it is damaged")
+	assert.True(t, unreadable.Is(err))
+	assert.NotErrorIs(t, err, splitstorage.ErrDamaged)
+	_, err = splitstorage.ParseComplete([]byte(`{"version":2,"backup":"ks/0/b","files":[],"sealed_by":"x"}`), "ks/0", "b")
+	require.ErrorContains(t, err, "completion marker of format version 2, written by a later version of the split storage (this one reads "+
+		"versions up to 1)")
+	assert.True(t, unreadable.Is(err))
+	_, err = splitstorage.ParseIndex([]byte(`{"version":0,"backup":"ks/0/b","file":"f","part_size":10,"size":0,"parts":[]}`), "ks/0", "b", "f")
+	require.ErrorContains(t, err, "corrupt index: version 0, want 1..3")
+	assert.False(t, unreadable.Is(err), "a version no version writes is damage")
 }
 
 func TestParseComplete(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/crypt"
 )
@@ -43,6 +44,9 @@ const (
 // is the sum of the parts. A hand-edited or damaged index fails here, naming
 // what is inconsistent, before any part is fetched.
 func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
+	if v := formatVersion(doc); v > 3 {
+		return Index{}, laterFormat("index", v, 3)
+	}
 	var idx Index
 	if err := strictJSON(doc, &idx); err != nil {
 		return Index{}, fmt.Errorf("corrupt index: %w", err)
@@ -99,6 +103,9 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 // ParseComplete decodes a backup's completion marker (.complete) and checks
 // it names backup dir/name and lists valid, distinct file names.
 func ParseComplete(doc []byte, dir, name string) (Complete, error) {
+	if v := formatVersion(doc); v > 1 {
+		return Complete{}, laterFormat("completion marker", v, 1)
+	}
 	var c Complete
 	if err := strictJSON(doc, &c); err != nil {
 		return Complete{}, fmt.Errorf("corrupt completion marker: %w", err)
@@ -224,3 +231,22 @@ type retiredDoc struct {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// formatVersion is a document's "version", read alone: a later format may
+// hold fields this version does not know, which strictJSON refuses.
+func formatVersion(doc []byte) int {
+	var v struct {
+		Version int `json:"version"`
+	}
+	_ = json.Unmarshal(doc, &v)
+	return v.Version
+}
+
+// laterFormat is the error of a document whose format version is later
+// than newest, the last this version reads: written by a later version of
+// the split storage. This host cannot read it, which proves nothing about
+// the backup (unreadable, never damage).
+func laterFormat(what string, version, newest int) error {
+	return unreadable.Error(fmt.Errorf("%s of format version %d, written by a later version of the split storage (this one reads versions up "+
+		"to %d): read it with that version or later; nothing says it is damaged", what, version, newest))
+}

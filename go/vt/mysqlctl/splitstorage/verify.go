@@ -55,8 +55,9 @@ type Problem struct {
 	Part   int    // 1-based; 0 when not about one part
 	Key    string // object key, when about one object
 	Msg    string
-	// Err is the error of a read that failed, when the problem is one
-	// (Unwrap): an access error there says nothing about damage.
+	// Err is the error of a read or a check that failed, when the problem
+	// is one (Unwrap): an access error there, a later format or a key this
+	// host lacks, says nothing about damage.
 	Err error
 }
 
@@ -144,7 +145,7 @@ func (h *Handle) verifyAgainst(ctx context.Context, doc []byte, docErr error, op
 	}
 	comp, err := ParseComplete(doc, h.dir, h.name)
 	if err != nil {
-		v.report(Problem{Key: prefix + completeMarker, Msg: err.Error()})
+		v.report(Problem{Key: prefix + completeMarker, Msg: err.Error(), Err: err})
 		return v.result()
 	}
 	v.rep.Files = comp.Files
@@ -239,7 +240,7 @@ func (v *partsVerifier) checkIndexes(ctx context.Context, comp Complete) bool {
 		}
 		if err != nil {
 			v.badIndex[f] = true
-			if !v.report(Problem{File: f, Key: key, Msg: err.Error()}) {
+			if !v.report(Problem{File: f, Key: key, Msg: err.Error(), Err: err}) {
 				return false
 			}
 			continue

@@ -49,6 +49,12 @@ var ErrAuth = errors.New("authentication failed")
 // same). None of these proves the backup damaged.
 var ErrNotThisKeyFile = errors.New("not opened by this key file")
 
+// keyFileError marks an error as ErrNotThisKeyFile, its message its own.
+type keyFileError struct{ error }
+
+func (e keyFileError) Is(target error) bool { return target == ErrNotThisKeyFile }
+func (e keyFileError) Unwrap() error        { return e.error }
+
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
 
 // Keyring holds master keys by ID. The first one wraps new data keys; every
@@ -175,12 +181,12 @@ func (kr *Keyring) NewDataKey(context string) (DataKey, Envelope, error) {
 // Open unwraps the data key of the backup named context.
 func (kr *Keyring) Open(env Envelope, context string) (DataKey, error) {
 	if env.Algorithm != Algorithm {
-		return DataKey{}, fmt.Errorf("encrypted with %q, which this version does not know (it knows %s): %w", env.Algorithm, Algorithm, ErrNotThisKeyFile)
+		return DataKey{}, keyFileError{fmt.Errorf("encrypted with %q, which this version does not know (it knows %s)", env.Algorithm, Algorithm)}
 	}
 	key, ok := kr.keys[env.KeyID]
 	if !ok {
-		return DataKey{}, fmt.Errorf("encrypted with key ID %q, which the key file %s does not hold (it holds %s): %w", env.KeyID, kr.source,
-			strings.Join(kr.ids, ", "), ErrNotThisKeyFile)
+		return DataKey{}, keyFileError{fmt.Errorf("encrypted with key ID %q, which the key file %s does not hold (it holds %s)", env.KeyID, kr.source,
+			strings.Join(kr.ids, ", "))}
 	}
 	aead, err := newGCM(key)
 	if err != nil {
@@ -191,8 +197,8 @@ func (kr *Keyring) Open(env Envelope, context string) (DataKey, error) {
 	}
 	dk, err := aead.Open(nil, env.Nonce, env.Wrapped, wrapAAD(env.KeyID, context))
 	if err != nil || len(dk) != KeySize {
-		return DataKey{}, fmt.Errorf("its data key does not unwrap with key ID %q of the key file %s: another key is stored under that ID there, or the "+
-			"backup's key envelope was altered or belongs to another backup: %w: %w", env.KeyID, kr.source, ErrAuth, ErrNotThisKeyFile)
+		return DataKey{}, keyFileError{fmt.Errorf("its data key does not unwrap with key ID %q of the key file %s: another key is stored under that "+
+			"ID there, or the backup's key envelope was altered or belongs to another backup: %w", env.KeyID, kr.source, ErrAuth)}
 	}
 	return DataKey{key: dk}, nil
 }

@@ -118,6 +118,46 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("a server this host confines", func(t *testing.T) { testRestoreOnAConfiningHost(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server older than the backup's", func(t *testing.T) { testRestoreOnAnOlderServer(t, dir, backups[0].Name, record, storage) })
 	t.Run("flags that do not fit the backup", func(t *testing.T) { testRestoreWithFlagsThatDoNotFit(t, dir, backups[0].Name, record, storage) })
+	t.Run("a server killed during the check", func(t *testing.T) { testRestoreOfAServerKilledDuringTheCheck(t, dir, backups[0].Name, record, storage) })
+}
+
+// testRestoreOfAServerKilledDuringTheCheck: real mariadbd killed with
+// SIGKILL (as the kernel's OOM killer does) in the middle of the check:
+// the wrapper holds a write lock on one table before the test restore can
+// connect (it shows the socket only then), so that table's CHECK TABLE
+// waits, and kills the server once it does. The checks fail on their
+// connections, which proves nothing about the backup: exit 3, nothing
+// recorded or quarantined (it was a failed test restore and a quarantine).
+func testRestoreOfAServerKilledDuringTheCheck(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	mysqld := filepath.Join(dir, "mysqld-killed-during-the-check")
+	require.NoError(t, os.WriteFile(mysqld, []byte(`#!/bin/sh
+case "$*" in *--version*) exec /usr/sbin/mariadbd --version;; esac
+for a in "$@"; do case "$a" in --socket=*) sock="${a#--socket=}";; esac; done
+/usr/sbin/mariadbd "$@" --socket="$sock.real" &
+pid=$!
+alive() { kill -0 "$pid" 2>/dev/null || { wait "$pid"; exit $?; }; }
+count() { mariadb --socket="$sock.real" -N -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '$1'" 2>/dev/null; }
+until mariadb --socket="$sock.real" -e "SELECT 1" >/dev/null 2>&1; do alive; sleep 0.05; done
+mariadb --socket="$sock.real" -e "LOCK TABLES selftest.wide WRITE; DO SLEEP(600)" &
+until [ "$(count 'DO SLEEP%')" = 1 ]; do alive; sleep 0.05; done
+ln -s "$sock.real" "$sock"
+until [ "$(count 'CHECK TABLE %wide%')" = 1 ]; do alive; sleep 0.05; done
+kill -9 "$pid"; wait "$pid"; kill -9 $$
+`), 0o755))
+	out, errOut := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Empty(t, errOut)
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "could not run, nothing is recorded: CHECK TABLE failed on ")
+	assert.Contains(t, out, "; mysqld exited during the check (signal: killed); its error log ends:")
+	assert.Contains(t, out, "a program was killed (SIGKILL: the kernel's OOM killer, or an operator)")
+	after, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
+	assert.NotContains(t, ls, "quarantined")
 }
 
 // testRestoreWithFlagsThatDoNotFit: real mariadbd given --mysqld-flags that

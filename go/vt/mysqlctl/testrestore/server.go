@@ -221,6 +221,29 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 	}
 }
 
+// lostGrace is how long a failed check waits for the server's exit to
+// show: its connections fail a moment before its process is reaped.
+const lostGrace = 2 * time.Second
+
+// lost returns err, a failed check of the started server, with why when
+// the server is gone: killed from outside (the kernel's OOM killer, an
+// operator), its connections failed, which is this host's (no verdict);
+// one that ended by itself (a crash on what it read) is the verdict it
+// was, its error log's end said. A server still running leaves err as it
+// is.
+func (s *server) lost(err error) error {
+	if err == nil || s.cmd == nil {
+		return err
+	}
+	select {
+	case <-s.done:
+	case <-time.After(lostGrace):
+		return err
+	}
+	state, tail := s.cmd.ProcessState, s.logTail()
+	return unreadable.ProgramFailed(fmt.Errorf("%w; mysqld exited during the check (%v); its error log ends:\n%s", err, state, tail), state, tail)
+}
+
 // stop shuts mysqld down (SIGTERM: a clean shutdown), killing it after 5 minutes.
 func (s *server) stop() {
 	if s.cmd == nil {

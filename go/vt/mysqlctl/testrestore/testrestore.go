@@ -254,6 +254,12 @@ func serve(ctx context.Context, srv *server, opts Options, rec *Record) error {
 	}
 	defer srv.stop()
 	defer db.Close()
+	return srv.lost(check(ctx, db, srv, opts, rec, phase))
+}
+
+// check reads the started server: its version, every table (CHECK TABLE),
+// the files its tables name, and what opts.Inspect asks.
+func check(ctx context.Context, db *sql.DB, srv *server, opts Options, rec *Record, phase func(string)) error {
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&rec.Server); err != nil {
 		return fmt.Errorf("SELECT VERSION(): %w", err)
 	}

@@ -234,8 +234,20 @@ func (c *backupCopy) verify(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
+	damage, _ := SplitProblems(err)
+	if len(damage) == 0 {
+		// Nothing proven wrong there, only not read back: what was copied
+		// stays for the next run, which skips what is whole.
+		return fmt.Errorf("split storage: copy of backup %s could not be verified at the destination %s: objects copied there could not be "+
+			"read back (nothing says they are damaged; nothing was removed): run the copy again once it answers: %w", c.where, c.de.be, err)
+	}
 	sh := &Handle{s: c.s, e: c.se, dir: c.dir, name: c.name, readOnly: true}
 	if _, srcErr := sh.verifyAgainst(ctx, c.complete, nil, VerifyPartsOptions{Concurrency: c.conc}); srcErr != nil {
+		if srcDamage, _ := SplitProblems(srcErr); len(srcDamage) == 0 {
+			return fmt.Errorf("split storage: copy of backup %s failed its verification at the destination %s, and the source %s could not be "+
+				"read to tell which is wrong (nothing was removed; run the copy again once both answer): %w", c.where, c.de.be, c.se.be,
+				errors.Join(err, srcErr))
+		}
 		left := "the objects copied there were removed"
 		if rmErr := removeBackup(ctx, c.de, c.dir, c.name); rmErr != nil {
 			left = fmt.Sprintf("removing what was copied there failed too (%v): remove it there with vtfifo verify --remove-incomplete --incomplete-min-age=0", rmErr)
@@ -243,7 +255,7 @@ func (c *backupCopy) verify(ctx context.Context) error {
 		return fmt.Errorf("split storage: backup %s is damaged at the source %s, so it cannot be copied (nothing is listed at the destination %s; %s); "+
 			"repair it at the source or copy another backup: %w", c.where, c.se.be, c.de.be, left, srcErr)
 	}
-	for _, e := range ProblemsOf(err) {
+	for _, e := range damage {
 		var p Problem
 		if errors.As(e, &p) && p.Key != "" && p.Key != prefix+completeMarker {
 			c.de.be.Delete(ctx, p.Key)

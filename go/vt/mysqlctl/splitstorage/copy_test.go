@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -188,6 +190,47 @@ func TestCopyFromADamagedSource(t *testing.T) {
 	require.NoError(t, os.WriteFile(part, good, 0o644))
 	_, err = src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
 	require.NoError(t, err, "a copy after the source's repair works")
+	_, err = findBackup(t, dst, dir, name).(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
+	require.NoError(t, err)
+}
+
+// TestACopyThatCannotReadBackJudgesNothing: a copy whose destination does
+// not give its parts back for the verification (5xx at every retry) has
+// proven nothing wrong there: it fails as unread, removes nothing it
+// copied (it removed each part it could not read, calling them damaged),
+// and the next run, the destination answering, completes it without
+// copying them again.
+func TestACopyThatCannotReadBackJudgesNothing(t *testing.T) {
+	ctx := context.Background()
+	src := newStorage(t, splitstoragetest.Local(t).Config)
+	dst, p, _ := proxied(t, "s3", func(c *splitstorage.Config) {
+		c.RetryMaxAttempts, c.RetryInitialBackoff, c.RetryMaxBackoff = 2, 10*time.Millisecond, 20*time.Millisecond
+	})
+	bh := storedFile(t, src, 9<<20)
+	dir, name := "ks/0", bh.Name()
+	be, err := dst.RawBackendForTest(ctx)
+	require.NoError(t, err)
+
+	p.FailMatching("GET", ".part-", splitstoragetest.InternalError, 1000)
+	_, err = src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{})
+	require.ErrorContains(t, err, "split storage: copy of backup ks/0/"+name+" could not be verified at the destination ")
+	require.ErrorContains(t, err, "objects copied there could not be read back (nothing says they are damaged; nothing was removed): run the "+
+		"copy again once it answers")
+	assert.True(t, unreadable.Is(err), "%v", err)
+	assert.NotErrorIs(t, err, splitstorage.ErrDamaged)
+	p.ClearMatching()
+	parts, err := be.List(ctx, "ks/0/"+name+"/f.part-", false)
+	require.NoError(t, err)
+	assert.Len(t, parts, 3, "every part copied is still there")
+
+	var copiedParts []string
+	_, err = src.CopyBackup(ctx, dst, dir, name, splitstorage.CopyOptions{OnObject: func(key string, _ int64, copied bool) {
+		if copied && strings.Contains(key, ".part-") {
+			copiedParts = append(copiedParts, key)
+		}
+	}})
+	require.NoError(t, err)
+	assert.Empty(t, copiedParts, "the parts already there are not copied again")
 	_, err = findBackup(t, dst, dir, name).(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
 	require.NoError(t, err)
 }

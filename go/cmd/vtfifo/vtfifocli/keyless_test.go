@@ -18,8 +18,8 @@ import (
 // given, a file without its key ID, another key under that ID) cannot read
 // it, which proves nothing about it: verify exits 3, and a test restore
 // with --quarantine-on-failure records nothing and quarantines nothing (it
-// recorded the backup failed and quarantined it). With its key, it
-// verifies.
+// recorded the backup failed and quarantined it); export and restore exit 3
+// too, leaving nothing behind. With its key, it verifies.
 func TestAnEncryptedBackupWithoutItsKeyIsNotDamaged(t *testing.T) {
 	cfg := splitstorage.DefaultConfig()
 	cfg.File.Root = t.TempDir()
@@ -53,6 +53,15 @@ func TestAnEncryptedBackupWithoutItsKeyIsNotDamaged(t *testing.T) {
 			assert.True(t, strings.HasSuffix(out, " (no verdict on the backup); it could not be read or reached: nothing says the backup is "+
 				"damaged\n"), out)
 			assert.Empty(t, errOut)
+			for _, cmd := range [][]string{{"export", "-o", filepath.Join(t.TempDir(), "export")},
+				{"restore", "--target-dir=" + filepath.Join(t.TempDir(), "restored")}} {
+				out, errOut := runSplit(t, 3, root, append(append(cmd, keys...), shard...)...)
+				assert.Empty(t, out)
+				assert.Contains(t, errOut, c.why)
+				assert.True(t, strings.HasSuffix(errOut, "; it could not be read or reached: nothing says the backup is damaged\n"), errOut)
+				_, err := os.Stat(strings.TrimPrefix(strings.TrimPrefix(cmd[len(cmd)-1], "--target-dir="), "-o"))
+				assert.ErrorIs(t, err, os.ErrNotExist, "%s left something", cmd[0])
+			}
 			entries, err := os.ReadDir(filepath.Join(root, "ks", "0", "copied"))
 			require.NoError(t, err)
 			for _, e := range entries {

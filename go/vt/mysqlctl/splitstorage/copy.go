@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -185,6 +187,9 @@ func (c *backupCopy) checkDestination(ctx context.Context) error {
 			return fmt.Errorf("it is incremental and its base %s/%s is not at the destination %s: copy the base first: %w", c.dir, base, c.de.be, ErrNotExist)
 		}
 	}
+	if err := c.sealsFit(ctx); err != nil {
+		return err
+	}
 	if _, err := c.de.be.Stat(ctx, backupPrefix(c.dir, c.name)+completeMarker); err == nil {
 		// Nothing to do, and nothing done: a request the destination
 		// refuses (the CLI's usage error), never damage.
@@ -194,6 +199,35 @@ func (c *backupCopy) checkDestination(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// sealsFit: the destination checks the backup's seal as every reader
+// there will. One it would refuse whatever the copy does (no seal, where it
+// has a signing key and does not accept unsealed backups; a seal of a key
+// its key file lacks) is refused before anything is copied: a request the
+// destination's flags contradict, not damage.
+func (c *backupCopy) sealsFit(ctx context.Context) error {
+	if c.de.seals == nil {
+		return nil
+	}
+	doc, err := readSmall(ctx, c.se.be, backupPrefix(c.dir, c.name)+sealMarker)
+	switch {
+	case errors.Is(err, ErrNotExist) && c.de.cfg.AcceptUnsealed:
+		return nil
+	case errors.Is(err, ErrNotExist):
+		return flagvalue.Contradiction(fmt.Errorf("it carries no seal, and the destination %s has a signing key (--%s) and does not accept "+
+			"unsealed backups: every reader there would refuse it, so nothing was copied; give the destination (and its readers) --%s, or copy "+
+			"it to a storage without a signing key", c.de.be, flagSigningKeyFile, flagAcceptUnsealed))
+	case err != nil:
+		return err
+	}
+	var d sealDoc
+	if json.Unmarshal(doc, &d) != nil || slices.Contains(c.de.seals.IDs(), d.Key) {
+		return nil // a seal that does not parse: the verification names it
+	}
+	return flagvalue.Contradiction(fmt.Errorf("it is sealed with key %s, which the destination's signing key file %s does not hold: no reader "+
+		"there could check it, so nothing was copied; add that key to the destination's key file, below its current one", d.Key,
+		c.de.seals.Source()))
 }
 
 // copyAll copies objs, c.conc at a time, counting them in c.rep.

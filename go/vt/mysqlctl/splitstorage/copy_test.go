@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
@@ -233,4 +234,56 @@ func TestACopyThatCannotReadBackJudgesNothing(t *testing.T) {
 	assert.Empty(t, copiedParts, "the parts already there are not copied again")
 	_, err = findBackup(t, dst, dir, name).(*splitstorage.Handle).VerifyParts(ctx, splitstorage.VerifyPartsOptions{})
 	require.NoError(t, err)
+}
+
+// TestACopyRefusesWhatTheDestinationsSealsWouldRefuse: a destination with a
+// signing key checks every backup's seal as its readers will. A backup
+// without a seal (there, not accepting unsealed backups), or sealed with a
+// key its key file lacks, is refused before anything is copied, as a
+// request its flags contradict (it copied every part, then failed the
+// verification as damaged, and would again at every run); with
+// --split-storage-accept-unsealed, or the key added, it copies.
+func TestACopyRefusesWhatTheDestinationsSealsWouldRefuse(t *testing.T) {
+	ctx := context.Background()
+	srcSrv := splitstoragetest.Local(t)
+	plain := newStorage(t, srcSrv.Config)
+	sealedCfg := srcSrv.Config
+	sealedCfg.SigningKeyFile = splitstoragetest.KeyFile(t, "sign-1")
+	sealed := newStorage(t, sealedCfg)
+	dir := "ks/0"
+	sealedBackup(t, plain, dir, "unsealed")
+	sealedBackup(t, sealed, dir, "sealed")
+
+	dstSrv := splitstoragetest.Local(t)
+	dstCfg := dstSrv.Config
+	dstCfg.SigningKeyFile = splitstoragetest.KeyFile(t, "sign-2")
+	for name, want := range map[string]string{
+		"unsealed": "it carries no seal, and the destination file:" + dstCfg.File.Root + " has a signing key (--split-storage-signing-key-file) " +
+			"and does not accept unsealed backups: every reader there would refuse it, so nothing was copied",
+		"sealed": "it is sealed with key sign-1, which the destination's signing key file " + dstCfg.SigningKeyFile + " does not hold: no reader " +
+			"there could check it, so nothing was copied",
+	} {
+		_, err := plain.CopyBackup(ctx, newStorage(t, dstCfg), dir, name, splitstorage.CopyOptions{})
+		require.ErrorContains(t, err, "split storage: copying backup ks/0/"+name+": "+want, name)
+		assert.True(t, flagvalue.IsContradiction(err), "%s: %v", name, err)
+		assert.NotErrorIs(t, err, splitstorage.ErrDamaged)
+		entries, err := os.ReadDir(dstCfg.File.Root)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "%s: something was written at the destination", name)
+	}
+
+	accepting := dstCfg
+	accepting.AcceptUnsealed = true
+	_, err := plain.CopyBackup(ctx, newStorage(t, accepting), dir, "unsealed", splitstorage.CopyOptions{})
+	require.NoError(t, err)
+	both := dstCfg
+	both.SigningKeyFile = filepath.Join(t.TempDir(), "keys")
+	k2, err := os.ReadFile(dstCfg.SigningKeyFile)
+	require.NoError(t, err)
+	k1, err := os.ReadFile(sealedCfg.SigningKeyFile)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(both.SigningKeyFile, append(k2, k1...), 0o400))
+	_, err = plain.CopyBackup(ctx, newStorage(t, both), dir, "sealed", splitstorage.CopyOptions{})
+	require.NoError(t, err)
+	require.NoError(t, readBackup(newStorage(t, both), dir, "sealed"))
 }

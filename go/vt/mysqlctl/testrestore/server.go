@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -232,8 +233,8 @@ const lostGrace = 2 * time.Second
 // was, its error log's end said. A server still running leaves err as it
 // is.
 func (s *server) lost(err error) error {
-	if err == nil || s.cmd == nil {
-		return err
+	if err == nil || s.cmd == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err // no check failed: the run was stopped
 	}
 	select {
 	case <-s.done:

@@ -38,8 +38,16 @@ func (s *server) startLoaded(ctx context.Context, args []string, recorded []fifo
 		return nil, s.olderServer(err)
 	}
 	load, err := missingPlugins(ctx, db, recorded)
-	if err != nil || len(load) == 0 {
-		return db, err
+	if err != nil {
+		// The server is stopped before the error leaves: whoever gets it
+		// has no server to stop.
+		err = s.lost(err)
+		db.Close()
+		s.stop()
+		return nil, err
+	}
+	if len(load) == 0 {
+		return db, nil
 	}
 	db.Close()
 	s.stop()

@@ -198,7 +198,8 @@ func TestRemoveRefusesARunningBackup(t *testing.T) {
 
 // TestCopyVerifiesAtTheDestination: `vtfifo copy` copies a backup to a second split storage named
 // by a flag file (its split-storage lines) and --to; the copy verifies,
-// the destination refuses it a second time; --remove-source moves.
+// the destination refuses it a second time, and one that signs refuses it
+// unsealed before anything is copied (exit 2); --remove-source moves.
 func TestCopyVerifiesAtTheDestination(t *testing.T) {
 	ctx := context.Background()
 	srcSrv, dstSrv := splitstoragetest.Local(t), splitstoragetest.Local(t)
@@ -224,6 +225,13 @@ func TestCopyVerifiesAtTheDestination(t *testing.T) {
 	assert.Contains(t, cmd(2, "--to=--port=1"), "invalid value \"--port=1\" for --to")
 	assert.Contains(t, cmd(2, "--to-flags-file="+toFile, "--to=--split-storage-part-size=1"), "--split-storage-part-size")
 	to := []string{"--to-flags-file=" + toFile, "--to=--split-storage-root=" + dstSrv.Dir}
+	// A destination that signs refuses an unsealed backup before anything is copied.
+	signing := "--to=--split-storage-signing-key-file=" + splitstoragetest.KeyFile(t, "dr-sign")
+	assert.Contains(t, cmd(2, append(to, signing)...), "it carries no seal, and the destination file:"+dstSrv.Dir+" has a signing key "+
+		"(--split-storage-signing-key-file) and does not accept unsealed backups: every reader there would refuse it, so nothing was copied")
+	entries, err := os.ReadDir(dstSrv.Dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written at the destination")
 	assert.Contains(t, cmd(0, to...), "OK: backup ks/0/2026-11-23.120000.zone1-0000000100 copied")
 	assert.Contains(t, cmd(2, to...), "already holds it complete, so nothing was copied")
 	out := cmd(0, append(to, "--backup=2026-11-23.110000.zone1-0000000100", "--remove-source")...)

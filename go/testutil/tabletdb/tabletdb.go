@@ -5,8 +5,10 @@
 package tabletdb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -30,6 +32,7 @@ import (
 	"vitess.io/vitess/go/vt/dbconfigs"
 	"vitess.io/vitess/go/vt/mysqlctl"
 
+	"github.com/vtfifo/vtfifo/go/internal/procident"
 	"github.com/vtfifo/vtfifo/go/internal/vtusers"
 )
 
@@ -76,10 +79,14 @@ func StartWith(t testing.TB, parent, mysqldLines string) *Tablet {
 	if _, err := os.Stat("/usr/sbin/mariadbd"); err != nil {
 		t.Fatalf("tabletdb: MariaDB is not installed: %s", SetupHint)
 	}
+	sweepLeftovers(cmp.Or(parent, os.TempDir()))
 	root, err := os.MkdirTemp(parent, "tabletdb-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(root, 0o755))
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	owner, err := json.Marshal(procident.Self())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(root, ownerFile), owner, 0o644))
 	t.Setenv("VTDATAROOT", root)
 
 	uid, gid := -1, -1
@@ -165,6 +172,44 @@ func (tb *Tablet) ErrorLog() string {
 		b = b[len(b)-8<<10:]
 	}
 	return string(b)
+}
+
+// ownerFile, in a tablet's VTDATAROOT, names the test process that made it.
+const ownerFile = "tabletdb-owner.json"
+
+// sweepLeftovers stops the servers and removes the VTDATAROOTs under parent
+// that test processes left when they died without their cleanups (go
+// test's own timeout panics past them; a kill): a mysqld started through
+// mysqld_safe outlives the process that started it. Only a directory whose
+// owner record names a process provably gone is touched.
+func sweepLeftovers(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "tabletdb-*"))
+	self := procident.Self()
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		var o procident.Owner
+		if err != nil || json.Unmarshal(b, &o) != nil || o.PID <= 0 || !self.Outlived(o) {
+			continue
+		}
+		pidFiles, _ := filepath.Glob(filepath.Join(d, "vt_*", "mysql.pid"))
+		for _, p := range pidFiles {
+			if runsIn(p, d) { // a pid file outlives its process, and pids are reused
+				killByPidFile(p)
+			}
+		}
+		_ = os.RemoveAll(d)
+	}
+}
+
+// runsIn reports whether the process of pidFile was started on dir (its
+// command line names it).
+func runsIn(pidFile, dir string) bool {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strings.TrimSpace(string(b)) + "/cmdline")
+	return err == nil && strings.Contains(string(cmdline), dir+"/")
 }
 
 // killByPidFile kills the mysqld of the pid file and the mysqld_safe that

@@ -50,7 +50,6 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 			return s.o.failf(exitFailed, "%v", err)
 		}
 		return s.fail(err) // nothing proven damaged: what could not be read, or a usage error
-
 	}
 	fmt.Fprintf(stdout, "released %s/%s after verifying every part: restores may choose it again%s\n", dir, name, stillPassedOver(s, dir, name))
 	return exitOK

@@ -149,8 +149,10 @@ func parseToolVersion(path, out string) (*backupTool, error) {
 
 // toolReleaseRe finds the tool's own release in its version line: after
 // "version" (Percona's "xtrabackup version 8.0.35-30 based on MySQL server
-// 8.0.35") or "server" (mariabackup's, which is its server's: "based on
-// MariaDB server 10.11.6-MariaDB"), not in the path it was run by.
+// 8.0.35": PXB storage/innobase/xtrabackup/src/xtrabackup.cc, print_version,
+// "%s version %s based on MySQL server %s %s (%s) (revision id: %s)") or
+// "server" (mariabackup's, which is its server's: "based on MariaDB server
+// 10.11.6-MariaDB"), not in the path it was run by (%s is my_progname).
 var toolReleaseRe = regexp.MustCompile(`(?:version|server) (\d+\.\d+\.\d+)`)
 
 // toolRelease is the MAJOR.MINOR.PATCH of a tool's version line; "" when it

@@ -44,11 +44,12 @@ const (
 // is the sum of the parts. A hand-edited or damaged index fails here, naming
 // what is inconsistent, before any part is fetched.
 func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
-	if v := formatVersion(doc); v > 3 {
-		return Index{}, laterFormat("index", v, 3)
-	}
 	var idx Index
-	if err := strictJSON(doc, &idx); err != nil {
+	err := strictJSON(doc, &idx)
+	if later := laterThan(doc, idx.Version, err, 3, "index"); later != nil {
+		return Index{}, later
+	}
+	if err != nil {
 		return Index{}, fmt.Errorf("corrupt index: %w", err)
 	}
 	if idx.Version < 1 || idx.Version > 3 {
@@ -103,11 +104,12 @@ func ParseIndex(doc []byte, dir, name, file string) (Index, error) {
 // ParseComplete decodes a backup's completion marker (.complete) and checks
 // it names backup dir/name and lists valid, distinct file names.
 func ParseComplete(doc []byte, dir, name string) (Complete, error) {
-	if v := formatVersion(doc); v > 1 {
-		return Complete{}, laterFormat("completion marker", v, 1)
-	}
 	var c Complete
-	if err := strictJSON(doc, &c); err != nil {
+	err := strictJSON(doc, &c)
+	if later := laterThan(doc, c.Version, err, 1, "completion marker"); later != nil {
+		return Complete{}, later
+	}
+	if err != nil {
 		return Complete{}, fmt.Errorf("corrupt completion marker: %w", err)
 	}
 	if c.Version != 1 {
@@ -232,21 +234,25 @@ type retiredDoc struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// formatVersion is a document's "version", read alone: a later format may
-// hold fields this version does not know, which strictJSON refuses.
-func formatVersion(doc []byte) int {
-	var v struct {
-		Version int `json:"version"`
+// laterThan is the error of a document (what) whose format version is
+// later than newest, the last this version reads: written by a later
+// version of the split storage, which this host cannot read and which
+// proves nothing about the backup (unreadable, never damage); nil
+// otherwise. decoded is the version strictJSON decoded, and decodeErr its
+// error: a later format may hold fields this version does not know, so
+// after a failed decode the version is read alone (only then: an index can
+// be large).
+func laterThan(doc []byte, decoded int, decodeErr error, newest int, what string) error {
+	if decodeErr != nil {
+		var v struct {
+			Version int `json:"version"`
+		}
+		_ = json.Unmarshal(doc, &v)
+		decoded = v.Version
 	}
-	_ = json.Unmarshal(doc, &v)
-	return v.Version
-}
-
-// laterFormat is the error of a document whose format version is later
-// than newest, the last this version reads: written by a later version of
-// the split storage. This host cannot read it, which proves nothing about
-// the backup (unreadable, never damage).
-func laterFormat(what string, version, newest int) error {
+	if decoded <= newest {
+		return nil
+	}
 	return unreadable.Error(fmt.Errorf("%s of format version %d, written by a later version of the split storage (this one reads versions up "+
-		"to %d): read it with that version or later; nothing says it is damaged", what, version, newest))
+		"to %d): read it with that version or later; nothing says it is damaged", what, decoded, newest))
 }

@@ -168,11 +168,12 @@ func (h *Handle) readSeal(ctx context.Context, complete []byte) (*sealDoc, error
 	case err != nil:
 		return nil, fmt.Errorf("split storage: backup %s: reading its seal: %w", backup, err)
 	}
-	if v := formatVersion(doc); v > 1 {
-		return nil, fmt.Errorf("split storage: backup %s: its seal: %w", backup, laterFormat("a seal", v, 1))
-	}
 	var d sealDoc
-	if err := strictJSON(doc, &d); err != nil || d.Version != 1 {
+	err = strictJSON(doc, &d)
+	if later := laterThan(doc, d.Version, err, 1, "a seal"); later != nil {
+		return nil, fmt.Errorf("split storage: backup %s: its seal: %w", backup, later)
+	}
+	if err != nil || d.Version != 1 {
 		return nil, forged("split storage: backup "+backup+": its seal", fmt.Errorf("not a seal version 1 (%v): %w", err, ErrForged))
 	}
 	tag := d.Tag

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/freeport"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
 // TestRepairFromTheCopyThenVerify: a part damaged in one storage is repaired from the copy in a
@@ -114,4 +115,36 @@ func TestARepairThatCannotReadSaysSo(t *testing.T) {
 	assert.Contains(t, errOut, "connection refused")
 	assert.True(t, strings.HasSuffix(errOut, "; the backup has 1 damaged parts (vtfifo verify names them), and the repair could not read what it "+
 		"needed: run repair again once the storage answers\n"), errOut)
+}
+
+// TestACopyThatCannotReadItsDestinationBackSaysSo: `vtfifo copy` to S3
+// (versitygw behind the fault proxy) whose parts do not come back for the
+// verification (500 at every retry): exit 3, stdout empty, the stderr line
+// saying nothing was removed and nothing says they are damaged; the
+// destination answering, the same copy completes.
+func TestACopyThatCannotReadItsDestinationBackSaysSo(t *testing.T) {
+	root, names := proofStorage(t)
+	base := splitstoragetest.Start(t, "s3")
+	p := splitstoragetest.NewFaultProxy(t, base.Addr)
+	dst := base.WithProxy(p)
+	dst.Setenv(t)
+	var to []string
+	for _, f := range append(dst.Config.Args(), "--split-storage-retry-max-attempts=2", "--split-storage-retry-initial-backoff=10ms") {
+		to = append(to, "--to="+f)
+	}
+	copyArgs := append([]string{"copy", "--backup-storage-implementation=split", "--split-storage-root=" + root, "--keyspace=ks", "--shard=0",
+		"--backup=" + names[0], "--progress=never"}, to...)
+
+	p.FailMatching("GET", ".part-", splitstoragetest.InternalError, 1_000_000)
+	out, errOut := runArgs(t, 3, copyArgs...)
+	assert.Empty(t, out)
+	assert.True(t, strings.HasPrefix(errOut, "FAIL: split storage: copy of backup ks/0/"+names[0]+" could not be verified at the destination s3:"),
+		errOut)
+	assert.Contains(t, errOut, "objects copied there could not be read back (nothing says they are damaged; nothing was removed): run the copy "+
+		"again once it answers")
+	assert.True(t, strings.HasSuffix(errOut, "; it could not be read or reached: nothing says the backup is damaged\n"), errOut)
+
+	p.ClearMatching()
+	out, _ = runArgs(t, 0, copyArgs...)
+	assert.Contains(t, out, "OK: backup ks/0/"+names[0]+" copied")
 }

@@ -32,14 +32,14 @@ const (
 // owns the directory's content) that holds the pid of the process using it.
 const ownerSuffix = ".owner"
 
-// newWorkDir creates a work directory named prefix+random under parent,
-// owned by this process, after removing those of the same prefix left by
-// dead processes. Each run gets its own directory, so a tool left running by
-// a killed run cannot write into the next one's files. release removes the
-// directory and its owner record.
+// newWorkDir creates a work directory under parent, named for this process
+// (mkWorkDir), after removing those of the same prefix left by dead
+// processes, and records this process as its owner. Each run gets its own
+// directory, so a tool left running by a killed run cannot write into the
+// next one's files. release removes the directory and its owner record.
 func newWorkDir(parent, prefix string, logger logutil.Logger) (dir string, release func(), err error) {
 	removeStaleWorkDirs(parent, prefix, logger)
-	dir, err = os.MkdirTemp(parent, prefix)
+	dir, err = mkWorkDir(parent, prefix, procident.Self())
 	if err != nil {
 		return "", nil, err
 	}
@@ -87,10 +87,13 @@ func claimWorkDir(dir string) (func(), error) {
 // kill, power loss): those whose owner is provably gone (procident.Outlived:
 // on this host, in an earlier boot, or in this boot and this PID namespace a
 // process that no longer runs), and owner records left without their
-// directory. A directory without an owner record, or whose owner lives, is
-// left alone; so is one whose owner cannot be judged from here (another
-// host's or container's on a shared directory, or a record of an earlier
-// version, which names the PID only), saying so.
+// directory. The owner is the one the directory's owner record names, or,
+// where the record is missing or cut short (a process killed between
+// creating the directory and writing it), the one its name proves
+// (mkWorkDir). A directory of neither, or whose owner lives, is left alone;
+// so is one whose owner cannot be judged from here (another host's or
+// container's on a shared directory, or a record of an earlier version,
+// which names the PID only), saying so.
 func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
@@ -102,25 +105,12 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 			continue
 		}
 		if !e.IsDir() {
-			// An owner record whose directory is gone: its process was killed
-			// in release, between removing the directory and the record. Only
-			// a record this code writes: a file of that name is not proof.
-			if base, ok := strings.CutSuffix(e.Name(), ownerSuffix); ok {
-				_, dirErr := os.Lstat(filepath.Join(parent, base))
-				if _, _, ours := ownerRecord(filepath.Join(parent, e.Name())); ours && errors.Is(dirErr, os.ErrNotExist) {
-					_ = os.Remove(filepath.Join(parent, e.Name()))
-				}
-			}
+			removeOrphanRecord(parent, prefix, e.Name(), self)
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())
-		owner, b, ours := ownerRecord(dir + ownerSuffix)
-		if b == nil {
-			continue
-		}
-		if !ours {
-			logger.Warningf("fifo: left %s alone: its owner record (%q) is not one this version writes (an earlier version's names a pid "+
-				"only, which proves nothing of its process now): remove it by hand if no backup or restore uses it", dir, strings.TrimSpace(string(b)))
+		owner, known := workDirOwner(prefix, dir, self, logger)
+		if !known {
 			continue
 		}
 		if !self.Outlived(owner) {
@@ -137,6 +127,43 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 		_ = os.Remove(dir + ownerSuffix)
 		logger.Infof("fifo: removed %s left by a run whose process (%d) is gone", dir, owner.PID)
 	}
+}
+
+// removeOrphanRecord removes the owner record name whose directory is gone
+// (its process was killed in release, between removing the directory and
+// the record), when it is provably ours: a record this code writes, or one
+// beside a name mkWorkDir made. A file of that name is not proof.
+func removeOrphanRecord(parent, prefix, name string, self procident.Owner) {
+	base, ok := strings.CutSuffix(name, ownerSuffix)
+	if !ok {
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(parent, base)); !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	_, _, ours := ownerRecord(filepath.Join(parent, name))
+	if _, named := nameOwner(prefix, base, self); ours || named {
+		_ = os.Remove(filepath.Join(parent, name))
+	}
+}
+
+// workDirOwner is the process that owns dir: the one its owner record
+// names, when the record is one this code writes, or else the one its name
+// proves. known is false for a directory of neither (saying so when a
+// record is there: an earlier version's, or not ours).
+func workDirOwner(prefix, dir string, self procident.Owner, logger logutil.Logger) (owner procident.Owner, known bool) {
+	owner, raw, ours := ownerRecord(dir + ownerSuffix)
+	if ours {
+		return owner, true
+	}
+	if named, ok := nameOwner(prefix, filepath.Base(dir), self); ok {
+		return named, true
+	}
+	if raw != nil {
+		logger.Warningf("fifo: left %s alone: its owner record (%q) is not one this version writes (an earlier version's names a pid "+
+			"only, which proves nothing of its process now): remove it by hand if no backup or restore uses it", dir, strings.TrimSpace(string(raw)))
+	}
+	return owner, false
 }
 
 // ownerRecord reads the owner record at path: raw is nil when it cannot be

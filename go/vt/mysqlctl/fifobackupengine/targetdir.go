@@ -41,15 +41,29 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 	if err != nil {
 		return d, err
 	}
-	doc, err := json.Marshal(procident.Self())
+	if err := d.mark(); err != nil {
+		return TargetDir{}, err
+	}
+	return d, nil
+}
+
+// mark creates the restore's mark in the directory, exclusively: of two
+// restores that found one directory empty at once, the second is refused
+// (as into a directory that is not empty) instead of writing beside the
+// first, whose files its failure would remove.
+func (d TargetDir) mark() error {
+	f, err := os.OpenFile(filepath.Join(d.Path, restoringMark), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if errors.Is(err, os.ErrExist) {
+		return notEmpty(d.Path)
+	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, restoringMark), doc, 0o640)
+		err = errors.Join(json.NewEncoder(f).Encode(procident.Self()), f.Close())
 	}
 	if err != nil {
 		_ = d.RemoveRestored()
-		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", dir))
+		return hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", d.Path))
 	}
-	return d, nil
+	return nil
 }
 
 // hostsDir marks a failure to make, open or write the target directory:
@@ -74,12 +88,16 @@ func emptyDir(dir string) (TargetDir, error) {
 	defer f.Close()
 	if _, err := f.Readdirnames(1); !errors.Is(err, io.EOF) {
 		if err == nil {
-			return TargetDir{}, flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore "+
-				"never writes over files%s", dir, NotEmptyReason(dir)))
+			return TargetDir{}, notEmpty(dir)
 		}
 		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot read the target directory %s", dir))
 	}
 	return TargetDir{Path: dir}, nil
+}
+
+func notEmpty(dir string) error {
+	return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "the target directory %s is not empty: a restore never "+
+		"writes over files%s", dir, NotEmptyReason(dir)))
 }
 
 // Done says the restore into the directory finished: a prepared one keeps

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -391,6 +392,19 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	fi, err := os.Stat(mine)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "the operator's directory is kept as it was")
+
+	// Two restores that found one directory empty at once: the second's
+	// mark is refused, naming the first, and removes nothing of it.
+	first, err := claimEmptyDir(mine)
+	require.NoError(t, err)
+	write(first)
+	second := TargetDir{Path: mine}
+	err = second.mark()
+	assert.ErrorContains(t, err, "the target directory "+mine+" is not empty: a restore never writes over files; a restore is writing "+
+		"into it now (pid "+strconv.Itoa(os.Getpid())+")")
+	assert.True(t, flagvalue.IsContradiction(err), "%v", err)
+	assert.FileExists(t, filepath.Join(mine, "db", "t.ibd"))
+	require.NoError(t, first.RemoveRestored())
 
 	require.NoError(t, os.WriteFile(filepath.Join(mine, "theirs"), nil, 0o640))
 	_, err = claimEmptyDir(mine)

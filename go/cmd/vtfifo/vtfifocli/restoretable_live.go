@@ -80,6 +80,9 @@ func (l *liveServer) check(s *session, standalone bool, patterns []fifobackupeng
 		return unreadable.Error(err) // the server did not say (access)
 	}
 	if err := tableimport.RestoreSettings(s.ctx, l.db, s.logger); err != nil {
+		if errors.Is(err, tableimport.ErrForeignRecord) {
+			return flagvalue.Contradiction(err)
+		}
 		return err
 	}
 	var named []fifobackupengine.TableFiles

@@ -108,6 +108,19 @@ func TestAStoppedRunsSettingIsPutBack(t *testing.T) {
 	assert.Contains(t, stderr, "an import stopped (pid 4242) before the server's last restart")
 	assert.Equal(t, "1", srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct = 0"), "a value set since the restart is not the run's to change")
 	assert.NoFileExists(t, record)
+
+	// A file of the record's name that no run wrote is not ours: kept, the
+	// run refused before anything is downloaded or changed.
+	require.NoError(t, os.WriteFile(record, []byte("pct tuned by hand, 29 Nov\n"), 0o640))
+	code, stdout, stderr, target := restoreTableInto(t, srv.Socket)
+	assert.Equal(t, 2, code, "stderr: %s", stderr)
+	assert.Contains(t, stderr, record+" is not a record restore-table writes (\"pct tuned by hand, 29 Nov\\n\"): it is neither removed nor "+
+		"written over; move it away, check the server's innodb_max_dirty_pages_pct, and run again")
+	assert.Empty(t, stdout)
+	assert.NoDirExists(t, target)
+	b, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, "pct tuned by hand, 29 Nov\n", string(b))
 }
 
 // TestATabletThatIsNotPrimaryIsRefused: with the topology's flags,

@@ -2,6 +2,7 @@ package tableimport
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,4 +77,38 @@ func TestImportDurableRealMariaDB(t *testing.T) {
 	}
 	assert.Equal(t, "70", srv.Query(t, "SELECT COUNT(*) FROM d.inst_r WHERE z = 10"), "the instant ALTER and the update after it")
 	assert.NotContains(t, strings.ToLower(srv.ErrorLog()), "corrupt", "the server's log after recovery")
+}
+
+// TestASettingsRecordNotOursIsKept: a file at the settings record's name
+// that is no record restore-table writes (an operator's, a truncated copy)
+// is neither removed nor written over: the run fails naming it, and the
+// server's setting is untouched. A record of a stopped run on this server
+// start puts the value it recorded back, and goes.
+func TestASettingsRecordNotOursIsKept(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	ctx := context.Background()
+	path := filepath.Join(srv.Query(t, "SELECT @@datadir"), settingsRecord)
+	before := srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
+	for _, notOurs := range []string{"keep: the pct we tuned on 29 Nov", "{}", `{"innodb_max_dirty_pages_pct":"75"}`} {
+		require.NoError(t, os.WriteFile(path, []byte(notOurs), 0o640))
+		err := RestoreSettings(ctx, srv.DB(), logutil.NewMemoryLogger())
+		require.Error(t, err, notOurs)
+		assert.ErrorContains(t, err, path+" is not a record restore-table writes")
+		assert.ErrorContains(t, err, "it is neither removed nor written over; move it away")
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, notOurs, string(got))
+		assert.Equal(t, before, srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct"))
+	}
+
+	conn, err := srv.DB().Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, started, err := recordOf(ctx, conn)
+	require.NoError(t, err)
+	require.NoError(t, writeRecord(path, settingsDoc{MaxDirtyPagesPct: before, Set: "0", ServerStarted: started, PID: 1 << 22}))
+	srv.Exec(t, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
+	require.NoError(t, RestoreSettings(ctx, srv.DB(), logutil.NewMemoryLogger()))
+	assert.NoFileExists(t, path)
+	assert.Equal(t, before, srv.Query(t, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct"))
 }

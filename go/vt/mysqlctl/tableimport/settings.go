@@ -36,6 +36,10 @@ type settingsDoc struct {
 	PID              int    `json:"pid"`
 }
 
+// ErrForeignRecord is returned where the settings record's name holds a
+// file restore-table did not write: nothing is done until it is moved.
+var ErrForeignRecord = errors.New("a file restore-table did not write is in its place")
+
 // flushing is the page cleaner set to flush every dirty page.
 type flushing struct {
 	path string
@@ -94,9 +98,11 @@ func settle(ctx context.Context, conn *sql.Conn, logger logutil.Logger) error {
 		return fmt.Errorf("reading %s, left by a stopped import: %w", path, err)
 	}
 	var doc settingsDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		logger.Warningf("restore-table: %s, left by a stopped import, is not readable (%v): removed; check innodb_max_dirty_pages_pct", path, err)
-		return os.Remove(path)
+	if json.Unmarshal(b, &doc) != nil || doc.PID <= 0 || doc.Set == "" || doc.MaxDirtyPagesPct == "" || doc.ServerStarted <= 0 {
+		// Written whole (writeRecord), so never cut short: a file of that
+		// name that is no such record is not ours to remove or overwrite.
+		return fmt.Errorf("%w: %s is not a record restore-table writes (%q): it is neither removed nor written over; move it away, "+
+			"check the server's innodb_max_dirty_pages_pct, and run again", ErrForeignRecord, path, excerpt(b))
 	}
 	var now string
 	if err := conn.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct").Scan(&now); err != nil {
@@ -182,6 +188,14 @@ func writeRecord(path string, doc settingsDoc) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// excerpt is the start of a file's content, for an error.
+func excerpt(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "..."
+	}
+	return string(b)
 }
 
 func sameNumber(a, b string) bool {

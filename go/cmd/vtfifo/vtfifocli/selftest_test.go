@@ -161,9 +161,11 @@ kill -9 "$pid"; wait "$pid"; kill -9 $$
 }
 
 // testRestoreWithFlagsThatDoNotFit: real mariadbd given --mysqld-flags that
-// do not fit the backup (another page size) exits at start; the same files
-// start without them and pass: the flags are a usage error, exit 2, and
-// nothing is recorded or quarantined. A server that fails without them
+// do not fit the backup (another page size) exits at start; the backup,
+// restored again, starts without them and passes: the flags are a usage
+// error, exit 2, and nothing is recorded or quarantined, also where the
+// server under the flags damaged the files it was given. A server that
+// fails without them
 // too (a stand-in that always exits) is a failed test restore, exit 1,
 // saying both.
 func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, storage []string) {
@@ -173,7 +175,7 @@ func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, 
 		"--quarantine-on-failure", "--quiet"}, storage...)...)
 	assert.Contains(t, errOut, "vtfifo test-restore: test restore of ")
 	assert.Contains(t, errOut, "could not run, nothing is recorded: mysqld exited while starting")
-	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the same files start and pass every check: those flags do not fit `+
+	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the backup restores, starts and passes every check: those flags do not fit `+
 		"this backup or this host, and nothing says the backup is damaged; correct them or leave them out")
 	after, err := os.ReadFile(record)
 	require.NoError(t, err)
@@ -181,7 +183,28 @@ func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, 
 	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
 	assert.NotContains(t, ls, "quarantined")
 
-	mysqld := filepath.Join(dir, "mysqld-that-never-starts")
+	// A server that, under the flags, damages the files it was given before
+	// it fails: the run without them restores the backup again, so the
+	// damage the flags did is never taken for the backup's.
+	mysqld := filepath.Join(dir, "mysqld-that-damages-under-the-flags")
+	require.NoError(t, os.WriteFile(mysqld, []byte(`#!/bin/sh
+case "$*" in
+*--version*) exec /usr/sbin/mariadbd --version;;
+*--innodb-page-size=4k*)
+	for a in "$@"; do case "$a" in --datadir=*) d="${a#--datadir=}";; esac; done
+	find "$d" -name '*.ibd' -exec truncate -s 0 {} +
+	echo '[ERROR] InnoDB: the page size does not fit' >&2; exit 1;;
+esac
+exec /usr/sbin/mariadbd "$@"
+`), 0o755))
+	_, errOut = runArgs(t, 2, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--mysqld-flags=--innodb-page-size=4k", "--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the backup restores, starts and passes every check`)
+	after, err = os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+
+	mysqld = filepath.Join(dir, "mysqld-that-never-starts")
 	require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\ncase \"$*\" in *--version*) exec /usr/sbin/mariadbd --version;; esac\n"+
 		"echo '[ERROR] InnoDB: Unable to open the system tablespace' >&2; exit 1\n"), 0o755))
 	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,

@@ -68,8 +68,8 @@ const (
 
 // Run test-restores bh and returns its record. A failed check, or a
 // MANIFEST read whole and found damaged, is a record with Outcome Failed
-// (and a nil error); so is a failure under Options.MysqldFlags that the
-// same files also fail without them. The error is for a run that reached
+// (and a nil error); so is a failure under Options.MysqldFlags where the
+// backup, restored again, fails without them as well. The error is for a run that reached
 // no verdict on the backup, so that nothing is recorded: no server binary,
 // one of another flavor than the backup's, no backup tool or not the one
 // named, ctx cancelled, no scratch directory, and any step that failed
@@ -112,7 +112,7 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 			onPhase(phase)
 		}
 	}
-	err = run(ctx, bh, opts, srv, &rec)
+	err = runUnlessFlagsMisfit(ctx, bh, opts, srv, &rec)
 	rec.Duration = time.Since(rec.Started).Round(time.Second).String()
 	rec.Phases = times.Done()
 	if ctx.Err() != nil {
@@ -189,7 +189,11 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options
 	return &server{bin: mysqld, mariadb: mariadb, version: version, backupVersion: m.MySQLVersion}, m, nil
 }
 
-func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) error {
+// run restores bh into a scratch directory of its own and serves it
+// (serve); served says the restore succeeded, so that an error is the
+// server's or its checks'. The scratch directory is removed before it
+// returns.
+func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) (served bool, err error) {
 	logger := opts.Logger
 	parent := opts.ScratchParent
 	if parent == "" {
@@ -197,12 +201,12 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	}
 	scratch, release, err := fifobackupengine.NewWorkDir(parent, "vtfifo-test-restore-", logger)
 	if err != nil {
-		return couldNotRun(fmt.Errorf("cannot create the scratch directory: %w", err))
+		return false, couldNotRun(fmt.Errorf("cannot create the scratch directory: %w", err))
 	}
 	defer release() // one a killed run left is swept by the next (NewWorkDir)
 	runAs, err := mysqlinstall.ServerUser(scratch)
 	if err != nil {
-		return couldNotRun(err) // this host's users or directories
+		return false, couldNotRun(err) // this host's users or directories
 	}
 	dataDir := filepath.Join(scratch, "data")
 	ro := opts.Restore
@@ -217,22 +221,22 @@ func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *
 	logger.Infof("test restore: restoring %s into %s", rec.Backup, dataDir)
 	rep, err := fifobackupengine.RestoreToDir(ctx, bh, dataDir, ro)
 	if err != nil {
-		return err
+		return false, err
 	}
 	rec.Tool, rec.Bytes = rep.Tool, rep.Bytes
 	if rep.Work.Prepares > 0 {
 		rec.Work = &rep.Work
 	}
 	if err := os.Mkdir(filepath.Join(scratch, "tmp"), 0o750); err != nil {
-		return couldNotRun(err)
+		return false, couldNotRun(err)
 	}
 	if runAs != nil {
 		if err := mysqlinstall.ChownTree(scratch, runAs); err != nil {
-			return couldNotRun(err)
+			return false, couldNotRun(err)
 		}
 	}
 	srv.dir, srv.dataDir, srv.runAs, srv.logger = scratch, dataDir, runAs, logger
-	return serveUnlessFlagsMisfit(ctx, srv, opts, rec)
+	return true, serve(ctx, srv, opts, rec)
 }
 
 // serve starts the throwaway server on the prepared directory, checks every

@@ -195,11 +195,17 @@ func (o *options) validateBackup() error {
 	case o.backupDir == "" && (o.keyspace == "" || o.shard == ""):
 		return fmt.Errorf("--keyspace and --shard (or --backup-dir) are required")
 	}
-	if !o.wholeStorage() && (strings.Contains(o.dir(), "..") || strings.HasPrefix(o.dir(), "/")) {
-		return invalid("backup-dir", o.dir(), "a keyspace/shard path without '..' or a leading '/'")
+	if !o.wholeStorage() && !splitstorage.PlainName(o.dir(), true) {
+		flag := "backup-dir"
+		if o.backupDir == "" {
+			flag = "keyspace/--shard"
+		}
+		return invalid(flag, o.dir(), "a keyspace/shard path: names joined by single '/', none empty or starting with '.', without '..', "+
+			"backslashes or control characters")
 	}
-	if o.backup != "" && (strings.ContainsAny(o.backup, "/\\\x00") || strings.HasPrefix(o.backup, ".")) {
-		return invalid("backup", o.backup, "a backup name as GetBackups lists it (no '/', not starting with '.')")
+	if o.backup != "" && !splitstorage.PlainName(o.backup, false) {
+		return invalid("backup", o.backup, "a backup name as GetBackups lists it (one name: no '/', not starting with '.', without '..', "+
+			"backslashes or control characters)")
 	}
 	if o.timeout < 0 {
 		return invalid("timeout", o.timeout.String(), "0 (no limit) or a positive duration")

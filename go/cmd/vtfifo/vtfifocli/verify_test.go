@@ -3,6 +3,7 @@ package vtfifocli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -36,6 +37,9 @@ func TestInvalidFlags(t *testing.T) {
 		{[]string{"--incomplete-min-age=-1h"}, []string{"--incomplete-min-age"}},
 		{[]string{"--backup=../other"}, []string{"--backup", "no '/'"}},
 		{[]string{"--backup=.started"}, []string{"--backup", "not starting with '.'"}},
+		{[]string{"--backup=a\\b"}, []string{`invalid value "a\\b" for --backup: allowed values are a backup name as GetBackups lists it`}},
+		{[]string{"--backup=a\x01"}, []string{"--backup", "control characters"}},
+		{[]string{"--shard=0/"}, []string{`invalid value "ks/0/" for --keyspace/--shard: allowed values are a keyspace/shard path`}},
 		{[]string{"--list-incomplete", "--remove-incomplete"}, []string{"exclusive"}},
 		{[]string{"--backup-storage-implementation=tape"}, []string{"--backup-storage-implementation", "split", "file"}},
 		{[]string{"--split-storage-backend=tape"}, []string{"--split-storage-backend"}},
@@ -59,13 +63,19 @@ func TestInvalidFlags(t *testing.T) {
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errOut.String(), "--keyspace and --shard (or --backup-dir) are required")
 	})
-	t.Run("traversal in backup-dir", func(t *testing.T) {
-		var out, errOut bytes.Buffer
-		code := Verify(context.Background(), "fifoverify", []string{"--backup-storage-implementation=split", "--split-storage-root=" + root,
-			"--backup-dir=../../etc"}, &out, &errOut)
-		assert.Equal(t, 2, code)
-		assert.Contains(t, errOut.String(), "--backup-dir")
-	})
+	// A directory the split storage would refuse fails as a usage error
+	// naming the flag, never as a storage that cannot be read (exit 3).
+	for _, dir := range []string{"../../etc", "/ks/0", "ks//0", "ks/0/", "ks/./0", "ks/.0", "ks\\0"} {
+		t.Run("backup-dir "+dir, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Verify(context.Background(), "fifoverify", []string{"--backup-storage-implementation=split", "--split-storage-root=" + root,
+				"--backup-dir=" + dir}, &out, &errOut)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, errOut.String(), fmt.Sprintf("invalid value %q for --backup-dir: allowed values are a keyspace/shard path: names "+
+				"joined by single '/', none empty or starting with '.', without '..', backslashes or control characters", dir))
+			assert.Empty(t, out.String())
+		})
+	}
 }
 
 // TestVerifyAllSampleAndTimeout: --all checks every complete backup (one

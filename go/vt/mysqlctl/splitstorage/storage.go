@@ -204,18 +204,27 @@ func (s *Storage) env(ctx context.Context) (*env, error) {
 // a key goes through it: vtctld passes keyspace, shard and backup names from
 // its callers as they are.
 func checkName(kind, v string, slashOK bool) error {
-	bad := v == "" || !utf8.ValidString(v) || strings.Contains(v, "..") || strings.ContainsRune(v, '\\') ||
-		strings.IndexFunc(v, unicode.IsControl) >= 0 || (!slashOK && strings.Contains(v, "/"))
-	for seg := range strings.SplitSeq(v, "/") {
-		if seg == "" || strings.HasPrefix(seg, ".") {
-			bad = true
-		}
-	}
-	if bad {
+	if !PlainName(v, slashOK) {
 		return fmt.Errorf("split storage: invalid %s %q: want a relative name without '.'-leading or empty segments, '..', backslashes or "+
 			"control characters", kind, v)
 	}
 	return nil
+}
+
+// PlainName reports whether v is a name checkName accepts: the rule every
+// keyspace/shard directory (slashOK) and backup name must follow, for
+// callers that check them before they reach the storage (vtfifo's flags).
+func PlainName(v string, slashOK bool) bool {
+	if v == "" || !utf8.ValidString(v) || strings.Contains(v, "..") || strings.ContainsRune(v, '\\') ||
+		strings.IndexFunc(v, unicode.IsControl) >= 0 || (!slashOK && strings.Contains(v, "/")) {
+		return false
+	}
+	for seg := range strings.SplitSeq(v, "/") {
+		if seg == "" || strings.HasPrefix(seg, ".") {
+			return false
+		}
+	}
+	return true
 }
 
 // backupNames lists the names of every backup in dir, complete or not.

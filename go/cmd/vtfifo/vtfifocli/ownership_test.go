@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -314,15 +315,31 @@ func TestLeasesDieWithTheirReader(t *testing.T) {
 }
 
 // TestATestRestoreThatCannotRunHereIsNoVerdict: a test restore that cannot
-// run on this host (its server binary missing, its scratch directory
-// missing) says so, exit 3: nothing says the backup is damaged (on a split
-// storage it records nothing: TestATestRestoreThatThisHostFailsIsNoVerdict).
+// run on this host (its server binary missing, a scratch directory it
+// cannot make one in) says so, exit 3: nothing says the backup is damaged
+// (on a split storage it records nothing:
+// TestATestRestoreThatThisHostFailsIsNoVerdict). A --scratch-dir that is
+// no directory is a usage error at startup, exit 2.
 func TestATestRestoreThatCannotRunHereIsNoVerdict(t *testing.T) {
 	root, args := storageCopy(t)
 	const name = "2026-11-23.050519.zone1-0000004989"
+	for _, dir := range []string{filepath.Join(root, "no-such-dir"), filepath.Join(root, "ks", "0", name, "MANIFEST")} {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), append([]string{"test-restore", "--backup=" + name, "--progress=never", "--scratch-dir=" + dir},
+			args...), &out, &errOut)
+		assert.Equal(t, 2, code, "%s\nstdout: %s\nstderr: %s", dir, out.String(), errOut.String())
+		assert.Empty(t, out.String())
+		assert.Contains(t, errOut.String(), fmt.Sprintf("vtfifo test-restore: invalid value %q for --scratch-dir: allowed values are an absolute "+
+			"directory path that exists (", dir))
+	}
+	readOnly := filepath.Join(root, "read-only")
+	require.NoError(t, os.Mkdir(readOnly, 0o500))
+	if os.Geteuid() == 0 {
+		readOnly = "/proc" // root writes into a 0500 directory
+	}
 	for _, c := range []struct{ flag, want string }{
 		{"--mysqld-path=/nonexistent/mariadbd", "mysqld /nonexistent/mariadbd: "},
-		{"--scratch-dir=" + filepath.Join(root, "no-such-dir"), "cannot create the scratch directory: "},
+		{"--scratch-dir=" + readOnly, "cannot create the scratch directory: "},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(context.Background(), append([]string{"test-restore", "--backup=" + name, "--progress=never", c.flag}, args...), &out, &errOut)

@@ -42,7 +42,7 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 			asJSON = fs.Bool("json", false, "print one JSON object (the record, where it was stored, whether the backup was quarantined) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {
-				if err := tr.Validate(); err != nil {
+				if err := errors.Join(tr.Validate(), tr.ScratchExists()); err != nil {
 					return err
 				}
 				if *quarantine && !*record {

@@ -96,6 +96,24 @@ func (f *Flags) Validate() error {
 	return nil
 }
 
+// ScratchExists checks that --scratch-dir, where given, names a directory
+// now: for a command that runs the test restore at once (vtfifo
+// test-restore). Validate does not ask it: vtbackup's may be made by the
+// time its test restore runs (under the VTDATAROOT it initializes).
+func (f *Flags) ScratchExists() error {
+	if f.scratch == "" {
+		return nil
+	}
+	fi, err := os.Stat(f.scratch)
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s is not a directory", f.scratch)
+	}
+	if err != nil {
+		return fmt.Errorf("invalid value %q for --%sscratch-dir: allowed values are %s that exists (%v)", f.scratch, f.prefix, allowedScratch, err)
+	}
+	return nil
+}
+
 // Options are Run's options from the validated flags; the restore reads
 // the engine's flags (compression, lanes, tool).
 func (f *Flags) Options(logger logutil.Logger) Options {

@@ -34,6 +34,7 @@ var hostMessages = []struct{ text, why string }{
 	{"Cannot allocate memory", "it is out of memory"},
 	{"Out of memory", "it is out of memory"},
 	{"Too many open files", "too many open files"},
+	{"Can't create a new thread", "it cannot start more threads"},
 	// mysqld or the tool refused a path it needs: this host's modes, or
 	// AppArmor or SELinux confining mysqld to its usual directories.
 	{"Permission denied", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},

@@ -119,6 +119,36 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("a server older than the backup's", func(t *testing.T) { testRestoreOnAnOlderServer(t, dir, backups[0].Name, record, storage) })
 	t.Run("flags that do not fit the backup", func(t *testing.T) { testRestoreWithFlagsThatDoNotFit(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server killed during the check", func(t *testing.T) { testRestoreOfAServerKilledDuringTheCheck(t, dir, backups[0].Name, record, storage) })
+	t.Run("a server short of open files", func(t *testing.T) { testRestoreOfAServerShortOfFiles(t, dir, backups[0].Name, record, storage) })
+}
+
+// testRestoreOfAServerShortOfFiles: real mariadbd under a limit of open
+// files (ulimit -n, as a host's LimitNOFILE sets it) too low for the
+// backup's tables: at its start it cannot read its plugins ("Out of
+// resources when opening file ... Too many open files"), or CHECK TABLE
+// fails table after table ("Got error 24 \"Too many open files\" from
+// storage engine"). This host's, never the backup's: exit 3, nothing
+// recorded or quarantined (both were a failed test restore and a
+// quarantine).
+func testRestoreOfAServerShortOfFiles(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	for _, limit := range []string{"32", "36"} {
+		mysqld := filepath.Join(dir, "mysqld-with-"+limit+"-files")
+		require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\nulimit -n "+limit+"\nexec /usr/sbin/mariadbd \"$@\"\n"), 0o755))
+		out, errOut := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+			"--quarantine-on-failure", "--quiet"}, storage...)...)
+		assert.Empty(t, errOut, limit)
+		assert.Contains(t, out, "FAIL: test restore of ", limit)
+		assert.Contains(t, out, "could not run, nothing is recorded: ", limit)
+		assert.Contains(t, out, `"Too many open files"`, limit)
+		assert.True(t, strings.HasSuffix(out, "; this host could not finish it (too many open files): nothing says the backup is damaged\n"), out)
+		after, err := os.ReadFile(record)
+		require.NoError(t, err)
+		assert.Equal(t, string(before), string(after), limit)
+	}
+	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
+	assert.NotContains(t, ls, "quarantined")
 }
 
 // testRestoreOfAServerKilledDuringTheCheck: real mariadbd killed with

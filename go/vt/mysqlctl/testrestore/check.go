@@ -13,6 +13,8 @@ import (
 
 	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // checkTables runs CHECK TABLE and counts the rows of every table.
@@ -39,8 +41,9 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 	logger.Infof("test restore: checking %d tables", len(tables))
 
 	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
+		mu        sync.Mutex
+		wg        sync.WaitGroup
+		hostFault error // the first table this host failed to check
 	)
 	ch := make(chan string)
 	for range workers {
@@ -53,6 +56,9 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 				rec.Tables++
 				switch {
 				case r.err != nil:
+					if hostFault == nil && unreadable.Is(r.err) {
+						hostFault = r.err
+					}
 					rec.TablesFailed = append(rec.TablesFailed, r.err.Error())
 				case r.rebuild != "":
 					rec.NeedsRebuild = append(rec.NeedsRebuild, t+": "+r.rebuild)
@@ -87,6 +93,11 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case hostFault != nil:
+		// This host, not the backup, failed a check: what the other tables
+		// said is no verdict either (the same shortage may have caused it).
+		return fmt.Errorf("CHECK TABLE could not be run on %d of %d tables here (%d failed in all): %w", countHost(rec.TablesFailed), len(tables),
+			len(rec.TablesFailed), hostFault)
 	case len(rec.TablesFailed) > 0 && slices.ContainsFunc(rec.TablesFailed, lacksEngine):
 		// The server, not the backup: an engine loaded at the source by
 		// an option (plugin_load_add) rather than mysql.plugin.
@@ -98,6 +109,18 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 		return errors.New("the restored server has no table at all")
 	}
 	return nil
+}
+
+// countHost counts the failures whose words name this host running out
+// of something.
+func countHost(failures []string) int {
+	n := 0
+	for _, f := range failures {
+		if unreadable.InOutput(f) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // lacksEngine says whether a table's failure is the server's missing
@@ -146,7 +169,7 @@ var needsRebuild = regexp.MustCompile(`(?i)\b(upgrade|rebuild) required\. Please
 func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 	rows, err := db.QueryContext(ctx, "CHECK TABLE "+table)
 	if err != nil {
-		return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %w", table, err)}
+		return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
 	}
 	r := tableCheck{ok: true, checked: true}
 	status := ""
@@ -154,7 +177,7 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 		var tbl, op, typ, text sql.NullString
 		if err := rows.Scan(&tbl, &op, &typ, &text); err != nil {
 			rows.Close()
-			return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %w", table, err)}
+			return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
 		}
 		switch strings.ToLower(typ.String) {
 		case "error":
@@ -163,6 +186,9 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 			case lacksEngine(text.String):
 				rows.Close()
 				return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %s", table, text.String)}
+			case unreadable.InOutput(text.String) != "":
+				rows.Close()
+				return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %s", table, text.String))}
 			case needsRebuild.MatchString(text.String):
 				r.rebuild = text.String
 			}
@@ -176,7 +202,7 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %w", table, err)}
+		return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
 	}
 	if r.rebuild != "" {
 		return tableCheck{checked: true, rebuild: r.rebuild}
@@ -188,7 +214,7 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 		if needsRebuild.MatchString(err.Error()) {
 			return tableCheck{checked: true, rebuild: err.Error()}
 		}
-		return tableCheck{checked: r.checked, err: fmt.Errorf("counting the rows of %s: %w", table, err)}
+		return tableCheck{checked: r.checked, err: hostOr(fmt.Errorf("counting the rows of %s: %w", table, err))}
 	}
 	return r
 }

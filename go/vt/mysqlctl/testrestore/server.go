@@ -206,11 +206,12 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 			}
 			continue
 		}
-		db, err := sql.Open("mysql", c.FormatDSN())
+		connector, err := mysql.NewConnector(c)
 		if err != nil {
 			s.stop()
 			return nil, err
 		}
+		db := sql.OpenDB(boundedConnector{connector, s})
 		if err = db.PingContext(ctx); err == nil {
 			return db, nil
 		}

@@ -93,6 +93,20 @@ func InOutput(output string) string {
 	return ""
 }
 
+// InText is err marked as this host's where its words name this host
+// running out of something (InOutput: a server's "Errcode: 24 \"Too many
+// open files\"", "Out of memory"): no proof about the backup. An error
+// already unreadable is left as it is.
+func InText(err error) error {
+	if err == nil || Is(err) {
+		return err
+	}
+	if why := InOutput(err.Error()); why != "" {
+		return Host(err, why)
+	}
+	return err
+}
+
 // ProgramFailed is err, a program's failure, marked as this host's where
 // the program was killed from outside (Killed) or its output names the OS
 // running out of room, memory or files (InOutput): no proof about what it

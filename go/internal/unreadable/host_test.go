@@ -76,3 +76,31 @@ func TestKilled(t *testing.T) {
 	assert.Equal(t, "", run("exit 1"))
 	assert.Equal(t, "", Killed(nil))
 }
+
+// TestInText: a server's error whose words name this host running out of
+// something (as MariaDB and MySQL word them) is this host's; a server's
+// error about the data is not; an error already marked keeps its mark.
+func TestInText(t *testing.T) {
+	for text, why := range map[string]string{
+		`Error 23 (HY000): Out of resources when opening file './d/#sql-temptable-1.MAI' (Errcode: 24 "Too many open files")`: "too many open files",
+		`Error 1030 (HY000): Got error 28 "No space left on device" from storage engine InnoDB`:                               "its disk is full",
+		`Error 1041 (HY000): Out of memory; check if mysqld or some other process uses all available memory`:                  "it is out of memory",
+		`Error 1135 (HY000): Can't create a new thread (errno 11 "Resource temporarily unavailable")`:                         "it cannot start more threads",
+	} {
+		err := InText(fmt.Errorf("CHECK TABLE `d`.`t`: %w", errors.New(text)))
+		assert.True(t, Is(err), text)
+		assert.Equal(t, why, HostFault(err), text)
+	}
+	for _, text := range []string{
+		"Error 1712 (HY000): Index PRIMARY is corrupted",
+		"Error 1808 (HY000): Schema mismatch (Table flags don't match)",
+		"Error 1146 (42S02): Table 'd.t' doesn't exist",
+	} {
+		err := InText(errors.New(text))
+		assert.False(t, Is(err), text)
+		assert.Empty(t, HostFault(err), text)
+	}
+	assert.NoError(t, InText(nil))
+	marked := Host(errors.New("Too many open files"), "its own reason")
+	assert.Equal(t, "its own reason", HostFault(InText(marked)))
+}

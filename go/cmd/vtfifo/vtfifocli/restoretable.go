@@ -345,6 +345,7 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 			err = flagvalue.Contradiction(err)
 		}
 		if err != nil {
+			err = unreadable.InText(err) // the live server's disk, memory or files: never the backup's
 			st.ImportError = errText(err)
 			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live.db, done, f.replicated, out))
 			return failureStatus(err)

@@ -169,7 +169,7 @@ var needsRebuild = regexp.MustCompile(`(?i)\b(upgrade|rebuild) required\. Please
 func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 	rows, err := db.QueryContext(ctx, "CHECK TABLE "+table)
 	if err != nil {
-		return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
+		return tableCheck{err: unreadable.InText(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
 	}
 	r := tableCheck{ok: true, checked: true}
 	status := ""
@@ -177,7 +177,7 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 		var tbl, op, typ, text sql.NullString
 		if err := rows.Scan(&tbl, &op, &typ, &text); err != nil {
 			rows.Close()
-			return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
+			return tableCheck{err: unreadable.InText(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
 		}
 		switch strings.ToLower(typ.String) {
 		case "error":
@@ -188,7 +188,7 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 				return tableCheck{err: fmt.Errorf("CHECK TABLE %s: %s", table, text.String)}
 			case unreadable.InOutput(text.String) != "":
 				rows.Close()
-				return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %s", table, text.String))}
+				return tableCheck{err: unreadable.InText(fmt.Errorf("CHECK TABLE %s: %s", table, text.String))}
 			case needsRebuild.MatchString(text.String):
 				r.rebuild = text.String
 			}
@@ -202,7 +202,7 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return tableCheck{err: hostOr(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
+		return tableCheck{err: unreadable.InText(fmt.Errorf("CHECK TABLE %s: %w", table, err))}
 	}
 	if r.rebuild != "" {
 		return tableCheck{checked: true, rebuild: r.rebuild}
@@ -214,7 +214,7 @@ func checkTable(ctx context.Context, db *sql.DB, table string) tableCheck {
 		if needsRebuild.MatchString(err.Error()) {
 			return tableCheck{checked: true, rebuild: err.Error()}
 		}
-		return tableCheck{checked: r.checked, err: hostOr(fmt.Errorf("counting the rows of %s: %w", table, err))}
+		return tableCheck{checked: r.checked, err: unreadable.InText(fmt.Errorf("counting the rows of %s: %w", table, err))}
 	}
 	return r
 }

@@ -38,17 +38,3 @@ func (c boundedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	return conn, err
 }
-
-// hostOr is err marked as this host's failure where the server's words in
-// it name this host running out of something ("Errcode: 24 \"Too many
-// open files\"", "Out of memory"; unreadable.InOutput): no proof about the
-// backup.
-func hostOr(err error) error {
-	if err == nil || unreadable.Is(err) {
-		return err
-	}
-	if why := unreadable.InOutput(err.Error()); why != "" {
-		return unreadable.Host(err, why)
-	}
-	return err
-}

@@ -254,11 +254,11 @@ func serve(ctx context.Context, srv *server, opts Options, rec *Record) error {
 	phase(PhaseStart)
 	db, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
 	if err != nil {
-		return hostOr(err)
+		return unreadable.InText(err)
 	}
 	defer srv.stop()
 	defer db.Close()
-	return hostOr(srv.lost(check(ctx, db, srv, opts, rec, phase)))
+	return unreadable.InText(srv.lost(check(ctx, db, srv, opts, rec, phase)))
 }
 
 // check reads the started server: its version, every table (CHECK TABLE),

@@ -324,8 +324,7 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 	}
 	rows, err := openRows(s, dir, restored, f)
 	if err != nil {
-		fmt.Fprintf(s.o.notes, "FAIL: %s\n", errText(err))
-		return failureStatus(err)
+		return reportFailure(s.o.notes, unreadable.InText(err))
 	}
 	defer rows.close()
 	tables = slices.Clone(tables)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
@@ -29,7 +30,7 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 	}
 	restored, version, err := readDefinitions(s, dir, tables, names, f)
 	if err != nil {
-		return restored, reportFailure(s.o.notes, fmt.Errorf("reading the tables' definitions from the restored files: %w", err))
+		return restored, reportFailure(s.o.notes, unreadable.InText(fmt.Errorf("reading the tables' definitions from the restored files: %w", err)))
 	}
 	defs := restored.defs
 	// The server just stopped ran Aria's recovery on the restored Aria

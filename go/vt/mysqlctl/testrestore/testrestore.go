@@ -69,17 +69,17 @@ const (
 // Run test-restores bh and returns its record. A failed check, or a
 // MANIFEST read whole and found damaged, is a record with Outcome Failed
 // (and a nil error); so is a failure under Options.MysqldFlags where the
-// backup, restored again, fails without them as well. The error is for a run that reached
-// no verdict on the backup, so that nothing is recorded: no server binary,
-// one of another flavor than the backup's, no backup tool or not the one
-// named, ctx cancelled, no scratch directory, and any step that failed
-// because something could not be read, reached or accessed, or because this
-// host failed at its part (go/internal/unreadable: a part it may not read, a
-// timeout, this host lacking the backup's encryption keys, a full disk, a
-// tool or mysqld killed from outside or out of memory, a mysqld still
-// starting at the start timeout). The scratch
-// directory is removed and mysqld stopped before Run returns, whatever
-// happened.
+// backup, restored again, fails without them as well. The error is for a
+// run that reached no verdict on the backup, so that nothing is recorded:
+// no server binary, one of another flavor than the backup's, no backup
+// tool or not the one named, ctx cancelled, no scratch directory, and any
+// step that failed because something could not be read, reached or
+// accessed, or because this host failed at its part (go/internal/unreadable:
+// a part it may not read, a timeout, this host lacking the backup's
+// encryption keys, a full disk, a tool or mysqld killed from outside or out
+// of memory or open files, a mysqld still starting at the start timeout or
+// not accepting a connection). The scratch directory is removed and mysqld
+// stopped before Run returns, whatever happened.
 func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Record, error) {
 	if opts.Logger == nil {
 		opts.Logger = logutil.NewConsoleLogger()

@@ -150,10 +150,10 @@ func (o *pruneOutput) removed(done, where string) {
 	}
 }
 
-func (o *pruneOutput) wouldRemove(where string) {
+func (o *pruneOutput) wouldRemove(where string, deps []string) {
 	o.WouldRemove = append(o.WouldRemove, where)
 	if o.text {
-		fmt.Fprintf(o.w, "would remove %s\n", where)
+		fmt.Fprintf(o.w, "%s %s\n", removalText("would remove", deps), where)
 	}
 }
 
@@ -190,14 +190,10 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 			continue
 		}
 		if dryRun {
-			out.wouldRemove(where)
+			out.wouldRemove(where, deps)
 			continue
 		}
-		done := "removed"
-		if len(deps) > 0 {
-			done = removedFromList(deps)
-		}
-		out.removed(done, where)
+		out.removed(removalText("removed", deps), where)
 	}
 	return code
 }

@@ -5,9 +5,14 @@ import (
 	"strings"
 )
 
-// removedFromList says what became of a removed base of incremental backups.
-func removedFromList(dependents []string) string {
-	return fmt.Sprintf("removed from the list (its objects stay as the base of %s, and go with the last of them):", strings.Join(dependents, ", "))
+// removalText says what a removal does (action: "removed", or "would
+// remove" in a dry run); of a base of incremental backups, that it leaves
+// the list while its objects stay for its dependents.
+func removalText(action string, dependents []string) string {
+	if len(dependents) == 0 {
+		return action
+	}
+	return fmt.Sprintf("%s from the list (its objects stay as the base of %s, and go with the last of them):", action, strings.Join(dependents, ", "))
 }
 
 // removeBackup removes one backup and returns, for the base of incremental

@@ -285,3 +285,45 @@ func TestARetiredBaseNamedIsNoDamage(t *testing.T) {
 		delta+"; restore never picks it, restoring those reads it")
 	assert.NotContains(t, out, "FAIL")
 }
+
+// TestADryRunOfABaseSaysWhatItWouldDo: rm and prune --dry-run of a full
+// backup a delta depends on say it would leave the list (its objects kept
+// as the delta's base), never that it was removed, and remove nothing; the
+// same rm without --dry-run says it was.
+func TestADryRunOfABaseSaysWhatItWouldDo(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.Local(t)
+	s, err := splitstorage.New(srv.Config)
+	require.NoError(t, err)
+	full, delta := "2026-11-23.100000.zone1-0000000100", "2026-11-23.110000.zone1-0000000100"
+	bh, err := s.StartBackup(ctx, "ks/0", full)
+	require.NoError(t, err)
+	require.NoError(t, bh.EndBackup(ctx))
+	bh, err = s.StartBackup(ctx, "ks/0", delta)
+	require.NoError(t, err)
+	require.NoError(t, bh.(*splitstorage.Handle).SetBase(ctx, full))
+	require.NoError(t, bh.EndBackup(ctx))
+	args := append([]string{"--backup-storage-implementation=split", "--keyspace=ks", "--shard=0"}, srv.Flags()...)
+	fromList := "from the list (its objects stay as the base of " + delta + ", and go with the last of them): "
+	listed := func() []string {
+		bhs, err := s.ListBackups(ctx, "ks/0")
+		require.NoError(t, err)
+		var names []string
+		for _, bh := range bhs {
+			names = append(names, bh.Name())
+		}
+		return names
+	}
+
+	out, errOut := runArgs(t, 0, append([]string{"rm", "--backup=" + full, "--dry-run"}, args...)...)
+	assert.Equal(t, "would remove "+fromList+"complete backup ks/0/"+full+"\n", out)
+	assert.Empty(t, errOut)
+	out, _ = runArgs(t, 0, append([]string{"prune", "--keep=1", "--dry-run"}, args...)...)
+	assert.Contains(t, out, "would remove "+fromList+"ks/0/"+full+"\n")
+	assert.NotContains(t, out, "removed")
+	assert.Equal(t, []string{full, delta}, listed(), "a dry run removes nothing")
+
+	out, _ = runArgs(t, 0, append([]string{"rm", "--backup=" + full}, args...)...)
+	assert.Equal(t, "removed "+fromList+"complete backup ks/0/"+full+"\n", out)
+	assert.Equal(t, []string{delta}, listed())
+}

@@ -121,11 +121,7 @@ type RemoveResult struct {
 }
 
 func (r RemoveResult) print(w io.Writer) {
-	action := r.Action
-	if len(r.KeptAsBaseOf) > 0 {
-		action = removedFromList(r.KeptAsBaseOf)
-	}
-	fmt.Fprintf(w, "%s %s %s\n", action, r.Kind, r.Backup)
+	fmt.Fprintf(w, "%s %s %s\n", removalText(r.Action, r.KeptAsBaseOf), r.Kind, r.Backup)
 }
 
 // removable says what kind of backup rm would remove (complete,

@@ -29,6 +29,11 @@ var hostErrnos = map[syscall.Errno]string{
 // it was refused.
 var hostMessages = []struct{ text, why string }{
 	{"No space left on device", "its disk is full"},
+	// InnoDB's own words for a file it could not extend (os0file.cc:
+	// "preallocating N bytes for file F failed with error 28", errno).
+	{"failed with error 28", "its disk is full"},
+	// The server's handler error 135 (HA_ERR_RECORD_FILE_FULL) on a write.
+	{"No more room in record file", "a file cannot grow (its disk is full, or a size limit)"},
 	{"Disk quota exceeded", "a disk quota is reached"},
 	{"Read-only file system", "a file system is read-only"},
 	{"Cannot allocate memory", "it is out of memory"},

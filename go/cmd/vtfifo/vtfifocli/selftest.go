@@ -89,10 +89,13 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	} else {
 		rep.WriteText(stdout)
 	}
-	if !rep.Passed {
-		return 1
+	switch {
+	case !rep.Passed && rep.HostFault != "":
+		return exitUnreachable // this host could not run it: nothing says the product fails
+	case !rep.Passed:
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }
 
 // defaultHostCnf is the host's server option file where the packages put it.

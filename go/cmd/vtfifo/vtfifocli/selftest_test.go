@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/tier"
+	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -382,4 +383,20 @@ exec /usr/sbin/mariadbd "${args[@]}"
 	assert.Contains(t, errOut, "vtfifo test-restore: test restore of ")
 	assert.Contains(t, errOut, "could not run, nothing is recorded: the backup's data dictionary was initialized with lower_case_table_names=1, and the "+
 		"server was started with 0: give --mysqld-flags=--lower-case-table-names=1, or leave it out")
+}
+
+// TestASelftestOnAFullDiskSaysSo: vtfifo selftest whose --work-dir is on a
+// disk too small for its scratch server (a 60 MiB tmpfs: InnoDB cannot
+// preallocate its redo log, "failed with error 28") fails saying this host
+// could not run it, exit 3, not that the product failed (exit 1).
+func TestASelftestOnAFullDiskSaysSo(t *testing.T) {
+	tier.Integration(t, "MariaDB and mariabackup")
+	mnt := tmpfs.Mount(t, 60<<20)
+	out, _ := runArgs(t, 3, "selftest", "--quiet", "--work-dir="+mnt)
+	assert.Contains(t, out, "vtfifo selftest: FAILED\n")
+	assert.Contains(t, out, "  FAIL  start a scratch server (")
+	assert.Contains(t, out, "s): this host could not finish it (its disk is full): initialising the scratch server: ")
+	left, err := os.ReadDir(mnt)
+	require.NoError(t, err)
+	assert.Empty(t, left, "its scratch directory is removed")
 }

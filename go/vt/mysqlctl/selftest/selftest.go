@@ -27,6 +27,7 @@ import (
 	"vitess.io/vitess/go/vt/servenv"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/vtversion"
@@ -83,7 +84,10 @@ type Report struct {
 	Steps      []Step            `json:"steps"`
 	Passed     bool              `json:"passed"`
 	FirstError string            `json:"first_error,omitempty"`
-	Kept       string            `json:"kept,omitempty"`
+	// HostFault says why the failure was this host's (its disk full, out of
+	// memory or open files, a program it cannot start), not the product's.
+	HostFault string `json:"host_fault,omitempty"`
+	Kept      string `json:"kept,omitempty"`
 }
 
 // Run runs the self-test and returns its report; Passed only when every
@@ -134,9 +138,15 @@ func (r *runner) step(name string, fn func() (string, error)) bool {
 	s := Step{Name: name, Status: Passed, Seconds: time.Since(start).Seconds(), Detail: detail}
 	if err != nil {
 		s.Status, s.Error = Failed, err.Error()
+		// This host running out of something (its disk, memory, open files)
+		// is said first: the product did not fail, the host could not run it.
+		if why := cmp.Or(unreadable.HostFault(err), unreadable.InOutput(err.Error())); why != "" {
+			s.Error = "this host could not finish it (" + why + "): " + s.Error
+			r.rep.HostFault = cmp.Or(r.rep.HostFault, why)
+		}
 		r.failed = true
 		if r.rep.FirstError == "" {
-			r.rep.FirstError = name + ": " + err.Error()
+			r.rep.FirstError = name + ": " + s.Error
 		}
 	}
 	r.rep.Steps = append(r.rep.Steps, s)

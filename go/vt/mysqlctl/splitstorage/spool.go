@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -77,10 +78,11 @@ func (s *spool) reserve(n int64, what string) error {
 		return err
 	}
 	if n > avail {
-		return fmt.Errorf("split storage: the spool directory %s (--split-storage-spool-dir) cannot hold %s: it needs %s, and %s are free there beyond "+
+		// This host's disk, never the backup's: no verdict on anything read.
+		return unreadable.Host(fmt.Errorf("split storage: the spool directory %s (--split-storage-spool-dir) cannot hold %s: it needs %s, and %s are free there beyond "+
 			"the %s promised to the files and backups of this process: free space there, point --split-storage-spool-dir at a larger disk, or lower "+
 			"--split-storage-part-size, --split-storage-upload-concurrency or the files written at once (for the fifo engine, --fifo-backup-lanes)",
-			s.dir, what, flagvalue.FormatSize(n), flagvalue.FormatSize(max(avail, 0)), flagvalue.FormatSize(s.reserved))
+			s.dir, what, flagvalue.FormatSize(n), flagvalue.FormatSize(max(avail, 0)), flagvalue.FormatSize(s.reserved)), "the spool directory's disk lacks room")
 	}
 	s.reserved += n
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -38,6 +39,7 @@ func TestSpoolSpaceIsCheckedBeforeData(t *testing.T) {
 		"needs 8MiB", "7MiB are free"} {
 		assert.Contains(t, err.Error(), want)
 	}
+	assert.Equal(t, "the spool directory's disk lacks room", unreadable.HostFault(err), "this host's disk: no verdict on anything")
 	bhs, err := bs.ListBackups(ctx, "ks/0")
 	require.NoError(t, err)
 	assert.Empty(t, bhs, "a refused backup must store nothing")

@@ -266,17 +266,7 @@ func TestCopyVerifiesAtTheDestination(t *testing.T) {
 // naming the delta, not a damaged backup (exit 1).
 func TestARetiredBaseNamedIsNoDamage(t *testing.T) {
 	ctx := context.Background()
-	srv := splitstoragetest.Local(t)
-	s, err := splitstorage.New(srv.Config)
-	require.NoError(t, err)
-	full, delta := "2026-11-23.100000.zone1-0000000100", "2026-11-23.110000.zone1-0000000100"
-	bh, err := s.StartBackup(ctx, "ks/0", full)
-	require.NoError(t, err)
-	require.NoError(t, bh.EndBackup(ctx))
-	bh, err = s.StartBackup(ctx, "ks/0", delta)
-	require.NoError(t, err)
-	require.NoError(t, bh.(*splitstorage.Handle).SetBase(ctx, full))
-	require.NoError(t, bh.EndBackup(ctx))
+	srv, s, full, delta := fullAndDelta(t)
 	require.NoError(t, s.RemoveBackup(ctx, "ks/0", full))
 
 	out := run(t, 2, append([]string{"show", "--backup=" + full, "--backup-storage-implementation=split", "--keyspace=ks", "--shard=0"},
@@ -292,17 +282,7 @@ func TestARetiredBaseNamedIsNoDamage(t *testing.T) {
 // same rm without --dry-run says it was.
 func TestADryRunOfABaseSaysWhatItWouldDo(t *testing.T) {
 	ctx := context.Background()
-	srv := splitstoragetest.Local(t)
-	s, err := splitstorage.New(srv.Config)
-	require.NoError(t, err)
-	full, delta := "2026-11-23.100000.zone1-0000000100", "2026-11-23.110000.zone1-0000000100"
-	bh, err := s.StartBackup(ctx, "ks/0", full)
-	require.NoError(t, err)
-	require.NoError(t, bh.EndBackup(ctx))
-	bh, err = s.StartBackup(ctx, "ks/0", delta)
-	require.NoError(t, err)
-	require.NoError(t, bh.(*splitstorage.Handle).SetBase(ctx, full))
-	require.NoError(t, bh.EndBackup(ctx))
+	srv, s, full, delta := fullAndDelta(t)
 	args := append([]string{"--backup-storage-implementation=split", "--keyspace=ks", "--shard=0"}, srv.Flags()...)
 	fromList := "from the list (its objects stay as the base of " + delta + ", and go with the last of them): "
 	listed := func() []string {
@@ -326,4 +306,22 @@ func TestADryRunOfABaseSaysWhatItWouldDo(t *testing.T) {
 	out, _ = runArgs(t, 0, append([]string{"rm", "--backup=" + full}, args...)...)
 	assert.Equal(t, "removed "+fromList+"complete backup ks/0/"+full+"\n", out)
 	assert.Equal(t, []string{delta}, listed())
+}
+
+// fullAndDelta is a local split storage holding a full backup and a delta
+// on it, both complete (empty).
+func fullAndDelta(t *testing.T) (srv *splitstoragetest.Server, s *splitstorage.Storage, full, delta string) {
+	ctx := context.Background()
+	srv = splitstoragetest.Local(t)
+	s, err := splitstorage.New(srv.Config)
+	require.NoError(t, err)
+	full, delta = "2026-11-23.100000.zone1-0000000100", "2026-11-23.110000.zone1-0000000100"
+	bh, err := s.StartBackup(ctx, "ks/0", full)
+	require.NoError(t, err)
+	require.NoError(t, bh.EndBackup(ctx))
+	bh, err = s.StartBackup(ctx, "ks/0", delta)
+	require.NoError(t, err)
+	require.NoError(t, bh.(*splitstorage.Handle).SetBase(ctx, full))
+	require.NoError(t, bh.EndBackup(ctx))
+	return srv, s, full, delta
 }

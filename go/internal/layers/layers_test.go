@@ -53,7 +53,7 @@ var rules = map[string][]string{
 	"go/vt/mysqlctl/testrestore": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/internal/mysqlinstall",
 		"go/internal/flagvalue", "go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/relver"},
 	"go/vt/mysqlctl/selftest": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/tableimport",
-		"go/vt/mysqlctl/testrestore", "go/internal/mysqlinstall", "go/internal/vtusers", "go/vt/vtversion"},
+		"go/vt/mysqlctl/testrestore", "go/internal/mysqlinstall", "go/internal/vtusers", "go/vt/vtversion", "go/internal/unreadable"},
 
 	// The commands wire them.
 	"go/cmd/plugin":          {"go/internal/flagvalue"},

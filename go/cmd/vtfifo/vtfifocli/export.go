@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
@@ -47,8 +51,7 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	if *output != "-" {
 		var err error
 		if file, err = newPartialFile(*output); err != nil {
-			fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
-			return 2
+			return s.o.failf(failureStatus(err), "%s", errText(err))
 		}
 		w = file
 	}
@@ -82,7 +85,7 @@ func newPartialFile(name string) (*partialFile, error) {
 		if st.IsDir() {
 			what = "a directory"
 		}
-		return nil, fmt.Errorf("%s is %s already: export never writes over one; give the name of a new file", name, what)
+		return nil, flagvalue.Contradiction(fmt.Errorf("%s is %s already: export never writes over one; give the name of a new file", name, what))
 	}
 	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".partial-*")
 	if err == nil {
@@ -93,7 +96,11 @@ func newPartialFile(name string) (*partialFile, error) {
 			f.Close()
 			os.Remove(f.Name())
 		}
-		return nil, err
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, flagvalue.Contradiction(fmt.Errorf("--output %s: %s is not a directory that exists: create it, or give another", name,
+				filepath.Dir(name)))
+		}
+		return nil, unreadable.Error(fmt.Errorf("--output %s: cannot write in %s here: %w", name, filepath.Dir(name), err))
 	}
 	return &partialFile{File: f, name: name}, nil
 }

@@ -89,6 +89,14 @@ func TestExportExtractsToTheLanesTree(t *testing.T) {
 	assert.Equal(t, 2, Main(context.Background(), append([]string{"export", "-o", filepath.Dir(out)}, args...), &stdout, &stderr), "a directory")
 	assert.Equal(t, "vtfifo export: "+filepath.Dir(out)+" is a directory already: export never writes over one; give the name of a new file\n",
 		stderr.String())
+	// A directory that is not there (or a file in its place): a usage
+	// error naming the flag, nothing written.
+	for _, dir := range []string{filepath.Join(filepath.Dir(out), "missing"), out} {
+		stderr.Reset()
+		to := filepath.Join(dir, "x.xb")
+		assert.Equal(t, 2, Main(context.Background(), append([]string{"export", "-o", to}, args...), &stdout, &stderr), dir)
+		assert.Equal(t, "vtfifo export: --output "+to+": "+dir+" is not a directory that exists: create it, or give another\n", stderr.String())
+	}
 
 	stdout.Reset()
 	code = Main(context.Background(), append([]string{"verify", "--progress=never"}, args...), &stdout, &stderr)

@@ -92,10 +92,12 @@ func TestExportExtractsToTheLanesTree(t *testing.T) {
 	// A directory that is not there (or a file in its place): a usage
 	// error naming the flag, nothing written.
 	for _, dir := range []string{filepath.Join(filepath.Dir(out), "missing"), out} {
+		stdout.Reset()
 		stderr.Reset()
 		to := filepath.Join(dir, "x.xb")
 		assert.Equal(t, 2, Main(context.Background(), append([]string{"export", "-o", to}, args...), &stdout, &stderr), dir)
 		assert.Equal(t, "vtfifo export: --output "+to+": "+dir+" is not a directory that exists: create it, or give another\n", stderr.String())
+		assert.Empty(t, stdout.String())
 	}
 
 	stdout.Reset()

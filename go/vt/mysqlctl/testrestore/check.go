@@ -1,6 +1,7 @@
 package testrestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -41,9 +42,10 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 	logger.Infof("test restore: checking %d tables", len(tables))
 
 	var (
-		mu        sync.Mutex
-		wg        sync.WaitGroup
-		hostFault error // the first table this host failed to check
+		mu         sync.Mutex
+		wg         sync.WaitGroup
+		hostFault  error // the first table this host failed to check
+		hostFailed int   // the tables this host failed to check
 	)
 	ch := make(chan string)
 	for range workers {
@@ -56,8 +58,9 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 				rec.Tables++
 				switch {
 				case r.err != nil:
-					if hostFault == nil && unreadable.Is(r.err) {
-						hostFault = r.err
+					if unreadable.Is(r.err) {
+						hostFault = cmp.Or(hostFault, r.err)
+						hostFailed++
 					}
 					rec.TablesFailed = append(rec.TablesFailed, r.err.Error())
 				case r.rebuild != "":
@@ -96,7 +99,7 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 	case hostFault != nil:
 		// This host, not the backup, failed a check: what the other tables
 		// said is no verdict either (the same shortage may have caused it).
-		return fmt.Errorf("CHECK TABLE could not be run on %d of %d tables here (%d failed in all): %w", countHost(rec.TablesFailed), len(tables),
+		return fmt.Errorf("CHECK TABLE could not be run on %d of %d tables here (%d failed in all): %w", hostFailed, len(tables),
 			len(rec.TablesFailed), hostFault)
 	case len(rec.TablesFailed) > 0 && slices.ContainsFunc(rec.TablesFailed, lacksEngine):
 		// The server, not the backup: an engine loaded at the source by
@@ -109,18 +112,6 @@ func checkTables(ctx context.Context, db *sql.DB, workers int, rec *Record, logg
 		return errors.New("the restored server has no table at all")
 	}
 	return nil
-}
-
-// countHost counts the failures whose words name this host running out
-// of something.
-func countHost(failures []string) int {
-	n := 0
-	for _, f := range failures {
-		if unreadable.InOutput(f) != "" {
-			n++
-		}
-	}
-	return n
 }
 
 // lacksEngine says whether a table's failure is the server's missing

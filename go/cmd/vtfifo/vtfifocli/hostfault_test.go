@@ -157,3 +157,28 @@ func scratchDir(t *testing.T) string {
 	require.NoError(t, os.Chmod(dir, 0o755))
 	return dir
 }
+
+// TestAFailedRestoreKeepsWhatTheOperatorPutBeside: a restore into an empty
+// directory that was there (the operator's: a mount point) writes into a
+// subdirectory of its own, so that, failing, it removes what it wrote and
+// nothing else: here a file the operator put into the directory while the
+// restore ran (the stand-in tool writes it during the prepare, then fails).
+// The restore's files are gone, and the directory holds only that file.
+func TestAFailedRestoreKeepsWhatTheOperatorPutBeside(t *testing.T) {
+	_, args := storageCopy(t)
+	target := t.TempDir()
+	notes := filepath.Join(target, "operator-notes.txt")
+	tool := standInTool(t, `echo "restore started" > `+notes+`; echo "[ERROR] InnoDB: page [page id: space=5, page number=3] is corrupted" >&2; exit 1`)
+	out, errOut := runArgs(t, 1, append([]string{"restore", "--prepare", "--progress=never", "--quiet", "--target-dir=" + target,
+		"--fifo-backup-tool-path=" + tool}, args...)...)
+	assert.Empty(t, out)
+	assert.Regexp(t, `^vtfifo restore: FAIL: fifo restore of backup 2026-11-23.050519.zone1-0000004989 into `+target+` failed: xtrabackup --prepare `+
+		"failed: exit status 1; its last output:\n.*is corrupted\n$", errOut)
+	left, err := os.ReadDir(target)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "%v", left)
+	assert.Equal(t, "operator-notes.txt", left[0].Name())
+	b, err := os.ReadFile(notes)
+	require.NoError(t, err)
+	assert.Equal(t, "restore started\n", string(b))
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,18 +113,29 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		// what the restore wrote into it goes.
 		if err := rep.Target.RemoveRestored(); err != nil {
 			fmt.Fprintf(s.o.notes, "warning: cannot remove the restore's files in %s: %v (the tables are imported: remove what is left by hand)\n", dir, err)
-		} else if rep.Target.Created {
-			out.TargetRemoved = true
-			out.printf("removed %s, the restore's files (--keep-target-dir keeps them)\n", dir)
 		} else {
 			out.TargetRemoved = true
-			out.printf("removed the restore's files from %s, which was there before and is kept (--keep-target-dir keeps the files)\n", dir)
+			out.printf("%s\n", removedTargetLine(rep.Target))
 		}
 	}
 	if f.json {
 		writeJSON(stdout, out.RestoreTableResult)
 	}
 	return code
+}
+
+// removedTargetLine says what removing the restore's files left of its
+// target directory: gone where the restore created it and nothing else is
+// in it; kept where it was there before, or holds what others put there.
+func removedTargetLine(d fifobackupengine.TargetDir) string {
+	switch _, err := os.Lstat(d.Path); {
+	case d.Created && errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("removed %s, the restore's files (--keep-target-dir keeps them)", d.Path)
+	case d.Created:
+		return fmt.Sprintf("removed the restore's files from %s, which holds others it did not write and is kept (--keep-target-dir keeps the "+
+			"files)", d.Path)
+	}
+	return fmt.Sprintf("removed the restore's files from %s, which was there before and is kept (--keep-target-dir keeps the files)", d.Path)
 }
 
 // restoreTables reports the restored tables, writes their definitions and

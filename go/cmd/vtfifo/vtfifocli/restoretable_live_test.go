@@ -20,6 +20,7 @@ import (
 	topodatapb "vitess.io/vitess/go/vt/proto/topodata"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
 // restoreTableInto runs restore-table of the test backup's d.t into the
@@ -158,4 +159,19 @@ func TestATabletThatIsNotPrimaryIsRefused(t *testing.T) {
 	assert.Contains(t, stderr.String(), "nothing was downloaded or changed")
 	assert.Empty(t, stdout.String())
 	assert.NoDirExists(t, target)
+}
+
+// TestRemovedTargetLineSaysWhatIsLeft: once the tables are in, the line
+// says the target directory is gone only where it is: one the restore
+// created that holds a file someone else put there stays, and is said to.
+func TestRemovedTargetLineSaysWhatIsLeft(t *testing.T) {
+	parent := t.TempDir()
+	gone := fifobackupengine.TargetDir{Path: filepath.Join(parent, "gone"), Created: true}
+	assert.Equal(t, "removed "+gone.Path+", the restore's files (--keep-target-dir keeps them)", removedTargetLine(gone))
+	kept := fifobackupengine.TargetDir{Path: parent, Created: true}
+	assert.Equal(t, "removed the restore's files from "+parent+", which holds others it did not write and is kept (--keep-target-dir "+
+		"keeps the files)", removedTargetLine(kept))
+	kept.Created = false
+	assert.Equal(t, "removed the restore's files from "+parent+", which was there before and is kept (--keep-target-dir keeps the files)",
+		removedTargetLine(kept))
 }

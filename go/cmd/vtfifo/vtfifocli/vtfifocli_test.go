@@ -442,13 +442,29 @@ func TestTargetOfAStoppedRestoreIsNamed(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "ibdata1"), []byte("x"), 0o640))
-		mark, err := json.Marshal(c.owner)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, ".vtfifo-restoring"), mark, 0o640))
+		writeMark(t, dir, c.owner)
 		_, errOut := runArgs(t, 2, append([]string{"restore", "--target-dir=" + dir}, args...)...)
 		assert.Equal(t, "vtfifo restore: --target-dir "+dir+" is not empty: a restore never writes over files"+strings.ReplaceAll(c.want, "%s", dir), errOut)
 		assert.FileExists(t, filepath.Join(dir, "ibdata1"))
 	}
+
+	// Stopped before it moved a file up: what it left is named to remove.
+	dir := t.TempDir()
+	files := filepath.Join(dir, ".vtfifo-restoring.files")
+	require.NoError(t, os.MkdirAll(filepath.Join(files, "db"), 0o750))
+	writeMark(t, dir, gone)
+	_, errOut := runArgs(t, 2, append([]string{"restore", "--target-dir=" + dir}, args...)...)
+	assert.Equal(t, "vtfifo restore: --target-dir "+dir+" is not empty: a restore never writes over files; it holds what a restore stopped "+
+		"before it finished left there (pid "+fmt.Sprint(gone.PID)+" on "+gone.Host+", gone): no whole restore; remove what it left (rm -rf "+
+		files+" "+filepath.Join(dir, ".vtfifo-restoring")+") and restore again, or give another directory\n", errOut)
+	assert.DirExists(t, filepath.Join(files, "db"))
+}
+
+// writeMark writes a restore's mark naming owner into dir.
+func writeMark(t *testing.T, dir string, owner procident.Owner) {
+	mark, err := json.Marshal(owner)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".vtfifo-restoring"), mark, 0o640))
 }
 
 // TestHelpHasOneSource: `vtfifo help X` and `vtfifo X --help` print the

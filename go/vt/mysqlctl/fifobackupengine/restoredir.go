@@ -162,7 +162,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		return rep, err
 	}
 	start := time.Now()
-	err = run.restoreChain(ctx, tool, opts.DefaultsFile, dir)
+	err = run.restoreChain(ctx, tool, opts.DefaultsFile, rep.Target.Files())
 	if err == nil && opts.Prepare {
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}

@@ -8,7 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"vitess.io/vitess/go/vt/logutil"
 
@@ -20,11 +23,27 @@ import (
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
-// TargetDir is the directory a restore wrote into, and whether the restore
-// created it (a directory that existed, empty, is the operator's).
+// TargetDir is the directory a restore writes into, and whether the restore
+// created it (a directory that existed, empty, is the operator's: a mount
+// point, say).
+//
+// The restore writes its files into a subdirectory of its own (Files),
+// which Done moves up into Path once they are whole: so that a failed
+// restore removes only what it can prove it made (that subdirectory, the
+// entries it moved up, its mark, each while it is still the very file the
+// restore made), never a file an operator put into the directory
+// meanwhile.
 type TargetDir struct {
 	Path    string
 	Created bool
+	// made is what the restore made in Path, each as it was made (its
+	// mark, its files' subdirectory, the entries Done moved up).
+	made []madeEntry
+}
+
+type madeEntry struct {
+	name string
+	fi   fs.FileInfo
 }
 
 // restoringMark is the file a restore keeps in its target directory while
@@ -33,6 +52,14 @@ type TargetDir struct {
 // say what is there (NotEmptyReason) instead of only that it is not empty.
 // Nothing removes such a directory but the operator.
 const restoringMark = ".vtfifo-restoring"
+
+// restoringFiles is the subdirectory of the target directory a restore
+// writes its files into until they are whole (TargetDir.Files).
+const restoringFiles = ".vtfifo-restoring.files"
+
+// Files is where the restore writes: the directory's own subdirectory
+// until Done.
+func (d *TargetDir) Files() string { return filepath.Join(d.Path, restoringFiles) }
 
 // claimEmptyDir creates dir, or checks that it is an empty directory, and
 // marks it as being restored into.
@@ -44,6 +71,10 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 	if err := d.mark(); err != nil {
 		return TargetDir{}, err
 	}
+	if err := d.madeHere(restoringFiles, func(p string) error { return os.Mkdir(p, 0o750) }); err != nil {
+		_ = d.RemoveRestored()
+		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", d.Path))
+	}
 	return d, nil
 }
 
@@ -51,8 +82,12 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 // restores that found one directory empty at once, the second is refused
 // (as into a directory that is not empty) instead of writing beside the
 // first, whose files its failure would remove.
-func (d TargetDir) mark() error {
-	f, err := os.OpenFile(filepath.Join(d.Path, restoringMark), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+func (d *TargetDir) mark() error {
+	var f *os.File
+	err := d.madeHere(restoringMark, func(p string) (err error) {
+		f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+		return err
+	})
 	if errors.Is(err, os.ErrExist) {
 		return notEmpty(d.Path)
 	}
@@ -63,6 +98,21 @@ func (d TargetDir) mark() error {
 		_ = d.RemoveRestored()
 		return hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", d.Path))
 	}
+	return nil
+}
+
+// madeHere runs make, which creates the directory's entry name (never over
+// one that is there), and records the entry as the restore's.
+func (d *TargetDir) madeHere(name string, make func(path string) error) error {
+	p := filepath.Join(d.Path, name)
+	if err := make(p); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	d.made = append(d.made, madeEntry{name: name, fi: fi})
 	return nil
 }
 
@@ -100,15 +150,56 @@ func notEmpty(dir string) error {
 		"writes over files%s", dir, NotEmptyReason(dir)))
 }
 
-// Done says the restore into the directory finished: a prepared one keeps
-// its tablespaces inside (keepTablespacesInside), and the mark goes.
-func (d TargetDir) Done(prepared bool, logger logutil.Logger) error {
-	if prepared {
-		if err := keepTablespacesInside(d.Path, logger); err != nil {
+// Done says the restore into the directory finished: the files move up
+// into the directory, never over an entry that is there (one an operator
+// put there meanwhile fails the restore, which then removes only its own),
+// the subdirectory and the mark go, and a prepared directory keeps its
+// tablespaces inside (keepTablespacesInside).
+func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
+	entries, err := os.ReadDir(d.Files())
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		err := d.madeHere(e.Name(), func(p string) error { return renameNoReplace(filepath.Join(d.Files(), e.Name()), p) })
+		if errors.Is(err, os.ErrExist) {
+			return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move the restored %s into %s: something "+
+				"was put there by that name during the restore, and a restore never writes over it", e.Name(), d.Path))
+		}
+		if err != nil {
 			return err
 		}
 	}
-	return os.Remove(filepath.Join(d.Path, restoringMark))
+	for _, name := range []string{restoringFiles, restoringMark} {
+		i := slices.IndexFunc(d.made, func(m madeEntry) bool { return m.name == name })
+		if i < 0 {
+			continue
+		}
+		if err := d.made[i].remove(d.Path); err != nil {
+			return err
+		}
+		d.made = slices.Delete(d.made, i, i+1)
+	}
+	if prepared {
+		return keepTablespacesInside(d.Path, logger)
+	}
+	return nil
+}
+
+// renameNoReplace renames from to to, refusing (fs.ErrExist) where to
+// exists; on a file system that cannot refuse atomically, after looking.
+func renameNoReplace(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+		if err != nil {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+		}
+		return nil
+	}
+	if _, err := os.Lstat(to); !errors.Is(err, fs.ErrNotExist) {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+	}
+	return os.Rename(from, to)
 }
 
 // keepTablespacesInside has a prepared directory use the tablespaces it
@@ -152,6 +243,10 @@ func NotEmptyReason(dir string) string {
 	}
 	self := procident.Self()
 	switch {
+	case self.Outlived(o) && onlyARestoresOwn(dir):
+		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove "+
+			"what it left (rm -rf %s %s) and restore again, or give another directory", o.PID, o.Host, filepath.Join(dir, restoringFiles),
+			filepath.Join(dir, restoringMark))
 	case self.Outlived(o):
 		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove the "+
 			"directory (rm -rf %s) and restore again, or give another directory", o.PID, o.Host, dir)
@@ -161,20 +256,45 @@ func NotEmptyReason(dir string) string {
 	return fmt.Sprintf("; a restore on %s (pid %d) wrote into it and did not finish, or still runs there", o.Host, o.PID)
 }
 
-// RemoveRestored removes what the restore wrote into the directory (it was
-// empty when the restore claimed it), and the directory itself only if the
-// restore created it.
-func (d TargetDir) RemoveRestored() error {
-	if d.Created {
-		return os.RemoveAll(d.Path)
-	}
-	entries, err := os.ReadDir(d.Path)
+// onlyARestoresOwn reports whether dir holds nothing but a restore's mark
+// and its files' subdirectory: a restore stopped before Done moved any file
+// up, whose leftovers the operator can remove without looking further.
+func onlyARestoresOwn(dir string) bool {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Name() != restoringMark && e.Name() != restoringFiles {
+			return false
+		}
+	}
+	return true
+}
+
+// RemoveRestored removes what the restore made: each entry of the
+// directory it made that is still the one it made, and nothing else; then
+// the directory itself if the restore created it and nothing else is in it.
+func (d TargetDir) RemoveRestored() error {
+	var errs []error
+	for i := len(d.made) - 1; i >= 0; i-- {
+		errs = append(errs, d.made[i].remove(d.Path))
+	}
+	if err := errors.Join(errs...); err != nil || !d.Created {
 		return err
 	}
-	var errs []error
-	for _, e := range entries {
-		errs = append(errs, os.RemoveAll(filepath.Join(d.Path, e.Name())))
+	if err := os.Remove(d.Path); err != nil && !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST) {
+		return err
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// remove removes the entry from dir, whole, if it is still the one the
+// restore made.
+func (m madeEntry) remove(dir string) error {
+	p := filepath.Join(dir, m.name)
+	if fi, err := os.Lstat(p); err != nil || !os.SameFile(fi, m.fi) {
+		return nil
+	}
+	return os.RemoveAll(p)
 }

@@ -361,15 +361,26 @@ func TestRestoreProgressLine(t *testing.T) {
 	assert.Equal(t, "2.00 GiB of 2.00 GiB stored read (100%), 204.8 MiB/s", restoreProgressLine(2<<30, 2<<30, 10*time.Second))
 }
 
-// A restore's target directory: one it created goes whole; one that was
-// there (empty) is the operator's and stays, emptied of what the restore
-// wrote; one that is not empty is refused.
+// A restore's target directory: one it created goes when the restore
+// fails; one that was there (empty) is the operator's and stays. Either
+// way only what the restore made goes: its files, written into its own
+// subdirectory and moved up once whole, never a file the operator put in
+// the directory meanwhile. One that is not empty is refused.
 func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	parent := t.TempDir()
 	write := func(d TargetDir) {
-		require.NoError(t, os.MkdirAll(filepath.Join(d.Path, "db"), 0o750))
-		require.NoError(t, os.WriteFile(filepath.Join(d.Path, "db", "t.ibd"), []byte("x"), 0o640))
-		require.NoError(t, os.WriteFile(filepath.Join(d.Path, "ibdata1"), []byte("x"), 0o640))
+		require.NoError(t, os.MkdirAll(filepath.Join(d.Files(), "db"), 0o750))
+		require.NoError(t, os.WriteFile(filepath.Join(d.Files(), "db", "t.ibd"), []byte("x"), 0o640))
+		require.NoError(t, os.WriteFile(filepath.Join(d.Files(), "ibdata1"), []byte("x"), 0o640))
+	}
+	names := func(dir string) []string {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var n []string
+		for _, e := range entries {
+			n = append(n, e.Name())
+		}
+		return n
 	}
 
 	created, err := claimEmptyDir(filepath.Join(parent, "new"))
@@ -379,19 +390,57 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	require.NoError(t, created.RemoveRestored())
 	assert.NoDirExists(t, created.Path)
 
+	// One it created, where the operator put a file meanwhile: the file
+	// and the directory stay.
+	created, err = claimEmptyDir(filepath.Join(parent, "new"))
+	require.NoError(t, err)
+	write(created)
+	require.NoError(t, os.WriteFile(filepath.Join(created.Path, "notes"), nil, 0o640))
+	require.NoError(t, created.RemoveRestored())
+	assert.Equal(t, []string{"notes"}, names(created.Path))
+
 	mine := filepath.Join(parent, "mine")
 	require.NoError(t, os.Mkdir(mine, 0o700))
 	existing, err := claimEmptyDir(mine)
 	require.NoError(t, err)
 	assert.False(t, existing.Created)
 	write(existing)
+	require.NoError(t, os.WriteFile(filepath.Join(mine, "notes"), nil, 0o640))
 	require.NoError(t, existing.RemoveRestored())
-	left, err := os.ReadDir(mine)
-	require.NoError(t, err)
-	assert.Empty(t, left)
+	assert.Equal(t, []string{"notes"}, names(mine))
 	fi, err := os.Stat(mine)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), "the operator's directory is kept as it was")
+	require.NoError(t, os.Remove(filepath.Join(mine, "notes")))
+
+	// Done moves the files up; removing them afterwards (restore-table's
+	// import done) removes those, not the operator's file beside them.
+	done, err := claimEmptyDir(mine)
+	require.NoError(t, err)
+	write(done)
+	require.NoError(t, done.Done(false, logutil.NewMemoryLogger()))
+	assert.Equal(t, []string{"db", "ibdata1"}, names(mine))
+	require.NoError(t, os.WriteFile(filepath.Join(mine, "notes"), nil, 0o640))
+	require.NoError(t, done.RemoveRestored())
+	assert.Equal(t, []string{"notes"}, names(mine))
+
+	// A name the operator took meanwhile is never written over: Done
+	// fails, and the removal leaves the operator's entry as it is.
+	require.NoError(t, os.Remove(filepath.Join(mine, "notes")))
+	clash, err := claimEmptyDir(mine)
+	require.NoError(t, err)
+	write(clash)
+	require.NoError(t, os.WriteFile(filepath.Join(mine, "ibdata1"), []byte("theirs"), 0o640))
+	err = clash.Done(false, logutil.NewMemoryLogger())
+	assert.ErrorContains(t, err, "cannot move the restored ibdata1 into "+mine+": something was put there by that name during the restore, "+
+		"and a restore never writes over it")
+	assert.True(t, flagvalue.IsContradiction(err), "%v", err)
+	require.NoError(t, clash.RemoveRestored())
+	assert.Equal(t, []string{"ibdata1"}, names(mine))
+	b, err := os.ReadFile(filepath.Join(mine, "ibdata1"))
+	require.NoError(t, err)
+	assert.Equal(t, "theirs", string(b))
+	require.NoError(t, os.Remove(filepath.Join(mine, "ibdata1")))
 
 	// Two restores that found one directory empty at once: the second's
 	// mark is refused, naming the first, and removes nothing of it.
@@ -403,8 +452,9 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	assert.ErrorContains(t, err, "the target directory "+mine+" is not empty: a restore never writes over files; a restore is writing "+
 		"into it now (pid "+strconv.Itoa(os.Getpid())+")")
 	assert.True(t, flagvalue.IsContradiction(err), "%v", err)
-	assert.FileExists(t, filepath.Join(mine, "db", "t.ibd"))
+	assert.FileExists(t, filepath.Join(first.Files(), "db", "t.ibd"))
 	require.NoError(t, first.RemoveRestored())
+	assert.Empty(t, names(mine))
 
 	require.NoError(t, os.WriteFile(filepath.Join(mine, "theirs"), nil, 0o640))
 	_, err = claimEmptyDir(mine)

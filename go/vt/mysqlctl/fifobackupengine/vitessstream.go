@@ -262,9 +262,9 @@ func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *
 	if rep.Target, err = claimEmptyDir(dir); err != nil {
 		return rep, err
 	}
-	err = run.extractVitessStream(ctx, v, dir)
+	err = run.extractVitessStream(ctx, v, rep.Target.Files())
 	if err == nil && tool != nil {
-		err = run.prepare(ctx, tool, prepareStep{DefaultsFile: opts.DefaultsFile, TargetDir: dir, CheckTables: run.checkTables,
+		err = run.prepare(ctx, tool, prepareStep{DefaultsFile: opts.DefaultsFile, TargetDir: rep.Target.Files(), CheckTables: run.checkTables,
 			AriaLogInTarget: setsAriaLogDir(opts.DefaultsFile)})
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}

@@ -3,6 +3,7 @@ package endtoend
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -398,6 +401,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			!strings.Contains(out, "OK: données.tâble_é_3 imported as données.tâble_é_3: 50 rows") {
 			t.Fatalf("restore-table données.*:\n%s", out)
 		}
+		underAnotherSessionsLock(ctx, t, p, func(code int, args ...string) string { return restoreTable(t, code, args...) }, db)
 		if withMany {
 			// One of the thousands, beside itself, through the server's socket.
 			one := fmt.Sprintf("%s.t%05d", many, manyTables/2)
@@ -1155,6 +1159,45 @@ func restoreTableKinds(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Fatalf("restore-table into a read-only server downloaded into %s", target)
+	}
+}
+
+// underAnotherSessionsLock: restore-table while another session holds
+// FLUSH TABLES WITH READ LOCK (as a backup tool takes it) past the live
+// server's lock_wait_timeout fails with the server's own error, which says
+// nothing of the backup: exit 3, naming the lock (it was 1, "a backup is
+// damaged"), and no table under the target's name; with the lock gone the
+// same run imports the table whole.
+func underAnotherSessionsLock(ctx context.Context, t *testing.T, p *cluster.Tablet, restoreTable func(int, ...string) string, db string) {
+	t.Helper()
+	live, err := sql.Open("mysql", "vt_dba@unix("+p.Socket()+")/")
+	must(t, err)
+	defer live.Close()
+	lock, err := live.Conn(ctx)
+	must(t, err)
+	defer lock.Close()
+	for _, q := range []string{"SET GLOBAL lock_wait_timeout = 2", "FLUSH TABLES WITH READ LOCK"} {
+		_, err := lock.ExecContext(ctx, q)
+		must(t, err)
+	}
+	args := []string{"--table=" + db + ".orders", "--into-tablet=" + p.Alias, "--as=" + db + ".orders_under_lock"}
+	out := restoreTable(3, args...)
+	for _, q := range []string{"UNLOCK TABLES", "SET GLOBAL lock_wait_timeout = DEFAULT"} {
+		_, err := lock.ExecContext(ctx, q)
+		must(t, err)
+	}
+	if !strings.Contains(out, "Lock wait timeout exceeded") || !strings.Contains(out, "; this host could not finish it (another session held a lock "+
+		"past the server's lock_wait_timeout): nothing says the backup is damaged") {
+		t.Fatalf("restore-table under another session's lock:\n%s", out)
+	}
+	var n int
+	must(t, live.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'orders_under_lock'",
+		db).Scan(&n))
+	if n != 0 {
+		t.Fatalf("%s.orders_under_lock exists after the run the lock stopped", db)
+	}
+	if out := restoreTable(0, args...); !strings.Contains(out, "OK: "+db+".orders imported as "+db+".orders_under_lock") {
+		t.Fatalf("restore-table once the lock is gone:\n%s", out)
 	}
 }
 

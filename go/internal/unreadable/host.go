@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // This host failing at its part (its disk full, its memory or open files
@@ -82,6 +84,8 @@ func hostWhy(e error) string {
 		return hostErrnos[v]
 	case *exec.Error:
 		return "a program it needs cannot be started here"
+	case *mysql.MySQLError:
+		return serverStates[v.Number]
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -103,4 +104,32 @@ func TestInText(t *testing.T) {
 	assert.NoError(t, InText(nil))
 	marked := Host(errors.New("Too many open files"), "its own reason")
 	assert.Equal(t, "its own reason", HostFault(InText(marked)))
+}
+
+// TestAServersStateIsNoProof: a MySQL server's error naming its state or
+// another session's (a lock wait, read-only, a statement killed) is this
+// host's failure, one refusing the user a privilege is access; what the
+// server says of the data it was given (a schema mismatch, a corrupted
+// tablespace) and a lost connection (a server that crashed on what it
+// read loses it too) are neither.
+func TestAServersStateIsNoProof(t *testing.T) {
+	wrap := func(n uint16, msg string) error {
+		return fmt.Errorf("CREATE TABLE d._vtfifo_work_x: %w", &mysql.MySQLError{Number: n, Message: msg})
+	}
+	lock := wrap(1205, "Lock wait timeout exceeded; try restarting transaction")
+	assert.True(t, Is(lock))
+	assert.Equal(t, "another session held a lock past the server's lock_wait_timeout", HostFault(lock))
+	readOnly := wrap(1290, "The MariaDB server is running with the --read-only option so it cannot execute this statement")
+	assert.Equal(t, "the server runs with an option that refuses the statement (read_only, or another)", HostFault(readOnly))
+	refused := wrap(1142, "CREATE command denied to user 'x'@'localhost' for table `d`.`t`")
+	assert.True(t, Is(refused))
+	assert.Empty(t, HostFault(refused))
+	for name, err := range map[string]error{
+		"a schema mismatch":      wrap(1808, "Schema mismatch (Expected FSP_SPACE_FLAGS=0x15, .ibd file contains 0x21.)"),
+		"a corrupted tablespace": wrap(1030, "Got error 194 \"Tablespace is missing for a table\" from storage engine InnoDB"),
+		"a lost connection":      fmt.Errorf("ALTER TABLE d.t IMPORT TABLESPACE: %w", mysql.ErrInvalidConn),
+	} {
+		assert.False(t, Is(err), name)
+		assert.Empty(t, HostFault(err), name)
+	}
 }

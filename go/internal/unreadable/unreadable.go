@@ -15,6 +15,8 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/go-sql-driver/mysql"
+
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
@@ -46,6 +48,9 @@ func access(e error) bool {
 	}
 	if hostWhy(e) != "" {
 		return true
+	}
+	if me, ok := e.(*mysql.MySQLError); ok {
+		return serverRefusals[me.Number]
 	}
 	// An errno is access only for these (or this host's: hostErrnos):
 	// syscall.Errno also satisfies net.Error, and a file not there (ENOENT)

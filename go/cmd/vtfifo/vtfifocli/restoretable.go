@@ -355,8 +355,13 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 			// The live server contradicts the request: a usage error.
 			err = flagvalue.Contradiction(err)
 		}
+		if errors.Is(err, tableimport.ErrReplicaBehind) {
+			err = unreadable.Host(err, "a replica did not apply the copy in time: stopped, or broken")
+		}
 		if err != nil {
-			err = unreadable.InText(err) // the live server's disk, memory or files: never the backup's
+			// The live server's disk, memory or files, or its state (a
+			// lock, read-only): never the backup's.
+			err = unreadable.InText(err)
 			st.ImportError = errText(err)
 			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live.db, done, f.replicated, out))
 			return failureStatus(err)

@@ -56,8 +56,8 @@ func waitFor(ctx context.Context, r Replica, wait, pos string, stall time.Durati
 	for {
 		poll := min(replicaPoll, stall-time.Since(start))
 		if poll <= 0 {
-			return fmt.Errorf("replica %s has not applied the copy's last batch in %v (GTID position %s): is it stopped? the copy waits for "+
-				"it (--replica)", r.Name, stall, pos)
+			return replicaBehind{fmt.Errorf("replica %s has not applied the copy's last batch in %v (GTID position %s): is it stopped? the copy "+
+				"waits for it (--replica)", r.Name, stall, pos)}
 		}
 		var res sql.NullInt64
 		if err := r.DB.QueryRowContext(ctx, wait, pos, poll.Seconds()).Scan(&res); err != nil {

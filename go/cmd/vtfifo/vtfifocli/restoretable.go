@@ -91,7 +91,10 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	start := time.Now()
 	p := newProgress(s.o, stderr, prog+" "+where)
 	rep, err := fifobackupengine.RestoreToDir(s.ctx, bh, dir, fifobackupengine.RestoreDirOptions{
-		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger, ManifestDoc: s.manifestOf(bh),
+		// The files stay in the restore's own subdirectory while the
+		// throwaway servers read them and the tables are imported, so that
+		// all those write there goes with them.
+		Config: cfg, Prepare: true, Tables: patterns, DefaultsFile: f.defaultsFile, Logger: s.logger, ManifestDoc: s.manifestOf(bh), LeaveStaged: true,
 		OnTables: func(tables []fifobackupengine.TableFiles) error {
 			return live.claim(s, tables, targetFor, f)
 		},
@@ -106,7 +109,8 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	out := &tableOutput{w: stdout, text: !f.json, RestoreTableResult: RestoreTableResult{Backup: where, Target: dir,
 		ReadBytes: rep.ReadBytes, StoredBytes: rep.StoredBytes, Tool: rep.Tool, Seconds: took.Seconds()}}
 	code = restoreTables(s, out, rep, live, f, targetFor)
-	if code == 0 && live != nil && !f.keepTargetDir {
+	switch {
+	case code == 0 && live != nil && !f.keepTargetDir:
 		// The tables are in the live server: the restore's files (the
 		// system tablespace and redo copy among them) are not needed. A
 		// directory that was there (empty) before is the operator's: only
@@ -116,6 +120,11 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		} else {
 			out.TargetRemoved = true
 			out.printf("%s\n", removedTargetLine(rep.Target))
+		}
+	default:
+		// The files are kept for the operator: where the lines said.
+		if err := rep.Target.Done(true, s.logger); err != nil {
+			fmt.Fprintf(s.o.notes, "warning: the restored files stay in %s, not in %s: %v\n", rep.Target.Files(), dir, err)
 		}
 	}
 	if f.json {
@@ -146,7 +155,8 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 	out.printf("backup %s: read %s of %s stored (%s of %s before compression) in %v, prepared with %s --export into %s\n",
 		out.Backup, humanize.IBytes(uint64(rep.ReadBytes)), humanize.IBytes(uint64(rep.StoredBytes)),
 		humanize.IBytes(uint64(rep.ReadStreamBytes)), humanize.IBytes(uint64(rep.StreamBytes)), took, rep.Tool, out.Target)
-	defs, code := definitions(s, out.Target, rep.Tables, f, out)
+	work := rep.Target.FilesNow()
+	defs, code := definitions(s, work, rep.Tables, f, out)
 	if code != exitOK {
 		return code
 	}
@@ -155,13 +165,13 @@ func restoreTables(s *session, out *tableOutput, rep fifobackupengine.RestoreDir
 			"--into-mysql/--into-tablet)\n", len(rep.Tables), out.Target)
 		return 0
 	}
-	if err := fifobackupengine.CheckImportKeys(s.ctx, tableimport.TextRows(live.db), rep.Manifest, out.Target, rep.Tables); err != nil {
+	if err := fifobackupengine.CheckImportKeys(s.ctx, tableimport.TextRows(live.db), rep.Manifest, work, rep.Tables); err != nil {
 		if !flagvalue.IsContradiction(err) {
 			err = unreadable.Error(err) // the live server did not answer: no verdict
 		}
 		return reportFailure(s.o.notes, err)
 	}
-	return importTables(s, live, out.Target, rep.Tables, defs, targetFor, f, out)
+	return importTables(s, live, work, rep.Tables, defs, targetFor, f, out)
 }
 
 // RestoreTableResult is what restore-table did (--json prints it).

@@ -51,15 +51,16 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 	into := f.intoMySQL != "" || f.intoTablet != ""
 	refused := 0
 	for _, t := range tables {
-		def := filepath.Join(dir, filepath.FromSlash(t.Paths[0]))
-		def = filepath.Join(filepath.Dir(def), t.Table+".sql")
+		// Written beside the restored files, named where they end up.
+		rel := filepath.Join(filepath.Dir(filepath.FromSlash(t.Paths[0])), t.Table+".sql")
+		def := filepath.Join(out.Target, rel)
 		text := defs[t.Name()] + ";\n"
 		refusal := tableimport.Refusal(tableimport.Source{DB: t.DB, Table: t.Table, Dir: dir, Files: t.Exported, Create: defs[t.Name()]})
 		if refusal != nil {
 			// The operator's own IMPORT TABLESPACE would do the same harm.
 			text = "-- NOT IMPORTABLE: do not ALTER TABLE ... IMPORT TABLESPACE these files.\n-- " + refusal.Error() + "\n" + text
 		}
-		if err := os.WriteFile(def, []byte(text), 0o640); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o640); err != nil {
 			return restored, reportFailure(s.o.notes, err)
 		}
 		st := out.table(t.Name())

@@ -54,6 +54,13 @@ type RestoreDirOptions struct {
 	OnManifest func(*Manifest)
 	// OnRead is called with the stored bytes read from a lane (progress).
 	OnRead func(lane int, n int)
+	// LeaveStaged leaves the restored files in the target directory's own
+	// subdirectory (the report's Target.Files()) for the caller, which works
+	// on them there and ends the restore with Target.Done (the files move up
+	// into the directory) or Target.RemoveRestored: so that what the
+	// caller's own steps write beside them (a throwaway server's files) is
+	// the restore's too, and goes with it.
+	LeaveStaged bool
 	// OnPhase, if set, is called as each phase begins: PhaseDownload (a
 	// backup's lanes read and extracted), PhasePrepare (the tool's prepare);
 	// once per backup of an incremental chain.
@@ -166,7 +173,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 	if err == nil && opts.Prepare {
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}
-	if err == nil {
+	if err == nil && !opts.LeaveStaged {
 		err = rep.Target.Done(opts.Prepare, opts.Logger)
 	}
 	opts.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s into %s: per-phase stats", bh.Name(), dir), time.Since(start)))
@@ -174,7 +181,7 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 		_ = rep.Target.RemoveRestored()
 		return rep, errtext.Wrapf(err, "fifo restore of backup %s into %s failed", bh.Name(), dir)
 	}
-	rep.Files, rep.Bytes = countFiles(dir)
+	rep.Files, rep.Bytes = countFiles(rep.Target.FilesNow())
 	rep.Chain = chainNames(run.chain)
 	rep.ReadBytes = run.readBytes.Load()
 	manifests := make([]*Manifest, len(run.chain))

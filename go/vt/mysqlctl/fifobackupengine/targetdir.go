@@ -39,6 +39,7 @@ type TargetDir struct {
 	// made is what the restore made in Path, each as it was made (its
 	// mark, its files' subdirectory, the entries Done moved up).
 	made []madeEntry
+	done bool
 }
 
 type madeEntry struct {
@@ -60,6 +61,14 @@ const restoringFiles = ".vtfifo-restoring.files"
 // Files is where the restore writes: the directory's own subdirectory
 // until Done.
 func (d *TargetDir) Files() string { return filepath.Join(d.Path, restoringFiles) }
+
+// FilesNow is where the restored files are: Files until Done, Path after.
+func (d *TargetDir) FilesNow() string {
+	if d.done {
+		return d.Path
+	}
+	return d.Files()
+}
 
 // claimEmptyDir creates dir, or checks that it is an empty directory, and
 // marks it as being restored into.
@@ -170,6 +179,7 @@ func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
 			return err
 		}
 	}
+	d.done = true
 	for _, name := range []string{restoringFiles, restoringMark} {
 		i := slices.IndexFunc(d.made, func(m madeEntry) bool { return m.name == name })
 		if i < 0 {

@@ -268,14 +268,14 @@ func restoreVitessStream(ctx context.Context, bh backupstorage.BackupHandle, m *
 			AriaLogInTarget: setsAriaLogDir(opts.DefaultsFile)})
 		rep.Tool = tool.Flavor + " " + tool.Version
 	}
-	if err == nil {
+	if err == nil && !opts.LeaveStaged {
 		err = rep.Target.Done(tool != nil, opts.Logger)
 	}
 	if err != nil {
 		_ = rep.Target.RemoveRestored()
 		return rep, errtext.Wrapf(err, "restore of backup %s (Vitess's xtrabackup engine) into %s failed", bh.Name(), dir)
 	}
-	rep.Files, rep.Bytes = countFiles(dir)
+	rep.Files, rep.Bytes = countFiles(rep.Target.FilesNow())
 	rep.ReadBytes = run.readBytes.Load()
 	return rep, nil
 }

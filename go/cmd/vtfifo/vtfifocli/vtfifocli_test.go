@@ -436,7 +436,8 @@ func TestTargetOfAStoppedRestoreIsNamed(t *testing.T) {
 		want  string
 	}{
 		{gone, "; it holds what a restore stopped before it finished left there (pid " + fmt.Sprint(gone.PID) + " on " + gone.Host +
-			", gone): no whole restore; remove the directory (rm -rf %s) and restore again, or give another directory\n"},
+			", gone): no whole restore; remove what it left (rm -rf %s/.vtfifo-restoring.d %s/.vtfifo-restoring, and of the other entry there " +
+			"(ibdata1) what the restore had moved up) and restore again, or give another directory\n"},
 		{live, "; a restore is writing into it now (pid " + fmt.Sprint(live.PID) + ")\n"},
 		{elsewhere, "; a restore on dr-host (pid " + fmt.Sprint(elsewhere.PID) + ") wrote into it and did not finish, or still runs there\n"},
 	} {
@@ -450,7 +451,7 @@ func TestTargetOfAStoppedRestoreIsNamed(t *testing.T) {
 
 	// Stopped before it moved a file up: what it left is named to remove.
 	dir := t.TempDir()
-	files := filepath.Join(dir, ".vtfifo-restoring.files")
+	files := filepath.Join(dir, ".vtfifo-restoring.d")
 	require.NoError(t, os.MkdirAll(filepath.Join(files, "db"), 0o750))
 	writeMark(t, dir, gone)
 	_, errOut := runArgs(t, 2, append([]string{"restore", "--target-dir=" + dir}, args...)...)

@@ -54,13 +54,14 @@ type madeEntry struct {
 // Nothing removes such a directory but the operator.
 const restoringMark = ".vtfifo-restoring"
 
-// restoringFiles is the subdirectory of the target directory a restore
-// writes its files into until they are whole (TargetDir.Files).
-const restoringFiles = ".vtfifo-restoring.files"
+// restoringDir is the subdirectory of the target directory a restore
+// works in until its files are whole: the files themselves (Files), and
+// beside them the deltas of a chain as they are extracted.
+const restoringDir = ".vtfifo-restoring.d"
 
-// Files is where the restore writes: the directory's own subdirectory
+// Files is where the restore writes the files: in its own subdirectory
 // until Done.
-func (d *TargetDir) Files() string { return filepath.Join(d.Path, restoringFiles) }
+func (d *TargetDir) Files() string { return filepath.Join(d.Path, restoringDir, "files") }
 
 // FilesNow is where the restored files are: Files until Done, Path after.
 func (d *TargetDir) FilesNow() string {
@@ -80,7 +81,11 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 	if err := d.mark(); err != nil {
 		return TargetDir{}, err
 	}
-	if err := d.madeHere(restoringFiles, func(p string) error { return os.Mkdir(p, 0o750) }); err != nil {
+	err = d.madeHere(restoringDir, func(p string) error { return os.Mkdir(p, 0o750) })
+	if err == nil {
+		err = os.Mkdir(d.Files(), 0o750)
+	}
+	if err != nil {
 		_ = d.RemoveRestored()
 		return TargetDir{}, hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", d.Path))
 	}
@@ -180,7 +185,7 @@ func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
 		}
 	}
 	d.done = true
-	for _, name := range []string{restoringFiles, restoringMark} {
+	for _, name := range []string{restoringDir, restoringMark} {
 		i := slices.IndexFunc(d.made, func(m madeEntry) bool { return m.name == name })
 		if i < 0 {
 			continue
@@ -253,33 +258,43 @@ func NotEmptyReason(dir string) string {
 	}
 	self := procident.Self()
 	switch {
-	case self.Outlived(o) && onlyARestoresOwn(dir):
-		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove "+
-			"what it left (rm -rf %s %s) and restore again, or give another directory", o.PID, o.Host, filepath.Join(dir, restoringFiles),
-			filepath.Join(dir, restoringMark))
 	case self.Outlived(o):
-		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove the "+
-			"directory (rm -rf %s) and restore again, or give another directory", o.PID, o.Host, dir)
+		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove "+
+			"what it left (rm -rf %s %s%s) and restore again, or give another directory", o.PID, o.Host, filepath.Join(dir, restoringDir),
+			filepath.Join(dir, restoringMark), othersBeside(dir))
 	case o.Host == self.Host && o.PIDNamespace == self.PIDNamespace && procident.Running(o.PID, o.ProcStart):
 		return fmt.Sprintf("; a restore is writing into it now (pid %d)", o.PID)
 	}
 	return fmt.Sprintf("; a restore on %s (pid %d) wrote into it and did not finish, or still runs there", o.Host, o.PID)
 }
 
-// onlyARestoresOwn reports whether dir holds nothing but a restore's mark
-// and its files' subdirectory: a restore stopped before Done moved any file
-// up, whose leftovers the operator can remove without looking further.
-func onlyARestoresOwn(dir string) bool {
+// othersBeside names, for the advice on what a stopped restore left, the
+// other entries of dir: those it moved up before it was stopped, or
+// anyone's, which no restore can tell apart ("" when there are none).
+func othersBeside(dir string) string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return false
+		return ""
 	}
+	var others []string
 	for _, e := range entries {
-		if e.Name() != restoringMark && e.Name() != restoringFiles {
-			return false
+		if e.Name() != restoringMark && e.Name() != restoringDir {
+			others = append(others, e.Name())
 		}
 	}
-	return true
+	if len(others) == 0 {
+		return ""
+	}
+	shown := others[:min(len(others), 5)]
+	more := ""
+	if len(others) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(others)-len(shown))
+	}
+	what := fmt.Sprintf("the %d other entries there", len(others))
+	if len(others) == 1 {
+		what = "the other entry there"
+	}
+	return fmt.Sprintf(", and of %s (%s%s) what the restore had moved up", what, strings.Join(shown, ", "), more)
 }
 
 // RemoveRestored removes what the restore made: each entry of the

@@ -162,11 +162,13 @@ func invalid(flag, value, allowed string) error {
 
 // targetDirFlag checks --target-dir: given, and a directory that does not
 // exist or is empty (a restore never writes over files), before anything
-// is read.
-func targetDirFlag(dir string) error {
-	if dir == "" {
+// is read. It cleans the path ("new/" is new, whose parent is ".").
+func targetDirFlag(flag *string) error {
+	if *flag == "" {
 		return errors.New("--target-dir is required")
 	}
+	*flag = filepath.Clean(*flag)
+	dir := *flag
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

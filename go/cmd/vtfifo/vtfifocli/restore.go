@@ -39,7 +39,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, target, files, bytes, position, chain, tool) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {
-				if err := targetDirFlag(*targetDir); err != nil {
+				if err := targetDirFlag(targetDir); err != nil {
 					return err
 				}
 				if *defaultsFile != "" && !*prepare {

@@ -418,6 +418,14 @@ func TestTargetMustBeNewOrEmpty(t *testing.T) {
 		assert.Equal(t, "vtfifo restore: --target-dir "+target+": "+want+"\n", stderr.String())
 		assert.Empty(t, stdout.String())
 	}
+
+	// A relative path with a trailing slash, as a shell completes it, is
+	// the directory it names, whose parent is the current one.
+	t.Chdir(t.TempDir())
+	out, errOut := runArgs(t, 0, append([]string{"restore", "--progress=never", "--quiet", "--target-dir=new/"}, args...)...)
+	assert.Contains(t, out, "restored into ")
+	assert.Empty(t, errOut)
+	assert.FileExists(t, filepath.Join("new", "xtrabackup_checkpoints"))
 }
 
 // TestTargetOfAStoppedRestoreIsNamed: a directory a restore was killed in

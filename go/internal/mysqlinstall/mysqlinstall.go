@@ -93,12 +93,17 @@ func ServerUser(scratch string) (*user.User, error) {
 
 // ChownTree gives dir and everything under it to u.
 func ChownTree(dir string, u *user.User) error {
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
 	return filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, uid, gid)
+		return Chown(p, u)
 	})
+}
+
+// Chown gives p (a link itself, not what it names) to u.
+func Chown(p string, u *user.User) error {
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return os.Lchown(p, uid, gid)
 }

@@ -21,6 +21,7 @@ import (
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
@@ -108,7 +109,11 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	took := time.Since(start).Round(time.Millisecond)
 	out := &tableOutput{w: stdout, text: !f.json, RestoreTableResult: RestoreTableResult{Backup: where, Target: dir,
 		ReadBytes: rep.ReadBytes, StoredBytes: rep.StoredBytes, Tool: rep.Tool, Seconds: took.Seconds()}}
-	code = restoreTables(s, out, rep, live, f, targetFor)
+	if err := giveToServer(rep.Target); err != nil {
+		code = reportFailure(s.o.notes, err)
+	} else {
+		code = restoreTables(s, out, rep, live, f, targetFor)
+	}
 	switch {
 	case code == 0 && live != nil && !f.keepTargetDir:
 		// The tables are in the live server: the restore's files (the
@@ -131,6 +136,25 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 		writeJSON(stdout, out.RestoreTableResult)
 	}
 	return code
+}
+
+// giveToServer gives the directories on the way to the staged files to the
+// user the throwaway servers run as (the mysql user, when vtfifo runs as
+// root: testrestore gives it the files), as the target directory was given
+// when the files were in it. A user that cannot reach the target is left
+// for the server's start to name.
+func giveToServer(d fifobackupengine.TargetDir) error {
+	u, err := mysqlinstall.ServerUser(d.Path)
+	if err != nil || u == nil {
+		return nil
+	}
+	for _, p := range d.WayToFiles() {
+		if err := mysqlinstall.Chown(p, u); err != nil {
+			return unreadable.Host(fmt.Errorf("cannot give %s to the %s user the throwaway servers run as: %w", p, u.Username, err),
+				"the target directory cannot be made, read or written here")
+		}
+	}
+	return nil
 }
 
 // removedTargetLine says what removing the restore's files left of its

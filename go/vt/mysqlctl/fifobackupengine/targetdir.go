@@ -63,6 +63,16 @@ const restoringDir = ".vtfifo-restoring.d"
 // until Done.
 func (d *TargetDir) Files() string { return filepath.Join(d.Path, restoringDir, "files") }
 
+// WayToFiles are the directories a process must pass to reach Files: the
+// target directory and the restore's own subdirectory. A caller that hands
+// the staged files to a server running as another user (LeaveStaged; a
+// throwaway mysqld as mysql when vtfifo runs as root) gives it these as
+// well as the files, as the target directory itself was given when the
+// files were in it.
+func (d *TargetDir) WayToFiles() []string {
+	return []string{d.Path, filepath.Join(d.Path, restoringDir)}
+}
+
 // FilesNow is where the restored files are: Files until Done, Path after.
 func (d *TargetDir) FilesNow() string {
 	if d.done {

@@ -159,3 +159,38 @@ func TestTableRestoreNeedsRoom(t *testing.T) {
 	}
 	assert.Equal(t, tables, f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES"), "the live server is not touched")
 }
+
+// TestAnAriaTableWithoutAriaChk: restore-table of an Aria table on a host
+// where aria_chk is nowhere it looks (no $VT_MYSQL_ROOT, a PATH without
+// it, none in the usual sbin directories) stops once the table's files are
+// read, before the live server is touched: exit 2, naming the program and
+// where it looked (a usage error on this host, never damage); the files
+// it restored stay in --target-dir, moved up from its own subdirectory.
+func TestAnAriaTableWithoutAriaChk(t *testing.T) {
+	for _, d := range []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"} {
+		require.NoFileExists(t, filepath.Join(d, "aria_chk"), "this test needs a host whose aria_chk is only in PATH")
+	}
+	f := newFixture(t)
+	f.useStorage(t, splitstoragetest.Local(t).Config)
+	require.NoError(t, f.backup(context.Background(), nil))
+	scratch, err := os.MkdirTemp("", "aria-chk-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scratch) })
+	require.NoError(t, os.Chmod(scratch, 0o755)) // the throwaway server, as mysql, goes through it
+	target := filepath.Join(scratch, "t")
+	tool, mysqld := mariadbtest.LookPath(t, "mariabackup"), mariadbtest.LookPath(t, "mariadbd")
+	tables := f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES")
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("VT_MYSQL_ROOT", "")
+	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".aria_t", "--as="+sampleDB+".aria_r",
+		"--into-mysql="+f.tb.Cnf.SocketFile, "--target-dir="+target, "--progress=never", "--quiet", "--mysqld="+mysqld,
+		"--fifo-backup-tool-path="+tool, "--fifo-backup-tool-flavor=mariabackup")
+	assert.Equal(t, 2, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Regexp(t, `^backup ks/0/\S+: read .* prepared with mariabackup .* --export into `+regexp.QuoteMeta(target)+"\n$", stdout)
+	assert.Equal(t, "table "+sampleDB+".aria_t: an Aria table needs aria_chk (MariaDB's), found neither under $VT_MYSQL_ROOT, in PATH nor in "+
+		"/usr/sbin, /usr/local/sbin or /usr/local/mysql/bin\n", stderr)
+	assert.FileExists(t, filepath.Join(target, sampleDB, "aria_t.MAD"))
+	assert.NoDirExists(t, filepath.Join(target, ".vtfifo-restoring.d"))
+	assert.NoFileExists(t, filepath.Join(target, ".vtfifo-restoring"))
+	assert.Equal(t, tables, f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES"), "the live server is not touched")
+}

@@ -42,7 +42,7 @@ func definitions(s *session, dir string, tables []fifobackupengine.RestoredTable
 		ariaChk, ok := mysqlinstall.FindTool("aria_chk")
 		if !ok {
 			return restored, reportFailure(s.o.notes, flagvalue.Contradiction(fmt.Errorf("table %s: an Aria table needs aria_chk (MariaDB's), found "+
-				"neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin", t.Name())))
+				"neither under $VT_MYSQL_ROOT, in PATH nor in /usr/sbin, /usr/local/sbin or /usr/local/mysql/bin", t.Name())))
 		}
 		if err := tableimport.Movable(s.ctx, ariaChk, dir, t.Exported); err != nil {
 			return restored, reportFailure(s.o.notes, fmt.Errorf("table %s: %w", t.Name(), err))

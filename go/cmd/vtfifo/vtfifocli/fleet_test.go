@@ -128,6 +128,20 @@ func TestFleetView(t *testing.T) {
 	out, _ = runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=1")
 	assert.Regexp(t, `2026-01-02.000000.zone1-0000000200\s+-\s+quarantined: test restore failed: planted\n`, out)
 
+	// One quarantined by an earlier vtfifo for this host's failure (its
+	// reason as testrestore.Quarantine wrote it, the tool's output naming a
+	// full disk) says so: only a hint, it stays quarantined.
+	plantBackup(t, bs, "ks/1", "2026-01-03.000000.zone1-0000000200")
+	h, err := bs.OpenBackup(ctx, "ks/1", "2026-01-03.000000.zone1-0000000200")
+	require.NoError(t, err)
+	require.NoError(t, h.(*splitstorage.Handle).Quarantine(ctx, "test restore failed 2026-11-20T03:00:00Z: fifo restore of backup "+
+		"2026-01-03.000000.zone1-0000000200 into /scratch/data failed: mariabackup --prepare failed: exit status 1; its last output: [ERROR] "+
+		"InnoDB: Error number 28 means 'No space left on device'"))
+	out, _ = runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=1")
+	assert.Contains(t, out, "'No space left on device' (its words name this host failing, its disk is full, which is no proof about the "+
+		"backup: an earlier vtfifo quarantined for it; vtfifo release, then test-restore again)\n")
+	assert.Regexp(t, `quarantined: test restore failed: planted\n`, out, "a reason without such words gets no hint")
+
 	// Usage errors.
 	_, errOut = runSplit(t, 2, root, "ls", "--json", "--prometheus")
 	assert.Equal(t, "vtfifo ls: --json and --prometheus are exclusive: give one\n", errOut)

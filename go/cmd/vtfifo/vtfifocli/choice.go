@@ -116,7 +116,7 @@ func whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir, name s
 					return fmt.Sprintf("removed from the list, kept as the base of %s; restore never picks it, restoring those reads it",
 						strings.Join(b.RetiredFor, ", ")), exitUsage
 				case b.Quarantined != "":
-					return fmt.Sprintf("quarantined: %s; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it", b.Quarantined),
+					return quarantinedText(b.Quarantined) + "; restore never picks it; `vtfifo release` puts it back, `vtfifo rm` removes it",
 						exitFailed
 				default:
 					return fmt.Sprintf("incomplete: started %s on %s, last written %s, never completed (a failed or killed backup, or one still running: "+

@@ -141,6 +141,9 @@ func TestFleetView(t *testing.T) {
 	assert.Contains(t, out, "'No space left on device' (its words name this host failing, its disk is full, which is no proof about the "+
 		"backup: an earlier vtfifo quarantined for it; vtfifo release, then test-restore again)\n")
 	assert.Regexp(t, `quarantined: test restore failed: planted\n`, out, "a reason without such words gets no hint")
+	_, errOut = runSplit(t, 1, root, "show", "--keyspace=ks", "--shard=1", "--backup=2026-01-03.000000.zone1-0000000200")
+	assert.Contains(t, errOut, "(its words name this host failing, its disk is full, which is no proof about the backup: an earlier vtfifo "+
+		"quarantined for it; vtfifo release, then test-restore again); restore never picks it")
 
 	// Usage errors.
 	_, errOut = runSplit(t, 2, root, "ls", "--json", "--prometheus")

@@ -106,25 +106,25 @@ func (s *session) shardListing() ([]backupstorage.BackupHandle, []BackupInfo, er
 	var out []BackupInfo
 	for _, b := range inc {
 		if b.Quarantined != "" && len(b.RetiredFor) == 0 {
-			out = append(out, BackupInfo{Name: b.Name, State: "quarantined: " + b.Quarantined + hostsQuarantineHint(b.Quarantined)})
+			out = append(out, BackupInfo{Name: b.Name, State: quarantinedText(b.Quarantined)})
 		}
 	}
 	return bhs, out, err
 }
 
-// hostsQuarantineHint says, for a backup quarantined because a test restore
-// failed with words that name this host failing (a full disk, no memory
-// or open files: unreadable.InOutput), that the reason is no proof about
-// the backup. Today's test restores record nothing for such a failure; one
-// of an earlier version quarantined good backups for it. Only a hint: the
-// quarantine stays until the operator releases the backup.
-func hostsQuarantineHint(reason string) string {
+// quarantinedText says a backup is quarantined, and why: its reason, and
+// where a test restore failed with words that name this host failing (a
+// full disk, no memory or open files: unreadable.InOutput), that those are
+// no proof about the backup. Today's test restores record nothing for such
+// a failure; one of an earlier version quarantined good backups for it.
+// Only a hint: the quarantine stays until the operator releases the backup.
+func quarantinedText(reason string) string {
 	why := unreadable.InOutput(reason)
 	if why == "" || !strings.Contains(reason, "test restore failed") {
-		return ""
+		return "quarantined: " + reason
 	}
-	return " (its words name this host failing, " + why + ", which is no proof about the backup: an earlier vtfifo quarantined for it; " +
-		"vtfifo release, then test-restore again)"
+	return "quarantined: " + reason + " (its words name this host failing, " + why + ", which is no proof about the backup: an earlier " +
+		"vtfifo quarantined for it; vtfifo release, then test-restore again)"
 }
 
 // writeBackupTable prints one line per backup; those restores never pick

@@ -298,7 +298,7 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 	for _, b := range inc {
 		line := incompleteLine(dir, b)
 		if b.Quarantined != "" {
-			line += "; quarantined: " + b.Quarantined
+			line += "; " + quarantinedText(b.Quarantined)
 		}
 		if len(b.RetiredFor) > 0 {
 			line += "; removed from the list, kept as the base of " + strings.Join(b.RetiredFor, ", ")

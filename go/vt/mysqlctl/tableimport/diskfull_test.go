@@ -13,7 +13,6 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // TestImportOnAFullDisk: the live server's data directory is on a tmpfs,
@@ -28,18 +27,10 @@ func TestImportOnAFullDisk(t *testing.T) {
 	srv.Exec(t, "CREATE TABLE d.wide (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
 	srv.Exec(t, "INSERT INTO d.wide SELECT seq, REPEAT(MD5(seq), 6) FROM d.seq_1_to_60000")
 	want := mariadbtest.Checksums(t, srv.DB(), "d")["wide"]
-	restore, err := os.MkdirTemp("", "tableimport-restore-") // on the ordinary disk
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(restore) })
-	require.NoError(t, os.Chmod(restore, 0o755)) // the throwaway server, as mysql, goes through it
-	dir := filepath.Join(restore, "restore")
-	preparedBackup(t, srv, dir)
+	src := restoredTable(t, srv, "wide")
 	ctx := context.Background()
-	defs, _, err := testrestore.Definitions(ctx, dir, [][2]string{{"d", "wide"}}, testrestore.Options{Logger: logutil.NewMemoryLogger()})
+	ibd, err := os.Stat(filepath.Join(src.Dir, "d", "wide.ibd"))
 	require.NoError(t, err)
-	ibd, err := os.Stat(filepath.Join(dir, "d", "wide.ibd"))
-	require.NoError(t, err)
-	src := Source{DB: "d", Table: "wide", Dir: dir, Files: []string{"d/wide.cfg", "d/wide.ibd", "d/wide.frm"}, Create: defs["d.wide"]}
 	to := Target{"d", "wide_r"}
 
 	var st syscall.Statfs_t

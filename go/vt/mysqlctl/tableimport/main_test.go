@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/logutil"
 
@@ -70,4 +73,22 @@ func preparedBackup(t *testing.T, srv *mariadbtest.Server, dir string) {
 	if out, err := exec.Command(mariabackup, "--prepare", "--export", "--target-dir="+dir).CombinedOutput(); err != nil {
 		t.Fatalf("mariabackup --prepare --export: %v\n%s", err, out)
 	}
+}
+
+// restoredTable takes a prepared backup of srv (preparedBackup) into a
+// directory on the ordinary disk that the throwaway server, as mysql when
+// the tests run as root, can reach, reads d.table's definition from it and
+// returns that InnoDB table as an import's Source.
+func restoredTable(t *testing.T, srv *mariadbtest.Server, table string) Source {
+	t.Helper()
+	restore, err := os.MkdirTemp("", "tableimport-restore-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(restore) })
+	require.NoError(t, os.Chmod(restore, 0o755))
+	dir := filepath.Join(restore, "restore")
+	preparedBackup(t, srv, dir)
+	defs, _, err := testrestore.Definitions(context.Background(), dir, [][2]string{{"d", table}}, testrestore.Options{Logger: logutil.NewMemoryLogger()})
+	require.NoError(t, err)
+	files := []string{"d/" + table + ".cfg", "d/" + table + ".ibd", "d/" + table + ".frm"}
+	return Source{DB: "d", Table: table, Dir: dir, Files: files, Create: defs["d."+table]}
 }

@@ -2,8 +2,6 @@ package tableimport
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // TestAnImportStoppedByAnotherSessionIsNoProof: an import that another
@@ -26,16 +23,8 @@ func TestAnImportStoppedByAnotherSessionIsNoProof(t *testing.T) {
 	srv.Exec(t, "CREATE DATABASE d")
 	srv.Exec(t, "CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(32)) ENGINE=InnoDB")
 	srv.Exec(t, "INSERT INTO d.t SELECT seq, MD5(seq) FROM d.seq_1_to_500")
-	restore, err := os.MkdirTemp("", "tableimport-restore-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(restore) })
-	require.NoError(t, os.Chmod(restore, 0o755)) // the throwaway server, as mysql, goes through it
-	dir := filepath.Join(restore, "restore")
-	preparedBackup(t, srv, dir)
+	src := restoredTable(t, srv, "t")
 	ctx := context.Background()
-	defs, _, err := testrestore.Definitions(ctx, dir, [][2]string{{"d", "t"}}, testrestore.Options{Logger: logutil.NewMemoryLogger()})
-	require.NoError(t, err)
-	src := Source{DB: "d", Table: "t", Dir: dir, Files: []string{"d/t.cfg", "d/t.ibd", "d/t.frm"}, Create: defs["d.t"]}
 	to := Target{"d", "t_r"}
 
 	srv.Exec(t, "SET GLOBAL lock_wait_timeout = 1")

@@ -115,8 +115,8 @@ func (d *TargetDir) mark() error {
 	if errors.Is(err, os.ErrExist) {
 		return notEmpty(d.Path)
 	}
-	if err == nil {
-		err = errors.Join(json.NewEncoder(f).Encode(procident.Self()), f.Close())
+	if f != nil {
+		err = errors.Join(err, json.NewEncoder(f).Encode(procident.Self()), f.Close())
 	}
 	if err != nil {
 		_ = d.RemoveRestored()
@@ -125,11 +125,11 @@ func (d *TargetDir) mark() error {
 	return nil
 }
 
-// madeHere runs make, which creates the directory's entry name (never over
+// madeHere runs create, which makes the directory's entry name (never over
 // one that is there), and records the entry as the restore's.
-func (d *TargetDir) madeHere(name string, make func(path string) error) error {
+func (d *TargetDir) madeHere(name string, create func(path string) error) error {
 	p := filepath.Join(d.Path, name)
-	if err := make(p); err != nil {
+	if err := create(p); err != nil {
 		return err
 	}
 	fi, err := os.Lstat(p)
@@ -188,7 +188,7 @@ func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
 		err := d.madeHere(e.Name(), func(p string) error { return renameNoReplace(filepath.Join(d.Files(), e.Name()), p) })
 		if errors.Is(err, os.ErrExist) {
 			return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move the restored %s into %s: something "+
-				"was put there by that name during the restore, and a restore never writes over it", e.Name(), d.Path))
+				"was put there by that name during the restore, and a restore never writes over it: move it away and restore again", e.Name(), d.Path))
 		}
 		if err != nil {
 			return err

@@ -432,8 +432,8 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	write(clash)
 	require.NoError(t, os.WriteFile(filepath.Join(mine, "ibdata1"), []byte("theirs"), 0o640))
 	err = clash.Done(false, logutil.NewMemoryLogger())
-	assert.ErrorContains(t, err, "cannot move the restored ibdata1 into "+mine+": something was put there by that name during the restore, "+
-		"and a restore never writes over it")
+	assert.EqualError(t, err, "cannot move the restored ibdata1 into "+mine+": something was put there by that name during the restore, "+
+		"and a restore never writes over it: move it away and restore again")
 	assert.True(t, flagvalue.IsContradiction(err), "%v", err)
 	require.NoError(t, clash.RemoveRestored())
 	assert.Equal(t, []string{"ibdata1"}, names(mine))

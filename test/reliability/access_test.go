@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -165,4 +168,58 @@ func putObject(t *testing.T, be backend.Backend, key string, b []byte) {
 	t.Helper()
 	require.NoError(t, be.Put(context.Background(), key, bytes.NewReader(b), int64(len(b)),
 		backend.PutOptions{CRC32C: crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))}))
+}
+
+// TestAChainIsJudgedOnlyFromItsBases: a chain of a full and two deltas on
+// S3 (versitygw behind the fault proxy). The middle backup's MANIFEST that
+// the store refuses to serve (403) is no proof: vtfifo restore of the
+// latest exits 3 saying its base could not be read, never that it is
+// damaged, and creates nothing. The same MANIFEST damaged is proof: the
+// choice of the latest passes over both backups that need it, saying why,
+// and restores the full; named, the delta fails (exit 1) naming its base as
+// damaged.
+func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
+	f := newFixture(t)
+	p, _ := faultyStore(t, f, splitstorage.BackendS3)
+	ec := engineConfig()
+	ec.FullInterval = time.Hour
+	f.useEngine(ec)
+	for i := range 3 {
+		f.srv.Exec(t, fmt.Sprintf("INSERT INTO %s.t0001 SELECT id + %d, v, n FROM %s.t0001 LIMIT 1", sampleDB, 1000*(i+1), sampleDB))
+		require.NoError(t, f.backup(context.Background(), nil))
+	}
+	names := f.list(t)
+	require.Len(t, names, 3)
+	full, middle, latest := names[0], names[1], names[2]
+	manifestPart := splitstorage.PartKey(backupDir, middle, "MANIFEST", 1)
+	target := filepath.Join(t.TempDir(), "restored")
+
+	p.FailMatching("GET", path.Join(middle, path.Base(manifestPart)), splitstoragetest.Forbidden, 1000)
+	code, stdout, stderr := runVtfifo(t, f.cfg, "restore", "--progress=never", "--quiet", "--target-dir="+target)
+	assert.Equal(t, 3, code, "a base not served: exit 3\n%s%s", stdout, stderr)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "vtfifo restore: FAIL: backup "+latest+": its base "+middle+" could not be read: ")
+	assert.Contains(t, stderr, "AccessDenied")
+	assert.True(t, strings.HasSuffix(stderr, "; it could not be read or reached: nothing says the backup is damaged\n"), stderr)
+	assert.NotContains(t, stderr, "damaged:")
+	assert.NotContains(t, stderr, "skipping")
+	assert.NoDirExists(t, target)
+	p.ClearMatching()
+
+	restorePart := flipByte(t, f.cfg, manifestPart)
+	defer restorePart()
+	code, stdout, stderr = runVtfifo(t, f.cfg, "restore", "--progress=never", "--log-level=error", "--target-dir="+target)
+	require.Equal(t, 0, code, "the latest whole backup restores\n%s%s", stdout, stderr)
+	assert.True(t, strings.HasPrefix(stdout, "OK: backup "+backupDir+"/"+full+" restored into "+target+": "), stdout)
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	require.Len(t, lines, 2, stderr)
+	assert.Regexp(t, `^vtfifo restore: skipping `+regexp.QuoteMeta(backupDir+"/"+latest+": backup "+latest+": its base "+middle+" is damaged: ")+
+		`.*file MANIFEST, part 1 .*checksum mismatch.*; name it with --backup to try it anyway$`, lines[0])
+	assert.Regexp(t, `^vtfifo restore: skipping `+regexp.QuoteMeta(backupDir+"/"+middle+": ")+`.*file MANIFEST, part 1 .*checksum mismatch`, lines[1])
+
+	code, stdout, stderr = runVtfifo(t, f.cfg, "restore", "--progress=never", "--quiet", "--backup="+latest, "--target-dir="+target+"-named")
+	assert.Equal(t, 1, code, "the delta named: exit 1\n%s%s", stdout, stderr)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "vtfifo restore: FAIL: backup "+latest+": its base "+middle+" is damaged: ")
+	assert.NoDirExists(t, target+"-named")
 }

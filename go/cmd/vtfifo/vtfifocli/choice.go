@@ -8,6 +8,8 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -85,18 +87,25 @@ func (o *options) latestVerified(ctx context.Context, bhs []backupstorage.Backup
 }
 
 // latestNotFailed is the newest of bhs whose latest test restore did not
-// fail, saying on stderr which it passed over; the newest when every one
-// failed (the operator asked for the latest; the note says so).
+// fail and that the command's restorable check finds nothing wrong with,
+// saying on stderr which it passed over and why; one that could not be
+// read is taken (nothing is proven: the command says what it could not
+// read); the newest when every one was passed over (the operator asked
+// for the latest; the note says so).
 func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.BackupHandle, dir string) backupstorage.BackupHandle {
 	for i := len(bhs) - 1; i >= 0; i-- {
-		rec, err := testrestore.Load(ctx, bhs[i])
-		if err != nil || rec == nil || rec.Outcome != testrestore.Failed {
+		if rec, err := testrestore.Load(ctx, bhs[i]); err == nil && rec != nil && rec.Outcome == testrestore.Failed {
+			o.notef("skipping %s/%s: its test restore of %s failed (%s); name it with --backup to use it anyway",
+				dir, bhs[i].Name(), rec.Started.Format("2006-01-02 15:04"), rec.Error)
+			continue
+		}
+		err := o.restorable(ctx, bhs[i])
+		if err == nil || unreadable.Is(err) || flagvalue.IsContradiction(err) || ctx.Err() != nil {
 			return bhs[i]
 		}
-		o.notef("skipping %s/%s: its test restore of %s failed (%s); name it with --backup to use it anyway",
-			dir, bhs[i].Name(), rec.Started.Format("2006-01-02 15:04"), rec.Error)
+		o.notef("skipping %s/%s: %s; name it with --backup to try it anyway", dir, bhs[i].Name(), errText(err))
 	}
-	o.notef("every backup in %s failed its test restore: taking the newest, %s", dir, bhs[len(bhs)-1].Name())
+	o.notef("every backup in %s was passed over (above): taking the newest, %s", dir, bhs[len(bhs)-1].Name())
 	return bhs[len(bhs)-1]
 }
 

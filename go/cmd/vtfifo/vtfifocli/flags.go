@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -68,12 +69,33 @@ type options struct {
 	fleet bool
 
 	files configFiles
+
+	// restorable is what the choice of the latest backup asks of each
+	// candidate beyond a test restore that did not fail: nothing
+	// (anyBackup) for the commands that judge a backup themselves, the
+	// checks before a restore's first byte for those that restore
+	// (restoresLatest).
+	restorable func(context.Context, backupstorage.BackupHandle) error
+}
+
+// anyBackup is options.restorable of the commands that take the latest
+// backup as it is.
+func anyBackup(context.Context, backupstorage.BackupHandle) error { return nil }
+
+// restoresLatest is for the commands that restore: the choice of the
+// latest backup passes over one proven broken before a byte of its lanes
+// is read (fifobackupengine.CheckRestorable), and --backup's help says so.
+func (o *options) restoresLatest(fs *pflag.FlagSet) {
+	o.restorable = fifobackupengine.CheckRestorable
+	fs.Lookup("backup").Usage = "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did not fail " +
+		"and whose MANIFEST and chain of bases read whole (one found damaged or missing is passed over, saying why); latest-verified the " +
+		"latest whose test restore passed"
 }
 
 // registerBackupFlags declares what every subcommand needs: the storage (the
 // same flags as vttablet's) and which backup.
 func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
-	o := &options{flags: fs, prog: prog}
+	o := &options{flags: fs, prog: prog, restorable: anyBackup}
 	splitstorage.RegisterFlags(fs)
 	// The engine's flags: the tool that prepares a restore, and so that a
 	// vttablet flag file's engine lines parse here too.

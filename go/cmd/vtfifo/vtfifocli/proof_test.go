@@ -3,6 +3,8 @@ package vtfifocli
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,9 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
@@ -80,7 +85,7 @@ func TestLatestSkipsFailedTestRestores(t *testing.T) {
 	bhs, err := bs.ListBackups(context.Background(), "ks/0")
 	require.NoError(t, err)
 	var notes bytes.Buffer
-	o := &options{prog: "vtfifo restore", notes: &notes}
+	o := &options{prog: "vtfifo restore", notes: &notes, restorable: anyBackup}
 	got := o.latestNotFailed(context.Background(), bhs, "ks/0")
 	assert.Equal(t, names[1], got.Name())
 	lines := strings.Split(strings.TrimSpace(notes.String()), "\n")
@@ -92,7 +97,46 @@ func TestLatestSkipsFailedTestRestores(t *testing.T) {
 	notes.Reset()
 	got = o.latestNotFailed(context.Background(), []backupstorage.BackupHandle{bhs[2], bhs[3]}, "ks/0")
 	assert.Equal(t, names[3], got.Name(), "every one failed: the newest, and the note says so")
-	assert.Contains(t, notes.String(), "every backup in ks/0 failed its test restore: taking the newest")
+	assert.Contains(t, notes.String(), "every backup in ks/0 was passed over (above): taking the newest, "+names[3])
+}
+
+// TestLatestPassesOverOnlyWhatIsProvenBroken: the commands that restore
+// pass over a backup their check proves broken (damage, a missing base),
+// saying why, but take one the check could not read (an access error, a
+// timeout): that is no proof, and the restore says what it could not read.
+func TestLatestPassesOverOnlyWhatIsProvenBroken(t *testing.T) {
+	root, names := proofStorage(t) // passed, passed, failed, failed
+	bs := openSplit(t, root)
+	bhs, err := bs.ListBackups(context.Background(), "ks/0")
+	require.NoError(t, err)
+	var notes bytes.Buffer
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+		note string
+	}{
+		{"damaged", errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "its base %s is damaged", names[0]), names[0],
+			"vtfifo restore: skipping ks/0/" + names[1] + ": its base " + names[0] + " is damaged; name it with --backup to try it anyway\n"},
+		{"not read", fmt.Errorf("reading its base: %w", fs.ErrPermission), names[1], ""},
+		{"timed out", fmt.Errorf("reading its base: %w", context.DeadlineExceeded), names[1], ""},
+	} {
+		notes.Reset()
+		o := &options{prog: "vtfifo restore", notes: &notes, restorable: func(_ context.Context, bh backupstorage.BackupHandle) error {
+			if bh.Name() == names[1] {
+				return c.err
+			}
+			return nil
+		}}
+		got := o.latestNotFailed(context.Background(), bhs, "ks/0")
+		assert.Equal(t, c.want, got.Name(), c.name)
+		assert.NotContains(t, notes.String(), "every backup", c.name)
+		if c.note == "" {
+			assert.NotContains(t, notes.String(), names[1], c.name)
+			continue
+		}
+		assert.True(t, strings.HasSuffix(notes.String(), c.note), "%s: %s", c.name, notes.String())
+	}
 }
 
 // TestLatestVerifiedIsTheNewestProven: --backup=latest-verified takes the newest backup whose

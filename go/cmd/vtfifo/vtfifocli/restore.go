@@ -38,6 +38,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 				"backup's backup-my.cnf)")
 			asJSON = fs.Bool("json", false, "print one JSON object (backup, target, files, bytes, position, chain, tool) instead of a line")
 			o.registerProgressFlags(fs)
+			o.restoresLatest(fs)
 			return func() error {
 				if err := targetDirFlag(targetDir); err != nil {
 					return err

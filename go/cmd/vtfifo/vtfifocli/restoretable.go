@@ -279,6 +279,7 @@ type restoreTableFlags struct {
 
 // register declares the flags and returns their check.
 func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error {
+	o.restoresLatest(fs)
 	fs.StringArrayVar(&f.tables, "table", nil, "a table to restore, db.table or db.* (repeatable; required)")
 	fs.StringVar(&f.targetDir, "target-dir", "", "directory to restore into: it must not exist or be empty (required)")
 	fs.StringVar(&f.as, "as", "", "import the one table under this name, db.table (default: its own name)")

@@ -2,6 +2,7 @@ package fifobackupengine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -13,6 +14,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 )
 
@@ -66,11 +68,11 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 		}
 		bh, err := ch.Sibling(ctx, name)
 		if err != nil {
-			return nil, errtext.Wrapf(err, "backup %s: its base %s is missing", cur.m.BackupName, name)
+			return nil, baseUnusable(err, cur.m.BackupName, name, "is missing")
 		}
 		m, err := ReadManifest(ctx, bh)
 		if err != nil {
-			return nil, errtext.Wrapf(err, "backup %s: its base %s is damaged", cur.m.BackupName, name)
+			return nil, baseUnusable(err, cur.m.BackupName, name, "is damaged")
 		}
 		switch {
 		case m.BackupName != name:
@@ -97,6 +99,41 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 	return chain, nil
 }
 
+// CheckRestorable finds, without reading a lane, what would stop a restore
+// of bh before its first byte: a MANIFEST damaged, and for an incremental
+// backup a base of its chain missing, damaged or not following it, or a
+// lane not stored whole where the storage can tell (resolveChain). Another
+// engine's backup is not judged here (nil). nil does not prove the lanes
+// whole (verify reads them); an error that unreadable.Is says nothing
+// about the backup.
+func CheckRestorable(ctx context.Context, bh backupstorage.BackupHandle) error {
+	doc, err := readManifestBytes(ctx, bh)
+	if err != nil {
+		return err
+	}
+	var method struct{ BackupMethod string }
+	if json.Unmarshal(doc, &method) == nil && method.BackupMethod != engineName {
+		return nil
+	}
+	m, err := ParseManifest(doc)
+	if err != nil {
+		return errtext.Wrapf(err, "backup %s: MANIFEST", bh.Name())
+	}
+	_, err = resolveChain(ctx, member{bh: bh, m: m})
+	return err
+}
+
+// baseUnusable is why the base name of backup cannot serve its chain:
+// judged ("is missing", "is damaged") only where what was read says so; a
+// base that could not be read or reached (go/internal/unreadable) is never
+// called either.
+func baseUnusable(err error, backup, name, judged string) error {
+	if unreadable.Is(err) {
+		return errtext.Wrapf(err, "backup %s: its base %s could not be read", backup, name)
+	}
+	return errtext.Wrapf(err, "backup %s: its base %s %s", backup, name, judged)
+}
+
 // checkLanesStored checks, where the storage can say without reading them,
 // that every lane of a backup is stored whole.
 func checkLanesStored(ctx context.Context, c member) error {
@@ -106,6 +143,9 @@ func checkLanesStored(ctx context.Context, c member) error {
 	}
 	for _, l := range c.m.Lanes {
 		n, err := s.StoredSize(ctx, l.File)
+		if unreadable.Is(err) {
+			return errtext.Wrapf(err, "backup %s: the size of lane %s could not be read", c.m.BackupName, l.File)
+		}
 		if err != nil {
 			return errtext.Wrapf(err, "backup %s is damaged: lane %s", c.m.BackupName, l.File)
 		}

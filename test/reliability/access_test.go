@@ -177,7 +177,8 @@ func putObject(t *testing.T, be backend.Backend, key string, b []byte) {
 // damaged, and creates nothing. The same MANIFEST damaged is proof: the
 // choice of the latest passes over both backups that need it, saying why,
 // and restores the full; named, the delta fails (exit 1) naming its base as
-// damaged.
+// damaged. prune --keep=1 counts neither toward the one it keeps, so the
+// full stays listed.
 func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	f := newFixture(t)
 	p, _ := faultyStore(t, f, splitstorage.BackendS3)
@@ -204,6 +205,13 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	assert.NotContains(t, stderr, "damaged:")
 	assert.NotContains(t, stderr, "skipping")
 	assert.NoDirExists(t, target)
+	// Nor does prune count what it could not check: the full stays listed.
+	code, stdout, stderr = runVtfifo(t, f.cfg, "prune", "--keep=1", "--dry-run", "--quiet")
+	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "keeping "+backupDir+"/"+full+": one of the newest 1 that did not fail a test restore (--keep)\n")
+	assert.Contains(t, stdout, "keeping "+backupDir+"/"+latest+": newer than the oldest of the newest 1 that did not fail a test restore (--keep); "+
+		"it could not be checked (backup "+latest+": its base "+middle+" could not be read: ")
+	assert.Contains(t, stdout, "nothing to remove in "+backupDir+": 3 kept\n")
 	p.ClearMatching()
 
 	restorePart := flipByte(t, f.cfg, manifestPart)
@@ -216,6 +224,12 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	assert.Regexp(t, `^vtfifo restore: skipping `+regexp.QuoteMeta(backupDir+"/"+latest+": backup "+latest+": its base "+middle+" is damaged: ")+
 		`.*file MANIFEST, part 1 .*checksum mismatch.*; name it with --backup to try it anyway$`, lines[0])
 	assert.Regexp(t, `^vtfifo restore: skipping `+regexp.QuoteMeta(backupDir+"/"+middle+": ")+`.*file MANIFEST, part 1 .*checksum mismatch`, lines[1])
+	// prune --keep=1 counts only a backup that is not broken: the full.
+	code, stdout, stderr = runVtfifo(t, f.cfg, "prune", "--keep=1", "--dry-run", "--quiet")
+	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "keeping "+backupDir+"/"+middle+": newer than the oldest of the newest 1 that did not fail a test restore (--keep); "+
+		"it is broken: backup "+middle+": cannot read MANIFEST: ")
+	assert.Contains(t, stdout, "nothing to remove in "+backupDir+": 3 kept\n")
 
 	code, stdout, stderr = runVtfifo(t, f.cfg, "restore", "--progress=never", "--quiet", "--backup="+latest, "--target-dir="+target+"-named")
 	assert.Equal(t, 1, code, "the delta named: exit 1\n%s%s", stdout, stderr)

@@ -77,6 +77,25 @@ func TestKeepCountsBackupsThatDidNotFail(t *testing.T) {
 		"would remove ks/0/"+names[0]+"\n", out)
 }
 
+// TestKeepDoesNotCountABrokenBackup: --keep=1 over a newer backup whose
+// MANIFEST is not a MANIFEST (written whole, checksums and all, but no
+// JSON) keeps the older one too: a backup no restore can use never takes
+// the place of one that may restore.
+func TestKeepDoesNotCountABrokenBackup(t *testing.T) {
+	root := t.TempDir()
+	bs := openSplit(t, root)
+	now := time.Now().UTC()
+	older := now.Add(-48*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	newer := now.Add(-24*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	plantBackup(t, bs, "ks/0", older)
+	splitstoragetest.Plant(t, bs, "ks/0", newer, `{"BackupMethod": "fifo", "Lanes": [`)
+	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
+	assert.Equal(t, "keeping ks/0/"+older+": one of the newest 1 that did not fail a test restore (--keep)\n"+
+		"keeping ks/0/"+newer+": newer than the oldest of the newest 1 that did not fail a test restore (--keep); it is broken: backup "+newer+
+		": MANIFEST: cannot decode MANIFEST: unexpected EOF\n"+
+		"nothing to remove in ks/0: 2 kept\n", out)
+}
+
 // TestLatestSkipsFailedTestRestores: "the latest" is the newest backup
 // whose test restore did not fail, and stderr names each one passed over.
 func TestLatestSkipsFailedTestRestores(t *testing.T) {

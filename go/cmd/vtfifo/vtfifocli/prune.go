@@ -14,13 +14,16 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/retention"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // pruneDoc is `vtfifo prune`'s help.
 var pruneDoc = commandDoc{"prune", "Remove the complete backups beyond the newest --keep and older than --keep-within",
-	"Keeps the newest --keep complete backups (at least 1), every backup younger than --keep-within, the newest of\n" +
+	"Keeps the newest --keep complete backups (at least 1; one whose test restore failed, or whose MANIFEST or chain\n" +
+		"of bases is damaged, missing or could not be read, does not count), every backup younger than --keep-within, the newest of\n" +
 		"each of the last --keep-daily days, --keep-weekly weeks and --keep-monthly months, and the newest that passed a\n" +
 		"test restore, saying why each is kept; removes the other complete ones, oldest first, never one being read.\n" +
 		"--dry-run takes the same decisions and prints what it would remove.",
@@ -79,16 +82,16 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		return code
 	}
 	out := &pruneOutput{w: stdout, text: !*asJSON}
-	failed := testrestore.FailedFunc(s.ctx)
-	keepN := retention.KeepCount(bhs, *keep, failed)
+	uncounted := s.uncountedWhy()
+	keepN := retention.KeepCount(bhs, *keep, func(bh backupstorage.BackupHandle) bool { return uncounted(bh) != "" })
 	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, time.Now()), tiers)
 	for i, bh := range bhs {
 		switch why, ok := tiered[bh.Name()]; {
 		case ok:
 			out.keep(dir+"/"+bh.Name(), why)
-		case len(bhs)-i <= keepN && failed(bh):
-			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("newer than the oldest of the newest %d that did not fail a test restore (--keep); its own "+
-				"test restore failed", *keep))
+		case len(bhs)-i <= keepN && uncounted(bh) != "":
+			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("newer than the oldest of the newest %d that did not fail a test restore (--keep); %s", *keep,
+				uncounted(bh)))
 		case len(bhs)-i <= keepN:
 			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("one of the newest %d that did not fail a test restore (--keep)", *keep))
 		case !slices.Contains(cands, bh):
@@ -110,6 +113,35 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		writeJSON(stdout, out.PruneResult)
 	}
 	return code
+}
+
+// uncountedWhy says why a backup does not count toward --keep, "" when it
+// does: its test restore failed, or the checks before a restore's first
+// byte prove it broken (fifobackupengine.CheckRestorable: its MANIFEST, or
+// a base of its chain, damaged or missing) or could not read it (then
+// nothing proves it restorable either: prune keeps more, never fewer).
+// Each backup is checked once.
+func (s *session) uncountedWhy() func(backupstorage.BackupHandle) string {
+	failed := testrestore.FailedFunc(s.ctx)
+	seen := map[string]string{}
+	return func(bh backupstorage.BackupHandle) string {
+		if why, ok := seen[bh.Name()]; ok {
+			return why
+		}
+		why := "its own test restore failed"
+		if !failed(bh) {
+			switch err := fifobackupengine.CheckRestorable(s.ctx, bh); {
+			case err == nil:
+				why = ""
+			case unreadable.Is(err):
+				why = "it could not be checked (" + errText(err) + "), which says nothing about it, nor that it restores"
+			default:
+				why = "it is broken: " + errText(err)
+			}
+		}
+		seen[bh.Name()] = why
+		return why
+	}
 }
 
 // PruneResult is what prune kept and why, removed (or with --dry-run would

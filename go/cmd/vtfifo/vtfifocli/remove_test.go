@@ -316,12 +316,15 @@ func fullAndDelta(t *testing.T) (srv *splitstoragetest.Server, s *splitstorage.S
 	s, err := splitstorage.New(srv.Config)
 	require.NoError(t, err)
 	full, delta = "2026-11-23.100000.zone1-0000000100", "2026-11-23.110000.zone1-0000000100"
-	bh, err := s.StartBackup(ctx, "ks/0", full)
-	require.NoError(t, err)
-	require.NoError(t, bh.EndBackup(ctx))
-	bh, err = s.StartBackup(ctx, "ks/0", delta)
+	splitstoragetest.Plant(t, s, "ks/0", full, "{}")
+	bh, err := s.StartBackup(ctx, "ks/0", delta)
 	require.NoError(t, err)
 	require.NoError(t, bh.(*splitstorage.Handle).SetBase(ctx, full))
+	w, err := bh.AddFile(ctx, "MANIFEST", 2)
+	require.NoError(t, err)
+	_, err = w.Write([]byte("{}"))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
 	require.NoError(t, bh.EndBackup(ctx))
 	return srv, s, full, delta
 }

@@ -277,6 +277,12 @@ func localSplitCopy(t *testing.T) string {
 // splitCopyAs stores the test backup in the split storage of cfg as
 // backup ks/0/name.
 func splitCopyAs(t *testing.T, cfg splitstorage.Config, name string) {
+	splitCopyEdited(t, cfg, name, func(_ string, data []byte) []byte { return data })
+}
+
+// splitCopyEdited is splitCopyAs with each file's bytes as edit gives them
+// (a file a later version writes, say), stored with their own checksums.
+func splitCopyEdited(t *testing.T, cfg splitstorage.Config, name string, edit func(file string, data []byte) []byte) {
 	src := filepath.Join(backupData, "ks", "0", "2026-11-23.050519.zone1-0000004989")
 	bs, err := splitstorage.New(cfg)
 	require.NoError(t, err)
@@ -289,6 +295,7 @@ func splitCopyAs(t *testing.T, cfg splitstorage.Config, name string) {
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join(src, e.Name()))
 		require.NoError(t, err)
+		data = edit(e.Name(), data)
 		w, err := bh.AddFile(ctx, e.Name(), int64(len(data)))
 		require.NoError(t, err)
 		_, err = w.Write(data)

@@ -230,6 +230,7 @@ func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.
 			// safe for upgrades later, as with Vitess's xtrabackup engine.
 			UpgradeSafe: true,
 		},
+		FormatVersion:        manifestFormatVersion,
 		Source:               b.source,
 		StreamBytes:          loadAll(b.streamBytes),
 		Compressed:           b.cfg.Compression.Enabled,

@@ -175,7 +175,9 @@ func TestFIFOProtocol(t *testing.T) {
 		cfg.Source = SourceAuto
 		useEngine(t, cfg)
 		require.NoError(t, f.backup(t, nil))
-		assert.Equal(t, SourceStdout, f.latestManifest(t).Source)
+		m := f.latestManifest(t)
+		assert.Equal(t, SourceStdout, m.Source)
+		assert.Equal(t, manifestFormatVersion, m.FormatVersion, "a new MANIFEST records its format")
 		cfg.Source = SourceFIFO
 		useEngine(t, cfg)
 		err := f.backup(t, nil)

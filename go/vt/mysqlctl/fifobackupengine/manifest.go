@@ -36,6 +36,13 @@ const maxManifestBytes = 16 << 20
 type Manifest struct {
 	mysqlctl.BackupManifest
 
+	// FormatVersion is the version of this document's format
+	// (manifestFormatVersion when this engine writes it; 0: written before
+	// versions were recorded). A reader of an earlier one reads a later
+	// version's as written by a later engine (laterManifest), never as
+	// damaged.
+	FormatVersion int `json:",omitempty"`
+
 	// Source is where the stream came from: stdout (the tool's one stream) or
 	// fifo (its FIFO streams). Either way the engine dealt the chunks to the
 	// lanes by bytes, except in backups written before FIFOStreams was
@@ -208,8 +215,12 @@ const ManifestFileName = manifestFileName
 func ParseManifest(doc []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(doc))
-	if err := dec.Decode(&m); err != nil {
-		return nil, errtext.Wrap(err, "cannot decode MANIFEST")
+	decodeErr := dec.Decode(&m)
+	if err := laterManifest(doc, m.FormatVersion, decodeErr); err != nil {
+		return nil, err
+	}
+	if decodeErr != nil {
+		return nil, errtext.Wrap(decodeErr, "cannot decode MANIFEST")
 	}
 	if dec.More() {
 		return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "MANIFEST has data after its JSON object")
@@ -221,6 +232,31 @@ func ParseManifest(doc []byte) (*Manifest, error) {
 		return nil, err
 	}
 	return &m, nil
+}
+
+// manifestFormatVersion is the MANIFEST format this engine writes, and the
+// latest it reads. Raise it when a MANIFEST this engine writes would fail
+// an earlier reader's checks or be misread by it: a value added to a closed
+// list (source, tool flavor, compression), a field whose absence an
+// earlier reader would take for another meaning.
+const manifestFormatVersion = 1
+
+// laterManifest is the error of a MANIFEST of a later format version than
+// this engine reads (its decoded version, or after a failed decode, which
+// a later format may cause, the version read alone): written by a later
+// engine, it proves nothing about the backup (unreadable, never damage).
+func laterManifest(doc []byte, decoded int, decodeErr error) error {
+	if decodeErr != nil {
+		var v struct{ FormatVersion int }
+		_ = json.Unmarshal(doc, &v)
+		decoded = v.FormatVersion
+	}
+	if decoded <= manifestFormatVersion {
+		return nil
+	}
+	return unreadable.Error(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "MANIFEST of format version %d, written by a later version of the "+
+		"fifo engine (this one reads versions up to %d): read it with that version or later; nothing says it is damaged", decoded,
+		manifestFormatVersion))
 }
 
 // ReadManifest reads and checks the MANIFEST of a backup of this engine.

@@ -205,6 +205,9 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	assert.NotContains(t, stderr, "damaged:")
 	assert.NotContains(t, stderr, "skipping")
 	assert.NoDirExists(t, target)
+	code, stdout, stderr = runVtfifo(t, f.cfg, "ls")
+	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+	assert.NotContains(t, stdout, "restores pass over", "a base not read is not damaged")
 	// Nor does prune count what it could not check: the full stays listed.
 	code, stdout, stderr = runVtfifo(t, f.cfg, "prune", "--keep=1", "--dry-run", "--quiet")
 	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
@@ -224,6 +227,9 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	assert.Regexp(t, `^vtfifo restore: skipping `+regexp.QuoteMeta(backupDir+"/"+latest+": backup "+latest+": its base "+middle+" is damaged: ")+
 		`.*file MANIFEST, part 1 .*checksum mismatch.*; name it with --backup to try it anyway$`, lines[0])
 	assert.Regexp(t, `^vtfifo restore: skipping `+regexp.QuoteMeta(backupDir+"/"+middle+": ")+`.*file MANIFEST, part 1 .*checksum mismatch`, lines[1])
+	code, stdout, stderr = runVtfifo(t, f.cfg, "ls")
+	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "delta 2 on "+middle+" (damaged: restores pass over this one)", "ls says what restores pass over")
 	// prune --keep=1 counts only a backup that is not broken: the full.
 	code, stdout, stderr = runVtfifo(t, f.cfg, "prune", "--keep=1", "--dry-run", "--quiet")
 	assert.Equal(t, 0, code, "%s%s", stdout, stderr)

@@ -6,6 +6,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -38,6 +39,9 @@ type BackupInfo struct {
 	PredictedRestore *fifobackupengine.PredictedRestore `json:"predicted_restore,omitempty"`
 	// Problem says why the MANIFEST could not be read, if it could not.
 	Problem string `json:"problem,omitempty"`
+	// DamagedBase is, for a delta, the backup of its chain whose MANIFEST
+	// is damaged (markBrokenChains): restores pass over it.
+	DamagedBase string `json:"damaged_base,omitempty"`
 	// State says why restores never pick the backup: "quarantined: " and
 	// the reason (split storage); empty for a complete one.
 	State string `json:"state,omitempty"`
@@ -47,6 +51,8 @@ type BackupInfo struct {
 	LockedUntil *time.Time `json:"locked_until,omitempty"`
 
 	manifest *fifobackupengine.Manifest // a fifo backup's
+	// damaged: Problem is proof about the MANIFEST (not an access error).
+	damaged bool
 }
 
 // describe reads a backup's MANIFEST: a fifo one in full, another engine's
@@ -56,7 +62,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	describeLock(ctx, bh, &info)
 	base, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
 	if err != nil {
-		info.Problem = errText(err)
+		info.Problem, info.damaged = errText(err), !unreadable.Is(err)
 		return info
 	}
 	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()
@@ -65,7 +71,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	}
 	m, err := fifobackupengine.ParseManifest(doc)
 	if err != nil {
-		info.Problem = "MANIFEST: " + errText(err)
+		info.Problem, info.damaged = "MANIFEST: "+errText(err), !unreadable.Is(err)
 		return info
 	}
 	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes
@@ -81,6 +87,22 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	}
 	info.Verification = rec
 	return info
+}
+
+// markBrokenChains sets DamagedBase of each delta of infos (one shard's,
+// oldest first) whose chain needs a backup listed there with a damaged
+// MANIFEST: what restores pass over (fifobackupengine.CheckRestorable),
+// shown where the operator looks.
+func markBrokenChains(infos []BackupInfo) {
+	damaged := map[string]string{} // a backup's name: the damaged one its chain needs
+	for i := range infos {
+		b := &infos[i]
+		if b.damaged {
+			damaged[b.Name] = b.Name
+		} else if d, ok := damaged[b.Base]; ok && b.Base != "" {
+			b.DamagedBase, damaged[b.Name] = d, d
+		}
+	}
 }
 
 // describeLock says what keeps the backup from removal, where the storage

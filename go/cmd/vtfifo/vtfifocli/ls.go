@@ -73,6 +73,7 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return s.o.failf(exitUnreachable, "cannot list the backups of %s: %v", s.o.where(), err)
 	}
 	infos, rates, predictable := s.describeBackups(bhs)
+	markBrokenChains(infos)
 	infos = append(infos, quarantined...)
 	if len(infos) == 0 {
 		return s.o.failf(exitUnreachable, "no backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", s.o.where())
@@ -148,6 +149,13 @@ func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 		kind := "full"
 		if b.Base != "" {
 			kind = fmt.Sprintf("delta %d on %s", b.ChainLength, b.Base)
+		}
+		switch b.DamagedBase {
+		case "":
+		case b.Base:
+			kind += " (damaged: restores pass over this one)"
+		default:
+			kind += fmt.Sprintf(" (its chain's %s is damaged: restores pass over this one)", b.DamagedBase)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, b.Engine, b.Storage, kind, b.Time, b.Lanes,
 			humanize.IBytes(uint64(b.RawBytes)), humanize.IBytes(uint64(b.StoredBytes)), b.Compression, b.Position, predicted(b.PredictedRestore), verified,

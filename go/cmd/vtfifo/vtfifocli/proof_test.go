@@ -96,6 +96,20 @@ func TestKeepDoesNotCountABrokenBackup(t *testing.T) {
 		"nothing to remove in ks/0: 2 kept\n", out)
 }
 
+// TestListingMarksWhatADamagedBaseTakesOut: every delta whose chain needs
+// a backup with a damaged MANIFEST is marked, naming it, down the chain;
+// one that could not be read marks nothing.
+func TestListingMarksWhatADamagedBaseTakesOut(t *testing.T) {
+	infos := []BackupInfo{{Name: "full", damaged: true}, {Name: "d1", Base: "full"}, {Name: "d2", Base: "d1"}, {Name: "full2"},
+		{Name: "e1", Base: "full2"}, {Name: "unread", Problem: "403"}, {Name: "f1", Base: "unread"}}
+	markBrokenChains(infos)
+	var got []string
+	for _, b := range infos {
+		got = append(got, b.Name+":"+b.DamagedBase)
+	}
+	assert.Equal(t, []string{"full:", "d1:full", "d2:full", "full2:", "e1:", "unread:", "f1:"}, got)
+}
+
 // TestLatestSkipsFailedTestRestores: "the latest" is the newest backup
 // whose test restore did not fail, and stderr names each one passed over.
 func TestLatestSkipsFailedTestRestores(t *testing.T) {

@@ -178,7 +178,8 @@ func putObject(t *testing.T, be backend.Backend, key string, b []byte) {
 // choice of the latest passes over both backups that need it, saying why,
 // and restores the full; named, the delta fails (exit 1) naming its base as
 // damaged. prune --keep=1 counts neither toward the one it keeps, so the
-// full stays listed.
+// full stays listed; ls marks the latest, and verify of it, whole itself,
+// fails naming its base (exit 1; exit 3 while the base is not served).
 func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	f := newFixture(t)
 	p, _ := faultyStore(t, f, splitstorage.BackendS3)
@@ -208,6 +209,10 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	code, stdout, stderr = runVtfifo(t, f.cfg, "ls")
 	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
 	assert.NotContains(t, stdout, "restores pass over", "a base not read is not damaged")
+	code, stdout, stderr = runVtfifo(t, f.cfg, "verify", "--backup="+latest, "--quiet", "--progress=never")
+	assert.Equal(t, 3, code, "verify of the latest, its base not served: exit 3\n%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "could not be read or reached, so were not checked (nothing says they are damaged):\n  backup "+latest+
+		": its base "+middle+" could not be read: ")
 	// Nor does prune count what it could not check: the full stays listed.
 	code, stdout, stderr = runVtfifo(t, f.cfg, "prune", "--keep=1", "--dry-run", "--quiet")
 	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
@@ -230,6 +235,10 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	code, stdout, stderr = runVtfifo(t, f.cfg, "ls")
 	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
 	assert.Contains(t, stdout, "delta 2 on "+middle+" (damaged: restores pass over this one)", "ls says what restores pass over")
+	code, stdout, stderr = runVtfifo(t, f.cfg, "verify", "--backup="+latest, "--quiet", "--progress=never")
+	assert.Equal(t, 1, code, "verify of the latest, whole itself, its base damaged: exit 1\n%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "1 problem(s)")
+	assert.Contains(t, stdout, "  backup "+latest+": its base "+middle+" is damaged: ")
 	// prune --keep=1 counts only a backup that is not broken: the full.
 	code, stdout, stderr = runVtfifo(t, f.cfg, "prune", "--keep=1", "--dry-run", "--quiet")
 	assert.Equal(t, 0, code, "%s%s", stdout, stderr)

@@ -176,6 +176,17 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 				len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)), humanize.IBytes(uint64(vr.Manifest.StoredBytes)))
 		}
 	}
+	if len(problems)+len(unread) == 0 && ctx.Err() == nil {
+		// Whole itself, a delta restores only with its chain: each base
+		// there, its MANIFEST whole and following, its lanes stored whole.
+		switch err := fifobackupengine.CheckRestorable(ctx, bh); {
+		case err == nil:
+		case unreadable.Is(err):
+			unread = []string{errText(err)}
+		default:
+			problems = []string{errText(err)}
+		}
+	}
 	prog.stop()
 	took := time.Since(start).Round(time.Millisecond)
 	if err := ctx.Err(); err != nil {
@@ -342,7 +353,9 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 // verifyDoc is `vtfifo verify`'s help.
 var verifyDoc = commandDoc{"verify", "Check a backup without restoring it (every part, lane and chunk)",
 	"Reads a backup as restore would and writes nothing: every part's size and checksum (split storage),\n" +
-		"every lane decompressed, every xbstream chunk and its CRC32. Prints OK, or what is wrong and where.\n" +
+		"every lane decompressed, every xbstream chunk and its CRC32; for an incremental backup also its chain\n" +
+		"(each base there, its MANIFEST whole and following, its lanes stored whole: verify a base for its bytes).\n" +
+		"Prints OK, or what is wrong and where.\n" +
 		"A backup of Vitess's xtrabackup engine (an adopted fleet's, docs/migration.md) is read too: its stream,\n" +
 		"from its stripes, every chunk checked. The same as fifoverify.",
 	"  vtfifo verify --backup-storage-implementation=split --split-storage-backend=s3 --split-storage-s3-bucket=b \\\n" +

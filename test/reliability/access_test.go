@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
@@ -251,4 +252,21 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "vtfifo restore: FAIL: backup "+latest+": its base "+middle+" is damaged: ")
 	assert.NoDirExists(t, target+"-named")
+
+	// A tablet's restore takes what Vitess picks, the latest (it skips only
+	// the middle one, whose MANIFEST does not read): it fails before
+	// touching anything, saying how to have Vitess pick an older one;
+	// done, the tablet restores the full.
+	logger := logutil.NewMemoryLogger()
+	_, err := f.restore(context.Background(), logger)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "its base "+middle+" is damaged")
+	assert.Contains(t, logger.String(), "fifo restore: "+latest+", the backup Vitess picked, cannot be restored: ")
+	assert.True(t, f.mysqldRunning(), "mysqld left running")
+	code, stdout, stderr = runVtfifo(t, f.cfg, "test-restore", "--backup="+latest, "--quarantine-on-failure", "--progress=never", "--quiet")
+	require.Equal(t, 1, code, "%s%s", stdout, stderr)
+	assert.Contains(t, stdout, "the backup is quarantined")
+	m, err := f.restore(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, full, m.BackupName)
 }

@@ -194,3 +194,48 @@ func TestAnAriaTableWithoutAriaChk(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(target, ".vtfifo-restoring"))
 	assert.Equal(t, tables, f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES"), "the live server is not touched")
 }
+
+// TestATableRestoresFilesStayWholeWhenTheirNameIsTaken: restore-table
+// without --into-* keeps its files for the operator, moved up into
+// --target-dir at the end. A name among them that someone took in the
+// directory meanwhile (here during the prepare, by a wrapper around
+// mariabackup) is never written over: the run says where the whole files
+// stay and what to remove once they are moved, exit 0, every file in one
+// place (none left half moved up) and the other entry untouched.
+func TestATableRestoresFilesStayWholeWhenTheirNameIsTaken(t *testing.T) {
+	f := newFixture(t)
+	f.useStorage(t, splitstoragetest.Local(t).Config)
+	require.NoError(t, f.backup(context.Background(), nil))
+	scratch, err := os.MkdirTemp("", "name-taken-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scratch) })
+	require.NoError(t, os.Chmod(scratch, 0o755)) // the throwaway server, as mysql, goes through it
+	target := filepath.Join(scratch, "t")
+	require.NoError(t, os.Mkdir(target, 0o755))
+	theirs := filepath.Join(target, sampleDB)
+	wrapper := filepath.Join(t.TempDir(), "mariabackup")
+	require.NoError(t, os.WriteFile(wrapper, []byte("#!/bin/sh\n"+mariadbtest.LookPath(t, "mariabackup")+` "$@"; rc=$?
+case "$*" in *--prepare*) mkdir -p `+theirs+` && echo theirs > `+theirs+`/notes;; esac
+exit $rc
+`), 0o755))
+	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--target-dir="+target, "--progress=never",
+		"--quiet", "--fifo-backup-tool-path="+wrapper, "--fifo-backup-tool-flavor=mariabackup")
+	assert.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	files := filepath.Join(target, ".vtfifo-restoring.d", "files")
+	assert.Equal(t, "warning: the restored files stay in "+files+", not in "+target+": cannot move the restored "+sampleDB+" into "+target+
+		": something was put there by that name during the restore, and a restore never writes over it: move it away and restore again; they "+
+		"are whole (prepared, exported): move them where you want them, then remove "+filepath.Join(target, ".vtfifo-restoring.d")+" and "+
+		filepath.Join(target, ".vtfifo-restoring")+"\n", stderr)
+	entries, err := os.ReadDir(target)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{".vtfifo-restoring", ".vtfifo-restoring.d", sampleDB}, names, "nothing left half moved up")
+	assert.FileExists(t, filepath.Join(files, sampleDB, "t0001.ibd"))
+	assert.FileExists(t, filepath.Join(files, sampleDB, "t0001.cfg"))
+	b, err := os.ReadFile(filepath.Join(theirs, "notes"))
+	require.NoError(t, err)
+	assert.Equal(t, "theirs\n", string(b))
+}

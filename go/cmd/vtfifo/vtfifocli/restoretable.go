@@ -129,7 +129,8 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	default:
 		// The files are kept for the operator: where the lines said.
 		if err := rep.Target.Done(true, s.logger); err != nil {
-			fmt.Fprintf(s.o.notes, "warning: the restored files stay in %s, not in %s: %v\n", rep.Target.Files(), dir, err)
+			fmt.Fprintf(s.o.notes, "warning: the restored files stay in %s, not in %s: %v; they are whole (prepared, exported): move them "+
+				"where you want them, then remove %s\n", rep.Target.Files(), dir, errText(err), strings.Join(rep.Target.Leftovers(), " and "))
 		}
 	}
 	if f.json {

@@ -63,6 +63,13 @@ const restoringDir = ".vtfifo-restoring.d"
 // until Done.
 func (d *TargetDir) Files() string { return filepath.Join(d.Path, restoringDir, "files") }
 
+// Leftovers are what a restore that kept its files in Files, Done having
+// failed, leaves beside them for the operator to remove once they have
+// moved the files: its subdirectory and its mark.
+func (d TargetDir) Leftovers() []string {
+	return []string{filepath.Join(d.Path, restoringDir), filepath.Join(d.Path, restoringMark)}
+}
+
 // WayToFiles are the directories a process must pass to reach Files: the
 // target directory and the restore's own subdirectory. A caller that hands
 // the staged files to a server running as another user (LeaveStaged; a
@@ -176,21 +183,25 @@ func notEmpty(dir string) error {
 
 // Done says the restore into the directory finished: the files move up
 // into the directory, never over an entry that is there (one an operator
-// put there meanwhile fails the restore, which then removes only its own),
-// the subdirectory and the mark go, and a prepared directory keeps its
-// tablespaces inside (keepTablespacesInside).
+// put there meanwhile fails the restore, which then removes only its own,
+// and the files it had moved up go back beside the others: Files holds
+// them all), the subdirectory and the mark go, and a prepared directory
+// keeps its tablespaces inside (keepTablespacesInside).
 func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
 	entries, err := os.ReadDir(d.Files())
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
+	for i, e := range entries {
 		err := d.madeHere(e.Name(), func(p string) error { return renameNoReplace(filepath.Join(d.Files(), e.Name()), p) })
 		if errors.Is(err, os.ErrExist) {
-			return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move the restored %s into %s: something "+
+			err = flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot move the restored %s into %s: something "+
 				"was put there by that name during the restore, and a restore never writes over it: move it away and restore again", e.Name(), d.Path))
 		}
 		if err != nil {
+			if backErr := d.moveBack(entries[:i]); backErr != nil {
+				return errors.Join(err, fmt.Errorf("and some restored files stay moved up into %s, the others in %s: %w", d.Path, d.Files(), backErr))
+			}
 			return err
 		}
 	}
@@ -209,6 +220,29 @@ func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
 		return keepTablespacesInside(d.Path, logger)
 	}
 	return nil
+}
+
+// moveBack puts entries that Done moved up back into Files, each while it
+// is still the very entry it moved, so that a Done that failed leaves the
+// restored files in one place.
+func (d *TargetDir) moveBack(entries []os.DirEntry) error {
+	var errs []error
+	for _, e := range slices.Backward(entries) {
+		i := slices.IndexFunc(d.made, func(m madeEntry) bool { return m.name == e.Name() })
+		if i < 0 {
+			continue
+		}
+		p := filepath.Join(d.Path, e.Name())
+		if fi, err := os.Lstat(p); err != nil || !os.SameFile(fi, d.made[i].fi) {
+			continue
+		}
+		if err := renameNoReplace(p, filepath.Join(d.Files(), e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d.made = slices.Delete(d.made, i, i+1)
+	}
+	return errors.Join(errs...)
 }
 
 // renameNoReplace renames from to to, refusing (fs.ErrExist) where to
@@ -270,8 +304,8 @@ func NotEmptyReason(dir string) string {
 	switch {
 	case self.Outlived(o):
 		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove "+
-			"what it left (rm -rf %s %s%s) and restore again, or give another directory", o.PID, o.Host, filepath.Join(dir, restoringDir),
-			filepath.Join(dir, restoringMark), othersBeside(dir))
+			"what it left (rm -rf %s%s) and restore again, or give another directory", o.PID, o.Host, strings.Join(TargetDir{Path: dir}.Leftovers(), " "),
+			othersBeside(dir))
 	case o.Host == self.Host && o.PIDNamespace == self.PIDNamespace && procident.Running(o.PID, o.ProcStart):
 		return fmt.Sprintf("; a restore is writing into it now (pid %d)", o.PID)
 	}

@@ -435,6 +435,8 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	assert.EqualError(t, err, "cannot move the restored ibdata1 into "+mine+": something was put there by that name during the restore, "+
 		"and a restore never writes over it: move it away and restore again")
 	assert.True(t, flagvalue.IsContradiction(err), "%v", err)
+	assert.Equal(t, []string{"db", "ibdata1"}, names(clash.Files()), "db, moved up before the clash, is back beside the others")
+	assert.Equal(t, []string{restoringMark, restoringDir, "ibdata1"}, names(mine))
 	require.NoError(t, clash.RemoveRestored())
 	assert.Equal(t, []string{"ibdata1"}, names(mine))
 	b, err := os.ReadFile(filepath.Join(mine, "ibdata1"))

@@ -170,14 +170,7 @@ func TestAnAriaTableWithoutAriaChk(t *testing.T) {
 	for _, d := range []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin"} {
 		require.NoFileExists(t, filepath.Join(d, "aria_chk"), "this test needs a host whose aria_chk is only in PATH")
 	}
-	f := newFixture(t)
-	f.useStorage(t, splitstoragetest.Local(t).Config)
-	require.NoError(t, f.backup(context.Background(), nil))
-	scratch, err := os.MkdirTemp("", "aria-chk-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(scratch) })
-	require.NoError(t, os.Chmod(scratch, 0o755)) // the throwaway server, as mysql, goes through it
-	target := filepath.Join(scratch, "t")
+	f, target := backedUpWithTarget(t)
 	tool, mysqld := mariadbtest.LookPath(t, "mariabackup"), mariadbtest.LookPath(t, "mariadbd")
 	tables := f.srv.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES")
 	t.Setenv("PATH", t.TempDir())
@@ -203,14 +196,7 @@ func TestAnAriaTableWithoutAriaChk(t *testing.T) {
 // stay and what to remove once they are moved, exit 0, every file in one
 // place (none left half moved up) and the other entry untouched.
 func TestATableRestoresFilesStayWholeWhenTheirNameIsTaken(t *testing.T) {
-	f := newFixture(t)
-	f.useStorage(t, splitstoragetest.Local(t).Config)
-	require.NoError(t, f.backup(context.Background(), nil))
-	scratch, err := os.MkdirTemp("", "name-taken-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(scratch) })
-	require.NoError(t, os.Chmod(scratch, 0o755)) // the throwaway server, as mysql, goes through it
-	target := filepath.Join(scratch, "t")
+	f, target := backedUpWithTarget(t)
 	require.NoError(t, os.Mkdir(target, 0o755))
 	theirs := filepath.Join(target, sampleDB)
 	wrapper := filepath.Join(t.TempDir(), "mariabackup")
@@ -238,4 +224,18 @@ exit $rc
 	b, err := os.ReadFile(filepath.Join(theirs, "notes"))
 	require.NoError(t, err)
 	assert.Equal(t, "theirs\n", string(b))
+}
+
+// backedUpWithTarget is a fixture with one backup on local disk, and a
+// table restore's --target-dir (not made) whose parent the throwaway
+// server, run as mysql, can go through.
+func backedUpWithTarget(t *testing.T) (*fixture, string) {
+	f := newFixture(t)
+	f.useStorage(t, splitstoragetest.Local(t).Config)
+	require.NoError(t, f.backup(context.Background(), nil))
+	scratch, err := os.MkdirTemp("", "table-restore-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(scratch) })
+	require.NoError(t, os.Chmod(scratch, 0o755))
+	return f, filepath.Join(scratch, "t")
 }

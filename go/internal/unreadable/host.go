@@ -42,6 +42,10 @@ var hostMessages = []struct{ text, why string }{
 	{"Out of memory", "it is out of memory"},
 	{"Too many open files", "too many open files"},
 	{"Can't create a new thread", "it cannot start more threads"},
+	// InnoDB giving up on Linux native AIO (MySQL 8's os0file.cc, after its
+	// retries; MariaDB falls back to threads instead): the kernel's
+	// fs.aio-max-nr used up by the servers and tools running at once.
+	{"io_setup() failed with EAGAIN after", "the kernel's asynchronous I/O contexts are used up (fs.aio-max-nr: too many servers or tools at once)"},
 	// mysqld or the tool refused a path it needs: this host's modes, or
 	// AppArmor or SELinux confining mysqld to its usual directories.
 	{"Permission denied", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},

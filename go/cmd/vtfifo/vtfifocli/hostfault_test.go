@@ -30,7 +30,8 @@ func standInToolOf(t *testing.T, release, prepare string) string {
 // TestATestRestoreThatThisHostFailsIsNoVerdict: a test restore that fails
 // for this host's sake (a scratch file system that fills up, no tool where
 // --fifo-backup-tool-path says, the tool reporting the OS's "No space left
-// on device", the tool killed by SIGKILL as the OOM killer does) is no verdict on the backup: it records
+// on device", the tool killed by SIGKILL as the OOM killer does, InnoDB
+// giving up on the kernel's AIO contexts) is no verdict on the backup: it records
 // nothing, quarantines nothing (--quarantine-on-failure), and the backup is
 // still the one restores pick. The same backup whose tool reports a
 // corrupted page does fail: recorded, quarantined, exit 1.
@@ -49,6 +50,10 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 			"; this host could not finish it (its disk is full): nothing says the backup is damaged\n"},
 		{"the OOM killer", standInTool(t, "kill -KILL $$"), scratch,
 			"; this host could not finish it (a program was killed (SIGKILL: the kernel's OOM killer, or an operator)): nothing says the backup is damaged\n"},
+		{"the kernel's AIO contexts used up", standInTool(t, `echo "[ERROR] [MY-012584] [InnoDB] io_setup() failed with EAGAIN after 5 attempts." >&2; `+
+			`echo "[ERROR] [MY-012954] [InnoDB] Cannot initialize AIO sub-system" >&2; exit 1`), scratch,
+			"; this host could not finish it (the kernel's asynchronous I/O contexts are used up (fs.aio-max-nr: too many servers or tools at " +
+				"once)): nothing says the backup is damaged\n"},
 	} {
 		out, errOut := runSplit(t, 3, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
 			"--progress=never", "--quiet", "--scratch-dir="+c.scratch, "--fifo-backup-tool-path="+c.tool)

@@ -49,6 +49,13 @@ var hostMessages = []struct{ text, why string }{
 	// mysqld or the tool refused a path it needs: this host's modes, or
 	// AppArmor or SELinux confining mysqld to its usual directories.
 	{"Permission denied", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},
+	// InnoDB's own words for EACCES (os0file.cc: "The error means mysqld",
+	// or MariaDB 10.11's "mariadbd", "does not have the access rights to the
+	// directory"), and for a system tablespace file it may not write (MySQL
+	// 8 and MariaDB: "The data file './ibdata1' must be writable"), which
+	// print no strerror.
+	{"does not have the access rights to the directory", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},
+	{"' must be writable", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},
 }
 
 // Host marks err as this host's failure, why saying which ("its disk is

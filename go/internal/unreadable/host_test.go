@@ -53,6 +53,12 @@ func TestInOutput(t *testing.T) {
 		"2026-11-29 [ERROR] [MY-012596] [InnoDB] Error number 24 means 'Too many open files'": "too many open files",
 		"xtrabackup: Error writing file 'ib_logfile0' (OS errno 122 - Disk quota exceeded)":   "a disk quota is reached",
 		"InnoDB: Cannot allocate memory for the buffer pool":                                  "it is out of memory",
+		"[ERROR] [MY-012595] [InnoDB] The error means mysqld does not have the access rights to the directory.": "a file or directory is not " +
+			"accessible to it here (its modes, AppArmor or SELinux)",
+		"[ERROR] InnoDB: The error means mariadbd does not have the access rights to the directory.": "a file or directory is not accessible " +
+			"to it here (its modes, AppArmor or SELinux)",
+		"[ERROR] InnoDB: The data file './ibdata1' must be writable": "a file or directory is not accessible to it here (its modes, AppArmor or " +
+			"SELinux)",
 		"[ERROR] [MY-012584] [InnoDB] io_setup() failed with EAGAIN after 5 attempts.": "the kernel's asynchronous I/O contexts are used up " +
 			"(fs.aio-max-nr: too many servers or tools at once)",
 		"[Warning] [MY-012582] [InnoDB] io_setup() failed with EAGAIN. Will make 5 attempts before giving up.": "", // it may yet succeed

@@ -31,7 +31,8 @@ func standInToolOf(t *testing.T, release, prepare string) string {
 // for this host's sake (a scratch file system that fills up, no tool where
 // --fifo-backup-tool-path says, the tool reporting the OS's "No space left
 // on device", the tool killed by SIGKILL as the OOM killer does, InnoDB
-// giving up on the kernel's AIO contexts) is no verdict on the backup: it records
+// refused a directory or giving up on the kernel's AIO contexts) is no
+// verdict on the backup: it records
 // nothing, quarantines nothing (--quarantine-on-failure), and the backup is
 // still the one restores pick. The same backup whose tool reports a
 // corrupted page does fail: recorded, quarantined, exit 1.
@@ -50,6 +51,10 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 			"; this host could not finish it (its disk is full): nothing says the backup is damaged\n"},
 		{"the OOM killer", standInTool(t, "kill -KILL $$"), scratch,
 			"; this host could not finish it (a program was killed (SIGKILL: the kernel's OOM killer, or an operator)): nothing says the backup is damaged\n"},
+		{"a directory InnoDB may not enter", standInTool(t, `echo "[ERROR] InnoDB: Operating system error number 13 in a file operation." >&2; `+
+			`echo "[ERROR] InnoDB: The error means mariadbd does not have the access rights to the directory." >&2; exit 1`), scratch,
+			"; this host could not finish it (a file or directory is not accessible to it here (its modes, AppArmor or SELinux)): nothing says " +
+				"the backup is damaged\n"},
 		{"the kernel's AIO contexts used up", standInTool(t, `echo "[ERROR] [MY-012584] [InnoDB] io_setup() failed with EAGAIN after 5 attempts." >&2; `+
 			`echo "[ERROR] [MY-012954] [InnoDB] Cannot initialize AIO sub-system" >&2; exit 1`), scratch,
 			"; this host could not finish it (the kernel's asynchronous I/O contexts are used up (fs.aio-max-nr: too many servers or tools at " +

@@ -239,3 +239,25 @@ func backedUpWithTarget(t *testing.T) (*fixture, string) {
 	require.NoError(t, os.Chmod(scratch, 0o755))
 	return f, filepath.Join(scratch, "t")
 }
+
+// TestATableIntoAServerOfAnotherPageSizeIsNoVerdict: restore-table of an
+// InnoDB table of the backup (16k pages) into a live server made with 4k
+// pages, which refuses the tablespace (1808, "Schema mismatch ... different
+// page size"): the live server's configuration, not damage. Exit 2 saying
+// so, nothing left in the live server. It was exit 1, "FAIL", a backup
+// damaged or failing a check.
+func TestATableIntoAServerOfAnotherPageSizeIsNoVerdict(t *testing.T) {
+	f, target := backedUpWithTarget(t)
+	live := mariadbtest.Start(t, mariadbtest.WithPageSize("4k"))
+	live.Exec(t, "CREATE DATABASE "+sampleDB)
+	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--into-mysql="+live.Socket, "--mysql-user=root",
+		"--unreplicated", "--target-dir="+target, "--progress=never", "--quiet", "--fifo-backup-tool-path="+mariadbtest.LookPath(t, "mariabackup"),
+		"--fifo-backup-tool-flavor=mariabackup")
+	assert.Equal(t, 2, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Contains(t, stdout, "table "+sampleDB+".t0001 (InnoDB): ")
+	assert.Regexp(t, `^FAIL: importing `+sampleDB+`\.t0001 as `+sampleDB+`\.t0001: .*Error 1808 \(HY000\): Schema mismatch \(Tablespace to be `+
+		`imported has a different page size than this server\. Server page size is 4096, whereas tablespace page size is 16384\); undone: nothing `+
+		`of it is left in the live server; the live server cannot take these files as they are \(its innodb_page_size, row format or version `+
+		`differs from the backup's server\): nothing says the backup is damaged\n$`, stderr)
+	assert.Equal(t, "0", live.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", sampleDB), "nothing left in the live server")
+}

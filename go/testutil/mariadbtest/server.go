@@ -68,6 +68,7 @@ type Option func(*config)
 
 type config struct {
 	extraArgs      []string
+	initArgs       []string // for mariadb-install-db too
 	bufferPoolSize string
 	startTimeout   time.Duration
 	parent         string // where the server's directory is made ("": the temp dir)
@@ -76,6 +77,15 @@ type config struct {
 // WithArgs adds mysqld command line options (e.g. "--innodb-page-size=16k").
 func WithArgs(args ...string) Option {
 	return func(c *config) { c.extraArgs = append(c.extraArgs, args...) }
+}
+
+// WithPageSize makes the server's InnoDB page size size ("4k", "64k"),
+// from its creation on.
+func WithPageSize(size string) Option {
+	return func(c *config) {
+		arg := "--innodb-page-size=" + size
+		c.extraArgs, c.initArgs = append(c.extraArgs, arg), append(c.initArgs, arg)
+	}
 }
 
 // WithBufferPoolSize sets --innodb-buffer-pool-size (default "256M").
@@ -178,6 +188,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if s.runAs != "" {
 		args = append(args, "--user="+s.runAs)
 	}
+	args = append(args, cfg.initArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, installDB, args...).CombinedOutput()

@@ -391,6 +391,10 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 			// The live server contradicts the request: a usage error.
 			err = flagvalue.Contradiction(err)
 		}
+		if tableimport.Misfit(err) {
+			err = flagvalue.Contradiction(fmt.Errorf("%w; the live server cannot take these files as they are (its innodb_page_size, row "+
+				"format or version differs from the backup's server): nothing says the backup is damaged", err))
+		}
 		if errors.Is(err, tableimport.ErrReplicaBehind) {
 			err = unreadable.Host(err, "a replica did not apply the copy in time: stopped, or broken")
 		}

@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"vitess.io/vitess/go/sqlescape"
 	"vitess.io/vitess/go/vt/logutil"
 
@@ -116,6 +117,16 @@ var ErrExists = errors.New("a table of that name exists in the live server")
 // holds a file of the target's name that is no table's: it is never
 // written over.
 var ErrFileInTheWay = errors.New("a file of that name exists in the live server's database directory")
+
+// Misfit reports whether err is the live server refusing the files for the
+// table it built (ER_TABLE_SCHEMA_MISMATCH, 1808: a tablespace of another
+// page size, row format or column layout than the server makes): its
+// configuration or version against the backup's server, never proof of
+// damage, which the files' checksums would have shown before.
+func Misfit(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1808
+}
 
 // ErrReplicated is returned for a server that writes a binary log or that
 // replicas or binlog streams read, unless Options.Unreplicated.

@@ -261,3 +261,22 @@ func TestATableIntoAServerOfAnotherPageSizeIsNoVerdict(t *testing.T) {
 		`differs from the backup's server\): nothing says the backup is damaged\n$`, stderr)
 	assert.Equal(t, "0", live.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", sampleDB), "nothing left in the live server")
 }
+
+// TestATableIntoAReadOnlyInnoDBSaysWhatRefusesIt: restore-table into a live
+// server whose InnoDB runs read-only (innodb_read_only) is refused by the
+// probe before anything is downloaded, exit 3, and the advice is about
+// the server, not a privilege to grant (a user with every privilege).
+func TestATableIntoAReadOnlyInnoDBSaysWhatRefusesIt(t *testing.T) {
+	f, target := backedUpWithTarget(t)
+	live := mariadbtest.Start(t, mariadbtest.WithArgs("--innodb-read-only=1"))
+	live.Exec(t, "CREATE DATABASE "+sampleDB)
+	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--into-mysql="+live.Socket, "--mysql-user=root",
+		"--target-dir="+target, "--progress=never", "--quiet", "--fifo-backup-tool-path="+mariadbtest.LookPath(t, "mariabackup"),
+		"--fifo-backup-tool-flavor=mariabackup")
+	assert.Equal(t, 3, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "as root, in database "+sampleDB+": the live server refuses what a restore needs: CREATE TABLE ")
+	assert.Contains(t, stderr, "nothing was downloaded; the server refuses it whatever its user may do (its state or settings: innodb_read_only, ")
+	assert.NotContains(t, stderr, "grant its user")
+	assert.NoDirExists(t, target)
+}

@@ -130,6 +130,9 @@ func TestAServersStateIsNoProof(t *testing.T) {
 	assert.Equal(t, "another session held a lock past the server's lock_wait_timeout", HostFault(lock))
 	readOnly := wrap(1290, "The MariaDB server is running with the --read-only option so it cannot execute this statement")
 	assert.Equal(t, "the server runs with an option that refuses the statement (read_only, or another)", HostFault(readOnly))
+	assert.Equal(t, "the server's InnoDB runs read-only (innodb_read_only)", HostFault(wrap(1874, "InnoDB is in read only mode.")))
+	assert.Equal(t, "the server's InnoDB runs with innodb_force_recovery, which refuses changes",
+		HostFault(wrap(1881, "Operation not allowed when innodb_forced_recovery > 0.")))
 	refused := wrap(1142, "CREATE command denied to user 'x'@'localhost' for table `d`.`t`")
 	assert.True(t, Is(refused))
 	assert.Empty(t, HostFault(refused))
@@ -141,4 +144,13 @@ func TestAServersStateIsNoProof(t *testing.T) {
 		assert.False(t, Is(err), name)
 		assert.Empty(t, HostFault(err), name)
 	}
+}
+
+// TestRefusedToUser: a privilege refused is what granting mends; a
+// statement the server refuses for its own state (an InnoDB read-only
+// table, 1005 errno 165) or settings is not.
+func TestRefusedToUser(t *testing.T) {
+	assert.True(t, RefusedToUser(fmt.Errorf("probe: %w", &mysql.MySQLError{Number: 1142, Message: "CREATE command denied to user"})))
+	assert.False(t, RefusedToUser(fmt.Errorf("probe: %w", &mysql.MySQLError{Number: 1005, Message: `Can't create table (errno: 165 "Table is read only")`})))
+	assert.False(t, RefusedToUser(errors.New("denied")))
 }

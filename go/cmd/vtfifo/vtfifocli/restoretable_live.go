@@ -176,7 +176,7 @@ func (l *liveServer) claim(s *session, tables []fifobackupengine.TableFiles, tar
 		probed[to.DB] = true
 		if err := tableimport.Probe(s.ctx, l.db, to.DB); err != nil {
 			if errors.Is(err, tableimport.ErrNotAllowed) {
-				return unreadable.Error(fmt.Errorf("as %s, in database %s: %w", user, to.DB, err))
+				return unreadable.Error(fmt.Errorf("as %s, in database %s: %w; %s", user, to.DB, err, probeMend(err)))
 			}
 			return err
 		}
@@ -210,4 +210,15 @@ func targetsAbsent(ctx context.Context, live *sql.DB, tables []fifobackupengine.
 			strings.Join(in, ", "), tableimport.ErrExists))
 	}
 	return nil
+}
+
+// probeMend is what mends a refusal Probe met: a privilege to grant the
+// user, or else a server that refuses such changes whatever its user may
+// do.
+func probeMend(err error) string {
+	if unreadable.RefusedToUser(err) {
+		return `grant its user what it lacks (docs/table-restore.md, "Privileges")`
+	}
+	return "the server refuses it whatever its user may do (its state or settings: innodb_read_only, innodb_force_recovery, read_only, an " +
+		"engine it lacks): import into a server that takes such changes, or restore the table's files only (leave out --into-*)"
 }

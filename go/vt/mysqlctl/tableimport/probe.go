@@ -8,7 +8,7 @@ import (
 )
 
 // ErrNotAllowed is returned when the live server refuses a statement an
-// import needs to its user.
+// import needs: to its user, or for its own state or settings.
 var ErrNotAllowed = errors.New("the live server refuses what a restore needs")
 
 // Probe runs, before anything is downloaded, the kinds of statement an
@@ -56,7 +56,7 @@ func Probe(ctx context.Context, db *sql.DB, in string) error {
 		}
 	}
 	if failed != nil {
-		return fmt.Errorf("%w: %w: nothing was downloaded; grant its user what it lacks (docs/table-restore.md, \"Privileges\")", ErrNotAllowed, failed)
+		return fmt.Errorf("%w: %w: nothing was downloaded", ErrNotAllowed, failed)
 	}
 	return nil
 }

@@ -74,6 +74,9 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 			return reportFailure(stderr, err)
 		}
 		defer live.close()
+		if err := live.checkPageSize(s, bh); err != nil {
+			return reportFailure(stderr, err)
+		}
 		if f.replicaDBs, err = openReplicas(s.ctx, f.replicas, f.user); err != nil {
 			return reportFailure(stderr, err)
 		}
@@ -387,21 +390,8 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 		importOne, how := importerFor(f.replicated, restored.rows[t.Name()], src.Sequence != nil, rows, &opts)
 		res, err := importOne(s.ctx, live.db, src, to, opts, s.logger)
 		st := out.table(t.Name())
-		if errors.Is(err, tableimport.ErrExists) || errors.Is(err, tableimport.ErrFileInTheWay) || errors.Is(err, tableimport.ErrTriggerExists) {
-			// The live server contradicts the request: a usage error.
-			err = flagvalue.Contradiction(err)
-		}
-		if tableimport.Misfit(err) {
-			err = flagvalue.Contradiction(fmt.Errorf("%w; the live server cannot take these files as they are (its innodb_page_size, row "+
-				"format or version differs from the backup's server): nothing says the backup is damaged", err))
-		}
-		if errors.Is(err, tableimport.ErrReplicaBehind) {
-			err = unreadable.Host(err, "a replica did not apply the copy in time: stopped, or broken")
-		}
 		if err != nil {
-			// The live server's disk, memory or files, or its state (a
-			// lock, read-only): never the backup's.
-			err = unreadable.InText(err)
+			err = importFailure(err)
 			st.ImportError = errText(err)
 			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live.db, done, f.replicated, out))
 			return failureStatus(err)
@@ -425,6 +415,23 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 		}
 	}
 	return 0
+}
+
+// importFailure classes an import's failure: the live server contradicting
+// the request (a name taken, files it will not take for the table it
+// builds: a usage error), a replica or the live server's disk, memory,
+// files or state (this host's), or else what the files' import met.
+func importFailure(err error) error {
+	switch {
+	case errors.Is(err, tableimport.ErrExists) || errors.Is(err, tableimport.ErrFileInTheWay) || errors.Is(err, tableimport.ErrTriggerExists):
+		return flagvalue.Contradiction(err)
+	case tableimport.Misfit(err):
+		return flagvalue.Contradiction(fmt.Errorf("%w; the live server cannot take these files as they are (its innodb_page_size, row "+
+			"format or version differs from the backup's server): nothing says the backup is damaged", err))
+	case errors.Is(err, tableimport.ErrReplicaBehind):
+		return unreadable.Host(err, "a replica did not apply the copy in time: stopped, or broken")
+	}
+	return unreadable.InText(err)
 }
 
 func bool2int(b bool) int {

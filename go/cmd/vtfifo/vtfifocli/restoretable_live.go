@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
 	topodatapb "vitess.io/vitess/go/vt/proto/topodata"
@@ -221,4 +222,16 @@ func probeMend(err error) string {
 	}
 	return "the server refuses it whatever its user may do (its state or settings: innodb_read_only, innodb_force_recovery, read_only, an " +
 		"engine it lacks): import into a server that takes such changes, or restore the table's files only (leave out --into-*)"
+}
+
+// checkPageSize refuses, before anything is downloaded, a live server of
+// another innodb_page_size than the backup's server's
+// (fifobackupengine.CheckImportPageSize). A MANIFEST that does not parse
+// is the restore's to judge.
+func (l *liveServer) checkPageSize(s *session, bh backupstorage.BackupHandle) error {
+	m, err := fifobackupengine.ParseManifest(s.manifestOf(bh))
+	if err != nil {
+		return nil
+	}
+	return fifobackupengine.CheckImportPageSize(s.ctx, tableimport.TextRows(l.db), m)
 }

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +23,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
 )
 
 // restoreTableInto runs restore-table of the test backup's d.t into the
@@ -174,4 +177,21 @@ func TestRemovedTargetLineSaysWhatIsLeft(t *testing.T) {
 	kept.Created = false
 	assert.Equal(t, "removed the restore's files from "+parent+", which was there before and is kept (--keep-target-dir keeps the files)",
 		removedTargetLine(kept))
+}
+
+// TestAnImportsFailureIsClassedByWhatSaysIt: a live server that will not
+// take the files for the table it builds (1808) or has the target's name
+// taken is a usage error, never the backup's; another session's lock is
+// this host's; what the import met in the files stays a failed check.
+func TestAnImportsFailureIsClassedByWhatSaysIt(t *testing.T) {
+	imp := func(n uint16, msg string) error {
+		return fmt.Errorf("ALTER TABLE `d`.`_vtfifo_work_x` IMPORT TABLESPACE: %w", &mysql.MySQLError{Number: n, Message: msg})
+	}
+	misfit := importFailure(imp(1808, "Schema mismatch (Tablespace to be imported has a different page size than this server.)"))
+	assert.Equal(t, exitUsage, failureStatus(misfit))
+	assert.True(t, strings.HasSuffix(errText(misfit), "; the live server cannot take these files as they are (its innodb_page_size, row format "+
+		"or version differs from the backup's server): nothing says the backup is damaged"), errText(misfit))
+	assert.Equal(t, exitUsage, failureStatus(importFailure(fmt.Errorf("d.t: %w", tableimport.ErrExists))))
+	assert.Equal(t, exitUnreachable, failureStatus(importFailure(imp(1205, "Lock wait timeout exceeded; try restarting transaction"))))
+	assert.Equal(t, exitFailed, failureStatus(importFailure(imp(1030, `Got error 194 "Tablespace is missing for a table" from storage engine InnoDB`))))
 }

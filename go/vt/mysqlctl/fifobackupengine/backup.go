@@ -75,6 +75,7 @@ type serverFacts struct {
 	lineage      lineage
 	tables       []tableFile // what the stream must hold (fidelity.go)
 	plugins      []ServerPlugin
+	pageSize     int64 // innodb_page_size; 0: not read
 }
 
 func (b *backupRun) execute(ctx context.Context) error {
@@ -193,6 +194,10 @@ func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
 	if f.plugins, err = serverPlugins(ctx, b.query); err != nil {
 		b.logger.Warningf("fifo backup: cannot list the server's plugins (%s); a test restore loads only those its mysql.plugin names", errtext.Text(err))
 	}
+	if f.pageSize, err = innodbPageSize(ctx, b.query); err != nil {
+		b.logger.Warningf("fifo backup: cannot read the server's innodb_page_size (%s); a table restore finds a live server of another page "+
+			"size only when it imports", errtext.Text(err))
+	}
 	here, fresh, err := loadLineage(b.params.Cnf)
 	if err != nil {
 		b.logger.Warningf("fifo backup: %s; the backup cannot be a base for incremental ones", errtext.Text(err))
@@ -246,6 +251,7 @@ func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.
 		Lineage:              facts.lineage.Instance,
 		IncrementalScan:      b.scan.mode,
 		ServerPlugins:        facts.plugins,
+		InnoDBPageSize:       facts.pageSize,
 	}
 	if err := b.checkKind(m); err != nil {
 		return nil, err

@@ -178,6 +178,7 @@ func TestFIFOProtocol(t *testing.T) {
 		m := f.latestManifest(t)
 		assert.Equal(t, SourceStdout, m.Source)
 		assert.Equal(t, manifestFormatVersion, m.FormatVersion, "a new MANIFEST records its format")
+		assert.Equal(t, int64(16384), m.InnoDBPageSize, "and the server's innodb_page_size")
 		cfg.Source = SourceFIFO
 		useEngine(t, cfg)
 		err := f.backup(t, nil)

@@ -104,6 +104,11 @@ type Manifest struct {
 	// (serverencryption.go); nil when it had no encryption plugin.
 	ServerEncryption *ServerEncryption `json:",omitempty"`
 
+	// InnoDBPageSize is the server's innodb_page_size (0: not recorded, a
+	// backup before 2026-11-29): a tablespace imports only into a server
+	// of the same (CheckImportPageSize).
+	InnoDBPageSize int64 `json:",omitempty"`
+
 	// ServerPlugins are the plugins the server had loaded from a library
 	// when the backup began (plugins.go): what a server started on the
 	// backup must load to read its tables.

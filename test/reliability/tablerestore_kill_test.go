@@ -193,8 +193,9 @@ func TestAnAriaTableWithoutAriaChk(t *testing.T) {
 // --target-dir at the end. A name among them that someone took in the
 // directory meanwhile (here during the prepare, by a wrapper around
 // mariabackup) is never written over: the run says where the whole files
-// stay and what to remove once they are moved, exit 0, every file in one
-// place (none left half moved up) and the other entry untouched.
+// stay and what to remove once they are moved, exit 2 (the files were the
+// request), every file in one place (none left half moved up) and the
+// other entry untouched.
 func TestATableRestoresFilesStayWholeWhenTheirNameIsTaken(t *testing.T) {
 	f, target := backedUpWithTarget(t)
 	require.NoError(t, os.Mkdir(target, 0o755))
@@ -206,9 +207,9 @@ exit $rc
 `), 0o755))
 	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--target-dir="+target, "--progress=never",
 		"--quiet", "--fifo-backup-tool-path="+wrapper, "--fifo-backup-tool-flavor=mariabackup")
-	assert.Equal(t, 0, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Equal(t, 2, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	files := filepath.Join(target, ".vtfifo-restoring.d", "files")
-	assert.Equal(t, "warning: the restored files stay in "+files+", not in "+target+": cannot move the restored "+sampleDB+" into "+target+
+	assert.Equal(t, "FAIL: the restored files stay in "+files+", not in "+target+": cannot move the restored "+sampleDB+" into "+target+
 		": something was put there by that name during the restore, and a restore never writes over it: move it away and restore again; they "+
 		"are whole (prepared, exported): move them where you want them, then remove "+filepath.Join(target, ".vtfifo-restoring.d")+" and "+
 		filepath.Join(target, ".vtfifo-restoring")+"\n", stderr)

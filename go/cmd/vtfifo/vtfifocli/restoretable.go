@@ -132,8 +132,14 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 	default:
 		// The files are kept for the operator: where the lines said.
 		if err := rep.Target.Done(true, s.logger); err != nil {
-			fmt.Fprintf(s.o.notes, "warning: the restored files stay in %s, not in %s: %v; they are whole (prepared, exported): move them "+
-				"where you want them, then remove %s\n", rep.Target.Files(), dir, errText(err), strings.Join(rep.Target.Leftovers(), " and "))
+			lead := "warning"
+			if live == nil {
+				// The files were all it was asked for: not where it was
+				// asked, the run did not do it.
+				lead, code = "FAIL", max(code, failureStatus(err))
+			}
+			fmt.Fprintf(s.o.notes, "%s: the restored files stay in %s, not in %s: %v; they are whole (prepared, exported): move them "+
+				"where you want them, then remove %s\n", lead, rep.Target.Files(), dir, errText(err), strings.Join(rep.Target.Leftovers(), " and "))
 		}
 	}
 	if f.json {

@@ -25,6 +25,10 @@ var hostErrnos = map[syscall.Errno]string{
 	syscall.ENFILE: "the system has too many open files",
 }
 
+// notAccessible is why a program refused a path is this host's: mysqld or
+// the tool could not use a file or directory there.
+const notAccessible = "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"
+
 // hostMessages are the same errors as a program prints them (strerror, in
 // the tool's and the server's own words: "Error number 28 means 'No space
 // left on device'", "OS errno 24 - Too many open files"), and a permission
@@ -48,14 +52,14 @@ var hostMessages = []struct{ text, why string }{
 	{"io_setup() failed with EAGAIN after", "the kernel's asynchronous I/O contexts are used up (fs.aio-max-nr: too many servers or tools at once)"},
 	// mysqld or the tool refused a path it needs: this host's modes, or
 	// AppArmor or SELinux confining mysqld to its usual directories.
-	{"Permission denied", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},
+	{"Permission denied", notAccessible},
 	// InnoDB's own words for EACCES (os0file.cc: "The error means mysqld",
 	// or MariaDB 10.11's "mariadbd", "does not have the access rights to the
 	// directory"), and for a system tablespace file it may not write (MySQL
 	// 8 and MariaDB: "The data file './ibdata1' must be writable"), which
 	// print no strerror.
-	{"does not have the access rights to the directory", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},
-	{"' must be writable", "a file or directory is not accessible to it here (its modes, AppArmor or SELinux)"},
+	{"does not have the access rights to the directory", notAccessible},
+	{"' must be writable", notAccessible},
 }
 
 // Host marks err as this host's failure, why saying which ("its disk is

@@ -1,7 +1,10 @@
 package fifobackupengine
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +15,9 @@ import (
 
 	"vitess.io/vitess/go/mysql/replication"
 	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 const (
@@ -247,4 +253,34 @@ func TestLineageFollowsTheDataDirectory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, fresh, "the data directory was replaced")
 	assert.False(t, n.descendsFrom(&Manifest{BackupManifest: mysqlctl.BackupManifest{BackupName: "b"}}))
+}
+
+// sizedHandle is a backup handle whose StoredSize gives sizes or err.
+type sizedHandle struct {
+	backupstorage.BackupHandle
+	sizes map[string]int64
+	err   error
+}
+
+func (h sizedHandle) StoredSize(_ context.Context, file string) (int64, error) { return h.sizes[file], h.err }
+
+// TestAChainIsJudgedByWhatItsErrorsSay: a lane whose stored size could not
+// be read, or a base that could not be opened or read, is said not read,
+// never damaged or missing (and stays unreadable); a size that differs, a
+// base not there or whose MANIFEST does not parse, is judged.
+func TestAChainIsJudgedByWhatItsErrorsSay(t *testing.T) {
+	m := &Manifest{BackupManifest: mysqlctl.BackupManifest{BackupName: "b"}, Lanes: []LaneInfo{{File: "lane-000.xbstream.zst", StoredBytes: 10}}}
+	err := checkLanesStored(context.Background(), member{bh: sizedHandle{err: fmt.Errorf("HEAD: %w", fs.ErrPermission)}, m: m})
+	assert.EqualError(t, err, "backup b: the size of lane lane-000.xbstream.zst could not be read: HEAD: permission denied")
+	assert.True(t, unreadable.Is(err))
+	err = checkLanesStored(context.Background(), member{bh: sizedHandle{sizes: map[string]int64{"lane-000.xbstream.zst": 9}}, m: m})
+	assert.EqualError(t, err, "backup b is damaged: lane lane-000.xbstream.zst has 9 bytes stored, its MANIFEST says 10")
+	assert.False(t, unreadable.Is(err))
+
+	notRead := baseUnusable(fmt.Errorf("GET: %w", context.DeadlineExceeded), "d", "b", "is damaged")
+	assert.EqualError(t, notRead, "backup d: its base b could not be read: GET: context deadline exceeded")
+	assert.True(t, unreadable.Is(notRead))
+	damaged := baseUnusable(errors.New("checksum mismatch"), "d", "b", "is damaged")
+	assert.EqualError(t, damaged, "backup d: its base b is damaged: checksum mismatch")
+	assert.False(t, unreadable.Is(damaged))
 }

@@ -262,7 +262,9 @@ type sizedHandle struct {
 	err   error
 }
 
-func (h sizedHandle) StoredSize(_ context.Context, file string) (int64, error) { return h.sizes[file], h.err }
+func (h sizedHandle) StoredSize(_ context.Context, file string) (int64, error) {
+	return h.sizes[file], h.err
+}
 
 // TestAChainIsJudgedByWhatItsErrorsSay: a lane whose stored size could not
 // be read, or a base that could not be opened or read, is said not read,

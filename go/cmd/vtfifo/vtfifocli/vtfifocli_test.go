@@ -436,8 +436,10 @@ func TestTargetMustBeNewOrEmpty(t *testing.T) {
 }
 
 // TestTargetOfAStoppedRestoreIsNamed: a directory a restore was killed in
-// (its mark names a process gone) is still refused, exit 2, and the error
-// says what it holds and to remove it by hand; one a live restore writes
+// (its mark names a process gone; here a mark of an earlier version, which
+// lists nothing it moved up: TestKillDuringTheMoveUp has this one's) is
+// still refused, exit 2, and the error says what it holds and to remove
+// what is there of it by hand; one a live restore writes
 // into says so, and one of another host's restore that it cannot judge. Nothing in either is removed. (By hand with the real
 // binary: restore killed by SIGKILL during its prepare, then again into
 // the same --target-dir.)
@@ -451,8 +453,8 @@ func TestTargetOfAStoppedRestoreIsNamed(t *testing.T) {
 		want  string
 	}{
 		{gone, "; it holds what a restore stopped before it finished left there (pid " + fmt.Sprint(gone.PID) + " on " + gone.Host +
-			", gone): no whole restore; remove what it left (rm -rf %s/.vtfifo-restoring.d %s/.vtfifo-restoring, and of the other entry there " +
-			"(ibdata1) what the restore had moved up) and restore again, or give another directory\n"},
+			", gone): no whole restore; remove what it left (rm -rf %s/.vtfifo-restoring, and of the other entry there (ibdata1) what the " +
+			"restore had moved up) and restore again, or give another directory\n"},
 		{live, "; a restore is writing into it now (pid " + fmt.Sprint(live.PID) + ")\n"},
 		{elsewhere, "; a restore on dr-host (pid " + fmt.Sprint(elsewhere.PID) + ") wrote into it and did not finish, or still runs there\n"},
 	} {

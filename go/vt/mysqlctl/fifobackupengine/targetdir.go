@@ -1,7 +1,6 @@
 package fifobackupengine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
-	"github.com/vtfifo/vtfifo/go/internal/procident"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
@@ -46,13 +44,6 @@ type madeEntry struct {
 	name string
 	fi   fs.FileInfo
 }
-
-// restoringMark is the file a restore keeps in its target directory while
-// it writes there, naming its process (procident.Owner): a restore killed
-// before it finished leaves it, so that the next one into the directory can
-// say what is there (NotEmptyReason) instead of only that it is not empty.
-// Nothing removes such a directory but the operator.
-const restoringMark = ".vtfifo-restoring"
 
 // restoringDir is the subdirectory of the target directory a restore
 // works in until its files are whole: the files themselves (Files), and
@@ -109,29 +100,6 @@ func claimEmptyDir(dir string) (TargetDir, error) {
 	return d, nil
 }
 
-// mark creates the restore's mark in the directory, exclusively: of two
-// restores that found one directory empty at once, the second is refused
-// (as into a directory that is not empty) instead of writing beside the
-// first, whose files its failure would remove.
-func (d *TargetDir) mark() error {
-	var f *os.File
-	err := d.madeHere(restoringMark, func(p string) (err error) {
-		f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-		return err
-	})
-	if errors.Is(err, os.ErrExist) {
-		return notEmpty(d.Path)
-	}
-	if f != nil {
-		err = errors.Join(err, json.NewEncoder(f).Encode(procident.Self()), f.Close())
-	}
-	if err != nil {
-		_ = d.RemoveRestored()
-		return hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", d.Path))
-	}
-	return nil
-}
-
 // madeHere runs create, which makes the directory's entry name (never over
 // one that is there), and records the entry as the restore's.
 func (d *TargetDir) madeHere(name string, create func(path string) error) error {
@@ -185,12 +153,23 @@ func notEmpty(dir string) error {
 // into the directory, never over an entry that is there (one an operator
 // put there meanwhile fails the restore, which then removes only its own,
 // and the files it had moved up go back beside the others: Files holds
-// them all), the subdirectory and the mark go, and a prepared directory
-// keeps its tablespaces inside (keepTablespacesInside).
+// them all), then the subdirectory and, last, the mark go. A prepared
+// directory keeps its tablespaces inside (keepTablespacesInside) before
+// anything moves; the mark lists what moves first (listMovingUp), so that
+// a restore stopped among the moves leaves a directory whose every entry
+// can be told its own or not.
 func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
+	if prepared {
+		if err := keepTablespacesInside(d.Files(), d.Path, logger); err != nil {
+			return err
+		}
+	}
 	entries, err := os.ReadDir(d.Files())
 	if err != nil {
 		return err
+	}
+	if err := d.listMovingUp(entries); err != nil {
+		return hostsDir(errtext.Wrapf(err, "cannot write into the target directory %s", d.Path))
 	}
 	for i, e := range entries {
 		err := d.madeHere(e.Name(), func(p string) error { return renameNoReplace(filepath.Join(d.Files(), e.Name()), p) })
@@ -215,9 +194,6 @@ func (d *TargetDir) Done(prepared bool, logger logutil.Logger) error {
 			return err
 		}
 		d.made = slices.Delete(d.made, i, i+1)
-	}
-	if prepared {
-		return keepTablespacesInside(d.Path, logger)
 	}
 	return nil
 }
@@ -270,7 +246,7 @@ func renameNoReplace(from, to string) error {
 // places") or, were the restored file missing, reads the other. Its file
 // was restored at db/t.ibd, where MariaDB opens it without the .isl.
 // (MySQL 8 keeps such paths in its data dictionary, and no .isl.)
-func keepTablespacesInside(dir string, logger logutil.Logger) error {
+func keepTablespacesInside(dir, target string, logger logutil.Logger) error {
 	ext, err := externalTablespaces(dir)
 	if err != nil {
 		return err
@@ -283,62 +259,9 @@ func keepTablespacesInside(dir string, logger logutil.Logger) error {
 			return err
 		}
 		logger.Infof("fifo restore: %s lived at %s on the backup's server; it is restored in %s, so its link file %s is removed: mysqld on this "+
-			"directory opens this restore's file, never that path", rel, t.path, dir, t.from)
+			"directory opens this restore's file, never that path", rel, t.path, target, t.from)
 	}
 	return nil
-}
-
-// NotEmptyReason says, for a target directory that is not empty, what a
-// restore's mark in it shows ("; ..."): one killed before it finished, or
-// one still writing there; "" without a mark.
-func NotEmptyReason(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, restoringMark))
-	if err != nil {
-		return ""
-	}
-	var o procident.Owner
-	if json.Unmarshal(b, &o) != nil {
-		return ""
-	}
-	self := procident.Self()
-	switch {
-	case self.Outlived(o):
-		return fmt.Sprintf("; it holds what a restore stopped before it finished left there (pid %d on %s, gone): no whole restore; remove "+
-			"what it left (rm -rf %s%s) and restore again, or give another directory", o.PID, o.Host, strings.Join(TargetDir{Path: dir}.Leftovers(), " "),
-			othersBeside(dir))
-	case o.Host == self.Host && o.PIDNamespace == self.PIDNamespace && procident.Running(o.PID, o.ProcStart):
-		return fmt.Sprintf("; a restore is writing into it now (pid %d)", o.PID)
-	}
-	return fmt.Sprintf("; a restore on %s (pid %d) wrote into it and did not finish, or still runs there", o.Host, o.PID)
-}
-
-// othersBeside names, for the advice on what a stopped restore left, the
-// other entries of dir: those it moved up before it was stopped, or
-// anyone's, which no restore can tell apart ("" when there are none).
-func othersBeside(dir string) string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	var others []string
-	for _, e := range entries {
-		if e.Name() != restoringMark && e.Name() != restoringDir {
-			others = append(others, e.Name())
-		}
-	}
-	if len(others) == 0 {
-		return ""
-	}
-	shown := others[:min(len(others), 5)]
-	more := ""
-	if len(others) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(others)-len(shown))
-	}
-	what := fmt.Sprintf("the %d other entries there", len(others))
-	if len(others) == 1 {
-		what = "the other entry there"
-	}
-	return fmt.Sprintf(", and of %s (%s%s) what the restore had moved up", what, strings.Join(shown, ", "), more)
 }
 
 // RemoveRestored removes what the restore made: each entry of the

@@ -399,7 +399,7 @@ func TestExportRefusesATerminal(t *testing.T) {
 
 // TestTargetMustBeNewOrEmpty: a restore into a directory that holds files
 // is a usage error (exit 2) before anything is read, as export's existing
-// file is.
+// file is; into a volume's root, it says where to restore instead.
 func TestTargetMustBeNewOrEmpty(t *testing.T) {
 	_, args := storageCopy(t)
 	dir := t.TempDir()
@@ -412,6 +412,18 @@ func TestTargetMustBeNewOrEmpty(t *testing.T) {
 		assert.Empty(t, stdout.String())
 	}
 	assert.FileExists(t, filepath.Join(dir, "ibdata1"))
+
+	// A volume's root, mounted for the restore, holds its lost+found: the
+	// error says to restore into a directory in it.
+	volume := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(volume, "lost+found"), 0o700))
+	_, errOut := runArgs(t, 2, append([]string{"restore", "--target-dir=" + volume}, args...)...)
+	assert.Equal(t, "vtfifo restore: --target-dir "+volume+" is not empty: a restore never writes over files; it holds only lost+found, as "+
+		"the root of a file system does: restore into a new directory in it (--target-dir="+volume+"/data), which mysqld then takes as its "+
+		"data directory\n", errOut)
+	left, err := os.ReadDir(volume)
+	require.NoError(t, err)
+	assert.Len(t, left, 1, "nothing written beside lost+found")
 
 	// A restore makes the directory, not its parents: one whose parent is
 	// missing, or a file, is refused at startup too, naming the flag.

@@ -264,6 +264,27 @@ func keepTablespacesInside(dir, target string, logger logutil.Logger) error {
 	return nil
 }
 
+// NotEmptyReason says, for a target directory that is not empty, why and
+// what to do ("; ..."): what a restore's mark in it shows (markReason), or
+// that it is the root of a file system (a volume mounted for the restore,
+// holding only its lost+found); "" otherwise.
+func NotEmptyReason(dir string) string {
+	if names, err := readDirNames(dir, 2); err == nil && len(names) == 1 && names[0] == "lost+found" {
+		return fmt.Sprintf("; it holds only lost+found, as the root of a file system does: restore into a new directory in it "+
+			"(--target-dir=%s), which mysqld then takes as its data directory", filepath.Join(dir, "data"))
+	}
+	return markReason(dir)
+}
+
+func readDirNames(dir string, n int) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(n)
+}
+
 // RemoveRestored removes what the restore made: each entry of the
 // directory it made that is still the one it made, and nothing else; then
 // the directory itself if the restore created it and nothing else is in it.

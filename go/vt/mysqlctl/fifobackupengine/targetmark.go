@@ -133,10 +133,10 @@ func syncDir(dir string) error {
 	return errors.Join(f.Sync(), f.Close())
 }
 
-// NotEmptyReason says, for a target directory that is not empty, what a
-// restore's mark in it shows ("; ..."): one killed before it finished, or
-// one still writing there; "" without a mark.
-func NotEmptyReason(dir string) string {
+// markReason says what a restore's mark in a target directory that is not
+// empty shows ("; ..."): one killed before it finished, or one still
+// writing there; "" without a mark.
+func markReason(dir string) string {
 	b, err := os.ReadFile(filepath.Join(dir, restoringMark))
 	if err != nil {
 		return ""

@@ -1,22 +1,19 @@
 package fifobackupengine
 
-import (
-	"fmt"
-
-	"golang.org/x/sys/unix"
-)
+import "fmt"
 
 // dirIdentity names a directory by device, inode and, where the file
-// system records it, birth time: a directory removed and made again gets
-// another, even when the inode number is reused.
+// system records it, birth time (statID, through a symbolic link): a
+// directory removed and made again gets another, even when the inode
+// number is reused. The lineage file keeps this text: its form stays.
 func dirIdentity(path string) (string, error) {
-	var st unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_INO|unix.STATX_BTIME, &st); err != nil {
+	id, err := statID(path, 0)
+	if err != nil {
 		return "", err
 	}
-	id := fmt.Sprintf("%d:%d", unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino)
-	if st.Mask&unix.STATX_BTIME != 0 {
-		id += fmt.Sprintf(":%d.%09d", st.Btime.Sec, st.Btime.Nsec)
+	s := fmt.Sprintf("%d:%d", id.Dev, id.Ino)
+	if id.Born != 0 {
+		s += fmt.Sprintf(":%d.%09d", id.Born/1_000_000_000, id.Born%1_000_000_000)
 	}
-	return id, nil
+	return s, nil
 }

@@ -42,7 +42,7 @@ type TargetDir struct {
 
 type madeEntry struct {
 	name string
-	fi   fs.FileInfo
+	id   entryID
 }
 
 // restoringDir is the subdirectory of the target directory a restore
@@ -107,11 +107,11 @@ func (d *TargetDir) madeHere(name string, create func(path string) error) error 
 	if err := create(p); err != nil {
 		return err
 	}
-	fi, err := os.Lstat(p)
+	id, err := idOf(p)
 	if err != nil {
 		return err
 	}
-	d.made = append(d.made, madeEntry{name: name, fi: fi})
+	d.made = append(d.made, madeEntry{name: name, id: id})
 	return nil
 }
 
@@ -209,7 +209,7 @@ func (d *TargetDir) moveBack(entries []os.DirEntry) error {
 			continue
 		}
 		p := filepath.Join(d.Path, e.Name())
-		if fi, err := os.Lstat(p); err != nil || !os.SameFile(fi, d.made[i].fi) {
+		if !d.made[i].id.isStill(p) {
 			continue
 		}
 		if err := renameNoReplace(p, filepath.Join(d.Files(), e.Name())); err != nil {
@@ -306,7 +306,7 @@ func (d TargetDir) RemoveRestored() error {
 // restore made.
 func (m madeEntry) remove(dir string) error {
 	p := filepath.Join(dir, m.name)
-	if fi, err := os.Lstat(p); err != nil || !os.SameFile(fi, m.fi) {
+	if !m.id.isStill(p) {
 		return nil
 	}
 	return os.RemoveAll(p)

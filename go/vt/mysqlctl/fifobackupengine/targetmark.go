@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/procident"
@@ -28,7 +27,7 @@ const markVersion = 1
 
 // markBody is the mark's content: the restore's process and, from the
 // moment Done starts moving the files up, each entry it moves, by name and
-// inode (a rename keeps the inode), so that a directory whose restore was
+// identity (entryID: a rename keeps it), so that a directory whose restore was
 // stopped mid-way tells its entries from anyone else's.
 type markBody struct {
 	procident.Owner
@@ -38,22 +37,7 @@ type markBody struct {
 
 type movedEntry struct {
 	Name string `json:"name"`
-	Dev  uint64 `json:"dev"`
-	Ino  uint64 `json:"ino"`
-}
-
-func identify(name string, fi os.FileInfo) movedEntry {
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	if st == nil {
-		return movedEntry{Name: name}
-	}
-	return movedEntry{Name: name, Dev: st.Dev, Ino: st.Ino}
-}
-
-// isThe says whether path is still the very entry e names.
-func (e movedEntry) isThe(path string) bool {
-	fi, err := os.Lstat(path)
-	return err == nil && e.Ino != 0 && identify(e.Name, fi) == e
+	entryID
 }
 
 // mark creates the restore's mark in the directory, exclusively: of two
@@ -86,11 +70,11 @@ func (d *TargetDir) mark() error {
 func (d *TargetDir) listMovingUp(entries []os.DirEntry) error {
 	body := markBody{Owner: procident.Self(), Version: markVersion, MovingUp: []movedEntry{}}
 	for _, e := range entries {
-		fi, err := os.Lstat(filepath.Join(d.Files(), e.Name()))
+		id, err := idOf(filepath.Join(d.Files(), e.Name()))
 		if err != nil {
 			return err
 		}
-		body.MovingUp = append(body.MovingUp, identify(e.Name(), fi))
+		body.MovingUp = append(body.MovingUp, movedEntry{Name: e.Name(), entryID: id})
 	}
 	doc, err := json.Marshal(body)
 	if err != nil {
@@ -102,17 +86,15 @@ func (d *TargetDir) listMovingUp(entries []os.DirEntry) error {
 	}
 	i := slices.IndexFunc(d.made, func(m madeEntry) bool { return m.name == restoringMark })
 	markPath := filepath.Join(d.Path, restoringMark)
-	if fi, err := os.Lstat(markPath); i < 0 || err != nil || !os.SameFile(fi, d.made[i].fi) {
+	if i < 0 || !d.made[i].id.isStill(markPath) {
 		return fmt.Errorf("the restore's mark %s was removed or replaced during the restore", markPath)
 	}
 	if err := os.Rename(next, markPath); err != nil {
 		return err
 	}
-	fi, err := os.Lstat(markPath)
-	if err != nil {
+	if d.made[i].id, err = idOf(markPath); err != nil {
 		return err
 	}
-	d.made[i].fi = fi
 	return syncDir(d.Path)
 }
 
@@ -173,7 +155,7 @@ func (m markBody) leftBehind(dir string) string {
 		i := slices.IndexFunc(m.MovingUp, func(moved movedEntry) bool { return moved.Name == e.Name() })
 		switch {
 		case e.Name() == restoringMark || e.Name() == restoringDir:
-		case i >= 0 && m.MovingUp[i].isThe(filepath.Join(dir, e.Name())):
+		case i >= 0 && m.MovingUp[i].isStill(filepath.Join(dir, e.Name())):
 			movedUp = append(movedUp, e.Name())
 		default:
 			others = append(others, e.Name())

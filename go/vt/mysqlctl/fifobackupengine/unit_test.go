@@ -424,6 +424,26 @@ func TestTargetDirRemovesOnlyWhatTheRestoreWrote(t *testing.T) {
 	require.NoError(t, done.RemoveRestored())
 	assert.Equal(t, []string{"notes"}, names(mine))
 
+	// An entry the operator removed and made again by its name is theirs,
+	// though the file system gave it the freed inode number (as ext4 and
+	// tmpfs do at once): it stays.
+	require.NoError(t, os.Remove(filepath.Join(mine, "notes")))
+	done, err = claimEmptyDir(mine)
+	require.NoError(t, err)
+	write(done)
+	require.NoError(t, done.Done(false, logutil.NewMemoryLogger()))
+	before, err := os.Lstat(filepath.Join(mine, "ibdata1"))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(mine, "ibdata1")))
+	require.NoError(t, os.WriteFile(filepath.Join(mine, "ibdata1"), []byte("theirs"), 0o640))
+	after, err := os.Lstat(filepath.Join(mine, "ibdata1"))
+	require.NoError(t, err)
+	t.Logf("the operator's ibdata1 has the restored one's inode number: %v", os.SameFile(before, after))
+	require.NoError(t, done.RemoveRestored())
+	assert.Equal(t, []string{"ibdata1"}, names(mine))
+	require.NoError(t, os.Remove(filepath.Join(mine, "ibdata1")))
+	require.NoError(t, os.WriteFile(filepath.Join(mine, "notes"), nil, 0o640))
+
 	// A name the operator took meanwhile is never written over: Done
 	// fails, and the removal leaves the operator's entry as it is.
 	require.NoError(t, os.Remove(filepath.Join(mine, "notes")))

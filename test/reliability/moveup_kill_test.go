@@ -37,9 +37,18 @@ func TestKillDuringTheMoveUp(t *testing.T) {
 	}
 	require.NoError(t, f.backup(context.Background(), nil))
 
-	dir := filepath.Join(t.TempDir(), "target")
-	require.NoError(t, os.Mkdir(dir, 0o750))
-	killAtFirstMoveUp(t, f, dir)
+	// The kill races the moves (about 1,010 renames): on a busy host it may
+	// come after the last, which leaves a whole restore; then again.
+	var dir string
+	for attempt := 1; ; attempt++ {
+		dir = filepath.Join(t.TempDir(), "target")
+		require.NoError(t, os.Mkdir(dir, 0o750))
+		if killAtFirstMoveUp(t, f, dir) {
+			break
+		}
+		t.Logf("attempt %d: the kill came after the restore's end", attempt)
+		require.Less(t, attempt, 5, "the kill never came before the restore's end")
+	}
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "operator-notes"), []byte("mine"), 0o640))
 
 	var movedUp []string
@@ -81,8 +90,9 @@ func TestKillDuringTheMoveUp(t *testing.T) {
 
 // killAtFirstMoveUp runs vtfifo restore into dir and SIGKILLs it as the
 // first of its files arrives in dir (inotify: moved to dir, other than the
-// restore's mark).
-func killAtFirstMoveUp(t *testing.T, f *fixture, dir string) {
+// restore's mark), and says whether the kill stopped it before its end (its
+// mark, the last thing it removes, is still there).
+func killAtFirstMoveUp(t *testing.T, f *fixture, dir string) (stopped bool) {
 	t.Helper()
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	require.NoError(t, err)
@@ -106,7 +116,9 @@ func killAtFirstMoveUp(t *testing.T, f *fixture, dir string) {
 		}
 	}
 	require.NoError(t, cmd.Process.Kill())
-	require.Error(t, <-done, "killed before it finished:\n%s", out.String())
+	<-done
+	_, err = os.Lstat(filepath.Join(dir, ".vtfifo-restoring"))
+	return err == nil
 }
 
 // movedUp waits up to 50 ms for inotify events, and says whether one was

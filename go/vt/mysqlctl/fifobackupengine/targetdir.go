@@ -245,7 +245,9 @@ func renameNoReplace(from, to string) error {
 // then refuses the table ("A tablespace has been found in multiple
 // places") or, were the restored file missing, reads the other. Its file
 // was restored at db/t.ibd, where MariaDB opens it without the .isl.
-// (MySQL 8 keeps such paths in its data dictionary, and no .isl.)
+// (MySQL 8 keeps such paths in its data dictionary, and no .isl.) Done
+// runs it on its files before it moves them up into target, which the log
+// names.
 func keepTablespacesInside(dir, target string, logger logutil.Logger) error {
 	ext, err := externalTablespaces(dir)
 	if err != nil {

@@ -64,9 +64,12 @@ func (d *TargetDir) mark() error {
 }
 
 // listMovingUp rewrites the mark to list the entries Done is about to move
-// up, durably, before it moves the first: written in the restore's own
-// subdirectory, then renamed over the mark (only while the mark is still
-// the restore's own), so the mark is whole at every instant.
+// up, before it moves the first: written in the restore's own subdirectory,
+// then renamed over the mark (only while the mark is still the restore's
+// own), so the mark is whole at every instant. Against a kill, that is all
+// it takes; nothing is fsynced (nor are the restored files: a restore cut
+// by a power loss is not whole, mark or not), as an fsync on a busy host
+// waits for everyone's writes.
 func (d *TargetDir) listMovingUp(entries []os.DirEntry) error {
 	body := markBody{Owner: procident.Self(), Version: markVersion, MovingUp: []movedEntry{}}
 	for _, e := range entries {
@@ -81,7 +84,7 @@ func (d *TargetDir) listMovingUp(entries []os.DirEntry) error {
 		return err
 	}
 	next := filepath.Join(d.Path, restoringDir, restoringMark)
-	if err := writeSynced(next, doc); err != nil {
+	if err := os.WriteFile(next, doc, 0o640); err != nil {
 		return err
 	}
 	i := slices.IndexFunc(d.made, func(m madeEntry) bool { return m.name == restoringMark })
@@ -92,27 +95,8 @@ func (d *TargetDir) listMovingUp(entries []os.DirEntry) error {
 	if err := os.Rename(next, markPath); err != nil {
 		return err
 	}
-	if d.made[i].id, err = idOf(markPath); err != nil {
-		return err
-	}
-	return syncDir(d.Path)
-}
-
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	return errors.Join(err, f.Sync(), f.Close())
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(f.Sync(), f.Close())
+	d.made[i].id, err = idOf(markPath)
+	return err
 }
 
 // markReason says what a restore's mark in a target directory that is not

@@ -46,6 +46,12 @@ var hostMessages = []struct{ text, why string }{
 	{"Out of memory", "it is out of memory"},
 	{"Too many open files", "too many open files"},
 	{"Can't create a new thread", "it cannot start more threads"},
+	// A socket or port another process holds (EADDRINUSE: "Bind on unix
+	// socket: Address already in use"), and a socket path longer than a
+	// Unix socket takes (mysqld.cc: "The socket file path is too long (>
+	// 107)"): where this host's server listens, never what it reads.
+	{"Address already in use", "a socket or port it needs is taken by another process"},
+	{"The socket file path is too long", "a socket's path is longer than the 107 bytes a Unix socket takes (a shorter directory)"},
 	// InnoDB giving up on Linux native AIO (MySQL 8's os0file.cc, after its
 	// retries; MariaDB falls back to threads instead): the kernel's
 	// fs.aio-max-nr used up by the servers and tools running at once.

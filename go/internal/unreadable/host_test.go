@@ -64,6 +64,10 @@ func TestInOutput(t *testing.T) {
 		"[Warning] [MY-012582] [InnoDB] io_setup() failed with EAGAIN. Will make 5 attempts before giving up.": "", // it may yet succeed
 		"[ERROR] [MY-010187] [Server] Could not open file '/scratch/mysqld.err' for error logging: Permission denied": "a file or directory is not " +
 			"accessible to it here (its modes, AppArmor or SELinux)",
+		"[ERROR] The socket file path is too long (> 107): /tmp/vtfifo-scratch-992373638/vtfifo-test-restore-3368-608924-" +
+			"2b64fe3a5b44c61444c39745ef62587b/mysqld.sock.real": "a socket's path is longer than the 107 bytes a Unix socket takes (a shorter " +
+			"directory)",
+		"[ERROR] Can't start server: Bind on unix socket: Address already in use":                     "a socket or port it needs is taken by another process",
 		"[ERROR] InnoDB: Page [page id: space=5, page number=3] log sequence number is in the future": "",
 		"": "",
 	} {

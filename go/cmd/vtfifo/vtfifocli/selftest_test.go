@@ -119,6 +119,7 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("a server this host confines", func(t *testing.T) { testRestoreOnAConfiningHost(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server older than the backup's", func(t *testing.T) { testRestoreOnAnOlderServer(t, dir, backups[0].Name, record, storage) })
 	t.Run("flags that do not fit the backup", func(t *testing.T) { testRestoreWithFlagsThatDoNotFit(t, dir, backups[0].Name, record, storage) })
+	t.Run("a server whose socket path is too long", func(t *testing.T) { testRestoreWithASocketPathTooLong(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server killed during the check", func(t *testing.T) { testRestoreOfAServerKilledDuringTheCheck(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server short of open files", func(t *testing.T) { testRestoreOfAServerShortOfFiles(t, dir, backups[0].Name, record, storage) })
 }
@@ -152,6 +153,33 @@ func testRestoreOfAServerShortOfFiles(t *testing.T, dir, backup, record string, 
 	assert.NotContains(t, ls, "quarantined")
 }
 
+// testRestoreWithASocketPathTooLong: real mariadbd told (by a wrapper, as
+// a host's packaging may) to listen on a socket whose path is longer than
+// a Unix socket takes aborts at its start ("The socket file path is too
+// long (> 107)"): this host's, never the backup's: exit 3, nothing
+// recorded or quarantined (both were, in a CI run where a test's wrapper
+// did this by chance).
+func testRestoreWithASocketPathTooLong(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	mysqld := filepath.Join(dir, "mysqld-with-a-long-socket-path")
+	long := filepath.Join(dir, strings.Repeat("s", 110)+".sock")
+	require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\nexec /usr/sbin/mariadbd \"$@\" --socket="+long+"\n"), 0o755))
+	out, errOut := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Empty(t, errOut)
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "could not run, nothing is recorded: ")
+	assert.Contains(t, out, "The socket file path is too long (> 107)")
+	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (a socket's path is longer than the 107 bytes a Unix socket takes "+
+		"(a shorter directory)): nothing says the backup is damaged\n"), out)
+	after, err := os.ReadFile(record)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
+	assert.NotContains(t, ls, "quarantined")
+}
+
 // testRestoreOfAServerKilledDuringTheCheck: real mariadbd killed with
 // SIGKILL (as the kernel's OOM killer does) in the middle of the check:
 // the wrapper holds a write lock on one table before the test restore can
@@ -159,6 +187,8 @@ func testRestoreOfAServerShortOfFiles(t *testing.T, dir, backup, record string, 
 // waits, and kills the server once it does. The checks fail on their
 // connections, which proves nothing about the backup: exit 3, nothing
 // recorded or quarantined (it was a failed test restore and a quarantine).
+// The real server's socket is beside the test restore's, named shorter:
+// one named longer was once too long for mysqld.
 func testRestoreOfAServerKilledDuringTheCheck(t *testing.T, dir, backup, record string, storage []string) {
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
@@ -166,14 +196,15 @@ func testRestoreOfAServerKilledDuringTheCheck(t *testing.T, dir, backup, record 
 	require.NoError(t, os.WriteFile(mysqld, []byte(`#!/bin/sh
 case "$*" in *--version*) exec /usr/sbin/mariadbd --version;; esac
 for a in "$@"; do case "$a" in --socket=*) sock="${a#--socket=}";; esac; done
-/usr/sbin/mariadbd "$@" --socket="$sock.real" &
+real="${sock%/*}/k$$"
+/usr/sbin/mariadbd "$@" --socket="$real" &
 pid=$!
 alive() { kill -0 "$pid" 2>/dev/null || { wait "$pid"; exit $?; }; }
-count() { mariadb --socket="$sock.real" -N -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '$1'" 2>/dev/null; }
-until mariadb --socket="$sock.real" -e "SELECT 1" >/dev/null 2>&1; do alive; sleep 0.05; done
-mariadb --socket="$sock.real" -e "LOCK TABLES selftest.wide WRITE; DO SLEEP(600)" &
+count() { mariadb --socket="$real" -N -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '$1'" 2>/dev/null; }
+until mariadb --socket="$real" -e "SELECT 1" >/dev/null 2>&1; do alive; sleep 0.05; done
+mariadb --socket="$real" -e "LOCK TABLES selftest.wide WRITE; DO SLEEP(600)" &
 until [ "$(count 'DO SLEEP%')" = 1 ]; do alive; sleep 0.05; done
-ln -s "$sock.real" "$sock"
+ln -s "$real" "$sock"
 until [ "$(count 'CHECK TABLE %wide%')" = 1 ]; do alive; sleep 0.05; done
 kill -9 "$pid"; wait "$pid"; kill -9 $$
 `), 0o755))

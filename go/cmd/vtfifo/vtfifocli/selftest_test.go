@@ -187,8 +187,9 @@ func testRestoreWithASocketPathTooLong(t *testing.T, dir, backup, record string,
 // waits, and kills the server once it does. The checks fail on their
 // connections, which proves nothing about the backup: exit 3, nothing
 // recorded or quarantined (it was a failed test restore and a quarantine).
-// The real server's socket is beside the test restore's, named shorter:
-// one named longer was once too long for mysqld.
+// The real server's socket is beside the test restore's (in /tmp where
+// that is), named shorter: one named longer was once too long for mysqld;
+// the wrapper removes it.
 func testRestoreOfAServerKilledDuringTheCheck(t *testing.T, dir, backup, record string, storage []string) {
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
@@ -199,14 +200,14 @@ for a in "$@"; do case "$a" in --socket=*) sock="${a#--socket=}";; esac; done
 real="${sock%/*}/k$$"
 /usr/sbin/mariadbd "$@" --socket="$real" &
 pid=$!
-alive() { kill -0 "$pid" 2>/dev/null || { wait "$pid"; exit $?; }; }
+alive() { kill -0 "$pid" 2>/dev/null || { wait "$pid"; s=$?; rm -f "$real"; exit $s; }; }
 count() { mariadb --socket="$real" -N -e "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '$1'" 2>/dev/null; }
 until mariadb --socket="$real" -e "SELECT 1" >/dev/null 2>&1; do alive; sleep 0.05; done
 mariadb --socket="$real" -e "LOCK TABLES selftest.wide WRITE; DO SLEEP(600)" &
 until [ "$(count 'DO SLEEP%')" = 1 ]; do alive; sleep 0.05; done
 ln -s "$real" "$sock"
 until [ "$(count 'CHECK TABLE %wide%')" = 1 ]; do alive; sleep 0.05; done
-kill -9 "$pid"; wait "$pid"; kill -9 $$
+kill -9 "$pid"; wait "$pid"; rm -f "$real"; kill -9 $$
 `), 0o755))
 	out, errOut := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
 		"--quarantine-on-failure", "--quiet"}, storage...)...)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -320,7 +321,15 @@ func exited(pid int, wait time.Duration) bool {
 // and removes the tablet from the topology (DeleteTablets --allow-primary).
 func (t *Tablet) Destroy(ctx context.Context) error {
 	t.Stop()
-	if err := os.RemoveAll(t.Dir); err != nil {
+	// mysqld_safe outlives the mysqld it ran by a moment, to write "mysqld
+	// ended" into error.log: a removal racing it finds the directory not
+	// empty, and is tried again once that last line is written.
+	err := os.RemoveAll(t.Dir)
+	for i := 0; i < 50 && errors.Is(err, syscall.ENOTEMPTY); i++ {
+		time.Sleep(100 * time.Millisecond)
+		err = os.RemoveAll(t.Dir)
+	}
+	if err != nil {
 		left, _ := os.ReadDir(t.Dir)
 		var names []string
 		for _, e := range left {
@@ -328,6 +337,6 @@ func (t *Tablet) Destroy(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w (left: %v)", err, names)
 	}
-	_, err := t.c.Vtctldclient(ctx, "DeleteTablets", "--allow-primary", t.Alias)
+	_, err = t.c.Vtctldclient(ctx, "DeleteTablets", "--allow-primary", t.Alias)
 	return err
 }

@@ -109,9 +109,11 @@ func (b *backupRun) execute(ctx context.Context) error {
 	if closeErr != nil {
 		return closeErr
 	}
+	start := time.Now()
 	if err := b.checkFidelity(ctx, workDir, facts.tables); err != nil {
 		return err
 	}
+	b.stats.since("Check:Fidelity", start)
 	m, err := b.manifest(workDir, facts, consistent)
 	if err != nil {
 		return err

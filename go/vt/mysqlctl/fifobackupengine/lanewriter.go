@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -166,27 +167,44 @@ func (b *backupRun) openLanes(ctx context.Context) error {
 	return nil
 }
 
-// closeLanes flushes every compressor and closes every lane file; any
+// closeLanes flushes every compressor and closes every lane file, the lanes
+// at once: a lane file's close stores its last part and its index, and one
+// lane after another made a backup's end as long as all of those in a row
+// (the storage bounds its own uploads). Lanes:Close is its wall time. Any
 // error fails the backup, since a lane that did not close is incomplete.
 func (b *backupRun) closeLanes() error {
-	var errs []error
-	for _, l := range b.lanes {
+	defer b.stats.since("Lanes:Close", time.Now())
+	errs := make([]error, len(b.lanes))
+	var wg sync.WaitGroup
+	for i, l := range b.lanes {
 		if l.closed {
 			continue
 		}
 		l.closed = true
-		if l.comp != nil {
-			start := time.Now()
-			if err := l.comp.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("lane %d (%s): closing the compressor: %w", l.index, l.name, err))
-			}
-			b.stats.since("Compressor:Close", start)
-		}
-		start := time.Now()
-		if err := l.file.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("lane %d (%s): closing the file in storage: %w", l.index, l.name, err))
-		}
-		b.stats.since("Destination:Close", start)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.closeLane(l)
+		}()
 	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// closeLane flushes l's compressor into its file, then closes the file.
+func (b *backupRun) closeLane(l *laneWriter) error {
+	var errs []error
+	if l.comp != nil {
+		start := time.Now()
+		if err := l.comp.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("lane %d (%s): closing the compressor: %w", l.index, l.name, err))
+		}
+		b.stats.since("Compressor:Close", start)
+	}
+	start := time.Now()
+	if err := l.file.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("lane %d (%s): closing the file in storage: %w", l.index, l.name, err))
+	}
+	b.stats.since("Destination:Close", start)
 	return errors.Join(errs...)
 }

@@ -97,7 +97,7 @@ func TestBackupRecordsEveryPhase(t *testing.T) {
 		assert.Greater(t, ops[op].bytes, int64(0), "%s bytes", op)
 		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
 	}
-	for _, op := range []string{"Destination:Open", "Destination:Close", "Compressor:Close", "Tool:Run"} {
+	for _, op := range []string{"Destination:Open", "Destination:Close", "Compressor:Close", "Lanes:Close", "Tool:Run", "Check:Fidelity"} {
 		assert.Greater(t, ops[op].calls, 0, "%s calls", op)
 		assert.Greater(t, ops[op].busy, int64(0), "%s duration", op)
 	}

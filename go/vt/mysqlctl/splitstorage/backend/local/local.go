@@ -199,6 +199,15 @@ func (l *Backend) Get(ctx context.Context, key string, offset, length int64) (io
 	if err != nil {
 		return nil, localErr(err)
 	}
+	// A directory by the object's name is no object, as Stat and List say:
+	// not a read to try again.
+	if fi, err := f.Stat(); err != nil || fi.IsDir() {
+		f.Close()
+		if err != nil {
+			return nil, localErr(err)
+		}
+		return nil, fmt.Errorf("%w: %s is a directory", backend.ErrNotExist, key)
+	}
 	if offset > 0 {
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
 			f.Close()

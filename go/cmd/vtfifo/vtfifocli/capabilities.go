@@ -23,6 +23,12 @@ type incompleteLister interface {
 	ListIncomplete(ctx context.Context, dir string) ([]splitstorage.IncompleteBackup, error)
 }
 
+// ownChecker says what is there by a backup name no listing holds: objects
+// it did not write (splitstorage.ErrNotOurs), or nothing.
+type ownChecker interface {
+	CheckOwn(ctx context.Context, dir, name string) error
+}
+
 // rootChecker says whether the storage's root is one of its own
 // (splitstorage.ErrNotSplitRoot when it provably is not).
 type rootChecker interface {
@@ -142,6 +148,7 @@ type peerStorage interface {
 var (
 	_ incompleteLister = (*splitstorage.Storage)(nil)
 	_ rootChecker      = (*splitstorage.Storage)(nil)
+	_ ownChecker       = (*splitstorage.Storage)(nil)
 	_ fleetLister      = (*splitstorage.Storage)(nil)
 	_ guardedRemover   = (*splitstorage.Storage)(nil)
 	_ releaser         = (*splitstorage.Storage)(nil)

@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -135,5 +136,5 @@ func whyMissing(ctx context.Context, bs backupstorage.BackupStorage, dir, name s
 			}
 		}
 	}
-	return "no such backup (GetBackups does not list it): check --backup, --keyspace and --shard", exitUnreachable
+	return cmp.Or(othersThere(ctx, bs, dir, name), "no such backup (GetBackups does not list it)") + checkTheNames, exitUnreachable
 }

@@ -116,7 +116,7 @@ func LockBackup(ctx context.Context, prog string, args []string, stdout, stderr 
 	res, err := lk.Lock(s.ctx, dir, name, f.lockWanted)
 	if err != nil {
 		if errors.Is(err, splitstorage.ErrNotOurs) && !s.exists(dir, name) {
-			return s.o.failf(exitUnreachable, "backup %s/%s in %s: no such backup: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
+			return s.o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(s.o), noSuchBackup(s.ctx, s.bs, dir, name))
 		}
 		if len(res.Bases) > 0 {
 			err = fmt.Errorf("%w (its bases %s were locked first, as long; run lock again)", err, strings.Join(res.Bases, ", "))

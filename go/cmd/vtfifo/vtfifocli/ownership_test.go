@@ -126,8 +126,9 @@ func TestATabletsDataRootIsNotARoot(t *testing.T) {
 // with Vitess's file storage (docs/migration.md allows it), which holds a
 // fifo backup (MANIFEST, lanes, lanes.index), beside a tablet's binary logs
 // two days old: --list-incomplete and --remove-incomplete see only the
-// split storage's own killed backup, and remove only it; rm finds nothing
-// else to remove. With the file storage as the legacy one, both storages'
+// split storage's own killed backup, and remove only it; rm of the others
+// says they are not the split storage's backups (naming the flag that
+// lists a Vitess storage's) and leaves them. With the file storage as the legacy one, both storages'
 // backups are listed (and restorable: ls reads each MANIFEST), and the
 // binary logs, which the file storage lists as a backup, are not removed.
 func TestSharedRootLeavesTheOtherStorageAlone(t *testing.T) {
@@ -158,7 +159,9 @@ func TestSharedRootLeavesTheOtherStorageAlone(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(root, "ks", "0", killed))
 	for _, name := range []string{fileBackup, "bin-logs"} {
 		_, errOut = runSplit(t, 3, root, append([]string{"rm", "--backup=" + name, "--incomplete-min-age=0"}, shard...)...)
-		assert.Contains(t, errOut, "no such backup", name)
+		assert.Regexp(t, `^vtfifo rm: backup ks/0/`+name+` in \S+ \(split storage\): not a backup the split storage wrote: it holds \d+ objects? \(.+\) `+
+			`and no start or completion marker of the split storage's: another tool's backup \(a Vitess storage's is listed with `+
+			`--split-storage-legacy\) or put there by hand; it is left as it is: check --backup, --keyspace and --shard\n$`, errOut, name)
 	}
 	assert.Equal(t, before, snapshot(t, root), "only the split storage's killed backup went")
 
@@ -437,7 +440,8 @@ func TestASplitRootReadAsFileStorageIsNotDamage(t *testing.T) {
 // backup's directory is no damage of the backup (verify: OK, exit 0, the
 // note named on its own line and in --json's "unlisted"), and rm removes
 // the backup but not the note, saying so on stderr; what is left is no
-// backup (a second rm finds none, exit 3). So too for a note whose name
+// backup (a second rm says it is not one the split storage wrote, names
+// the note and leaves it, exit 3). So too for a note whose name
 // looks like the file backend's temporary files (NOTES.tmp-1): only one
 // whose name proves the backend made it is hidden and removed.
 func TestAnObjectPutInABackupIsNotTheBackups(t *testing.T) {
@@ -472,7 +476,9 @@ func TestAnObjectPutInABackupIsNotTheBackups(t *testing.T) {
 			assert.Len(t, entries, 1, "only the note is left")
 
 			_, errOut = runSplit(t, 3, root, append([]string{"rm"}, shard...)...)
-			assert.Equal(t, "vtfifo rm: backup ks/0/copied in "+root+" (split storage): no such backup: check --backup, --keyspace and --shard\n", errOut)
+			assert.Equal(t, "vtfifo rm: backup ks/0/copied in "+root+" (split storage): not a backup the split storage wrote: it holds 1 object ("+name+
+				") and no start or completion marker of the split storage's: another tool's backup (a Vitess storage's is listed with "+
+				"--split-storage-legacy) or put there by hand; it is left as it is: check --backup, --keyspace and --shard\n", errOut)
 			_, err = os.Stat(notes)
 			assert.NoError(t, err)
 		})

@@ -41,7 +41,7 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 	if err := sp.Release(s.ctx, dir, name); err != nil {
 		switch {
 		case errors.Is(err, splitstorage.ErrNotExist) && !s.exists(dir, name):
-			return s.o.failf(exitUnreachable, "backup %s/%s in %s: no such backup: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
+			return s.o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(s.o), noSuchBackup(s.ctx, s.bs, dir, name))
 		case errors.Is(err, splitstorage.ErrNotExist):
 			// Nothing to do, and nothing wrong with the backup: a request the
 			// data refuses.

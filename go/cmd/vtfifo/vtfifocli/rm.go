@@ -163,5 +163,5 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 			}
 		}
 	}
-	return "", s.o.failf(exitUnreachable, "backup %s/%s in %s: no such backup: check --backup, --keyspace and --shard", dir, name, storageLocation(s.o))
+	return "", s.o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(s.o), noSuchBackup(s.ctx, s.bs, dir, name))
 }

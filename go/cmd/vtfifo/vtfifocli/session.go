@@ -1,6 +1,7 @@
 package vtfifocli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -283,6 +284,27 @@ func (s *session) exists(dir, name string) bool {
 	}
 	inc, err := sp.ListIncomplete(s.ctx, dir)
 	return err != nil || slices.ContainsFunc(inc, func(b splitstorage.IncompleteBackup) bool { return b.Name == name })
+}
+
+// noSuchBackup is why dir/name, which no listing holds, is no backup to
+// take.
+func noSuchBackup(ctx context.Context, bs backupstorage.BackupStorage, dir, name string) string {
+	return cmp.Or(othersThere(ctx, bs, dir, name), "no such backup") + checkTheNames
+}
+
+// checkTheNames ends a line saying a named backup is not there.
+const checkTheNames = ": check --backup, --keyspace and --shard"
+
+// othersThere says what is there by a backup name that no listing holds
+// where the storage knows: objects it did not write, which are left as
+// they are (ownChecker); "" where there is nothing, or it cannot tell.
+func othersThere(ctx context.Context, bs backupstorage.BackupStorage, dir, name string) string {
+	if c, ok := has[ownChecker](bs); ok {
+		if err := c.CheckOwn(ctx, dir, name); errors.Is(err, splitstorage.ErrNotOurs) {
+			return err.Error()
+		}
+	}
+	return ""
 }
 
 // fromLegacy reports whether bh is the legacy storage's, listed by the

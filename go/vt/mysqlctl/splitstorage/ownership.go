@@ -155,10 +155,22 @@ func (s *Storage) CheckRoot(ctx context.Context) error {
 // leases aside): another storage's backup of that name on a shared root,
 // whose files a later removal of ours would take with it.
 func notAnothersDirectory(ctx context.Context, be backend.Backend, dir, name string) error {
+	foreign, err := othersObjects(ctx, be, dir, name)
+	if err != nil || len(foreign) == 0 {
+		return err
+	}
+	return flagvalue.Contradiction(fmt.Errorf("%s/%s in %s holds %d objects the split storage did not write (%s, ...): another storage's "+
+		"backup of that name; nothing was written: %w", dir, name, be, len(foreign), foreign[0], ErrNotOurs))
+}
+
+// othersObjects names the objects under backup dir/name (relative to it,
+// read leases aside) when this storage cannot prove it wrote that backup
+// (proveBackup); none where there are none or it is its own.
+func othersObjects(ctx context.Context, be backend.Backend, dir, name string) ([]string, error) {
 	prefix := backupPrefix(dir, name)
 	objs, err := be.List(ctx, prefix, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var foreign []string
 	for _, o := range objs {
@@ -167,14 +179,39 @@ func notAnothersDirectory(ctx context.Context, be backend.Backend, dir, name str
 		}
 	}
 	if len(foreign) == 0 {
-		return nil
+		return nil, nil
 	}
 	if ours, _, err := proveBackup(ctx, be, dir, name); ours || err != nil {
+		return nil, err
+	}
+	return foreign, nil
+}
+
+// CheckOwn says, for a backup name no listing of this storage holds, what
+// is there: an error wrapping ErrNotOurs, naming them (the caller names the
+// backup), where objects by
+// that name are not a backup this storage wrote (another tool's, or put
+// there by hand: no command reads, locks or removes them); nil where there
+// is nothing, or the backup is its own.
+func (s *Storage) CheckOwn(ctx context.Context, dir, name string) error {
+	e, err := s.backupEnv(ctx, dir, name)
+	if err != nil {
 		return err
 	}
-	return flagvalue.Contradiction(fmt.Errorf("%s/%s in %s holds %d objects the split storage did not write (%s, ...): another storage's "+
-		"backup of that name; nothing was written: %w", dir, name, be, len(foreign), foreign[0], ErrNotOurs))
+	foreign, err := othersObjects(ctx, e.be, dir, name)
+	if err != nil || len(foreign) == 0 {
+		return err
+	}
+	return notOurs(fmt.Sprintf("not a backup the split storage wrote: it holds %s and no start or completion marker of the split storage's: "+
+		"another tool's backup (a Vitess storage's is listed with --%s) or put there by hand; it is left as it is", foreignObjects(foreign), flagLegacy))
 }
+
+// notOurs is a line that says what is not the split storage's: it wraps
+// ErrNotOurs without saying it again.
+type notOurs string
+
+func (e notOurs) Error() string { return string(e) }
+func (e notOurs) Unwrap() error { return ErrNotOurs }
 
 // backupMarkers are a backup's own '.'-leading objects (layout.go).
 var backupMarkers = map[string]bool{startedMarker: true, completeMarker: true, baseMarker: true, retiredMarker: true, quarantineMarker: true,

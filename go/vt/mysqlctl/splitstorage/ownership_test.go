@@ -53,7 +53,15 @@ func runOnlyProvenBackupsAreOurs(t *testing.T, s *splitstorage.Storage) {
 	for _, name := range []string{"bin-logs", "vitess-file", "named-like-parts", "another-tool", "another-storage"} {
 		err := s.RemoveBackup(ctx, dir, name)
 		assert.True(t, errors.Is(err, splitstorage.ErrNotOurs), "%s: %v", name, err)
+		err = s.CheckOwn(ctx, dir, name)
+		assert.True(t, errors.Is(err, splitstorage.ErrNotOurs), "%s: %v", name, err)
+		assert.ErrorContains(t, err, "not a backup the split storage wrote: it holds ", name)
 	}
+	assert.EqualError(t, s.CheckOwn(ctx, dir, "bin-logs"), "not a backup the split storage wrote: it holds 2 objects (vt-0000000101-bin.000001, "+
+		"vt-0000000101-bin.index) and no start or completion marker of the split storage's: another tool's backup (a Vitess storage's is listed "+
+		"with --split-storage-legacy) or put there by hand; it is left as it is")
+	assert.NoError(t, s.CheckOwn(ctx, dir, "2026-02-01.000000.zone1-0000000100"), "its own")
+	assert.NoError(t, s.CheckOwn(ctx, dir, "nothing-there"))
 	// Nor is another storage's backup of a name written over: its files
 	// would go with a later removal of ours.
 	_, err = s.StartBackup(ctx, dir, "vitess-file")

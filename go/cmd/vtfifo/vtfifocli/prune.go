@@ -55,6 +55,9 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 				if err := refuseBackup(); err != nil {
 					return err
 				}
+				if !fs.Changed("keep") {
+					return errors.New("--keep is required: how many of the newest complete backups are always kept (1 or more; the newest backup is never pruned)")
+				}
 				if *keep < 1 {
 					return invalid("keep", fmt.Sprint(*keep), "1 or more (the newest backup is never pruned)")
 				}

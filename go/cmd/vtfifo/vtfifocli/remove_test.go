@@ -82,7 +82,8 @@ func TestVitessFileStorageRemovalProvesItsFiles(t *testing.T) {
 }
 
 // TestRemoveAndPrune: rm removes the backup it names and nothing else, and
-// refuses to guess; prune keeps the newest --keep and those younger than
+// refuses to guess; prune needs --keep (its default 0 is not a value a
+// user gave: it is said to be missing, not invalid), keeps the newest --keep and those younger than
 // --keep-within; --dry-run removes nothing.
 func TestRemoveAndPrune(t *testing.T) {
 	root, args := storageCopy(t)
@@ -109,8 +110,9 @@ func TestRemoveAndPrune(t *testing.T) {
 	assert.Contains(t, cmd(0, "rm", "--backup="+names[1]), "removed complete backup ks/0/"+names[1])
 	assert.NotContains(t, listed(), names[1])
 
-	assert.Contains(t, cmd(2, "prune"), "--keep")
 	assert.Contains(t, cmd(2, "prune", "--keep=0"), "invalid value \"0\" for --keep")
+	assert.Equal(t, "vtfifo prune: --keep is required: how many of the newest complete backups are always kept (1 or more; the newest backup is "+
+		"never pruned)\n", cmd(2, "prune"))
 	assert.Contains(t, cmd(2, "prune", "--keep=1", "--keep-within=-1h"), "--keep-within")
 	assert.Contains(t, cmd(2, "prune", "--keep=1", "--backup="+names[0]), "--backup is not for prune")
 	assert.Contains(t, cmd(2, "ls", "--backup="+names[0]), "--backup is not for ls: it lists every backup (vtfifo show describes one)")

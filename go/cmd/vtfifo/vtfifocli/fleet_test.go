@@ -107,14 +107,17 @@ func TestFleetView(t *testing.T) {
 	assert.Contains(t, out, `vtfifo_backup_check_ok{keyspace="ks",shard="0"} 0`+"\n")
 
 	// A shard that cannot be read (here: a start marker the store cannot
-	// read back, a directory where a file should be): its row says why,
-	// exit 3; its metrics are left out but vtfifo_shard_read 0; a failed
-	// check elsewhere is still exit 1.
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "ks", "2", "2026-01-03.000000.zone1-0000000300", ".started"), 0o750))
+	// read back, a symbolic link to itself; a directory by its name is no
+	// object, as a store's listing says): its row says why, exit 3; its
+	// metrics are left out but vtfifo_shard_read 0; a failed check
+	// elsewhere is still exit 1.
+	unreadable := filepath.Join(root, "ks", "2", "2026-01-03.000000.zone1-0000000300")
+	require.NoError(t, os.MkdirAll(unreadable, 0o750))
+	require.NoError(t, os.Symlink(".started", filepath.Join(unreadable, ".started")))
 	once := "--split-storage-retry-max-attempts=1" // an error reading a file is not worth retrying here
 	out, _ = runSplit(t, 3, root, "ls", once)
 	assert.Regexp(t, `\nks/2\s+0\s+.*FAIL: cannot list its backups: split storage: listing backups in ks/2: reading the start marker of `+
-		`ks/2/2026-01-03.000000.zone1-0000000300: .*is a directory\n`, out)
+		`ks/2/2026-01-03.000000.zone1-0000000300: .*too many levels of symbolic links\n`, out)
 	assert.Regexp(t, `\nSummaries: 3 shards: 2 from their summaries, 0 walked, 1 could not be read in \S+\n$`, out)
 	out, _ = runSplit(t, 1, root, "ls", "--max-unproven-age=48h", once)
 	assert.Contains(t, out, "ks/2 ")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -52,7 +53,7 @@ type lockFlags struct {
 
 func (f *lockFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.until, "until", "", "lock until this time: RFC 3339 (2026-12-31T00:00:00Z) or a UTC date (2026-12-31); one of --until and --for")
-	fs.DurationVar(&f.forDur, "for", 0, "lock for this long from now (720h is 30 days); one of --until and --for")
+	fs.Var(flagvalue.Age{P: &f.forDur, Allowed: "an age > 0 such as 30d, 2w or 720h"}, "for", "lock for this long from now (30d, 2w, 720h); one of --until and --for")
 	fs.StringVar(&f.mode, "mode", string(splitstorage.LockGovernance), "how strict: governance (a principal of the store allowed to bypass it "+
 		"may shorten it) or compliance (no one can, until the date)")
 	fs.BoolVar(&f.legalHold, "legal-hold", false, "also put the objects under legal hold (GCS: temporary hold), which keeps them whatever the date "+
@@ -67,7 +68,7 @@ func (f *lockFlags) check(now time.Time) error {
 	case (f.until == "") == (f.forDur == 0):
 		return errors.New("give one of --until and --for: how long the backup is kept")
 	case f.forDur < 0:
-		return invalid("for", f.forDur.String(), "a duration > 0, such as 720h")
+		return invalid("for", flagvalue.FormatAge(f.forDur), "an age > 0 such as 30d, 2w or 720h")
 	case f.forDur > 0:
 		until = now.Add(f.forDur)
 	default:

@@ -39,6 +39,8 @@ func TestLockRefusesEveryRemoval(t *testing.T) {
 		{with("lock", "--backup="+name, "--until=yesterday"), `invalid value "yesterday" for --until: allowed values are an RFC 3339 time`},
 		{with("lock", "--backup="+name, "--until=2001-01-01"), `invalid value "2001-01-01" for --until: allowed values are a time in the future`},
 		{with("lock", "--backup="+name, "--for=1h", "--mode=strict"), `invalid value "strict" for --mode: allowed values are governance or compliance`},
+		{with("lock", "--backup="+name, "--for=a month"), `invalid argument "a month" for "--for" flag: not an age (such as 7d, 2w, 36h, 1d12h): ` +
+			`allowed values are an age > 0 such as 30d, 2w or 720h`},
 	} {
 		out, errOut := runSplit(t, 2, root, c.args...)
 		assert.Empty(t, out, "%v", c.args)
@@ -50,7 +52,7 @@ func TestLockRefusesEveryRemoval(t *testing.T) {
 	_, errOut := runSplit(t, 3, root, with("lock", "--backup=2020-01-01.000000.zone1-0000000100", "--for=48h")...)
 	assert.Contains(t, errOut, "no such backup")
 
-	out, errOut := runSplit(t, 0, root, with("lock", "--backup="+name, "--for=48h", "--json")...)
+	out, errOut := runSplit(t, 0, root, with("lock", "--backup="+name, "--for=2d", "--json")...)
 	assert.Empty(t, errOut)
 	var res LockResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))

@@ -126,9 +126,10 @@ func TestATabletsDataRootIsNotARoot(t *testing.T) {
 // with Vitess's file storage (docs/migration.md allows it), which holds a
 // fifo backup (MANIFEST, lanes, lanes.index), beside a tablet's binary logs
 // two days old: --list-incomplete and --remove-incomplete see only the
-// split storage's own killed backup, and remove only it; rm of the others
-// says they are not the split storage's backups (naming the flag that
-// lists a Vitess storage's) and leaves them. With the file storage as the legacy one, both storages'
+// split storage's own killed backup, and remove only it; rm, show, lock,
+// release and restore naming the others say they are not the split
+// storage's backups (naming the flag that lists a Vitess storage's), exit
+// 3, and leave them. With the file storage as the legacy one, both storages'
 // backups are listed (and restorable: ls reads each MANIFEST), and the
 // binary logs, which the file storage lists as a backup, are not removed.
 func TestSharedRootLeavesTheOtherStorageAlone(t *testing.T) {
@@ -158,10 +159,15 @@ func TestSharedRootLeavesTheOtherStorageAlone(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(out, "\n"), out)
 	assert.NoDirExists(t, filepath.Join(root, "ks", "0", killed))
 	for _, name := range []string{fileBackup, "bin-logs"} {
-		_, errOut = runSplit(t, 3, root, append([]string{"rm", "--backup=" + name, "--incomplete-min-age=0"}, shard...)...)
-		assert.Regexp(t, `^vtfifo rm: backup ks/0/`+name+` in \S+ \(split storage\): not a backup the split storage wrote: it holds \d+ objects? \(.+\) `+
-			`and no start or completion marker of the split storage's: another tool's backup \(a Vitess storage's is listed with `+
-			`--split-storage-legacy\) or put there by hand; it is left as it is: check --backup, --keyspace and --shard\n$`, errOut, name)
+		for _, args := range [][]string{{"rm", "--incomplete-min-age=0"}, {"show"}, {"lock", "--for=1d"}, {"release"},
+			{"restore", "--target-dir=" + filepath.Join(t.TempDir(), "r")}} {
+			out, errOut = runSplit(t, 3, root, append(append(args, "--backup="+name), shard...)...)
+			assert.Empty(t, out, "%s %v", name, args)
+			assert.Regexp(t, `^vtfifo `+args[0]+`: backup ks/0/`+name+` in \S+ \(split storage\): not a backup the split storage wrote: it holds `+
+				`\d+ objects? \(.+\) and no start or completion marker of the split storage's: another tool's backup \(a Vitess storage's is `+
+				`listed with --split-storage-legacy\) or put there by hand; it is left as it is: check --backup, --keyspace and --shard\n$`,
+				errOut, "%s %v", name, args)
+		}
 	}
 	assert.Equal(t, before, snapshot(t, root), "only the split storage's killed backup went")
 

@@ -188,11 +188,10 @@ func othersObjects(ctx context.Context, be backend.Backend, dir, name string) ([
 }
 
 // CheckOwn says, for a backup name no listing of this storage holds, what
-// is there: an error wrapping ErrNotOurs, naming them (the caller names the
-// backup), where objects by
-// that name are not a backup this storage wrote (another tool's, or put
-// there by hand: no command reads, locks or removes them); nil where there
-// is nothing, or the backup is its own.
+// is there: where objects by that name are not a backup this storage wrote
+// (another tool's, or put there by hand: no command reads, locks or
+// removes them), an error wrapping ErrNotOurs that names them (the caller
+// names the backup); nil where there is nothing, or the backup is its own.
 func (s *Storage) CheckOwn(ctx context.Context, dir, name string) error {
 	e, err := s.backupEnv(ctx, dir, name)
 	if err != nil {

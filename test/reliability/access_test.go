@@ -208,8 +208,10 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	assert.NotContains(t, stderr, "skipping")
 	assert.NoDirExists(t, target)
 	code, stdout, stderr = runVtfifo(t, f.cfg, "ls")
-	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+	assert.Equal(t, 3, code, "a MANIFEST not served: every row listed, exit 3\n%s%s", stdout, stderr)
 	assert.NotContains(t, stdout, "restores pass over", "a base not read is not damaged")
+	assert.True(t, strings.HasSuffix(stderr, ": a MANIFEST or verification record could not be read, which is no verdict on the backup "+
+		"(its row says why): "+middle+"\n"), stderr)
 	code, stdout, stderr = runVtfifo(t, f.cfg, "verify", "--backup="+latest, "--quiet", "--progress=never")
 	assert.Equal(t, 3, code, "verify of the latest, its base not served: exit 3\n%s%s", stdout, stderr)
 	assert.Contains(t, stdout, "could not be read or reached, so were not checked (nothing says they are damaged):\n  backup "+latest+
@@ -234,8 +236,10 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 		`.*file MANIFEST, part 1 .*checksum mismatch.*; name it with --backup to try it anyway$`, lines[0])
 	assert.Regexp(t, `^vtfifo restore: skipping `+regexp.QuoteMeta(backupDir+"/"+middle+": ")+`.*file MANIFEST, part 1 .*checksum mismatch`, lines[1])
 	code, stdout, stderr = runVtfifo(t, f.cfg, "ls")
-	assert.Equal(t, 0, code, "%s%s", stdout, stderr)
+	assert.Equal(t, 1, code, "a damaged MANIFEST: every row listed, exit 1\n%s%s", stdout, stderr)
 	assert.Contains(t, stdout, "delta 2 on "+middle+" (damaged: restores pass over this one)", "ls says what restores pass over")
+	assert.True(t, strings.HasSuffix(stderr, ": a damaged MANIFEST (restores pass over the backup; its row says why, vtfifo verify "+
+		"--backup=NAME checks it whole): "+middle+"\n"), stderr)
 	code, stdout, stderr = runVtfifo(t, f.cfg, "verify", "--backup="+latest, "--quiet", "--progress=never")
 	assert.Equal(t, 1, code, "verify of the latest, whole itself, its base damaged: exit 1\n%s%s", stdout, stderr)
 	assert.Contains(t, stdout, "1 problem(s)")

@@ -56,11 +56,7 @@ func access(e error) bool {
 	// syscall.Errno also satisfies net.Error, and a file not there (ENOENT)
 	// is not access.
 	if se, ok := e.(syscall.Errno); ok {
-		switch se {
-		case syscall.EACCES, syscall.EPERM, syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT:
-			return true
-		}
-		return false
+		return accessErrnos[se]
 	}
 	if _, ok := e.(net.Error); ok {
 		return true
@@ -73,6 +69,22 @@ func access(e error) bool {
 		}
 	}
 	return false
+}
+
+// accessErrnos are the OS's errors that say the way to the data failed,
+// not what the data is: permissions, the network, and the file systems a
+// backup root is often read through (NFS, a FUSE mount of a bucket), which
+// report a server or a connection gone as an input/output error (EIO), a
+// stale handle (ESTALE) or a transport not connected (ENOTCONN). A symbolic
+// link loop (ELOOP) is a path that cannot be followed: the split storage
+// writes no links. The read may succeed again, on this host or another: a
+// backup is never judged from them.
+var accessErrnos = map[syscall.Errno]bool{
+	syscall.EACCES: true, syscall.EPERM: true,
+	syscall.ECONNREFUSED: true, syscall.ECONNRESET: true, syscall.ECONNABORTED: true, syscall.EHOSTUNREACH: true,
+	syscall.ENETUNREACH: true, syscall.ENETDOWN: true, syscall.EHOSTDOWN: true, syscall.ETIMEDOUT: true,
+	syscall.EIO: true, syscall.ESTALE: true, syscall.ENOTCONN: true, syscall.EREMOTEIO: true, syscall.ENOLINK: true,
+	syscall.ECOMM: true, syscall.ELOOP: true,
 }
 
 // Missing reports whether err, or anything it wraps (Vitess's errors by

@@ -34,6 +34,11 @@ func TestAccessOrNot(t *testing.T) {
 		"a store's 403":            fmt.Errorf("download: %w", Error(errors.New("api error AccessDenied"))),
 		"a Vitess code":            vterrors.Errorf(vtrpcpb.Code_UNAVAILABLE, "storage unavailable"),
 		"a marker deep in a chain": vterrors.Wrap(fmt.Errorf("x: %w", marker{}), "y"),
+		// The file systems a root is read through, failing on the way.
+		"NFS, stale":             &fs.PathError{Op: "read", Path: "/nfs/ks/0/b/MANIFEST.part-00000001", Err: syscall.ESTALE},
+		"a disk or a FUSE mount": &fs.PathError{Op: "read", Path: "/mnt/bucket/ks/0/b/lane-000.part-00000001", Err: syscall.EIO},
+		"FUSE gone":              &fs.PathError{Op: "open", Path: "/mnt/bucket/ks/0/b/MANIFEST.part-00000001", Err: syscall.ENOTCONN},
+		"a link loop":            &fs.PathError{Op: "open", Path: "/r/ks/0/b/MANIFEST.part-00000001", Err: syscall.ELOOP},
 	}
 	for name, err := range access {
 		assert.True(t, Is(err), name)

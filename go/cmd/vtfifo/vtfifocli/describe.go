@@ -51,8 +51,10 @@ type BackupInfo struct {
 	LockedUntil *time.Time `json:"locked_until,omitempty"`
 
 	manifest *fifobackupengine.Manifest // a fifo backup's
-	// damaged: Problem is proof about the MANIFEST (not an access error).
-	damaged bool
+	// damaged: Problem is proof about the MANIFEST (not an access error);
+	// noManifest: there is none (a backup that never completed, another
+	// storage's directory): what is there, not a read that failed.
+	damaged, noManifest bool
 }
 
 // describe reads a backup's MANIFEST: a fifo one in full, another engine's
@@ -62,7 +64,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	describeLock(ctx, bh, &info)
 	base, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
 	if err != nil {
-		info.Problem, info.damaged = errText(err), !unreadable.Is(err)
+		info.Problem, info.damaged, info.noManifest = errText(err), !unreadable.Is(err), unreadable.Missing(err)
 		return info
 	}
 	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()

@@ -90,9 +90,11 @@ func TestAManifestOfALaterFormatIsNotDamaged(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out, "FAIL: test restore of ks/0/copied could not run, nothing is recorded: "), out)
 	assert.Contains(t, out, later)
 	assert.Empty(t, errOut)
-	ls, _ := runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=0")
+	// Listed, not quarantined; not read, so ls exits 3.
+	ls, errOut := runSplit(t, 3, root, "ls", "--keyspace=ks", "--shard=0")
 	assert.Contains(t, ls, "copied")
 	assert.NotContains(t, ls, "quarantined")
+	assert.Contains(t, errOut, "could not be read, which is no verdict on the backup (its row says why): copied\n")
 
 	out, errOut = runSplit(t, 1, manifestAs(1), append([]string{"verify"}, shard...)...)
 	assert.Contains(t, out+errOut, `unknown source "pipe-v2"`)

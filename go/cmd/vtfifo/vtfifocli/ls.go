@@ -79,12 +79,43 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 		return s.o.failf(exitUnreachable, "no backup in %s: check --keyspace and --shard (or --backup-dir) and the storage flags", s.o.where())
 	}
 	if *asJSON {
-		return writeJSON(stdout, infos)
+		if code := writeJSON(stdout, infos); code != exitOK {
+			return code
+		}
+		return s.listedCode(infos)
 	}
 	if code := writeBackupTable(stdout, infos); code != exitOK {
 		return code
 	}
 	fmt.Fprintln(stdout, "\nRestore times: "+ratesLine(rates, predictable))
+	return s.listedCode(infos)
+}
+
+// listedCode is the exit status of a listing, as its rows have it: 1
+// where a MANIFEST is damaged (proof about that backup: restores pass over
+// it), else 3 where one could not be read (no verdict: an access error or
+// a timeout), else 0. A script that checks ls's status learns what an
+// operator reading the table would; stderr names the rows. A directory
+// with no MANIFEST (a Vitess storage's incomplete backup, another's
+// directory) is neither: its row says what it is.
+func (s *session) listedCode(infos []BackupInfo) int {
+	var damaged, unread []string
+	for _, b := range infos {
+		switch {
+		case b.damaged:
+			damaged = append(damaged, b.Name)
+		case b.Problem != "" && !b.noManifest:
+			unread = append(unread, b.Name)
+		}
+	}
+	if len(damaged) > 0 {
+		return s.o.failf(exitFailed, "%s: a damaged MANIFEST (restores pass over the backup; its row says why, vtfifo verify --backup=NAME "+
+			"checks it whole): %s", s.o.where(), strings.Join(damaged, ", "))
+	}
+	if len(unread) > 0 {
+		return s.o.failf(exitUnreachable, "%s: a MANIFEST or verification record could not be read, which is no verdict on the backup "+
+			"(its row says why): %s", s.o.where(), strings.Join(unread, ", "))
+	}
 	return exitOK
 }
 

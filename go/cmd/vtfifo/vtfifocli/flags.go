@@ -185,12 +185,15 @@ func invalid(flag, value, allowed string) error {
 // targetDirFlag checks --target-dir: given, and a directory that does not
 // exist or is empty (a restore never writes over files), before anything
 // is read. It cleans the path ("new/" is new, whose parent is ".").
-func targetDirFlag(flag *string) error {
+func targetDirFlag(o *options, flag *string) error {
 	if *flag == "" {
 		return errors.New("--target-dir is required")
 	}
 	*flag = filepath.Clean(*flag)
 	dir := *flag
+	if err := outsideRoot(o, "--target-dir", dir); err != nil {
+		return err
+	}
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -255,4 +258,45 @@ func (o *options) validateBackup() error {
 		return splitstorage.FlagConfig().Validate()
 	}
 	return nil
+}
+
+// outsideRoot refuses a directory a command would write into that lies in
+// the storage's local root: restored files there sit among the backups,
+// where Vitess's file storage takes any directory of a shard for a backup
+// (GetBackups lists it, RemoveBackup deletes it) and a root's disk is sized
+// for backups, not data directories.
+func outsideRoot(o *options, flag, dir string) error {
+	roots := []string{localRoot(o)}
+	if f := o.flags.Lookup("file-backup-storage-root"); f != nil {
+		roots = append(roots, f.Value.String()) // also a --split-storage-legacy=file root
+	}
+	for _, root := range roots {
+		if root == "" {
+			continue
+		}
+		rel, err := filepath.Rel(resolvedPath(root), resolvedPath(dir))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		return fmt.Errorf("%s %s is inside the storage's root %s: what is written there sits among the backups (Vitess's file storage "+
+			"takes a directory there for a backup, and its RemoveBackup deletes it): give a directory outside %s", flag, dir, root, root)
+	}
+	return nil
+}
+
+// resolvedPath is p made absolute, with the symbolic links of its longest
+// existing ancestor resolved: a path named through a link to the root is
+// in it.
+func resolvedPath(p string) string {
+	p, _ = filepath.Abs(p)
+	var rest []string
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		if filepath.Dir(dir) == dir {
+			return p
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
 }

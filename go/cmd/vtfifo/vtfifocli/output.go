@@ -116,19 +116,25 @@ func storageLocation(o *options) string {
 	return "the " + cmp.Or(impl, "unnamed") + " storage"
 }
 
-// missingRoot says whether the storage's root directory (a backend in a
-// local directory, or Vitess's file storage) does not exist: every listing of it is empty, which must not pass for a
-// storage without backups.
-func missingRoot(o *options) (string, bool) {
-	root := ""
+// localRoot is the storage's root directory where it is one on this host
+// (a backend in a local directory, or Vitess's file storage), else "".
+func localRoot(o *options) string {
 	switch backupstorage.BackupStorageImplementation {
 	case splitstorage.Name:
-		root = splitstorage.FlagConfig().LocalRoot()
+		return splitstorage.FlagConfig().LocalRoot()
 	case "file":
 		if f := o.flags.Lookup("file-backup-storage-root"); f != nil {
-			root = f.Value.String()
+			return f.Value.String()
 		}
 	}
+	return ""
+}
+
+// missingRoot says whether the storage's local root does not exist: every
+// listing of it is empty, which must not pass for a storage without
+// backups.
+func missingRoot(o *options) (string, bool) {
+	root := localRoot(o)
 	if root == "" {
 		return "", false
 	}

@@ -490,3 +490,46 @@ func TestAnObjectPutInABackupIsNotTheBackups(t *testing.T) {
 		})
 	}
 }
+
+// TestNothingIsWrittenIntoTheStorageRoot: a directory a command would write
+// into (restore's and restore-table's --target-dir, test-restore's
+// --scratch-dir) inside the storage's local root, named directly or through
+// a symbolic link, is refused at startup naming the flag, exit 2, and
+// nothing is made there: restored files would sit among the backups, where
+// Vitess's file storage takes a directory for a backup and RemoveBackup
+// deletes it.
+func TestNothingIsWrittenIntoTheStorageRoot(t *testing.T) {
+	root := localSplitCopy(t)
+	link := filepath.Join(t.TempDir(), "backups")
+	require.NoError(t, os.Symlink(root, link))
+	before := snapshot(t, root)
+	shard := []string{"--keyspace=ks", "--shard=0", "--backup=copied"}
+	inRoot := func(flag, dir string) string {
+		return flag + " " + dir + " is inside the storage's root " + root + ": what is written there sits among the backups (Vitess's file " +
+			"storage takes a directory there for a backup, and its RemoveBackup deletes it): give a directory outside " + root
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"restore", "--target-dir=" + filepath.Join(root, "ks", "0", "restored")}, inRoot("--target-dir", filepath.Join(root, "ks", "0", "restored"))},
+		{[]string{"restore", "--target-dir=" + filepath.Join(link, "restored")}, inRoot("--target-dir", filepath.Join(link, "restored"))},
+		{[]string{"restore", "--target-dir=" + root}, inRoot("--target-dir", root)},
+		{[]string{"restore-table", "--table=db.t", "--target-dir=" + filepath.Join(root, "t")}, inRoot("--target-dir", filepath.Join(root, "t"))},
+		{[]string{"test-restore", "--scratch-dir=" + filepath.Join(root, "ks")}, inRoot("--scratch-dir", filepath.Join(root, "ks"))},
+	} {
+		out, errOut := runSplit(t, 2, root, append(c.args, shard...)...)
+		assert.Empty(t, out, "%v", c.args)
+		assert.Equal(t, "vtfifo "+c.args[0]+": "+c.want+"\n", errOut, "%v", c.args)
+	}
+	// Vitess's file storage's root too.
+	var stdout, stderr bytes.Buffer
+	target := filepath.Join(root, "elsewhere")
+	code := Main(context.Background(), append([]string{"restore", "--backup-storage-implementation=file", "--file-backup-storage-root=" + root,
+		"--target-dir=" + target}, shard...), &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "vtfifo restore: "+inRoot("--target-dir", target)+"\n", stderr.String())
+	assert.Equal(t, before, snapshot(t, root), "nothing made in the root")
+	// Beside the root is not in it.
+	runSplit(t, 0, root, append([]string{"restore", "--target-dir=" + root + "-restored", "--progress=never", "--quiet"}, shard...)...)
+}

@@ -40,7 +40,7 @@ func Restore(ctx context.Context, prog string, args []string, stdout, stderr io.
 			o.registerProgressFlags(fs)
 			o.restoresLatest(fs)
 			return func() error {
-				if err := targetDirFlag(targetDir); err != nil {
+				if err := targetDirFlag(o, targetDir); err != nil {
 					return err
 				}
 				if *defaultsFile != "" && !*prepare {

@@ -324,7 +324,7 @@ func (f *restoreTableFlags) register(fs *pflag.FlagSet, o *options) func() error
 		if err := o.validateProgress(); err != nil {
 			return err
 		}
-		if err := targetDirFlag(&f.targetDir); err != nil {
+		if err := targetDirFlag(o, &f.targetDir); err != nil {
 			return err
 		}
 		if _, err := fifobackupengine.ParseTablePatterns(f.tables); err != nil {

@@ -45,6 +45,11 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 				if err := errors.Join(tr.Validate(), tr.ScratchExists()); err != nil {
 					return err
 				}
+				if dir := tr.ScratchDir(); dir != "" {
+					if err := outsideRoot(o, "--scratch-dir", dir); err != nil {
+						return err
+					}
+				}
 				if *quarantine && !*record {
 					return errors.New("--quarantine-on-failure needs --record")
 				}

@@ -114,6 +114,9 @@ func (f *Flags) ScratchExists() error {
 	return nil
 }
 
+// ScratchDir is --scratch-dir as given ("": $TMPDIR).
+func (f *Flags) ScratchDir() string { return f.scratch }
+
 // Options are Run's options from the validated flags; the restore reads
 // the engine's flags (compression, lanes, tool).
 func (f *Flags) Options(logger logutil.Logger) Options {

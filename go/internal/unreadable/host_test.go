@@ -53,6 +53,7 @@ func TestInOutput(t *testing.T) {
 		"2026-11-29 [ERROR] [MY-012596] [InnoDB] Error number 24 means 'Too many open files'": "too many open files",
 		"xtrabackup: Error writing file 'ib_logfile0' (OS errno 122 - Disk quota exceeded)":   "a disk quota is reached",
 		"InnoDB: Cannot allocate memory for the buffer pool":                                  "it is out of memory",
+		"[ERROR] InnoDB: Error number 5 means 'Input/output error'":                           "a disk or file system here failed (an input/output error)",
 		"[ERROR] [MY-012595] [InnoDB] The error means mysqld does not have the access rights to the directory.": "a file or directory is not " +
 			"accessible to it here (its modes, AppArmor or SELinux)",
 		"[ERROR] InnoDB: The error means mariadbd does not have the access rights to the directory.": "a file or directory is not accessible " +

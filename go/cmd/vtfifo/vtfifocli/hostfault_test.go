@@ -55,6 +55,9 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 			`echo "[ERROR] InnoDB: The error means mariadbd does not have the access rights to the directory." >&2; exit 1`), scratch,
 			"; this host could not finish it (a file or directory is not accessible to it here (its modes, AppArmor or SELinux)): nothing says " +
 				"the backup is damaged\n"},
+		{"the scratch disk failing under the tool", standInTool(t, `echo "[ERROR] InnoDB: Operating system error number 5 in a file operation." >&2; `+
+			`echo "[ERROR] InnoDB: Error number 5 means 'Input/output error'" >&2; exit 1`), scratch,
+			"; this host could not finish it (a disk or file system here failed (an input/output error)): nothing says the backup is damaged\n"},
 		{"the kernel's AIO contexts used up", standInTool(t, `echo "[ERROR] [MY-012584] [InnoDB] io_setup() failed with EAGAIN after 5 attempts." >&2; `+
 			`echo "[ERROR] [MY-012954] [InnoDB] Cannot initialize AIO sub-system" >&2; exit 1`), scratch,
 			"; this host could not finish it (the kernel's asynchronous I/O contexts are used up (fs.aio-max-nr: too many servers or tools at " +

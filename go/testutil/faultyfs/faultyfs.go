@@ -1,8 +1,9 @@
 // Package faultyfs mounts a directory again through FUSE, a loopback file
-// system this process serves, and fails the opens and reads a test names
-// with the errno it names: a network file system or a FUSE mount of a
-// bucket (NFS, gcsfuse, s3fs) failing on the way to the data, reported to
-// the reader by the kernel exactly as it reports theirs.
+// system this process serves, and fails the opens, reads, stats and
+// directory listings a test names with the errno it names: a network file
+// system or a FUSE mount of a bucket (NFS, gcsfuse, s3fs) failing on the
+// way to the data, reported to the reader by the kernel exactly as it
+// reports theirs.
 package faultyfs
 
 import (
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,6 +29,10 @@ const (
 	Open Op = iota
 	// Read fails every read of the opened file.
 	Read
+	// Stat fails looking the path up and reading its attributes (stat).
+	Stat
+	// List fails reading the directory (readdir).
+	List
 )
 
 // FS is a mounted loopback of a directory.
@@ -67,7 +73,12 @@ func Mount(t testing.TB, dir string) *FS {
 		t.Fatal(err)
 	}
 	root := &node{LoopbackNode: loopback.(*fs.LoopbackNode), fs: f}
-	server, err := fs.Mount(f.Dir, root, &fs.Options{MountOptions: fuse.MountOptions{DirectMount: true, FsName: "faultyfs"}})
+	// Nothing cached by the kernel (no entry or attribute timeouts, no
+	// READDIRPLUS that would hand it the entries' attributes): every stat
+	// and open reaches the server, so a fault set is met at once.
+	var never time.Duration
+	server, err := fs.Mount(f.Dir, root, &fs.Options{EntryTimeout: &never, AttrTimeout: &never, NegativeTimeout: &never,
+		MountOptions: fuse.MountOptions{DirectMount: true, FsName: "faultyfs", DisableReadDirPlus: true}})
 	if err != nil {
 		t.Fatalf("faultyfs: mounting %s at %s: %v", dir, f.Dir, err)
 	}
@@ -120,9 +131,44 @@ type node struct {
 }
 
 var (
-	_ fs.NodeOpener      = (*node)(nil)
-	_ fs.NodeWrapChilder = (*node)(nil)
+	_ fs.NodeOpener         = (*node)(nil)
+	_ fs.NodeWrapChilder    = (*node)(nil)
+	_ fs.NodeLookuper       = (*node)(nil)
+	_ fs.NodeGetattrer      = (*node)(nil)
+	_ fs.NodeOpendirHandler = (*node)(nil)
+	_ fs.NodeReaddirer      = (*node)(nil)
 )
+
+// rel is the node's path under Dir ("" for Dir itself).
+func (n *node) rel() string { return n.Path(n.RootData.RootNode.EmbeddedInode()) }
+
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.fs.fault(path.Join(n.rel(), name), Stat); errno != 0 {
+		return nil, errno
+	}
+	return n.LoopbackNode.Lookup(ctx, name, out)
+}
+
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if errno := n.fs.fault(n.rel(), Stat); errno != 0 {
+		return errno
+	}
+	return n.LoopbackNode.Getattr(ctx, f, out)
+}
+
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.fs.fault(n.rel(), List); errno != 0 {
+		return nil, 0, errno
+	}
+	return n.LoopbackNode.OpendirHandle(ctx, flags)
+}
+
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	if errno := n.fs.fault(n.rel(), List); errno != 0 {
+		return nil, errno
+	}
+	return n.LoopbackNode.Readdir(ctx)
+}
 
 // WrapChild makes every node of the tree a node.
 func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
@@ -132,7 +178,7 @@ func (n *node) WrapChild(_ context.Context, ops fs.InodeEmbedder) fs.InodeEmbedd
 // Open opens the file for direct I/O, so that every read reaches the
 // server (a page the kernel cached would not fail).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	rel := n.Path(n.RootData.RootNode.EmbeddedInode())
+	rel := n.rel()
 	if errno := n.fs.fault(rel, Open); errno != 0 {
 		return nil, 0, errno
 	}

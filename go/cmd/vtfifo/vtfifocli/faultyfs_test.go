@@ -62,3 +62,75 @@ func TestAFileSystemFailingOnTheWayIsNoVerdict(t *testing.T) {
 	}
 	runSplit(t, 0, root, append([]string{"verify", "--backup=good"}, shard...)...)
 }
+
+// TestACleanupThatCannotSeeRemovesNothing: the commands that remove
+// backups (verify --remove-incomplete, prune, rm) on a root read through
+// a file system that fails to show a complete backup's completion marker
+// (stat: EIO) or its directory (readdir: ENOTCONN) remove nothing: a marker
+// not seen is not a marker absent, so a good backup is never taken for an
+// incomplete one, and a removal that cannot list what it removes does not
+// start. Healed, prune removes the older backup as it should.
+func TestACleanupThatCannotSeeRemovesNothing(t *testing.T) {
+	const b1, b2 = "2026-11-23.050519.zone1-0000000001", "2026-11-23.050519.zone1-0000000002"
+	cfg := splitstorage.DefaultConfig()
+	cfg.File.Root = t.TempDir()
+	splitCopyAs(t, cfg, b1)
+	splitCopyAs(t, cfg, b2)
+	mount := faultyfs.Mount(t, cfg.File.Root)
+	before := snapshot(t, cfg.File.Root)
+	shard := []string{"--keyspace=ks", "--shard=0", "--split-storage-retry-max-attempts=2"}
+	removeIncomplete := []string{"verify", "--remove-incomplete", "--incomplete-min-age=0s"}
+	prune := []string{"prune", "--keep=1"}
+	rm := []string{"rm", "--backup=" + b1, "--incomplete-min-age=0"}
+	cantList := func(cmd, what string) string {
+		return "vtfifo " + cmd + ": cannot list the " + what + " of ks/0 in " + mount.Dir + " (split storage): split storage: listing backups in ks/0: stat " +
+			mount.Dir + "/ks/0/" + b1 + "/.complete: input/output error\n"
+	}
+	notConnected := "split storage: removing backup ks/0/" + b1 + ": open " + mount.Dir + "/ks/0/" + b1 + ": transport endpoint is not connected; "
+	for _, c := range []struct {
+		name, path string
+		op         faultyfs.Op
+		errno      syscall.Errno
+		runs       []struct {
+			args   []string
+			code   int
+			stdout string
+			stderr string // a suffix
+		}
+	}{
+		{"its completion marker, stat EIO", "ks/0/" + b1 + "/.complete", faultyfs.Stat, syscall.EIO, []struct {
+			args           []string
+			code           int
+			stdout, stderr string
+		}{
+			{removeIncomplete, 3, "", cantList("verify", "incomplete backups")},
+			{prune, 3, "", cantList("prune", "backups")},
+			{rm, 3, "", cantList("rm", "backups")},
+		}},
+		{"its directory, readdir ENOTCONN", "ks/0/" + b1, faultyfs.List, syscall.ENOTCONN, []struct {
+			args           []string
+			code           int
+			stdout, stderr string
+		}{
+			{removeIncomplete, 0, "no incomplete backup in ks/0\n", ""},
+			{prune, 3, "keeping ks/0/" + b2 + ": one of the newest 1 that did not fail a test restore (--keep)\n", notConnected + "the others go on, run prune again\n"},
+			{rm, 3, "", notConnected + "run rm again\n"},
+		}},
+	} {
+		mount.Fail(c.path, c.op, c.errno)
+		for _, r := range c.runs {
+			out, errOut := runSplit(t, r.code, root(mount), append(r.args, shard...)...)
+			if r.stdout != "" || r.code != 0 {
+				assert.Equal(t, r.stdout, out, "%s: %v", c.name, r.args)
+			}
+			assert.True(t, strings.HasSuffix(errOut, r.stderr), "%s: %v: %s", c.name, r.args, errOut)
+			assert.Equal(t, before, snapshot(t, cfg.File.Root), "%s: %v removed nothing", c.name, r.args)
+		}
+		mount.Heal(c.path)
+	}
+	out, _ := runSplit(t, 0, root(mount), append(prune, shard...)...)
+	assert.Contains(t, out, "removed ks/0/"+b1)
+	assert.NoDirExists(t, filepath.Join(cfg.File.Root, "ks", "0", b1))
+}
+
+func root(m *faultyfs.FS) string { return m.Dir }

@@ -22,8 +22,8 @@ func Candidates(bhs []backupstorage.BackupHandle, keep int, within time.Duration
 		if i >= len(bhs)-keep {
 			break
 		}
-		t, _, err := mysqlctl.ParseBackupName(bh.Directory(), bh.Name())
-		if err != nil || t == nil || now.Sub(*t) < within {
+		t, ok := Dated(bh)
+		if !ok || now.Sub(t) < within {
 			break
 		}
 		out = append(out, bh)
@@ -123,4 +123,13 @@ func KeepTiers(bhs, cands []backupstorage.BackupHandle, t Tiers) ([]backupstorag
 		out = append(out, c)
 	}
 	return out, kept
+}
+
+// Dated is the time in bh's name, false where its name carries none.
+func Dated(bh backupstorage.BackupHandle) (time.Time, bool) {
+	t, _, err := mysqlctl.ParseBackupName(bh.Directory(), bh.Name())
+	if err != nil || t == nil {
+		return time.Time{}, false
+	}
+	return *t, true
 }

@@ -88,7 +88,11 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	uncounted := s.uncountedWhy()
 	keepN := retention.KeepCount(bhs, *keep, func(bh backupstorage.BackupHandle) bool { return uncounted(bh) != "" })
 	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, time.Now()), tiers)
+	undated := "" // the oldest backup whose name carries no time: retention stops there
 	for i, bh := range bhs {
+		if _, dated := retention.Dated(bh); !dated && undated == "" {
+			undated = bh.Name()
+		}
 		switch why, ok := tiered[bh.Name()]; {
 		case ok:
 			out.keep(dir+"/"+bh.Name(), why)
@@ -97,6 +101,10 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 				uncounted(bh)))
 		case len(bhs)-i <= keepN:
 			out.keep(dir+"/"+bh.Name(), fmt.Sprintf("one of the newest %d that did not fail a test restore (--keep)", *keep))
+		case !slices.Contains(cands, bh) && undated == bh.Name():
+			out.keep(dir+"/"+bh.Name(), "its name carries no time (Vitess names a backup <date>.<time>.<tablet alias>): its age is not known")
+		case !slices.Contains(cands, bh) && undated != "":
+			out.keep(dir+"/"+bh.Name(), "newer than "+undated+", whose age is not known")
 		case !slices.Contains(cands, bh):
 			out.keep(dir+"/"+bh.Name(), "younger than --keep-within="+shortDuration(within))
 		}

@@ -330,3 +330,26 @@ func fullAndDelta(t *testing.T) (srv *splitstoragetest.Server, s *splitstorage.S
 	require.NoError(t, bh.EndBackup(ctx))
 	return srv, s, full, delta
 }
+
+// TestPruneSaysWhyAnUndatedBackupIsKept: retention dates a backup by its
+// name, as vtbackup does; one whose name carries no time (put there by
+// hand) stops it. prune keeps it and every newer one, saying so, where it
+// said "younger than --keep-within=0s".
+func TestPruneSaysWhyAnUndatedBackupIsKept(t *testing.T) {
+	root, args := storageCopy(t)
+	src := filepath.Join(root, "ks", "0", "2026-11-23.050519.zone1-0000004989")
+	now := time.Now().UTC()
+	dated := func(age time.Duration) string { return now.Add(-age).Format("2006-01-02.150405") + ".zone1-0000000100" }
+	oldest := dated(96 * time.Hour)
+	undated := oldest[:len("2006-01-02.15040")] + "x" // after the oldest, before the others
+	names := []string{oldest, undated, dated(48 * time.Hour), dated(time.Hour)}
+	for _, name := range names {
+		require.NoError(t, os.CopyFS(filepath.Join(root, "ks", "0", name), os.DirFS(src)))
+	}
+	require.NoError(t, os.RemoveAll(src))
+	out := run(t, 0, append([]string{"prune", "--keep=1", "--dry-run"}, args...)...)
+	assert.Equal(t, "keeping ks/0/"+undated+": its name carries no time (Vitess names a backup <date>.<time>.<tablet alias>): its age is not known\n"+
+		"keeping ks/0/"+names[2]+": newer than "+undated+", whose age is not known\n"+
+		"keeping ks/0/"+names[3]+": one of the newest 1 that did not fail a test restore (--keep)\n"+
+		"would remove ks/0/"+oldest+"\n", out)
+}

@@ -15,10 +15,11 @@ import (
 // TestAFileSystemFailingOnTheWayIsNoVerdict: a split storage root read
 // through a file system that fails on the way to the data (a real FUSE
 // mount, as gcsfuse or s3fs, or NFS: input/output error, stale handle,
-// transport not connected) is not read, and that is no verdict on the
-// backup: verify exits 3 saying so, test-restore records and quarantines
-// nothing, ls exits 3. Before, each was damage: verify exited 1 and a test
-// restore quarantined the good backup.
+// transport not connected, on an open, a read or a stat) is not read, and
+// that is no verdict on the backup: verify exits 3 saying so, test-restore
+// records and quarantines nothing, ls exits 3. Before, each was damage:
+// verify exited 1 and a test restore quarantined the good backup; a part
+// whose stat failed was left out of the listing and called missing.
 func TestAFileSystemFailingOnTheWayIsNoVerdict(t *testing.T) {
 	cfg := splitstorage.DefaultConfig()
 	cfg.File.Root = t.TempDir()
@@ -42,11 +43,12 @@ func TestAFileSystemFailingOnTheWayIsNoVerdict(t *testing.T) {
 		{"a lane's part, EIO", lane, faultyfs.Read, syscall.EIO, "input/output error"},
 		{"a lane's part, ESTALE", lane, faultyfs.Open, syscall.ESTALE, "stale file handle"},
 		{"the MANIFEST, ENOTCONN", manifest, faultyfs.Open, syscall.ENOTCONN, "transport endpoint is not connected"},
+		{"a lane's part, stat EIO", lane, faultyfs.Stat, syscall.EIO, "input/output error"},
 	} {
 		mount.Fail(c.file, c.op, c.errno)
 		out, errOut := runSplit(t, 3, root, append([]string{"verify", "--backup=good"}, shard...)...)
 		assert.True(t, strings.HasPrefix(out, "FAIL: backup ks/0/good: 1 could not be read or reached, so were not checked (nothing says they "+
-			"are damaged):\n  backup ks/0/good, file "), "%s: %s", c.name, out)
+			"are damaged):\n  backup ks/0/good"), "%s: %s", c.name, out)
 		assert.Contains(t, out, c.says, c.name)
 		assert.NotContains(t, out+errOut, "damaged:", c.name)
 

@@ -245,3 +245,17 @@ func TestAgeKeepsItsTwoLargestUnits(t *testing.T) {
 	}
 	assert.Equal(t, "?", age(now, time.Time{}))
 }
+
+// TestFleetViewSeesALinkedShard: a shard's directory moved to another disk
+// and linked in place is in the fleet view as it is in the shard's own
+// listing (before, the view left it out without a word: no check could fail
+// for it), and its backup verifies through the link.
+func TestFleetViewSeesALinkedShard(t *testing.T) {
+	root := localSplitCopy(t)
+	moved := filepath.Join(t.TempDir(), "0")
+	require.NoError(t, os.Rename(filepath.Join(root, "ks", "0"), moved))
+	require.NoError(t, os.Symlink(moved, filepath.Join(root, "ks", "0")))
+	out, _ := runSplit(t, 0, root, "ls", "--max-age=10000d")
+	assert.Regexp(t, `(?m)^ks/0\s+1\s+copied\s.*\sok$`, out)
+	runSplit(t, 0, root, "verify", "--keyspace=ks", "--shard=0", "--backup=copied", "--progress=never", "--quiet")
+}

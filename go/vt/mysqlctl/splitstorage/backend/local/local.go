@@ -52,6 +52,61 @@ func (l *Backend) path(key string) (string, error) {
 	return filepath.Join(l.root, filepath.FromSlash(clean[1:])), nil
 }
 
+// entryInfo is what an entry of dir is, following a symbolic link as Get
+// and Stat do: an operator who moved a shard's or a backup's directory to
+// another disk and linked it in place sees it listed, counted by the fleet
+// view and removed as it is read, as if it were there. Nil where the entry
+// is gone (or a link leads nowhere): no object.
+func entryInfo(dir string, e fs.DirEntry) (fs.FileInfo, error) {
+	var fi fs.FileInfo
+	var err error
+	if e.Type()&fs.ModeSymlink != 0 {
+		fi, err = os.Stat(filepath.Join(dir, e.Name()))
+	} else {
+		fi, err = e.Info()
+	}
+	if err != nil {
+		return nil, vanishedOr(err)
+	}
+	return fi, nil
+}
+
+// walkObjects appends the objects under dir (a directory, or a link to
+// one) to out.
+func (l *Backend) walkObjects(dir string, out []backend.ObjectInfo) ([]backend.ObjectInfo, error) {
+	// The separator makes WalkDir follow dir itself where it is a link.
+	err := filepath.WalkDir(dir+string(filepath.Separator), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || ownTemp(d.Name()) {
+			return nil
+		}
+		info, err := entryInfo(filepath.Dir(p), d)
+		if err != nil || info == nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(l.root, p)
+		out = append(out, backend.ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size(), Modified: info.ModTime()})
+		return nil
+	})
+	return out, err
+}
+
+// vanishedOr is nil for an entry removed between the directory's read and
+// its stat (it is not there), else err: an entry that could not be
+// stat'ed (a network file system's EIO or ESTALE, a permission) is not an
+// absent one, and a listing that left it out would call a part missing.
+func vanishedOr(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
 func localErr(err error) error {
 	if err == nil {
 		return nil
@@ -263,36 +318,21 @@ func (l *Backend) List(ctx context.Context, prefix string, dirs bool) ([]backend
 			continue
 		}
 		key := dirKey + name
-		if e.IsDir() {
+		info, err := entryInfo(base, e)
+		if err != nil {
+			return nil, localErr(err)
+		}
+		if info == nil {
+			continue
+		}
+		if info.IsDir() {
 			if dirs {
 				out = append(out, backend.ObjectInfo{Key: key + "/", Dir: true})
 				continue
 			}
-			err := filepath.WalkDir(filepath.Join(base, name), func(p string, d fs.DirEntry, err error) error {
-				if err != nil {
-					if errors.Is(err, fs.ErrNotExist) {
-						return nil
-					}
-					return err
-				}
-				if d.IsDir() || ownTemp(d.Name()) {
-					return nil
-				}
-				info, err := d.Info()
-				if err != nil {
-					return nil
-				}
-				rel, _ := filepath.Rel(l.root, p)
-				out = append(out, backend.ObjectInfo{Key: filepath.ToSlash(rel), Size: info.Size(), Modified: info.ModTime()})
-				return nil
-			})
-			if err != nil {
+			if out, err = l.walkObjects(filepath.Join(base, name), out); err != nil {
 				return nil, localErr(err)
 			}
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
 			continue
 		}
 		out = append(out, backend.ObjectInfo{Key: key, Size: info.Size(), Modified: info.ModTime()})

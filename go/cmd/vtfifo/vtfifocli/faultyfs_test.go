@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/vtfifo/vtfifo/go/testutil/faultyfs"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // TestAFileSystemFailingOnTheWayIsNoVerdict: a split storage root read
@@ -21,10 +20,8 @@ import (
 // verify exited 1 and a test restore quarantined the good backup; a part
 // whose stat failed was left out of the listing and called missing.
 func TestAFileSystemFailingOnTheWayIsNoVerdict(t *testing.T) {
-	cfg := splitstorage.DefaultConfig()
-	cfg.File.Root = t.TempDir()
-	splitCopyAs(t, cfg, "good")
-	mount := faultyfs.Mount(t, cfg.File.Root)
+	under := localSplitWith(t, "good")
+	mount := faultyfs.Mount(t, under)
 	root := mount.Dir
 	// A body that fails is read again, as from any store; two attempts
 	// are enough to see it.
@@ -56,7 +53,7 @@ func TestAFileSystemFailingOnTheWayIsNoVerdict(t *testing.T) {
 			"--quiet", "--scratch-dir=" + scratchDir(t), "--fifo-backup-tool-path=" + standInTool(t, "exit 0")}, shard...)...)
 		assert.True(t, strings.HasPrefix(out, "FAIL: test restore of ks/0/good could not run, nothing is recorded: "), "%s: %s", c.name, out)
 		assert.Contains(t, out+errOut, c.says, c.name)
-		assert.NoFileExists(t, filepath.Join(cfg.File.Root, "ks", "0", "good", ".sidecar-verification"), c.name)
+		assert.NoFileExists(t, filepath.Join(under, "ks", "0", "good", ".sidecar-verification"), c.name)
 
 		out, _ = runSplit(t, map[string]int{lane: 0, manifest: 3}[c.file], root, append([]string{"ls"}, shard...)...)
 		assert.NotContains(t, out, "quarantined", c.name)
@@ -74,12 +71,9 @@ func TestAFileSystemFailingOnTheWayIsNoVerdict(t *testing.T) {
 // start. Healed, prune removes the older backup as it should.
 func TestACleanupThatCannotSeeRemovesNothing(t *testing.T) {
 	const b1, b2 = "2026-11-23.050519.zone1-0000000001", "2026-11-23.050519.zone1-0000000002"
-	cfg := splitstorage.DefaultConfig()
-	cfg.File.Root = t.TempDir()
-	splitCopyAs(t, cfg, b1)
-	splitCopyAs(t, cfg, b2)
-	mount := faultyfs.Mount(t, cfg.File.Root)
-	before := snapshot(t, cfg.File.Root)
+	under := localSplitWith(t, b1, b2)
+	mount := faultyfs.Mount(t, under)
+	before := snapshot(t, under)
 	shard := []string{"--keyspace=ks", "--shard=0", "--split-storage-retry-max-attempts=2"}
 	removeIncomplete := []string{"verify", "--remove-incomplete", "--incomplete-min-age=0s"}
 	prune := []string{"prune", "--keep=1"}
@@ -126,13 +120,13 @@ func TestACleanupThatCannotSeeRemovesNothing(t *testing.T) {
 				assert.Equal(t, r.stdout, out, "%s: %v", c.name, r.args)
 			}
 			assert.True(t, strings.HasSuffix(errOut, r.stderr), "%s: %v: %s", c.name, r.args, errOut)
-			assert.Equal(t, before, snapshot(t, cfg.File.Root), "%s: %v removed nothing", c.name, r.args)
+			assert.Equal(t, before, snapshot(t, under), "%s: %v removed nothing", c.name, r.args)
 		}
 		mount.Heal(c.path)
 	}
 	out, _ := runSplit(t, 0, root(mount), append(prune, shard...)...)
 	assert.Contains(t, out, "removed ks/0/"+b1)
-	assert.NoDirExists(t, filepath.Join(cfg.File.Root, "ks", "0", b1))
+	assert.NoDirExists(t, filepath.Join(under, "ks", "0", b1))
 }
 
 func root(m *faultyfs.FS) string { return m.Dir }

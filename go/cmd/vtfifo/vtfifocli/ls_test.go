@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // TestListExitSaysWhatItsRowsSay: ls prints every row, and its exit status
@@ -17,11 +15,7 @@ import (
 // one that could not be read (no verdict), naming the backups on stderr;
 // before, both exited 0.
 func TestListExitSaysWhatItsRowsSay(t *testing.T) {
-	cfg := splitstorage.DefaultConfig()
-	cfg.File.Root = t.TempDir()
-	splitCopyAs(t, cfg, "good")
-	splitCopyAs(t, cfg, "other")
-	root := cfg.File.Root
+	root := localSplitWith(t, "good", "other")
 	manifest := filepath.Join(root, "ks", "0", "other", "MANIFEST.part-00000001")
 	shard := []string{"ls", "--keyspace=ks", "--shard=0"}
 	where := "ks/0 in " + root + " (split storage)"

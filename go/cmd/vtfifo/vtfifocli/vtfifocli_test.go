@@ -274,6 +274,17 @@ func localSplitCopy(t *testing.T) string {
 	return cfg.File.Root
 }
 
+// localSplitWith stores the test backup under each of names in a new split
+// storage on local disk, and returns its root.
+func localSplitWith(t *testing.T, names ...string) string {
+	cfg := splitstorage.DefaultConfig()
+	cfg.File.Root = t.TempDir()
+	for _, name := range names {
+		splitCopyAs(t, cfg, name)
+	}
+	return cfg.File.Root
+}
+
 // splitCopyAs stores the test backup in the split storage of cfg as
 // backup ks/0/name.
 func splitCopyAs(t *testing.T, cfg splitstorage.Config, name string) {

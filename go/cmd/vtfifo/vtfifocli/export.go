@@ -39,6 +39,11 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 				if *output == "-" && isTerminal(stdout) {
 					return errors.New("refusing to write a binary stream to a terminal: give -o FILE, or redirect or pipe stdout")
 				}
+				if *output != "-" {
+					if err := outsideRoot(o, "--output", *output); err != nil {
+						return err
+					}
+				}
 				return o.validateProgress()
 			}
 		})

@@ -491,9 +491,9 @@ func TestAnObjectPutInABackupIsNotTheBackups(t *testing.T) {
 	}
 }
 
-// TestNothingIsWrittenIntoTheStorageRoot: a directory a command would write
+// TestNothingIsWrittenIntoTheStorageRoot: a path a command would write
 // into (restore's and restore-table's --target-dir, test-restore's
-// --scratch-dir) inside the storage's local root, named directly or through
+// --scratch-dir, export's --output) inside the storage's local root, named directly or through
 // a symbolic link, is refused at startup naming the flag, exit 2, and
 // nothing is made there: restored files would sit among the backups, where
 // Vitess's file storage takes a directory for a backup and RemoveBackup
@@ -517,6 +517,8 @@ func TestNothingIsWrittenIntoTheStorageRoot(t *testing.T) {
 		{[]string{"restore", "--target-dir=" + root}, inRoot("--target-dir", root)},
 		{[]string{"restore-table", "--table=db.t", "--target-dir=" + filepath.Join(root, "t")}, inRoot("--target-dir", filepath.Join(root, "t"))},
 		{[]string{"test-restore", "--scratch-dir=" + filepath.Join(root, "ks")}, inRoot("--scratch-dir", filepath.Join(root, "ks"))},
+		{[]string{"export", "-o", filepath.Join(root, "ks", "0", "copied", "x.xbstream")}, inRoot("--output",
+			filepath.Join(root, "ks", "0", "copied", "x.xbstream"))},
 	} {
 		out, errOut := runSplit(t, 2, root, append(c.args, shard...)...)
 		assert.Empty(t, out, "%v", c.args)

@@ -24,11 +24,14 @@ import (
 	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 )
 
-// Run runs cmd with a context cancelled on SIGINT or SIGTERM, and exits the
+// Run runs cmd with a context cancelled on SIGINT or SIGTERM, or once the
+// reader of its output is gone (cancelOnClosedOutput), and exits the
 // process with the status cmd returns (the mains of vtfifo and fifoverify).
 func Run(cmd func(ctx context.Context) int) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopWatching := cancelOnClosedOutput(ctx)
 	code := cmd(ctx)
+	stopWatching()
 	stop()
 	os.Exit(code)
 }
@@ -44,6 +47,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			DisableFlagParsing: true,
 			Run: func(_ *cobra.Command, args []string) {
 				code = c.run(ctx, prog, args, stdout, stderr)
+				if code == exitFailed {
+					checkOutput(ctx)
+				}
 				if code == exitFailed && ctx.Err() != nil {
 					// Whatever failed, it failed because it was stopped.
 					fmt.Fprintf(stderr, "%s: interrupted (%v): nothing says the backup is damaged\n", prog, context.Cause(ctx))

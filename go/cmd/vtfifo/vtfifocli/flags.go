@@ -87,7 +87,7 @@ func anyBackup(context.Context, backupstorage.BackupHandle) error { return nil }
 // is read (fifobackupengine.CheckRestorable), and --backup's help says so.
 func (o *options) restoresLatest(fs *pflag.FlagSet) {
 	o.restorable = fifobackupengine.CheckRestorable
-	fs.Lookup("backup").Usage = "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did not fail " +
+	fs.Lookup("backup").Usage = "name of the backup (as GetBackups lists it); left out, the latest complete one whose test restore did not fail " +
 		"and whose MANIFEST and chain of bases read whole (one found damaged or missing is passed over, saying why); latest-verified the " +
 		"latest whose test restore passed"
 }
@@ -111,7 +111,7 @@ func registerBackupFlags(fs *pflag.FlagSet, prog string) *options {
 	fs.StringVar(&o.keyspace, "keyspace", "", "keyspace of the backups (with --shard)")
 	fs.StringVar(&o.shard, "shard", "", "shard of the backups (with --keyspace)")
 	fs.StringVar(&o.backupDir, "backup-dir", "", "backup directory in the storage (keyspace/shard), instead of --keyspace and --shard")
-	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); empty takes the latest complete one whose test restore did "+
+	fs.StringVar(&o.backup, "backup", "", "name of the backup (as GetBackups lists it); left out, the latest complete one whose test restore did "+
 		"not fail; latest-verified the latest whose test restore passed")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 	o.log.register(fs)
@@ -229,6 +229,12 @@ func (o *options) validateBackup() error {
 		}
 		return invalid(flag, o.dir(), "a keyspace/shard path: names joined by single '/', none empty or starting with '.', without '..', "+
 			"backslashes or control characters")
+	}
+	if o.backup == "" && o.flags.Changed("backup") {
+		// Most often an unset variable in a script (--backup="$B"): taking
+		// the latest backup then would act on one nobody named.
+		return errors.New("--backup is empty: name a backup as ls lists it (a command that takes the latest complete backup does so with " +
+			"--backup left out)")
 	}
 	if o.backup != "" && !splitstorage.PlainName(o.backup, false) {
 		return invalid("backup", o.backup, "a backup name as GetBackups lists it (one name: no '/', not starting with '.', without '..', "+

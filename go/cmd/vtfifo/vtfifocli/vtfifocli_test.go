@@ -155,6 +155,12 @@ func TestUsageErrorsAndHelpGoWhereTheyBelong(t *testing.T) {
 		{[]string{"export", "--keyspace=ks"}, 2, "--keyspace and --shard"},
 		{[]string{"nosuch"}, 2, "unknown command"},
 		{[]string{"export", "extra-arg", "--keyspace=ks", "--shard=0"}, 2, "unexpected arguments"},
+		// An unset variable (--backup="$B") names no backup: never the latest.
+		{[]string{"restore", "--keyspace=ks", "--shard=0", "--backup=", "--target-dir=" + filepath.Join(t.TempDir(), "r")}, 2,
+			"vtfifo restore: --backup is empty: name a backup as ls lists it (a command that takes the latest complete backup does so with " +
+				"--backup left out)\n"},
+		{[]string{"restore-table", "--keyspace=ks", "--shard=0", "--backup=", "--table=d.t", "--target-dir=" + filepath.Join(t.TempDir(), "r")}, 2,
+			"--backup is empty"},
 	} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, c.code, Main(context.Background(), c.args, &stdout, &stderr), "%v: %s", c.args, stderr.String())

@@ -115,7 +115,7 @@ func parse(fs *pflag.FlagSet, prog string, args []string, stdout, stderr io.Writ
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "%s: %v (see %s --help)\n", prog, err, prog)
+		fmt.Fprintf(stderr, "%s: %v%s (see %s --help)\n", prog, err, allowedOfType(err), prog)
 		return 2
 	}
 	if *all {
@@ -127,6 +127,29 @@ func parse(fs *pflag.FlagSet, prog string, args []string, stdout, stderr io.Writ
 		return 2
 	}
 	return -1
+}
+
+// allowedOfType names the values a flag of a plain type takes, for a value
+// it refused: pflag's own error names the flag and the parser's complaint
+// only. The project's own flag types already say theirs.
+func allowedOfType(err error) string {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) || strings.Contains(err.Error(), "allowed values") {
+		return ""
+	}
+	switch bad.GetFlag().Value.Type() {
+	case "bool":
+		return ": allowed values are true or false"
+	case "duration":
+		return ": allowed values are a duration such as 90s, 15m or 2h"
+	case "int", "int32", "int64":
+		return ": allowed values are an integer"
+	case "uint", "uint32", "uint64":
+		return ": allowed values are an integer >= 0"
+	case "float64":
+		return ": allowed values are a number"
+	}
+	return ""
 }
 
 // sharedFlagPrefixes are the flags a command shares with vttablet: the

@@ -155,6 +155,10 @@ func TestUsageErrorsAndHelpGoWhereTheyBelong(t *testing.T) {
 		{[]string{"export", "--keyspace=ks"}, 2, "--keyspace and --shard"},
 		{[]string{"nosuch"}, 2, "unknown command"},
 		{[]string{"export", "extra-arg", "--keyspace=ks", "--shard=0"}, 2, "unexpected arguments"},
+		// A plain flag's bad value is named with the values its type takes.
+		{[]string{"ls", "--json=maybe"}, 2, `vtfifo ls: invalid argument "maybe" for "--json" flag: strconv.ParseBool: parsing "maybe": invalid ` +
+			"syntax: allowed values are true or false (see vtfifo ls --help)\n"},
+		{[]string{"verify", "--timeout=soon"}, 2, "allowed values are a duration such as 90s, 15m or 2h (see vtfifo verify --help)\n"},
 		// An unset variable (--backup="$B") names no backup: never the latest.
 		{[]string{"restore", "--keyspace=ks", "--shard=0", "--backup=", "--target-dir=" + filepath.Join(t.TempDir(), "r")}, 2,
 			"vtfifo restore: --backup is empty: name a backup as ls lists it (a command that takes the latest complete backup does so with " +

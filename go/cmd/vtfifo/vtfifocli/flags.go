@@ -222,6 +222,11 @@ func (o *options) validateBackup() error {
 	case o.backupDir == "" && (o.keyspace == "" || o.shard == ""):
 		return fmt.Errorf("--keyspace and --shard (or --backup-dir) are required")
 	}
+	for _, f := range []struct{ name, value string }{{"keyspace", o.keyspace}, {"shard", o.shard}} {
+		if strings.Contains(f.value, "/") {
+			return invalid(f.name, f.value, "a "+f.name+" name as Vitess spells it: one name, without '/' (--backup-dir takes a path)")
+		}
+	}
 	if !o.wholeStorage() && !splitstorage.PlainName(o.dir(), true) {
 		flag := "backup-dir"
 		if o.backupDir == "" {

@@ -159,6 +159,9 @@ func TestUsageErrorsAndHelpGoWhereTheyBelong(t *testing.T) {
 		{[]string{"ls", "--json=maybe"}, 2, `vtfifo ls: invalid argument "maybe" for "--json" flag: strconv.ParseBool: parsing "maybe": invalid ` +
 			"syntax: allowed values are true or false (see vtfifo ls --help)\n"},
 		{[]string{"verify", "--timeout=soon"}, 2, "allowed values are a duration such as 90s, 15m or 2h (see vtfifo verify --help)\n"},
+		{[]string{"ls", "--keyspace=commerce/x", "--shard=0"}, 2, `vtfifo ls: invalid value "commerce/x" for --keyspace: allowed values are a ` +
+			"keyspace name as Vitess spells it: one name, without '/' (--backup-dir takes a path)\n"},
+		{[]string{"ls", "--keyspace=commerce", "--shard=-80/x"}, 2, `invalid value "-80/x" for --shard`},
 		// An unset variable (--backup="$B") names no backup: never the latest.
 		{[]string{"restore", "--keyspace=ks", "--shard=0", "--backup=", "--target-dir=" + filepath.Join(t.TempDir(), "r")}, 2,
 			"vtfifo restore: --backup is empty: name a backup as ls lists it (a command that takes the latest complete backup does so with " +

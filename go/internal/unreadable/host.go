@@ -42,9 +42,11 @@ var hostMessages = []struct{ text, why string }{
 	{"No more room in record file", "a file cannot grow (its disk is full, or a size limit)"},
 	{"Disk quota exceeded", "a disk quota is reached"},
 	{"Read-only file system", "a file system is read-only"},
-	// EIO from a disk or file system here (InnoDB: "Operating system error
-	// number 5 in a file operation", "Error number 5 means 'Input/output
-	// error'"): the files it reads were checked when they were written.
+	// EIO from a disk or file system here, in InnoDB's words (os0file.cc,
+	// os_file_get_last_error_low, MySQL 8 and MariaDB: "Operating system
+	// error number 5 in a file operation", "Error number 5 means
+	// 'Input/output error'"; run here only from a stand-in's output): the
+	// files it reads were checked when they were written.
 	{"Input/output error", "a disk or file system here failed (an input/output error)"},
 	{"Cannot allocate memory", "it is out of memory"},
 	{"Out of memory", "it is out of memory"},

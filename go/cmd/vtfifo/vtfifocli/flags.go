@@ -290,7 +290,7 @@ func outsideRoot(o *options, flag, dir string) error {
 			continue
 		}
 		return fmt.Errorf("%s %s is inside the storage's root %s: what is written there sits among the backups (Vitess's file storage "+
-			"takes a directory there for a backup, and its RemoveBackup deletes it): give a directory outside %s", flag, dir, root, root)
+			"takes a directory there for a backup, and its RemoveBackup deletes it): give one outside %s", flag, dir, root, root)
 	}
 	return nil
 }

@@ -506,7 +506,7 @@ func TestNothingIsWrittenIntoTheStorageRoot(t *testing.T) {
 	shard := []string{"--keyspace=ks", "--shard=0", "--backup=copied"}
 	inRoot := func(flag, dir string) string {
 		return flag + " " + dir + " is inside the storage's root " + root + ": what is written there sits among the backups (Vitess's file " +
-			"storage takes a directory there for a backup, and its RemoveBackup deletes it): give a directory outside " + root
+			"storage takes a directory there for a backup, and its RemoveBackup deletes it): give one outside " + root
 	}
 	for _, c := range []struct {
 		args []string

@@ -3,6 +3,7 @@ package vtfifocli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
@@ -101,13 +103,29 @@ func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.Backu
 			continue
 		}
 		err := o.restorable(ctx, bhs[i])
-		if err == nil || unreadable.Is(err) || flagvalue.IsContradiction(err) || ctx.Err() != nil {
+		if !passedOver(ctx, err) {
 			return bhs[i]
 		}
 		o.notef("skipping %s/%s: %s; name it with --backup to try it anyway", dir, bhs[i].Name(), errText(err))
 	}
 	o.notef("every backup in %s was passed over (above): taking the newest, %s", dir, bhs[len(bhs)-1].Name())
 	return bhs[len(bhs)-1]
+}
+
+// passedOver says whether err, the restorable check of a backup, proves
+// that a restore passes over it: damaged, its chain broken, or another
+// backup's copied or renamed there. Not one that could not be read, nor
+// one this host refuses (another tool flavor: a contradiction of the
+// host, not proof about the backup), nor an interrupted check.
+func passedOver(ctx context.Context, err error) bool {
+	var moved *splitstorage.MovedError
+	switch {
+	case err == nil, ctx.Err() != nil, unreadable.Is(err):
+		return false
+	case flagvalue.IsContradiction(err):
+		return errors.As(err, &moved)
+	}
+	return true
 }
 
 // whyMissing says why a named backup is not among the complete ones, with

@@ -6,6 +6,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
@@ -54,8 +55,14 @@ type BackupInfo struct {
 	// damaged: Problem is proof about the MANIFEST (not an access error);
 	// noManifest: there is none (a backup that never completed, another
 	// storage's directory): what is there, not a read that failed.
-	damaged, noManifest bool
+	// elsewhere: it is another backup's, copied or renamed here
+	// (splitstorage.Handle.CheckPlace): what is there, not damage.
+	damaged, noManifest, elsewhere bool
 }
+
+// isDamage says whether err, reading a backup, is proof about it: not an
+// access error, nor a request the data contradicts.
+func isDamage(err error) bool { return !unreadable.Is(err) && !flagvalue.IsContradiction(err) }
 
 // describe reads a backup's MANIFEST: a fifo one in full, another engine's
 // (builtin, xtrabackup) for its engine, time and position.
@@ -64,7 +71,8 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	describeLock(ctx, bh, &info)
 	base, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
 	if err != nil {
-		info.Problem, info.damaged, info.noManifest = errText(err), !unreadable.Is(err), unreadable.Missing(err)
+		info.Problem, info.damaged, info.noManifest = errText(err), isDamage(err), unreadable.Missing(err)
+		info.elsewhere = flagvalue.IsContradiction(err)
 		return info
 	}
 	info.Engine, info.Time, info.Position = base.BackupMethod, base.BackupTime, base.Position.String()
@@ -73,7 +81,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	}
 	m, err := fifobackupengine.ParseManifest(doc)
 	if err != nil {
-		info.Problem, info.damaged = "MANIFEST: "+errText(err), !unreadable.Is(err)
+		info.Problem, info.damaged = "MANIFEST: "+errText(err), isDamage(err)
 		return info
 	}
 	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/topo"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
@@ -25,10 +26,14 @@ import (
 type ShardStatus struct {
 	Keyspace string `json:"keyspace"`
 	Shard    string `json:"shard"`
-	// Backups counts the complete ones (those restores pick from).
-	Backups int       `json:"backups"`
-	Newest  string    `json:"newest,omitempty"`
-	Time    time.Time `json:"time,omitempty"`
+	// Backups counts the complete ones (those restores pick from); Newest
+	// is the newest a restore takes, PassedOver the newer ones it passes
+	// over (a damaged MANIFEST, another backup's copied there: vtfifo ls
+	// of the shard says why).
+	Backups    int       `json:"backups"`
+	Newest     string    `json:"newest,omitempty"`
+	Time       time.Time `json:"time,omitempty"`
+	PassedOver int       `json:"passed_over,omitempty"`
 	// ChainLength is the newest backup's place after its chain's full (0:
 	// a full backup).
 	ChainLength int `json:"chain_length"`
@@ -295,11 +300,13 @@ func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (
 	}
 	sh.Backups = len(bhs)
 	var newestWork *fifobackupengine.RestoreWork
-	if len(bhs) > 0 {
-		newest := describe(ctx, bhs[len(bhs)-1])
+	if newest, i := restoresPick(ctx, bhs); i >= 0 {
 		sh.Newest, sh.Time, sh.ChainLength = newest.Name, backupTime(newest), newest.ChainLength
 		sh.NewestLock, sh.NewestLockedUntil = newest.Lock, newest.LockedUntil
-		newestWork = chainWorkIn(ctx, bhs, newest)
+		newestWork = chainWorkIn(ctx, bhs[:i+1], newest)
+		sh.PassedOver = len(bhs) - 1 - i
+	} else {
+		sh.PassedOver = len(bhs)
 	}
 	var recs []testrestore.Record
 	for i := len(bhs) - 1; i >= 0; i-- {
@@ -325,6 +332,21 @@ func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (
 		}
 	}
 	return sh, recs, newestWork
+}
+
+// restoresPick is the newest of bhs (a shard's complete backups, oldest
+// first) that a restore takes, described, and its index: the newer ones
+// are passed over by every restore, their MANIFEST proven damaged or
+// another backup's copied there (what a tablet's restore passes over too).
+// One that could not be read is taken: nothing says it does not restore.
+// -1: every one is passed over.
+func restoresPick(ctx context.Context, bhs []backupstorage.BackupHandle) (BackupInfo, int) {
+	for i := len(bhs) - 1; i >= 0; i-- {
+		if b := describe(ctx, bhs[i]); !b.damaged && !b.elsewhere || ctx.Err() != nil {
+			return b, i
+		}
+	}
+	return BackupInfo{}, -1
 }
 
 // backupTime is when a backup was taken: its MANIFEST's time, else the

@@ -21,6 +21,9 @@ func writeFleetTable(w io.Writer, shards []ShardStatus, now time.Time) int {
 		if sh.NotInTopology {
 			check += " (not in the topology)"
 		}
+		if sh.PassedOver > 0 {
+			check += fmt.Sprintf(" (%d newer passed over by restores: vtfifo ls --keyspace=%s --shard=%s says why)", sh.PassedOver, sh.Keyspace, sh.Shard)
+		}
 		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Keyspace, sh.Shard, sh.Backups, dash(sh.Newest),
 			dash(ageIf(now, sh.Newest, sh.Time)), sh.ChainLength, predicted(sh.NewestPredictedRestore), dash(sh.NewestProven),
 			dash(ageIf(now, sh.NewestProven, sh.NewestProvenTime)), sh.TestRestoreFailed, sh.Quarantined, sh.Incomplete, dash(lockDate(sh.NewestLockedUntil)), check)
@@ -97,6 +100,8 @@ func writePrometheus(w io.Writer, v fleetView) {
 	})
 	metric("vtfifo_backups_test_restore_failed", "Complete backups whose latest test restore failed.", "gauge",
 		func(s ShardStatus) float64 { return float64(s.TestRestoreFailed) })
+	metric("vtfifo_backups_passed_over", "Complete backups newer than the newest a restore takes, which restores pass over (a damaged "+
+		"MANIFEST, another backup's copied there).", "gauge", func(s ShardStatus) float64 { return float64(s.PassedOver) })
 	metric("vtfifo_backups_quarantined", "Quarantined backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Quarantined) })
 	metric("vtfifo_backups_incomplete", "Backups started and never completed.", "gauge", func(s ShardStatus) float64 { return float64(s.Incomplete) })
 	metric("vtfifo_backup_check_ok", "1 when the shard passed ls's checks (--max-age, --max-unproven-age).", "gauge", func(s ShardStatus) float64 {

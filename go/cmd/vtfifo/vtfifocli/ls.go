@@ -97,14 +97,15 @@ func List(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 // a timeout), else 0. A script that checks ls's status learns what an
 // operator reading the table would; stderr names the rows. A directory
 // with no MANIFEST (a Vitess storage's incomplete backup, another's
-// directory) is neither: its row says what it is.
+// directory), or another backup's copied or renamed there, is neither: its
+// row says what it is.
 func (s *session) listedCode(infos []BackupInfo) int {
 	var damaged, unread []string
 	for _, b := range infos {
 		switch {
 		case b.damaged:
 			damaged = append(damaged, b.Name)
-		case b.Problem != "" && !b.noManifest:
+		case b.Problem != "" && !b.noManifest && !b.elsewhere:
 			unread = append(unread, b.Name)
 		}
 	}

@@ -146,6 +146,8 @@ func (s *session) uncountedWhy() func(backupstorage.BackupHandle) string {
 				why = ""
 			case unreadable.Is(err):
 				why = "it could not be checked (" + errText(err) + "), which says nothing about it, nor that it restores"
+			case flagvalue.IsContradiction(err):
+				why = "restores pass over it: " + errText(err)
 			default:
 				why = "it is broken: " + errText(err)
 			}

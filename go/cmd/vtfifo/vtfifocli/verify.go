@@ -98,7 +98,10 @@ type VerifyResult struct {
 	// so they are no problem of the backup, and no command removes those
 	// the split storage does not write.
 	Unlisted []string `json:"unlisted,omitempty"`
-	Seconds  float64  `json:"seconds"`
+	// NotChecked says why the backup was not checked at all: what is
+	// there is another backup's, copied or renamed here (a usage error).
+	NotChecked string  `json:"not_checked,omitempty"`
+	Seconds    float64 `json:"seconds"`
 }
 
 func (r VerifyResult) print(w io.Writer) {
@@ -114,6 +117,9 @@ func (r VerifyResult) print(w io.Writer) {
 		for _, p := range r.Unreadable {
 			fmt.Fprintf(w, "  %s\n", p)
 		}
+	}
+	if r.NotChecked != "" {
+		fmt.Fprintf(w, "NOT CHECKED: %s\n", r.NotChecked)
 	}
 	if r.OK {
 		fmt.Fprintf(w, "OK: backup %s: %s (%v)\n", r.Backup, r.Summary, took)
@@ -136,6 +142,9 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 	summary := ""
 	pv, isSplit := has[partVerifier](bh)
 	if isSplit {
+		if err := pv.CheckPlace(ctx); err != nil && ctx.Err() == nil {
+			return VerifyResult{Backup: where, NotChecked: errText(err), Seconds: time.Since(start).Seconds()}, failureStatus(err)
+		}
 		problems, unread, unlisted, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
 	if s.f.samplePct >= 100 {

@@ -390,7 +390,7 @@ func (h *Handle) Index(ctx context.Context, filename string) (Index, error) {
 	}
 	idx, err := ParseIndex(doc, h.dir, h.name, filename)
 	if err != nil {
-		return Index{}, fmt.Errorf("split storage: %s: index %s: %w", h.where(filename), key, err)
+		return Index{}, h.placed(ctx, fmt.Errorf("split storage: %s: index %s: %w", h.where(filename), key, err))
 	}
 	return idx, nil
 }

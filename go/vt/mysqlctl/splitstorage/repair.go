@@ -52,6 +52,9 @@ func (s *Storage) RepairBackup(ctx context.Context, copyIn backupstorage.BackupS
 		return rep, fmt.Errorf("split storage: repairing backup %s: it is not complete, quarantined or a retired base: %w", where, err)
 	}
 	h := &Handle{s: s, e: e, dir: dir, name: name, readOnly: true}
+	if err := h.CheckPlace(ctx); err != nil {
+		return rep, err // another backup's, copied here: nothing of it is damaged
+	}
 	opts := VerifyPartsOptions{Concurrency: e.cfg.UploadConcurrency, MaxProblems: 1 << 20}
 	_, verr := h.verifyAgainst(ctx, doc, nil, opts)
 	if verr == nil {

@@ -152,7 +152,11 @@ func (h *Handle) checkSealWith(ctx context.Context, complete []byte) error {
 	if h.e.seals == nil {
 		return nil
 	}
-	h.sealOnce.Do(func() { h.seal, h.sealErr = h.readSeal(ctx, complete) })
+	h.sealOnce.Do(func() {
+		if h.seal, h.sealErr = h.readSeal(ctx, complete); h.sealErr != nil {
+			h.sealErr = h.placed(ctx, h.sealErr)
+		}
+	})
 	return h.sealErr
 }
 
@@ -176,10 +180,7 @@ func (h *Handle) readSeal(ctx context.Context, complete []byte) (*sealDoc, error
 	if err != nil || d.Version != 1 {
 		return nil, forged("split storage: backup "+backup+": its seal", fmt.Errorf("not a seal version 1 (%v): %w", err, ErrForged))
 	}
-	tag := d.Tag
-	d.Tag = nil
-	body, _ := json.Marshal(d)
-	if err := h.e.seals.CheckTag(d.Key, sealContext(backup), body, tag); err != nil {
+	if err := h.checkSealTag(d, backup); err != nil {
 		what := "split storage: backup " + backup + ": its seal"
 		if d.Backup != backup {
 			what += " (the seal of backup " + d.Backup + ", moved here)"
@@ -192,6 +193,14 @@ func (h *Handle) readSeal(ctx context.Context, complete []byte) (*sealDoc, error
 		}
 	}
 	return &d, nil
+}
+
+// checkSealTag checks seal d's tag, sealed for backup.
+func (h *Handle) checkSealTag(d sealDoc, backup string) error {
+	tag := d.Tag
+	d.Tag = nil
+	body, _ := json.Marshal(d)
+	return h.e.seals.CheckTag(d.Key, sealContext(backup), body, tag)
 }
 
 // checkMarker checks marker m against the seal: its bytes hash as sealed,

@@ -489,6 +489,9 @@ func incompleteAmong(ctx context.Context, e *env, dir string, names []string, co
 type PartVerifier interface {
 	backupstorage.BackupHandle
 	VerifyParts(ctx context.Context, opts VerifyPartsOptions) (VerifyPartsReport, error)
+	// CheckPlace fails, a contradiction, for a backup copied or renamed
+	// here outside vtfifo: what its objects say is another backup's.
+	CheckPlace(ctx context.Context) error
 }
 
 var _ PartVerifier = (*Handle)(nil)

@@ -167,6 +167,7 @@ var (
 	_ keyChecker       = (*splitstorage.Handle)(nil)
 	_ indexer          = (*splitstorage.Handle)(nil)
 	_ partVerifier     = (*splitstorage.Handle)(nil)
+	_ storeClock       = (*splitstorage.Storage)(nil)
 )
 
 // has returns v (a storage or a backup handle) as the capability T, and

@@ -87,7 +87,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	out := &pruneOutput{w: stdout, text: !*asJSON}
 	uncounted := s.uncountedWhy()
 	keepN := retention.KeepCount(bhs, *keep, func(bh backupstorage.BackupHandle) bool { return uncounted(bh) != "" })
-	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, time.Now()), tiers)
+	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, s.judgingNow()), tiers)
 	undated := "" // the oldest backup whose name carries no time: retention stops there
 	for i, bh := range bhs {
 		if _, dated := retention.Dated(bh); !dated && undated == "" {

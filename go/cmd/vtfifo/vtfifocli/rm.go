@@ -146,8 +146,10 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 			return "", s.o.failf(exitUnreachable, "cannot list the incomplete backups of %s: %v", s.o.where(), err)
 		}
 		for _, b := range inc {
+			if b.Name != name {
+				continue
+			}
 			switch {
-			case b.Name != name:
 			case len(b.RetiredFor) > 0:
 				return "", s.o.failf(exitUsage, "refused: backup %s/%s was removed from the list already and is kept as the base of %s: it goes when they do",
 					dir, name, strings.Join(b.RetiredFor, ", "))
@@ -155,12 +157,12 @@ func (s *session) removable(dir, name string, minAge time.Duration) (string, int
 				return "quarantined backup", exitOK
 			case len(b.Held) > 0:
 				return "", s.o.failf(exitUnreachable, "refused: backup %s/%s is incomplete and in use: %s; %s", dir, name, strings.Join(b.Held, "; "), inUseHelp)
-			case time.Since(b.LastWrite) >= minAge:
-				return "incomplete backup", exitOK
-			default:
-				return "", s.o.failf(exitUnreachable, "refused: backup %s/%s is incomplete, started on %s and last written %v ago: it may still be running "+
-					"(--incomplete-min-age=%v)", dir, name, b.Host, time.Since(b.LastWrite).Round(time.Second), minAge)
 			}
+			if age := s.judgingNow().Sub(b.LastWrite); age < minAge {
+				return "", s.o.failf(exitUnreachable, "refused: backup %s/%s is incomplete, started on %s and last written %v ago: it may still be running "+
+					"(--incomplete-min-age=%v)", dir, name, b.Host, age.Round(time.Second), minAge)
+			}
+			return "incomplete backup", exitOK
 		}
 	}
 	return "", s.o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(s.o), noSuchBackup(s.ctx, s.bs, dir, name))

@@ -295,9 +295,9 @@ func checkManifestOnly(ctx context.Context, bh backupstorage.BackupHandle) error
 // incompleteLine describes an incomplete backup: when it started and on
 // which host (its start marker), when it was last written to (the store's
 // own time: its age), and its objects.
-func incompleteLine(dir string, b splitstorage.IncompleteBackup) string {
+func incompleteLine(dir string, b splitstorage.IncompleteBackup, now time.Time) string {
 	return fmt.Sprintf("%s/%s: started %s on %s, last written %s (%v ago), %d objects, %s", dir, b.Name, b.Started.Format(time.RFC3339), b.Host,
-		b.LastWrite.Format(time.RFC3339), time.Since(b.LastWrite).Round(time.Second), b.Objects, humanize.IBytes(uint64(b.Bytes)))
+		b.LastWrite.Format(time.RFC3339), now.Sub(b.LastWrite).Round(time.Second), b.Objects, humanize.IBytes(uint64(b.Bytes)))
 }
 
 func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
@@ -315,8 +315,12 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 		return exitUnreachable
 	}
 	failed, locked := false, false
+	now := hostNow()
+	if s.f.removeIncomplete && len(inc) > 0 {
+		now = s.judgingNow()
+	}
 	for _, b := range inc {
-		line := incompleteLine(dir, b)
+		line := incompleteLine(dir, b, now)
 		if b.Quarantined != "" {
 			line += "; " + quarantinedText(b.Quarantined)
 		}
@@ -332,7 +336,7 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "kept %s (release it with `vtfifo release`, or remove it with `vtfifo rm`)\n", line)
 		case len(b.Held) > 0:
 			fmt.Fprintf(stdout, "kept %s: in use (%s)\n", line, strings.Join(b.Held, "; "))
-		case time.Since(b.LastWrite) < s.f.minAge:
+		case now.Sub(b.LastWrite) < s.f.minAge:
 			fmt.Fprintf(stdout, "kept %s: written to less than --incomplete-min-age=%v ago (may still be running)\n", line, s.f.minAge)
 		default:
 			if err := bs.RemoveBackup(ctx, dir, b.Name); errors.Is(err, splitstorage.ErrLocked) {

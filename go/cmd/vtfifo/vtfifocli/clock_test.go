@@ -1,0 +1,58 @@
+package vtfifocli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAHostClockAheadRemovesNothingYoung: ages are judged by the storage's
+// clock, never this host's. With the host's clock three days ahead (a VM
+// resumed, NTP not yet synced), prune --keep-within=48h kept by this
+// host's clock only the newest backup and removed one a day old, and
+// verify --remove-incomplete and rm removed an incomplete backup written a
+// second ago (one still running). Now each says the host's clock is off
+// and judges by the storage's: the day-old backup is kept, the incomplete
+// one is kept ("may still be running"), and only the backup older than
+// --keep-within goes.
+func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
+	root := t.TempDir()
+	bs := localSplit(t, root)
+	now := time.Now().UTC()
+	dated := func(age time.Duration) string { return now.Add(-age).Format("2006-01-02.150405") + ".zone1-0000000100" }
+	old, dayOld, newest, running := dated(80*time.Hour), dated(30*time.Hour), dated(time.Hour), dated(0)
+	for _, name := range []string{old, dayOld, newest} {
+		plantBackup(t, bs, "ks/0", name)
+	}
+	_, err := bs.StartBackup(context.Background(), "ks/0", running)
+	require.NoError(t, err)
+	saved := hostNow
+	t.Cleanup(func() { hostNow = saved })
+	hostNow = func() time.Time { return time.Now().Add(72 * time.Hour) }
+	shard := []string{"--keyspace=ks", "--shard=0"}
+	skew := "this host's clock is 3d ahead of the storage's: ages are judged by the storage's clock\n"
+
+	out, errOut := runSplit(t, 0, root, append([]string{"prune", "--keep=1", "--keep-within=48h"}, shard...)...)
+	assert.Equal(t, "keeping ks/0/"+dayOld+": younger than --keep-within=2d\n"+
+		"keeping ks/0/"+newest+": one of the newest 1 that did not fail a test restore (--keep)\n"+
+		"removed ks/0/"+old+"\n", out)
+	assert.Equal(t, "vtfifo prune: "+skew, errOut)
+
+	out, errOut = runSplit(t, 0, root, append([]string{"verify", "--remove-incomplete"}, shard...)...)
+	assert.Regexp(t, `^kept ks/0/`+running+`: started .*, last written .* \([0-9]+s ago\), .*: written to less than --incomplete-min-age=24h0m0s ago \(may still be running\)\n$`, out)
+	assert.Equal(t, "vtfifo verify: "+skew, errOut)
+
+	out, errOut = runSplit(t, 3, root, append([]string{"rm", "--backup=" + running}, shard...)...)
+	assert.Empty(t, out)
+	assert.Regexp(t, `^vtfifo rm: `+skew+`vtfifo rm: refused: backup ks/0/`+running+` is incomplete, started on .* and last written [0-9]+s ago: `+
+		`it may still be running \(--incomplete-min-age=24h0m0s\)\n$`, errOut)
+	for _, name := range []string{dayOld, newest, running} {
+		_, err := os.Stat(filepath.Join(root, "ks", "0", name))
+		assert.NoError(t, err, name)
+	}
+}

@@ -1,0 +1,44 @@
+package splitstorage
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
+)
+
+// clockPrefix holds the probes Now writes, each deleted at once.
+const clockPrefix = fleetPrefix + "clock/"
+
+// Now is the store's clock: the write time the store gives a small probe
+// object written now (under .fleet/clock/, deleted at once: 3 requests).
+// What a cleanup judges ages by, an incomplete backup's last write, is the
+// store's own write time, and a backup's name is its tablet's clock: a
+// host whose clock runs ahead (a VM resumed, NTP not yet synced) would
+// take a backup still running, or one younger than --keep-within, for an
+// old one and remove it. On local disk the store is this host.
+func (s *Storage) Now(ctx context.Context) (time.Time, error) {
+	e, err := s.env(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var r [8]byte
+	_, _ = rand.Read(r[:])
+	key := clockPrefix + hex.EncodeToString(r[:])
+	if err := e.be.Put(ctx, key, bytes.NewReader(nil), 0, backend.PutOptions{IfNotExists: true, CRC32C: crc32c(nil)}); err != nil {
+		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (writing %s in %s): %w", key, e.be, err)
+	}
+	info, err := e.be.Stat(ctx, key)
+	_ = e.be.Delete(ctx, key) // one left behind is an empty object nothing reads
+	if err == nil && info.Modified.IsZero() {
+		err = fmt.Errorf("%s gives no write time", e.be)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (%s in %s): %w", key, e.be, err)
+	}
+	return info.Modified, nil
+}

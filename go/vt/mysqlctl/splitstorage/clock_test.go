@@ -1,0 +1,35 @@
+package splitstorage_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
+)
+
+// TestTheStoresClock: Now is the write time each store gives a probe (the
+// servers here run on this host's clock: within a few seconds of it, at
+// S3's and Azure's one-second precision), and the probe is gone after.
+func TestTheStoresClock(t *testing.T) {
+	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
+		t.Run(kind, func(t *testing.T) {
+			srv := splitstoragetest.Start(t, kind)
+			srv.Setenv(t)
+			s := newStorage(t, srv.Config)
+			ctx := context.Background()
+			before := time.Now()
+			now, err := s.Now(ctx)
+			require.NoError(t, err)
+			require.WithinRange(t, now, before.Add(-2*time.Second), time.Now().Add(2*time.Second))
+			be, err := s.RawBackendForTest(ctx)
+			require.NoError(t, err)
+			left, err := be.List(ctx, ".fleet/clock/", false)
+			require.NoError(t, err)
+			require.Empty(t, left)
+		})
+	}
+}

@@ -2,6 +2,7 @@ package vtfifocli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,8 +19,9 @@ import (
 // verify --remove-incomplete and rm removed an incomplete backup written a
 // second ago (one still running). Now each says the host's clock is off
 // and judges by the storage's: the day-old backup is kept, the incomplete
-// one is kept ("may still be running"), and only the backup older than
-// --keep-within goes.
+// one is kept ("may still be running"), only the backup older than
+// --keep-within goes, and lock --for=2d locks until two days from the
+// storage's now (not five).
 func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 	root := t.TempDir()
 	bs := localSplit(t, root)
@@ -35,7 +37,7 @@ func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 	t.Cleanup(func() { hostNow = saved })
 	hostNow = func() time.Time { return time.Now().Add(72 * time.Hour) }
 	shard := []string{"--keyspace=ks", "--shard=0"}
-	skew := "this host's clock is 3d ahead of the storage's: ages are judged by the storage's clock\n"
+	skew := "this host's clock is 3d ahead of the storage's: ages and dates are the storage's clock's\n"
 
 	out, errOut := runSplit(t, 0, root, append([]string{"prune", "--keep=1", "--keep-within=48h"}, shard...)...)
 	assert.Equal(t, "keeping ks/0/"+dayOld+": younger than --keep-within=2d\n"+
@@ -51,6 +53,13 @@ func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Regexp(t, `^vtfifo rm: `+skew+`vtfifo rm: refused: backup ks/0/`+running+` is incomplete, started on .* and last written [0-9]+s ago: `+
 		`it may still be running \(--incomplete-min-age=24h0m0s\)\n$`, errOut)
+	// A lock for two days runs from the storage's now, not three days later.
+	out, errOut = runSplit(t, 0, root, append([]string{"lock", "--backup=" + newest, "--for=2d", "--json"}, shard...)...)
+	assert.Equal(t, "vtfifo lock: "+skew, errOut)
+	var res LockResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.WithinRange(t, res.Until, now.Add(48*time.Hour-time.Minute), time.Now().Add(48*time.Hour))
+
 	for _, name := range []string{dayOld, newest, running} {
 		_, err := os.Stat(filepath.Join(root, "ks", "0", name))
 		assert.NoError(t, err, name)

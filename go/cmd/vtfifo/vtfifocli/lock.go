@@ -90,6 +90,14 @@ func (f *lockFlags) check(now time.Time) error {
 	return nil
 }
 
+// fromStoreClock has a lock for --for run from the storage's now, not this
+// host's (judgingNow): a lock cannot be shortened (compliance mode).
+func (f *lockFlags) fromStoreClock(s *session) {
+	if f.forDur > 0 {
+		f.lockWanted.Until = s.judgingNow().Add(f.forDur).UTC().Truncate(time.Second)
+	}
+}
+
 // LockBackup is `vtfifo lock`: a backup and the ones it needs locked at the
 // store until a date.
 func LockBackup(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
@@ -113,6 +121,7 @@ func LockBackup(ctx context.Context, prog string, args []string, stdout, stderr 
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
+	f.fromStoreClock(s)
 	dir, name := s.o.dir(), s.o.backup
 	res, err := lk.Lock(s.ctx, dir, name, f.lockWanted)
 	if err != nil {

@@ -56,6 +56,7 @@ func Promote(ctx context.Context, prog string, args []string, stdout, stderr io.
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
+	f.fromStoreClock(s)
 	dir, name := s.o.dir(), bh.Name()
 	rec, err := testrestore.Load(s.ctx, bh)
 	switch {

@@ -85,9 +85,9 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		return code
 	}
 	out := &pruneOutput{w: stdout, text: !*asJSON}
-	uncounted := s.uncountedWhy()
+	uncounted, now := s.uncountedWhy(), s.judgingNow()
 	keepN := retention.KeepCount(bhs, *keep, func(bh backupstorage.BackupHandle) bool { return uncounted(bh) != "" })
-	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, s.judgingNow()), tiers)
+	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, now), tiers)
 	undated := "" // the oldest backup whose name carries no time: retention stops there
 	for i, bh := range bhs {
 		if _, dated := retention.Dated(bh); !dated && undated == "" {
@@ -115,7 +115,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 	}
 	code = s.prune(dir, cands, *dryRun, out)
 	if renew > 0 && !*dryRun {
-		code = max(code, s.renewLocks(dir, cands, bhs, renew, out))
+		code = max(code, s.renewLocks(dir, cands, bhs, now.Add(renew), out))
 	}
 	if r := out.PruneResult; len(r.Removed)+len(r.WouldRemove)+len(r.Failed) == 0 && out.text {
 		fmt.Fprintf(stdout, "nothing to remove in %s: %d kept\n", dir, len(r.Kept))
@@ -244,14 +244,14 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 }
 
 // renewLocks locks every backup of bhs that retention kept (not among
-// cands) until renew from now, its chain with it: retention keeps, the
+// cands) until until, its chain with it: retention keeps, the
 // lock holds.
-func (s *session) renewLocks(dir string, cands, bhs []backupstorage.BackupHandle, renew time.Duration, out *pruneOutput) int {
+func (s *session) renewLocks(dir string, cands, bhs []backupstorage.BackupHandle, until time.Time, out *pruneOutput) int {
 	lk, err := can[backupLocker](s.bs, "renew the locks of the backups kept")
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
-	l := splitstorage.Lock{Until: time.Now().Add(renew).UTC().Truncate(time.Second), Mode: splitstorage.LockGovernance}
+	l := splitstorage.Lock{Until: until.UTC().Truncate(time.Second), Mode: splitstorage.LockGovernance}
 	code := exitOK
 	for _, bh := range bhs {
 		if slices.Contains(cands, bh) || s.fromLegacy(bh) {

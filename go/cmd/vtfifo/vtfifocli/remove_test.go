@@ -353,3 +353,43 @@ func TestPruneSaysWhyAnUndatedBackupIsKept(t *testing.T) {
 		"keeping ks/0/"+names[3]+": one of the newest 1 that did not fail a test restore (--keep)\n"+
 		"would remove ks/0/"+oldest+"\n", out)
 }
+
+// TestRemovingABackupKeepsALinkedShard: a shard's directory moved to
+// another disk and linked in place. Removing one of its backups (rm, then
+// prune) leaves the link and the other backups: before, the removal's
+// clean-up of empty directories removed the link, and ls found no backup
+// in the shard ("no backup in ks/0"), the good one gone from the storage.
+// A backup's directory linked to another's is refused.
+func TestRemovingABackupKeepsALinkedShard(t *testing.T) {
+	now := time.Now().UTC()
+	dated := func(age time.Duration) string { return now.Add(-age).Format("2006-01-02.150405") + ".zone1-0000000100" }
+	names := []string{dated(72 * time.Hour), dated(48 * time.Hour), dated(time.Hour)}
+	root := localSplitWith(t, names...)
+	shard, elsewhere := filepath.Join(root, "ks", "0"), filepath.Join(t.TempDir(), "0")
+	require.NoError(t, os.Rename(shard, elsewhere))
+	require.NoError(t, os.Symlink(elsewhere, shard))
+	args := []string{"--keyspace=ks", "--shard=0"}
+
+	out, _ := runSplit(t, 0, root, append([]string{"rm", "--backup=" + names[1]}, args...)...)
+	assert.Equal(t, "removed complete backup ks/0/"+names[1]+"\n", out)
+	out, _ = runSplit(t, 0, root, append([]string{"prune", "--keep=1"}, args...)...)
+	assert.Equal(t, "keeping ks/0/"+names[2]+": one of the newest 1 that did not fail a test restore (--keep)\nremoved ks/0/"+names[0]+"\n", out)
+	out, _ = runSplit(t, 0, root, append([]string{"ls"}, args...)...)
+	assert.Regexp(t, `(?m)^`+names[2]+`\s+fifo\s+split\s+full\s`, out)
+	fi, err := os.Lstat(shard)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeSymlink, fi.Mode().Type())
+	runSplit(t, 0, root, append([]string{"verify", "--backup=" + names[2]}, args...)...)
+
+	// A backup's directory linked to another's is an alias: rm of it is
+	// refused, and the backup it leads to stays whole (before, rm took its
+	// completion marker: the good backup left the list).
+	alias := dated(0)
+	require.NoError(t, os.Symlink(names[2], filepath.Join(elsewhere, alias)))
+	out, errOut := runSplit(t, 2, root, append([]string{"rm", "--backup=" + alias}, args...)...)
+	assert.Empty(t, out)
+	assert.Equal(t, "vtfifo rm: refused: split storage: removing backup ks/0/"+alias+": ks/0/"+alias+"/.complete is ks/0/"+names[2]+
+		"/.complete of this storage, through a symbolic link: deleting it would delete that object, which is not this one; the link is "+
+		"the operator's to remove\n", errOut)
+	runSplit(t, 0, root, append([]string{"verify", "--backup=" + names[2]}, args...)...)
+}

@@ -403,6 +403,13 @@ func (s *Storage) startBackup(ctx context.Context, e *env, dir, name string) (*H
 	if err != nil {
 		return nil, fmt.Errorf("split storage: starting backup %s/%s: %w", dir, name, err)
 	}
+	if !lock.IsZero() {
+		// The lock runs from the store's clock, its write time of the start
+		// marker: this host's may be off, and a lock cannot be shortened.
+		if info, err := e.be.Stat(ctx, key); err == nil && !info.Modified.IsZero() {
+			lock = newBackupLock(e.cfg, info.Modified)
+		}
+	}
 	// StartBackup's ctx is only valid for this call: the backup lives on its own.
 	bctx, cancel := context.WithCancel(context.Background())
 	return &Handle{s: s, e: e, dir: dir, name: name, started: doc, dataKey: dataKey, ctx: bctx, cancel: cancel, lock: lock, meter: meter,

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
 
@@ -349,18 +350,62 @@ func (l *Backend) Delete(ctx context.Context, key string) error {
 	if err := refuseLocked(p, key, "deleting"); err != nil {
 		return localErr(err)
 	}
+	if other, ok := l.aliasOf(key); ok {
+		return backend.Permanent(flagvalue.Contradiction(fmt.Errorf("%s is %s of this storage, through a symbolic link: deleting it would "+
+			"delete that object, which is not this one; the link is the operator's to remove", key, other)))
+	}
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return localErr(err)
 	}
 	// Remove directories left empty, up to (not including) the root. A
 	// directory holding only our temporary files (writes cut by a crash:
-	// never listed, so never deleted one by one) counts as empty.
+	// never listed, so never deleted one by one) counts as empty. A
+	// symbolic link to a directory (a shard or a backup put on another
+	// disk) is the operator's, and removing it would take every backup
+	// behind it out of the storage: it stays, and so does what holds it.
 	for d := filepath.Dir(p); d != l.root && strings.HasPrefix(d, l.root); d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			break
+		}
 		if os.Remove(d) != nil && !(removeOnlyTemp(d) && os.Remove(d) == nil) {
 			break
 		}
 	}
 	return nil
+}
+
+// aliasOf is the other key of this storage that key's file is, where a
+// symbolic link on its path leads into a directory another key reaches
+// too (a backup's directory linked to another backup's, a shard linked to
+// another): deleting key would delete that object. A link elsewhere (a
+// directory moved to another disk) is no alias.
+func (l *Backend) aliasOf(key string) (string, bool) {
+	parts := strings.Split(key, "/")
+	root, err := filepath.EvalSymlinks(l.root)
+	if err != nil {
+		return "", false
+	}
+	resolved := []string{root} // resolved[k]: where parts[:k] lead
+	for i, part := range parts {
+		next := filepath.Join(resolved[i], part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "", false
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if next, err = filepath.EvalSymlinks(next); err != nil {
+				return "", false
+			}
+			for k := i; k >= 0; k-- {
+				if rel, err := filepath.Rel(resolved[k], next); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+					other := path.Join(path.Join(parts[:k]...), filepath.ToSlash(rel), path.Join(parts[i+1:]...))
+					return other, other != key
+				}
+			}
+		}
+		resolved = append(resolved, next)
+	}
+	return "", false
 }
 
 // removeOnlyTemp removes dir's files if every entry is a temporary file

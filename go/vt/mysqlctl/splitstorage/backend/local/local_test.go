@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/backendtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend/local"
@@ -70,4 +71,62 @@ func TestALinkIsListedAsItIsRead(t *testing.T) {
 	info, err := b.Stat(ctx, "ks/0/b1/lane-001.part-00000001")
 	require.NoError(t, err)
 	assert.EqualValues(t, 5, info.Size, "Stat and List agree")
+}
+
+// TestDeletingKeepsALinkedDirectory: a shard's directory, or a backup's,
+// moved to another disk and linked in place is the operator's link.
+// Deleting a backup's last object removes the directories it leaves empty
+// and stops at a link: before, it removed the shard's link (os.Remove
+// takes a link whatever its target holds), and every other backup of the
+// shard left the storage; a linked backup's link went at its first
+// object, and the rest of the backup was left behind, unlisted. A link to
+// another object of the storage is refused: deleting through it deleted a
+// good backup's completion marker.
+func TestDeletingKeepsALinkedDirectory(t *testing.T) {
+	ctx := context.Background()
+	root, elsewhere := t.TempDir(), t.TempDir()
+	b, err := local.New(root)
+	require.NoError(t, err)
+	for _, dir := range []string{"0/b1", "0/b2", "b3"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(elsewhere, dir), 0o755))
+		for _, f := range []string{"MANIFEST.index", "MANIFEST.part-00000001"} {
+			require.NoError(t, os.WriteFile(filepath.Join(elsewhere, dir, f), []byte("x"), 0o644))
+		}
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "ks", "1"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "0"), filepath.Join(root, "ks", "0")))
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "b3"), filepath.Join(root, "ks", "1", "b3")))
+	keys := func(prefix string) []string {
+		objs, err := b.List(ctx, prefix, false)
+		require.NoError(t, err)
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.Key)
+		}
+		return got
+	}
+	for _, key := range []string{"ks/0/b1/MANIFEST.index", "ks/0/b1/MANIFEST.part-00000001", "ks/1/b3/MANIFEST.index"} {
+		require.NoError(t, b.Delete(ctx, key))
+	}
+	assert.Equal(t, []string{"ks/0/b2/MANIFEST.index", "ks/0/b2/MANIFEST.part-00000001"}, keys("ks/0/"))
+	assert.Equal(t, []string{"ks/1/b3/MANIFEST.part-00000001"}, keys("ks/1/b3/"))
+	require.NoError(t, b.Delete(ctx, "ks/1/b3/MANIFEST.part-00000001"))
+	assert.Empty(t, keys("ks/1/b3/"))
+	assert.Equal(t, []string{"ks/0/b2/MANIFEST.index", "ks/0/b2/MANIFEST.part-00000001"}, keys("ks/0/"))
+	for _, link := range []string{"ks/0", "ks/1/b3"} {
+		fi, err := os.Lstat(filepath.Join(root, link))
+		require.NoError(t, err, link)
+		assert.Equal(t, os.ModeSymlink, fi.Mode().Type(), link)
+	}
+	_, err = os.Stat(filepath.Join(elsewhere, "0", "b1"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "a backup's own directory left empty goes")
+
+	// A backup's directory linked to another's in the root is an alias:
+	// deleting through it would delete the other backup's objects.
+	require.NoError(t, os.Symlink("b2", filepath.Join(elsewhere, "0", "alias")))
+	err = b.Delete(ctx, "ks/0/alias/MANIFEST.index")
+	require.True(t, flagvalue.IsContradiction(err), "%v", err)
+	assert.EqualError(t, err, "ks/0/alias/MANIFEST.index is ks/0/b2/MANIFEST.index of this storage, through a symbolic link: deleting it "+
+		"would delete that object, which is not this one; the link is the operator's to remove")
+	assert.Equal(t, []string{"ks/0/alias/MANIFEST.index", "ks/0/alias/MANIFEST.part-00000001"}, keys("ks/0/alias/"))
 }

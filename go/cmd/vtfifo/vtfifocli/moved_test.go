@@ -21,8 +21,8 @@ import (
 // it, and the fleet view called the copy the shard's newest backup. Now:
 // ls shows the row and exits 0, verify and test-restore exit 2 without a
 // check or a record, restore and the fleet view take the backup before
-// it, prune keeps it without counting it, repair changes nothing (exit
-// 2), and rm removes it.
+// it, prune keeps it without counting it, repair and copy change nothing
+// (exit 2; copy called it "damaged at the source"), and rm removes it.
 func TestABackupCopiedByHandIsPassedOverNotJudged(t *testing.T) {
 	now := time.Now().UTC()
 	dated := func(age time.Duration) string { return now.Add(-age).Format("2006-01-02.150405") + ".zone1-0000000100" }
@@ -74,6 +74,12 @@ func TestABackupCopiedByHandIsPassedOverNotJudged(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Regexp(t, `^vtfifo repair: `+moved("ks/0", copied)+"\n$", errOut)
 	assert.Equal(t, before, objects(dir("ks", copied)), "nothing repaired")
+
+	to := t.TempDir()
+	out, errOut = runSplit(t, 2, root, append([]string{"copy", "--backup=" + copied, "--to=--split-storage-root=" + to}, shard...)...)
+	assert.Empty(t, out)
+	assert.Regexp(t, moved("ks/0", copied)+"\n$", errOut)
+	assert.NoDirExists(t, filepath.Join(to, "ks", "0", copied), "nothing copied")
 
 	target := filepath.Join(t.TempDir(), "r")
 	out, errOut = runSplit(t, 0, root, append([]string{"restore", "--log-level=warning", "--progress=never", "--target-dir=" + target}, shard...)...)

@@ -146,6 +146,10 @@ func (s *Storage) startCopy(ctx context.Context, dst *Storage, dir, name string,
 	if err != nil {
 		return nil, fmt.Errorf("split storage: copying backup %s: it is not complete at the source: %w", c.where, err)
 	}
+	source := &Handle{s: s, e: c.se, dir: dir, name: name, readOnly: true}
+	if err := source.CheckPlace(ctx); err != nil {
+		return nil, err // another backup's, copied there: nothing of it is damaged
+	}
 	if err := c.checkDestination(ctx); err != nil {
 		return nil, fmt.Errorf("split storage: copying backup %s: %w", c.where, err)
 	}

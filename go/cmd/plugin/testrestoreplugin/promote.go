@@ -108,7 +108,14 @@ func promoteNewBackup(ctx context.Context, dir, name string) error {
 	if !ok {
 		return fmt.Errorf("--%sto: vtbackup's storage is not the split storage", promotePrefix)
 	}
-	l := splitstorage.Lock{Until: time.Now().Add(promotion.for_).UTC().Truncate(time.Second), Mode: splitstorage.LockMode(promotion.mode)}
+	// The lock runs from the destination's clock: this host's may be off,
+	// and a lock cannot be shortened.
+	now, err := dst.Now(ctx)
+	if err != nil {
+		logutil.NewConsoleLogger().Warningf("the promotion's lock runs from this host's clock: %v", err)
+		now = time.Now()
+	}
+	l := splitstorage.Lock{Until: now.Add(promotion.for_).UTC().Truncate(time.Second), Mode: splitstorage.LockMode(promotion.mode)}
 	rep, err := src.Promote(ctx, dst, dir, name, l, splitstorage.CopyOptions{})
 	if err != nil {
 		return fmt.Errorf("the backup %s/%s passed its test restore, but its promotion failed (vtfifo promote --backup=%s resumes it; until "+

@@ -106,7 +106,11 @@ func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.Backu
 		if !passedOver(ctx, err) {
 			return bhs[i]
 		}
-		o.notef("skipping %s/%s: %s; name it with --backup to try it anyway", dir, bhs[i].Name(), errText(err))
+		tryAnyway := "; name it with --backup to try it anyway"
+		if flagvalue.IsContradiction(err) {
+			tryAnyway = "" // another backup's, copied there: read under this name, it never restores
+		}
+		o.notef("skipping %s/%s: %s%s", dir, bhs[i].Name(), errText(err), tryAnyway)
 	}
 	o.notef("every backup in %s was passed over (above): taking the newest, %s", dir, bhs[len(bhs)-1].Name())
 	return bhs[len(bhs)-1]

@@ -84,7 +84,7 @@ func TestABackupCopiedByHandIsPassedOverNotJudged(t *testing.T) {
 	target := filepath.Join(t.TempDir(), "r")
 	out, errOut = runSplit(t, 0, root, append([]string{"restore", "--log-level=warning", "--progress=never", "--target-dir=" + target}, shard...)...)
 	assert.Regexp(t, `^OK: backup ks/0/`+good+` restored into `, out)
-	assert.Regexp(t, `(?m)^vtfifo restore: skipping ks/0/`+copied+`: .*`+moved("ks/0", copied), errOut)
+	assert.Regexp(t, `(?m)^vtfifo restore: skipping ks/0/`+copied+`: .*`+moved("ks/0", copied)+`$`, errOut)
 
 	out, _ = runSplit(t, 0, root, append([]string{"prune", "--keep=1", "--dry-run"}, shard...)...)
 	assert.Regexp(t, `^keeping ks/0/`+good+`: one of the newest 1 that did not fail a test restore \(--keep\)\n`+

@@ -15,7 +15,8 @@ import (
 const clockPrefix = fleetPrefix + "clock/"
 
 // Now is the store's clock: the write time the store gives a small probe
-// object written now (under .fleet/clock/, deleted at once: 3 requests).
+// object written now (under .fleet/clock/, deleted at once; only in a root
+// that holds its root identity: 4 requests).
 // What a cleanup judges ages by, an incomplete backup's last write, is the
 // store's own write time, and a backup's name is its tablet's clock: a
 // host whose clock runs ahead (a VM resumed, NTP not yet synced) would
@@ -25,6 +26,12 @@ func (s *Storage) Now(ctx context.Context) (time.Time, error) {
 	e, err := s.env(ctx)
 	if err != nil {
 		return time.Time{}, err
+	}
+	// Only beside the root identity: a root not proven this storage's (one
+	// level off, another's) gets no object of ours.
+	if _, err := e.be.Stat(ctx, rootMarker); err != nil {
+		return time.Time{}, fmt.Errorf("split storage: the store's clock is read from a probe written beside the root identity %s, "+
+			"which %s does not hold (yet): %w", rootMarker, e.be, err)
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])

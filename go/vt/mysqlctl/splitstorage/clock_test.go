@@ -13,7 +13,8 @@ import (
 
 // TestTheStoresClock: Now is the write time each store gives a probe (the
 // servers here run on this host's clock: within a few seconds of it, at
-// S3's and Azure's one-second precision), and the probe is gone after.
+// S3's and Azure's one-second precision), and the probe is gone after; a
+// root without its root identity gets no probe.
 func TestTheStoresClock(t *testing.T) {
 	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3, splitstorage.BackendGCS, splitstorage.BackendAzure} {
 		t.Run(kind, func(t *testing.T) {
@@ -21,13 +22,20 @@ func TestTheStoresClock(t *testing.T) {
 			srv.Setenv(t)
 			s := newStorage(t, srv.Config)
 			ctx := context.Background()
+			be, err := s.RawBackendForTest(ctx)
+			require.NoError(t, err)
+			_, err = s.Now(ctx)
+			require.ErrorContains(t, err, "the store's clock is read from a probe written beside the root identity .split-storage, which")
+			left, err := be.List(ctx, "", false)
+			require.NoError(t, err)
+			require.Empty(t, left, "a root without its identity gets no probe")
+
+			sealedBackup(t, s, "ks/0", "b")
 			before := time.Now()
 			now, err := s.Now(ctx)
 			require.NoError(t, err)
 			require.WithinRange(t, now, before.Add(-2*time.Second), time.Now().Add(2*time.Second))
-			be, err := s.RawBackendForTest(ctx)
-			require.NoError(t, err)
-			left, err := be.List(ctx, ".fleet/clock/", false)
+			left, err = be.List(ctx, ".fleet/clock/", false)
 			require.NoError(t, err)
 			require.Empty(t, left)
 		})

@@ -21,7 +21,8 @@ import (
 // and judges by the storage's: the day-old backup is kept, the incomplete
 // one is kept ("may still be running"), only the backup older than
 // --keep-within goes, and lock --for=2d locks until two days from the
-// storage's now (not five).
+// storage's now (not five). Where the storage's clock cannot be read, the
+// host's is used, and said.
 func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 	root := t.TempDir()
 	bs := localSplit(t, root)
@@ -59,6 +60,14 @@ func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 	var res LockResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.WithinRange(t, res.Until, now.Add(48*time.Hour-time.Minute), time.Now().Add(48*time.Hour))
+
+	// Where the storage's clock cannot be read (no root identity to write
+	// its probe beside), this host's is used, and said.
+	require.NoError(t, os.Remove(filepath.Join(root, ".split-storage")))
+	out, errOut = runSplit(t, 0, root, append([]string{"prune", "--keep=1", "--keep-within=48h", "--dry-run"}, shard...)...)
+	assert.Contains(t, out, "would remove ks/0/"+dayOld+"\n", "by this host's clock, three days ahead")
+	assert.Equal(t, "vtfifo prune: ages and dates are this host's clock's: split storage: the store's clock is read from a probe written "+
+		"beside the root identity .split-storage, which file:"+root+" does not hold yet (the next backup or copy writes it)\n", errOut)
 
 	for _, name := range []string{dayOld, newest, running} {
 		_, err := os.Stat(filepath.Join(root, "ks", "0", name))

@@ -342,7 +342,7 @@ func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (
 // -1: every one is passed over.
 func restoresPick(ctx context.Context, bhs []backupstorage.BackupHandle) (BackupInfo, int) {
 	for i := len(bhs) - 1; i >= 0; i-- {
-		if b := describe(ctx, bhs[i]); !b.damaged && !b.elsewhere || ctx.Err() != nil {
+		if b := describe(ctx, bhs[i]); (!b.damaged && !b.elsewhere) || ctx.Err() != nil {
 			return b, i
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,9 +30,12 @@ func (s *Storage) Now(ctx context.Context) (time.Time, error) {
 	}
 	// Only beside the root identity: a root not proven this storage's (one
 	// level off, another's) gets no object of ours.
-	if _, err := e.be.Stat(ctx, rootMarker); err != nil {
+	if _, err := e.be.Stat(ctx, rootMarker); errors.Is(err, ErrNotExist) {
 		return time.Time{}, fmt.Errorf("split storage: the store's clock is read from a probe written beside the root identity %s, "+
-			"which %s does not hold (yet): %w", rootMarker, e.be, err)
+			"which %s does not hold yet (the next backup or copy writes it)", rootMarker, e.be)
+	} else if err != nil {
+		return time.Time{}, fmt.Errorf("split storage: reading the root identity %s in %s, beside which the store's clock is read: %w",
+			rootMarker, e.be, err)
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])

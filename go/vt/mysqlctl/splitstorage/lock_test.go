@@ -92,6 +92,10 @@ func TestLockedBackupsAreKept(t *testing.T) {
 			require.NoError(t, err)
 			until := bl.Lock.Until
 			require.True(t, !until.Before(before.Add(48*time.Hour)) && until.Before(before.Add(48*time.Hour+time.Minute)), "locked until %s", until)
+			started, err := be.Stat(ctx, dir+"/a-full/.started")
+			require.NoError(t, err)
+			require.Equal(t, started.Modified.Add(48*time.Hour).UTC().Truncate(time.Second), until.UTC(),
+				"the lock runs from the store's write time of the start marker, not this host's clock")
 			require.NotNil(t, bl.Complete, "the lock record keeps the completion marker")
 			requireLockedUntil(t, be, dir, "a-full", until)
 

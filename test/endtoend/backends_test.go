@@ -23,6 +23,9 @@ type storageBackend struct {
 	prepare func(t *testing.T) func(c *cluster.Cluster) (cluster.Storage, error)
 	// open opens the same storage inside the test process, to read manifests.
 	open func(c *cluster.Cluster) (backupstorage.BackupStorage, error)
+	// config is the split storage's configuration in the test process (nil
+	// for another storage).
+	config func() splitstorage.Config
 }
 
 // storageBackends lists the backends under test: the split storage on local disk, on S3
@@ -128,6 +131,7 @@ func splitBackend(name, kind string, encrypted, sealed bool) storageBackend {
 		open: func(c *cluster.Cluster) (backupstorage.BackupStorage, error) {
 			return splitstorage.New(cfg)
 		},
+		config: func() splitstorage.Config { return cfg },
 	}
 }
 

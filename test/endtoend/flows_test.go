@@ -168,6 +168,7 @@ func runFlows(t *testing.T, sb storageBackend) {
 			t.Fatalf("after the first vtbackup run: %v, want %v plus one new backup", first, before)
 		}
 		checkNewestBackup(ctx, t, c, sb, len(first), engine)
+		copied := copyNewestByHand(ctx, t, c, sb, first)
 
 		must(t, r.AddRows(ctx, 500))
 		want, err := r.Checksums(ctx)
@@ -178,11 +179,14 @@ func runFlows(t *testing.T, sb storageBackend) {
 		checkVarsStats(t, "vtbackup", res.Vars, "Backup", engineStats(engine), sb)
 		second, err := c.GetBackups(ctx)
 		must(t, err)
-		// --min-retention-count=2: the newest two remain, everything older than 1s is pruned.
+		// --min-retention-count=2: the newest two remain, everything older than 1s is pruned;
+		// the copy made by hand is not counted (counted, it made the run remove the good
+		// backup it is a copy of, leaving one restorable backup), nor removed.
 		if len(second) != 2 || second[0] != first[len(first)-1] {
 			t.Fatalf("after the second vtbackup run: %v, want [%s <new>]", second, first[len(first)-1])
 		}
 		checkNewestBackup(ctx, t, c, sb, 2, engine)
+		checkCopyKept(ctx, t, c, sb, copied)
 
 		// The newest backup must hold the rows added just before the run: vtbackup caught up
 		// from the primary. Prove it by restoring it into a fresh tablet after a second disaster.

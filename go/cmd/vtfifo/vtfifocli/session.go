@@ -230,13 +230,19 @@ func (o *options) withTimeout(ctx context.Context) (context.Context, context.Can
 }
 
 // openStorage opens the backup storage the flags name, logging to stderr.
+// The split storage lists the backups copied or renamed by hand, which
+// Vitess's listing leaves out: the commands say what each is.
 func (o *options) openStorage(stderr io.Writer) (backupstorage.BackupStorage, logutil.Logger, error) {
 	base, err := backupstorage.GetBackupStorage()
 	if err != nil {
 		return nil, nil, err
 	}
 	logger := o.log.logger(stderr)
-	return base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()}), logger, nil
+	bs := base.WithParams(backupstorage.Params{Logger: logger, Stats: backupstats.NoStats()})
+	if st, ok := bs.(*splitstorage.Storage); ok {
+		bs = st.ListingCopies()
+	}
+	return bs, logger, nil
 }
 
 // shardBackups lists the complete backups of the shard the flags name, or

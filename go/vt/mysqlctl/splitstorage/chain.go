@@ -127,11 +127,11 @@ func (h *Handle) Siblings(ctx context.Context) ([]backupstorage.BackupHandle, er
 	if err != nil {
 		return nil, err
 	}
-	complete, err := completeAmong(ctx, e, h.dir, names)
+	states, err := h.s.statesOf(ctx, e, h.dir, names)
 	if err != nil {
 		return nil, err
 	}
-	return h.s.handles(e, h.dir, names, complete), nil
+	return h.s.handles(e, h.dir, names, states), nil
 }
 
 // Sibling opens the backup named name in this backup's directory for

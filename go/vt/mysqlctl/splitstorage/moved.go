@@ -57,11 +57,16 @@ func (h *Handle) placed(ctx context.Context, cause error) error {
 // movedFrom is the backup h's documents were written for, where it is not
 // h and they prove it (see above); "" otherwise.
 func (h *Handle) movedFrom(ctx context.Context) string {
-	prefix := backupPrefix(h.dir, h.name)
-	complete, err := savedComplete(ctx, h.e.be, prefix, true)
+	complete, err := savedComplete(ctx, h.e.be, backupPrefix(h.dir, h.name), true)
 	if err != nil {
 		return ""
 	}
+	return h.movedFromDoc(ctx, complete)
+}
+
+// movedFromDoc is movedFrom, h's completion marker being complete.
+func (h *Handle) movedFromDoc(ctx context.Context, complete []byte) string {
+	prefix := backupPrefix(h.dir, h.name)
 	var c Complete
 	if strictJSON(complete, &c) != nil || c.Backup == h.dir+"/"+h.name {
 		return ""

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
+
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -79,6 +81,24 @@ func TestABackupCopiedByHandIsNotDamaged(t *testing.T) {
 			requireMoved(t, s, "ks/0", "copy", "ks/0/good")
 			requireMoved(t, s, "staging/0", "good", "ks/0/good")
 			require.NoError(t, readBackup(s, "ks/0", "good"), "the original reads as before")
+
+			// Vitess does not list a copy: vtbackup's retention would
+			// count it (and remove it), and no restore is to consider it.
+			// The CLI's view lists it, to say what it is; neither calls
+			// it incomplete (verify --remove-incomplete would remove it).
+			require.Equal(t, []string{"good", "other"}, listed(t, s, "ks/0"))
+			require.Empty(t, listed(t, s, "staging/0"))
+			require.Equal(t, []string{"copy", "good", "other"}, listed(t, s.ListingCopies(), "ks/0"))
+			require.Equal(t, []string{"good"}, listed(t, s.ListingCopies().WithParams(backupstorage.NoParams()).(*splitstorage.Storage), "staging/0"))
+			for _, dir := range []string{"ks/0", "staging/0"} {
+				inc, err := s.ListIncomplete(ctx, dir)
+				require.NoError(t, err)
+				require.Empty(t, inc, dir)
+			}
+			bhs, inc, err := s.ListingCopies().ListShard(ctx, "ks/0")
+			require.NoError(t, err)
+			require.Equal(t, []string{"copy", "good", "other"}, names(bhs))
+			require.Empty(t, inc)
 
 			// One document of another backup put into a backup is damage,
 			// whatever else agrees: an index, or the completion marker.

@@ -65,6 +65,8 @@ type Storage struct {
 	retries *atomic.Int64
 	// summaries are the fleet summaries read or written (fleet.go).
 	summaries map[string]cachedSummary
+	// listCopies lists backups copied or renamed by hand (ListingCopies).
+	listCopies bool
 }
 
 // New returns a Storage for c (validated). Tests and tools use it; the
@@ -84,7 +86,7 @@ func (s *Storage) WithParams(p backupstorage.Params) backupstorage.BackupStorage
 	if p.Stats == nil {
 		p.Stats = stats.NoStats()
 	}
-	return &Storage{fixed: s.fixed, params: p, retries: new(atomic.Int64)}
+	return &Storage{fixed: s.fixed, params: p, retries: new(atomic.Int64), listCopies: s.listCopies}
 }
 
 // Retries returns the number of retried requests this storage has made.
@@ -262,17 +264,20 @@ func holdsOwnBackup(ctx context.Context, e *env, dir string, names []string) (bo
 
 // ListBackups is part of backupstorage.BackupStorage: only completed
 // backups, this storage's and the legacy storage's (legacy.go), sorted by
-// name.
+// name. A backup copied or renamed by hand (moved.go) is not one of its
+// directory's unless s lists copies (ListingCopies): Vitess's retention
+// (vtbackup's --min-retention-count) never counts or removes one, and no
+// restore considers it.
 func (s *Storage) ListBackups(ctx context.Context, dir string) ([]backupstorage.BackupHandle, error) {
 	e, names, err := s.backupNames(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	complete, err := completeAmong(ctx, e, dir, names)
+	states, err := s.statesOf(ctx, e, dir, names)
 	if err != nil {
 		return nil, err
 	}
-	return s.withLegacy(ctx, e, dir, names, s.handles(e, dir, names, complete))
+	return s.withLegacy(ctx, e, dir, names, s.handles(e, dir, names, states))
 }
 
 // ListShard is ListBackups and ListIncomplete of dir in one: one listing
@@ -282,34 +287,45 @@ func (s *Storage) ListShard(ctx context.Context, dir string) ([]backupstorage.Ba
 	if err != nil {
 		return nil, nil, err
 	}
-	complete, err := completeAmong(ctx, e, dir, names)
+	states, err := s.statesOf(ctx, e, dir, names)
 	if err != nil {
 		return nil, nil, err
 	}
-	bhs, err := s.withLegacy(ctx, e, dir, names, s.handles(e, dir, names, complete))
+	bhs, err := s.withLegacy(ctx, e, dir, names, s.handles(e, dir, names, states))
 	if err != nil {
 		return nil, nil, err
 	}
-	inc, err := incompleteAmong(ctx, e, dir, names, complete)
+	inc, err := incompleteAmong(ctx, e, dir, names, states)
 	return bhs, inc, err
 }
 
-// completeAmong says which of names (backup directories in dir) have a
-// completion marker, listWorkers at a time.
-func completeAmong(ctx context.Context, e *env, dir string, names []string) ([]bool, error) {
-	complete := make([]bool, len(names))
+// ListingCopies returns a storage like s whose listings also hold the
+// backups copied or renamed by hand (moved.go), each of whose reads says
+// what it is: the vtfifo CLI's view, which shows them, and removes them
+// when told to.
+func (s *Storage) ListingCopies() *Storage {
+	return &Storage{fixed: s.fixed, params: s.params, retries: s.retries, listCopies: true}
+}
+
+// listedState is what a listing knows of one backup directory.
+type listedState uint8
+
+const (
+	stateIncomplete listedState = iota // no completion marker
+	stateComplete
+	stateCopied // complete, but another backup's, copied or renamed by hand (moved.go)
+)
+
+// statesOf reads the completion marker of each of names (backup
+// directories in dir), listWorkers at a time.
+func (s *Storage) statesOf(ctx context.Context, e *env, dir string, names []string) ([]listedState, error) {
+	states := make([]listedState, len(names))
 	errs := make([]error, len(names))
 	var g errgroup.Group
 	g.SetLimit(listWorkers)
 	for i, n := range names {
 		g.Go(func() error {
-			_, err := e.be.Stat(ctx, backupPrefix(dir, n)+completeMarker)
-			switch {
-			case err == nil:
-				complete[i] = true
-			case !errors.Is(err, ErrNotExist):
-				errs[i] = err
-			}
+			states[i], errs[i] = s.stateOf(ctx, e, dir, n)
 			return nil
 		})
 	}
@@ -317,15 +333,35 @@ func completeAmong(ctx context.Context, e *env, dir string, names []string) ([]b
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("split storage: listing backups in %s: %w", dir, err)
 	}
-	return complete, nil
+	return states, nil
 }
 
-// handles are the read-only handles of the complete ones among names,
-// sorted by name.
-func (s *Storage) handles(e *env, dir string, names []string, complete []bool) []backupstorage.BackupHandle {
+// stateOf is the state of backup dir/name. A completion marker that is
+// there but cannot be read makes a complete backup: a listing does not
+// judge one, its reads say what is wrong.
+func (s *Storage) stateOf(ctx context.Context, e *env, dir, name string) (listedState, error) {
+	key := backupPrefix(dir, name) + completeMarker
+	doc, err := readSmall(ctx, e.be, key)
+	if err != nil && !errors.Is(err, ErrNotExist) {
+		_, err = e.be.Stat(ctx, key)
+	}
+	switch {
+	case errors.Is(err, ErrNotExist):
+		return stateIncomplete, nil
+	case err != nil:
+		return stateIncomplete, err
+	case doc != nil && (&Handle{s: s, e: e, dir: dir, name: name, readOnly: true}).movedFromDoc(ctx, doc) != "":
+		return stateCopied, nil
+	}
+	return stateComplete, nil
+}
+
+// handles are the read-only handles of the complete ones among names
+// (and of the copied ones where s lists copies), sorted by name.
+func (s *Storage) handles(e *env, dir string, names []string, states []listedState) []backupstorage.BackupHandle {
 	var out []backupstorage.BackupHandle
 	for i, n := range names {
-		if complete[i] {
+		if states[i] == stateComplete || states[i] == stateCopied && s.listCopies {
 			out = append(out, &Handle{s: s, e: e, dir: dir, name: n, readOnly: true})
 		}
 	}

@@ -427,20 +427,20 @@ func (s *Storage) ListIncomplete(ctx context.Context, dir string) ([]IncompleteB
 	if err != nil {
 		return nil, err
 	}
-	complete, err := completeAmong(ctx, e, dir, names)
+	states, err := s.statesOf(ctx, e, dir, names)
 	if err != nil {
 		return nil, err
 	}
-	return incompleteAmong(ctx, e, dir, names, complete)
+	return incompleteAmong(ctx, e, dir, names, states)
 }
 
 // incompleteAmong describes the backups among names (dir's) without a
-// completion marker (complete says which have one) that this storage can
+// completion marker (states says which have one) that this storage can
 // prove it wrote.
-func incompleteAmong(ctx context.Context, e *env, dir string, names []string, complete []bool) ([]IncompleteBackup, error) {
+func incompleteAmong(ctx context.Context, e *env, dir string, names []string, states []listedState) ([]IncompleteBackup, error) {
 	var out []IncompleteBackup
 	for i, name := range names {
-		if complete[i] {
+		if states[i] != stateIncomplete {
 			continue
 		}
 		prefix := backupPrefix(dir, name)

@@ -2,15 +2,20 @@ package vtfifocli
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
 // hostNow is this host's clock (a test sets it off).
 var hostNow = time.Now
 
-// storeClock reads the storage's own clock (splitstorage.Storage.Now).
+// storeClock reads the storage's own clock (splitstorage.Storage.Now,
+// which writes a probe; SeenNow, which writes nothing).
 type storeClock interface {
 	Now(ctx context.Context) (time.Time, error)
+	SeenNow(ctx context.Context) (time.Time, error)
 }
 
 // judgingNow is the time a cleanup judges ages against (an incomplete
@@ -21,22 +26,45 @@ type storeClock interface {
 // stderr. A host whose clock is more than a minute off the storage's is
 // said too: its own clock would have taken a backup still running, or one
 // younger than --keep-within, for an old one, and locked for too long.
-func (s *session) judgingNow() time.Time {
+func (s *session) judgingNow() time.Time { return s.nowBy(storeClock.Now, "ages and dates") }
+
+// viewingNow is the time a view that writes nothing judges ages against
+// (ls's --max-age and --max-unproven-age, the exporter's checks): the
+// storage's clock as its answer to one read gives it (a network store);
+// this host's where the answers carry none (local disk: its clock is this
+// host's) or it could not be read, said. Judged by a host whose clock runs
+// ahead, a fresh backup was stale; behind, a stale one passed.
+func (s *session) viewingNow() time.Time { return s.nowBy(storeClock.SeenNow, "ages") }
+
+// nowBy is the storage's time as read reads it, or this host's where the
+// storage has none (said where reading it failed); what names what is
+// judged by it, in the notes.
+func (s *session) nowBy(read func(storeClock, context.Context) (time.Time, error), what string) time.Time {
 	host := hostNow()
 	c, ok := has[storeClock](s.bs)
 	if !ok {
 		return host
 	}
-	now, err := c.Now(s.ctx)
-	if err != nil {
-		s.o.notef("ages and dates are this host's clock's: %s", errText(err))
+	now, err := read(c, s.ctx)
+	switch {
+	case errors.Is(err, splitstorage.ErrNoClockSeen):
+		return host
+	case err != nil:
+		s.o.notef("%s are this host's clock's: %s", what, errText(err))
 		return host
 	}
-	switch off := host.Sub(now); {
-	case off > time.Minute:
-		s.o.notef("this host's clock is %s ahead of the storage's: ages and dates are the storage's clock's", shortDuration(off))
-	case off < -time.Minute:
-		s.o.notef("this host's clock is %s behind the storage's: ages and dates are the storage's clock's", shortDuration(-off))
-	}
+	s.noteSkew(host, now, what+" are the storage's clock's")
 	return now
+}
+
+// noteSkew says on stderr that this host's clock is more than a minute off
+// the storage's, and what that means (then); to the minute, the store's
+// times being whole seconds.
+func (s *session) noteSkew(host, store time.Time, then string) {
+	switch off := host.Sub(store).Round(time.Minute); {
+	case off > time.Minute:
+		s.o.notef("this host's clock is %s ahead of the storage's: %s", shortDuration(off), then)
+	case off < -time.Minute:
+		s.o.notef("this host's clock is %s behind the storage's: %s", shortDuration(-off), then)
+	}
 }

@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
 // TestAHostClockAheadRemovesNothingYoung: ages are judged by the storage's
@@ -73,4 +76,39 @@ func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 		_, err := os.Stat(filepath.Join(root, "ks", "0", name))
 		assert.NoError(t, err, name)
 	}
+}
+
+// TestAHostClockOffCallsNoBackupStale: ls's --max-age judges a backup's
+// age by the storage's clock as its answers give it (a read: the view
+// writes nothing), never this host's. With the host's clock three days
+// ahead, a backup an hour old failed --max-age=2d (an alert for a good
+// shard); three days behind, one 80 hours old passed it (a stale shard
+// silenced). S3 (versitygw), whose answers carry their time; on local
+// disk the clock is this host's.
+func TestAHostClockOffCallsNoBackupStale(t *testing.T) {
+	srv := splitstoragetest.Start(t, "s3")
+	srv.Setenv(t)
+	bs, err := splitstorage.New(srv.Config)
+	require.NoError(t, err)
+	t.Cleanup(func() { bs.Close() })
+	now := time.Now().UTC()
+	fresh := now.Add(-time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	stale := now.Add(-80*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000200"
+	plantBackup(t, bs, "ks/0", fresh)
+	plantBackup(t, bs, "ks/1", stale)
+	saved := hostNow
+	t.Cleanup(func() { hostNow = saved })
+	ls := append(append([]string{"ls"}, srv.Flags()...), "--max-age=2d")
+
+	hostNow = func() time.Time { return time.Now().Add(72 * time.Hour) }
+	out, errOut := runArgs(t, 1, ls...)
+	assert.Regexp(t, `\nks/0 +1 +`+fresh+` +1h .* ok\n`, out)
+	assert.Regexp(t, `\nks/1 +1 +`+stale+` +3d8h .* FAIL: newest backup 3d8h old \(--max-age 2d\)\n`, out)
+	assert.Equal(t, "vtfifo ls: this host's clock is 3d ahead of the storage's: ages are the storage's clock's\n", errOut)
+
+	hostNow = func() time.Time { return time.Now().Add(-72 * time.Hour) }
+	out, errOut = runArgs(t, 1, ls...)
+	assert.Regexp(t, `\nks/0 +1 +`+fresh+` +1h .* ok\n`, out)
+	assert.Regexp(t, `\nks/1 +1 +`+stale+` +3d8h .* FAIL: newest backup 3d8h old \(--max-age 2d\)\n`, out)
+	assert.Equal(t, "vtfifo ls: this host's clock is 3d behind the storage's: ages are the storage's clock's\n", errOut)
 }

@@ -75,7 +75,7 @@ func Exporter(ctx context.Context, prog string, args []string, stdout, stderr io
 	}()
 	go func() {
 		defer wg.Done()
-		ex.refreshEvery(s.ctx, interval, func() (fleetView, error) { return s.fleetView(st, check, time.Now()) }, s.o.notef)
+		ex.refreshEvery(s.ctx, interval, func() (fleetView, error) { return s.fleetView(st, check, s.viewingNow()) }, s.o.notef)
 	}()
 	<-s.ctx.Done()
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -115,7 +115,7 @@ func (s *session) fleet(c fleetCheck, asJSON bool, stdout io.Writer) int {
 	if code := s.o.rootMissing(); code != exitOK {
 		return code
 	}
-	v, err := s.fleetView(st, c, time.Now())
+	v, err := s.fleetView(st, c, s.viewingNow())
 	if err != nil {
 		return s.o.failf(exitUnreachable, "%v", err)
 	}

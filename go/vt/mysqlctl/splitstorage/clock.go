@@ -53,3 +53,27 @@ func (s *Storage) Now(ctx context.Context) (time.Time, error) {
 	}
 	return info.Modified, nil
 }
+
+// ErrNoClockSeen is SeenNow's error where the store's answers carry no
+// time: local disk, whose clock is this host's.
+var ErrNoClockSeen = errors.New("the store's answers carry no time (local disk: its clock is this host's)")
+
+// SeenNow is the store's clock read without writing anything: the time its
+// answer to one read gives (the HEAD of the root identity, whether there or
+// not), for what judges ages and writes nothing (vtfifo ls --max-age, its
+// exporter). ErrNoClockSeen where the answer carries none.
+func (s *Storage) SeenNow(ctx context.Context) (time.Time, error) {
+	e, err := s.env(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	wctx, w := backend.WatchClock(ctx)
+	if _, err := e.be.Stat(wctx, rootMarker); err != nil && !errors.Is(err, ErrNotExist) {
+		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (%s in %s): %w", rootMarker, e.be, err)
+	}
+	now, ok := w.Now()
+	if !ok {
+		return time.Time{}, ErrNoClockSeen
+	}
+	return now, nil
+}

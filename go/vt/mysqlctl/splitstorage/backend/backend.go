@@ -252,13 +252,14 @@ func Innermost(b Backend) Backend {
 // NewHTTPClient returns a client with enough idle connections for parallel
 // parts, for the network backends; it counts every request it sends into
 // the Meter of the request's context (meter.go), listing says which of the
-// store's requests list objects.
+// store's requests list objects, and gives each answer's Date to the
+// context's ClockWatch (storeclock.go).
 func NewHTTPClient(listing func(*http.Request) bool) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	t.DisableCompression = true
-	return &http.Client{Transport: countingTransport{t, listing}}
+	return &http.Client{Transport: countingTransport{clockTransport{t}, listing}}
 }
 
 // NormPrefix turns a configured prefix into "" or "a/b/": keys are appended to it.

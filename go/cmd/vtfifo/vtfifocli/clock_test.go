@@ -86,11 +86,7 @@ func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 // silenced). S3 (versitygw), whose answers carry their time; on local
 // disk the clock is this host's.
 func TestAHostClockOffCallsNoBackupStale(t *testing.T) {
-	srv := splitstoragetest.Start(t, "s3")
-	srv.Setenv(t)
-	bs, err := splitstorage.New(srv.Config)
-	require.NoError(t, err)
-	t.Cleanup(func() { bs.Close() })
+	srv, bs := s3Split(t)
 	now := time.Now().UTC()
 	fresh := now.Add(-time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
 	stale := now.Add(-80*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000200"
@@ -111,4 +107,43 @@ func TestAHostClockOffCallsNoBackupStale(t *testing.T) {
 	assert.Regexp(t, `\nks/0 +1 +`+fresh+` +1h .* ok\n`, out)
 	assert.Regexp(t, `\nks/1 +1 +`+stale+` +3d8h .* FAIL: newest backup 3d8h old \(--max-age 2d\)\n`, out)
 	assert.Equal(t, "vtfifo ls: this host's clock is 3d behind the storage's: ages are the storage's clock's\n", errOut)
+}
+
+// TestALeaseFromAHostWhoseClockIsOffHolds: a restore on another host,
+// whose clock runs three days behind, holds a backup with a read lease
+// for its term from when the store wrote it: rm refuses the backup (exit
+// 3, saying who reads it) and prune keeps it; before, its lease was three
+// days expired for this host, and both removed the backup under the
+// restore. S3 (versitygw).
+func TestALeaseFromAHostWhoseClockIsOffHolds(t *testing.T) {
+	srv, bs := s3Split(t)
+	be, err := splitstorage.OpenBackend(context.Background(), srv.Config)
+	require.NoError(t, err)
+	t.Cleanup(func() { be.Close() })
+	now := time.Now().UTC()
+	read := now.Add(-2*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	newest := now.Add(-time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+	plantBackup(t, bs, "ks/0", read)
+	plantBackup(t, bs, "ks/0", newest)
+	splitstoragetest.PlantForeignLease(t, be, "ks/0", read, "dr-host-7-0a0b", "vtfifo restore on dr-host", -72*time.Hour, 24*time.Hour)
+	shard := append(srv.Flags(), "--keyspace=ks", "--shard=0")
+
+	out, errOut := runArgs(t, 3, append([]string{"rm", "--backup=" + read}, shard...)...)
+	assert.Empty(t, out)
+	assert.Regexp(t, `^vtfifo rm: refused: split storage: backup ks/0/`+read+` is not removed: the backup is being read: vtfifo restore on `+
+		`dr-host by dr-host-7-0a0b since `+now.Format("2006-01-02T15")+`:\S+ \(until `+now.Add(24*time.Hour).Format("2006-01-02T15")+`:\S+\)`, errOut)
+	out, _ = runArgs(t, 0, append([]string{"prune", "--keep=1"}, shard...)...)
+	assert.Contains(t, out, "keeping ks/0/"+read+": the backup is being read: vtfifo restore on dr-host by dr-host-7-0a0b since ")
+	assert.NotContains(t, out, "removed")
+}
+
+// s3Split starts an S3 server (versitygw) and opens the split storage on
+// it, as the commands under test open it from the server's flags.
+func s3Split(t *testing.T) (*splitstoragetest.Server, *splitstorage.Storage) {
+	srv := splitstoragetest.Start(t, "s3")
+	srv.Setenv(t)
+	bs, err := splitstorage.New(srv.Config)
+	require.NoError(t, err)
+	t.Cleanup(func() { bs.Close() })
+	return srv, bs
 }

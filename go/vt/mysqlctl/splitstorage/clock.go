@@ -54,6 +54,17 @@ func (s *Storage) Now(ctx context.Context) (time.Time, error) {
 	return info.Modified, nil
 }
 
+// storeNow is the store's time as its answers to the requests sent with
+// clock's context gave it: what a lock's or a lease's date is judged by,
+// never this host's clock, which may be days off. This host's where they
+// gave none (local disk: the store's clock is this host's).
+func storeNow(clock *backend.ClockWatch) time.Time {
+	if now, ok := clock.Now(); ok {
+		return now
+	}
+	return time.Now()
+}
+
 // ErrNoClockSeen is SeenNow's error where the store's answers carry no
 // time: local disk, whose clock is this host's.
 var ErrNoClockSeen = errors.New("the store's answers carry no time (local disk: its clock is this host's)")

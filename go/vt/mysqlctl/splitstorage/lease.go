@@ -95,11 +95,12 @@ func (l *Lease) Release(ctx context.Context) error {
 // (gone, one line each), are not counted.
 func currentLeases(ctx context.Context, be backend.Backend, dir, name string) (held, gone []string, err error) {
 	prefix := backupPrefix(dir, name)
-	objs, err := be.List(ctx, prefix+leasePrefix, false)
+	wctx, clock := backend.WatchClock(ctx)
+	objs, err := be.List(wctx, prefix+leasePrefix, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
+	now := storeNow(clock)
 	self := procident.Self()
 	for _, o := range objs {
 		doc, err := readSmall(ctx, be, o.Key)
@@ -107,7 +108,10 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) (h
 			continue // released meanwhile
 		}
 		var l leaseDoc
-		if json.Unmarshal(doc, &l) != nil || now.After(l.Until) {
+		if json.Unmarshal(doc, &l) != nil {
+			continue
+		}
+		if l.onStoreClock(o.Modified); now.After(l.Until) {
 			continue
 		}
 		if self.Outlived(l.Owner) {
@@ -118,6 +122,19 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) (h
 		held = append(held, fmt.Sprintf("%s by %s since %s (until %s)", l.What, l.Holder, l.Since.Format(time.RFC3339), l.Until.Format(time.RFC3339)))
 	}
 	return held, gone, nil
+}
+
+// onStoreClock moves l's term (Since to Until, as its holder's clock
+// wrote it) to start at its write time at the store, written, so that
+// currentLeases judges it by the store's clock alone. Neither the holder's
+// clock nor this host's moves it: a holder whose clock ran three days
+// behind wrote a lease every other host took for expired, and a remover
+// whose clock ran ahead took every lease for expired and removed a backup
+// under a restore. A store that gives no write time leaves it as written.
+func (l *leaseDoc) onStoreClock(written time.Time) {
+	if !written.IsZero() {
+		l.Since, l.Until = written, written.Add(l.Until.Sub(l.Since))
+	}
 }
 
 // BreakLeases ends every lease on dir/name, whoever holds it, and says

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"regexp"
 	"testing"
 	"time"
 
@@ -55,4 +56,45 @@ func TestReadLeaseKeepsRemovalOff(t *testing.T) {
 	bhs, err := s.ListBackups(ctx, dir)
 	require.NoError(t, err)
 	assert.Empty(t, bhs)
+}
+
+// TestALeaseIsJudgedByTheStoresClock: a read lease runs for its holder's
+// term from its write time at the store, judged by the store's clock,
+// whatever the holder's clock wrote in it. A lease from a reader whose
+// clock ran three days behind was expired for every other host (a
+// cleanup removed the backup under its restore); one from a reader three
+// days ahead blocked removals for three days more than its term. File and
+// S3 (versitygw, whose listing answer gives the store's time).
+func TestALeaseIsJudgedByTheStoresClock(t *testing.T) {
+	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			srv := splitstoragetest.Start(t, kind)
+			srv.Setenv(t)
+			s := newStorage(t, srv.Config)
+			be, err := s.RawBackendForTest(ctx)
+			require.NoError(t, err)
+			for _, name := range []string{"behind", "ahead"} {
+				sealedBackup(t, s, "ks/0", name)
+			}
+			written := time.Now().UTC()
+			splitstoragetest.PlantForeignLease(t, be, "ks/0", "behind", "behind-1-0a0b", "restore into /var/lib/mysql", -72*time.Hour, time.Hour)
+			err = s.RemoveUnread(ctx, "ks/0", "behind")
+			require.ErrorIs(t, err, splitstorage.ErrInUse)
+			require.Regexp(t, `backup ks/0/behind is not removed: the backup is being read: restore into /var/lib/mysql by behind-1-0a0b since `+
+				`(\S+) \(until (\S+)\)`, err.Error())
+			m := regexp.MustCompile(`since (\S+) \(until (\S+)\)`).FindStringSubmatch(err.Error())
+			since, err := time.Parse(time.RFC3339, m[1])
+			require.NoError(t, err)
+			until, err := time.Parse(time.RFC3339, m[2])
+			require.NoError(t, err)
+			require.WithinRange(t, since, written.Add(-2*time.Second), time.Now().Add(2*time.Second), "its write time at the store")
+			require.Equal(t, time.Hour, until.Sub(since), "its holder's term")
+
+			splitstoragetest.PlantForeignLease(t, be, "ks/0", "ahead", "ahead-1-0c0d", "restore into /var/lib/mysql", 72*time.Hour, time.Second)
+			require.ErrorIs(t, s.RemoveUnread(ctx, "ks/0", "ahead"), splitstorage.ErrInUse)
+			time.Sleep(2100 * time.Millisecond)
+			require.NoError(t, s.RemoveUnread(ctx, "ks/0", "ahead"), "its term has run on the store's clock")
+		})
+	}
 }

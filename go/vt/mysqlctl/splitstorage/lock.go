@@ -130,11 +130,12 @@ func (s *Storage) LockOf(ctx context.Context, dir, name string) (BackupLock, err
 // before the date (a contradiction: exit 2 in vtfifo), when dir/name's
 // lock still holds.
 func refuseLocked(ctx context.Context, e *env, dir, name, what string) error {
-	bl, err := readBackupLock(ctx, e.be, dir, name)
+	wctx, clock := backend.WatchClock(ctx)
+	bl, err := readBackupLock(wctx, e.be, dir, name)
 	if err != nil {
 		return fmt.Errorf("split storage: %s backup %s/%s: reading its lock: %w", what, dir, name, err)
 	}
-	if !bl.Lock.HoldsAt(time.Now()) {
+	if !bl.Lock.HoldsAt(storeNow(clock)) {
 		return nil
 	}
 	return flagvalue.Contradiction(fmt.Errorf("split storage: not %s backup %s/%s: it is %s, and nothing removes it before then "+
@@ -157,12 +158,13 @@ func (h *Handle) capToBase(ctx context.Context) error {
 	if h.lock.IsZero() || h.base == "" {
 		return nil
 	}
-	bl, err := readBackupLock(ctx, h.e.be, h.dir, h.base)
+	wctx, clock := backend.WatchClock(ctx)
+	bl, err := readBackupLock(wctx, h.e.be, h.dir, h.base)
 	if err != nil {
 		return fmt.Errorf("split storage: backup %s/%s: reading the lock of its base %s: %w", h.dir, h.name, h.base, err)
 	}
 	switch {
-	case !bl.Lock.Until.After(time.Now()):
+	case !bl.Lock.Until.After(storeNow(clock)):
 		h.e.logger.Warningf("split storage: %s/%s is not locked: its base %s is not (%s), and a backup is never locked longer than "+
 			"one it needs (vtfifo lock locks a chain)", h.dir, h.name, h.base, bl.Lock)
 		h.lock = backend.Lock{}

@@ -63,7 +63,7 @@ func TestReadLeaseKeepsRemovalOff(t *testing.T) {
 // whatever the holder's clock wrote in it. A lease from a reader whose
 // clock ran three days behind was expired for every other host (a
 // cleanup removed the backup under its restore); one from a reader three
-// days ahead blocked removals for three days more than its term. File and
+// days ahead blocked removals for three days more than its term (4 s here). File and
 // S3 (versitygw, whose listing answer gives the store's time).
 func TestALeaseIsJudgedByTheStoresClock(t *testing.T) {
 	for _, kind := range []string{splitstorage.BackendFile, splitstorage.BackendS3} {
@@ -91,9 +91,11 @@ func TestALeaseIsJudgedByTheStoresClock(t *testing.T) {
 			require.WithinRange(t, since, written.Add(-2*time.Second), time.Now().Add(2*time.Second), "its write time at the store")
 			require.Equal(t, time.Hour, until.Sub(since), "its holder's term")
 
-			splitstoragetest.PlantForeignLease(t, be, "ks/0", "ahead", "ahead-1-0c0d", "restore into /var/lib/mysql", 72*time.Hour, time.Second)
+			splitstoragetest.PlantForeignLease(t, be, "ks/0", "ahead", "ahead-1-0c0d", "restore into /var/lib/mysql", 72*time.Hour, 4*time.Second)
+			// Its term from its write time, which the store gives to the
+			// second: it ends 3 to 4 s from now.
 			require.ErrorIs(t, s.RemoveUnread(ctx, "ks/0", "ahead"), splitstorage.ErrInUse)
-			time.Sleep(2100 * time.Millisecond)
+			time.Sleep(5 * time.Second)
 			require.NoError(t, s.RemoveUnread(ctx, "ks/0", "ahead"), "its term has run on the store's clock")
 		})
 	}

@@ -141,6 +141,62 @@ func TestDiskFullDuringRestore(t *testing.T) {
 	}
 }
 
+// TestARestoreThatCannotFitTouchesNothing: a tablet whose disk cannot
+// hold the backup even once its own files are deleted (here a tmpfs: the
+// backup holds 300 MB that the tablet dropped since) is refused before
+// mysqld stops or a file is touched, saying how much the backup needs and
+// what there is: mysqld runs with its data as before, no
+// restore_in_progress, nothing beside the data directory. Before, the
+// restore deleted the tablet's files, then ran out of room: the tablet
+// was left empty, mysqld stopped. With room, the same restore succeeds.
+func TestARestoreThatCannotFitTouchesNothing(t *testing.T) {
+	const roomy = 1 << 30
+	mnt := tmpfs.Mount(t, roomy)
+	f := newFixtureIn(t, mnt)
+	cfg := splitstoragetest.Local(t).Config // the backup itself is on the ordinary disk
+	f.useStorage(t, cfg)
+	ctx := context.Background()
+	db := f.srv.DB()
+	for _, q := range []string{"CREATE DATABASE room", "CREATE TABLE room.pad (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB",
+		"INSERT INTO room.pad SELECT seq, REPEAT(MD5(seq), 32768) FROM room.seq_1_to_300"} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, f.backup(ctx, nil))
+	m := latestManifest(t, f)
+	_, err := db.ExecContext(ctx, "DROP DATABASE room")
+	require.NoError(t, err)
+	used, err := statUsed(mnt)
+	require.NoError(t, err)
+	require.NoError(t, tmpfs.Resize(mnt, used+16<<20))
+	cnf := f.tb.Cnf
+	parent := filepath.Dir(filepath.Clean(cnf.DataDir))
+	before := dirEntries(t, parent)
+	t.Logf("backup: %d bytes of stream; tmpfs %d bytes used, 16 MiB free", m.RawBytes, used)
+
+	logger := logutil.NewMemoryLogger()
+	_, err = f.restore(ctx, logger)
+	require.Error(t, err, "log:\n%s", logger.String())
+	assert.Regexp(t, fmt.Sprintf(`backup %s does not fit on this tablet: the files of its full backup %[1]s take at least \d+ bytes \(its `+
+		`stream's\), and %s has \d+ bytes free, \d+ with the tablet's files that a restore deletes: nothing was touched, mysqld runs with its `+
+		`data as before; make room there or restore onto a larger disk`, f.list(t)[0], parent), err.Error())
+	assert.True(t, f.mysqldRunning(), "mysqld runs as before")
+	f.requireSourceData(t, "the tablet's data after the refused restore")
+	assert.NoFileExists(t, filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState))
+	assert.Equal(t, before, dirEntries(t, parent), "nothing made or moved beside the data directory")
+
+	require.NoError(t, tmpfs.Resize(mnt, roomy))
+	start := time.Now()
+	logger = logutil.NewMemoryLogger()
+	_, err = f.restore(ctx, logger)
+	require.NoError(t, err, "with room, the restore succeeds; log:\n%s", logger.String())
+	f.requireSourceData(t, "restored with room")
+	var rows int
+	require.NoError(t, f.srv.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM room.pad").Scan(&rows))
+	assert.Equal(t, 300, rows)
+	t.Logf("with room: restored in %v", time.Since(start).Round(time.Millisecond))
+}
+
 // fsUsed returns the bytes in use on dir's file system.
 func fsUsed(t testing.TB, dir string) int64 {
 	used, err := statUsed(dir)

@@ -120,6 +120,58 @@ func setAsideOldFiles(cnf *mysqlctl.Mycnf, need int64, logger logutil.Logger) (w
 	}, nil
 }
 
+// checkRoom refuses a restore that cannot fit, before mysqld stops or a
+// file is touched: its full backup's files (at least its stream's bytes,
+// less 1% for the stream's own headers) are more than the file system
+// beside the data directory has free plus what every file the restore
+// would delete takes (counted wherever it is, so that a layout in which
+// they free nothing there is never refused for it). Refused, the tablet
+// keeps its data and its mysqld as they were, where a restore that began
+// deleted them and then ran out of room. Unknown free space refuses
+// nothing, nor do files that cannot be read.
+func checkRoom(cnf *mysqlctl.Mycnf, chain []member) error {
+	parent := filepath.Dir(filepath.Clean(cnf.DataDir))
+	full := chain[0].m
+	free, need := freeBytes(parent), full.RawBytes-full.RawBytes/100
+	if free < 0 || free >= need {
+		return nil
+	}
+	paths, err := oldFiles(cnf)
+	if err != nil {
+		return nil // the restore says it where it deletes them
+	}
+	freed, ok := bytesUnder(paths)
+	if !ok || free+freed >= need {
+		return nil
+	}
+	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s does not fit on this tablet: the files of its full backup %s take at "+
+		"least %d bytes (its stream's), and %s has %d bytes free, %d with the tablet's files that a restore deletes: nothing was touched, "+
+		"mysqld runs with its data as before; make room there or restore onto a larger disk", chain[len(chain)-1].m.BackupName, full.BackupName,
+		need, parent, free, free+freed)
+}
+
+// bytesUnder is the size of the files under paths; false where one could
+// not be read (then nothing is refused for it).
+func bytesUnder(paths []string) (int64, bool) {
+	var n int64
+	for _, p := range paths {
+		err := filepath.WalkDir(p, func(_ string, d os.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			info, err := d.Info()
+			if err == nil {
+				n += info.Size()
+			}
+			return err
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
 // restoreNeeds is about what restoring the chain writes: the streams' bytes.
 func restoreNeeds(chain []member) int64 {
 	var n int64

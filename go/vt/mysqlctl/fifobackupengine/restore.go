@@ -116,6 +116,9 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := checkRestoreKeys(r.chain, cnf.Path, r.logger); err != nil {
 		return err
 	}
+	if err := checkRoom(cnf, r.chain); err != nil {
+		return err
+	}
 
 	// Mark the restore as in progress before touching data (Vitess's
 	// mysqlctl.Restore removes the file when the restore succeeded).

@@ -151,6 +151,10 @@ type fleetDir struct {
 	dir       string
 	summaries []backend.ObjectInfo // by generation, oldest first
 	marks     []backend.ObjectInfo
+	// listed is when the marks were listed, by the store's clock, which
+	// their write times are on (a host clock ahead took a change in
+	// flight for abandoned).
+	listed time.Time
 }
 
 // Fleet returns every backup directory that holds a backup of this
@@ -240,9 +244,14 @@ func (s *Storage) fleetDirs(ctx context.Context, e *env, extra []string) ([]flee
 			dirs[d] = &fleetDir{dir: d}
 		}
 	}
-	objs, err := e.be.List(ctx, fleetPrefix, false)
+	wctx, clock := backend.WatchClock(ctx)
+	objs, err := e.be.List(wctx, fleetPrefix, false)
 	if err != nil {
 		return nil, fmt.Errorf("split storage: listing the fleet's summaries %s in %s: %w", fleetPrefix, e.be, err)
+	}
+	listed := storeNow(clock)
+	for _, d := range dirs {
+		d.listed = listed
 	}
 	for _, o := range objs {
 		d, ok := dirs[fleetObjectDir(o.Key)]
@@ -337,7 +346,7 @@ func markName(key string) string { return key[strings.LastIndexByte(key, '/')+1:
 // before the walk lists it), or one abandoned; a begin still in flight is
 // left uncovered, so the next refresh walks d again.
 func (s *Storage) rebuild(ctx context.Context, e *env, d fleetDir, opts FleetOptions, why string) *FleetShard {
-	covered := coveredMarks(d.marks, time.Now())
+	covered := coveredMarks(d.marks, d.listed)
 	built := time.Now().UTC()
 	_, names, err := s.backupNames(ctx, d.dir)
 	if err != nil {

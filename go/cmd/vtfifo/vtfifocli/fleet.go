@@ -26,7 +26,8 @@ import (
 type ShardStatus struct {
 	Keyspace string `json:"keyspace"`
 	Shard    string `json:"shard"`
-	// Backups counts the complete ones (those restores pick from); Newest
+	// Backups counts the complete ones, as Vitess lists them (those
+	// restores pick from; not those copied there by hand); Newest
 	// is the newest a restore takes, PassedOver the newer ones it passes
 	// over (a damaged MANIFEST, another backup's copied there: vtfifo ls
 	// of the shard says why).
@@ -286,6 +287,22 @@ func (s *session) openTopology() (*topo.Server, string, error) {
 	return ts, where, nil
 }
 
+// copyTeller says whether a listed backup is another's, copied or renamed
+// by hand (splitstorage.Handle.Copied).
+type copyTeller interface{ Copied() bool }
+
+// ownBackups counts bhs but the backups copied there by hand, which Vitess
+// does not list (GetBackups), nor its retention count.
+func ownBackups(bhs []backupstorage.BackupHandle) int {
+	n := 0
+	for _, bh := range bhs {
+		if c, ok := bh.(copyTeller); !ok || !c.Copied() {
+			n++
+		}
+	}
+	return n
+}
+
 // shardStatus reads one backup directory: its complete backups (the
 // newest's MANIFEST and its chain's, every test restore record) and the
 // others. It returns the records and the work of restoring the newest
@@ -298,7 +315,7 @@ func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (
 		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its backups: "+errText(err)), true
 		return sh, nil, nil
 	}
-	sh.Backups = len(bhs)
+	sh.Backups = ownBackups(bhs)
 	var newestWork *fifobackupengine.RestoreWork
 	if newest, i := restoresPick(ctx, bhs); i >= 0 {
 		sh.Newest, sh.Time, sh.ChainLength = newest.Name, backupTime(newest), newest.ChainLength

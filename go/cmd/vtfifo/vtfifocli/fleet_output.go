@@ -77,7 +77,7 @@ func writePrometheus(w io.Writer, v fleetView) {
 		}
 		return float64(t.Unix())
 	}
-	metric("vtfifo_backups", "Complete backups of the shard.", "gauge", func(s ShardStatus) float64 { return float64(s.Backups) })
+	metric("vtfifo_backups", "Complete backups of the shard, as Vitess lists them (not those copied there by hand).", "gauge", func(s ShardStatus) float64 { return float64(s.Backups) })
 	metric("vtfifo_backup_newest_timestamp_seconds", "When the shard's newest complete backup was taken (0: none).", "gauge",
 		func(s ShardStatus) float64 { return unix(s.Time) })
 	metric("vtfifo_backup_newest_proven_timestamp_seconds", "When the shard's newest backup that passed a test restore was taken (0: none).", "gauge",

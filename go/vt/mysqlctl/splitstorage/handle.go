@@ -27,6 +27,7 @@ type Handle struct {
 	dir      string
 	name     string
 	readOnly bool
+	copied   bool // listed as another backup's, copied or renamed by hand (moved.go)
 	mysqlctlerrors.PerFileErrorRecorder
 
 	// write side

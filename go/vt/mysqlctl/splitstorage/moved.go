@@ -34,6 +34,11 @@ func (h *Handle) CheckPlace(ctx context.Context) error {
 	return flagvalue.Contradiction(&MovedError{Backup: h.dir + "/" + h.name, WrittenAs: from})
 }
 
+// Copied says whether the listing that gave h found it to be another
+// backup's, copied or renamed by hand (only one of a storage that lists
+// copies can be: ListingCopies), as CheckPlace would.
+func (h *Handle) Copied() bool { return h.copied }
+
 // MovedError is CheckPlace's error (wrapped in a contradiction): Backup,
 // dir/name, holds backup WrittenAs.
 type MovedError struct{ Backup, WrittenAs string }

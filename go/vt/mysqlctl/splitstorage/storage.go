@@ -362,7 +362,7 @@ func (s *Storage) handles(e *env, dir string, names []string, states []listedSta
 	var out []backupstorage.BackupHandle
 	for i, n := range names {
 		if states[i] == stateComplete || states[i] == stateCopied && s.listCopies {
-			out = append(out, &Handle{s: s, e: e, dir: dir, name: n, readOnly: true})
+			out = append(out, &Handle{s: s, e: e, dir: dir, name: n, readOnly: true, copied: states[i] == stateCopied})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })

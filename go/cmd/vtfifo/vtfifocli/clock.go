@@ -3,6 +3,7 @@ package vtfifocli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -50,21 +51,25 @@ func (s *session) nowBy(read func(storeClock, context.Context) (time.Time, error
 	case errors.Is(err, splitstorage.ErrNoClockSeen):
 		return host
 	case err != nil:
-		s.o.notef("%s are this host's clock's: %s", what, errText(err))
+		s.noteClock(fmt.Sprintf("%s are this host's clock's: %s", what, errText(err)))
 		return host
 	}
-	s.noteSkew(host, now, what+" are the storage's clock's")
+	switch off := host.Sub(now).Round(time.Minute); { // the store's times are whole seconds
+	case off > time.Minute:
+		s.noteClock(fmt.Sprintf("this host's clock is %s ahead of the storage's: %s are the storage's clock's", shortDuration(off), what))
+	case off < -time.Minute:
+		s.noteClock(fmt.Sprintf("this host's clock is %s behind the storage's: %s are the storage's clock's", shortDuration(-off), what))
+	default:
+		s.clockNote = ""
+	}
 	return now
 }
 
-// noteSkew says on stderr that this host's clock is more than a minute off
-// the storage's, and what that means (then); to the minute, the store's
-// times being whole seconds.
-func (s *session) noteSkew(host, store time.Time, then string) {
-	switch off := host.Sub(store).Round(time.Minute); {
-	case off > time.Minute:
-		s.o.notef("this host's clock is %s ahead of the storage's: %s", shortDuration(off), then)
-	case off < -time.Minute:
-		s.o.notef("this host's clock is %s behind the storage's: %s", shortDuration(-off), then)
+// noteClock says note on stderr, unless it was the last one said: the
+// exporter reads the clock at every refresh.
+func (s *session) noteClock(note string) {
+	if note != s.clockNote {
+		s.o.notef("%s", note)
+		s.clockNote = note
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -146,4 +148,34 @@ func s3Split(t *testing.T) (*splitstoragetest.Server, *splitstorage.Storage) {
 	require.NoError(t, err)
 	t.Cleanup(func() { bs.Close() })
 	return srv, bs
+}
+
+// TestTheExporterJudgesByTheStoresClock: the exporter's --max-age check
+// judges by the storage's clock at every refresh, as ls does, and says
+// once (not at every refresh) that this host's clock is off. S3.
+func TestTheExporterJudgesByTheStoresClock(t *testing.T) {
+	srv, bs := s3Split(t)
+	now := time.Now().UTC()
+	plantBackup(t, bs, "ks/0", now.Add(-time.Hour).Format("2006-01-02.150405")+".zone1-0000000100")
+	plantBackup(t, bs, "ks/1", now.Add(-80*time.Hour).Format("2006-01-02.150405")+".zone1-0000000200")
+	saved := hostNow
+	t.Cleanup(func() { hostNow = saved })
+	hostNow = func() time.Time { return time.Now().Add(72 * time.Hour) }
+
+	ex := startExporter(t, append(srv.Flags(), "--max-age=2d")...)
+	refreshed := ex.until("a refresh", func(mfs map[string]*dto.MetricFamily) bool {
+		_, ok := gauge(mfs, "vtfifo_backup_check_ok", "ks/0")
+		return ok
+	})
+	ex.until("two refreshes more", func(mfs map[string]*dto.MetricFamily) bool {
+		v, _ := gauge(mfs, "vtfifo_exporter_refreshed_timestamp_seconds", "")
+		w, _ := gauge(refreshed, "vtfifo_exporter_refreshed_timestamp_seconds", "")
+		return v >= w+2
+	})
+	mfs := ex.scrape()
+	fresh, _ := gauge(mfs, "vtfifo_backup_check_ok", "ks/0")
+	stale, _ := gauge(mfs, "vtfifo_backup_check_ok", "ks/1")
+	assert.Equal(t, []float64{1, 0}, []float64{fresh, stale}, "an hour old passes --max-age=2d, 80 hours old fails it")
+	errOut := ex.stop()
+	assert.Equal(t, 1, strings.Count(errOut, "vtfifo exporter: this host's clock is 3d ahead of the storage's: ages are the storage's clock's\n"), errOut)
 }

@@ -89,47 +89,15 @@ func TestExporter(t *testing.T) {
 	bs := localSplit(t, root)
 	plantBackup(t, bs, "ks/0", "2026-01-01.000000.zone1-0000000100")
 	plantBackup(t, bs, "ks/1", "2026-01-01.000000.zone1-0000000200")
-	port, err := freeport.Get()
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut bytes.Buffer
-	exited := make(chan int, 1)
-	go func() {
-		exited <- Main(ctx, []string{"exporter", "--backup-storage-implementation=split", "--split-storage-root=" + root,
-			fmt.Sprintf("--listen-address=127.0.0.1:%d", port), "--refresh-interval=1s", "--max-age=1d"}, &out, &errOut)
-	}()
-	scrape := func() map[string]*dto.MetricFamily {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-		if err != nil {
-			return nil
-		}
-		defer resp.Body.Close()
-		assert.Equal(t, "text/plain; version=0.0.4; charset=utf-8", resp.Header.Get("Content-Type"))
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return parseMetrics(t, string(body))
-	}
-	// until waits for a scrape where cond holds, and returns it.
-	until := func(what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if mfs := scrape(); mfs != nil && cond(mfs) {
-				return mfs
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("no scrape where %s; stderr: %s", what, errOut.String())
-		return nil
-	}
+	ctx := context.Background()
+	ex := startExporter(t, "--backup-storage-implementation=split", "--split-storage-root="+root, "--max-age=1d")
 	backups := func(shard string, n float64) func(map[string]*dto.MetricFamily) bool {
 		return func(mfs map[string]*dto.MetricFamily) bool {
 			v, ok := gauge(mfs, "vtfifo_backups", shard)
 			return ok && v == n
 		}
 	}
-	mfs := until("ks/0 has its backup", backups("ks/0", 1))
+	mfs := ex.until("ks/0 has its backup", backups("ks/0", 1))
 	v, _ := gauge(mfs, "vtfifo_exporter_refresh_ok", "")
 	assert.Equal(t, 1.0, v)
 
@@ -137,13 +105,13 @@ func TestExporter(t *testing.T) {
 	h, err := bs.OpenBackup(ctx, "ks/1", "2026-01-01.000000.zone1-0000000200")
 	require.NoError(t, err)
 	require.NoError(t, h.(*splitstorage.Handle).Quarantine(ctx, "test restore failed: planted"))
-	mfs = until("both changes show", func(mfs map[string]*dto.MetricFamily) bool {
+	mfs = ex.until("both changes show", func(mfs map[string]*dto.MetricFamily) bool {
 		q, _ := gauge(mfs, "vtfifo_backups_quarantined", "ks/1")
 		return backups("ks/0", 2)(mfs) && q == 1
 	})
 	v, _ = gauge(mfs, "vtfifo_backups", "ks/1")
 	assert.Equal(t, 0.0, v, "its one backup is quarantined")
-	mfs = until("a refresh with nothing changed", func(mfs map[string]*dto.MetricFamily) bool {
+	mfs = ex.until("a refresh with nothing changed", func(mfs map[string]*dto.MetricFamily) bool {
 		v, _ := gauge(mfs, "vtfifo_fleet_shards_summarized", "")
 		return v == 2
 	})
@@ -154,7 +122,7 @@ func TestExporter(t *testing.T) {
 	// working read's metrics stay.
 	require.NoError(t, os.Rename(root, root+".away"))
 	require.NoError(t, os.WriteFile(root, []byte("not a directory"), 0o640))
-	mfs = until("the refresh failed", func(mfs map[string]*dto.MetricFamily) bool {
+	mfs = ex.until("the refresh failed", func(mfs map[string]*dto.MetricFamily) bool {
 		v, _ := gauge(mfs, "vtfifo_exporter_refresh_ok", "")
 		return v == 0
 	})
@@ -165,16 +133,74 @@ func TestExporter(t *testing.T) {
 	assert.GreaterOrEqual(t, v, 1.0)
 	assert.Equal(t, dto.MetricType_COUNTER, mfs["vtfifo_exporter_refresh_failures_total"].GetType())
 
-	cancel()
-	select {
-	case code := <-exited:
-		assert.Equal(t, exitOK, code, "stderr: %s", errOut.String())
-	case <-time.After(30 * time.Second):
-		t.Fatal("the exporter did not end with its context")
+	errOut := ex.stop()
+	assert.Contains(t, errOut, fmt.Sprintf("vtfifo exporter: serving http://127.0.0.1:%d/metrics, reading the storage every 1s\n", ex.port))
+	assert.Contains(t, errOut, "vtfifo exporter: reading the fleet failed (the metrics keep the last read that worked): ")
+}
+
+// exporterRun is `vtfifo exporter` running in this process, refreshing
+// every second, for a test to scrape.
+type exporterRun struct {
+	t           *testing.T
+	port        int
+	cancel      context.CancelFunc
+	exited      chan int
+	out, errOut bytes.Buffer
+}
+
+// startExporter starts the exporter with args (the storage's flags and
+// its checks'); stop ends it.
+func startExporter(t *testing.T, args ...string) *exporterRun {
+	port, err := freeport.Get()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	ex := &exporterRun{t: t, port: port, cancel: cancel, exited: make(chan int, 1)}
+	t.Cleanup(cancel)
+	argv := append([]string{"exporter", fmt.Sprintf("--listen-address=127.0.0.1:%d", port), "--refresh-interval=1s"}, args...)
+	go func() { ex.exited <- Main(ctx, argv, &ex.out, &ex.errOut) }()
+	return ex
+}
+
+// scrape reads /metrics once; nil while the exporter does not answer.
+func (ex *exporterRun) scrape() map[string]*dto.MetricFamily {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", ex.port))
+	if err != nil {
+		return nil
 	}
-	assert.Contains(t, errOut.String(), fmt.Sprintf("vtfifo exporter: serving http://127.0.0.1:%d/metrics, reading the storage every 1s\n", port))
-	assert.Contains(t, errOut.String(), "vtfifo exporter: reading the fleet failed (the metrics keep the last read that worked): ")
-	assert.Empty(t, out.String())
+	defer resp.Body.Close()
+	assert.Equal(ex.t, "text/plain; version=0.0.4; charset=utf-8", resp.Header.Get("Content-Type"))
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(ex.t, err)
+	return parseMetrics(ex.t, string(body))
+}
+
+// until waits for a scrape where cond holds, and returns it.
+func (ex *exporterRun) until(what string, cond func(map[string]*dto.MetricFamily) bool) map[string]*dto.MetricFamily {
+	ex.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if mfs := ex.scrape(); mfs != nil && cond(mfs) {
+			return mfs
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ex.t.Fatalf("no scrape where %s", what)
+	return nil
+}
+
+// stop ends the exporter as SIGTERM does, checks that it exits 0 with
+// nothing on stdout, and returns its stderr.
+func (ex *exporterRun) stop() string {
+	ex.t.Helper()
+	ex.cancel()
+	select {
+	case code := <-ex.exited:
+		assert.Equal(ex.t, exitOK, code, "stderr: %s", ex.errOut.String())
+	case <-time.After(30 * time.Second):
+		ex.t.Fatal("the exporter did not end with its context")
+	}
+	assert.Empty(ex.t, ex.out.String())
+	return ex.errOut.String()
 }
 
 // TestExporterUsage: bad flags fail at startup naming the flag; a port

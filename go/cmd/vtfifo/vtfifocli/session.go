@@ -32,6 +32,8 @@ type session struct {
 	// when it was picked (readsOnly): a restore takes it from here rather
 	// than read it again.
 	manifest manifestDoc
+	// clockNote is the last note said about this host's clock (clock.go).
+	clockNote string
 }
 
 // openSession parses args (the backup flags, plus the subcommand's own that

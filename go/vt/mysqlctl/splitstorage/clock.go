@@ -54,6 +54,9 @@ func (s *Storage) Now(ctx context.Context) (time.Time, error) {
 	return info.Modified, nil
 }
 
+// hostNow is this host's clock (a test sets it off).
+var hostNow = time.Now
+
 // storeNow is the store's time as its answers to the requests sent with
 // clock's context gave it: what a lock's or a lease's date is judged by,
 // never this host's clock, which may be days off. This host's where they
@@ -62,7 +65,7 @@ func storeNow(clock *backend.ClockWatch) time.Time {
 	if now, ok := clock.Now(); ok {
 		return now
 	}
-	return time.Now()
+	return hostNow()
 }
 
 // ErrNoClockSeen is SeenNow's error where the store's answers carry no

@@ -313,3 +313,30 @@ func TestFleetSummariesSealed(t *testing.T) {
 	_, walked = fleetView(t, cfg, splitstorage.FleetOptions{})
 	assert.Equal(t, "its summary is not sealed", walked[d0])
 }
+
+// TestAChangeInFlightIsJudgedByTheStoresClock: a begin mark is abandoned
+// when it is an hour old by the store's clock, which its write time is on,
+// not this host's: with this host's clock three days ahead, a change just
+// begun is still in flight (its shard walked at every refresh, the mark
+// kept), where this host's clock covered it and deleted its mark. S3.
+func TestAChangeInFlightIsJudgedByTheStoresClock(t *testing.T) {
+	srv := splitstoragetest.Start(t, "s3")
+	srv.Setenv(t)
+	cfg := srv.Config
+	s := newStorage(t, cfg)
+	splitstoragetest.PlantFleet(t, s, 1, 1, 4)
+	fleetView(t, cfg, splitstorage.FleetOptions{})
+	be, err := s.RawBackendForTest(context.Background())
+	require.NoError(t, err)
+	d0 := splitstoragetest.FleetShard(0)
+	begin := ".fleet/changes/" + d0 + "/00000000000000000001-000000000000.begin"
+	splitstoragetest.Put(t, be, begin, []byte(`{"op":"put","key":"x"}`))
+
+	splitstorage.SetHostClockOffForTest(t, 72*time.Hour)
+	for range 2 {
+		_, walked := fleetView(t, cfg, splitstorage.FleetOptions{})
+		assert.Contains(t, walked[d0], "changed since its summary (00000000000000000001-000000000000.begin)", "in flight: walked every time")
+	}
+	_, err = be.Stat(context.Background(), begin)
+	require.NoError(t, err, "the mark of a change in flight is kept")
+}

@@ -2,6 +2,7 @@ package splitstorage
 
 import (
 	"context"
+	"time"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 )
@@ -59,4 +60,13 @@ func (s *Storage) SummariesHeldForTest() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.summaries)
+}
+
+// SetHostClockOffForTest sets this host's clock off by off, as the
+// storage sees it, until the test ends (the store's clock, read from its
+// answers, is left as it is).
+func SetHostClockOffForTest(t interface{ Cleanup(func()) }, off time.Duration) {
+	old := hostNow
+	hostNow = func() time.Time { return time.Now().Add(off) }
+	t.Cleanup(func() { hostNow = old })
 }

@@ -32,6 +32,20 @@ func lockingStores(t *testing.T) map[string]func(t *testing.T) *splitstoragetest
 	}
 }
 
+// lockingPair opens srv's storage twice: plain, and locking every new
+// backup for 48 hours in governance mode (with cfg, its configuration, and
+// be, its backend).
+func lockingPair(t *testing.T, srv *splitstoragetest.Server) (plain, locking *splitstorage.Storage, cfg splitstorage.Config, be backend.Backend) {
+	t.Helper()
+	plain = newStorage(t, srv.Config)
+	cfg = srv.Config
+	cfg.LockFor, cfg.LockMode = 48*time.Hour, backend.LockGovernance
+	locking = newStorage(t, cfg)
+	be, err := locking.RawBackendForTest(context.Background())
+	require.NoError(t, err)
+	return plain, locking, cfg, be
+}
+
 // storeLocks returns the lock the store holds on every object of a backup,
 // by key relative to the backup.
 func storeLocks(t *testing.T, be backend.Backend, dir, name string) map[string]backend.Lock {
@@ -77,13 +91,7 @@ func TestLockedBackupsAreKept(t *testing.T) {
 	for kind, start := range lockingStores(t) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
-			srv := start(t)
-			plain := newStorage(t, srv.Config)
-			cfg := srv.Config
-			cfg.LockFor, cfg.LockMode = 48*time.Hour, backend.LockGovernance
-			locking := newStorage(t, cfg)
-			be, err := locking.RawBackendForTest(ctx)
-			require.NoError(t, err)
+			plain, locking, cfg, be := lockingPair(t, start(t))
 			dir := "ks/0"
 
 			before := time.Now().UTC().Truncate(time.Second)
@@ -177,4 +185,31 @@ func TestLockedObjectsResistTheStoresOwnAPI(t *testing.T) {
 	_, err = srv.S3Client.PutObjectRetention(ctx, &awss3.PutObjectRetentionInput{Bucket: bucket, Key: key,
 		Retention: &s3types.ObjectLockRetention{Mode: r.Retention.Mode, RetainUntilDate: aws.Time(time.Now().Add(time.Hour))}})
 	require.Error(t, err, "the store shortened a governance lock without a bypass")
+}
+
+// TestALockIsJudgedByTheStoresClock: whether a lock still holds is judged
+// by the store's clock as its answers give it, never this host's: with
+// this host's clock three days ahead, a backup locked for two days is
+// still refused to removal as locked, and a delta written on it is locked
+// with it (capped at its base's lock), where this host's clock took the
+// base's lock for expired and left the delta unlocked. S3 with Object
+// Lock (versitygw), whose answers carry their time.
+func TestALockIsJudgedByTheStoresClock(t *testing.T) {
+	ctx := context.Background()
+	srv := splitstoragetest.StartS3ObjectLock(t)
+	srv.Setenv(t)
+	plain, locking, cfg, be := lockingPair(t, srv)
+	dir := "ks/0"
+	chainBackup(t, locking, dir, "a-full", "")
+	bl, err := locking.LockOf(ctx, dir, "a-full")
+	require.NoError(t, err)
+	until := bl.Lock.Until
+
+	splitstorage.SetHostClockOffForTest(t, 72*time.Hour)
+	err = plain.RemoveBackup(ctx, dir, "a-full")
+	require.ErrorIs(t, err, backend.ErrLocked)
+	require.ErrorContains(t, err, "not removing backup ks/0/a-full: it is locked until "+until.Format(time.RFC3339)+" (governance)")
+	cfg.LockFor = 96 * time.Hour
+	chainBackup(t, newStorage(t, cfg), dir, "b-delta", "a-full")
+	requireLockedUntil(t, be, dir, "b-delta", until)
 }

@@ -127,7 +127,7 @@ func describeLock(ctx context.Context, bh backupstorage.BackupHandle, info *Back
 		info.Lock = "lock unknown: " + errText(err)
 		return
 	}
-	if info.Lock = lockText(bl, time.Now()); info.Lock != "" && !bl.Lock.Until.IsZero() {
+	if info.Lock = lockText(bl); info.Lock != "" && !bl.Lock.Until.IsZero() {
 		until := bl.Lock.Until
 		info.LockedUntil = &until
 	}

@@ -158,12 +158,12 @@ func lockHolding(ctx context.Context, bh backupstorage.BackupHandle) string {
 	if err != nil {
 		return ""
 	}
-	return lockText(bl, time.Now())
+	return lockText(bl)
 }
 
 // lockText is what a listing says of a backup's lock: "" for none.
-func lockText(bl splitstorage.BackupLock, now time.Time) string {
-	if !bl.Lock.HoldsAt(now) {
+func lockText(bl splitstorage.BackupLock) string {
+	if !bl.Holds() {
 		return ""
 	}
 	return bl.Lock.String()

@@ -109,7 +109,7 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 		if err != nil {
 			return rep, nil, err
 		}
-		rep.Lock = cmp.Or(lockText(bl, time.Now()), "not locked")
+		rep.Lock = cmp.Or(lockText(bl), "not locked")
 		if rep.Lock != "not locked" && !bl.Lock.Until.IsZero() {
 			until := bl.Lock.Until
 			rep.LockedUntil = &until

@@ -84,15 +84,30 @@ func writeLockRecord(ctx context.Context, e *env, dir, name string, l backend.Lo
 type BackupLock struct {
 	Lock     backend.Lock
 	Complete json.RawMessage
+	// At is the store's time when the records were read (as its answer
+	// gave it; on local disk this host's): whether Lock still holds is
+	// judged by it, never by this host's clock, which may be days off.
+	At time.Time `json:"-"`
+}
+
+// Holds says whether the lock held when it was read, by the store's clock
+// (one not read from the store: by this host's).
+func (bl BackupLock) Holds() bool {
+	if bl.At.IsZero() {
+		return bl.Lock.HoldsAt(hostNow())
+	}
+	return bl.Lock.HoldsAt(bl.At)
 }
 
 // readBackupLock reads every lock record of dir/name (usually one or two).
 func readBackupLock(ctx context.Context, be backend.Backend, dir, name string) (BackupLock, error) {
 	var out BackupLock
-	objs, err := be.List(ctx, backupPrefix(dir, name)+lockRecordPrefix, false)
+	wctx, clock := backend.WatchClock(ctx)
+	objs, err := be.List(wctx, backupPrefix(dir, name)+lockRecordPrefix, false)
 	if err != nil {
 		return out, err
 	}
+	out.At = storeNow(clock)
 	for _, o := range objs {
 		doc, err := readSmall(ctx, be, o.Key)
 		if err != nil {
@@ -130,12 +145,11 @@ func (s *Storage) LockOf(ctx context.Context, dir, name string) (BackupLock, err
 // before the date (a contradiction: exit 2 in vtfifo), when dir/name's
 // lock still holds.
 func refuseLocked(ctx context.Context, e *env, dir, name, what string) error {
-	wctx, clock := backend.WatchClock(ctx)
-	bl, err := readBackupLock(wctx, e.be, dir, name)
+	bl, err := readBackupLock(ctx, e.be, dir, name)
 	if err != nil {
 		return fmt.Errorf("split storage: %s backup %s/%s: reading its lock: %w", what, dir, name, err)
 	}
-	if !bl.Lock.HoldsAt(storeNow(clock)) {
+	if !bl.Holds() {
 		return nil
 	}
 	return flagvalue.Contradiction(fmt.Errorf("split storage: not %s backup %s/%s: it is %s, and nothing removes it before then "+
@@ -158,13 +172,12 @@ func (h *Handle) capToBase(ctx context.Context) error {
 	if h.lock.IsZero() || h.base == "" {
 		return nil
 	}
-	wctx, clock := backend.WatchClock(ctx)
-	bl, err := readBackupLock(wctx, h.e.be, h.dir, h.base)
+	bl, err := readBackupLock(ctx, h.e.be, h.dir, h.base)
 	if err != nil {
 		return fmt.Errorf("split storage: backup %s/%s: reading the lock of its base %s: %w", h.dir, h.name, h.base, err)
 	}
 	switch {
-	case !bl.Lock.Until.After(storeNow(clock)):
+	case !bl.Lock.Until.After(bl.At):
 		h.e.logger.Warningf("split storage: %s/%s is not locked: its base %s is not (%s), and a backup is never locked longer than "+
 			"one it needs (vtfifo lock locks a chain)", h.dir, h.name, h.base, bl.Lock)
 		h.lock = backend.Lock{}

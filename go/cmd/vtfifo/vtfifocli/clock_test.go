@@ -86,7 +86,9 @@ func TestAHostClockAheadRemovesNothingYoung(t *testing.T) {
 // ahead, a backup an hour old failed --max-age=2d (an alert for a good
 // shard); three days behind, one 80 hours old passed it (a stale shard
 // silenced). S3 (versitygw), whose answers carry their time; on local
-// disk the clock is this host's.
+// disk the clock is this host's. Where the store refuses the read the
+// clock is taken from, this host's judges, and that is said (exit as the
+// checks say).
 func TestAHostClockOffCallsNoBackupStale(t *testing.T) {
 	srv, bs := s3Split(t)
 	now := time.Now().UTC()
@@ -109,6 +111,18 @@ func TestAHostClockOffCallsNoBackupStale(t *testing.T) {
 	assert.Regexp(t, `\nks/0 +1 +`+fresh+` +1h .* ok\n`, out)
 	assert.Regexp(t, `\nks/1 +1 +`+stale+` +3d8h .* FAIL: newest backup 3d8h old \(--max-age 2d\)\n`, out)
 	assert.Equal(t, "vtfifo ls: this host's clock is 3d behind the storage's: ages are the storage's clock's\n", errOut)
+
+	// The storage's clock refused (403 to the read it is taken from): this
+	// host's clock judges, and that is said; the view itself stands.
+	p := splitstoragetest.NewFaultProxy(t, srv.Addr)
+	viaProxy := srv.WithProxy(p)
+	// Every read of the root identity: the root's check (which then
+	// leaves it to the listing) and the clock's.
+	p.FailMatching("HEAD", "/.split-storage", splitstoragetest.Forbidden, 2)
+	out, errOut = runArgs(t, 0, append(append([]string{"ls"}, viaProxy.Flags()...), "--max-age=2d")...)
+	assert.Regexp(t, `\nks/1 +1 +`+stale+` +8h .* ok\n`, out, "by this host's clock, three days behind: the stale shard passes")
+	assert.Regexp(t, `^vtfifo ls: ages are this host's clock's: split storage: reading the store's clock \(\.split-storage in s3:\S+\): .*StatusCode: 403.*Forbidden\n$`,
+		errOut)
 }
 
 // TestALeaseFromAHostWhoseClockIsOffHolds: a restore on another host,

@@ -126,3 +126,27 @@ func TestABackupCopiedByHandIsNotDamaged(t *testing.T) {
 		})
 	}
 }
+
+// TestAListingDoesNotJudgeAnUnreadableMarker: a listing reads each
+// completion marker (to leave out a copy); one that is there but refused
+// (403) is listed from a HEAD, as before: its reads say what is wrong,
+// the listing judges nothing. Refused both ways, the listing fails with
+// the store's error (exit 3 in vtfifo), never a verdict. S3 behind the
+// fault proxy.
+func TestAListingDoesNotJudgeAnUnreadableMarker(t *testing.T) {
+	base := splitstoragetest.Start(t, "s3")
+	p := splitstoragetest.NewFaultProxy(t, base.Addr)
+	srv := base.WithProxy(p)
+	srv.Setenv(t)
+	s := newStorage(t, srv.Config)
+	sealedBackup(t, s, "ks/0", "good")
+
+	p.FailMatching("GET", "/good/.complete", splitstoragetest.Forbidden, 1)
+	require.Equal(t, []string{"good"}, listed(t, s, "ks/0"))
+
+	p.FailMatching("", "/good/.complete", splitstoragetest.Forbidden, 2)
+	_, err := s.ListBackups(context.Background(), "ks/0")
+	require.ErrorContains(t, err, "split storage: listing backups in ks/0: ")
+	require.ErrorContains(t, err, "StatusCode: 403")
+	require.False(t, errors.Is(err, splitstorage.ErrDamaged) || errors.Is(err, splitstorage.ErrForged), "%v", err)
+}

@@ -193,3 +193,49 @@ func TestTheExporterJudgesByTheStoresClock(t *testing.T) {
 	errOut := ex.stop()
 	assert.Equal(t, 1, strings.Count(errOut, "vtfifo exporter: this host's clock is 3d ahead of the storage's: ages are the storage's clock's\n"), errOut)
 }
+
+// TestALockIsDatedByTheStoresClock: lock's and promote's --until is judged
+// against the storage's clock, never this host's. With the host's clock
+// three days ahead, a date a day away was refused as past (exit 2); three
+// days behind, a date a day gone was taken, and lock wrote a lock that had
+// already ended and said the backup was locked. Now the first is locked,
+// and the second is refused as a bad flag (exit 2, naming the storage's
+// now), nothing locked or copied.
+func TestALockIsDatedByTheStoresClock(t *testing.T) {
+	root := t.TempDir()
+	bs := localSplit(t, root)
+	now := time.Now().UTC()
+	older, newer := "2026-11-20.000000.zone1-0000000100", "2026-11-21.000000.zone1-0000000100"
+	plantBackup(t, bs, "ks/0", older)
+	plantBackup(t, bs, "ks/0", newer)
+	saved := hostNow
+	t.Cleanup(func() { hostNow = saved })
+	shard := []string{"--keyspace=ks", "--shard=0"}
+	with := func(args ...string) []string { return append(args, shard...) }
+
+	hostNow = func() time.Time { return time.Now().Add(72 * time.Hour) }
+	tomorrow := now.Add(24 * time.Hour).Truncate(time.Second)
+	out, errOut := runSplit(t, 0, root, with("lock", "--backup="+newer, "--until="+tomorrow.Format(time.RFC3339))...)
+	assert.Regexp(t, `^ks/0/`+newer+` is locked until `+tomorrow.Format(time.RFC3339)+` \(governance\): [0-9]+ objects\n$`, out)
+	assert.Equal(t, "vtfifo lock: this host's clock is 3d ahead of the storage's: ages and dates are the storage's clock's\n", errOut)
+
+	hostNow = func() time.Time { return time.Now().Add(-72 * time.Hour) }
+	yesterday := now.Add(-24 * time.Hour).Truncate(time.Second).Format(time.RFC3339)
+	protected := t.TempDir()
+	for _, args := range [][]string{
+		with("lock", "--backup="+older, "--until="+yesterday),
+		with("promote", "--backup="+older, "--to=--split-storage-root="+protected, "--until="+yesterday),
+	} {
+		out, errOut = runSplit(t, 2, root, args...)
+		assert.Empty(t, out, "%v", args)
+		assert.Regexp(t, `^vtfifo `+args[0]+`: this host's clock is 3d behind the storage's: ages and dates are the storage's clock's\n`+
+			`vtfifo `+args[0]+`: invalid value "`+yesterday+`" for --until: allowed values are a time in the future `+
+			`\(the storage's clock says `+now.Format("2006-01-02T15")+`:[0-9:]+Z\)\n$`, errOut, "%v", args)
+	}
+	ls, _ := runSplit(t, 0, root, with("ls")...)
+	assert.Regexp(t, older+`\s.*\s-\n`, ls, "not locked")
+	assert.Regexp(t, newer+`\s.*locked until `+tomorrow.Format(time.RFC3339), ls)
+	entries, err := os.ReadDir(protected)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing promoted")
+}

@@ -61,25 +61,21 @@ func (f *lockFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object (backup, until, mode, objects, bases)")
 }
 
-// check turns the flags into the lock asked for, or an error naming the flag.
-func (f *lockFlags) check(now time.Time) error {
+// check turns the flags into the lock asked for, or an error naming the
+// flag; its date is set by dateByStoreClock once the storage is open.
+func (f *lockFlags) check() error {
 	var until time.Time
 	switch {
 	case (f.until == "") == (f.forDur == 0):
 		return errors.New("give one of --until and --for: how long the backup is kept")
 	case f.forDur < 0:
 		return invalid("for", flagvalue.FormatAge(f.forDur), "an age > 0 such as 30d, 2w or 720h")
-	case f.forDur > 0:
-		until = now.Add(f.forDur)
-	default:
+	case f.forDur == 0:
 		var err error
 		if until, err = time.Parse(time.RFC3339, f.until); err != nil {
 			if until, err = time.Parse(time.DateOnly, f.until); err != nil {
 				return invalid("until", f.until, "an RFC 3339 time (2026-12-31T00:00:00Z) or a UTC date (2026-12-31)")
 			}
-		}
-		if !until.After(now) {
-			return invalid("until", f.until, "a time in the future")
 		}
 	}
 	mode := splitstorage.LockMode(f.mode)
@@ -90,12 +86,21 @@ func (f *lockFlags) check(now time.Time) error {
 	return nil
 }
 
-// fromStoreClock has a lock for --for run from the storage's now, not this
-// host's (judgingNow): a lock cannot be shortened (compliance mode).
-func (f *lockFlags) fromStoreClock(s *session) {
+// dateByStoreClock dates the lock by the storage's clock (judgingNow), not
+// this host's, which may be days off: --for runs from the storage's now (a
+// lock cannot be shortened), and --until must be after it (a host whose
+// clock ran ahead refused a date still to come; one behind wrote a lock
+// that had already ended). An --until passed fails as a flag does (exit 2).
+func (f *lockFlags) dateByStoreClock(s *session) int {
+	now := s.judgingNow()
 	if f.forDur > 0 {
-		f.lockWanted.Until = s.judgingNow().Add(f.forDur).UTC().Truncate(time.Second)
+		f.lockWanted.Until = now.Add(f.forDur).UTC().Truncate(time.Second)
+		return -1
 	}
+	if !f.lockWanted.Until.After(now) {
+		return s.o.failf(exitUsage, "%v", invalid("until", f.until, "a time in the future (the storage's clock says "+now.UTC().Format(time.RFC3339)+")"))
+	}
+	return -1
 }
 
 // LockBackup is `vtfifo lock`: a backup and the ones it needs locked at the
@@ -110,7 +115,7 @@ func LockBackup(ctx context.Context, prog string, args []string, stdout, stderr 
 				if err := required(); err != nil {
 					return err
 				}
-				return f.check(time.Now())
+				return f.check()
 			}
 		})
 	if s == nil {
@@ -121,7 +126,9 @@ func LockBackup(ctx context.Context, prog string, args []string, stdout, stderr 
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
-	f.fromStoreClock(s)
+	if code := f.dateByStoreClock(s); code >= 0 {
+		return code
+	}
 	dir, name := s.o.dir(), s.o.backup
 	res, err := lk.Lock(s.ctx, dir, name, f.lockWanted)
 	if err != nil {

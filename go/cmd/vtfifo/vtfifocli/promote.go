@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -40,7 +39,7 @@ func Promote(ctx context.Context, prog string, args []string, stdout, stderr io.
 				if err := required(); err != nil {
 					return err
 				}
-				if err := f.check(time.Now()); err != nil {
+				if err := f.check(); err != nil {
 					return err
 				}
 				var err error
@@ -56,7 +55,9 @@ func Promote(ctx context.Context, prog string, args []string, stdout, stderr io.
 	if err != nil {
 		return s.o.failf(exitUsage, "%v", err)
 	}
-	f.fromStoreClock(s)
+	if code := f.dateByStoreClock(s); code >= 0 {
+		return code
+	}
 	dir, name := s.o.dir(), bh.Name()
 	rec, err := testrestore.Load(s.ctx, bh)
 	switch {

@@ -81,13 +81,29 @@ func (s *Storage) SeenNow(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	return seenNow(ctx, e.be)
+}
+
+// seenNow is the time be's answer to one HEAD of the root identity gives.
+func seenNow(ctx context.Context, be backend.Backend) (time.Time, error) {
 	wctx, w := backend.WatchClock(ctx)
-	if _, err := e.be.Stat(wctx, rootMarker); err != nil && !errors.Is(err, ErrNotExist) {
-		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (%s in %s): %w", rootMarker, e.be, err)
+	if _, err := be.Stat(wctx, rootMarker); err != nil && !errors.Is(err, ErrNotExist) {
+		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (%s in %s): %w", rootMarker, be, err)
 	}
 	now, ok := w.Now()
 	if !ok {
 		return time.Time{}, ErrNoClockSeen
 	}
 	return now, nil
+}
+
+// datingNow is the time a date given to be is checked against (a lock's
+// until must be after it): be's clock as seenNow reads it, this host's
+// where be's answers carry none (local disk) or it could not be read (the
+// store then judges the date itself when it locks).
+func datingNow(ctx context.Context, be backend.Backend) time.Time {
+	if now, err := seenNow(ctx, be); err == nil {
+		return now
+	}
+	return hostNow()
 }

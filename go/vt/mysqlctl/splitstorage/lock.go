@@ -249,8 +249,9 @@ func (s *Storage) Lock(ctx context.Context, dir, name string, l backend.Lock) (L
 	if err := l.Validate(); err != nil {
 		return LockResult{}, flagvalue.Contradiction(err)
 	}
-	if !l.HoldsAt(time.Now()) {
-		return LockResult{}, flagvalue.Contradiction(fmt.Errorf("split storage: a lock until %s keeps nothing: the date has passed", l.Until.Format(time.RFC3339)))
+	if now := datingNow(ctx, e.be); !l.HoldsAt(now) {
+		return LockResult{}, flagvalue.Contradiction(fmt.Errorf("split storage: a lock until %s keeps nothing: the date has passed (the store's clock says %s)",
+			l.Until.Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
 	}
 	lk, err := lockerOf(e)
 	if err != nil {

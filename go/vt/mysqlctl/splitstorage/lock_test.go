@@ -192,8 +192,9 @@ func TestLockedObjectsResistTheStoresOwnAPI(t *testing.T) {
 // this host's clock three days ahead, a backup locked for two days is
 // still refused to removal as locked, and a delta written on it is locked
 // with it (capped at its base's lock), where this host's clock took the
-// base's lock for expired and left the delta unlocked. S3 with Object
-// Lock (versitygw), whose answers carry their time.
+// base's lock for expired and left the delta unlocked. A new lock's date
+// is checked against the store's clock too. S3 with Object Lock
+// (versitygw), whose answers carry their time.
 func TestALockIsJudgedByTheStoresClock(t *testing.T) {
 	ctx := context.Background()
 	srv := splitstoragetest.StartS3ObjectLock(t)
@@ -212,4 +213,16 @@ func TestALockIsJudgedByTheStoresClock(t *testing.T) {
 	cfg.LockFor = 96 * time.Hour
 	chainBackup(t, newStorage(t, cfg), dir, "b-delta", "a-full")
 	requireLockedUntil(t, be, dir, "b-delta", until)
+
+	// A lock's date is checked against the store's clock too: a day from
+	// the store's now is taken; a day gone is refused, saying the store's now.
+	tomorrow := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)
+	res, err := plain.Lock(ctx, dir, "a-full", backend.Lock{Until: tomorrow.Add(96 * time.Hour), Mode: backend.LockGovernance})
+	require.NoError(t, err)
+	require.Equal(t, tomorrow.Add(96*time.Hour), res.Lock.Until)
+	splitstorage.SetHostClockOffForTest(t, -72*time.Hour)
+	yesterday := time.Now().Add(-24 * time.Hour).UTC().Truncate(time.Second)
+	_, err = plain.Lock(ctx, dir, "a-full", backend.Lock{Until: yesterday, Mode: backend.LockGovernance})
+	require.ErrorContains(t, err, "split storage: a lock until "+yesterday.Format(time.RFC3339)+" keeps nothing: the date has passed "+
+		"(the store's clock says "+time.Now().UTC().Format("2006-01-02T15"))
 }

@@ -77,8 +77,8 @@ func (s *Storage) Promote(ctx context.Context, to backupstorage.BackupStorage, d
 	fail := func(err error) (PromoteReport, error) {
 		return rep, fmt.Errorf("split storage: promoting backup %s to %s: %w", rep.Backup, rep.Destination, err)
 	}
-	if err := l.Validate(); err != nil || !l.HoldsAt(time.Now()) {
-		return fail(fmt.Errorf("a promotion locks the backup at the destination until a later date: %v", l))
+	if err := l.Validate(); err != nil || !l.HoldsAt(datingNow(ctx, de.be)) {
+		return fail(fmt.Errorf("a promotion locks the backup at the destination until a later date (by the destination's clock): %v", l))
 	}
 	if _, err := lockerOf(de); err != nil {
 		return fail(err)

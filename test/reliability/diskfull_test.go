@@ -148,14 +148,34 @@ func TestDiskFullDuringRestore(t *testing.T) {
 // what there is: mysqld runs with its data as before, no
 // restore_in_progress, nothing beside the data directory. Before, the
 // restore deleted the tablet's files, then ran out of room: the tablet
-// was left empty, mysqld stopped. With room, the same restore succeeds.
+// was left empty, mysqld stopped. The same where the 300 MB are in a
+// chain's delta, its full small: the check counted the full only. With
+// room, the same restore succeeds.
 func TestARestoreThatCannotFitTouchesNothing(t *testing.T) {
+	for _, c := range []struct{ name, what string }{
+		{"full", `the files of its full backup %[1]s`},
+		{"chain", `the files of its full backup \S+ and of its first delta %[1]s`},
+	} {
+		t.Run(c.name, func(t *testing.T) { restoreThatCannotFit(t, c.name == "chain", c.what) })
+	}
+}
+
+// restoreThatCannotFit is TestARestoreThatCannotFitTouchesNothing's case:
+// the 300 MB in a delta on a full taken before them (chain), or in the
+// full; what is the refusal's account of what takes the room.
+func restoreThatCannotFit(t *testing.T, chain bool, what string) {
 	const roomy = 1 << 30
 	mnt := tmpfs.Mount(t, roomy)
 	f := newFixtureIn(t, mnt)
 	cfg := splitstoragetest.Local(t).Config // the backup itself is on the ordinary disk
 	f.useStorage(t, cfg)
 	ctx := context.Background()
+	if chain {
+		ec := engineConfig()
+		ec.FullInterval = time.Hour
+		f.useEngine(ec)
+		require.NoError(t, f.backup(ctx, nil))
+	}
 	db := f.srv.DB()
 	for _, q := range []string{"CREATE DATABASE room", "CREATE TABLE room.pad (id INT PRIMARY KEY, b LONGBLOB) ENGINE=InnoDB",
 		"INSERT INTO room.pad SELECT seq, REPEAT(MD5(seq), 32768) FROM room.seq_1_to_300"} {
@@ -164,6 +184,7 @@ func TestARestoreThatCannotFitTouchesNothing(t *testing.T) {
 	}
 	require.NoError(t, f.backup(ctx, nil))
 	m := latestManifest(t, f)
+	require.Equal(t, chain, m.BaseBackup != "", "the backup is a delta")
 	_, err := db.ExecContext(ctx, "DROP DATABASE room")
 	require.NoError(t, err)
 	used, err := statUsed(mnt)
@@ -177,9 +198,10 @@ func TestARestoreThatCannotFitTouchesNothing(t *testing.T) {
 	logger := logutil.NewMemoryLogger()
 	_, err = f.restore(ctx, logger)
 	require.Error(t, err, "log:\n%s", logger.String())
-	assert.Regexp(t, fmt.Sprintf(`backup %s does not fit on this tablet: the files of its full backup %[1]s take at least \d+ bytes \(its `+
-		`stream's\), and %s has \d+ bytes free, \d+ with the tablet's files that a restore deletes: nothing was touched, mysqld runs with its `+
-		`data as before; make room there or restore onto a larger disk`, f.list(t)[0], parent), err.Error())
+	names := f.list(t)
+	assert.Regexp(t, fmt.Sprintf(`backup %s does not fit on this tablet: `+what+` take at least \d+ bytes \(their streams'\), and %s has \d+ `+
+		`bytes free, \d+ with the tablet's files that a restore deletes: nothing was touched, mysqld runs with its data as before; make room `+
+		`there or restore onto a larger disk`, names[len(names)-1], parent), err.Error())
 	assert.True(t, f.mysqldRunning(), "mysqld runs as before")
 	f.requireSourceData(t, "the tablet's data after the refused restore")
 	assert.NoFileExists(t, filepath.Join(cnf.TabletDir(), mysqlctl.RestoreState))

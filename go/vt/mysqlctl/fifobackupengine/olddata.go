@@ -121,18 +121,17 @@ func setAsideOldFiles(cnf *mysqlctl.Mycnf, need int64, logger logutil.Logger) (w
 }
 
 // checkRoom refuses a restore that cannot fit, before mysqld stops or a
-// file is touched: its full backup's files (at least its stream's bytes,
-// less 1% for the stream's own headers) are more than the file system
-// beside the data directory has free plus what every file the restore
-// would delete takes (counted wherever it is, so that a layout in which
-// they free nothing there is never refused for it). Refused, the tablet
-// keeps its data and its mysqld as they were, where a restore that began
-// deleted them and then ran out of room. Unknown free space refuses
-// nothing, nor do files that cannot be read.
+// file is touched: roomNeeded is more than the file system beside the data
+// directory has free with what the tablet's files that the restore would
+// delete take (counted wherever they are, so that a layout in which they
+// free nothing there is never refused for it). Refused, the tablet keeps
+// its data and its mysqld as they were, where a restore that began deleted
+// them and then ran out of room. Unknown free space refuses nothing, nor do
+// files that cannot be read.
 func checkRoom(cnf *mysqlctl.Mycnf, chain []member) error {
 	parent := filepath.Dir(filepath.Clean(cnf.DataDir))
-	full := chain[0].m
-	free, need := freeBytes(parent), full.RawBytes-full.RawBytes/100
+	need, what := roomNeeded(chain)
+	free := freeBytes(parent)
 	if free < 0 || free >= need {
 		return nil
 	}
@@ -144,10 +143,27 @@ func checkRoom(cnf *mysqlctl.Mycnf, chain []member) error {
 	if !ok || free+freed >= need {
 		return nil
 	}
-	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s does not fit on this tablet: the files of its full backup %s take at "+
-		"least %d bytes (its stream's), and %s has %d bytes free, %d with the tablet's files that a restore deletes: nothing was touched, "+
-		"mysqld runs with its data as before; make room there or restore onto a larger disk", chain[len(chain)-1].m.BackupName, full.BackupName,
-		need, parent, free, free+freed)
+	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s does not fit on this tablet: %s take at least %d bytes (their "+
+		"streams'), and %s has %d bytes free, %d with the tablet's files that a restore deletes: nothing was touched, mysqld runs with its "+
+		"data as before; make room there or restore onto a larger disk", chain[len(chain)-1].m.BackupName, what, need, parent, free, free+freed)
+}
+
+// roomNeeded is the least a restore of chain holds on disk at once, and
+// what that is: the files of its full backup, and of its first delta,
+// which is extracted while the full's files are all there (restoreChain);
+// their streams' bytes, less 1% for the streams' own headers. The deltas
+// after it are not counted: the files of the full may have shrunk by then
+// (a table dropped), and a bound must never refuse a restore that fits.
+// Nor are the files a delta adds to the full's when it is applied, or the
+// prepare's redo: a restore can still pass this and run out of room.
+func roomNeeded(chain []member) (int64, string) {
+	full := chain[0].m
+	n, what := full.RawBytes, "the files of its full backup "+full.BackupName
+	if len(chain) > 1 {
+		n += chain[1].m.RawBytes
+		what += " and of its first delta " + chain[1].m.BackupName
+	}
+	return n - n/100, what
 }
 
 // bytesUnder is the size of the files under paths; false where one could

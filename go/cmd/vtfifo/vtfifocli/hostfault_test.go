@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +29,7 @@ func standInToolOf(t *testing.T, release, prepare string) string {
 }
 
 // TestATestRestoreThatThisHostFailsIsNoVerdict: a test restore that fails
-// for this host's sake (a scratch file system that fills up, no tool where
+// for this host's sake (a scratch file system too small, no tool where
 // --fifo-backup-tool-path says, the tool reporting the OS's "No space left
 // on device", the tool killed by SIGKILL as the OOM killer does, InnoDB
 // refused a directory or giving up on the kernel's AIO contexts) is no
@@ -44,9 +45,10 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 		return runSplit(t, code, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
 			"--progress=never", "--quiet", "--scratch-dir="+scratch, "--fifo-backup-tool-path="+tool)
 	}
-	fullDisk := tmpfs.Mount(t, 1<<20) // the backup's files are 4 MB
+	fullDisk := tmpfs.Mount(t, 1<<20) // the backup's stream is 99 MB
 	for _, c := range []struct{ name, tool, scratch, want string }{
-		{"a full scratch disk", standInTool(t, "exit 0"), fullDisk, "; this host could not finish it (its disk is full): nothing says the backup is damaged\n"},
+		{"a scratch disk too small", standInTool(t, "exit 0"), fullDisk, ": nothing was downloaded; restore it onto a file system with more " +
+			"room (no verdict on the backup); this host could not finish it (its disk has too little room for the backup): nothing says the backup is damaged\n"},
 		{"the tool on a full disk", standInTool(t, `echo "[ERROR] InnoDB: Error number 28 means 'No space left on device'" >&2; exit 1`), scratch,
 			"; this host could not finish it (its disk is full): nothing says the backup is damaged\n"},
 		{"the OOM killer", standInTool(t, "kill -KILL $$"), scratch,
@@ -148,6 +150,40 @@ func TestARestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 		"--fifo-backup-tool-path=" + standInTool(t, refusal)}, args...)...)
 	assert.Contains(t, errOut, "FAIL: fifo restore of backup ")
 	assert.NotContains(t, errOut, "no proof about the backup")
+}
+
+// TestARestoreIntoADirectoryThatCannotHoldItWritesNothing: a restore into
+// a directory whose file system has less room than the backup's stream is
+// refused before anything is downloaded or made there (exit 3: this host,
+// no verdict on the backup), where it filled the file system, which a live
+// server may share (MySQL stops when it cannot write its binary log), and
+// failed half-way. With --prepare, a tenth more is asked for the prepare.
+func TestARestoreIntoADirectoryThatCannotHoldItWritesNothing(t *testing.T) {
+	_, args := storageCopy(t)
+	small := tmpfs.Mount(t, 1<<20) // the backup's stream is 99 MB
+	target := filepath.Join(small, "r")
+	for _, prepare := range []bool{false, true} {
+		restore := append([]string{"restore", "--progress=never", "--quiet", "--target-dir=" + target}, args...)
+		what := `the stream bytes of backup 2026-11-23.050519.zone1-0000004989`
+		if prepare {
+			restore = append(restore, "--prepare", "--fifo-backup-tool-path="+standInTool(t, "exit 0"))
+			what += `, and a tenth more for the prepare`
+		}
+		out, errOut := runArgs(t, 3, restore...)
+		assert.Empty(t, out)
+		assert.Regexp(t, `^vtfifo restore: FAIL: `+target+` has [0-9]+ bytes free, and restoring backup 2026-11-23.050519.zone1-0000004989 `+
+			`needs about [0-9]+ there \(`+what+`\): nothing was downloaded; restore it onto a file system with more room; this host could `+
+			`not finish it \(its disk has too little room for the backup\): nothing says the backup is damaged\n$`, errOut)
+		assert.NoDirExists(t, target)
+		assert.Equal(t, int64(0), fsUsedBytes(t, small), "nothing written there")
+	}
+}
+
+// fsUsedBytes is the bytes in use on dir's file system.
+func fsUsedBytes(t *testing.T, dir string) int64 {
+	var st syscall.Statfs_t
+	require.NoError(t, syscall.Statfs(dir, &st))
+	return int64(st.Blocks-st.Bfree) * st.Bsize
 }
 
 // runArgs runs vtfifo with args, requires its exit status and returns its

@@ -165,6 +165,11 @@ func RestoreToDir(ctx context.Context, bh backupstorage.BackupHandle, dir string
 			"data directory once the tool has applied its chain %v; restore it with --prepare", m.BackupName, m.BaseBackup,
 			chainNames(run.chain)))
 	}
+	if tables == nil { // a table restore checks each backup's frames (roomFor)
+		if err := checkTargetRoom(dir, run.chain, opts.Prepare); err != nil {
+			return rep, err
+		}
+	}
 	if rep.Target, err = claimEmptyDir(dir); err != nil {
 		return rep, err
 	}

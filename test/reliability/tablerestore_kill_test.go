@@ -283,3 +283,33 @@ func TestATableIntoAReadOnlyInnoDBSaysWhatRefusesIt(t *testing.T) {
 	assert.NotContains(t, stderr, "grant its user")
 	assert.NoDirExists(t, target)
 }
+
+// TestATableIntoALiveServerWithoutRoomTouchesNothing: restore-table into a
+// live server whose data directory's file system the import would leave
+// with less than 1 % of it free (a tmpfs) is refused before anything is
+// created there: exit 3 (this host, no verdict on the backup), saying
+// what the import writes and what is free; no table, no file of it in the
+// server's data directory. Before, the copy filled the disk under the
+// live server.
+func TestATableIntoALiveServerWithoutRoomTouchesNothing(t *testing.T) {
+	f, target := backedUpWithTarget(t)
+	mnt := tmpfs.Mount(t, 1<<30)
+	live := mariadbtest.Start(t, mariadbtest.WithParentDir(mnt))
+	live.Exec(t, "CREATE DATABASE "+sampleDB)
+	require.NoError(t, tmpfs.Resize(mnt, fsUsed(t, mnt)+512<<10))
+	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--into-mysql="+live.Socket, "--mysql-user=root",
+		"--target-dir="+target, "--progress=never", "--quiet", "--fifo-backup-tool-path="+mariadbtest.LookPath(t, "mariabackup"),
+		"--fifo-backup-tool-flavor=mariabackup")
+	assert.Equal(t, 3, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Contains(t, stdout, "table "+sampleDB+".t0001 (InnoDB): ", "restored into --target-dir")
+	assert.Regexp(t, `^FAIL: importing `+sampleDB+`\.t0001 as `+sampleDB+`\.t0001: `+sampleDB+`\.t0001: the live server's file system of the data `+
+		`directory \(`+regexp.QuoteMeta(filepath.Clean(live.DataDir))+`\) has [0-9]+ bytes free, and the import writes about [0-9]+ there: it `+
+		`would leave less than [0-9]+ \(a tenth of that, or 1% of the file system\) for the server's own writes, and a server that cannot write `+
+		`its binary log stops: nothing was created in the live server; make room there\n$`, stderr)
+	assert.Equal(t, "0", live.Query(t, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", sampleDB), "nothing in the live server")
+	files, err := os.ReadDir(filepath.Join(live.DataDir, sampleDB))
+	require.NoError(t, err)
+	for _, e := range files {
+		assert.Equal(t, "db.opt", e.Name(), "nothing of the table in the live server's data directory")
+	}
+}

@@ -323,6 +323,9 @@ func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, op
 	}
 	local := LocalName(to)
 	if !opts.Resume {
+		if err := replicatedRoom(ctx, db, src, !opts.Unreplicated); err != nil {
+			return Result{}, err
+		}
 		makeLocal := opts.Local
 		if makeLocal == nil {
 			makeLocal = fromFiles
@@ -340,6 +343,22 @@ func ImportReplicated(ctx context.Context, db *sql.DB, src Source, to Target, op
 		}
 	}
 	return res, err
+}
+
+// replicatedRoom is roomFor of an ImportReplicated: the table's bytes twice
+// in the data directory (the local copy, the copy through the log) and,
+// logged, once in the binary log.
+func replicatedRoom(ctx context.Context, db *sql.DB, src Source, logged bool) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var dataDir string
+	if err := conn.QueryRowContext(ctx, "SELECT @@datadir").Scan(&dataDir); err != nil {
+		return err
+	}
+	return roomFor(ctx, conn, dataDir, src, 2, logged)
 }
 
 // dropUnlogged drops a table that only this server has, without logging.

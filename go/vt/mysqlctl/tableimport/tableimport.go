@@ -302,6 +302,9 @@ func (im *importer) check(opts Options) ([]tablespace, error) {
 	if im.owner, err = os.Stat(im.dbDir); err != nil {
 		return nil, fmt.Errorf("the live server's database directory %s is not on this host (%v): run the import on the server's host", im.dbDir, err)
 	}
+	if err := roomFor(im.ctx, im.conn, dataDir, im.src, 1, false); err != nil {
+		return nil, err
+	}
 	create, notes, err := definition(im.ctx, im.conn, im.src, im.to, opts)
 	if err != nil {
 		return nil, err

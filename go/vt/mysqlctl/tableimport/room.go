@@ -1,0 +1,117 @@
+package tableimport
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+)
+
+// An import writes into the live server's file systems: the table's files
+// (Import), and, through the binary log, its rows again as a copy and as
+// events (ImportReplicated). A server that cannot write stops (MySQL 8
+// aborts when it cannot write its binary log: binlog_error_action), and a
+// copy that fills its disk fails only once it has. So an import whose
+// writes would leave a file system of the server with less free than a
+// tenth of them or 1 % of its size is refused before anything is created.
+
+// roomFor refuses such an import of src into the server of conn, whose
+// data directory is dataDir: copies is how many times the table's bytes go
+// there (1: its files; 2: its local copy and the copy through the log),
+// logged whether they go to the binary log too. The table's bytes are its
+// files' (rows take no more once in the server). A file system not on this
+// host, or a file that cannot be read, refuses nothing.
+func roomFor(ctx context.Context, conn *sql.Conn, dataDir string, src Source, copies int, logged bool) error {
+	size, ok := filesSize(src)
+	if !ok || size == 0 {
+		return nil
+	}
+	var writes []fsWrite
+	dataDir = filepath.Clean(dataDir)
+	writes = append(writes, fsWrite{dataDir, "the data directory", int64(copies) * size})
+	if logged {
+		var base sql.NullString
+		// The binary log's directory; the data directory's where it is not known.
+		if conn.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin_basename").Scan(&base) == nil && base.Valid && base.String != "" {
+			dir := base.String
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(dataDir, dir)
+			}
+			writes = append(writes, fsWrite{filepath.Dir(dir), "the binary log", size})
+		} else {
+			writes = append(writes, fsWrite{dataDir, "the binary log", size})
+		}
+	}
+	return checkWrites(writes, src)
+}
+
+// fsWrite is what an import writes under dir.
+type fsWrite struct {
+	dir, what string
+	bytes     int64
+}
+
+// checkWrites adds up writes by file system and refuses the first that
+// would leave too little free.
+func checkWrites(writes []fsWrite, src Source) error {
+	type fsNeed struct {
+		dir   string
+		what  []string
+		bytes int64
+		free  int64
+		size  int64
+	}
+	byDev := map[uint64]*fsNeed{}
+	var devs []uint64
+	for _, w := range writes {
+		var st syscall.Statfs_t
+		fi, err := os.Stat(w.dir)
+		if err != nil || syscall.Statfs(w.dir, &st) != nil {
+			continue // not on this host
+		}
+		dev := fi.Sys().(*syscall.Stat_t).Dev
+		n := byDev[dev]
+		if n == nil {
+			n = &fsNeed{dir: w.dir, free: int64(st.Bavail) * st.Bsize, size: int64(st.Blocks) * st.Bsize}
+			byDev[dev] = n
+			devs = append(devs, dev)
+		}
+		n.what, n.bytes = append(n.what, w.what), n.bytes+w.bytes
+	}
+	sort.Slice(devs, func(i, j int) bool { return devs[i] < devs[j] })
+	for _, dev := range devs {
+		n := byDev[dev]
+		keep := max(n.bytes/10, n.size/100)
+		if n.free-n.bytes >= keep {
+			continue
+		}
+		return unreadable.Host(fmt.Errorf("%s.%s: the live server's file system of %s (%s) has %d bytes free, and the import writes about "+
+			"%d there: it would leave less than %d (a tenth of that, or 1%% of the file system) for the server's own writes, and a server "+
+			"that cannot write its binary log stops: nothing was created in the live server; make room there", src.DB, src.Table,
+			strings.Join(n.what, " and "), n.dir, n.free, n.bytes, keep), "the live server's disk has too little room for the table")
+	}
+	return nil
+}
+
+// filesSize is the bytes of src's files that an import copies in (its
+// trigger definitions are not); false where one cannot be read.
+func filesSize(src Source) (int64, bool) {
+	var n int64
+	for _, f := range src.Files {
+		if triggerFiles[filepath.Ext(f)] {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(src.Dir, filepath.FromSlash(f)))
+		if err != nil {
+			return 0, false
+		}
+		n += fi.Size()
+	}
+	return n, true
+}

@@ -29,11 +29,12 @@ func (s *Storage) SpoolForTest(ctx context.Context) (reserved, live int64) {
 	return e.spool.reserved, e.spool.live.Load()
 }
 
-// SetFreeSpaceForTest makes the spool see free bytes in every directory until the test ends.
+// SetFreeSpaceForTest makes the spool see free bytes in every directory,
+// on a file system of no size (nothing kept), until the test ends.
 func SetFreeSpaceForTest(t interface{ Cleanup(func()) }, free int64) {
-	old := freeSpace
-	freeSpace = func(string) (int64, error) { return free, nil }
-	t.Cleanup(func() { freeSpace = old })
+	old := spaceOf
+	spaceOf = func(string) (int64, int64, error) { return free, 0, nil }
+	t.Cleanup(func() { spaceOf = old })
 }
 
 // RetryingBackendForTest returns the storage's backend with the retrying wrapper.

@@ -55,34 +55,44 @@ func spoolFor(dir string) *spool {
 	return s
 }
 
-// freeSpace is the space available to this process in dir; tests replace it.
-var freeSpace = diskFree
+// spaceOf is the space available to this process in dir and the size of
+// its file system; tests replace it.
+var spaceOf = diskSpace
 
 // available is what the spool can still promise: the free space, plus what
-// its own files take now (they are counted in reserved), less the promises.
-func (s *spool) available() (int64, error) {
-	free, err := freeSpace(s.dir)
+// its own files take now (they are counted in reserved), less the promises
+// and what it keeps (spoolKeep).
+func (s *spool) available() (avail, keep int64, err error) {
+	free, size, err := spaceOf(s.dir)
 	if err != nil {
-		return 0, fmt.Errorf("split storage: checking the free space of the spool directory %s (--split-storage-spool-dir): %w", s.dir, err)
+		return 0, 0, fmt.Errorf("split storage: checking the free space of the spool directory %s (--split-storage-spool-dir): %w", s.dir, err)
 	}
-	return free + s.live.Load() - s.reserved, nil
+	keep = size / spoolKeep
+	return free + s.live.Load() - s.reserved - keep, keep, nil
 }
+
+// spoolKeep: the spool never promises the last 1/spoolKeep of its file
+// system, which it may share with a live mysqld (--split-storage-spool-dir
+// on the data disk): a server that cannot write its binary log stops.
+const spoolKeep = 100
 
 // reserve promises n bytes of the spool for what, or fails naming the space
 // missing and the flags that size it.
 func (s *spool) reserve(n int64, what string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	avail, err := s.available()
+	avail, keep, err := s.available()
 	if err != nil {
 		return err
 	}
 	if n > avail {
 		// This host's disk, never the backup's: no verdict on anything read.
 		return unreadable.Host(fmt.Errorf("split storage: the spool directory %s (--split-storage-spool-dir) cannot hold %s: it needs %s, and %s are free there beyond "+
-			"the %s promised to the files and backups of this process: free space there, point --split-storage-spool-dir at a larger disk, or lower "+
-			"--split-storage-part-size, --split-storage-upload-concurrency or the files written at once (for the fifo engine, --fifo-backup-lanes)",
-			s.dir, what, flagvalue.FormatSize(n), flagvalue.FormatSize(max(avail, 0)), flagvalue.FormatSize(s.reserved)), "the spool directory's disk lacks room")
+			"the %s promised to the files and backups of this process and the %s (1%% of its file system) left to whatever else writes there: free "+
+			"space there, point --split-storage-spool-dir at a larger disk, or lower --split-storage-part-size, --split-storage-upload-concurrency or "+
+			"the files written at once (for the fifo engine, --fifo-backup-lanes)",
+			s.dir, what, flagvalue.FormatSize(n), flagvalue.FormatSize(max(avail, 0)), flagvalue.FormatSize(s.reserved), flagvalue.FormatSize(keep)),
+			"the spool directory's disk lacks room")
 	}
 	s.reserved += n
 	return nil
@@ -98,7 +108,7 @@ func (s *spool) unreserve(n int64) {
 func (s *spool) headroom(partSize int64) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	avail, err := s.available()
+	avail, _, err := s.available()
 	if err != nil || avail < 0 {
 		return 0
 	}

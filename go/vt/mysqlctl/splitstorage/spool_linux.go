@@ -21,12 +21,12 @@ func createSpoolFile(dir string) (*os.File, error) {
 	return createUnlinked(dir)
 }
 
-func diskFree(dir string) (int64, error) {
+func diskSpace(dir string) (free, size int64, err error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return int64(st.Bavail) * int64(st.Bsize), nil
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
 }
 
 func diskSize(dir string) (int64, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
+	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
@@ -241,4 +243,50 @@ func TestFileStorageSpoolsInItsRoot(t *testing.T) {
 	dir, linked = splitstorage.SpoolPlaceForTest(s3)
 	assert.Equal(t, os.TempDir(), dir)
 	assert.False(t, linked)
+}
+
+// TestTheSpoolLeavesRoomOnItsDisk: the spool never promises the last 1 % of
+// its file system, which it may share with a live mysqld (the spool on the
+// data disk): on a 100 MiB tmpfs with 8.5 MiB free, a backup whose two
+// uploads need 8 MiB is refused before it stores anything, where it was
+// taken and could have left the disk 0.5 MiB from full under a server;
+// with 10 MiB free it starts. A real file system, not the seam.
+func TestTheSpoolLeavesRoomOnItsDisk(t *testing.T) {
+	mnt := tmpfs.Mount(t, 100<<20)
+	cfg := splitstoragetest.Local(t).Config
+	cfg.SpoolDir = mnt
+	cfg.PartSize = 4 << 20
+	cfg.UploadConcurrency = 2
+	bs, err := splitstorage.New(cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	fill := func(free int64) {
+		var st syscall.Statfs_t
+		require.NoError(t, syscall.Statfs(mnt, &st))
+		filler := filepath.Join(mnt, "filler")
+		have, _ := os.Stat(filler)
+		size := int64(st.Bavail)*st.Bsize - free
+		if have != nil {
+			size += have.Size()
+		}
+		require.NoError(t, os.WriteFile(filler, make([]byte, size), 0o600))
+	}
+
+	fill(8<<20 + 512<<10)
+	_, err = bs.StartBackup(ctx, "ks/0", "2026-12-03.000000.zone1-0000000100")
+	require.Error(t, err)
+	assert.Equal(t, "split storage: the spool directory "+mnt+" (--split-storage-spool-dir) cannot hold backup ks/0/2026-12-03.000000.zone1-0000000100: "+
+		"--split-storage-upload-concurrency=2 uploads of --split-storage-part-size=4MiB: it needs 8MiB, and 7680KiB are free there beyond the 0 "+
+		"promised to the files and backups of this process and the 1MiB (1% of its file system) left to whatever else writes there: free space "+
+		"there, point --split-storage-spool-dir at a larger disk, or lower --split-storage-part-size, --split-storage-upload-concurrency or the "+
+		"files written at once (for the fifo engine, --fifo-backup-lanes)", err.Error())
+	assert.Equal(t, "the spool directory's disk lacks room", unreadable.HostFault(err))
+	bhs, err := bs.ListBackups(ctx, "ks/0")
+	require.NoError(t, err)
+	assert.Empty(t, bhs, "a refused backup stores nothing")
+
+	fill(10 << 20)
+	bh, err := bs.StartBackup(ctx, "ks/0", "2026-12-03.000001.zone1-0000000100")
+	require.NoError(t, err)
+	require.NoError(t, bh.AbortBackup(ctx))
 }

@@ -169,6 +169,7 @@ func TestARestoreIntoADirectoryThatCannotHoldItWritesNothing(t *testing.T) {
 			restore = append(restore, "--prepare", "--fifo-backup-tool-path="+standInTool(t, "exit 0"))
 			what += `, and a tenth more for the prepare`
 		}
+		what += `, and 1% of the file system left to whatever else writes there`
 		out, errOut := runArgs(t, 3, restore...)
 		assert.Empty(t, out)
 		assert.Regexp(t, `^vtfifo restore: FAIL: `+target+` has [0-9]+ bytes free, and restoring backup 2026-11-23.050519.zone1-0000004989 `+

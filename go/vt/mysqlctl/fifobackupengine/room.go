@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
 
@@ -102,9 +103,10 @@ func restoreNeeds(chain []member) int64 {
 // chain can write there, before anything is downloaded: every stream's
 // bytes (what the files of the full and of every delta take at most at
 // once: a delta's directory is removed once it is applied), and, with the
-// prepare, a tenth more for its logs. A restore that would fill the file
-// system stops short of that, where it would have failed half-way, after
-// the disk was full for whatever else writes there.
+// prepare, a tenth more for its logs; and 1 % of the file system is left
+// to whatever else writes there (a live server). A restore that would fill
+// the file system stops short of that, where it would have failed
+// half-way, after the disk was full for whatever else writes there.
 func checkTargetRoom(dir string, chain []member, prepare bool) error {
 	need := restoreNeeds(chain)
 	what := "the stream bytes of backup " + chain[0].m.BackupName
@@ -114,11 +116,23 @@ func checkTargetRoom(dir string, chain []member, prepare bool) error {
 	if prepare {
 		need, what = need+need/10, what+", and a tenth more for the prepare"
 	}
-	free := freeBytes(existingParent(dir))
+	free, size := freeBytes(existingParent(dir)), fsBytes(existingParent(dir))
+	if keep := size / 100; keep > 0 {
+		need, what = need+keep, what+", and 1% of the file system left to whatever else writes there"
+	}
 	if free < 0 || free >= need {
 		return nil
 	}
 	return unreadable.Host(errtext.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %d bytes free, and restoring backup %s needs about %d there "+
 		"(%s): nothing was downloaded; restore it onto a file system with more room", dir, free, chain[len(chain)-1].m.BackupName, need, what),
 		"its disk has too little room for the backup")
+}
+
+// fsBytes is the size of dir's file system, 0 when unknown.
+func fsBytes(dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0
+	}
+	return int64(st.Blocks) * st.Bsize
 }

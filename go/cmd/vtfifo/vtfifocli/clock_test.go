@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -147,7 +148,9 @@ func TestALeaseFromAHostWhoseClockIsOffHolds(t *testing.T) {
 	out, errOut := runArgs(t, 3, append([]string{"rm", "--backup=" + read}, shard...)...)
 	assert.Empty(t, out)
 	assert.Regexp(t, `^vtfifo rm: refused: split storage: backup ks/0/`+read+` is not removed: the backup is being read: vtfifo restore on `+
-		`dr-host by dr-host-7-0a0b since `+now.Format("2006-01-02T15")+`:\S+ \(until `+now.Add(24*time.Hour).Format("2006-01-02T15")+`:\S+\)`, errOut)
+		`dr-host by dr-host-7-0a0b since \S+ \(until \S+\)`, errOut)
+	assert.WithinDuration(t, now, timeAfter(t, errOut, "since "), time.Minute, "the lease's term runs from the store's write time")
+	assert.WithinDuration(t, now.Add(24*time.Hour), timeAfter(t, errOut, "(until "), time.Minute)
 	out, _ = runArgs(t, 0, append([]string{"prune", "--keep=1"}, shard...)...)
 	assert.Contains(t, out, "keeping ks/0/"+read+": the backup is being read: vtfifo restore on dr-host by dr-host-7-0a0b since ")
 	assert.NotContains(t, out, "removed")
@@ -230,7 +233,8 @@ func TestALockIsDatedByTheStoresClock(t *testing.T) {
 		assert.Empty(t, out, "%v", args)
 		assert.Regexp(t, `^vtfifo `+args[0]+`: this host's clock is 3d behind the storage's: ages and dates are the storage's clock's\n`+
 			`vtfifo `+args[0]+`: invalid value "`+yesterday+`" for --until: allowed values are a time in the future `+
-			`\(the storage's clock says `+now.Format("2006-01-02T15")+`:[0-9:]+Z\)\n$`, errOut, "%v", args)
+			`\(the storage's clock says \S+Z\)\n$`, errOut, "%v", args)
+		assert.WithinDuration(t, now, timeAfter(t, errOut, "the storage's clock says "), time.Minute, "%v", args)
 	}
 	ls, _ := runSplit(t, 0, root, with("ls")...)
 	assert.Regexp(t, older+`\s.*\s-\n`, ls, "not locked")
@@ -238,4 +242,14 @@ func TestALockIsDatedByTheStoresClock(t *testing.T) {
 	entries, err := os.ReadDir(protected)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "nothing promoted")
+}
+
+// timeAfter is the RFC 3339 time that follows word in s.
+func timeAfter(t *testing.T, s, word string) time.Time {
+	t.Helper()
+	m := regexp.MustCompile(regexp.QuoteMeta(word) + `(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d))`).FindStringSubmatch(s)
+	require.NotNil(t, m, "no time after %q in %q", word, s)
+	at, err := time.Parse(time.RFC3339Nano, m[1])
+	require.NoError(t, err)
+	return at
 }

@@ -436,6 +436,8 @@ func importFailure(err error) error {
 			"format or version differs from the backup's server): nothing says the backup is damaged", err))
 	case errors.Is(err, tableimport.ErrReplicaBehind):
 		return unreadable.Host(err, "a replica did not apply the copy in time: stopped, or broken")
+	case errors.Is(err, tableimport.ErrNoRoom):
+		return unreadable.Host(err, tableimport.ErrNoRoom.Error())
 	}
 	return unreadable.InText(err)
 }

@@ -193,5 +193,6 @@ func TestAnImportsFailureIsClassedByWhatSaysIt(t *testing.T) {
 		"or version differs from the backup's server): nothing says the backup is damaged"), errText(misfit))
 	assert.Equal(t, exitUsage, failureStatus(importFailure(fmt.Errorf("d.t: %w", tableimport.ErrExists))))
 	assert.Equal(t, exitUnreachable, failureStatus(importFailure(imp(1205, "Lock wait timeout exceeded; try restarting transaction"))))
+	assert.Equal(t, exitUnreachable, failureStatus(importFailure(fmt.Errorf("d.t: %w", tableimport.ErrNoRoom))), "the live server's disk: this host's")
 	assert.Equal(t, exitFailed, failureStatus(importFailure(imp(1030, `Got error 194 "Tablespace is missing for a table" from storage engine InnoDB`))))
 }

@@ -3,14 +3,13 @@ package tableimport
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
-
-	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
 // An import writes into the live server's file systems: the table's files
@@ -50,6 +49,15 @@ func roomFor(ctx context.Context, conn *sql.Conn, dataDir string, src Source, co
 	}
 	return checkWrites(writes, src)
 }
+
+// ErrNoRoom says the live server's disk has too little room for an import
+// (errors.Is): this host's, no verdict on the backup.
+var ErrNoRoom = errors.New("the live server's disk has too little room for the table")
+
+// noRoom is roomFor's refusal, in its own words, and ErrNoRoom.
+type noRoom struct{ error }
+
+func (noRoom) Is(target error) bool { return target == ErrNoRoom }
 
 // fsWrite is what an import writes under dir.
 type fsWrite struct {
@@ -91,10 +99,10 @@ func checkWrites(writes []fsWrite, src Source) error {
 		if n.free-n.bytes >= keep {
 			continue
 		}
-		return unreadable.Host(fmt.Errorf("%s.%s: the live server's file system of %s (%s) has %d bytes free, and the import writes about "+
+		return noRoom{fmt.Errorf("%s.%s: the live server's file system of %s (%s) has %d bytes free, and the import writes about "+
 			"%d there: it would leave less than %d (a tenth of that, or 1%% of the file system) for the server's own writes, and a server "+
 			"that cannot write its binary log stops: nothing was created in the live server; make room there", src.DB, src.Table,
-			strings.Join(n.what, " and "), n.dir, n.free, n.bytes, keep), "the live server's disk has too little room for the table")
+			strings.Join(n.what, " and "), n.dir, n.free, n.bytes, keep)}
 	}
 	return nil
 }

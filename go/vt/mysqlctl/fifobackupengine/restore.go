@@ -361,11 +361,18 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 // freeBytes returns the bytes available to this process on dir's file
 // system, -1 when unknown.
 func freeBytes(dir string) int64 {
+	free, _ := fsSpace(dir)
+	return free
+}
+
+// fsSpace returns the bytes available to this process on dir's file system
+// and its size; -1 and 0 when unknown.
+func fsSpace(dir string) (free, size int64) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return -1
+		return -1, 0
 	}
-	return int64(st.Bavail) * int64(st.Bsize)
+	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize
 }
 
 func freeText(free int64) string {

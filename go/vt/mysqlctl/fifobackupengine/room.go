@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"vitess.io/vitess/go/vt/mysqlctl"
 
@@ -116,7 +115,7 @@ func checkTargetRoom(dir string, chain []member, prepare bool) error {
 	if prepare {
 		need, what = need+need/10, what+", and a tenth more for the prepare"
 	}
-	free, size := freeBytes(existingParent(dir)), fsBytes(existingParent(dir))
+	free, size := fsSpace(existingParent(dir))
 	if keep := size / 100; keep > 0 {
 		need, what = need+keep, what+", and 1% of the file system left to whatever else writes there"
 	}
@@ -126,13 +125,4 @@ func checkTargetRoom(dir string, chain []member, prepare bool) error {
 	return unreadable.Host(errtext.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %d bytes free, and restoring backup %s needs about %d there "+
 		"(%s): nothing was downloaded; restore it onto a file system with more room", dir, free, chain[len(chain)-1].m.BackupName, need, what),
 		"its disk has too little room for the backup")
-}
-
-// fsBytes is the size of dir's file system, 0 when unknown.
-func fsBytes(dir string) int64 {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0
-	}
-	return int64(st.Blocks) * st.Bsize
 }

@@ -26,23 +26,9 @@ import (
 // name, no reserved table or file, the space given back). With room again
 // the same import succeeds.
 func TestImportOnAFullDisk(t *testing.T) {
-	mnt := tmpfs.Mount(t, 1<<30)
-	srv := mariadbtest.Start(t, mariadbtest.WithParentDir(mnt)) // its data directory included
-	srv.Exec(t, "CREATE DATABASE d")
-	srv.Exec(t, "CREATE TABLE d.wide (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
-	srv.Exec(t, "INSERT INTO d.wide SELECT seq, REPEAT(MD5(seq), 6) FROM d.seq_1_to_60000")
-	want := mariadbtest.Checksums(t, srv.DB(), "d")["wide"]
-	src := restoredTable(t, srv, "wide")
+	w := wideOnTmpfs(t)
+	mnt, srv, src, ibd, to, used := w.mnt, w.srv, w.src, w.ibd, w.to, w.used
 	ctx := context.Background()
-	ibd, err := os.Stat(filepath.Join(src.Dir, "d", "wide.ibd"))
-	require.NoError(t, err)
-	to := Target{"d", "wide_r"}
-
-	used := func() int64 {
-		var st syscall.Statfs_t
-		require.NoError(t, syscall.Statfs(mnt, &st))
-		return int64(st.Blocks-st.Bfree) * int64(st.Bsize)
-	}
 	resize := func(size int64) {
 		require.NoError(t, tmpfs.Resize(mnt, size))
 	}
@@ -58,7 +44,7 @@ func TestImportOnAFullDisk(t *testing.T) {
 
 	before := used()
 	resize(before + ibd.Size()/3)
-	_, err = Import(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
+	_, err := Import(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
 	require.Error(t, err)
 	assert.Regexp(t, `^d\.wide: the live server's file system of the data directory \(`+srv.DataDir+`\) has [0-9]+ bytes free, and the import `+
 		`writes about [0-9]+ there: it would leave less than [0-9]+ \(a tenth of that, or 1% of the file system\) for the server's own writes, `+
@@ -84,7 +70,7 @@ func TestImportOnAFullDisk(t *testing.T) {
 	res, err := Import(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
 	require.NoError(t, err)
 	assert.Equal(t, int64(60000), res.Rows)
-	assert.Equal(t, want, mariadbtest.Checksums(t, srv.DB(), "d")["wide_r"])
+	assert.Equal(t, w.want, mariadbtest.Checksums(t, srv.DB(), "d")["wide_r"])
 }
 
 // TestAReplicatedImportOnADiskThatHoldsOneCopy: an import through the
@@ -95,23 +81,12 @@ func TestImportOnAFullDisk(t *testing.T) {
 // took the room and the copy through the log filled the disk under a live
 // server writing its binary log. With room, the same import succeeds.
 func TestAReplicatedImportOnADiskThatHoldsOneCopy(t *testing.T) {
-	mnt := tmpfs.Mount(t, 1<<30)
-	srv := mariadbtest.Start(t, mariadbtest.WithParentDir(mnt), mariadbtest.WithArgs("--server-id=11", "--log-bin=primary-bin", "--binlog-format=ROW"))
-	srv.Exec(t, "CREATE DATABASE d")
-	srv.Exec(t, "CREATE TABLE d.wide (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
-	srv.Exec(t, "INSERT INTO d.wide SELECT seq, REPEAT(MD5(seq), 6) FROM d.seq_1_to_60000")
-	want := mariadbtest.Checksums(t, srv.DB(), "d")["wide"]
-	src := restoredTable(t, srv, "wide")
+	w := wideOnTmpfs(t, "--server-id=11", "--log-bin=primary-bin", "--binlog-format=ROW")
+	srv, src, to := w.srv, w.src, w.to
 	ctx := context.Background()
-	ibd, err := os.Stat(filepath.Join(src.Dir, "d", "wide.ibd"))
-	require.NoError(t, err)
-	to := Target{"d", "wide_r"}
-	var st syscall.Statfs_t
-	require.NoError(t, syscall.Statfs(mnt, &st))
-	used := int64(st.Blocks-st.Bfree) * int64(st.Bsize)
-	require.NoError(t, tmpfs.Resize(mnt, used+ibd.Size()*3/2))
+	require.NoError(t, tmpfs.Resize(w.mnt, w.used()+w.ibd.Size()*3/2))
 
-	_, err = ImportReplicated(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
+	_, err := ImportReplicated(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
 	require.Error(t, err)
 	assert.Regexp(t, `^d\.wide: the live server's file system of the data directory and the binary log \(\S+\) has [0-9]+ bytes free, and the `+
 		`import writes about [0-9]+ there: .*: nothing was created in the live server; make room there$`, err.Error())
@@ -122,8 +97,42 @@ func TestAReplicatedImportOnADiskThatHoldsOneCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left)
 
-	require.NoError(t, tmpfs.Resize(mnt, 1<<30))
+	require.NoError(t, tmpfs.Resize(w.mnt, 1<<30))
 	_, err = ImportReplicated(ctx, srv.DB(), src, to, Options{}, logutil.NewMemoryLogger())
 	require.NoError(t, err)
-	assert.Equal(t, want, mariadbtest.Checksums(t, srv.DB(), "d")["wide_r"])
+	assert.Equal(t, w.want, mariadbtest.Checksums(t, srv.DB(), "d")["wide_r"])
+}
+
+// wideTable is a live server on a tmpfs of its own (its data directory
+// included) holding d.wide, 60000 rows, and that table restored from a
+// prepared backup of it.
+type wideTable struct {
+	t    *testing.T
+	mnt  string
+	srv  *mariadbtest.Server
+	src  Source
+	ibd  os.FileInfo // the restored tablespace
+	to   Target      // where the tests import it
+	want string      // its checksum
+}
+
+// used is the bytes in use on the tmpfs.
+func (w wideTable) used() int64 {
+	var st syscall.Statfs_t
+	require.NoError(w.t, syscall.Statfs(w.mnt, &st))
+	return int64(st.Blocks-st.Bfree) * int64(st.Bsize)
+}
+
+func wideOnTmpfs(t *testing.T, serverArgs ...string) wideTable {
+	w := wideTable{t: t, mnt: tmpfs.Mount(t, 1<<30), to: Target{"d", "wide_r"}}
+	w.srv = mariadbtest.Start(t, mariadbtest.WithParentDir(w.mnt), mariadbtest.WithArgs(serverArgs...))
+	w.srv.Exec(t, "CREATE DATABASE d")
+	w.srv.Exec(t, "CREATE TABLE d.wide (id INT PRIMARY KEY, v VARCHAR(200)) ENGINE=InnoDB")
+	w.srv.Exec(t, "INSERT INTO d.wide SELECT seq, REPEAT(MD5(seq), 6) FROM d.seq_1_to_60000")
+	w.want = mariadbtest.Checksums(t, w.srv.DB(), "d")["wide"]
+	w.src = restoredTable(t, w.srv, "wide")
+	var err error
+	w.ibd, err = os.Stat(filepath.Join(w.src.Dir, "d", "wide.ibd"))
+	require.NoError(t, err)
+	return w
 }

@@ -14,8 +14,11 @@ import (
 
 // An import writes into the live server's file systems: the table's files
 // (Import), and, through the binary log, its rows again as a copy and as
-// events (ImportReplicated). A server that cannot write stops (MySQL 8
-// aborts when it cannot write its binary log: binlog_error_action), and a
+// events (ImportReplicated). A server that cannot write stops serving
+// (MySQL 8 aborts when it cannot write its binary log, with its default
+// binlog_error_action=ABORT_SERVER: sql/binlog.cc,
+// exec_binlog_error_action_abort, read, not run here; MariaDB 10.11 blocks
+// every write waiting for room, seen here), and a
 // copy that fills its disk fails only once it has. So an import whose
 // writes would leave a file system of the server with less free than a
 // tenth of them or 1 % of its size is refused before anything is created.
@@ -31,23 +34,26 @@ func roomFor(ctx context.Context, conn *sql.Conn, dataDir string, src Source, co
 	if !ok || size == 0 {
 		return nil
 	}
-	var writes []fsWrite
 	dataDir = filepath.Clean(dataDir)
-	writes = append(writes, fsWrite{dataDir, "the data directory", int64(copies) * size})
+	writes := []fsWrite{{dataDir, "the data directory", int64(copies) * size}}
 	if logged {
-		var base sql.NullString
-		// The binary log's directory; the data directory's where it is not known.
-		if conn.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin_basename").Scan(&base) == nil && base.Valid && base.String != "" {
-			dir := base.String
-			if !filepath.IsAbs(dir) {
-				dir = filepath.Join(dataDir, dir)
-			}
-			writes = append(writes, fsWrite{filepath.Dir(dir), "the binary log", size})
-		} else {
-			writes = append(writes, fsWrite{dataDir, "the binary log", size})
-		}
+		writes = append(writes, fsWrite{binlogDir(ctx, conn, dataDir), "the binary log", size})
 	}
 	return checkWrites(writes, src)
+}
+
+// binlogDir is the directory of the server's binary log (log_bin_basename,
+// MySQL 8's sql/binlog.cc and MariaDB's), relative ones under dataDir; the
+// data directory where the server does not say.
+func binlogDir(ctx context.Context, conn *sql.Conn, dataDir string) string {
+	var base sql.NullString
+	if conn.QueryRowContext(ctx, "SELECT @@GLOBAL.log_bin_basename").Scan(&base) != nil || base.String == "" {
+		return dataDir
+	}
+	if !filepath.IsAbs(base.String) {
+		return filepath.Dir(filepath.Join(dataDir, base.String))
+	}
+	return filepath.Dir(base.String)
 }
 
 // ErrNoRoom says the live server's disk has too little room for an import

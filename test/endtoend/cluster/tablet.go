@@ -76,6 +76,8 @@ func (t *Tablet) InitMySQL(ctx context.Context) error {
 
 // StartOptions for vttablet.
 type StartOptions struct {
+	// RestoreFromBackup starts vttablet with --restore-from-backup on a fresh
+	// mysqld (InitMySQL): Start returns once the restore is over.
 	RestoreFromBackup bool
 	// WaitForType waits until the topology shows this tablet type ("" = REPLICA).
 	WaitForType string
@@ -130,7 +132,38 @@ func (t *Tablet) Start(ctx context.Context, o StartOptions) error {
 	if want == "" {
 		want = "REPLICA"
 	}
+	if o.RestoreFromBackup {
+		if err := t.waitRestored(ctx, want, timeout); err != nil {
+			return err
+		}
+	}
 	return t.WaitForType(ctx, want, timeout)
+}
+
+// waitRestored waits until the tablet itself says it has been RESTORE and is
+// want again. The topology alone cannot say it: vttablet records the tablet
+// as its init type before it turns RESTORE, and publishes that change
+// asynchronously, so a restore just begun can read as want there.
+func (t *Tablet) waitRestored(ctx context.Context, want string, timeout time.Duration) error {
+	want = strings.ToLower(want)
+	err := waitFor(ctx, timeout, t.Alias+" to restore and be "+want, func() (bool, error) {
+		if done, werr := t.Vttablet.Exited(); done {
+			return false, fatal(fmt.Errorf("vttablet exited: %v", werr))
+		}
+		vars, err := t.DebugVars(ctx)
+		if err != nil {
+			return false, err
+		}
+		var typ string
+		var counts map[string]int64
+		_ = json.Unmarshal(vars["TabletType"], &typ)
+		_ = json.Unmarshal(vars["TabletTypeCount"], &counts)
+		return counts["restore"] > 0 && typ == want, fmt.Errorf("type %q, times in each type %v", typ, counts)
+	})
+	if err != nil {
+		return fmt.Errorf("%w\nlast lines of %s:\n%s", err, t.Vttablet.LogPath, t.Vttablet.Tail(4000))
+	}
+	return nil
 }
 
 // URL of a path on the tablet's HTTP port.

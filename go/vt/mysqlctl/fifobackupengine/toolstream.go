@@ -31,9 +31,11 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 		return err
 	}
 	if fifoDir != "" {
-		// The tool creates the directory and its FIFOs (and fails if they
-		// exist), so only its parent must be there.
-		defer os.RemoveAll(fifoDir)
+		removeFIFOs, err := makeFIFODir(fifoDir, b.cfg.streams())
+		if err != nil {
+			return err
+		}
+		defer removeFIFOs(b.logger)
 	}
 	openFiles, err := toolOpenFiles(b.params.Cnf.DataDir)
 	if err != nil {

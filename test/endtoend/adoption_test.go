@@ -132,9 +132,7 @@ func runAdoption(t *testing.T, l legacyStorage) {
 
 	// Before the switch: the stock engine and storage.
 	p := tablet(100, "xtrabackup", "--backup-storage-implementation="+l.name)
-	must(t, p.Start(ctx, cluster.StartOptions{}))
-	must(t, initShardPrimary(ctx, c, p))
-	must(t, p.LoadSampleData(ctx, sampleRows))
+	must(t, startSampledPrimary(ctx, c, p, sampleRows))
 	must(t, p.Backup(ctx, true, ""))
 	legacySums, err := p.Checksums(ctx)
 	must(t, err)

@@ -65,9 +65,7 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 	must(t, err)
 	p.Engine = engineFor(c, sb.engine)
 	must(t, p.InitMySQL(ctx))
-	must(t, p.Start(ctx, cluster.StartOptions{}))
-	must(t, initShardPrimary(ctx, c, p))
-	must(t, p.LoadSampleData(ctx, sampleRows))
+	must(t, startSampledPrimary(ctx, c, p, sampleRows))
 	// Names in another script (their files in the server's file-name
 	// encoding: donn@0pes/t@0ible_@0p_3.ibd) and a foreign key.
 	for _, q := range []string{

@@ -117,9 +117,7 @@ func TestEncryptedServerFlows(t *testing.T) {
 	tool := toolFlags(c)
 
 	p := tablet(100)
-	must(t, p.Start(ctx, cluster.StartOptions{}))
-	must(t, initShardPrimary(ctx, c, p))
-	must(t, p.LoadSampleData(ctx, 4000))
+	must(t, startSampledPrimary(ctx, c, p, 4000))
 	for _, q := range []string{
 		"CREATE TABLE " + db + ".secret2 (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=InnoDB ENCRYPTED=YES ENCRYPTION_KEY_ID=2",
 		"INSERT INTO " + db + ".secret2 SELECT seq, CONCAT('secret ', seq) FROM " + db + ".seq_1_to_3000",

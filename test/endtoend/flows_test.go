@@ -56,9 +56,7 @@ func runFlows(t *testing.T, sb storageBackend) {
 	must(t, err)
 	p.Engine = engineFor(c, engine)
 	must(t, p.InitMySQL(ctx))
-	must(t, p.Start(ctx, cluster.StartOptions{}))
-	must(t, initShardPrimary(ctx, c, p))
-	must(t, p.LoadSampleData(ctx, sampleRows))
+	must(t, startSampledPrimary(ctx, c, p, sampleRows))
 
 	t.Run("1a-backup-primary-default-engine", func(t *testing.T) {
 		must(t, p.Backup(ctx, true, ""))
@@ -200,6 +198,18 @@ func runFlows(t *testing.T, sb storageBackend) {
 		checkStats(ctx, t, n, "Restore", engineStats(engine), sb)
 		must(t, promote(ctx, t, c, n))
 	})
+}
+
+// startSampledPrimary starts a lone tablet's vttablet, makes it the primary
+// of a shard that never had one, and loads rows of sample data into it.
+func startSampledPrimary(ctx context.Context, c *cluster.Cluster, p *cluster.Tablet, rows int) error {
+	if err := p.Start(ctx, cluster.StartOptions{}); err != nil {
+		return err
+	}
+	if err := initShardPrimary(ctx, c, p); err != nil {
+		return err
+	}
+	return p.LoadSampleData(ctx, rows)
 }
 
 // initShardPrimary makes a lone tablet the primary of a shard that never had one.

@@ -72,9 +72,7 @@ func runIncremental(t *testing.T, sb storageBackend) {
 	}
 
 	p := tablet(100)
-	must(t, p.Start(ctx, cluster.StartOptions{}))
-	must(t, initShardPrimary(ctx, c, p))
-	must(t, p.LoadSampleData(ctx, sampleRows))
+	must(t, startSampledPrimary(ctx, c, p, sampleRows))
 	var sums [3][]cluster.TableSum
 	for i := range 3 {
 		if i > 0 {

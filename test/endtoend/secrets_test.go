@@ -150,9 +150,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	must(t, p.InitMySQL(ctx))
 	must(t, createSecretUsers(ctx, p, dbaPW, flagSep))
 	p.ExtraArgs = dbaArgs
-	must(t, p.Start(ctx, cluster.StartOptions{}))
-	must(t, initShardPrimary(ctx, c, p))
-	must(t, p.LoadSampleData(ctx, 2000))
+	must(t, startSampledPrimary(ctx, c, p, 2000))
 
 	// A: the tool connects as the DBA user, with --db-dba-password.
 	must(t, p.Backup(ctx, true, ""))

@@ -1,6 +1,7 @@
 package endtoend
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,15 +26,7 @@ func TestARestoreThatCannotFitOnATabletTouchesNothing(t *testing.T) {
 	// Mounted before the cluster starts, so that it is unmounted after the
 	// cluster's cleanups stopped the tablet's mysqld.
 	mnt := tmpfs.Mount(t, roomy)
-	c := startCluster(t, cluster.Options{PrepareStorage: splitBackend("split-local", "file", false, false).prepare(t)})
-	ctx := ctxFor(t, 20*time.Minute)
-
-	p, err := c.NewTablet(100)
-	must(t, err)
-	p.Engine = engineFor(c, "fifo")
-	must(t, p.InitMySQL(ctx))
-	must(t, startSampledPrimary(ctx, c, p, sampleRows))
-	must(t, p.Backup(ctx, true, ""))
+	ctx, c, p := backedUpPrimary(t)
 	small, err := p.Checksums(ctx)
 	must(t, err)
 	// A time after the small backup's consistent point and before the
@@ -92,6 +85,20 @@ func TestARestoreThatCannotFitOnATabletTouchesNothing(t *testing.T) {
 	checkData(ctx, t, r, large)
 }
 
+// backedUpPrimary starts a cluster on a split storage on local disk, and
+// in it a fifo primary with sample data and one backup of it.
+func backedUpPrimary(t *testing.T) (context.Context, *cluster.Cluster, *cluster.Tablet) {
+	c := startCluster(t, cluster.Options{PrepareStorage: splitBackend("split-local", "file", false, false).prepare(t)})
+	ctx := ctxFor(t, 20*time.Minute)
+	p, err := c.NewTablet(100)
+	must(t, err)
+	p.Engine = engineFor(c, "fifo")
+	must(t, p.InitMySQL(ctx))
+	must(t, startSampledPrimary(ctx, c, p, sampleRows))
+	must(t, p.Backup(ctx, true, ""))
+	return ctx, c, p
+}
+
 // statUsed is the bytes in use on dir's file system.
 func statUsed(dir string) (int64, error) {
 	var st syscall.Statfs_t
@@ -110,4 +117,59 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// TestAVtbackupWhoseSpoolCannotHoldItLeavesNothing: a scheduled vtbackup
+// whose --split-storage-spool-dir (a tmpfs of 512 MiB, 400 MiB of it taken
+// by another's file) cannot hold the parts its lanes and uploads spool at
+// once (six of 64 MiB) fails before the tool runs, saying which directory
+// lacks how much room and which flags size it, and leaves nothing in the
+// storage: no new backup, complete or not. With the other's file gone, the
+// same run takes its backup. (Where the spool's whole file system is too
+// small for those flags, vtbackup refuses them at startup.)
+func TestAVtbackupWhoseSpoolCannotHoldItLeavesNothing(t *testing.T) {
+	mnt := tmpfs.Mount(t, 512<<20)
+	ctx, c, _ := backedUpPrimary(t)
+	before, err := c.GetBackups(ctx)
+	must(t, err)
+	shardDir := filepath.Join(flagValue(c.Storage.Flags, "--split-storage-root"), c.Keyspace, c.Shard)
+	stored := dirNames(t, shardDir)
+	spool := filepath.Join(mnt, "spool")
+	must(t, c.MkdirOwned(spool))
+	other := filepath.Join(mnt, "another-writers-file")
+	must(t, os.WriteFile(other, make([]byte, 400<<20), 0o600))
+
+	vo := cluster.VtbackupOptions{Engine: engineFor(c, "fifo"), MinRetentionCount: 10,
+		Extra: []string{"--split-storage-spool-dir=" + spool, "--split-storage-part-size=64MiB"}}
+	res, err := c.RunVtbackup(ctx, vo)
+	if err == nil || !regexpMatch(`split storage: the spool directory `+spool+` \(--split-storage-spool-dir\) cannot hold .*: it needs \S+, and .+ are `+
+		`free there beyond .* lower --split-storage-part-size, --split-storage-upload-concurrency or the files written at once`, res.Output) {
+		t.Fatalf("vtbackup with a spool that cannot hold its parts: err %v, want it failed saying why:\n%s", err, res.Output)
+	}
+	if strings.Contains(res.Output, "fifo backup: running ") {
+		t.Errorf("the tool ran, though the spool could be judged before it:\n%s", res.Output)
+	}
+	for _, line := range strings.Split(res.Output, "\n") {
+		if strings.Contains(line, "cannot hold") {
+			t.Logf("refused, as it should be: %s", line)
+			break
+		}
+	}
+	after, err := c.GetBackups(ctx)
+	must(t, err)
+	if strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Fatalf("GetBackups after the refused vtbackup: %v, want %v", after, before)
+	}
+	if now := dirNames(t, shardDir); strings.Join(now, " ") != strings.Join(stored, " ") {
+		t.Fatalf("the shard's directory in the storage holds %v after the refused vtbackup, want %v (nothing left of it)", now, stored)
+	}
+
+	must(t, os.Remove(other))
+	_, err = c.RunVtbackup(ctx, vo)
+	must(t, err)
+	after, err = c.GetBackups(ctx)
+	must(t, err)
+	if len(after) != len(before)+1 {
+		t.Fatalf("GetBackups after vtbackup with room: %v, want %v and one more", after, before)
+	}
 }

@@ -259,6 +259,20 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// SizeText writes n for a message about room: as FormatSize where a binary unit divides it,
+// else about so many with the exact bytes beside ("106.9 MiB (112071803 bytes)"), so that an
+// amount of free space reads at a glance and is still exact.
+func SizeText(n int64) string {
+	s := FormatSize(n)
+	switch {
+	case n == 0:
+		return "0 bytes"
+	case n < 0 || strings.TrimLeft(s, "0123456789") != "": // in a unit, exact
+		return s
+	}
+	return fmt.Sprintf("%s (%d bytes)", humanize.IBytes(uint64(n)), n)
+}
+
 var (
 	documentedMu sync.Mutex
 	documented   = map[string]string{}

@@ -25,6 +25,12 @@ func TestParseAndFormatSize(t *testing.T) {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
+	for n, want := range map[int64]string{0: "0 bytes", 1 << 20: "1MiB", 112071803: "107 MiB (112071803 bytes)", 1<<20 - 1: "1024 KiB (1048575 bytes)",
+		-5: "-5"} {
+		if got := SizeText(n); got != want {
+			t.Errorf("SizeText(%d) = %q, want %q", n, got, want)
+		}
+	}
 }
 
 // The values parse like pflag's, keep pflag's type names (so --help reads the same), and

@@ -88,10 +88,10 @@ func (s *spool) reserve(n int64, what string) error {
 	if n > avail {
 		// This host's disk, never the backup's: no verdict on anything read.
 		return unreadable.Host(fmt.Errorf("split storage: the spool directory %s (--split-storage-spool-dir) cannot hold %s: it needs %s, and %s are free there beyond "+
-			"the %s promised to the files and backups of this process and the %s (1%% of its file system) left to whatever else writes there: free "+
+			"the %s promised to the files and backups of this process and the %s left to whatever else writes there (1%% of its file system): free "+
 			"space there, point --split-storage-spool-dir at a larger disk, or lower --split-storage-part-size, --split-storage-upload-concurrency or "+
 			"the files written at once (for the fifo engine, --fifo-backup-lanes)",
-			s.dir, what, flagvalue.FormatSize(n), flagvalue.FormatSize(max(avail, 0)), flagvalue.FormatSize(s.reserved), flagvalue.FormatSize(keep)),
+			s.dir, what, flagvalue.SizeText(n), flagvalue.SizeText(max(avail, 0)), flagvalue.SizeText(s.reserved), flagvalue.SizeText(keep)),
 			"the spool directory's disk lacks room")
 	}
 	s.reserved += n
@@ -161,7 +161,7 @@ func (c Config) SpoolCanHold(files int, flag string) error {
 	return fmt.Errorf("invalid value \"%d\" for %s: the file system of --split-storage-spool-dir (%s, %s in all) cannot hold a part of "+
 		"--split-storage-part-size=%s for each beside --split-storage-upload-concurrency=%d uploads: allowed values are %s (or lower the part size, or "+
 		"point the spool at a larger disk)",
-		files, flag, dir, flagvalue.FormatSize(size), flagvalue.FormatSize(c.PartSize), c.UploadConcurrency, allowed)
+		files, flag, dir, flagvalue.SizeText(size), flagvalue.FormatSize(c.PartSize), c.UploadConcurrency, allowed)
 }
 
 // crcBlockSize is the unit of the per-block checksums in a part's index entry:

@@ -276,8 +276,8 @@ func TestTheSpoolLeavesRoomOnItsDisk(t *testing.T) {
 	_, err = bs.StartBackup(ctx, "ks/0", "2026-12-03.000000.zone1-0000000100")
 	require.Error(t, err)
 	assert.Equal(t, "split storage: the spool directory "+mnt+" (--split-storage-spool-dir) cannot hold backup ks/0/2026-12-03.000000.zone1-0000000100: "+
-		"--split-storage-upload-concurrency=2 uploads of --split-storage-part-size=4MiB: it needs 8MiB, and 7680KiB are free there beyond the 0 "+
-		"promised to the files and backups of this process and the 1MiB (1% of its file system) left to whatever else writes there: free space "+
+		"--split-storage-upload-concurrency=2 uploads of --split-storage-part-size=4MiB: it needs 8MiB, and 7680KiB are free there beyond the 0 bytes "+
+		"promised to the files and backups of this process and the 1MiB left to whatever else writes there (1% of its file system): free space "+
 		"there, point --split-storage-spool-dir at a larger disk, or lower --split-storage-part-size, --split-storage-upload-concurrency or the "+
 		"files written at once (for the fifo engine, --fifo-backup-lanes)", err.Error())
 	assert.Equal(t, "the spool directory's disk lacks room", unreadable.HostFault(err))

@@ -63,8 +63,8 @@ func TestARestoreThatCannotFitOnATabletTouchesNothing(t *testing.T) {
 	must(t, tmpfs.Resize(mnt, used+16<<20))
 	before := dirNames(t, disk)
 	err = r.RestoreFromBackup(ctx)
-	if err == nil || !regexpMatch(`backup \S+ does not fit on this tablet: the files of its full backup `+names[1]+` take at least \d+ bytes `+
-		`\(their streams'\), and \S+ has \d+ bytes free, \d+ with the tablet's files that a restore deletes: nothing was touched, mysqld runs `+
+	if err == nil || !regexpMatch(`backup \S+ does not fit on this tablet: the files of its full backup `+names[1]+` take at least their streams' size, `+
+		sizeText+`, and \S+ has `+sizeText+` free, `+sizeText+` with the tablet's files that a restore deletes: nothing was touched, mysqld runs `+
 		`with its data as before; make room there or restore onto a larger disk`, err.Error()) {
 		t.Fatalf("RestoreFromBackup of %s onto %s with 16 MiB free: %v, want the refusal", names[1], r.Alias, err)
 	}
@@ -98,6 +98,10 @@ func backedUpPrimary(t *testing.T) (context.Context, *cluster.Cluster, *cluster.
 	must(t, p.Backup(ctx, true, ""))
 	return ctx, c, p
 }
+
+// sizeText matches an amount of room as the engine's messages write it
+// (go/internal/flagvalue.SizeText, which test/ cannot import).
+const sizeText = `(?:\d+(?:\.\d+)? ?(?:[KMGTPE]i)?B(?: \(\d+ bytes\))?|\d+ bytes|-?\d+)`
 
 // statUsed is the bytes in use on dir's file system.
 func statUsed(dir string) (int64, error) {

@@ -148,8 +148,9 @@ func TestTableRestoreNeedsRoom(t *testing.T) {
 	code, stdout, stderr := runVtfifo(t, f.cfg, "restore-table", "--table="+sampleDB+".t0001", "--as="+sampleDB+".t0001_r", "--into-mysql="+f.tb.Cnf.SocketFile,
 		"--target-dir="+target, "--progress=never")
 	assert.Equal(t, 2, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Regexp(t, regexp.QuoteMeta(target)+` has \d+ bytes free, and the table restore needs about \d+ there \(the \d+ stream bytes of the frames `+
-		`holding its files, a tenth more for the prepare, and 1% of the file system left to whatever else writes there\): nothing was downloaded; `+
+	assert.Regexp(t, regexp.QuoteMeta(target)+` has `+sizeText+` free, and the table restore needs about `+sizeText+
+		` there \(the frames holding its files: `+sizeText+` of stream; a tenth more for the prepare; and 1% of the file system `+
+		`left to whatever else writes there\): nothing was downloaded; `+
 		`choose a --target-dir with more room`, stderr)
 	assert.Empty(t, stdout)
 	entries, err := os.ReadDir(mnt)

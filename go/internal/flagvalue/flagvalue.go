@@ -273,6 +273,9 @@ func SizeText(n int64) string {
 	return fmt.Sprintf("%s (%d bytes)", humanize.IBytes(uint64(n)), n)
 }
 
+// SizeTextPattern is a regular expression that matches what SizeText writes.
+const SizeTextPattern = `(?:\d+(?:\.\d+)? ?(?:[KMGTPE]i)?B(?: \(\d+ bytes\))?|\d+ bytes|-?\d+)`
+
 var (
 	documentedMu sync.Mutex
 	documented   = map[string]string{}

@@ -1,6 +1,7 @@
 package flagvalue
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func TestParseAndFormatSize(t *testing.T) {
 		-5: "-5"} {
 		if got := SizeText(n); got != want {
 			t.Errorf("SizeText(%d) = %q, want %q", n, got, want)
+		}
+		if !regexp.MustCompile(`^` + SizeTextPattern + `$`).MatchString(want) {
+			t.Errorf("SizeTextPattern does not match %q", want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/testutil/tmpfs"
 )
 
@@ -172,8 +173,8 @@ func TestARestoreIntoADirectoryThatCannotHoldItWritesNothing(t *testing.T) {
 		what += `, and 1% of the file system left to whatever else writes there`
 		out, errOut := runArgs(t, 3, restore...)
 		assert.Empty(t, out)
-		assert.Regexp(t, `^vtfifo restore: FAIL: `+target+` has [0-9]+ bytes free, and restoring backup 2026-11-23.050519.zone1-0000004989 `+
-			`needs about [0-9]+ there \(`+what+`\): nothing was downloaded; restore it onto a file system with more room; this host could `+
+		assert.Regexp(t, `^vtfifo restore: FAIL: `+target+` has `+flagvalue.SizeTextPattern+` free, and restoring backup 2026-11-23.050519.zone1-0000004989 `+
+			`needs about `+flagvalue.SizeTextPattern+` there \(`+what+`\): nothing was downloaded; restore it onto a file system with more room; this host could `+
 			`not finish it \(its disk has too little room for the backup\): nothing says the backup is damaged\n$`, errOut)
 		assert.NoDirExists(t, target)
 		assert.Equal(t, int64(0), fsUsedBytes(t, small), "nothing written there")

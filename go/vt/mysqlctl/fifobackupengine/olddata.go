@@ -14,6 +14,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 )
 
 // The tablet's old files are out of the restore's way at once: each of its
@@ -76,7 +77,7 @@ func setAsideOldFiles(cnf *mysqlctl.Mycnf, need int64, logger logutil.Logger) (w
 	none := func() {}
 	parent := filepath.Dir(filepath.Clean(cnf.DataDir))
 	if free := freeBytes(parent); free < 0 || free-need/10 < need {
-		logger.Infof("fifo restore: deleting existing files first (%s beside the data directory, the restore needs about %d bytes)", freeText(free), need)
+		logger.Infof("fifo restore: deleting existing files first (%s beside the data directory, the restore needs about %s)", freeText(free), flagvalue.SizeText(need))
 		return none, removeExistingFiles(cnf)
 	}
 	paths, err := oldFiles(cnf)

@@ -331,9 +331,9 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 	if err != nil {
 		if errors.Is(err, syscall.ENOSPC) {
 			// Say how much room the restore needs, not only where it ran out.
-			return errtext.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %d bytes there (its stream's size), %s "+
-				"when the extraction began, %d were written",
-				laneNames(m), staging, m.RawBytes, freeText(free), st.Bytes)
+			return errtext.Wrapf(err, "extracting lanes (%s): the file system of %s is full: the backup needs about %s there (its stream's size), %s "+
+				"when the extraction began, %s were written",
+				laneNames(m), staging, flagvalue.SizeText(m.RawBytes), freeText(free), flagvalue.SizeText(st.Bytes))
 		}
 		err = errtext.Wrapf(err, "extracting lanes (%s)", laneNames(m))
 		if from.stretches != nil {
@@ -379,7 +379,7 @@ func freeText(free int64) string {
 	if free < 0 {
 		return "free space unknown"
 	}
-	return fmt.Sprintf("%d bytes were free", free)
+	return flagvalue.SizeText(free) + " were free"
 }
 
 func laneNames(m *Manifest) string {

@@ -11,6 +11,7 @@ import (
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 )
 
@@ -43,9 +44,9 @@ func checkRoom(cnf *mysqlctl.Mycnf, chain []member) error {
 	if !ok || free+freed >= need {
 		return nil
 	}
-	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s does not fit on this tablet: %s take at least %d bytes (their "+
-		"streams'), and %s has %d bytes free, %d with the tablet's files that a restore deletes: nothing was touched, mysqld runs with its "+
-		"data as before; make room there or restore onto a larger disk", chain[len(chain)-1].m.BackupName, what, need, parent, free, free+freed)
+	return errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "backup %s does not fit on this tablet: %s take at least their "+
+		"streams' size, %s, and %s has %s free, %s with the tablet's files that a restore deletes: nothing was touched, mysqld runs with its "+
+		"data as before; make room there or restore onto a larger disk", chain[len(chain)-1].m.BackupName, what, flagvalue.SizeText(need), parent, flagvalue.SizeText(free), flagvalue.SizeText(free+freed))
 }
 
 // roomNeeded is the least a restore of chain holds on disk at once, and
@@ -122,7 +123,8 @@ func checkTargetRoom(dir string, chain []member, prepare bool) error {
 	if free < 0 || free >= need {
 		return nil
 	}
-	return unreadable.Host(errtext.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %d bytes free, and restoring backup %s needs about %d there "+
-		"(%s): nothing was downloaded; restore it onto a file system with more room", dir, free, chain[len(chain)-1].m.BackupName, need, what),
+	return unreadable.Host(errtext.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %s free, and restoring backup %s needs about %s there "+
+		"(%s): nothing was downloaded; restore it onto a file system with more room", dir, flagvalue.SizeText(free), chain[len(chain)-1].m.BackupName,
+		flagvalue.SizeText(need), what),
 		"its disk has too little room for the backup")
 }

@@ -399,9 +399,10 @@ func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes,
 func (t *tableRestore) roomFor(raw int64) error {
 	free, size := fsSpace(existingParent(t.dir))
 	if need := raw + t.readStreamBytes + raw/10 + size/100; free >= 0 && free < need {
-		return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %d bytes free, and the table restore needs about %d "+
-			"there (the %d stream bytes of the frames holding its files, a tenth more for the prepare, and 1%% of the file system left to "+
-			"whatever else writes there): nothing was downloaded; choose a --target-dir with more room", t.dir, free, need, raw+t.readStreamBytes))
+		return flagvalue.Contradiction(errtext.Errorf(vtrpcpb.Code_RESOURCE_EXHAUSTED, "%s has %s free, and the table restore needs about %s "+
+			"there (the frames holding its files: %s of stream; a tenth more for the prepare; and 1%% of the file system left to "+
+			"whatever else writes there): nothing was downloaded; choose a --target-dir with more room", t.dir, flagvalue.SizeText(free),
+			flagvalue.SizeText(need), flagvalue.SizeText(raw+t.readStreamBytes)))
 	}
 	return nil
 }

@@ -140,6 +140,10 @@ func (t *Tablet) Start(ctx context.Context, o StartOptions) error {
 	return t.WaitForType(ctx, want, timeout)
 }
 
+// declinedRestore is what vttablet logs where its mysqld holds data already
+// (tabletmanager/restore.go, restoreStateManager.start): it never turns RESTORE.
+const declinedRestore = "Attempting to restore, but mysqld already contains data"
+
 // waitRestored waits until the tablet itself says it has been RESTORE and is
 // want again. The topology alone cannot say it: vttablet records the tablet
 // as its init type before it turns RESTORE, and publishes that change
@@ -149,6 +153,9 @@ func (t *Tablet) waitRestored(ctx context.Context, want string, timeout time.Dur
 	err := waitFor(ctx, timeout, t.Alias+" to restore and be "+want, func() (bool, error) {
 		if done, werr := t.Vttablet.Exited(); done {
 			return false, fatal(fmt.Errorf("vttablet exited: %v", werr))
+		}
+		if strings.Contains(readFileString(t.Vttablet.LogPath), declinedRestore) {
+			return false, fatal(errors.New("vttablet found data in its mysqld and did not restore (a restore starts on a fresh one: InitMySQL)"))
 		}
 		vars, err := t.DebugVars(ctx)
 		if err != nil {

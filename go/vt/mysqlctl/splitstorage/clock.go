@@ -28,30 +28,53 @@ func (s *Storage) Now(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
+	return probeNow(ctx, e.be)
+}
+
+// probeNow is the write time be gives a probe written now (Now).
+func probeNow(ctx context.Context, be backend.Backend) (time.Time, error) {
 	// Only beside the root identity: a root not proven this storage's (one
 	// level off, another's) gets no object of ours.
-	if _, err := e.be.Stat(ctx, rootMarker); errors.Is(err, ErrNotExist) {
+	if _, err := be.Stat(ctx, rootMarker); errors.Is(err, ErrNotExist) {
 		return time.Time{}, fmt.Errorf("split storage: the store's clock is read from a probe written beside the root identity %s, "+
-			"which %s does not hold yet (the next backup or copy writes it)", rootMarker, e.be)
+			"which %s does not hold yet (the next backup or copy writes it)", rootMarker, be)
 	} else if err != nil {
 		return time.Time{}, fmt.Errorf("split storage: reading the root identity %s in %s, beside which the store's clock is read: %w",
-			rootMarker, e.be, err)
+			rootMarker, be, err)
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	key := clockPrefix + hex.EncodeToString(r[:])
-	if err := e.be.Put(ctx, key, bytes.NewReader(nil), 0, backend.PutOptions{IfNotExists: true, CRC32C: crc32c(nil)}); err != nil {
-		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (writing %s in %s): %w", key, e.be, err)
+	if err := be.Put(ctx, key, bytes.NewReader(nil), 0, backend.PutOptions{IfNotExists: true, CRC32C: crc32c(nil)}); err != nil {
+		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (writing %s in %s): %w", key, be, err)
 	}
-	info, err := e.be.Stat(ctx, key)
-	_ = e.be.Delete(ctx, key) // one left behind is an empty object nothing reads
+	info, err := be.Stat(ctx, key)
+	_ = be.Delete(ctx, key) // one left behind is an empty object nothing reads
 	if err == nil && info.Modified.IsZero() {
-		err = fmt.Errorf("%s gives no write time", e.be)
+		err = fmt.Errorf("%s gives no write time", be)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (%s in %s): %w", key, e.be, err)
+		return time.Time{}, fmt.Errorf("split storage: reading the store's clock (%s in %s): %w", key, be, err)
 	}
 	return info.Modified, nil
+}
+
+// judgingNow is the time a lock or a lease found at the store is judged
+// by, a judgement that keeps a backup or lets it go: the store's time as
+// its answers to the requests sent with clock's context gave it (a network
+// store); where they gave none (a local root, which may be a file
+// server's: NFS, shared by hosts whose clocks differ from it), the write
+// time of a probe (probeNow): the file server's clock, as the lock's or
+// lease's own write time is; this host's only where no probe can be
+// written there.
+func judgingNow(ctx context.Context, be backend.Backend, clock *backend.ClockWatch) time.Time {
+	if now, ok := clock.Now(); ok {
+		return now
+	}
+	if now, err := probeNow(ctx, be); err == nil {
+		return now
+	}
+	return hostNow()
 }
 
 // hostNow is this host's clock (a test sets it off).
@@ -98,12 +121,19 @@ func seenNow(ctx context.Context, be backend.Backend) (time.Time, error) {
 }
 
 // datingNow is the time a date given to be is checked against (a lock's
-// until must be after it): be's clock as seenNow reads it, this host's
-// where be's answers carry none (local disk) or it could not be read (the
-// store then judges the date itself when it locks).
+// until must be after it): be's clock as seenNow reads it; where be's
+// answers carry none (a local root), the write time of a probe
+// (probeNow, as judgingNow); this host's where neither could be read (the store then
+// judges the date itself when it locks).
 func datingNow(ctx context.Context, be backend.Backend) time.Time {
-	if now, err := seenNow(ctx, be); err == nil {
+	now, err := seenNow(ctx, be)
+	switch {
+	case err == nil:
 		return now
+	case errors.Is(err, ErrNoClockSeen):
+		if now, err := probeNow(ctx, be); err == nil {
+			return now
+		}
 	}
 	return hostNow()
 }

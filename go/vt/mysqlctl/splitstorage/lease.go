@@ -100,7 +100,10 @@ func currentLeases(ctx context.Context, be backend.Backend, dir, name string) (h
 	if err != nil {
 		return nil, nil, err
 	}
-	now := storeNow(clock)
+	if len(objs) == 0 {
+		return nil, nil, nil
+	}
+	now := judgingNow(ctx, be, clock)
 	self := procident.Self()
 	for _, o := range objs {
 		doc, err := readSmall(ctx, be, o.Key)

@@ -85,8 +85,9 @@ type BackupLock struct {
 	Lock     backend.Lock
 	Complete json.RawMessage
 	// At is the store's time when the records were read (as its answer
-	// gave it; on local disk this host's): whether Lock still holds is
-	// judged by it, never by this host's clock, which may be days off.
+	// gave it; on a local root, which may be a file server's, the write
+	// time of a probe: judgingNow): whether Lock still holds is judged by
+	// it, never by this host's clock, which may be days off.
 	At time.Time `json:"-"`
 }
 
@@ -108,6 +109,9 @@ func readBackupLock(ctx context.Context, be backend.Backend, dir, name string) (
 		return out, err
 	}
 	out.At = storeNow(clock)
+	if len(objs) > 0 { // a lock to judge: by the store's clock, a local root's too
+		out.At = judgingNow(ctx, be, clock)
+	}
 	for _, o := range objs {
 		doc, err := readSmall(ctx, be, o.Key)
 		if err != nil {

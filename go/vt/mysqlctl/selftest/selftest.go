@@ -297,6 +297,8 @@ func (r *runner) cleanUp() {
 		return
 	}
 	if r.opts.Keep {
+		// Kept with its server stopped: mysqld_safe's last lines too.
+		waitProcessesGone(r.scratch, 30*time.Second)
 		r.rep.Kept = r.scratch
 		return
 	}
@@ -312,10 +314,7 @@ func (r *runner) cleanUp() {
 // as started on dir when its command line names it (/proc; elsewhere none
 // is seen). Removal is retried until timeout.
 func removeScratch(dir string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for processesUnder(dir) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	deadline := waitProcessesGone(dir, timeout)
 	for {
 		err := os.RemoveAll(dir)
 		if err == nil || time.Now().After(deadline) {
@@ -323,6 +322,16 @@ func removeScratch(dir string, timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// waitProcessesGone waits, at most timeout, until no process started on
+// dir is left (processesUnder), and returns the timeout's deadline.
+func waitProcessesGone(dir string, timeout time.Duration) time.Time {
+	deadline := time.Now().Add(timeout)
+	for processesUnder(dir) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return deadline
 }
 
 // processesUnder counts the processes whose command line names dir.

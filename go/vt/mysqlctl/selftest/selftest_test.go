@@ -151,6 +151,7 @@ func TestSelfTestNamesADamagedPart(t *testing.T) {
 	assert.Contains(t, out, "  FAIL  verify every backup")
 	assert.Contains(t, out, "kept for a bug report (server stopped): "+rep.Kept)
 	assert.DirExists(t, rep.Kept)
+	assert.Zero(t, processesUnder(rep.Kept), "nothing runs on the kept directory: its server and mysqld_safe are gone")
 	require.NoError(t, os.RemoveAll(rep.Kept))
 }
 

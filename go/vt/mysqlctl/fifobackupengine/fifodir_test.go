@@ -22,7 +22,8 @@ func TestTheFIFODirectoryHoldsOnlyWhatTheBackupRemoves(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "thread_0"), []byte("an operator's"), 0o600))
 		_, err := makeFIFODir(dir, 2)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "cannot make the directory for the backup tool's FIFO streams: mkdir "+dir+": file exists")
+		assert.Contains(t, err.Error(), "cannot make the directory for the backup tool's FIFO streams: mkdir "+dir+": file exists (a backup "+
+			"removes only what it made, so it never works in a directory it finds): move it away, or give --fifo-backup-fifo-dir another directory")
 		got, err := os.ReadFile(filepath.Join(dir, "thread_0"))
 		require.NoError(t, err)
 		assert.Equal(t, "an operator's", string(got))

@@ -242,7 +242,8 @@ func skipControlByte(f *os.File, path string) (*bufio.Reader, error) {
 func makeFIFODir(dir string, n int) (remove func(logutil.Logger), err error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot make the directory for the backup tool's FIFO streams: %v (a backup "+
-			"removes only what it made, so it never works in a directory it finds)", err)
+			"removes only what it made, so it never works in a directory it finds): move it away, or give --fifo-backup-fifo-dir "+
+			"another directory", err)
 	}
 	return func(logger logutil.Logger) {
 		for i := range n {

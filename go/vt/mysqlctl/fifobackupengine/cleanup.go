@@ -38,15 +38,21 @@ const ownerSuffix = ".owner"
 // directory, so a tool left running by a killed run cannot write into the
 // next one's files. release removes the directory and its owner record.
 func newWorkDir(parent, prefix string, logger logutil.Logger) (dir string, release func(), err error) {
-	removeStaleWorkDirs(parent, prefix, logger)
+	return newOwnedDir(parent, prefix, "the work directory", os.RemoveAll, logger)
+}
+
+// newOwnedDir is newWorkDir with what the directory is called in a warning,
+// and how it goes, at release and where a dead run left it: remove.
+func newOwnedDir(parent, prefix, what string, remove func(dir string) error, logger logutil.Logger) (dir string, release func(), err error) {
+	removeStaleWorkDirs(parent, prefix, remove, logger)
 	dir, err = mkWorkDir(parent, prefix, procident.Self())
 	if err != nil {
 		return "", nil, err
 	}
 	unclaim, err := claimWorkDir(dir)
 	release = func() {
-		if err := os.RemoveAll(dir); err != nil {
-			logger.Warningf("fifo: cannot remove the work directory %s: %s", dir, errtext.Text(err))
+		if err := remove(dir); err != nil {
+			logger.Warningf("fifo: cannot remove %s %s: %s", what, dir, errtext.Text(err))
 		}
 		unclaim()
 	}
@@ -93,8 +99,10 @@ func claimWorkDir(dir string) (func(), error) {
 // (mkWorkDir). A directory of neither, or whose owner lives, is left alone;
 // so is one whose owner cannot be judged from here (another host's or
 // container's on a shared directory, or a record of an earlier version,
-// which names the PID only), saying so.
-func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
+// which names the PID only), saying so. remove is how a directory of a dead
+// owner goes: whole (os.RemoveAll), or only what its kind of run made in it
+// (the tool's FIFOs, removeFIFODir).
+func removeStaleWorkDirs(parent, prefix string, remove func(dir string) error, logger logutil.Logger) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return
@@ -120,7 +128,7 @@ func removeStaleWorkDirs(parent, prefix string, logger logutil.Logger) {
 			}
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := remove(dir); err != nil {
 			logger.Warningf("fifo: cannot remove %s left by dead process %d: %s", dir, owner.PID, errtext.Text(err))
 			continue
 		}

@@ -214,6 +214,22 @@ func TestFIFOProtocol(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "--fifo-backup-fifo-dir")
 	})
+
+	// --fifo-backup-fifo-dir may be the tablet's tmp dir, the parent of the
+	// backup's work directory: the backup runs there and leaves it as it was
+	// (on 2a7a9fd every such backup failed, its FIFO directory named as its
+	// work directory).
+	t.Run("fifo dir is the tablet's tmp dir", func(t *testing.T) {
+		cfg := fifoCfg(2, 2)
+		cfg.FIFODir = f.tb.Cnf.TmpDir
+		useEngine(t, cfg)
+		before, err := os.ReadDir(cfg.FIFODir)
+		require.NoError(t, err)
+		require.NoError(t, f.backup(t, nil))
+		after, err := os.ReadDir(cfg.FIFODir)
+		require.NoError(t, err)
+		assert.Equal(t, before, after)
+	})
 }
 
 // largestChunk reads every lane of the newest backup (stored uncompressed)

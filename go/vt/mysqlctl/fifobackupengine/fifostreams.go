@@ -15,11 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"vitess.io/vitess/go/vt/logutil"
-
-	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
-
-	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
@@ -229,31 +224,4 @@ func skipControlByte(f *os.File, path string) (*bufio.Reader, error) {
 		return nil, fmt.Errorf("FIFO %s does not start the way Percona XtraBackup's FIFO streams do (one control byte, then an xbstream chunk): its "+
 			"first bytes are %q", path, head)
 	}
-}
-
-// makeFIFODir makes the directory the tool will create its n FIFO streams in,
-// failing where anything is there by its name, so that what the backup
-// removes after is provably its own: the tool takes a directory that exists
-// (ds_fifo.cc, fifo_init: my_mkdir, EEXIST ignored) and leaves its FIFOs
-// behind when it succeeds. The returned func removes the tool's FIFOs
-// (thread_0 .. thread_{n-1}, each only while it is a FIFO), then the
-// directory only if that left it empty: an entry someone else put there stays,
-// and is named in a warning.
-func makeFIFODir(dir string, n int) (remove func(logutil.Logger), err error) {
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot make the directory for the backup tool's FIFO streams: %v (a backup "+
-			"removes only what it made, so it never works in a directory it finds): move it away, or give --fifo-backup-fifo-dir "+
-			"another directory", err)
-	}
-	return func(logger logutil.Logger) {
-		for i := range n {
-			path := filepath.Join(dir, fmt.Sprintf("thread_%d", i))
-			if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeNamedPipe != 0 {
-				_ = os.Remove(path)
-			}
-		}
-		if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			logger.Warningf("fifo backup: the directory of the tool's FIFO streams %s is left: %s (what is in it is not the backup's)", dir, errtext.Text(err))
-		}
-	}, nil
 }

@@ -186,7 +186,7 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(record), 0o600))
 	}
 	logger := logutil.NewMemoryLogger()
-	removeStaleWorkDirs(parent, stagingDirPrefix, logger)
+	removeStaleWorkDirs(parent, stagingDirPrefix, os.RemoveAll, logger)
 	assert.NoFileExists(t, filepath.Join(parent, "fifo-restore-orphan"+ownerSuffix))
 	for _, kept := range []string{"fifo-backup-orphan", "fifo-restore-notes", "fifo-restore-oldorphan", "fifo-restore-empty"} {
 		b, err := os.ReadFile(filepath.Join(parent, kept+ownerSuffix))

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,17 +25,11 @@ func (b *backupRun) stream(ctx context.Context, workDir string) error {
 	if err != nil {
 		return err
 	}
-	fifoDir, err := b.fifoDir(workDir)
+	fifoDir, removeFIFOs, err := b.fifoDir(workDir)
 	if err != nil {
 		return err
 	}
-	if fifoDir != "" {
-		removeFIFOs, err := makeFIFODir(fifoDir, b.cfg.streams())
-		if err != nil {
-			return err
-		}
-		defer removeFIFOs(b.logger)
-	}
+	defer removeFIFOs()
 	openFiles, err := toolOpenFiles(b.params.Cnf.DataDir)
 	if err != nil {
 		return err
@@ -80,21 +73,19 @@ func (b *backupRun) toolUser() (string, error) {
 	return user, nil
 }
 
-// fifoDir is the directory the tool creates its FIFO streams in ("" when
-// it writes to stdout).
-func (b *backupRun) fifoDir(workDir string) (string, error) {
+// fifoDir makes the directory the tool creates its FIFO streams in
+// (newFIFODir), under the work directory or --fifo-backup-fifo-dir; "" and a
+// no-op remove when it writes to stdout.
+func (b *backupRun) fifoDir(workDir string) (dir string, remove func(), err error) {
 	if b.source != SourceFIFO {
-		return "", nil
+		return "", func() {}, nil
 	}
-	if b.cfg.FIFODir == "" {
-		return filepath.Join(workDir, "fifo"), nil
+	parent := cmp.Or(b.cfg.FIFODir, workDir)
+	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+		return "", nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup "+
+			"makes one directory in it, not its parents", b.cfg.FIFODir)
 	}
-	// The tool creates one level (ds_fifo.cc, fifo_init): the parent must exist.
-	if st, err := os.Stat(b.cfg.FIFODir); err != nil || !st.IsDir() {
-		return "", errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup tool creates "+
-			"one directory in it, not its parents", b.cfg.FIFODir)
-	}
-	return filepath.Join(b.cfg.FIFODir, filepath.Base(workDir)), nil
+	return newFIFODir(parent, b.logger)
 }
 
 // runningTool is the tool's process while the lanes read it.

@@ -77,7 +77,7 @@ func TestAWorkDirCutBeforeItsRecordIsStillOurs(t *testing.T) {
 	require.NoError(t, os.WriteFile(kept[2]+ownerSuffix, nil, 0o600))
 
 	logger := logutil.NewMemoryLogger()
-	removeStaleWorkDirs(parent, stagingDirPrefix, logger)
+	removeStaleWorkDirs(parent, stagingDirPrefix, os.RemoveAll, logger)
 	for _, dir := range cut {
 		assert.NoDirExists(t, dir, "a directory its name proves ours, of a dead process, is removed")
 		assert.NoFileExists(t, dir+ownerSuffix)

@@ -48,13 +48,15 @@ var (
 	fifoverifyBin string
 	vtfifoBin     string
 	backupprocBin string
+	standinBin    string // the xtrabackup stand-in (go/testutil/xtrabackupstandin)
 )
 
 func TestMain(m *testing.M) {
 	testbin.Main(m,
 		testbin.Program{Package: "github.com/vtfifo/vtfifo/go/cmd/fifoverify", Name: "fifoverify", Path: &fifoverifyBin},
 		testbin.Program{Package: "github.com/vtfifo/vtfifo/go/cmd/vtfifo", Name: "vtfifo", Path: &vtfifoBin},
-		testbin.Program{Package: "github.com/vtfifo/vtfifo/test/reliability/internal/backupproc", Name: "backupproc", Path: &backupprocBin})
+		testbin.Program{Package: "github.com/vtfifo/vtfifo/test/reliability/internal/backupproc", Name: "backupproc", Path: &backupprocBin},
+		testbin.Standin(&standinBin))
 }
 
 // trials returns def, or the count in env var name (the full counts of the

@@ -34,10 +34,11 @@ type proc struct {
 	phases chan string
 }
 
-func startProc(t *testing.T, f *fixture, mode string) *proc {
+func startProc(t *testing.T, f *fixture, mode string, more ...string) *proc {
 	args := append([]string{"--mode=" + mode, "--tablet-uid=" + strconv.Itoa(int(f.tb.UID)), "--keyspace=" + keyspace, "--shard=" + shard,
 		"--fifo-backup-lanes=3", "--fifo-backup-source=stdout", "--fifo-backup-parallel=2", "--fifo-backup-use-memory=64MiB",
 		"--fifo-backup-progress-interval=0"}, f.cfg.Args()...)
+	args = append(args, more...) // the last of a flag wins
 	cmd := exec.Command(backupprocBin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Vitess writes temporary client option files (defaults-extra-file-*)
@@ -163,6 +164,60 @@ func TestKillDuringBackup(t *testing.T) {
 	// removed by the next backup (their owner process is gone).
 	leftovers, _ := filepath.Glob(filepath.Join(f.tb.Cnf.TmpDir, "fifo-*"))
 	assert.Empty(t, leftovers, "temporary files left behind")
+}
+
+// TestAKilledFIFOBackupLeavesNothingForTheNext: a backup through the tool's
+// FIFO streams (the xtrabackup stand-in) into --fifo-backup-fifo-dir set to
+// the tablet's tmp dir, where the work directories are made too, is SIGKILLed
+// (with the tool) once the tool has made its FIFOs: they stay behind, and the
+// next backup through the same directory succeeds and removes them, their
+// directory and its owner record; an operator's file there stays.
+func TestAKilledFIFOBackupLeavesNothingForTheNext(t *testing.T) {
+	f := newFixture(t)
+	f.useStorage(t, splitstoragetest.Local(t).Config)
+	dir := f.tb.Cnf.TmpDir
+	operators := filepath.Join(dir, "fifo-streams-notes")
+	require.NoError(t, os.WriteFile(operators, []byte("an operator's"), 0o600))
+	fifo := []string{"--fifo-backup-source=fifo", "--fifo-backup-tool-path=" + standinBin, "--fifo-backup-fifo-dir=" + dir,
+		"--fifo-backup-fifo-streams=3"}
+	ours := func() []string {
+		m, err := filepath.Glob(filepath.Join(dir, "fifo-*"))
+		require.NoError(t, err)
+		return slices.DeleteFunc(m, func(p string) bool { return p == operators })
+	}
+
+	p := startProc(t, f, "backup", fifo...)
+	var fifos []string
+	for deadline := time.Now().Add(time.Minute); len(fifos) < 3; time.Sleep(5 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the tool never made its FIFOs:\n%s", p.out)
+		select {
+		case err := <-p.done:
+			t.Fatalf("the backup ended (%v) before the tool made its FIFOs:\n%s", err, p.out)
+		default:
+		}
+		var err error
+		fifos, err = filepath.Glob(filepath.Join(dir, "fifo-streams-*", "thread_*"))
+		require.NoError(t, err)
+	}
+	require.NoError(t, syscall.Kill(-p.pgid, syscall.SIGKILL))
+	<-p.done
+	left := ours()
+	require.NotEmpty(t, left, "the killed backup left its work and FIFO directories")
+	for _, path := range fifos {
+		st, err := os.Lstat(path)
+		require.NoError(t, err, "the killed backup's FIFOs stay until the next backup")
+		require.NotZero(t, st.Mode()&os.ModeNamedPipe, path)
+	}
+
+	time.Sleep(time.Second) // backup names have 1 s resolution
+	next := startProc(t, f, "backup", fifo...)
+	require.NoError(t, <-next.done, "the next backup through the same directory:\n%s", next.out)
+	assert.Len(t, f.list(t), 1)
+	assert.Empty(t, ours(), "the next backup removed the killed one's FIFOs, and its own")
+	got, err := os.ReadFile(operators)
+	require.NoError(t, err)
+	assert.Equal(t, "an operator's", string(got))
+	assert.Contains(t, next.out.String(), "left by a run whose process")
 }
 
 // TestKillDuringRestore: the process restoring (backupproc) is SIGKILLed at

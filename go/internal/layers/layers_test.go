@@ -28,6 +28,7 @@ var rules = map[string][]string{
 	"go/internal/retention":       {},
 	"go/internal/vtusers":         {},
 	"go/internal/hostmem":         {},
+	"go/internal/diskspace":       {},
 	"go/internal/procident":       {},
 	"go/internal/relver":          {},
 	"go/vt/vtversion":             {},
@@ -36,7 +37,7 @@ var rules = map[string][]string{
 	// The storage: its backends below it, each knowing only the backend
 	// contract; it knows nothing of the engine.
 	"go/vt/mysqlctl/splitstorage": {"go/vt/mysqlctl/splitstorage/backend/...", "go/vt/mysqlctl/splitstorage/crypt",
-		"go/vt/mysqlctl/backuphandle", "go/internal/flagvalue", "go/internal/unreadable", "go/internal/procident"},
+		"go/vt/mysqlctl/backuphandle", "go/internal/flagvalue", "go/internal/unreadable", "go/internal/procident", "go/internal/diskspace"},
 	"go/vt/mysqlctl/splitstorage/crypt":           {},
 	"go/vt/mysqlctl/splitstorage/backend":         {"go/internal/flagvalue", "go/internal/unreadable"},
 	"go/vt/mysqlctl/splitstorage/backend/local":   backendRule,
@@ -48,8 +49,9 @@ var rules = map[string][]string{
 
 	// The engine: the stream format and small helpers; nothing of the storage.
 	"go/vt/mysqlctl/fifobackupengine": {"go/xbstream", "go/vt/mysqlctl/backuphandle", "go/internal/flagvalue", "go/internal/hostmem",
-		"go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/procident", "go/internal/errtext", "go/internal/relver"},
-	"go/vt/mysqlctl/tableimport": {"go/internal/mysqlfilename"},
+		"go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/procident", "go/internal/errtext", "go/internal/relver",
+		"go/internal/diskspace"},
+	"go/vt/mysqlctl/tableimport": {"go/internal/mysqlfilename", "go/internal/diskspace"},
 	"go/vt/mysqlctl/testrestore": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/internal/mysqlinstall",
 		"go/internal/flagvalue", "go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/relver"},
 	"go/vt/mysqlctl/selftest": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/tableimport",

@@ -18,6 +18,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/diskspace"
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/xbstream"
 
@@ -368,11 +369,11 @@ func freeBytes(dir string) int64 {
 // fsSpace returns the bytes available to this process on dir's file system
 // and its size; -1 and 0 when unknown.
 func fsSpace(dir string) (free, size int64) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
+	free, size, err := diskspace.Of(dir)
+	if err != nil {
 		return -1, 0
 	}
-	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize
+	return free, size
 }
 
 func freeText(free int64) string {

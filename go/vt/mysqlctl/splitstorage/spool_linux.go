@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vtfifo/vtfifo/go/internal/diskspace"
 )
 
 // createSpoolFile opens a file without a name in dir (O_TMPFILE): its space
@@ -21,20 +23,11 @@ func createSpoolFile(dir string) (*os.File, error) {
 	return createUnlinked(dir)
 }
 
-func diskSpace(dir string) (free, size int64, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, 0, err
-	}
-	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
-}
+func diskSpace(dir string) (free, size int64, err error) { return diskspace.Of(dir) }
 
 func diskSize(dir string) (int64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, err
-	}
-	return int64(st.Blocks) * int64(st.Bsize), nil
+	_, size, err := diskspace.Of(dir)
+	return size, err
 }
 
 // startWriteback starts writing n bytes of f from off to disk and returns

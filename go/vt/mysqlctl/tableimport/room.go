@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/vtfifo/vtfifo/go/internal/diskspace"
 )
 
 // An import writes into the live server's file systems: the table's files
@@ -84,15 +86,18 @@ func checkWrites(writes []fsWrite, src Source) error {
 	byDev := map[uint64]*fsNeed{}
 	var devs []uint64
 	for _, w := range writes {
-		var st syscall.Statfs_t
 		fi, err := os.Stat(w.dir)
-		if err != nil || syscall.Statfs(w.dir, &st) != nil {
+		if err != nil {
 			continue // not on this host
+		}
+		free, size, err := diskspace.Of(w.dir)
+		if err != nil {
+			continue
 		}
 		dev := fi.Sys().(*syscall.Stat_t).Dev
 		n := byDev[dev]
 		if n == nil {
-			n = &fsNeed{dir: w.dir, free: int64(st.Bavail) * st.Bsize, size: int64(st.Blocks) * st.Bsize}
+			n = &fsNeed{dir: w.dir, free: free, size: size}
 			byDev[dev] = n
 			devs = append(devs, dev)
 		}

@@ -1,14 +1,17 @@
 package fifobackupengine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"vitess.io/vitess/go/vt/logutil"
@@ -187,6 +190,61 @@ func ownerRecord(path string) (owner procident.Owner, raw []byte, ours bool) {
 	}
 	ours = json.Unmarshal(raw, &owner) == nil && owner.PID > 0 && owner.Host != ""
 	return owner, raw, ours
+}
+
+// StopMysqld is stopMysqld for the packages above the engine that run a
+// server of their own through Vitess's mysqlctl (the self-test's scratch
+// server, which an interrupted start leaves as a tablet's restore would).
+func StopMysqld(ctx context.Context, cnf *mysqlctl.Mycnf, timeout time.Duration, shutdown func(context.Context) error, logger logutil.Logger) error {
+	return stopMysqld(ctx, cnf, timeout, shutdown, logger)
+}
+
+// EndMysqld ends every local process started with cnf's my.cnf: SIGTERM to
+// each mysqld, its clean shutdown, which needs no account where a shutdown
+// through the server needs one (a server whose start was cut short has
+// none yet); after grace, SIGKILL to what is left, mysqld_safe first so
+// that it starts no other. It fails naming what is still there after that.
+// Only for a throwaway server that StopMysqld could not stop: a tablet's
+// mysqld is never killed.
+func EndMysqld(cnf *mysqlctl.Mycnf, grace time.Duration) error {
+	for _, p := range tabletProcesses(cnf) {
+		if safeFirst(p) != 0 {
+			_ = syscall.Kill(p.Pid, syscall.SIGTERM)
+		}
+	}
+	if waitProcessesGone(cnf, grace) {
+		return nil
+	}
+	left := tabletProcesses(cnf)
+	slices.SortStableFunc(left, func(a, b localProcess) int { return cmp.Compare(safeFirst(a), safeFirst(b)) })
+	for _, p := range left {
+		_ = syscall.Kill(p.Pid, syscall.SIGKILL)
+	}
+	if waitProcessesGone(cnf, 10*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("processes of %s still running after SIGKILL: %s", cnf.Path, joinProcesses(tabletProcesses(cnf)))
+}
+
+// waitProcessesGone waits at most timeout until no local process started
+// with cnf's my.cnf is left, and says whether none is.
+func waitProcessesGone(cnf *mysqlctl.Mycnf, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); len(tabletProcesses(cnf)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// safeFirst orders mysqld_safe (mariadbd-safe) before the mysqld it watches.
+func safeFirst(p localProcess) int {
+	for _, a := range p.Argv {
+		if name := filepath.Base(a); name == "mysqld_safe" || name == "mariadbd-safe" {
+			return 0
+		}
+	}
+	return 1
 }
 
 // stopMysqld stops the tablet's mysqld through shutdown (Vitess's

@@ -286,8 +286,9 @@ func (r *runner) load() (string, error) {
 
 // cleanUp stops the server and removes the scratch directory (unless Keep).
 func (r *runner) cleanUp() {
+	var running error // the scratch server's processes still there
 	if r.srv != nil {
-		r.srv.stop()
+		running = r.srv.stop(r.opts.Logger)
 	}
 	if r.store != nil {
 		r.removeBackups()
@@ -300,6 +301,10 @@ func (r *runner) cleanUp() {
 		// Kept with its server stopped: mysqld_safe's last lines too.
 		waitProcessesGone(r.scratch, 30*time.Second)
 		r.rep.Kept = r.scratch
+		return
+	}
+	if running != nil {
+		r.opts.Logger.Warningf("selftest: %v: %s is left as it is", running, r.scratch)
 		return
 	}
 	if err := removeScratch(r.scratch, 30*time.Second); err != nil {
@@ -315,6 +320,9 @@ func (r *runner) cleanUp() {
 // is seen). Removal is retried until timeout.
 func removeScratch(dir string, timeout time.Duration) error {
 	deadline := waitProcessesGone(dir, timeout)
+	if n := processesUnder(dir); n > 0 {
+		return fmt.Errorf("%d processes still run on it: it is left as it is", n)
+	}
 	for {
 		err := os.RemoveAll(dir)
 		if err == nil || time.Now().After(deadline) {

@@ -15,10 +15,12 @@ import (
 	vtconfig "vitess.io/vitess/config"
 	"vitess.io/vitess/go/mysql/collations"
 	"vitess.io/vitess/go/vt/dbconfigs"
+	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/vtusers"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
 // scratchServer is a server laid out and initialised as a Vitess tablet's
@@ -121,18 +123,28 @@ func (s *scratchServer) reach() string {
 	return "no TCP port"
 }
 
-// stop shuts the server down (a kill if that fails).
-func (s *scratchServer) stop() {
+// stop shuts the server down and returns once none of its processes is
+// left: through Vitess's shutdown, waiting as a tablet's restore waits
+// (fifobackupengine.StopMysqld: an interrupted start leaves mysqld_safe
+// starting a mysqld that has no socket yet, which a shutdown alone returns
+// at once for, and whose accounts may not be made yet), then with SIGTERM
+// (fifobackupengine.EndMysqld); an error names what is still running.
+func (s *scratchServer) stop(logger logutil.Logger) error {
 	if s.db != nil {
 		s.db.Close()
 	}
 	if s.mysqld == nil {
-		return
+		return nil
 	}
+	defer s.mysqld.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_ = s.mysqld.Shutdown(ctx, s.cnf, true, time.Minute)
-	s.mysqld.Close()
+	shutdown := func(ctx context.Context) error { return s.mysqld.Shutdown(ctx, s.cnf, true, 15*time.Second) }
+	if err := fifobackupengine.StopMysqld(ctx, s.cnf, 15*time.Second, shutdown, logger); err != nil {
+		logger.Warningf("selftest: the scratch server did not stop (%v): ending it with SIGTERM", err)
+		return fifobackupengine.EndMysqld(s.cnf, 30*time.Second)
+	}
+	return nil
 }
 
 func (s *scratchServer) errorLog() string {

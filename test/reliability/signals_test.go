@@ -103,3 +103,45 @@ func processesNaming(dir string) map[int]string {
 	}
 	return out
 }
+
+// TestAKilledSelfTestsServerIsEndedByTheNext: vtfifo selftest killed with
+// SIGKILL once its scratch server runs leaves that server running (Vitess
+// starts it through mysqld_safe, out of reach of a parent-death signal) and
+// its directory; the next self-test under the same --work-dir ends the
+// server and removes the directory (its owner record names a process that
+// is gone), then passes, and leaves nothing there.
+func TestAKilledSelfTestsServerIsEndedByTheNext(t *testing.T) {
+	work, err := os.MkdirTemp("", "vtfifo-signals-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(work) })
+	require.NoError(t, os.Chmod(work, 0o755))
+	t.Cleanup(func() {
+		for pid := range processesNaming(work) { // what a failed run left
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	killed := exec.Command(vtfifoBin, "selftest", "--work-dir="+work, "--quiet")
+	require.NoError(t, killed.Start())
+	serving := func() bool { // its socket is there, and a process on it
+		sockets, _ := filepath.Glob(filepath.Join(work, "vtfifo-selftest-*", "vt_*", "mysql.sock"))
+		return len(sockets) > 0 && len(processesNaming(work)) > 0
+	}
+	require.Eventually(t, serving, 2*time.Minute, 20*time.Millisecond, "the scratch server never started")
+	require.NoError(t, killed.Process.Kill())
+	_ = killed.Wait()
+	time.Sleep(time.Second)
+	require.True(t, serving(), "the killed run's scratch server runs on")
+
+	next := exec.Command(vtfifoBin, "selftest", "--work-dir="+work)
+	var stdout, stderr strings.Builder
+	next.Stdout, next.Stderr = &stdout, &stderr
+	require.NoError(t, next.Run(), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stdout.String(), "vtfifo selftest: PASSED")
+	assert.Regexp(t, `fifo: removed `+work+`/vtfifo-selftest-\d+ left by a run whose process \(`+strconv.Itoa(killed.Process.Pid)+`\) is gone`,
+		stderr.String())
+	assert.Empty(t, processesNaming(work), "no process is left on the work directory")
+	left, err := os.ReadDir(work)
+	require.NoError(t, err)
+	assert.Empty(t, left, "nothing is left in the work directory")
+}

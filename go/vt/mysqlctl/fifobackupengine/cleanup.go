@@ -74,6 +74,19 @@ func NewWorkDir(parent, prefix string, logger logutil.Logger) (dir string, relea
 	return newWorkDir(parent, prefix, logger)
 }
 
+// ClaimDir records this process as the owner of dir, a directory the
+// caller made under a name of its own (claimWorkDir), so that SweepStale
+// removes it once this process is gone; the returned func removes the
+// record (a directory kept on purpose is then left alone for good).
+func ClaimDir(dir string) (unclaim func(), err error) { return claimWorkDir(dir) }
+
+// SweepStale is removeStaleWorkDirs for the packages above the engine that
+// own directories by ClaimDir: those named prefix* under parent whose owner
+// record names a process provably gone go by remove.
+func SweepStale(parent, prefix string, remove func(dir string) error, logger logutil.Logger) {
+	removeStaleWorkDirs(parent, prefix, remove, logger)
+}
+
 // claimWorkDir records this process as the owner of dir (procident.Owner:
 // its host, boot, PID namespace, PID and start time, so that a pid used
 // again after a restart, vttablet is pid 1 again in a restarted container,

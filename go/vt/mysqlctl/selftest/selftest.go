@@ -117,6 +117,7 @@ type runner struct {
 	mysqld  string
 	mariadb bool
 	scratch string
+	unclaim func() // removes the scratch directory's owner record
 	shard   string // this run's, so its backups stand apart in any storage
 	srv     *scratchServer
 	keyring *keyring
@@ -213,11 +214,15 @@ func (r *runner) findServer() (string, error) {
 }
 
 func (r *runner) startServer() (string, error) {
-	dir, err := os.MkdirTemp(r.opts.WorkDir, "vtfifo-selftest-")
+	fifobackupengine.SweepStale(cmp.Or(r.opts.WorkDir, os.TempDir()), scratchPrefix, removeDeadScratch, r.opts.Logger)
+	dir, err := os.MkdirTemp(r.opts.WorkDir, scratchPrefix)
 	if err != nil {
 		return "", err
 	}
 	r.scratch = dir
+	if r.unclaim, err = fifobackupengine.ClaimDir(dir); err != nil {
+		return "", err
+	}
 	lines, taken, err := hostSettings(r.opts.HostCnf)
 	if err != nil {
 		return "", err
@@ -298,18 +303,23 @@ func (r *runner) cleanUp() {
 		return
 	}
 	if r.opts.Keep {
-		// Kept with its server stopped: mysqld_safe's last lines too.
+		// Kept with its server stopped: mysqld_safe's last lines too; and
+		// unclaimed, so that no later run sweeps it.
 		waitProcessesGone(r.scratch, 30*time.Second)
 		r.rep.Kept = r.scratch
+		r.unclaim()
 		return
 	}
 	if running != nil {
-		r.opts.Logger.Warningf("selftest: %v: %s is left as it is", running, r.scratch)
+		r.opts.Logger.Warningf("selftest: %v: %s is left as it is (the next self-test under %s stops and removes it)", running, r.scratch,
+			filepath.Dir(r.scratch))
 		return
 	}
 	if err := removeScratch(r.scratch, 30*time.Second); err != nil {
 		r.opts.Logger.Warningf("selftest: cannot remove %s: %v", r.scratch, err)
+		return
 	}
+	r.unclaim()
 }
 
 // removeScratch removes dir once no process started on it is left: mysqld's

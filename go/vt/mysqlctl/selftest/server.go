@@ -172,3 +172,26 @@ func writeInitSQL(ctx context.Context, root string) (string, error) {
 	p := filepath.Join(root, "init_db.sql")
 	return p, os.WriteFile(p, []byte(b.String()), 0o644)
 }
+
+// scratchPrefix names the self-test's scratch directories, each owned by a
+// record (fifobackupengine.ClaimDir) while its run lives.
+const scratchPrefix = "vtfifo-selftest-"
+
+// removeDeadScratch removes a scratch directory that a run killed with
+// SIGKILL left (fifobackupengine.SweepStale: its owner record names a
+// process that is gone). Its scratch server, which Vitess starts through
+// mysqld_safe, out of reach of any parent-death signal, may still run on
+// it: it is ended first (fifobackupengine.EndMysqld).
+func removeDeadScratch(dir string) error {
+	cnfs, err := filepath.Glob(filepath.Join(dir, "vt_*", "my.cnf"))
+	if err != nil {
+		return err
+	}
+	for _, p := range cnfs {
+		cnf := &mysqlctl.Mycnf{Path: p, PidFile: filepath.Join(filepath.Dir(p), "mysql.pid")}
+		if err := fifobackupengine.EndMysqld(cnf, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	return removeScratch(dir, 30*time.Second)
+}

@@ -225,7 +225,7 @@ func EndMysqld(cnf *mysqlctl.Mycnf, grace time.Duration) error {
 			_ = syscall.Kill(p.Pid, syscall.SIGTERM)
 		}
 	}
-	if waitProcessesGone(cnf, grace) {
+	if waitMysqldGone(cnf, grace) {
 		return nil
 	}
 	left := tabletProcesses(cnf)
@@ -233,15 +233,15 @@ func EndMysqld(cnf *mysqlctl.Mycnf, grace time.Duration) error {
 	for _, p := range left {
 		_ = syscall.Kill(p.Pid, syscall.SIGKILL)
 	}
-	if waitProcessesGone(cnf, 10*time.Second) {
+	if waitMysqldGone(cnf, 10*time.Second) {
 		return nil
 	}
 	return fmt.Errorf("processes of %s still running after SIGKILL: %s", cnf.Path, joinProcesses(tabletProcesses(cnf)))
 }
 
-// waitProcessesGone waits at most timeout until no local process started
+// waitMysqldGone waits at most timeout until no local process started
 // with cnf's my.cnf is left, and says whether none is.
-func waitProcessesGone(cnf *mysqlctl.Mycnf, timeout time.Duration) bool {
+func waitMysqldGone(cnf *mysqlctl.Mycnf, timeout time.Duration) bool {
 	for deadline := time.Now().Add(timeout); len(tabletProcesses(cnf)) > 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			return false

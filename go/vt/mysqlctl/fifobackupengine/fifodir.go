@@ -36,8 +36,8 @@ const fifoDirPrefix = "fifo-streams-"
 func newFIFODir(parent string, logger logutil.Logger) (dir string, release func(), err error) {
 	dir, release, err = newOwnedDir(parent, fifoDirPrefix, "the directory of the tool's FIFO streams", removeFIFODir, logger)
 	if err != nil {
-		return "", nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot make a directory for the backup tool's FIFO streams under %s: %v",
-			parent, err)
+		return "", nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "cannot make a directory for the backup tool's FIFO streams under %s: %v "+
+			"(give --fifo-backup-fifo-dir a directory this user can write in)", parent, err)
 	}
 	return dir, release, nil
 }

@@ -47,6 +47,14 @@ func TestTheFIFODirectoryHoldsOnlyWhatTheBackupRemoves(t *testing.T) {
 		assert.Contains(t, logger.String(), "fifo: cannot remove the directory of the tool's FIFO streams "+dir+": it holds thread_1, "+
 			"thread_64, which the backup tool did not make: left alone")
 	})
+	t.Run("one that cannot be made is refused, naming the flag", func(t *testing.T) {
+		parent := filepath.Join(t.TempDir(), "a-file")
+		require.NoError(t, os.WriteFile(parent, nil, 0o600))
+		_, _, err := newFIFODir(parent, logutil.NewMemoryLogger())
+		require.Error(t, err)
+		assert.Regexp(t, `^cannot make a directory for the backup tool's FIFO streams under `+parent+`: mkdir `+parent+`/fifo-streams-\S+: `+
+			`not a directory \(give --fifo-backup-fifo-dir a directory this user can write in\)$`, err.Error())
+	})
 	// --fifo-backup-fifo-dir may be the tablet's tmp dir, where the work
 	// directories are made: the two directories never take each other's name.
 	t.Run("beside the work directories", func(t *testing.T) {

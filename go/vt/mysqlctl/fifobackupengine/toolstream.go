@@ -80,12 +80,14 @@ func (b *backupRun) fifoDir(workDir string) (dir string, remove func(), err erro
 	if b.source != SourceFIFO {
 		return "", func() {}, nil
 	}
-	parent := cmp.Or(b.cfg.FIFODir, workDir)
-	if st, err := os.Stat(parent); err != nil || !st.IsDir() {
+	if b.cfg.FIFODir == "" {
+		return newFIFODir(workDir, b.logger)
+	}
+	if st, err := os.Stat(b.cfg.FIFODir); err != nil || !st.IsDir() {
 		return "", nil, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "--fifo-backup-fifo-dir %s must be an existing directory: the backup "+
 			"makes one directory in it, not its parents", b.cfg.FIFODir)
 	}
-	return newFIFODir(parent, b.logger)
+	return newFIFODir(b.cfg.FIFODir, b.logger)
 }
 
 // runningTool is the tool's process while the lanes read it.

@@ -122,6 +122,52 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("a server whose socket path is too long", func(t *testing.T) { testRestoreWithASocketPathTooLong(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server killed during the check", func(t *testing.T) { testRestoreOfAServerKilledDuringTheCheck(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server short of open files", func(t *testing.T) { testRestoreOfAServerShortOfFiles(t, dir, backups[0].Name, record, storage) })
+	t.Run("a server that starts nowhere here", func(t *testing.T) { testRestoreOfAServerThatStartsNowhere(t, dir, backups[0].Name, record, storage) })
+	t.Run("a server that refuses the backup's files", func(t *testing.T) { testRestoreRefusedByTheServer(t, dir, backups[0].Name, record, storage) })
+}
+
+// testRestoreOfAServerThatStartsNowhere: a server that crashes at every
+// start on this host, in words no list of this host's faults knows (a
+// stand-in that writes a line and dies of SIGSEGV, as a server built for
+// another CPU or missing a kernel feature may), is started again on an
+// empty data directory (the control), crashes there too, and so says
+// nothing about the backup: exit 3, nothing recorded or quarantined (it
+// was a failed test restore and a quarantine, exit 1).
+func testRestoreOfAServerThatStartsNowhere(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	mysqld := filepath.Join(dir, "mysqld-that-crashes-at-its-start")
+	require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\ncase \"$*\" in *--version*) exec /usr/sbin/mariadbd --version;; esac\n"+
+		"echo '[ERROR] mysqld got signal 11 ;' >&2; kill -SEGV $$\n"), 0o755))
+	out, errOut := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Empty(t, errOut)
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "could not run, nothing is recorded: mysqld exited while starting (signal: segmentation fault)")
+	assert.Contains(t, out, "; the same server, started the same way, does not start on an empty data directory here either: mysqld exited "+
+		"while starting (signal: segmentation fault)")
+	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (its server does not start here even on an empty data directory, so its "+
+		"refusal says nothing about the backup): nothing says the backup is damaged\n"), out)
+	assertNothingRecorded(t, record, before, storage)
+}
+
+// testRestoreRefusedByTheServer: real mariadbd that refuses the restored
+// files (a wrapper overwrites the first pages of the restored ibdata1, as
+// a backup taken damaged would hold them) and starts on an empty data
+// directory: the refusal is the verdict, exit 1, saying the control
+// started.
+func testRestoreRefusedByTheServer(t *testing.T, dir, backup, record string, storage []string) {
+	mysqld := filepath.Join(dir, "mysqld-on-a-damaged-system-tablespace")
+	require.NoError(t, os.WriteFile(mysqld, []byte(refusesTheBackup(`head -c 65536 /dev/zero | tr '\0' x | `+
+		`dd of="$d/ibdata1" conv=notrunc 2>/dev/null`)), 0o755))
+	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--record=false", "--quiet"}, storage...)...)
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "record not stored (--record=false)): mysqld exited while starting (exit status 1); its error log ends:")
+	assert.Contains(t, out, "[ERROR] Aborting")
+	assert.True(t, strings.HasSuffix(out, "; the same server, started the same way, starts on an empty data directory here: the restored files are "+
+		"what it refused\n"), out)
+	assert.NotContains(t, out, "nothing says the backup is damaged")
 }
 
 // testRestoreOfAServerShortOfFiles: real mariadbd under a limit of open
@@ -173,11 +219,7 @@ func testRestoreWithASocketPathTooLong(t *testing.T, dir, backup, record string,
 	assert.Contains(t, out, "The socket file path is too long (> 107)")
 	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (a socket's path is longer than the 107 bytes a Unix socket takes "+
 		"(a shorter directory)): nothing says the backup is damaged\n"), out)
-	after, err := os.ReadFile(record)
-	require.NoError(t, err)
-	assert.Equal(t, string(before), string(after))
-	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
-	assert.NotContains(t, ls, "quarantined")
+	assertNothingRecorded(t, record, before, storage)
 }
 
 // testRestoreOfAServerKilledDuringTheCheck: real mariadbd killed with
@@ -219,21 +261,17 @@ kill -9 "$pid"; wait "$pid"; rm -f "$real"; kill -9 $$
 	assert.Regexp(t, `could not run, nothing is recorded: CHECK TABLE (failed on|could not be run on \d+ of) \d+ `, out)
 	assert.Contains(t, out, "; mysqld exited during the check (signal: killed); its error log ends:")
 	assert.Contains(t, out, "a program was killed (SIGKILL: the kernel's OOM killer, or an operator)")
-	after, err := os.ReadFile(record)
-	require.NoError(t, err)
-	assert.Equal(t, string(before), string(after))
-	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
-	assert.NotContains(t, ls, "quarantined")
+	assertNothingRecorded(t, record, before, storage)
 }
 
 // testRestoreWithFlagsThatDoNotFit: real mariadbd given --mysqld-flags that
 // do not fit the backup (another page size) exits at start; the backup,
 // restored again, starts without them and passes: the flags are a usage
 // error, exit 2, and nothing is recorded or quarantined, also where the
-// server under the flags damaged the files it was given. A server that
-// fails without them
-// too (a stand-in that always exits) is a failed test restore, exit 1,
-// saying both.
+// server under the flags damaged the files it was given. Flags this server
+// takes nowhere (an option it does not know) are told by the control
+// alone, exit 2. A server that refuses the backup's files without them too
+// (a stand-in) is a failed test restore, exit 1, saying both.
 func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, storage []string) {
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
@@ -243,36 +281,31 @@ func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, 
 	assert.Contains(t, errOut, "could not run, nothing is recorded: mysqld exited while starting")
 	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the backup restores, starts and passes every check: those flags do not fit `+
 		"this backup or this host, and nothing says the backup is damaged; correct them or leave them out")
-	after, err := os.ReadFile(record)
-	require.NoError(t, err)
-	assert.Equal(t, string(before), string(after))
-	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
-	assert.NotContains(t, ls, "quarantined")
+	assertNothingRecorded(t, record, before, storage)
+
+	_, errOut = runArgs(t, 2, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-flags=--no-such-option=1",
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Contains(t, errOut, "could not run, nothing is recorded: mysqld exited while starting")
+	assert.Contains(t, errOut, "unknown variable 'no-such-option=1'")
+	assert.Contains(t, errOut, `; started with --mysqld-flags="--no-such-option=1" it does not start on an empty data directory either, and without `+
+		"them it does: those flags do not fit this server or this host, and nothing says the backup is damaged; correct them or leave them out")
+	assertNothingRecorded(t, record, before, storage)
 
 	// A server that, under the flags, damages the files it was given before
 	// it fails: the run without them restores the backup again, so the
 	// damage the flags did is never taken for the backup's.
 	mysqld := filepath.Join(dir, "mysqld-that-damages-under-the-flags")
-	require.NoError(t, os.WriteFile(mysqld, []byte(`#!/bin/sh
-case "$*" in
-*--version*) exec /usr/sbin/mariadbd --version;;
-*--innodb-page-size=4k*)
-	for a in "$@"; do case "$a" in --datadir=*) d="${a#--datadir=}";; esac; done
+	require.NoError(t, os.WriteFile(mysqld, []byte(refusesTheBackup(`case "$*" in *--innodb-page-size=4k*)
 	find "$d" -name '*.ibd' -exec truncate -s 0 {} +
 	echo '[ERROR] InnoDB: the page size does not fit' >&2; exit 1;;
-esac
-exec /usr/sbin/mariadbd "$@"
-`), 0o755))
+esac`)), 0o755))
 	_, errOut = runArgs(t, 2, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
 		"--mysqld-flags=--innodb-page-size=4k", "--quarantine-on-failure", "--quiet"}, storage...)...)
 	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the backup restores, starts and passes every check`)
-	after, err = os.ReadFile(record)
-	require.NoError(t, err)
-	assert.Equal(t, string(before), string(after))
+	assertNothingRecorded(t, record, before, storage)
 
-	mysqld = filepath.Join(dir, "mysqld-that-never-starts")
-	require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\ncase \"$*\" in *--version*) exec /usr/sbin/mariadbd --version;; esac\n"+
-		"echo '[ERROR] InnoDB: Unable to open the system tablespace' >&2; exit 1\n"), 0o755))
+	mysqld = filepath.Join(dir, "mysqld-that-never-starts-on-the-backup")
+	require.NoError(t, os.WriteFile(mysqld, []byte(refusesTheBackup("echo '[ERROR] InnoDB: Unable to open the system tablespace' >&2; exit 1")), 0o755))
 	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
 		"--mysqld-flags=--innodb-page-size=4k", "--record=false", "--quiet"}, storage...)...)
 	assert.Contains(t, out, "FAIL: test restore of ")
@@ -282,13 +315,10 @@ exec /usr/sbin/mariadbd "$@"
 	// this host (it says "Permission denied"): nothing tells the flags from
 	// the backup, exit 3, nothing recorded.
 	mysqld = filepath.Join(dir, "mysqld-confined-without-the-flags")
-	require.NoError(t, os.WriteFile(mysqld, []byte(`#!/bin/sh
-case "$*" in
-*--version*) exec /usr/sbin/mariadbd --version;;
-*--innodb-page-size=4k*) echo '[ERROR] InnoDB: the page size does not fit' >&2; exit 1;;
-esac
-echo "mariadbd: Can't create/write to file '/tmp/x' (Errcode: 13 \"Permission denied\")" >&2; exit 1
-`), 0o755))
+	require.NoError(t, os.WriteFile(mysqld, []byte(strings.Replace(refusesTheBackup(`case "$*" in *--innodb-page-size=4k*)
+	echo '[ERROR] InnoDB: the page size does not fit' >&2; exit 1;;
+esac`), `exec /usr/sbin/mariadbd "$@"`, `case "$*" in *--innodb-page-size=4k*) exec /usr/sbin/mariadbd "$@";; esac
+echo "mariadbd: Can't create/write to file '/tmp/x' (Errcode: 13 \"Permission denied\")" >&2; exit 1`, 1)), 0o755))
 	out, errOut = runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
 		"--mysqld-flags=--innodb-page-size=4k", "--quarantine-on-failure", "--quiet"}, storage...)...)
 	assert.Empty(t, errOut)
@@ -297,9 +327,31 @@ echo "mariadbd: Can't create/write to file '/tmp/x' (Errcode: 13 \"Permission de
 	assert.Contains(t, out, `without --mysqld-flags="--innodb-page-size=4k" the run could not be made (`)
 	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (it failed only under the operator's --mysqld-flags, and could not be "+
 		"run without them): nothing says the backup is damaged\n"), out)
-	after, err = os.ReadFile(record)
+	assertNothingRecorded(t, record, before, storage)
+}
+
+// assertNothingRecorded: the record of the pass before the run is as it
+// was, and no backup is quarantined.
+func assertNothingRecorded(t *testing.T, record string, before []byte, storage []string) {
+	t.Helper()
+	after, err := os.ReadFile(record)
 	require.NoError(t, err)
 	assert.Equal(t, string(before), string(after))
+	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
+	assert.NotContains(t, ls, "quarantined")
+}
+
+// refusesTheBackup is a stand-in of mysqld that runs refusal on a data
+// directory restored from a backup (it holds the tool's backup-my.cnf) and
+// is the real mariadbd otherwise: a server that refuses the backup's files
+// and starts on an empty directory (the test restore's control).
+func refusesTheBackup(refusal string) string {
+	return `#!/bin/sh
+case "$*" in *--version*) exec /usr/sbin/mariadbd --version;; esac
+for a in "$@"; do case "$a" in --datadir=*) d="${a#--datadir=}";; esac; done
+if [ -e "$d/backup-my.cnf" ]; then ` + refusal + `; fi
+exec /usr/sbin/mariadbd "$@"
+`
 }
 
 // testRestoreOnAnOlderServer: a server that refuses the restored directory
@@ -312,8 +364,8 @@ func testRestoreOnAnOlderServer(t *testing.T, dir, backup, record string, storag
 	require.NoError(t, err)
 	stand := func(version string) string {
 		mysqld := filepath.Join(dir, "mysqld-"+version)
-		require.NoError(t, os.WriteFile(mysqld, []byte("#!/bin/sh\ncase \"$*\" in *--version*) echo '/usr/sbin/mariadbd  Ver "+version+
-			"-MariaDB for debian-linux-gnu on x86_64';; *) echo 'InnoDB: Upgrade after a crash is not supported' >&2; exit 1;; esac\n"), 0o755))
+		require.NoError(t, os.WriteFile(mysqld, []byte(strings.Replace(refusesTheBackup("echo 'InnoDB: Upgrade after a crash is not supported' >&2; exit 1"),
+			"exec /usr/sbin/mariadbd --version", "echo '/usr/sbin/mariadbd  Ver "+version+"-MariaDB for debian-linux-gnu on x86_64'; exit 0", 1)), 0o755))
 		return mysqld
 	}
 	testRestore := func(code int, mysqld string, more ...string) string {
@@ -352,11 +404,7 @@ func testRestoreOnAConfiningHost(t *testing.T, dir, backup, record string, stora
 	assert.Contains(t, out, `Errcode: 13 "Permission denied"`)
 	assert.Contains(t, out, "this host could not finish it (a file or directory is not accessible to it here (its modes, AppArmor or SELinux)): "+
 		"nothing says the backup is damaged\n")
-	after, err := os.ReadFile(record)
-	require.NoError(t, err)
-	assert.Equal(t, string(before), string(after))
-	ls := run(t, 0, append([]string{"ls"}, storage[:len(storage)-1]...)...)
-	assert.NotContains(t, ls, "quarantined")
+	assertNothingRecorded(t, record, before, storage)
 }
 
 // restoreUsesItsOwnTablespaces: the selftest's backups hold a DATA

@@ -22,7 +22,8 @@ var testRestoreDoc = commandDoc{"test-restore", "Prove a backup restorable: rest
 		"stops it and removes the scratch directory. The verification record (when, tool and server versions,\n" +
 		"tables, rows, duration, outcome) is stored beside the backup on the split storage; `vtfifo ls` shows it. A run\n" +
 		"that could not read the backup (a permission, a timeout, this host's keys) or that this host failed (a full disk, a tool killed by\n" +
-		"the OOM killer) records nothing and exits 3; no tool, or not the backup's, exits 2.\n" +
+		"the OOM killer, a mysqld that does not start even on an empty data directory) records nothing and exits 3; no tool, or\n" +
+		"not the backup's, exits 2.\n" +
 		"A backup of Vitess's xtrabackup engine (docs/migration.md) is tested the same way, from its stream.",
 	"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n" +
 		"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp"}

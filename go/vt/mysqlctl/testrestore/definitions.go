@@ -127,7 +127,7 @@ func Open(ctx context.Context, dataDir, what string, opts Options) (_ *Scratch, 
 		args = append(args, "--innodb-read-only=1")
 	}
 	logger.Infof("restore-table: starting %s (%s) on %s for %s", bin, mode, dataDir, what)
-	db, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
+	db, _, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
 	if err != nil {
 		return nil, err
 	}

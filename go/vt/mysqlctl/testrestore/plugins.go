@@ -31,11 +31,12 @@ import (
 
 // startLoaded starts the server, and when the backup's server had plugins
 // it has not loaded, starts it again with each one (--plugin-load-add),
-// once the host is known to have their libraries.
-func (s *server) startLoaded(ctx context.Context, args []string, recorded []fifobackupengine.ServerPlugin, timeout time.Duration) (*sql.DB, error) {
+// once the host is known to have their libraries. It returns the arguments
+// of its last start, also where that failed.
+func (s *server) startLoaded(ctx context.Context, args []string, recorded []fifobackupengine.ServerPlugin, timeout time.Duration) (*sql.DB, []string, error) {
 	db, args, err := s.startMatched(ctx, args, timeout)
 	if err != nil {
-		return nil, s.olderServer(err)
+		return nil, args, s.olderServer(err)
 	}
 	load, err := missingPlugins(ctx, db, recorded)
 	if err != nil {
@@ -44,10 +45,10 @@ func (s *server) startLoaded(ctx context.Context, args []string, recorded []fifo
 		err = s.lost(err)
 		db.Close()
 		s.stop()
-		return nil, err
+		return nil, args, err
 	}
 	if len(load) == 0 {
-		return db, nil
+		return db, args, nil
 	}
 	db.Close()
 	s.stop()
@@ -55,7 +56,8 @@ func (s *server) startLoaded(ctx context.Context, args []string, recorded []fifo
 		args = append(args, "--plugin-load-add="+p.name+"="+p.library)
 	}
 	s.logger.Infof("test restore: restarting %s with the plugins the backup's server loaded: %s", s.bin, pluginNames(load))
-	return s.start(ctx, args, timeout)
+	db, err = s.start(ctx, args, timeout)
+	return db, args, err
 }
 
 type plugin struct{ name, library string }

@@ -3,15 +3,11 @@ package testrestore
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
@@ -55,31 +51,12 @@ func TestAServerWhosePluginsFailIsStopped(t *testing.T) {
 	src.Stop()
 	mysqld, err := mysqlinstall.FindMysqld("")
 	require.NoError(t, err)
-	dir, err := os.MkdirTemp("", "vtfifo-plugins-test-") // traversable by the server's user, unlike t.TempDir's parent
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	require.NoError(t, os.Chmod(dir, 0o755))
-	data := filepath.Join(dir, "data")
-	require.NoError(t, os.Rename(src.DataDir, data))
-	require.NoError(t, os.WriteFile(filepath.Join(data, "backup-my.cnf"), []byte("[mysqld]\n"), 0o640))
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "tmp"), 0o750))
-	runAs, err := mysqlinstall.ServerUser(dir)
-	require.NoError(t, err)
-	if runAs != nil {
-		require.NoError(t, mysqlinstall.ChownTree(dir, runAs))
-	}
-	s := &server{bin: mysqld, dir: dir, dataDir: data, mariadb: true, runAs: runAs, logger: logutil.NewMemoryLogger()}
-	args, err := s.args(Options{BufferPool: 64 << 20})
-	require.NoError(t, err)
+	s, args := scratchServer(t, mysqld, true, src.DataDir)
 	absent := fifobackupengine.ServerPlugin{Name: "NOPE", Library: "ha_nope.so", Type: "STORAGE ENGINE"}
-	db, err := s.startLoaded(context.Background(), args, []fifobackupengine.ServerPlugin{absent}, time.Minute)
+	db, _, err := s.startLoaded(context.Background(), args, []fifobackupengine.ServerPlugin{absent}, time.Minute)
 	require.Error(t, err)
 	assert.Nil(t, db)
 	assert.True(t, errors.Is(err, errCouldNotRun) && unreadable.Is(err), "could not run here, never damage: %v", err)
 	assert.Nil(t, s.cmd, "the server is stopped")
-	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, c := range cmdlines {
-		b, _ := os.ReadFile(c)
-		assert.NotContains(t, string(b), "--datadir="+data, "%s still runs on the scratch directory", c)
-	}
+	assertNoServerOn(t, s.dir)
 }

@@ -85,18 +85,13 @@ func (s *server) errorLog() string { return filepath.Join(s.dir, "mysqld.err") }
 // the InnoDB geometry from the backup's backup-my.cnf; no listener but the
 // socket, no grants, no replica threads, no events, no binary log.
 func (s *server) args(opts Options) ([]string, error) {
-	args := []string{
-		"--no-defaults",
-		"--datadir=" + s.dataDir,
-		"--socket=" + s.socket(),
-		"--pid-file=" + filepath.Join(s.dir, "mysqld.pid"),
-		"--log-error=" + s.errorLog(),
-		"--tmpdir=" + filepath.Join(s.dir, "tmp"),
+	args := append([]string{"--no-defaults"}, s.placeArgs()...)
+	args = append(args,
 		"--skip-networking",
 		"--skip-grant-tables",
 		"--event-scheduler=DISABLED",
 		fmt.Sprintf("--innodb-buffer-pool-size=%d", opts.BufferPool),
-	}
+	)
 	keep := []string{"innodb_page_size", "innodb_data_file_path"}
 	if s.mariadb {
 		args = append(args, "--skip-slave-start")
@@ -136,6 +131,18 @@ func (s *server) args(opts Options) ([]string, error) {
 	return append(args, opts.MysqldFlags...), nil
 }
 
+// placeArgs are the arguments that place the server's files, all in its
+// scratch directory (the socket where its path fits).
+func (s *server) placeArgs() []string {
+	return []string{
+		"--datadir=" + s.dataDir,
+		"--socket=" + s.socket(),
+		"--pid-file=" + filepath.Join(s.dir, "mysqld.pid"),
+		"--log-error=" + s.errorLog(),
+		"--tmpdir=" + filepath.Join(s.dir, "tmp"),
+	}
+}
+
 // readBackupCnf reads the [mysqld] options of the tool's backup-my.cnf.
 func readBackupCnf(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
@@ -162,8 +169,9 @@ func readBackupCnf(path string) (map[string]string, error) {
 // proof about the backup: a long crash recovery, or a slow host.
 const notStarted = "its mysqld was still starting at the start timeout"
 
-// start starts mysqld and waits until it answers on its socket.
-func (s *server) start(ctx context.Context, args []string, timeout time.Duration) (*sql.DB, error) {
+// command is the server binary run with args, as the user the scratch
+// directory is for, its output kept.
+func (s *server) command(args []string) *exec.Cmd {
 	cmd := exec.Command(s.bin, args...)
 	// Its own process group: a ^C on the terminal reaches us, and we stop it.
 	// Pdeathsig: the throwaway server dies with the process that started
@@ -178,6 +186,12 @@ func (s *server) start(ctx context.Context, args []string, timeout time.Duration
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
 	cmd.Stdout, cmd.Stderr = &s.output, &s.output
+	return cmd
+}
+
+// start starts mysqld and waits until it answers on its socket.
+func (s *server) start(ctx context.Context, args []string, timeout time.Duration) (*sql.DB, error) {
+	cmd := s.command(args)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start %s: %w", s.bin, err)
 	}

@@ -78,7 +78,8 @@ const (
 // a part it may not read, a timeout, this host lacking the backup's
 // encryption keys, a full disk, a tool or mysqld killed from outside or out
 // of memory or open files, a mysqld still starting at the start timeout or
-// not accepting a connection). The scratch directory is removed and mysqld
+// not accepting a connection, a mysqld that exits at its start on an empty
+// data directory as well: control.go). The scratch directory is removed and mysqld
 // stopped before Run returns, whatever happened.
 func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Record, error) {
 	if opts.Logger == nil {
@@ -252,9 +253,9 @@ func serve(ctx context.Context, srv *server, opts Options, rec *Record) error {
 	}
 	opts.Logger.Infof("test restore: starting %s on %s (socket only, no replication, no events)", srv.bin, srv.dataDir)
 	phase(PhaseStart)
-	db, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
+	db, started, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
 	if err != nil {
-		return unreadable.InText(err)
+		return srv.controlled(ctx, started, opts, unreadable.InText(err))
 	}
 	defer srv.stop()
 	defer db.Close()

@@ -132,7 +132,8 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 // another CPU or missing a kernel feature may), is started again on an
 // empty data directory (the control), crashes there too, and so says
 // nothing about the backup: exit 3, nothing recorded or quarantined (it
-// was a failed test restore and a quarantine, exit 1).
+// was a failed test restore and a quarantine, exit 1). So is restore-table
+// with that server (it said the backup was damaged, exit 1).
 func testRestoreOfAServerThatStartsNowhere(t *testing.T, dir, backup, record string, storage []string) {
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
@@ -149,6 +150,15 @@ func testRestoreOfAServerThatStartsNowhere(t *testing.T, dir, backup, record str
 	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (its server does not start here even on an empty data directory, so its "+
 		"refusal says nothing about the backup): nothing says the backup is damaged\n"), out)
 	assertNothingRecorded(t, record, before, storage)
+
+	// restore-table's server that reads the definitions: the same control.
+	target := filepath.Join(dir, "tables-of-a-server-that-starts-nowhere")
+	defer os.RemoveAll(target)
+	out, errOut = runArgs(t, 3, append([]string{"restore-table", "--backup=" + backup, "--table=selftest.t0001", "--target-dir=" + target,
+		"--mysqld=" + mysqld, "--quiet"}, storage...)...)
+	assert.Contains(t, out+errOut, "FAIL: reading the tables' definitions from the restored files: mysqld exited while starting (signal: "+
+		"segmentation fault)")
+	assert.Contains(t, out+errOut, "its server does not start here even on an empty data directory, so its refusal says nothing about the backup")
 }
 
 // testRestoreRefusedByTheServer: real mariadbd that refuses the restored

@@ -48,8 +48,8 @@ func (s *server) controlled(ctx context.Context, args []string, opts Options, er
 	if noVerdictIn(err) || ctx.Err() != nil {
 		return err
 	}
-	s.logger.Warningf("test restore: %s exited at its start on the restored files: starting it the same way on an empty data directory, "+
-		"so that this host's server is not taken for the backup", s.bin)
+	s.logger.Warningf("%s exited at its start on the restored files: starting it the same way on an empty data directory, so that this "+
+		"host's server is not taken for the backup", s.bin)
 	ctlErr := s.control(ctx, args, "control")
 	switch {
 	case ctx.Err() != nil:

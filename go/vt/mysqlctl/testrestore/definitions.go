@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 )
 
@@ -127,9 +129,12 @@ func Open(ctx context.Context, dataDir, what string, opts Options) (_ *Scratch, 
 		args = append(args, "--innodb-read-only=1")
 	}
 	logger.Infof("restore-table: starting %s (%s) on %s for %s", bin, mode, dataDir, what)
-	db, _, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
+	db, started, err := srv.startLoaded(ctx, args, opts.Plugins, opts.StartTimeout)
 	if err != nil {
-		return nil, err
+		// Its control starts as it did, less the read-only mode, in which
+		// no server starts on an empty directory.
+		return nil, srv.controlled(ctx, slices.DeleteFunc(started, func(a string) bool { return a == "--innodb-read-only=1" }), opts,
+			unreadable.InText(err))
 	}
 	s := &Scratch{DB: db, MariaDB: mariadb, srv: srv, release: release}
 	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&s.Version); err != nil {

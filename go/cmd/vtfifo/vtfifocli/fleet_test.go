@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,31 @@ func TestFleetView(t *testing.T) {
 	_, errOut = runSplit(t, 1, root, "show", "--keyspace=ks", "--shard=1", "--backup=2026-01-03.000000.zone1-0000000200")
 	assert.Contains(t, errOut, "(its words name this host failing, its disk is full, which is no proof about the backup: an earlier vtfifo "+
 		"quarantined for it; vtfifo release, then test-restore again); restore never picks it")
+
+	// A reason that runs over lines (a failed start's error log) is one
+	// line in the table and in verify's list: its first and last, and where
+	// the rest is; --json and show have all of it (the table's rows were
+	// broken by every line of the log).
+	plantBackup(t, bs, "ks/1", "2026-01-04.000000.zone1-0000000200")
+	h, err = bs.OpenBackup(ctx, "ks/1", "2026-01-04.000000.zone1-0000000200")
+	require.NoError(t, err)
+	logged := "test restore failed 2026-11-20T03:00:00Z: mysqld exited while starting (exit status 1); its error log ends:\n" +
+		"[Note] InnoDB: Completed initialization of buffer pool\n[ERROR] InnoDB: Inconsistent tablespace ID in ./ibdata1\n[ERROR] Aborting\n" +
+		"; the same server, started the same way, starts on an empty data directory here: the restored files are what it refused"
+	require.NoError(t, h.(*splitstorage.Handle).Quarantine(ctx, logged))
+	oneLine := "quarantined: test restore failed 2026-11-20T03:00:00Z: mysqld exited while starting (exit status 1); its error log ends: " +
+		"[3 more lines: vtfifo show --backup=2026-01-04.000000.zone1-0000000200] ; the same server, started the same way, starts on an empty " +
+		"data directory here: the restored files are what it refused\n"
+	out, _ = runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=1")
+	assert.Regexp(t, `\n2026-01-04.000000.zone1-0000000200\s+-\s+`+regexp.QuoteMeta(oneLine), out)
+	assert.NotContains(t, out, "Inconsistent tablespace ID")
+	out, _ = runSplit(t, 0, root, "verify", "--list-incomplete", "--keyspace=ks", "--shard=1")
+	assert.Regexp(t, `\nincomplete ks/1/2026-01-04.000000.zone1-0000000200: .*; `+regexp.QuoteMeta(oneLine), out)
+	assert.NotContains(t, out, "Inconsistent tablespace ID")
+	out, _ = runSplit(t, 0, root, "ls", "--keyspace=ks", "--shard=1", "--json")
+	assert.Contains(t, out, `"state": "quarantined: `+strings.ReplaceAll(logged, "\n", `\n`)+`"`)
+	_, errOut = runSplit(t, 1, root, "show", "--keyspace=ks", "--shard=1", "--backup=2026-01-04.000000.zone1-0000000200")
+	assert.Contains(t, errOut, "quarantined: "+logged+"; restore never picks it")
 
 	// Usage errors.
 	_, errOut = runSplit(t, 2, root, "ls", "--json", "--prometheus")

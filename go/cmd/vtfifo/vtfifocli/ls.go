@@ -168,10 +168,10 @@ func writeBackupTable(w io.Writer, infos []BackupInfo) int {
 	for _, b := range infos {
 		switch {
 		case b.State != "":
-			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t\t%s\n", b.Name, b.State)
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t\t%s\n", b.Name, oneLine(b.State, b.Name))
 			continue
 		case b.Problem != "":
-			fmt.Fprintf(tw, "%s\t?\t%s\t\t\t\t\t\t\t\t\t%s\n", b.Name, b.Storage, b.Problem)
+			fmt.Fprintf(tw, "%s\t?\t%s\t\t\t\t\t\t\t\t\t%s\n", b.Name, b.Storage, oneLine(b.Problem, b.Name))
 			continue
 		}
 		verified := "-"

@@ -171,6 +171,22 @@ func (o *options) failf(code int, format string, args ...any) int {
 // at its end.
 func errText(err error) string { return strings.TrimRight(errtext.Text(err), "\n") }
 
+// oneLine is text for a table's cell or a list's line: text that runs over
+// lines (a quarantine for a failed start holds the server's error log,
+// dozens of lines) keeps its first line, which says what failed, and its
+// last, which says what was concluded, and says how many lines between
+// `vtfifo show --backup=NAME` prints.
+func oneLine(text, name string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	switch len(lines) {
+	case 1:
+		return lines[0]
+	case 2:
+		return lines[0] + " " + lines[1]
+	}
+	return fmt.Sprintf("%s [%d more lines: vtfifo show --backup=%s] %s", lines[0], len(lines)-2, name, lines[len(lines)-1])
+}
+
 // notef prints a note on stderr (what the command decided or is doing),
 // unless --quiet.
 func (o *options) notef(format string, args ...any) {

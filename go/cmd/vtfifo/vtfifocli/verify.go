@@ -322,7 +322,7 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 	for _, b := range inc {
 		line := incompleteLine(dir, b, now)
 		if b.Quarantined != "" {
-			line += "; " + quarantinedText(b.Quarantined)
+			line += "; " + oneLine(quarantinedText(b.Quarantined), b.Name)
 		}
 		if len(b.RetiredFor) > 0 {
 			line += "; removed from the list, kept as the base of " + strings.Join(b.RetiredFor, ", ")

@@ -165,19 +165,27 @@ func testRestoreOfAServerThatStartsNowhere(t *testing.T, dir, backup, record str
 // files (a wrapper overwrites the first pages of the restored ibdata1, as
 // a backup taken damaged would hold them) and starts on an empty data
 // directory: the refusal is the verdict, exit 1, saying the control
-// started.
+// started; show prints the failed record with its whole error.
 func testRestoreRefusedByTheServer(t *testing.T, dir, backup, record string, storage []string) {
 	mysqld := filepath.Join(dir, "mysqld-on-a-damaged-system-tablespace")
 	require.NoError(t, os.WriteFile(mysqld, []byte(refusesTheBackup(`head -c 65536 /dev/zero | tr '\0' x | `+
 		`dd of="$d/ibdata1" conv=notrunc 2>/dev/null`)), 0o755))
+	show := append([]string{"show", "--backup=" + backup}, storage[:len(storage)-1]...)
+	assert.Regexp(t, `\nTest restore: +passed \S+ \(\d+ tables, \d+ rows\) on \S+, took \S+\n`, run(t, 0, show...), "the pass before")
 	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
-		"--record=false", "--quiet"}, storage...)...)
+		"--quiet"}, storage...)...)
 	assert.Contains(t, out, "FAIL: test restore of ")
-	assert.Contains(t, out, "record not stored (--record=false)): mysqld exited while starting (exit status 1); its error log ends:")
+	assert.Contains(t, out, "record stored beside the backup): mysqld exited while starting (exit status 1); its error log ends:")
 	assert.Contains(t, out, "[ERROR] Aborting")
-	assert.True(t, strings.HasSuffix(out, "; the same server, started the same way, starts on an empty data directory here: the restored files are "+
-		"what it refused\n"), out)
+	refused := "; the same server, started the same way, starts on an empty data directory here: the restored files are what it refused\n"
+	assert.True(t, strings.HasSuffix(out, refused), out)
 	assert.NotContains(t, out, "nothing says the backup is damaged")
+	// show says so, with the whole error (it showed no test restore at all).
+	out = run(t, 0, show...)
+	assert.Regexp(t, `\nTest restore: +failed \S+ on \S+, took \S+ \(its error below\)\n`, out)
+	assert.Regexp(t, `\n\nThe test restore of \S+ failed:\nmysqld exited while starting \(exit status 1\); its error log ends:\n`, out)
+	assert.Contains(t, out, "[ERROR] Aborting\n")
+	assert.True(t, strings.HasSuffix(out, refused), out)
 }
 
 // testRestoreOfAServerShortOfFiles: real mariadbd under a limit of open

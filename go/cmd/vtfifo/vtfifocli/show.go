@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
 
 // ShowLane is one lane as `vtfifo show` prints it; the part fields are the
@@ -54,6 +56,10 @@ type ShowReport struct {
 	// and Cost what writing it sent to the store (split storage).
 	Promotion string `json:"promotion,omitempty"`
 	Cost      string `json:"cost,omitempty"`
+	// Verification is its latest test restore (split storage): a failed
+	// one's error is what an operator reads first.
+	Verification *testrestore.Record `json:"verification,omitempty"`
+	testRestore  string              // the record in a line, or why it could not be read
 }
 
 // showDoc is `vtfifo show`'s help.
@@ -128,6 +134,7 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 			return rep, nil, err
 		}
 	}
+	rep.Verification, rep.testRestore = testRestoreOf(ctx, bh)
 	ix, _ := has[indexer](bh)
 	if ix != nil {
 		if rep.EncryptionKeyID, err = ix.EncryptionKeyID(ctx); err != nil {
@@ -154,6 +161,24 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 		rep.Files = vr.FileSizes
 	}
 	return rep, m, nil
+}
+
+// testRestoreOf reads bh's latest test restore record, and says it in a
+// line; one that cannot be read is said, not fatal: the backup is still
+// shown.
+func testRestoreOf(ctx context.Context, bh backupstorage.BackupHandle) (*testrestore.Record, string) {
+	rec, err := testrestore.Load(ctx, bh)
+	switch {
+	case err != nil:
+		return nil, "cannot read its record: " + errText(err)
+	case rec == nil:
+		return nil, "none recorded (vtfifo test-restore proves a backup restorable)"
+	}
+	line := fmt.Sprintf("%s on %s, took %s", rec.Summary(), cmp.Or(rec.Host, "?"), rec.Duration)
+	if rec.Outcome != testrestore.Passed {
+		line += " (its error below)"
+	}
+	return rec, line
 }
 
 // redo says how much redo the prepare applies (the log the tool copied
@@ -201,6 +226,7 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		{"Size", fmt.Sprintf("%s from the tool, %s stored", humanize.IBytes(uint64(m.RawBytes)), humanize.IBytes(uint64(m.StoredBytes)))},
 		{"Redo", redo(m.LSN)},
 		{"Restore", rep.restoreTimes},
+		{"Test restore", cmp.Or(rep.testRestore, "-")},
 		{"Lock", cmp.Or(rep.Lock, "-")},
 		{"MAC", cmp.Or(rep.MAC, "-")},
 		{"Promotion", cmp.Or(rep.Promotion, "-")},
@@ -220,6 +246,9 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", i, l.File, humanize.IBytes(uint64(l.RawBytes)), humanize.IBytes(uint64(l.StoredBytes)), l.Chunks, parts)
 	}
 	tw.Flush()
+	if v := rep.Verification; v != nil && v.Outcome != testrestore.Passed {
+		fmt.Fprintf(w, "\nThe test restore of %s failed:\n%s\n", v.Started.UTC().Format(time.RFC3339), strings.TrimSpace(v.Error))
+	}
 	if rep.Files == nil {
 		return
 	}

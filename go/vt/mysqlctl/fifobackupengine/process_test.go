@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -38,6 +39,7 @@ func helper(t *testing.T, role string, args ...string) *exec.Cmd {
 //   - mysqld: a mysqld starting: after 500ms it "listens" (creates the file
 //     named by FIFO_TEST_SOCKET), then exits once FIFO_TEST_SOCKET.shutdown
 //     exists, removing the socket first.
+//   - deaf: ignores SIGTERM, says "ready", waits.
 func TestHelperProcess(t *testing.T) {
 	switch os.Getenv("FIFO_TEST_HELPER") {
 	case "parent":
@@ -46,6 +48,10 @@ func TestHelperProcess(t *testing.T) {
 			os.Exit(3)
 		}
 		os.Stdout.WriteString(strconv.Itoa(cmd.Process.Pid) + "\n")
+		select {}
+	case "deaf": // a mysqld stuck in its shutdown: SIGTERM does nothing
+		signal.Ignore(syscall.SIGTERM)
+		os.Stdout.WriteString("ready\n")
 		select {}
 	case "mysqld":
 		socket := os.Getenv("FIFO_TEST_SOCKET")
@@ -83,6 +89,38 @@ func TestToolDiesWithParent(t *testing.T) {
 	_ = parent.Wait()
 	require.Eventually(t, func() bool { _, alive := readProcess(child); return !alive }, 5*time.Second, 10*time.Millisecond,
 		"the child (pid %d) must die with its parent", child)
+}
+
+// TestEndMysqldKillsAServerThatIgnoresSIGTERM: EndMysqld (a throwaway
+// server's end) asks with SIGTERM and, once the grace has passed, kills
+// what is left of the processes started with the my.cnf with SIGKILL,
+// and returns only when they are gone.
+func TestEndMysqldKillsAServerThatIgnoresSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	cnf := &mysqlctl.Mycnf{Path: filepath.Join(dir, "my.cnf"), PidFile: filepath.Join(dir, "mysql.pid")}
+	cmd := helper(t, "deaf", "--defaults-file="+cnf.Path)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", line)
+	require.Len(t, tabletProcesses(cnf), 1)
+
+	const grace = time.Second
+	began := time.Now()
+	require.NoError(t, EndMysqld(cnf, grace))
+	assert.GreaterOrEqual(t, time.Since(began), grace, "SIGTERM first, then the grace")
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("EndMysqld returned with the server running")
+	}
+	assert.Equal(t, syscall.SIGKILL, cmd.ProcessState.Sys().(syscall.WaitStatus).Signal())
+	assert.Empty(t, tabletProcesses(cnf))
 }
 
 // TestStopMysqldWaitsForStartingMysqld: a mysqld still starting has neither

@@ -37,7 +37,10 @@ func standInToolOf(t *testing.T, release, prepare string) string {
 // verdict on the backup: it records
 // nothing, quarantines nothing (--quarantine-on-failure), and the backup is
 // still the one restores pick. The same backup whose tool reports a
-// corrupted page does fail: recorded, quarantined, exit 1.
+// corrupted page does fail: recorded, quarantined, exit 1. A tool that
+// crashes (SIGSEGV) on an empty directory as well is this host's (it was a
+// failed backup); one that crashes on the backup's files and refuses an
+// empty directory by itself fails the backup.
 func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 	root := localSplitCopy(t)
 	record := filepath.Join(root, "ks", "0", "copied", ".sidecar-verification")
@@ -65,6 +68,10 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 			`echo "[ERROR] [MY-012954] [InnoDB] Cannot initialize AIO sub-system" >&2; exit 1`), scratch,
 			"; this host could not finish it (the kernel's asynchronous I/O contexts are used up (fs.aio-max-nr: too many servers or tools at " +
 				"once)): nothing says the backup is damaged\n"},
+		{"a tool that crashes wherever it runs", standInTool(t, "kill -SEGV $$"), scratch, "; the same tool, run the same way on an empty " +
+			"directory, dies of a signal too (signal: segmentation fault): this host's tool, not the backup (no verdict on the backup); this host " +
+			"could not finish it (its backup tool crashes here even on an empty directory, so its crash says nothing about the backup): nothing " +
+			"says the backup is damaged\n"},
 	} {
 		out, errOut := runSplit(t, 3, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
 			"--progress=never", "--quiet", "--scratch-dir="+c.scratch, "--fifo-backup-tool-path="+c.tool)
@@ -81,6 +88,18 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 	assert.Equal(t, "vtfifo test-restore: test restore of ks/0/copied could not run, nothing is recorded: --fifo-backup-tool-path "+
 		`"/nonexistent/xtrabackup" is not an executable: exec: "/nonexistent/xtrabackup": stat /nonexistent/xtrabackup: no such file or directory `+
 		"(no verdict on the backup)\n", errOut)
+	assert.NoFileExists(t, record)
+
+	// A crash on the backup's files is a verdict: run on an empty
+	// directory, the tool ends by itself, refusing it (as mariabackup and
+	// xtrabackup do).
+	out, _ = runSplit(t, 1, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--record=false", "--progress=never",
+		"--quiet", "--scratch-dir="+scratch, "--fifo-backup-tool-path="+standInTool(t, `for a; do case "$a" in --target-dir=*) d="${a#*=}";; `+
+			`esac; done; [ -n "$(ls -A "$d")" ] || { echo "xtrabackup: cannot open $d/xtrabackup_checkpoints" >&2; exit 1; }; kill -ABRT $$`))
+	assert.Contains(t, out, "FAIL: test restore of ks/0/copied (")
+	assert.Contains(t, out, "xtrabackup --prepare failed: signal: aborted")
+	assert.True(t, strings.HasSuffix(out, "; the same tool, run the same way on an empty directory, ends by itself (exit status 1): the "+
+		"backup's files are what it crashed on\n"), out)
 	assert.NoFileExists(t, record)
 
 	// What the tool says of the backup's pages is a verdict.

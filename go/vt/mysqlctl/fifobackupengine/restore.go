@@ -439,8 +439,9 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	out.flush()
 	r.stats.since("Prepare", start)
 	if err != nil {
-		return r.olderTool(tool, unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s",
+		err = r.olderTool(tool, unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s",
 			tool.Flavor, err, out.tail()), cmd.ProcessState, out.tail()))
+		return crashedHere(ctx, tool, step, func(s prepareStep) ([]string, error) { return tool.prepareArgs(&cfg, s) }, cmd.ProcessState, err)
 	}
 	return nil
 }

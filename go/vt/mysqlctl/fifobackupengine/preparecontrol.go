@@ -41,7 +41,12 @@ func crashedHere(ctx context.Context, tool *backupTool, step prepareStep, argsFo
 	}
 	defer os.RemoveAll(empty)
 	control := step
-	control.TargetDir, control.DefaultsFile = empty, ""
+	control.TargetDir = empty
+	if control.DefaultsFile == "" && tool.Flavor == FlavorMariabackup {
+		// The backup's settings, read as its prepare read them: the tool
+		// gets as far into its start as it can before it refuses.
+		control.DefaultsFile = filepath.Join(step.TargetDir, "backup-my.cnf")
+	}
 	if control.DeltaDir != "" {
 		control.DeltaDir = empty
 	}

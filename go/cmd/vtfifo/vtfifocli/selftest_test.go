@@ -123,7 +123,47 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("a server killed during the check", func(t *testing.T) { testRestoreOfAServerKilledDuringTheCheck(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server short of open files", func(t *testing.T) { testRestoreOfAServerShortOfFiles(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server that starts nowhere here", func(t *testing.T) { testRestoreOfAServerThatStartsNowhere(t, dir, backups[0].Name, record, storage) })
+	t.Run("a tool that crashes", func(t *testing.T) { testRestoreOfAToolThatCrashes(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server that refuses the backup's files", func(t *testing.T) { testRestoreRefusedByTheServer(t, dir, backups[0].Name, record, storage) })
+}
+
+// testRestoreOfAToolThatCrashes: real mariabackup behind a wrapper that
+// makes its prepare die of SIGABRT, on the backup's files only, then on
+// every directory. The control (the same prepare on an empty directory)
+// is real mariabackup's refusal, exit 1, so the first crash is the
+// backup's (exit 1); the second is this host's tool: exit 3, nothing
+// recorded or quarantined (it was a failed backup, quarantined).
+func testRestoreOfAToolThatCrashes(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	wrapper := func(name, when string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(`#!/bin/sh
+case "$*" in *--prepare*)
+	for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
+	`+when+` && kill -ABRT $$;;
+esac
+exec /usr/bin/mariabackup "$@"
+`), 0o755))
+		return p
+	}
+	onTheBackup := wrapper("mariabackup-that-crashes-on-the-backup", `[ -e "$d/backup-my.cnf" ]`)
+	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--fifo-backup-tool-path=" + onTheBackup,
+		"--record=false", "--quiet"}, storage...)...)
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "mariabackup --prepare failed: signal: aborted")
+	assert.True(t, strings.HasSuffix(out, "; the same tool, run the same way on an empty directory, ends by itself (exit status 1): the "+
+		"backup's files are what it crashed on\n"), out)
+
+	everywhere := wrapper("mariabackup-that-crashes-everywhere", "true")
+	out, errOut := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--fifo-backup-tool-path=" + everywhere,
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assert.Empty(t, errOut)
+	assert.Contains(t, out, "; the same tool, run the same way on an empty directory, dies of a signal too (signal: aborted): this host's tool, "+
+		"not the backup")
+	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (its backup tool crashes here even on an empty directory, so its crash "+
+		"says nothing about the backup): nothing says the backup is damaged\n"), out)
+	assertNothingRecorded(t, record, before, storage)
 }
 
 // testRestoreOfAServerThatStartsNowhere: a server that crashes at every

@@ -35,7 +35,10 @@ func crashedHere(ctx context.Context, tool *backupTool, step prepareStep, argsFo
 	if !ok || !ws.Signaled() || unreadable.Is(err) || flagvalue.IsContradiction(err) || ctx.Err() != nil {
 		return err
 	}
-	empty, mkErr := os.MkdirTemp(filepath.Dir(step.TargetDir), ".vtfifo-prepare-control-")
+	// Inside the target, which is this restore's own (a staging or scratch
+	// directory, swept as a whole after a kill): never beside it, in a
+	// directory that may be a tablet's.
+	empty, mkErr := os.MkdirTemp(step.TargetDir, ".vtfifo-prepare-control-")
 	if mkErr != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ type leaseBreaker interface {
 
 // releaser puts a quarantined backup back.
 type releaser interface {
-	Release(ctx context.Context, dir, name string) error
+	Release(ctx context.Context, dir, name string) (dependents []string, err error)
 }
 
 // originNamer says which storage a listed backup is in (the split storage

@@ -38,7 +38,8 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 		return s.o.failf(exitUsage, "%v", err)
 	}
 	dir, name := s.o.dir(), s.o.backup
-	if err := sp.Release(s.ctx, dir, name); err != nil {
+	dependents, err := sp.Release(s.ctx, dir, name)
+	if err != nil {
 		switch {
 		case errors.Is(err, splitstorage.ErrNotExist) && !s.exists(dir, name):
 			return s.o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(s.o), noSuchBackup(s.ctx, s.bs, dir, name))
@@ -52,6 +53,10 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 		return s.fail(err) // nothing proven damaged: what could not be read, or a usage error
 	}
 	fmt.Fprintf(stdout, "released %s/%s after verifying every part: restores may choose it again%s\n", dir, name, stillPassedOver(s, dir, name))
+	for _, d := range dependents {
+		fmt.Fprintf(stdout, "released %s/%s too (the quarantine of its chain had taken it out), after verifying every part%s\n", dir, d,
+			stillPassedOver(s, dir, d))
+	}
 	return exitOK
 }
 

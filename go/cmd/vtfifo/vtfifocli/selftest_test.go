@@ -125,6 +125,25 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("a server that starts nowhere here", func(t *testing.T) { testRestoreOfAServerThatStartsNowhere(t, dir, backups[0].Name, record, storage) })
 	t.Run("a tool that crashes", func(t *testing.T) { testRestoreOfAToolThatCrashes(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server that refuses the backup's files", func(t *testing.T) { testRestoreRefusedByTheServer(t, dir, backups[0].Name, record, storage) })
+	t.Run("a released base brings back its chain", func(t *testing.T) { releaseBringsBackTheChain(t, dir, backups[1].Name, backups[2].Name, storage) })
+}
+
+// releaseBringsBackTheChain: an incremental backup whose test restore
+// fails (real mariadbd refusing its restored files) is quarantined with
+// --quarantine-on-failure, and the backup based on it with it; vtfifo
+// release of the first puts both back, saying so (the second stayed
+// quarantined, unnamed).
+func releaseBringsBackTheChain(t *testing.T, dir, delta, next string, storage []string) {
+	mysqld := filepath.Join(dir, "mysqld-that-refuses-every-backup")
+	require.NoError(t, os.WriteFile(mysqld, []byte(refusesTheBackup("echo '[ERROR] InnoDB: refused' >&2; exit 1")), 0o755))
+	runArgs(t, 1, append([]string{"test-restore", "--backup=" + delta, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	list := append([]string{"ls", "--quiet"}, storage[:len(storage)-1]...)
+	assert.Regexp(t, `\n`+next+`\s+-\s+quarantined: its base `+delta+` is quarantined: test restore failed`, run(t, 0, list...))
+	out := run(t, 0, append([]string{"release", "--backup=" + delta, "--quiet"}, storage[:len(storage)-1]...)...)
+	assert.Contains(t, out, "released vtfifo-selftest/")
+	assert.Regexp(t, `\nreleased \S+/`+next+` too \(the quarantine of its chain had taken it out\), after verifying every part`, out)
+	assert.NotContains(t, run(t, 0, list...), "quarantined")
 }
 
 // testRestoreOfAToolThatCrashes: real mariabackup behind a wrapper that

@@ -1,7 +1,10 @@
 package splitstorage_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/splitstoragetest"
 )
 
@@ -172,4 +176,55 @@ func TestQuarantineTakesDependents(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, inc, 2)
 	assert.Equal(t, "its base b-delta is quarantined: test restore failed", inc[1].Quarantined)
+}
+
+// TestReleaseBringsBackWhatTheQuarantineTook: releasing a quarantined
+// base puts back the dependents its quarantine took out with it, theirs
+// too, each verified, and never one quarantined for a test of its own
+// (they stayed quarantined, named nowhere). A marker written before the
+// base was recorded in it is told by its reason.
+func TestReleaseBringsBackWhatTheQuarantineTook(t *testing.T) {
+	ctx := context.Background()
+	s := newStorage(t, splitstoragetest.Local(t).Config)
+	dir := "ks/0"
+	chainBackup(t, s, dir, "a-full", "")
+	chainBackup(t, s, dir, "b-delta", "a-full")
+	chainBackup(t, s, dir, "c-delta", "b-delta")
+	chainBackup(t, s, dir, "d-delta", "c-delta")
+	chainBackup(t, s, dir, "e-delta", "b-delta")
+	require.NoError(t, findBackup(t, s, dir, "e-delta").(*splitstorage.Handle).Quarantine(ctx, "test restore failed: its own"))
+	require.NoError(t, findBackup(t, s, dir, "b-delta").(*splitstorage.Handle).Quarantine(ctx, "test restore failed: mysqld did not start"))
+	assert.Equal(t, []string{"a-full"}, listed(t, s, dir))
+
+	released, err := s.Release(ctx, dir, "b-delta")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c-delta", "d-delta"}, released)
+	assert.Equal(t, []string{"a-full", "b-delta", "c-delta", "d-delta"}, listed(t, s, dir))
+	inc, err := s.ListIncomplete(ctx, dir)
+	require.NoError(t, err)
+	require.Len(t, inc, 1)
+	assert.Equal(t, "e-delta", inc[0].Name)
+	assert.Equal(t, "test restore failed: its own", inc[0].Quarantined, "quarantined for itself: it stays")
+
+	// A marker of an earlier version: no base recorded, the cascade's reason.
+	require.NoError(t, findBackup(t, s, dir, "b-delta").(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
+	be, err := s.RawBackendForTest(ctx)
+	require.NoError(t, err)
+	key := dir + "/c-delta/.quarantined"
+	r, err := be.Get(ctx, key, 0, -1)
+	require.NoError(t, err)
+	b, err := io.ReadAll(r)
+	r.Close()
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b, &doc))
+	require.Equal(t, "b-delta", doc["base"])
+	delete(doc, "base")
+	b, err = json.Marshal(doc)
+	require.NoError(t, err)
+	require.NoError(t, be.Put(ctx, key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: crc32c(b)}))
+	released, err = s.Release(ctx, dir, "b-delta")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c-delta", "d-delta"}, released)
+	assert.Equal(t, []string{"a-full", "b-delta", "c-delta", "d-delta"}, listed(t, s, dir))
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage/backend"
@@ -22,19 +24,40 @@ type quarantineDoc struct {
 	Reason   string          `json:"reason"`
 	At       time.Time       `json:"at"`
 	Complete json.RawMessage `json:"complete"`
+	// Base names the backup whose quarantine took this one out with it
+	// (its chain's), "" for one quarantined for itself.
+	Base string `json:"base,omitempty"`
+}
+
+// takenWith says whether the quarantine was base's, not this backup's
+// own: Base, or for a marker written before Base was, the reason the
+// cascade wrote.
+func (q quarantineDoc) takenWith(base string) bool {
+	return q.Base == base || (q.Base == "" && strings.HasPrefix(q.Reason, cascadeReason(base, "")))
+}
+
+// cascadeReason is the reason of a dependent quarantined with its base.
+func cascadeReason(base, reason string) string {
+	return fmt.Sprintf("its base %s is quarantined: %s", base, reason)
 }
 
 // Quarantine takes this complete backup out of the list restores choose
 // from, keeping reason (no secret in it: it is stored), and with it every
 // complete backup that depends on it as its base (chain.go). Release puts
-// back only the one it names.
+// back the one it names, and those its quarantine took out with it.
 func (h *Handle) Quarantine(ctx context.Context, reason string) error {
+	return h.quarantine(ctx, reason, "")
+}
+
+// quarantine is Quarantine, base naming the backup whose quarantine takes
+// this one out ("" for its own).
+func (h *Handle) quarantine(ctx context.Context, reason, base string) error {
 	prefix := backupPrefix(h.dir, h.name)
 	complete, err := readSmall(ctx, h.e.be, prefix+completeMarker)
 	if err != nil {
 		return fmt.Errorf("split storage: quarantining backup %s/%s: it is not complete: %w", h.dir, h.name, err)
 	}
-	doc, err := json.Marshal(quarantineDoc{Reason: reason, At: time.Now().UTC(), Complete: complete})
+	doc, err := json.Marshal(quarantineDoc{Reason: reason, At: time.Now().UTC(), Complete: complete, Base: base})
 	if err != nil {
 		return err
 	}
@@ -54,15 +77,57 @@ func (h *Handle) Quarantine(ctx context.Context, reason string) error {
 			continue
 		}
 		dh := &Handle{s: h.s, e: h.e, dir: h.dir, name: d, readOnly: true}
-		if err := dh.Quarantine(ctx, fmt.Sprintf("its base %s is quarantined: %s", h.name, reason)); err != nil {
+		if err := dh.quarantine(ctx, cascadeReason(h.name, reason), h.name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Release puts a quarantined backup back among the complete ones.
-func (s *Storage) Release(ctx context.Context, dir, name string) error {
+// Release puts a quarantined backup back among the complete ones, and
+// then the dependents its quarantine took out with it (never one
+// quarantined for a test of its own), each verified as it is; it returns
+// their names.
+func (s *Storage) Release(ctx context.Context, dir, name string) ([]string, error) {
+	if err := s.releaseOne(ctx, dir, name); err != nil {
+		return nil, err
+	}
+	return s.releaseTakenWith(ctx, dir, name)
+}
+
+// releaseTakenWith releases the dependents of base that base's quarantine
+// took out with it, and theirs.
+func (s *Storage) releaseTakenWith(ctx context.Context, dir, base string) ([]string, error) {
+	deps, err := s.Dependents(ctx, dir, base)
+	if err != nil {
+		return nil, fmt.Errorf("split storage: released backup %s/%s, but the backups its quarantine took out with it could not be listed: %w",
+			dir, base, err)
+	}
+	var released []string
+	for _, d := range deps {
+		e, err := s.backupEnv(ctx, dir, d)
+		if err != nil {
+			return released, err
+		}
+		q, err := readQuarantine(ctx, e.be, backupPrefix(dir, d))
+		if errors.Is(err, ErrNotExist) || (err == nil && !q.takenWith(base)) {
+			continue // not quarantined, or for itself
+		}
+		if err == nil {
+			var more []string
+			if more, err = s.Release(ctx, dir, d); err == nil {
+				released = append(append(released, d), more...)
+				continue
+			}
+		}
+		return released, fmt.Errorf("split storage: released backup %s/%s, but not %s, which its quarantine took out with it: %w", dir, base, d, err)
+	}
+	return released, nil
+}
+
+// releaseOne puts one quarantined backup back, once every part of it is
+// verified.
+func (s *Storage) releaseOne(ctx context.Context, dir, name string) error {
 	e, err := s.backupEnv(ctx, dir, name)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func TestReleaseVerifiesFirst(t *testing.T) {
 	bad[len(bad)/3] ^= 0xff
 	require.NoError(t, os.WriteFile(part, bad, 0o644))
 
-	err = s.Release(ctx, dir, name)
+	_, err = s.Release(ctx, dir, name)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, splitstorage.ErrDamaged), "%v", err)
 	assert.Contains(t, err.Error(), "stays quarantined (test restore failed: checksum mismatch)")
@@ -49,7 +49,8 @@ func TestReleaseVerifiesFirst(t *testing.T) {
 	assert.Empty(t, bhs, "a damaged backup is not released")
 
 	require.NoError(t, os.WriteFile(part, good, 0o644))
-	require.NoError(t, s.Release(ctx, dir, name))
+	_, err = s.Release(ctx, dir, name)
+	require.NoError(t, err)
 	bhs, err = s.ListBackups(ctx, dir)
 	require.NoError(t, err)
 	assert.Len(t, bhs, 1)
@@ -83,7 +84,7 @@ func TestAReleaseThatCannotReadJudgesNothing(t *testing.T) {
 	require.NoError(t, bh.Quarantine(ctx, "test restore failed: planted"))
 
 	p.FailMatching("GET", "part-", splitstoragetest.InternalError, 1000)
-	err := s.Release(ctx, dir, name)
+	_, err := s.Release(ctx, dir, name)
 	require.ErrorContains(t, err, "stays quarantined (test restore failed: planted): 1 of its objects could not be read, so it is not known whether it is whole")
 	assert.True(t, unreadable.Is(err), "%v", err)
 	assert.False(t, errors.Is(err, splitstorage.ErrDamaged), "%v", err)
@@ -92,7 +93,8 @@ func TestAReleaseThatCannotReadJudgesNothing(t *testing.T) {
 	assert.Empty(t, bhs)
 
 	p.ClearMatching()
-	require.NoError(t, s.Release(ctx, dir, name))
+	_, err = s.Release(ctx, dir, name)
+	require.NoError(t, err)
 	bhs, err = s.ListBackups(ctx, dir)
 	require.NoError(t, err)
 	assert.Len(t, bhs, 1)

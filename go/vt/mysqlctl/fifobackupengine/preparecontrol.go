@@ -31,6 +31,9 @@ const prepareControlTimeout = time.Minute
 // tool's arguments for a step.
 func crashedHere(ctx context.Context, tool *backupTool, step prepareStep, argsFor func(prepareStep) ([]string, error), state *os.ProcessState,
 	err error) error {
+	if state == nil {
+		return err // it did not start
+	}
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || unreadable.Is(err) || flagvalue.IsContradiction(err) || ctx.Err() != nil {
 		return err

@@ -156,6 +156,10 @@ func TestStopMysqldWaitsForStartingMysqld(t *testing.T) {
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+		// Just after exec, /proc/pid/cmdline can still be empty for a
+		// moment (a CI run under load found none, and stopMysqld nothing
+		// to wait for): a mysqld that runs is one /proc shows.
+		require.Eventually(t, func() bool { return len(tabletProcesses(cnf)) == 1 }, 10*time.Second, 5*time.Millisecond)
 		return cmd
 	}
 

@@ -43,6 +43,12 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 		switch {
 		case errors.Is(err, splitstorage.ErrNotExist) && !s.exists(dir, name):
 			return s.o.failf(exitUnreachable, "backup %s/%s in %s: %s", dir, name, storageLocation(s.o), noSuchBackup(s.ctx, s.bs, dir, name))
+		case errors.Is(err, splitstorage.ErrNotExist) && len(dependents) > 0:
+			// Released before (a release cut short, or an earlier version's):
+			// the backups its quarantine took out came back now.
+			fmt.Fprintf(stdout, "%s/%s is not quarantined (released before): restores may choose it already\n", dir, name)
+			printReleased(s, stdout, dir, dependents)
+			return exitOK
 		case errors.Is(err, splitstorage.ErrNotExist):
 			// Nothing to do, and nothing wrong with the backup: a request the
 			// data refuses.
@@ -53,11 +59,16 @@ func Release(ctx context.Context, prog string, args []string, stdout, stderr io.
 		return s.fail(err) // nothing proven damaged: what could not be read, or a usage error
 	}
 	fmt.Fprintf(stdout, "released %s/%s after verifying every part: restores may choose it again%s\n", dir, name, stillPassedOver(s, dir, name))
+	printReleased(s, stdout, dir, dependents)
+	return exitOK
+}
+
+// printReleased names the backups a release put back with the one it named.
+func printReleased(s *session, stdout io.Writer, dir string, dependents []string) {
 	for _, d := range dependents {
 		fmt.Fprintf(stdout, "released %s/%s too (the quarantine of its chain had taken it out), after verifying every part%s\n", dir, d,
 			stillPassedOver(s, dir, d))
 	}
-	return exitOK
 }
 
 // stillPassedOver says what, after a release, still passes the backup

@@ -227,4 +227,27 @@ func TestReleaseBringsBackWhatTheQuarantineTook(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c-delta", "d-delta"}, released)
 	assert.Equal(t, []string{"a-full", "b-delta", "c-delta", "d-delta"}, listed(t, s, dir))
+
+	// A release cut short after the base (a kill; or an earlier version's,
+	// which released the base alone): b-delta complete again by its own
+	// marker, c-delta and d-delta still out. Releasing b-delta again says it
+	// is not quarantined and brings them back.
+	require.NoError(t, findBackup(t, s, dir, "b-delta").(*splitstorage.Handle).Quarantine(ctx, "test restore failed"))
+	r, err = be.Get(ctx, dir+"/b-delta/.quarantined", 0, -1)
+	require.NoError(t, err)
+	b, err = io.ReadAll(r)
+	r.Close()
+	require.NoError(t, err)
+	var q struct{ Complete json.RawMessage }
+	require.NoError(t, json.Unmarshal(b, &q))
+	require.NoError(t, be.Put(ctx, dir+"/b-delta/.complete", bytes.NewReader(q.Complete), int64(len(q.Complete)), backend.PutOptions{CRC32C: crc32c(q.Complete)}))
+	require.NoError(t, be.Delete(ctx, dir+"/b-delta/.quarantined"))
+	assert.Equal(t, []string{"a-full", "b-delta"}, listed(t, s, dir))
+	released, err = s.Release(ctx, dir, "b-delta")
+	require.ErrorIs(t, err, splitstorage.ErrNotExist, "b-delta itself was not quarantined")
+	assert.Equal(t, []string{"c-delta", "d-delta"}, released)
+	assert.Equal(t, []string{"a-full", "b-delta", "c-delta", "d-delta"}, listed(t, s, dir))
+	released, err = s.Release(ctx, dir, "b-delta")
+	require.ErrorIs(t, err, splitstorage.ErrNotExist)
+	assert.Empty(t, released, "nothing left to release")
 }

@@ -2,6 +2,7 @@ package splitstorage
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,9 +89,18 @@ func (h *Handle) quarantine(ctx context.Context, reason, base string) error {
 // then the dependents its quarantine took out with it (never one
 // quarantined for a test of its own), each verified as it is; it returns
 // their names.
+//
+// A backup not quarantined (ErrNotExist) still has its dependents released
+// where its quarantine took them: a release cut short between the two
+// steps (a kill), or one of a version that released the base alone, is
+// finished by releasing the base again; the error stays, with their names.
 func (s *Storage) Release(ctx context.Context, dir, name string) ([]string, error) {
 	if err := s.releaseOne(ctx, dir, name); err != nil {
-		return nil, err
+		if !errors.Is(err, ErrNotExist) {
+			return nil, err
+		}
+		released, depErr := s.releaseTakenWith(ctx, dir, name)
+		return released, cmp.Or(depErr, err)
 	}
 	return s.releaseTakenWith(ctx, dir, name)
 }

@@ -117,6 +117,9 @@ func (r storageReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// lanes are the backup's lanes as xbstream reads them, decompressed: each
+// whole, checked at its end against the MANIFEST (checkedLane), or the
+// stretches of frames a table restore reads.
 func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 	srcRead := s.stats.bytesFunc("Source:Read")
 	decRead := s.stats.bytesFunc("Decompressor:Read")
@@ -172,7 +175,13 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 		}
 		switch {
 		case s.stretches == nil:
-			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) { return open(ctx, nil) }
+			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
+				rc, err := open(ctx, nil)
+				if err != nil {
+					return nil, err
+				}
+				return &checkedLane{ReadCloser: rc, backup: s.m.BackupName, index: i, lane: lane}, nil
+			}
 		case isRangeReader(s.bh):
 			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
 				return &stretchReader{ranges: s.stretches[i], open: func(r byteRange) (io.ReadCloser, error) { return open(ctx, &r) }}, nil

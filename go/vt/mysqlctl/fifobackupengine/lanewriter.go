@@ -44,6 +44,7 @@ type laneWriter struct {
 	comp   io.WriteCloser // compressor writing into file
 	in     io.Writer      // metered compressor input
 	raw    atomic.Int64
+	sum    streamSum // of the raw bytes, in order
 	stored atomic.Int64
 	chunks int64
 	closed bool
@@ -124,6 +125,7 @@ func (l *laneWriter) endFrame() error {
 func (l *laneWriter) Write(p []byte) (int, error) {
 	n, err := l.in.Write(p)
 	l.raw.Add(int64(n))
+	l.sum.add(p[:n])
 	if err != nil {
 		return n, fmt.Errorf("lane %d (%s): %w", l.index, l.name, err)
 	}

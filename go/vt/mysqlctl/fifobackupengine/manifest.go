@@ -132,6 +132,10 @@ type LaneInfo struct {
 	RawBytes    int64
 	StoredBytes int64
 	Chunks      int64 `json:",omitempty"`
+	// StreamCRC32C is the CRC-32C (Castagnoli) of the lane's uncompressed
+	// stream, RawBytes long, as 8 hex digits (lanecheck.go); empty in a
+	// backup written before 2026-12-03.
+	StreamCRC32C string `json:",omitempty"`
 }
 
 // LSNs are the InnoDB log sequence numbers the tool recorded.

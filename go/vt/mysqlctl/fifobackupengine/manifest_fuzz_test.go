@@ -13,7 +13,7 @@ import (
 const manifestSeed = `{"BackupMethod":"fifo","Position":"MariaDB/0-1-42","PurgedPosition":"","FromPosition":"","Incremental":false,` +
 	`"BackupTime":"2026-02-01T10:00:00Z","FinishedTime":"2026-02-01T10:01:00Z","ServerUUID":"","TabletAlias":"zone1-0000000101","Keyspace":"ks",` +
 	`"Shard":"0","MySQLVersion":"10.11.11-MariaDB","UpgradeSafe":true,"Source":"stdout","Lanes":[{"File":"lane-000.xbstream.zst","RawBytes":100,` +
-	`"StoredBytes":40,"Chunks":3},{"File":"lane-001.xbstream.zst","RawBytes":200,"StoredBytes":60,"Chunks":4},{"File":"lane-002.xbstream.zst",` +
+	`"StoredBytes":40,"Chunks":3},{"File":"lane-001.xbstream.zst","RawBytes":200,"StoredBytes":60,"Chunks":4,"StreamCRC32C":"0a1b2c3d"},{"File":"lane-002.xbstream.zst",` +
 	`"RawBytes":300,"StoredBytes":90}],"RawBytes":600,"StoredBytes":190,"Compressed":true,"CompressionEngine":"zstd","CompressionLevel":1,` +
 	`"CompressionExtension":".zst","ToolFlavor":"mariabackup","ToolVersion":"10.11.11","LSN":{"BackupType":"full-backuped","To":"12345"}}`
 
@@ -34,6 +34,7 @@ func TestParseManifest(t *testing.T) {
 		`"Source":"stdout"`:              "unknown source",
 		`"Compressed":true`:              "not compressed but CompressionExtension",
 		`"Position":"MariaDB/0-1-42"`:    "MANIFEST",
+		`"StreamCRC32C":"0a1b2c3d"`:      `lane 1 (lane-001.xbstream.zst) has StreamCRC32C "0A1B2C3D": not 8 lower-case hex digits`,
 	} {
 		replacement := map[string]string{
 			`"RawBytes":600`:                 `"RawBytes":601`,
@@ -46,6 +47,7 @@ func TestParseManifest(t *testing.T) {
 			`"Source":"stdout"`:              `"Source":"tape"`,
 			`"Compressed":true`:              `"Compressed":false`,
 			`"Position":"MariaDB/0-1-42"`:    `"Position":"MariaDB/not-a-gtid"`,
+			`"StreamCRC32C":"0a1b2c3d"`:      `"StreamCRC32C":"0A1B2C3D"`,
 		}[edit]
 		doc := strings.Replace(manifestSeed, edit, replacement, 1)
 		require.NotEqual(t, manifestSeed, doc, edit)

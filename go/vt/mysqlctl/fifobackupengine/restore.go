@@ -303,7 +303,6 @@ func (d *deltaAhead) wait(r *restoreRun) *deltaAhead {
 // parallel into staging.
 func (r *restoreRun) extract(ctx context.Context, c member, staging string) error {
 	bh, m := c.bh, c.m
-	n := len(m.Lanes)
 	var read atomic.Int64
 	onRead := func(lane, n int) {
 		read.Add(int64(n))
@@ -346,16 +345,6 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 		return from.judge(err)
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
-	// Every lane read whole must have been read to its end, as recorded at
-	// backup time.
-	if from.stretches == nil {
-		for i, ls := range st.Lanes {
-			if i < n && m.Lanes[i].RawBytes > 0 && ls.Bytes != m.Lanes[i].RawBytes {
-				return from.judge(errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "lane %d (%s): read %d bytes, the MANIFEST says %d", i, m.Lanes[i].File, ls.Bytes,
-					m.Lanes[i].RawBytes))
-			}
-		}
-	}
 	return r.scope.extracted(c, want, st.FileSizes)
 }
 

@@ -67,7 +67,15 @@ type ExtractOptions struct {
 	// its path ("" for a sequence record). A caller that knows where the
 	// lane's frames start (a lane index) checks it against the lane.
 	OnRecord func(lane int, offset int64, path string)
+	// Keep, if set, keeps the contents of the files it accepts (by path) in
+	// ExtractStats.Kept as well, so that a caller of Verify can read a small
+	// file (the tool's metadata) it does not write: each at most
+	// MaxKeptBytes, without holes; one larger or sparse is left out.
+	Keep func(path string) bool
 }
+
+// MaxKeptBytes bounds a file ExtractOptions.Keep keeps.
+const MaxKeptBytes = 1 << 20
 
 // ExtractStats reports what Extract wrote.
 type ExtractStats struct {
@@ -80,6 +88,8 @@ type ExtractStats struct {
 	// FileSizes has every file's path and size (holes included), with
 	// ExtractOptions.ListFiles.
 	FileSizes map[string]int64
+	// Kept has the contents of the files ExtractOptions.Keep accepted.
+	Kept map[string][]byte
 }
 
 // Extract reads the lanes concurrently, one goroutine per lane, and writes every
@@ -184,6 +194,10 @@ type fileState struct {
 	size    uint64 // file size implied by the chunks (holes included)
 	dataEnd uint64 // end of the last byte actually written
 	sparse  bool
+	// kept is the file's contents so far where ExtractOptions.Keep
+	// accepted it (keep); keep is false again once it cannot be kept.
+	keep bool
+	kept []byte
 
 	handle
 }
@@ -207,6 +221,18 @@ func (e *extractor) stats() ExtractStats {
 	s := ExtractStats{Files: int(e.handles.created.Load()), Bytes: e.bytes.Load(), Lanes: make([]LaneStats, e.n)}
 	for i := range e.lanes {
 		s.Lanes[i] = LaneStats{Bytes: e.lanes[i].bytes.Load(), Chunks: e.lanes[i].chunks.Load()}
+	}
+	if e.opts.Keep != nil {
+		s.Kept = map[string][]byte{}
+		e.mu.Lock()
+		for p, f := range e.files {
+			f.mu.Lock()
+			if f.keep {
+				s.Kept[p] = f.kept
+			}
+			f.mu.Unlock()
+		}
+		e.mu.Unlock()
 	}
 	if e.opts.ListFiles {
 		e.mu.Lock()
@@ -244,7 +270,7 @@ func (e *extractor) state(p string) *fileState {
 	defer e.mu.Unlock()
 	fs := e.files[p]
 	if fs == nil {
-		fs = &fileState{path: p, owner: -1}
+		fs = &fileState{path: p, owner: -1, keep: e.opts.Keep != nil && e.opts.Keep(p)}
 		e.files[p] = fs
 	}
 	return fs
@@ -291,6 +317,7 @@ func (e *extractor) apply(lane int, seq uint64, c *Chunk) error {
 	}
 	fs.hasData = true
 	fs.size = max(fs.size, end)
+	fs.keepChunk(c, end)
 	if c.Type == ChunkSparse {
 		fs.sparse = true
 		dataEnd := c.Offset
@@ -325,6 +352,22 @@ func (e *extractor) apply(lane int, seq uint64, c *Chunk) error {
 		}
 		return nil
 	})
+}
+
+// keepChunk copies a payload chunk ending at end into the kept contents of
+// a file Keep accepted (under fs.mu).
+func (fs *fileState) keepChunk(c *Chunk, end uint64) {
+	if !fs.keep {
+		return
+	}
+	if c.Type != ChunkPayload || end > MaxKeptBytes {
+		fs.keep, fs.kept = false, nil
+		return
+	}
+	if uint64(len(fs.kept)) < end {
+		fs.kept = append(fs.kept, make([]byte, int(end)-len(fs.kept))...)
+	}
+	copy(fs.kept[c.Offset:end], c.Payload)
 }
 
 func (e *extractor) writeAt(lane int, f *os.File, b []byte, off int64) error {

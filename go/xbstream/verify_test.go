@@ -138,3 +138,28 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestVerifyKeepsTheFilesAskedFor: Keep gives the contents of the files it
+// accepts, whole, however their chunks were dealt to the lanes; a file past
+// MaxKeptBytes or with a sparse chunk is left out, and Extract keeps the
+// same while it writes.
+func TestVerifyKeepsTheFilesAskedFor(t *testing.T) {
+	info := patterned(3000, 7)
+	big := patterned(MaxKeptBytes+1, 3)
+	s := newSB(t).file("xtrabackup_info", info, 100).file("db/t.ibd", patterned(5000, 1), 700).file("big", big, 1<<16)
+	s.chunk(Chunk{Type: ChunkSparse, Path: "holes", Offset: 0, Sparse: []SparseSegment{{Skip: 10, Len: 3}}, Payload: []byte("abc")}).e("holes")
+	lanes := splitBytes(t, s.bytes(), 3)
+	keep := func(p string) bool { return p != "db/t.ibd" }
+
+	st, err := Verify(context.Background(), readers(lanes), ExtractOptions{Keep: keep})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"xtrabackup_info": info}, st.Kept)
+
+	st, err = Extract(context.Background(), t.TempDir(), readers(lanes), ExtractOptions{Keep: keep})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"xtrabackup_info": info}, st.Kept)
+
+	st, err = Verify(context.Background(), readers(lanes), ExtractOptions{})
+	require.NoError(t, err)
+	assert.Nil(t, st.Kept, "nothing kept unless asked")
+}

@@ -214,7 +214,7 @@ func (b *backupRun) readServer(ctx context.Context) (serverFacts, error) {
 // and what the lanes carried; it fails when the tool took another kind of
 // backup than the one asked for.
 func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.Time) (*Manifest, error) {
-	position, err := positionFromInfo(workDir, facts.pos.GTIDSet.Flavor())
+	position, _, err := positionFromInfo(workDir, facts.pos.GTIDSet.Flavor())
 	if err != nil {
 		return nil, err
 	}

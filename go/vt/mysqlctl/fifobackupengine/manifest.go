@@ -10,11 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
-	"vitess.io/vitess/go/mysql/replication"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
@@ -412,38 +410,6 @@ func (m *Manifest) check() error {
 			m.BaseBackup, m.FullBackup, m.ChainLength, m.LSN.From)
 	}
 	return nil
-}
-
-var lastChangeRe = regexp.MustCompile(`GTID of the last change '([^']*)'`)
-
-// positionFromInfo reads the replication position from the tool's
-// xtrabackup_info ("GTID of the last change '...'"), parsed with the server's
-// flavor (a MySQL GTID set or a MariaDB GTID list).
-func positionFromInfo(dir, flavor string) (replication.Position, error) {
-	var data []byte
-	var err error
-	for _, name := range []string{"xtrabackup_info", "mariadb_backup_info"} {
-		if data, err = os.ReadFile(filepath.Join(dir, name)); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		return replication.Position{}, errtext.Wrapf(err, "cannot read the tool's xtrabackup_info in %s", dir)
-	}
-	m := lastChangeRe.FindSubmatch(data)
-	if m == nil {
-		return replication.Position{}, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "no \"GTID of the last change\" in the tool's xtrabackup_info")
-	}
-	pos := strings.Join(strings.Fields(string(m[1])), "")
-	if pos == "" {
-		return replication.Position{}, errtext.Errorf(vtrpcpb.Code_FAILED_PRECONDITION, "empty \"GTID of the last change\" in the tool's "+
-			"xtrabackup_info: is binary logging with GTIDs on?")
-	}
-	p, err := replication.ParsePosition(flavor, pos)
-	if err != nil {
-		return replication.Position{}, errtext.Wrapf(err, "cannot parse position %q with flavor %s", pos, flavor)
-	}
-	return p, nil
 }
 
 // lsnsFromCheckpoints reads xtrabackup_checkpoints ("key = value" lines).

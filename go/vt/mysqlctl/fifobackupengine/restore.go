@@ -345,6 +345,17 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 		return from.judge(err)
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
+	name, info, err := readInfoFile(staging)
+	if err != nil {
+		return err
+	}
+	note, err := checkPosition(m, name, info)
+	if err != nil {
+		return from.judge(err)
+	}
+	if note != "" {
+		r.logger.Warningf("fifo restore: backup %s: %s", m.BackupName, note)
+	}
 	return r.scope.extracted(c, want, st.FileSizes)
 }
 

@@ -3,6 +3,7 @@ package fifobackupengine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"vitess.io/vitess/go/mysql/replication"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
@@ -207,6 +209,46 @@ func TestBackupFailures(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), want)
 		assert.NoDirExists(t, out)
+	})
+
+	// Vitess makes the restored server's GTID position the MANIFEST's: one
+	// that is not the data's (an edited MANIFEST, another backup's) is
+	// refused against the tool's own xtrabackup_info in the stream, by verify
+	// and restore (on 8e89682 both passed).
+	t.Run("a MANIFEST whose position is not its files' fails the restore naming both", func(t *testing.T) {
+		f.useFileStorage(t)
+		useEngine(t, testConfig(2, SourceStdout, zstdConfig()))
+		require.NoError(t, f.backup(t, nil))
+		bh, m := f.latestBackup(t)
+		path := filepath.Join(f.root, testKeyspace, testShard, bh.Name(), manifestFileName)
+		doc, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var fields map[string]any
+		require.NoError(t, json.Unmarshal(doc, &fields))
+		real := replication.EncodePosition(m.Position)
+		require.Equal(t, real, fields["Position"])
+		require.NotEqual(t, "MariaDB/0-1-1", real)
+		fields["Position"] = "MariaDB/0-1-1"
+		require.NoError(t, os.WriteFile(path, must(json.Marshal(fields)), 0o640))
+
+		want := "backup " + bh.Name() + ": the MANIFEST gives position MariaDB/0-1-1, but its own xtrabackup_info records " + real +
+			": a server restored from it would replicate from the wrong transaction"
+		_, err = Verify(context.Background(), bh, VerifyOptions{Logger: logutil.NewMemoryLogger()})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+		assert.Equal(t, vtrpcpb.Code_DATA_LOSS, vterrors.Code(err))
+		out := filepath.Join(t.TempDir(), "restored")
+		_, err = RestoreToDir(context.Background(), bh, out, RestoreDirOptions{Config: testConfig(2, SourceStdout, zstdConfig()),
+			Logger: logutil.NewMemoryLogger()})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+		assert.Equal(t, vtrpcpb.Code_DATA_LOSS, vterrors.Code(err))
+		assert.NoDirExists(t, out)
+
+		fields["Position"] = real
+		require.NoError(t, os.WriteFile(path, must(json.Marshal(fields)), 0o640))
+		_, err = Verify(context.Background(), bh, VerifyOptions{Logger: logutil.NewMemoryLogger()})
+		require.NoError(t, err, "the MANIFEST as written verifies")
 	})
 
 	t.Run("corrupted lane fails the restore naming backup and lane", func(t *testing.T) {

@@ -14,13 +14,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"vitess.io/vitess/go/mysql/replication"
 	"vitess.io/vitess/go/vt/logutil"
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
+	"vitess.io/vitess/go/vt/vterrors"
 
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/xbstream"
+
+	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
 func validConfig() Config {
@@ -241,13 +245,58 @@ func TestManifestCheckRejectsHandEdits(t *testing.T) {
 func TestPositionFromInfo(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "xtrabackup_info", "binlog_pos = filename 'vt-bin.000001', position '1234', GTID of the last change '0-1-42'\n")
-	p, err := positionFromInfo(dir, "MariaDB")
+	p, name, err := positionFromInfo(dir, "MariaDB")
 	require.NoError(t, err)
 	assert.Equal(t, "0-1-42", p.String())
+	assert.Equal(t, "xtrabackup_info", name)
 
 	writeFile(t, dir, "xtrabackup_info", "binlog_pos = filename 'vt-bin.000001', position '1234'\n")
-	_, err = positionFromInfo(dir, "MariaDB")
+	_, _, err = positionFromInfo(dir, "MariaDB")
 	require.Error(t, err)
+}
+
+// TestCheckPositionAgainstTheBackupsOwnFiles: a restore's MANIFEST position
+// must be the one the backup's own xtrabackup_info records; one that differs,
+// or a file that records none, is damage (data loss) naming both; files
+// without it are not checked, and say so.
+func TestCheckPositionAgainstTheBackupsOwnFiles(t *testing.T) {
+	pos, err := replication.DecodePosition("MariaDB/0-1-42")
+	require.NoError(t, err)
+	m := &Manifest{}
+	m.BackupName, m.Position = "b1", pos
+	dir := t.TempDir()
+	check := func() (string, error) {
+		name, data, err := readInfoFile(dir)
+		require.NoError(t, err)
+		return checkPosition(m, name, data)
+	}
+
+	note, err := check()
+	require.NoError(t, err)
+	assert.Equal(t, "its files hold no xtrabackup_info: the MANIFEST's position was not checked against it", note)
+
+	writeFile(t, dir, "mariadb_backup_info", "binlog_pos = filename 'vt-bin.000001', position '1234', GTID of the last change '0-1-42'\n")
+	note, err = check()
+	require.NoError(t, err)
+	assert.Empty(t, note)
+
+	writeFile(t, dir, "mariadb_backup_info", "binlog_pos = filename 'vt-bin.000001', position '1234', GTID of the last change '0-1-41'\n")
+	_, err = check()
+	assert.EqualError(t, err, "backup b1: the MANIFEST gives position MariaDB/0-1-42, but its own mariadb_backup_info records MariaDB/0-1-41: a "+
+		"server restored from it would replicate from the wrong transaction (the MANIFEST was edited, or is another backup's)")
+	assert.Equal(t, vtrpcpb.Code_DATA_LOSS, vterrors.Code(err))
+
+	writeFile(t, dir, "mariadb_backup_info", "binlog_pos = filename 'vt-bin.000001', position '1234'\n")
+	_, err = check()
+	assert.EqualError(t, err, "backup b1: the MANIFEST gives position MariaDB/0-1-42, but its own mariadb_backup_info records none: no "+
+		"\"GTID of the last change\" in the tool's mariadb_backup_info")
+	assert.Equal(t, vtrpcpb.Code_DATA_LOSS, vterrors.Code(err))
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "mariadb_backup_info")))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "xtrabackup_info"), 0o750))
+	_, _, err = readInfoFile(dir)
+	assert.ErrorContains(t, err, "cannot read the tool's xtrabackup_info in "+dir, "a file that cannot be read is no verdict")
+	assert.NotEqual(t, vtrpcpb.Code_DATA_LOSS, vterrors.Code(err))
 }
 
 func TestStatsTable(t *testing.T) {

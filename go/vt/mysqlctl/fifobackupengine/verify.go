@@ -81,8 +81,10 @@ type VerifyReport struct {
 // (ParseManifest), every lane through the storage (which checks its own
 // checksums) and the decompressor, and every xbstream chunk through
 // xbstream.Verify (CRC32 of every payload, sequence completeness, gaps and
-// overlaps per file, paths), then checks each lane's length against the
-// MANIFEST, and reads the lane index (a table restore's map of the lanes).
+// overlaps per file, paths), each lane's length and CRC-32C at its end
+// (checkedLane), then the MANIFEST's replication position against the one
+// the tool's xtrabackup_info in the stream records (checkPosition), and
+// reads the lane index (a table restore's map of the lanes).
 // Errors name the backup, the lane and its file, the stream offset and the
 // path, as restore's do.
 func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptions) (VerifyReport, error) {
@@ -102,7 +104,7 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 		return verifyVitessStream(ctx, bh, m, stream, opts)
 	}
 	from := &storedLanes{bh: bh, m: m, comp: opts.Compression, stats: newPhaseStats(nil), onRead: opts.OnRead, logger: opts.Logger, checkIndex: true}
-	opt := xbstream.ExtractOptions{ListFiles: opts.ListFiles}
+	opt := xbstream.ExtractOptions{ListFiles: opts.ListFiles, Keep: isInfoFile}
 	ix, ixErr := from.laneIndex(ctx)
 	check := newIndexCheck(ix, m)
 	if check != nil {
@@ -112,6 +114,14 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
 		return rep, from.judge(errtext.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
+	}
+	name, info := keptInfoFile(st.Kept)
+	note, err := checkPosition(m, name, info)
+	if err != nil {
+		return rep, from.judge(err)
+	}
+	if note != "" {
+		opts.Logger.Warningf("fifo verify: backup %s: %s", m.BackupName, note)
 	}
 	// The lane index, read through the storage's checksums and checked
 	// against the MANIFEST, so that a full check has read every file of the

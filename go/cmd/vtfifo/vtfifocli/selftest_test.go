@@ -112,6 +112,11 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	var backups []struct{ Name string }
 	require.NoError(t, json.Unmarshal([]byte(run(t, 0, append([]string{"ls", "--json"}, storage...)...)), &backups))
 	require.Len(t, backups, 3)
+	var shown ShowReport
+	require.NoError(t, json.Unmarshal([]byte(run(t, 0, append([]string{"show", "--json", "--backup=" + backups[0].Name}, storage...)...)), &shown))
+	for _, l := range shown.Lanes {
+		assert.Regexp(t, `^[0-9a-f]{8}$`, l.StreamCRC32C, "%s: a new backup records its lanes' CRC-32C", l.File)
+	}
 	storage = append(storage, "--progress=never")
 	t.Run("own tablespaces", func(t *testing.T) { restoreUsesItsOwnTablespaces(t, kept, dir, backups[0].Name, storage) })
 	t.Run("MySQL 8 lower_case_table_names", func(t *testing.T) { testRestoreTakesTheDictionarysCase(t, dir, backups[0].Name, storage) })

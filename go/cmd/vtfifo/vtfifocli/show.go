@@ -26,8 +26,11 @@ type ShowLane struct {
 	RawBytes    int64  `json:"raw_bytes"`
 	StoredBytes int64  `json:"stored_bytes"`
 	Chunks      int64  `json:"chunks,omitempty"`
-	Parts       int    `json:"parts,omitempty"`
-	PartSize    int64  `json:"part_size,omitempty"`
+	// StreamCRC32C is the CRC-32C of the lane's stream as written, which
+	// restore and verify check (empty in a backup from before 2026-12-03).
+	StreamCRC32C string `json:"stream_crc32c,omitempty"`
+	Parts        int    `json:"parts,omitempty"`
+	PartSize     int64  `json:"part_size,omitempty"`
 }
 
 // ShowReport is `vtfifo show --json`.
@@ -65,7 +68,8 @@ type ShowReport struct {
 // showDoc is `vtfifo show`'s help.
 var showDoc = commandDoc{"show", "Show a backup: its MANIFEST, lanes and parts, and with --files the files it holds",
 	"Shows the backup (--backup, or the newest complete one) as its MANIFEST describes it, each lane's\n" +
-		"bytes and chunks, and on the split storage its parts. --files also lists the files of the data\n" +
+		"bytes, chunks and CRC-32C (of its stream as written; \"-\" in a backup from before 2026-12-03), and on the\n" +
+		"split storage its parts. --files also lists the files of the data\n" +
 		"directory in the backup, by reading and checking every lane as verify does. --json prints one object.",
 	"  vtfifo show --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 --files"}
 
@@ -142,7 +146,7 @@ func show(ctx context.Context, bh backupstorage.BackupHandle, withFiles bool,
 		}
 	}
 	for _, l := range m.Lanes {
-		sl := ShowLane{File: l.File, RawBytes: l.RawBytes, StoredBytes: l.StoredBytes, Chunks: l.Chunks}
+		sl := ShowLane{File: l.File, RawBytes: l.RawBytes, StoredBytes: l.StoredBytes, Chunks: l.Chunks, StreamCRC32C: l.StreamCRC32C}
 		if ix != nil {
 			idx, err := ix.Index(ctx, l.File)
 			if err != nil {
@@ -237,13 +241,14 @@ func printShow(w io.Writer, rep ShowReport, m *fifobackupengine.Manifest) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LANE\tFILE\tRAW\tSTORED\tCHUNKS\tPARTS")
+	fmt.Fprintln(tw, "LANE\tFILE\tRAW\tSTORED\tCHUNKS\tCRC-32C\tPARTS")
 	for i, l := range rep.Lanes {
 		parts := "-"
 		if l.PartSize > 0 {
 			parts = fmt.Sprintf("%d x %s", l.Parts, humanize.IBytes(uint64(l.PartSize)))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", i, l.File, humanize.IBytes(uint64(l.RawBytes)), humanize.IBytes(uint64(l.StoredBytes)), l.Chunks, parts)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", i, l.File, humanize.IBytes(uint64(l.RawBytes)), humanize.IBytes(uint64(l.StoredBytes)), l.Chunks,
+			cmp.Or(l.StreamCRC32C, "-"), parts)
 	}
 	tw.Flush()
 	if v := rep.Verification; v != nil && v.Outcome != testrestore.Passed {

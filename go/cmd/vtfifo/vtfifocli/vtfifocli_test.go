@@ -246,6 +246,8 @@ func TestShowPrintsManifestLanesAndFiles(t *testing.T) {
 	for _, want := range []string{"Backup:", "ks/0/2026-11-23.050519.zone1-0000004989", "Compression:", "zstd", "lane-003.xbstream.zst", "ibdata1", "files, "} {
 		assert.Contains(t, out, want)
 	}
+	assert.Regexp(t, `(?m)^LANE +FILE +RAW +STORED +CHUNKS +CRC-32C +PARTS\n0 +lane-000\.xbstream\.zst +[0-9.]+ [KM]iB +[0-9.]+ [KM]iB +[0-9]+ +- +-$`, out,
+		"a backup from before lane CRCs were kept shows none")
 
 	stdout.Reset()
 	code = Main(context.Background(), append([]string{"show", "--files", "--json"}, args...), &stdout, &stderr)

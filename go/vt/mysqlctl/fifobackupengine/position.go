@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"vitess.io/vitess/go/mysql/replication"
+	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 
@@ -19,7 +20,11 @@ import (
 // The backup's replication position is the one the tool wrote in its
 // xtrabackup_info (mariadb_backup_info), which it writes twice from the same
 // values: into the stream, and into --extra-lsndir, where the backup reads it
-// for the MANIFEST. A restore checks the MANIFEST's against the stream's own,
+// for the MANIFEST (Percona XtraBackup 8.0/8.4: backup_mysql.cc
+// write_xtrabackup_info, and xtrabackup.cc's --extra-lsndir copy, both from
+// get_xtrabackup_info's binlog_pos, one mysql_binlog_position; mariabackup:
+// the same get_xtrabackup_info, xtrabackup.cc xtrabackup_write_info). Run
+// here with mariabackup only. A restore checks the MANIFEST's against the stream's own,
 // since the MANIFEST's is what Vitess makes the restored server's GTID
 // position: one that is not the data's would have it replicate from the
 // wrong transaction, silently.
@@ -61,17 +66,6 @@ func readInfoFile(dir string) (name string, data []byte, err error) {
 	return "", nil, nil
 }
 
-// keptInfoFile is the tool's info file among an extraction's kept files
-// (xbstream.ExtractOptions.Keep: isInfoFile); "" when there is none.
-func keptInfoFile(kept map[string][]byte) (name string, data []byte) {
-	for _, n := range infoFileNames {
-		if data, ok := kept[n]; ok {
-			return n, data
-		}
-	}
-	return "", nil
-}
-
 // isInfoFile says whether path is the tool's info file.
 func isInfoFile(path string) bool { return slices.Contains(infoFileNames, path) }
 
@@ -94,26 +88,29 @@ func parseInfoPosition(data []byte, name, flavor string) (replication.Position, 
 	return pos, nil
 }
 
-// checkPosition fails when the tool's info file of the backup (name, its
-// contents data, as extracted or kept) records another replication position
-// than its MANIFEST gives. A backup's files without it (name "") have nothing
-// to check, and say so in the returned note.
-func checkPosition(m *Manifest, name string, data []byte) (note string, err error) {
+// checkPosition fails when the tool's info file among the files an
+// extraction or a verification of the backup kept (xbstream.ExtractOptions
+// Keep: isInfoFile) records another replication position than its MANIFEST
+// gives. A backup without that file has nothing to check, and says so.
+func checkPosition(m *Manifest, kept map[string][]byte, logger logutil.Logger) error {
 	if m.Position.GTIDSet == nil {
-		return "", nil
+		return nil
 	}
-	if name == "" {
-		return "its files hold no xtrabackup_info: the MANIFEST's position was not checked against it", nil
+	i := slices.IndexFunc(infoFileNames, func(n string) bool { _, ok := kept[n]; return ok })
+	if i < 0 {
+		logger.Warningf("fifo: backup %s: its files hold no xtrabackup_info: the MANIFEST's position was not checked against it", m.BackupName)
+		return nil
 	}
-	recorded, err := parseInfoPosition(data, name, m.Position.GTIDSet.Flavor())
+	name := infoFileNames[i]
+	recorded, err := parseInfoPosition(kept[name], name, m.Position.GTIDSet.Flavor())
 	if err != nil {
-		return "", errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: the MANIFEST gives position %s, but its own %s records none: %s", m.BackupName,
+		return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: the MANIFEST gives position %s, but its own %s records none: %s", m.BackupName,
 			replication.EncodePosition(m.Position), name, errtext.Text(err))
 	}
 	if !recorded.Equal(m.Position) {
-		return "", errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: the MANIFEST gives position %s, but its own %s records %s: a server restored "+
+		return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: the MANIFEST gives position %s, but its own %s records %s: a server restored "+
 			"from it would replicate from the wrong transaction (the MANIFEST was edited, or is another backup's)", m.BackupName,
 			replication.EncodePosition(m.Position), name, replication.EncodePosition(recorded))
 	}
-	return "", nil
+	return nil
 }

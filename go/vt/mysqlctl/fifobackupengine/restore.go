@@ -312,7 +312,7 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 		}
 	}
 	from := &storedLanes{bh: bh, m: m, comp: r.cfg.Compression, stats: r.stats, onRead: onRead, logger: r.logger}
-	opts := xbstream.ExtractOptions{}
+	opts := xbstream.ExtractOptions{Keep: isInfoFile}
 	want, toRead, what, err := r.scope.frames(ctx, c, from, &opts)
 	if err != nil {
 		return err
@@ -345,16 +345,8 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 		return from.judge(err)
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
-	name, info, err := readInfoFile(staging)
-	if err != nil {
-		return err
-	}
-	note, err := checkPosition(m, name, info)
-	if err != nil {
+	if err := checkPosition(m, st.Kept, r.logger); err != nil {
 		return from.judge(err)
-	}
-	if note != "" {
-		r.logger.Warningf("fifo restore: backup %s: %s", m.BackupName, note)
 	}
 	return r.scope.extracted(c, want, st.FileSizes)
 }

@@ -115,13 +115,8 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	if err != nil {
 		return rep, from.judge(errtext.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))
 	}
-	name, info := keptInfoFile(st.Kept)
-	note, err := checkPosition(m, name, info)
-	if err != nil {
+	if err := checkPosition(m, st.Kept, opts.Logger); err != nil {
 		return rep, from.judge(err)
-	}
-	if note != "" {
-		opts.Logger.Warningf("fifo verify: backup %s: %s", m.BackupName, note)
 	}
 	// The lane index, read through the storage's checksums and checked
 	// against the MANIFEST, so that a full check has read every file of the

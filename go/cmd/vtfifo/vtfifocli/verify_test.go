@@ -139,3 +139,54 @@ func TestVerifyAllSampleAndTimeout(t *testing.T) {
 	_, errOut = verify(2, "--all", "--backup=x")
 	assert.Equal(t, "vtfifo verify: --all checks every complete backup: leave out --backup, --list-incomplete and --remove-incomplete\n", errOut)
 }
+
+// TestABackupThatIsNotWhatItsManifestSaysFails: a lane whose stream is not
+// the one its MANIFEST recorded (length and CRC-32C) and a MANIFEST whose
+// replication position is not the one the backup's own xtrabackup_info
+// records fail verify and restore, exit 1, naming backup, lane and
+// positions on the command's output, nothing restored; the backup as
+// written verifies. On Vitess's file storage, which has no checksums of its
+// own: the MANIFEST is edited in place.
+func TestABackupThatIsNotWhatItsManifestSaysFails(t *testing.T) {
+	root, args := storageCopy(t)
+	name := "2026-11-23.050519.zone1-0000004989"
+	path := filepath.Join(root, "ks", "0", name, "MANIFEST")
+	written, err := os.ReadFile(path)
+	require.NoError(t, err)
+	edit := func(change func(m map[string]any)) {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(written, &m))
+		change(m)
+		doc, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, doc, 0o640))
+	}
+	for _, c := range []struct {
+		what   string
+		change func(m map[string]any)
+		want   string
+	}{
+		{"a lane's CRC-32C", func(m map[string]any) { m["Lanes"].([]any)[1].(map[string]any)["StreamCRC32C"] = "0badc0de" },
+			"backup " + name + ": lane 1 (lane-001.xbstream.zst): its stream's CRC-32C is "},
+		{"the position", func(m map[string]any) { m["Position"] = "MariaDB/0-1509955704-403" },
+			"backup " + name + ": the MANIFEST gives position MariaDB/0-1509955704-403, but its own xtrabackup_info records " +
+				"MariaDB/0-1509955704-404: a server restored from it would replicate from the wrong transaction (the MANIFEST was edited, or is another backup's)"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			edit(c.change)
+			stdout, stderr := runArgs(t, 1, append([]string{"verify", "--quiet"}, args...)...)
+			assert.Contains(t, stdout, "FAIL: backup ks/0/"+name+": 1 problem(s)")
+			assert.Contains(t, stdout, c.want)
+			assert.Empty(t, stderr)
+
+			target := filepath.Join(t.TempDir(), "restored")
+			stdout, stderr = runArgs(t, 1, append([]string{"restore", "--quiet", "--target-dir=" + target}, args...)...)
+			assert.Empty(t, stdout)
+			assert.Contains(t, stderr, "vtfifo restore: FAIL: fifo restore of backup "+name+" into "+target+" failed: ")
+			assert.Contains(t, stderr, c.want)
+			assert.NoDirExists(t, target)
+		})
+	}
+	require.NoError(t, os.WriteFile(path, written, 0o640))
+	runArgs(t, 0, append([]string{"verify", "--quiet"}, args...)...)
+}

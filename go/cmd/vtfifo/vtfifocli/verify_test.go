@@ -5,15 +5,29 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
+	"github.com/vtfifo/vtfifo/go/xbstream"
 )
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 // TestInvalidFlags: every bad value stops fifoverify at startup (exit 2)
 // with a message naming the flag and the allowed values.
@@ -189,4 +203,77 @@ func TestABackupThatIsNotWhatItsManifestSaysFails(t *testing.T) {
 	}
 	require.NoError(t, os.WriteFile(path, written, 0o640))
 	runArgs(t, 0, append([]string{"verify", "--quiet"}, args...)...)
+}
+
+// TestAFrameThatIsNotItsIndexsFailsATableRestore: a table restore reads
+// the frames the lane index names, not whole lanes, and checks each
+// frame's bytes against the CRC-32C the index records for it. Here the test
+// backup gets an index of one frame a lane (as a backup of lanes under a
+// frame's size has) whose CRC-32Cs are not the lanes': restore-table is
+// exit 1 naming backup, lane and frame, and says verify tells a damaged
+// lane from a wrong index; nothing is left. Verify reads the whole lanes,
+// finds them good and says the index is what is wrong.
+func TestAFrameThatIsNotItsIndexsFailsATableRestore(t *testing.T) {
+	root, args := storageCopy(t)
+	name := "2026-11-23.050519.zone1-0000004989"
+	dir := filepath.Join(root, "ks", "0", name)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(must(os.ReadFile(filepath.Join(dir, "MANIFEST"))), &m))
+	lanes := m["Lanes"].([]any)
+	ix := fifobackupengine.LaneIndex{Version: 1, FrameSize: 1 << 20}
+	held := map[string]bool{}
+	var laneFiles [][]string
+	var sums []string
+	for i := range lanes {
+		z := must(os.Open(filepath.Join(dir, lanes[i].(map[string]any)["File"].(string))))
+		d := must(zstd.NewReader(z))
+		stream := must(io.ReadAll(d))
+		d.Close()
+		z.Close()
+		var files []string
+		r := xbstream.NewReader(bytes.NewReader(stream))
+		for c, err := r.Next(); err != io.EOF; c, err = r.Next() {
+			require.NoError(t, err)
+			if c.Path != "" && !slices.Contains(files, c.Path) {
+				files, held[c.Path] = append(files, c.Path), true
+			}
+		}
+		laneFiles = append(laneFiles, files)
+		sums = append(sums, fmt.Sprintf("%08x", crc32.Checksum(stream, crc32.MakeTable(crc32.Castagnoli))))
+	}
+	for p := range held {
+		ix.Paths = append(ix.Paths, p)
+	}
+	slices.Sort(ix.Paths)
+	for i, files := range laneFiles {
+		fr := fifobackupengine.Frame{CRC32C: "0badc0de"}
+		for _, p := range files {
+			fr.Paths = append(fr.Paths, slices.Index(ix.Paths, p))
+		}
+		slices.Sort(fr.Paths)
+		ix.Lanes = append(ix.Lanes, []fifobackupengine.Frame{fr})
+		require.NotEqual(t, "0badc0de", sums[i])
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lanes.index"), must(json.Marshal(ix)), 0o640))
+	m["LaneIndex"] = "lanes.index"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "MANIFEST"), must(json.Marshal(m)), 0o640))
+
+	// The restore fails before any prepare: a prepare would fail the test.
+	tool := standInTool(t, "exit 9")
+	target := filepath.Join(t.TempDir(), "tables")
+	stdout, stderr := runArgs(t, 1, append([]string{"restore-table", "--table=sample.t0001", "--target-dir=" + target, "--quiet",
+		"--fifo-backup-tool-path=" + tool}, args...)...)
+	assert.Empty(t, stdout)
+	assert.Regexp(t, `backup `+name+`: lane \d \(lane-00\d\.xbstream\.zst\): frame 0 \(stream bytes 0 to \d+\): its CRC-32C is [0-9a-f]{8}, `+
+		`the lane index says 0badc0de: some of its bytes are not those the backup wrote`, stderr)
+	assert.Contains(t, stderr, "(a damaged lane, or an index that does not match it: vtfifo verify reads the whole lanes and says which; a whole "+
+		"restore does not need the index)")
+	assert.NoDirExists(t, target)
+
+	stdout, stderr = runArgs(t, 1, append([]string{"verify", "--quiet"}, args...)...)
+	assert.Contains(t, stdout, "FAIL: backup ks/0/"+name+": 1 problem(s)")
+	assert.Contains(t, stdout, "table restores cannot use this backup's lane index (a whole restore does not need it): backup "+name+
+		": lane-000.xbstream.zst does not match the lane index: frame 0 (stream bytes 0 to "+fmt.Sprint(int64(lanes[0].(map[string]any)["RawBytes"].(float64)))+
+		"): its CRC-32C is "+sums[0]+", the lane index says 0badc0de")
+	assert.Empty(t, stderr)
 }

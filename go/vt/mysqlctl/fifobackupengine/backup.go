@@ -268,7 +268,7 @@ func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.
 		m.ExternalDecompressor = b.cfg.Compression.ManifestDecompressor
 	}
 	for _, l := range b.lanes {
-		info := LaneInfo{File: l.name, RawBytes: l.raw.Load(), StoredBytes: l.stored.Load(), Chunks: l.chunks, StreamCRC32C: l.sum.String()}
+		info := LaneInfo{File: l.name, RawBytes: l.raw.Load(), StoredBytes: l.stored.Load(), Chunks: l.chunks, StreamCRC32C: l.sums.stream.String()}
 		m.Lanes = append(m.Lanes, info)
 		m.RawBytes += info.RawBytes
 		m.StoredBytes += info.StoredBytes

@@ -249,7 +249,9 @@ func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 // BenchmarkFramedLanes: what reading a backup's whole lanes frame by frame
 // costs or saves against reading them as streams, on the same backup:
 // verify's read (every lane read, decompressed and checked, no disk
-// writes) frame by frame from its lane index (frames) and as streams,
+// writes) frame by frame from its lane index (frames) and as streams, and
+// frame by frame with each frame's CRC-32C checked against the index as
+// verify does (frames+crc: a second sum of every byte, beside the lane's),
 // alternating, FIFO_BENCH_REPEAT times each, medians:
 //
 //	FIFO_BENCH_DATA_MB=1024 FIFO_BENCH_REPEAT=5 go test -run '^$' -bench FramedLanes \
@@ -270,28 +272,44 @@ func BenchmarkFramedLanes(b *testing.B) {
 	require.NoError(b, f.backup(b, nil))
 	bh, m := f.latestBackup(b)
 	type row struct{ wall, cpu []float64 }
-	rows := map[string]*row{"frames": {}, "streams": {}}
+	hows := []string{"frames", "streams", "frames+crc"}
+	rows := map[string]*row{}
+	for _, how := range hows {
+		rows[how] = &row{}
+	}
 	for range repeat {
-		for _, how := range []string{"frames", "streams"} {
+		for _, how := range hows {
 			logger := logutil.NewMemoryLogger()
 			// Verify's read of the lanes: every chunk checked, nothing written.
-			from := &storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logger, checkIndex: how == "frames"}
-			require.Equal(b, how == "frames", from.framedLanes(context.Background()) != nil, how)
+			framed := how != "streams"
+			from := &storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logger, checkIndex: framed}
+			require.Equal(b, framed, from.framedLanes(context.Background()) != nil, how)
+			lanes := from.lanes(context.Background())
+			var check *indexCheck
+			if how == "frames+crc" {
+				check = newIndexCheck(must(from.laneIndex(context.Background())), m)
+				lanes = check.reading(lanes)
+			}
 			start, c0 := time.Now(), cpuTime()
-			_, err := xbstream.Verify(context.Background(), from.lanes(context.Background()), xbstream.ExtractOptions{})
+			_, err := xbstream.Verify(context.Background(), lanes, xbstream.ExtractOptions{})
 			require.NoError(b, err)
 			require.NoError(b, from.indexMismatch.get())
+			if check != nil {
+				require.NoError(b, check.result(m))
+			}
 			rows[how].wall = append(rows[how].wall, time.Since(start).Seconds())
 			rows[how].cpu = append(rows[how].cpu, (cpuTime() - c0).Seconds())
 		}
 	}
-	out := fmt.Sprintf("\nVerify of one %s backup of %d MiB benchdata (mixed), %d lanes on %d cores, %d stored MB, medians of %d:\n%-8s %8s %8s\n",
+	out := fmt.Sprintf("\nVerify of one %s backup of %d MiB benchdata (mixed), %d lanes on %d cores, %d stored MB, medians of %d:\n%-10s %8s %8s\n",
 		comp, dataMB, lanes, runtime.GOMAXPROCS(0), m.StoredBytes/1e6, repeat, "lanes", "wall s", "cpu s")
-	for _, how := range []string{"frames", "streams"} {
-		out += fmt.Sprintf("%-8s %8.2f %8.2f\n", how, median(rows[how].wall), median(rows[how].cpu))
+	for _, how := range hows {
+		out += fmt.Sprintf("%-10s %8.2f %8.2f\n", how, median(rows[how].wall), median(rows[how].cpu))
 	}
 	out += fmt.Sprintf("frames / streams: wall %.3f, cpu %.3f (median of each repeat's ratio)\n", pairedRatio(rows["frames"].wall, rows["streams"].wall),
 		pairedRatio(rows["frames"].cpu, rows["streams"].cpu))
+	out += fmt.Sprintf("frames+crc / frames: wall %.3f, cpu %.3f\n", pairedRatio(rows["frames+crc"].wall, rows["frames"].wall),
+		pairedRatio(rows["frames+crc"].cpu, rows["frames"].cpu))
 	b.Log(out)
 	fmt.Print(out)
 }
@@ -363,6 +381,11 @@ func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
 			var ix LaneIndex
 			require.NoError(t, json.Unmarshal(index, &ix))
 			require.Greater(t, len(ix.Lanes[1]), 2, "lane 1 has frames to move")
+			for l := range ix.Lanes {
+				for k, fr := range ix.Lanes[l] {
+					require.Regexp(t, "^[0-9a-f]{8}$", fr.CRC32C, "lane %d frame %d", l, k)
+				}
+			}
 			ix.Lanes[1][2].Stored -= 7
 			require.NoError(t, os.WriteFile(path, must(json.Marshal(ix)), 0o640))
 			_, err = Verify(ctx, bh, VerifyOptions{Logger: logger})
@@ -384,6 +407,14 @@ func TestVerifyChecksTheLaneIndexRealMariaDB(t *testing.T) {
 					gone := ix.Paths[fr.Paths[k]]
 					fr.Paths = slices.Delete(fr.Paths, k, k+1)
 					return fmt.Sprintf("frame %d does not list %s, which has a chunk at stream offset ", i, gone)
+				}},
+				{func(ix *LaneIndex) string {
+					// A frame whose CRC-32C is not its bytes': a table
+					// restore would refuse a good frame.
+					fr := &ix.Lanes[0][0]
+					real := fr.CRC32C
+					fr.CRC32C = fmt.Sprintf("%08x", must(strconv.ParseUint(real, 16, 32))^1)
+					return fmt.Sprintf("frame 0 (stream bytes 0 to %d): its CRC-32C is %s, the lane index says %s", ix.Lanes[0][1].Raw, real, fr.CRC32C)
 				}},
 				{func(ix *LaneIndex) string {
 					ix.Lanes[0][1].Raw += 3

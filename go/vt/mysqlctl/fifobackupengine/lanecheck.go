@@ -2,9 +2,7 @@ package fifobackupengine
 
 import (
 	"fmt"
-	"hash/crc32"
 	"io"
-	"regexp"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 
@@ -19,18 +17,6 @@ import (
 // header (a flipped byte of an 'E' chunk's path extracts an extra empty file
 // of another name and no error), and a storage checks its own checksums only
 // where it has them (Vitess's file storage has none).
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// streamSum is a lane stream's running CRC-32C.
-type streamSum uint32
-
-func (s *streamSum) add(p []byte) { *s = streamSum(crc32.Update(uint32(*s), castagnoli, p)) }
-
-// String is the form the MANIFEST records: 8 lower-case hex digits.
-func (s streamSum) String() string { return fmt.Sprintf("%08x", uint32(s)) }
-
-var streamSumForm = regexp.MustCompile(`^[0-9a-f]{8}$`)
 
 // streamMismatch says how a whole read of the lane (n bytes, sum) differs
 // from what the backup wrote; "" when it does not. A backup that recorded no

@@ -57,6 +57,10 @@ type Frame struct {
 	Stored int64 `json:"s"` // offset in the lane file
 	Raw    int64 `json:"r"` // offset in the lane's stream
 	Paths  []int `json:"p"` // the files with chunks in the frame
+	// CRC32C is the CRC-32C of the frame's stream bytes (8 hex digits;
+	// empty in indexes written before 2026-12-03): a table restore reads
+	// frames, not whole lanes, and checks each (framecheck.go).
+	CRC32C string `json:"c,omitempty"`
 }
 
 // laneFrames is what one lane's writer records, in its own goroutine.
@@ -117,7 +121,7 @@ func buildLaneIndex(lanes []*laneFrames) *LaneIndex {
 	for _, l := range lanes {
 		frames := make([]Frame, len(l.frames))
 		for i, fr := range l.frames {
-			frames[i] = Frame{Stored: fr.Stored, Raw: fr.Raw, Paths: make([]int, len(fr.Paths))}
+			frames[i] = Frame{Stored: fr.Stored, Raw: fr.Raw, Paths: make([]int, len(fr.Paths)), CRC32C: fr.CRC32C}
 			for j, id := range fr.Paths {
 				frames[i].Paths[j] = seen[l.names[id]]
 			}
@@ -187,6 +191,9 @@ func ReadLaneIndex(ctx context.Context, bh backupstorage.BackupHandle, m *Manife
 				fr.Stored > m.Lanes[i].StoredBytes || fr.Raw > m.Lanes[i].RawBytes {
 				return nil, fail("lane %d: frame %d at %d/%d is out of place", i, j, fr.Stored, fr.Raw)
 			}
+			if fr.CRC32C != "" && !streamSumForm.MatchString(fr.CRC32C) {
+				return nil, fail("lane %d: frame %d has CRC-32C %q: not 8 lower-case hex digits", i, j, fr.CRC32C)
+			}
 			for _, p := range fr.Paths {
 				if p < 0 || p >= len(ix.Paths) {
 					return nil, fail("lane %d: frame %d names path %d of %d", i, j, p, len(ix.Paths))
@@ -201,24 +208,33 @@ func ReadLaneIndex(ctx context.Context, bh backupstorage.BackupHandle, m *Manife
 // byteRange is a stretch of a lane file.
 type byteRange struct{ off, n int64 }
 
-// framesFor returns the stretches of lane i (of storedBytes) that hold any
-// selected path, adjacent frames merged, and the raw bytes they hold.
-func (ix *LaneIndex) framesFor(i int, storedBytes, rawBytes int64, selected []bool) (ranges []byteRange, raw int64) {
+// stretch is whole frames one after another in a lane file, with the
+// spans of the lane's stream they hold (checkedFrames checks them).
+type stretch struct {
+	byteRange
+	frames []frameSpan
+}
+
+// framesFor returns the stretches of lane i (of storedBytes, rawBytes) that
+// hold any selected path, adjacent frames merged, and the raw bytes they
+// hold.
+func (ix *LaneIndex) framesFor(i int, storedBytes, rawBytes int64, selected []bool) (stretches []stretch, raw int64) {
 	frames := ix.Lanes[i]
-	for j, fr := range frames {
-		if !slices.ContainsFunc(fr.Paths, func(p int) bool { return selected[p] }) {
+	for j, span := range ix.spans(i, rawBytes) {
+		if !slices.ContainsFunc(frames[j].Paths, func(p int) bool { return selected[p] }) {
 			continue
 		}
-		end, rawEnd := storedBytes, rawBytes
+		end := storedBytes
 		if j+1 < len(frames) {
-			end, rawEnd = frames[j+1].Stored, frames[j+1].Raw
+			end = frames[j+1].Stored
 		}
-		raw += rawEnd - fr.Raw
-		if k := len(ranges) - 1; k >= 0 && ranges[k].off+ranges[k].n == fr.Stored {
-			ranges[k].n = end - ranges[k].off
+		raw += span.end - span.raw
+		if k := len(stretches) - 1; k >= 0 && stretches[k].off+stretches[k].n == frames[j].Stored {
+			stretches[k].n = end - stretches[k].off
+			stretches[k].frames = append(stretches[k].frames, span)
 			continue
 		}
-		ranges = append(ranges, byteRange{fr.Stored, end - fr.Stored})
+		stretches = append(stretches, stretch{byteRange{frames[j].Stored, end - frames[j].Stored}, []frameSpan{span}})
 	}
-	return ranges, raw
+	return stretches, raw
 }

@@ -36,7 +36,7 @@ type storedLanes struct {
 	// stretches, if set, has for each lane the stretches of whole frames to
 	// read, one after another (a table restore, laneindex.go); nil reads
 	// every lane whole.
-	stretches [][]byteRange
+	stretches [][]stretch
 	// storageErr is the first error the storage gave a read of any lane
 	// (judge).
 	storageErr firstError
@@ -184,7 +184,10 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 			}
 		case isRangeReader(s.bh):
 			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
-				return &stretchReader{ranges: s.stretches[i], open: func(r byteRange) (io.ReadCloser, error) { return open(ctx, &r) }}, nil
+				return &stretchReader{stretches: s.stretches[i], open: func(st stretch) (io.ReadCloser, error) {
+					rc, err := open(ctx, &st.byteRange)
+					return s.checkFrames(rc, err, i, st)
+				}}, nil
 			}
 		default:
 			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
@@ -195,17 +198,27 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 					return nil, errtext.Wrapf(err, "%s: cannot open", lane.File)
 				}
 				skip := &skippingReader{r: whole}
-				return &stretchReader{ranges: s.stretches[i], whole: whole, open: func(r byteRange) (io.ReadCloser, error) {
-					src, err := skip.stretch(r)
+				return &stretchReader{stretches: s.stretches[i], whole: whole, open: func(st stretch) (io.ReadCloser, error) {
+					src, err := skip.stretch(st.byteRange)
 					if err != nil {
 						return nil, errtext.Wrapf(err, "%s", lane.File)
 					}
-					return decompress(ctx, src)
+					rc, err := decompress(ctx, src)
+					return s.checkFrames(rc, err, i, st)
 				}}, nil
 			}
 		}
 	}
 	return lanes
+}
+
+// checkFrames checks the frames of stretch st of lane i as they are read
+// (checkedFrames), once opened.
+func (s *storedLanes) checkFrames(rc io.ReadCloser, err error, i int, st stretch) (io.ReadCloser, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &checkedFrames{ReadCloser: rc, walk: newFrameWalk(st.frames), backup: s.m.BackupName, index: i, file: s.m.Lanes[i].File}, nil
 }
 
 // framedLanes is, for each lane read whole, its frames' stored sizes where
@@ -283,23 +296,23 @@ func isRangeReader(bh backupstorage.BackupHandle) bool {
 // stretchReader reads stretches of a lane one after another, each opened
 // (and decompressed) on its own when the previous one ends.
 type stretchReader struct {
-	ranges []byteRange
-	open   func(byteRange) (io.ReadCloser, error)
-	cur    io.ReadCloser
-	whole  io.Closer // the lane read whole, where the storage has no ranges
+	stretches []stretch
+	open      func(stretch) (io.ReadCloser, error)
+	cur       io.ReadCloser
+	whole     io.Closer // the lane read whole, where the storage has no ranges
 }
 
 func (s *stretchReader) Read(p []byte) (int, error) {
 	for {
 		if s.cur == nil {
-			if len(s.ranges) == 0 {
+			if len(s.stretches) == 0 {
 				return 0, io.EOF
 			}
-			cur, err := s.open(s.ranges[0])
+			cur, err := s.open(s.stretches[0])
 			if err != nil {
 				return 0, err
 			}
-			s.cur, s.ranges = cur, s.ranges[1:]
+			s.cur, s.stretches = cur, s.stretches[1:]
 		}
 		n, err := s.cur.Read(p)
 		if err == io.EOF {

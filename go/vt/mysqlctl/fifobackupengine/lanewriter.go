@@ -44,7 +44,7 @@ type laneWriter struct {
 	comp   io.WriteCloser // compressor writing into file
 	in     io.Writer      // metered compressor input
 	raw    atomic.Int64
-	sum    streamSum // of the raw bytes, in order
+	sums   laneSums // of the raw bytes: the stream's, each frame's
 	stored atomic.Int64
 	chunks int64
 	closed bool
@@ -89,6 +89,7 @@ func (l *laneWriter) BeginChunk(path string) error {
 				return err
 			}
 		}
+		l.sealFrame()
 		l.frames.add(Frame{Stored: l.stored.Load(), Raw: raw})
 	}
 	l.frames.note(path)
@@ -122,10 +123,20 @@ func (l *laneWriter) endFrame() error {
 	return nil
 }
 
+// sealFrame records the CRC-32C of the lane's last frame, whose bytes end
+// here (before the next frame's first, or at the lane's end), and folds it
+// into the stream's.
+func (l *laneWriter) sealFrame() {
+	sum := l.sums.endFrame()
+	if l.frames != nil && len(l.frames.frames) > 0 {
+		l.frames.frames[len(l.frames.frames)-1].CRC32C = sum.String()
+	}
+}
+
 func (l *laneWriter) Write(p []byte) (int, error) {
 	n, err := l.in.Write(p)
 	l.raw.Add(int64(n))
-	l.sum.add(p[:n])
+	l.sums.add(p[:n])
 	if err != nil {
 		return n, fmt.Errorf("lane %d (%s): %w", l.index, l.name, err)
 	}
@@ -195,6 +206,7 @@ func (b *backupRun) closeLanes() error {
 
 // closeLane flushes l's compressor into its file, then closes the file.
 func (b *backupRun) closeLane(l *laneWriter) error {
+	l.sealFrame()
 	var errs []error
 	if l.comp != nil {
 		start := time.Now()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -211,6 +213,38 @@ func TestBackupFailures(t *testing.T) {
 		assert.NoDirExists(t, out)
 	})
 
+	// A table restore reads frames, not whole lanes: each frame's CRC-32C in
+	// the lane index is what fails it. The path of the table's last payload
+	// chunk, flipped, left its .ibd a chunk short, and on 2d3c89f the
+	// restore succeeded: the file covered from offset 0 without a gap, its
+	// 'E' chunk there, the prepare and the export content.
+	t.Run("a flipped byte no xbstream CRC covers fails a table restore naming backup, lane and frame", func(t *testing.T) {
+		f.useFileStorage(t)
+		useEngine(t, testConfig(3, SourceStdout, CompressionConfig{}))
+		require.NoError(t, f.backup(t, nil))
+		bh, m := f.latestBackup(t)
+		dir := filepath.Join(f.root, testKeyspace, testShard, bh.Name())
+		lanes := make([][]byte, len(m.Lanes))
+		for i, l := range m.Lanes {
+			lanes[i] = must(os.ReadFile(filepath.Join(dir, l.File)))
+		}
+		// mariabackup streams a table rebuilt during the backup as .new
+		i, off := lastPayloadPathByte(t, lanes, "sample/big.ibd", "sample/big.new")
+		lanes[i][off] ^= 0x01 // "sample/big.ibe" or ".nev": not the table's
+		require.NoError(t, os.WriteFile(filepath.Join(dir, m.Lanes[i].File), lanes[i], 0o640))
+
+		ps, err := ParseTablePatterns([]string{"sample.big"})
+		require.NoError(t, err)
+		out := filepath.Join(t.TempDir(), "tables")
+		_, err = RestoreToDir(context.Background(), bh, out, RestoreDirOptions{Config: testConfig(3, SourceStdout, CompressionConfig{}), Prepare: true,
+			Tables: ps, Logger: logutil.NewMemoryLogger()})
+		require.Error(t, err)
+		assert.Regexp(t, `backup `+bh.Name()+`: lane `+strconv.Itoa(i)+` \(`+m.Lanes[i].File+`\): frame \d+ \(stream bytes \d+ to \d+\): its CRC-32C is `+
+			`[0-9a-f]{8}, the lane index says [0-9a-f]{8}: some of its bytes are not those the backup wrote`, err.Error())
+		assert.Equal(t, vtrpcpb.Code_DATA_LOSS, vterrors.Code(err))
+		assert.NoDirExists(t, out)
+	})
+
 	// Vitess makes the restored server's GTID position the MANIFEST's: one
 	// that is not the data's (an edited MANIFEST, another backup's) is
 	// refused against the tool's own xtrabackup_info in the stream, by verify
@@ -293,6 +327,33 @@ func endChunkPathByteNear(t *testing.T, stream []byte, at int) int {
 			return end - 1
 		}
 	}
+}
+
+// lastPayloadPathByte is the lane and offset of the last byte of the path
+// of the last payload chunk of a file of files, in uncompressed lanes: a
+// byte no CRC of the xbstream format covers.
+func lastPayloadPathByte(t *testing.T, lanes [][]byte, files ...string) (lane, off int) {
+	lane, off = -1, -1
+	var last uint64 // the file offset of the chunk found
+	var file string
+	for i, stream := range lanes {
+		r := xbstream.NewReader(bytes.NewReader(stream))
+		for {
+			start := int(r.Offset())
+			c, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			if c.Type == xbstream.ChunkPayload && slices.Contains(files, c.Path) && (lane < 0 || c.Offset > last) {
+				// magic, flags, type, path length, then the path
+				lane, off, last, file = i, start+8+1+1+4+len(c.Path)-1, c.Offset, c.Path
+			}
+		}
+	}
+	require.GreaterOrEqual(t, lane, 0, "no payload chunk of %s", files)
+	require.Equal(t, file[len(file)-1], lanes[lane][off])
+	return lane, off
 }
 
 // payloadByteNear is the offset of a byte of a chunk's payload at or after

@@ -372,14 +372,14 @@ func (t *tableRestore) frames(ctx context.Context, c member, from *storedLanes,
 			want = append(want, p)
 		}
 	}
-	from.stretches = make([][]byteRange, len(m.Lanes))
+	from.stretches = make([][]stretch, len(m.Lanes))
 	var raw int64
 	for i, l := range m.Lanes {
-		ranges, rawBytes := ix.framesFor(i, l.StoredBytes, l.RawBytes, selected)
-		from.stretches[i] = ranges
+		stretches, rawBytes := ix.framesFor(i, l.StoredBytes, l.RawBytes, selected)
+		from.stretches[i] = stretches
 		raw += rawBytes
-		for _, br := range ranges {
-			toRead += br.n
+		for _, st := range stretches {
+			toRead += st.n
 		}
 	}
 	if err := t.roomFor(raw); err != nil {

@@ -107,10 +107,11 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	opt := xbstream.ExtractOptions{ListFiles: opts.ListFiles, Keep: isInfoFile}
 	ix, ixErr := from.laneIndex(ctx)
 	check := newIndexCheck(ix, m)
+	lanes := from.lanes(ctx)
 	if check != nil {
-		opt.OnRecord = check.record
+		opt.OnRecord, lanes = check.record, check.reading(lanes)
 	}
-	st, err := xbstream.Verify(ctx, from.lanes(ctx), opt)
+	st, err := xbstream.Verify(ctx, lanes, opt)
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
 		return rep, from.judge(errtext.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))

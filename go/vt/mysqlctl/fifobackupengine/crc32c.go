@@ -17,6 +17,17 @@ type streamSum uint32
 
 func (s *streamSum) add(p []byte) { *s = streamSum(crc32.Update(uint32(*s), castagnoli, p)) }
 
+func (s *streamSum) total() streamSum { return *s }
+
+// streamSummer takes a lane's CRC-32C as it is read whole: in one sum, or
+// frame by frame as its lane index cuts it (frameWalk, verify's).
+type streamSummer interface {
+	add(p []byte)
+	total() streamSum
+}
+
+var _ streamSummer = (*streamSum)(nil)
+
 // String is the form the MANIFEST and the lane index record: 8 lower-case
 // hex digits.
 func (s streamSum) String() string { return fmt.Sprintf("%08x", uint32(s)) }

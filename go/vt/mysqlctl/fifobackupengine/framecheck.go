@@ -43,12 +43,18 @@ func (ix *LaneIndex) spans(i int, rawBytes int64) []frameSpan {
 
 // frameWalk checks a run of a lane's frames, their stream bytes given in
 // order from the first one's start, against the lengths and CRC-32Cs the
-// lane index gives them.
+// lane index gives them; err is the first that did not match. A walk of a
+// whole lane is also its streamSummer: each frame's sum folds into the
+// lane's, so verify sums every byte once for both checks.
 type frameWalk struct {
 	frames []frameSpan // those not yet ended
 	pos    int64       // the stream offset of the next byte
 	sum    streamSum   // of frames[0]'s bytes so far
+	whole  streamSum   // of the frames ended
+	err    error
 }
+
+var _ streamSummer = (*frameWalk)(nil)
 
 func newFrameWalk(frames []frameSpan) *frameWalk {
 	w := &frameWalk{frames: frames}
@@ -58,12 +64,12 @@ func newFrameWalk(frames []frameSpan) *frameWalk {
 	return w
 }
 
-// add takes the next bytes; an error names the first frame they do not
-// match.
-func (w *frameWalk) add(p []byte) error {
+// add takes the next bytes.
+func (w *frameWalk) add(p []byte) {
 	for len(p) > 0 {
 		if len(w.frames) == 0 {
-			return fmt.Errorf("the frames read hold more than the lane index gives them: bytes past stream byte %d", w.pos)
+			w.fail(fmt.Errorf("the frames read hold more than the lane index gives them: bytes past stream byte %d", w.pos))
+			return
 		}
 		fr := w.frames[0]
 		k := min(int64(len(p)), fr.end-w.pos)
@@ -73,19 +79,35 @@ func (w *frameWalk) add(p []byte) error {
 			continue
 		}
 		if fr.crc != "" && w.sum.String() != fr.crc {
-			return fmt.Errorf("%s: its CRC-32C is %s, the lane index says %s: some of its bytes are not those the backup wrote", fr, w.sum, fr.crc)
+			w.fail(fmt.Errorf("%s: its CRC-32C is %s, the lane index says %s: some of its bytes are not those the backup wrote", fr, w.sum, fr.crc))
 		}
+		w.whole = w.whole.then(w.sum, fr.end-fr.raw)
 		w.frames, w.sum = w.frames[1:], 0
 	}
-	return nil
 }
 
-// end is nil once every frame was given whole.
-func (w *frameWalk) end() error {
-	if len(w.frames) == 0 {
-		return nil
+func (w *frameWalk) fail(err error) {
+	if w.err == nil {
+		w.err = err
 	}
-	return fmt.Errorf("%s: the frames read end at stream byte %d", w.frames[0], w.pos)
+}
+
+// total is the CRC-32C of the bytes given within the frames, from the
+// first one's start.
+func (w *frameWalk) total() streamSum {
+	if len(w.frames) > 0 {
+		return w.whole.then(w.sum, w.pos-w.frames[0].raw)
+	}
+	return w.whole
+}
+
+// end is the first mismatch, or a shortfall: nil once every frame was
+// given whole and as written.
+func (w *frameWalk) end() error {
+	if w.err == nil && len(w.frames) > 0 {
+		w.err = fmt.Errorf("%s: the frames read end at stream byte %d", w.frames[0], w.pos)
+	}
+	return w.err
 }
 
 // checkedFrames is a stretch of a lane's frames, decompressed, checked as
@@ -101,8 +123,9 @@ type checkedFrames struct {
 
 func (c *checkedFrames) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
-	bad := c.walk.add(p[:n])
-	if bad == nil && err == io.EOF {
+	c.walk.add(p[:n])
+	bad := c.walk.err
+	if err == io.EOF {
 		bad = c.walk.end()
 	}
 	if bad != nil {

@@ -58,6 +58,32 @@ func TestCheckedFramesEndOnlyOnTheFramesWritten(t *testing.T) {
 	assert.EqualError(t, read(spans[1:3], stream[30000:90001]),
 		"backup b1: lane 1 (lane-001.xbstream): the frames read hold more than the lane index gives them: bytes past stream byte 90000")
 
+	// A whole lane's walk (verify's) is its streamSummer: the lane's CRC-32C
+	// folded from its frames', whether or not they match the index.
+	var whole streamSum
+	whole.add(stream)
+	w := newFrameWalk(spans)
+	for p := stream; len(p) > 0; p = p[min(len(p), 7777):] {
+		w.add(p[:min(len(p), 7777)])
+	}
+	assert.Equal(t, whole, w.total())
+	assert.NoError(t, w.end())
+	lane := bytes.Clone(stream)
+	lane[70000] ^= 0x01 // in frame 2
+	var flippedWhole streamSum
+	flippedWhole.add(lane)
+	w = newFrameWalk(spans)
+	w.add(lane[:50000])
+	assert.NoError(t, w.err)
+	w.add(lane[50000:])
+	assert.Equal(t, flippedWhole, w.total())
+	assert.ErrorContains(t, w.end(), "frame 2 (stream bytes 65000 to 90000): its CRC-32C is ")
+	w = newFrameWalk(spans)
+	w.add(stream[:80000])
+	var part streamSum
+	part.add(stream[:80000])
+	assert.Equal(t, part, w.total(), "a lane cut short: the sum of what came")
+
 	older := slices.Clone(spans)
 	for i := range older {
 		older[i].crc = ""

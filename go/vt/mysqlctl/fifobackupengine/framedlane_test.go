@@ -250,8 +250,9 @@ func TestWholeLanesFrameByFrameRealMariaDB(t *testing.T) {
 // costs or saves against reading them as streams, on the same backup:
 // verify's read (every lane read, decompressed and checked, no disk
 // writes) frame by frame from its lane index (frames) and as streams, and
-// frame by frame with each frame's CRC-32C checked against the index as
-// verify does (frames+crc: a second sum of every byte, beside the lane's),
+// frame by frame with the index checked against the records and each
+// frame's CRC-32C as verify does (frames+crc: the lane's CRC-32C folded
+// from its frames'),
 // alternating, FIFO_BENCH_REPEAT times each, medians:
 //
 //	FIFO_BENCH_DATA_MB=1024 FIFO_BENCH_REPEAT=5 go test -run '^$' -bench FramedLanes \
@@ -284,14 +285,14 @@ func BenchmarkFramedLanes(b *testing.B) {
 			framed := how != "streams"
 			from := &storedLanes{bh: bh, m: m, stats: newPhaseStats(nil), logger: logger, checkIndex: framed}
 			require.Equal(b, framed, from.framedLanes(context.Background()) != nil, how)
-			lanes := from.lanes(context.Background())
+			var opts xbstream.ExtractOptions
 			var check *indexCheck
 			if how == "frames+crc" {
 				check = newIndexCheck(must(from.laneIndex(context.Background())), m)
-				lanes = check.reading(lanes)
+				opts.OnRecord, from.sums = check.record, check.summer
 			}
 			start, c0 := time.Now(), cpuTime()
-			_, err := xbstream.Verify(context.Background(), lanes, xbstream.ExtractOptions{})
+			_, err := xbstream.Verify(context.Background(), from.lanes(context.Background()), opts)
 			require.NoError(b, err)
 			require.NoError(b, from.indexMismatch.get())
 			if check != nil {

@@ -1,20 +1,17 @@
 package fifobackupengine
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"slices"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
-	"github.com/vtfifo/vtfifo/go/xbstream"
 )
 
 // indexCheck checks a lane index against the lanes as verify reads them
 // (xbstream.ExtractOptions.OnRecord): every frame starts where a record of
-// its lane starts, and lists the file of every chunk in it; and (reading)
+// its lane starts, and lists the file of every chunk in it; and (summer)
 // the frame's bytes have the CRC-32C it gives them. A table restore
 // reads the frames the index names for its files, so a frame that does not
 // list a file it holds, or starts inside a record, would fail it (or leave a
@@ -31,9 +28,8 @@ type laneIndexCheck struct {
 	frames []Frame
 	next   int // the frame that starts next
 	err    error
-	// walk checks the frames' CRC-32Cs; walkErr is its first mismatch.
-	walk    *frameWalk
-	walkErr error
+	// walk checks the frames' CRC-32Cs as the lane is read (summer).
+	walk *frameWalk
 }
 
 // newIndexCheck checks ix against the lanes of m; nil without an index.
@@ -52,40 +48,15 @@ func newIndexCheck(ix *LaneIndex, m *Manifest) *indexCheck {
 	return c
 }
 
-// reading has the lanes' bytes checked against their frames' CRC-32Cs as
-// they are read. A mismatch is the index's, not the lane's: the lane's own
-// CRC-32C (checkedLane, under this) fails the read of a lane that is not as
-// written.
-func (c *indexCheck) reading(lanes []xbstream.Lane) []xbstream.Lane {
-	out := make([]xbstream.Lane, len(lanes))
-	for i, open := range lanes {
-		l := &c.lanes[i]
-		out[i] = func(ctx context.Context) (io.ReadCloser, error) {
-			rc, err := open(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return &walkingLane{ReadCloser: rc, l: l}, nil
-		}
+// summer is storedLanes.sums: a lane with frames has its CRC-32C taken
+// frame by frame, each frame's checked against the index on the way. A
+// mismatch is the index's, not the lane's: the lane's CRC-32C, folded from
+// the frames' sums, fails the read of a lane that is not as written.
+func (c *indexCheck) summer(lane int) streamSummer {
+	if len(c.lanes[lane].frames) == 0 {
+		return new(streamSum)
 	}
-	return out
-}
-
-// walkingLane feeds what is read of a lane to its frames' walk.
-type walkingLane struct {
-	io.ReadCloser
-	l *laneIndexCheck
-}
-
-func (w *walkingLane) Read(p []byte) (int, error) {
-	n, err := w.ReadCloser.Read(p)
-	if w.l.walkErr == nil {
-		w.l.walkErr = w.l.walk.add(p[:n])
-		if w.l.walkErr == nil && err == io.EOF {
-			w.l.walkErr = w.l.walk.end()
-		}
-	}
-	return n, err
+	return c.lanes[lane].walk
 }
 
 // record is xbstream.ExtractOptions.OnRecord.
@@ -136,8 +107,8 @@ func (c *indexCheck) result(m *Manifest) error {
 		if l.err == nil && l.next < len(l.frames) {
 			l.err = fmt.Errorf("frame %d starts at stream offset %d, past the lane's last record", l.next, l.frames[l.next].Raw)
 		}
-		if l.err == nil {
-			l.err = l.walkErr
+		if l.err == nil && len(l.frames) > 0 {
+			l.err = l.walk.end()
 		}
 		if l.err != nil {
 			return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: %s does not match the lane index: %v", m.BackupName, m.Lanes[i].File, l.err)

@@ -41,7 +41,7 @@ type checkedLane struct {
 	index  int
 	lane   LaneInfo
 	read   int64
-	sum    streamSum
+	sum    streamSummer
 }
 
 func (c *checkedLane) Read(p []byte) (int, error) {
@@ -49,7 +49,7 @@ func (c *checkedLane) Read(p []byte) (int, error) {
 	c.read += int64(n)
 	c.sum.add(p[:n])
 	if err == io.EOF {
-		if bad := c.lane.streamMismatch(c.read, c.sum); bad != "" {
+		if bad := c.lane.streamMismatch(c.read, c.sum.total()); bad != "" {
 			return n, errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s: lane %d (%s): %s", c.backup, c.index, c.lane.File, bad)
 		}
 	}

@@ -23,7 +23,7 @@ func TestCheckedLaneEndsOnlyOnTheStreamWritten(t *testing.T) {
 	sum.add(stream)
 	recorded := LaneInfo{File: "lane-002.xbstream", RawBytes: int64(len(stream)), StreamCRC32C: sum.String()}
 	read := func(lane LaneInfo, data []byte) error {
-		_, err := io.ReadAll(&checkedLane{ReadCloser: io.NopCloser(bytes.NewReader(data)), backup: "b1", index: 2, lane: lane})
+		_, err := io.ReadAll(&checkedLane{ReadCloser: io.NopCloser(bytes.NewReader(data)), backup: "b1", index: 2, lane: lane, sum: new(streamSum)})
 		return err
 	}
 	flipped := bytes.Clone(stream)

@@ -46,6 +46,9 @@ type storedLanes struct {
 	// is the first lane that did not decode as its index says.
 	checkIndex    bool
 	indexMismatch firstError
+	// sums, if set, takes each whole lane's CRC-32C (verify's index check:
+	// frame by frame, indexCheck.summer); nil: in one sum.
+	sums func(lane int) streamSummer
 	// index is the lane index once read (laneIndex), read at most once.
 	index     *LaneIndex
 	indexErr  error
@@ -180,7 +183,7 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 				if err != nil {
 					return nil, err
 				}
-				return &checkedLane{ReadCloser: rc, backup: s.m.BackupName, index: i, lane: lane}, nil
+				return &checkedLane{ReadCloser: rc, backup: s.m.BackupName, index: i, lane: lane, sum: s.summer(i)}, nil
 			}
 		case isRangeReader(s.bh):
 			lanes[i] = func(ctx context.Context) (io.ReadCloser, error) {
@@ -210,6 +213,14 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 		}
 	}
 	return lanes
+}
+
+// summer takes lane i's CRC-32C as it is read whole.
+func (s *storedLanes) summer(i int) streamSummer {
+	if s.sums != nil {
+		return s.sums(i)
+	}
+	return new(streamSum)
 }
 
 // checkFrames checks the frames of stretch st of lane i as they are read

@@ -107,11 +107,10 @@ func Verify(ctx context.Context, bh backupstorage.BackupHandle, opts VerifyOptio
 	opt := xbstream.ExtractOptions{ListFiles: opts.ListFiles, Keep: isInfoFile}
 	ix, ixErr := from.laneIndex(ctx)
 	check := newIndexCheck(ix, m)
-	lanes := from.lanes(ctx)
 	if check != nil {
-		opt.OnRecord, lanes = check.record, check.reading(lanes)
+		opt.OnRecord, from.sums = check.record, check.summer
 	}
-	st, err := xbstream.Verify(ctx, lanes, opt)
+	st, err := xbstream.Verify(ctx, from.lanes(ctx), opt)
 	rep.Files, rep.Bytes, rep.Lanes, rep.FileSizes = st.Files, st.Bytes, st.Lanes, st.FileSizes
 	if err != nil {
 		return rep, from.judge(errtext.Wrapf(err, "backup %s: lanes (%s)", bh.Name(), laneNames(m)))

@@ -102,3 +102,6 @@ func (s *laneSums) endFrame() streamSum {
 	s.frame, s.frameBytes = 0, 0
 	return f
 }
+
+// total is the CRC-32C of every byte added, the open frame's included.
+func (s *laneSums) total() streamSum { return s.stream.then(s.frame, s.frameBytes) }

@@ -44,6 +44,12 @@ func TestStreamSumThenIsTheSumOfTheBytesJoined(t *testing.T) {
 	}
 	require.Greater(t, len(want), 3)
 	assert.Equal(t, sumOf(data), sums.stream)
+	assert.Equal(t, sumOf(data), sums.total())
+	var open laneSums
+	open.add(data[:1000])
+	open.endFrame()
+	open.add(data[1000:5000])
+	assert.Equal(t, sumOf(data[:5000]), open.total(), "a frame still open is in the total")
 	assert.Equal(t, streamSum(0), sums.endFrame(), "no bytes since: an empty frame")
 	assert.Equal(t, sumOf(data), sums.stream)
 }

@@ -49,8 +49,7 @@ func (ix *LaneIndex) spans(i int, rawBytes int64) []frameSpan {
 type frameWalk struct {
 	frames []frameSpan // those not yet ended
 	pos    int64       // the stream offset of the next byte
-	sum    streamSum   // of frames[0]'s bytes so far
-	whole  streamSum   // of the frames ended
+	sums   laneSums    // frames[0]'s so far, and the frames' ended, folded
 	err    error
 }
 
@@ -73,16 +72,15 @@ func (w *frameWalk) add(p []byte) {
 		}
 		fr := w.frames[0]
 		k := min(int64(len(p)), fr.end-w.pos)
-		w.sum.add(p[:k])
+		w.sums.add(p[:k])
 		w.pos, p = w.pos+k, p[k:]
 		if w.pos < fr.end {
 			continue
 		}
-		if fr.crc != "" && w.sum.String() != fr.crc {
-			w.fail(fmt.Errorf("%s: its CRC-32C is %s, the lane index says %s: some of its bytes are not those the backup wrote", fr, w.sum, fr.crc))
+		if sum := w.sums.endFrame(); fr.crc != "" && sum.String() != fr.crc {
+			w.fail(fmt.Errorf("%s: its CRC-32C is %s, the lane index says %s: some of its bytes are not those the backup wrote", fr, sum, fr.crc))
 		}
-		w.whole = w.whole.then(w.sum, fr.end-fr.raw)
-		w.frames, w.sum = w.frames[1:], 0
+		w.frames = w.frames[1:]
 	}
 }
 
@@ -94,12 +92,7 @@ func (w *frameWalk) fail(err error) {
 
 // total is the CRC-32C of the bytes given within the frames, from the
 // first one's start.
-func (w *frameWalk) total() streamSum {
-	if len(w.frames) > 0 {
-		return w.whole.then(w.sum, w.pos-w.frames[0].raw)
-	}
-	return w.whole
-}
+func (w *frameWalk) total() streamSum { return w.sums.total() }
 
 // end is the first mismatch, or a shortfall: nil once every frame was
 // given whole and as written.

@@ -17,11 +17,22 @@ import (
 )
 
 // standInTool writes a stand-in for the xtrabackup that took the test
-// backup: its --version is that tool's, and its --prepare runs prepare (a
-// /bin/sh script's body).
-func standInTool(t *testing.T, prepare string) string { return standInToolOf(t, "8.0.35-30", prepare) }
+// backup: its --version is that tool's, and its --prepare refuses an empty
+// directory as Percona's does (no xtrabackup_checkpoints, exit 1; the
+// control a failed prepare is judged by) and runs prepare (a /bin/sh
+// script's body) anywhere else.
+func standInTool(t *testing.T, prepare string) string {
+	return standInToolOf(t, "8.0.35-30", refusesAnEmptyDirectory+prepare)
+}
 
-// standInToolOf is standInTool of another Percona release.
+// refusesAnEmptyDirectory is the start of a stand-in's --prepare that
+// refuses an empty target directory as Percona's does.
+const refusesAnEmptyDirectory = `for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
+	[ -n "$(ls -A "$d")" ] || { echo "xtrabackup: Error: failed to read metadata from '$d/xtrabackup_checkpoints'" >&2; exit 1; }
+	`
+
+// standInToolOf is a stand-in of another Percona release whose --prepare
+// runs prepare wherever it is run, an empty directory too.
 func standInToolOf(t *testing.T, release, prepare string) string {
 	tool := filepath.Join(t.TempDir(), "xtrabackup")
 	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\ncase \"$*\" in\n*--version*) echo 'xtrabackup version "+release+" based on MySQL "+
@@ -68,10 +79,17 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 			`echo "[ERROR] [MY-012954] [InnoDB] Cannot initialize AIO sub-system" >&2; exit 1`), scratch,
 			"; this host could not finish it (the kernel's asynchronous I/O contexts are used up (fs.aio-max-nr: too many servers or tools at " +
 				"once)): nothing says the backup is damaged\n"},
-		{"a tool that crashes wherever it runs", standInTool(t, "kill -SEGV $$"), scratch, "; the same tool, run the same way on an empty " +
+		{"a tool that crashes wherever it runs", standInToolOf(t, "8.0.35-30", "kill -SEGV $$"), scratch, "; the same tool, run the same way on an empty " +
 			"directory, dies of a signal too (signal: segmentation fault): this host's tool, not the backup (no verdict on the backup); this host " +
 			"could not finish it (its backup tool crashes here even on an empty directory, so its crash says nothing about the backup): nothing " +
 			"says the backup is damaged\n"},
+		// Its lines stamped and naming the directory it was given, as
+		// Percona's are: the control's differ in those only.
+		{"a tool that fails wherever it runs", standInToolOf(t, "8.0.35-30", `for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
+	echo "$(date -u +%Y-%m-%dT%H:%M:%S.%N)-00:00 0 [ERROR] [MY-011825] [Xtrabackup] cannot use the plugin directory for $d" >&2; exit 3`),
+			scratch, "; the same tool, run the same way on an empty directory, fails the same way (exit status 3, the same output): it never got " +
+				"as far as the backup's files (no verdict on the backup); this host could not finish it (its backup tool fails here the same way " +
+				"on an empty directory, so its failure says nothing about the backup): nothing says the backup is damaged\n"},
 	} {
 		out, errOut := runSplit(t, 3, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
 			"--progress=never", "--quiet", "--scratch-dir="+c.scratch, "--fifo-backup-tool-path="+c.tool)
@@ -90,12 +108,24 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 		"(no verdict on the backup)\n", errOut)
 	assert.NoFileExists(t, record)
 
+	// Flags the tool takes nowhere (it refuses them before it looks at
+	// its directory) are named, and are no verdict.
+	out, errOut = runSplit(t, 2, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
+		"--progress=never", "--quiet", "--scratch-dir="+scratch, "--fifo-backup-prepare-flags=--no-such --use-memory=1G", "--fifo-backup-tool-path="+
+			standInToolOf(t, "8.0.35-30", `case "$*" in *--no-such*) echo "xtrabackup: unknown option '--no-such'" >&2; exit 7;; esac
+	`+refusesAnEmptyDirectory))
+	assert.Empty(t, out)
+	assert.True(t, strings.HasSuffix(errOut, "xtrabackup --prepare failed: exit status 7; its last output:\nxtrabackup: unknown option '--no-such'; "+
+		"the same tool, run the same way on an empty directory, fails the same way (exit status 7), and without "+
+		`--fifo-backup-prepare-flags="--no-such --use-memory=1G" it does not: those flags do not fit this tool or this host, and nothing says `+
+		"the backup is damaged; correct them or leave them out (no verdict on the backup)\n"), errOut)
+	assert.NoFileExists(t, record)
+
 	// A crash on the backup's files is a verdict: run on an empty
 	// directory, the tool ends by itself, refusing it (as mariabackup and
 	// xtrabackup do).
 	out, _ = runSplit(t, 1, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--record=false", "--progress=never",
-		"--quiet", "--scratch-dir="+scratch, "--fifo-backup-tool-path="+standInTool(t, `for a; do case "$a" in --target-dir=*) d="${a#*=}";; `+
-			`esac; done; [ -n "$(ls -A "$d")" ] || { echo "xtrabackup: cannot open $d/xtrabackup_checkpoints" >&2; exit 1; }; kill -ABRT $$`))
+		"--quiet", "--scratch-dir="+scratch, "--fifo-backup-tool-path="+standInTool(t, "kill -ABRT $$"))
 	assert.Contains(t, out, "FAIL: test restore of ks/0/copied (")
 	assert.Contains(t, out, "xtrabackup --prepare failed: signal: aborted")
 	assert.True(t, strings.HasSuffix(out, "; the same tool, run the same way on an empty directory, ends by itself (exit status 1): the "+

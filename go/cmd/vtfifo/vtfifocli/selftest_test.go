@@ -129,6 +129,9 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	t.Run("a server short of open files", func(t *testing.T) { testRestoreOfAServerShortOfFiles(t, dir, backups[0].Name, record, storage) })
 	t.Run("a server that starts nowhere here", func(t *testing.T) { testRestoreOfAServerThatStartsNowhere(t, dir, backups[0].Name, record, storage) })
 	t.Run("a tool that crashes", func(t *testing.T) { testRestoreOfAToolThatCrashes(t, dir, backups[0].Name, record, storage) })
+	t.Run("a prepare that fails before the backup's files", func(t *testing.T) {
+		testRestoreOfAPrepareThatNeverReadsTheBackup(t, dir, backups[0].Name, record, storage)
+	})
 	t.Run("a server that refuses the backup's files", func(t *testing.T) { testRestoreRefusedByTheServer(t, dir, backups[0].Name, record, storage) })
 	t.Run("a released base brings back its chain", func(t *testing.T) { releaseBringsBackTheChain(t, dir, backups[1].Name, backups[2].Name, storage) })
 }
@@ -160,17 +163,7 @@ func releaseBringsBackTheChain(t *testing.T, dir, delta, next string, storage []
 func testRestoreOfAToolThatCrashes(t *testing.T, dir, backup, record string, storage []string) {
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
-	wrapper := func(name, when string) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(`#!/bin/sh
-case "$*" in *--prepare*)
-	for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
-	`+when+` && kill -ABRT $$;;
-esac
-exec /usr/bin/mariabackup "$@"
-`), 0o755))
-		return p
-	}
+	wrapper := func(name, when string) string { return mariabackupWrapper(t, dir, name, when+" && kill -ABRT $$") }
 	onTheBackup := wrapper("mariabackup-that-crashes-on-the-backup", `[ -e "$d/backup-my.cnf" ]`)
 	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--fifo-backup-tool-path=" + onTheBackup,
 		"--record=false", "--quiet"}, storage...)...)
@@ -182,11 +175,81 @@ exec /usr/bin/mariabackup "$@"
 	everywhere := wrapper("mariabackup-that-crashes-everywhere", "true")
 	out, errOut := runArgs(t, 3, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--fifo-backup-tool-path=" + everywhere,
 		"--quarantine-on-failure", "--quiet"}, storage...)...)
+	assertTheHostsTool(t, out, errOut, "; the same tool, run the same way on an empty directory, dies of a signal too (signal: aborted): this "+
+		"host's tool, not the backup", "its backup tool crashes here even on an empty directory, so its crash says nothing about the backup")
+	assertNothingRecorded(t, record, before, storage)
+}
+
+// assertTheHostsTool asserts a test restore's output where the control
+// showed this host's tool failing on an empty directory too: control, what
+// the error says of it, and why, this host's fault.
+func assertTheHostsTool(t *testing.T, out, errOut, control, why string) {
+	t.Helper()
 	assert.Empty(t, errOut)
-	assert.Contains(t, out, "; the same tool, run the same way on an empty directory, dies of a signal too (signal: aborted): this host's tool, "+
-		"not the backup")
-	assert.True(t, strings.HasSuffix(out, "; this host could not finish it (its backup tool crashes here even on an empty directory, so its crash "+
-		"says nothing about the backup): nothing says the backup is damaged\n"), out)
+	assert.Contains(t, out, control)
+	assert.True(t, strings.HasSuffix(out, "; this host could not finish it ("+why+"): nothing says the backup is damaged\n"), out)
+}
+
+// mariabackupWrapper writes dir/name, real mariabackup whose --prepare runs
+// prepare first (a /bin/sh script's body, $d its target directory).
+func mariabackupWrapper(t *testing.T, dir, name, prepare string) string {
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(`#!/bin/sh
+case "$*" in *--prepare*)
+	for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
+	`+prepare+`;;
+esac
+exec /usr/bin/mariabackup "$@"
+`), 0o755))
+	return p
+}
+
+// testRestoreOfAPrepareThatNeverReadsTheBackup: real mariabackup whose
+// prepare fails, ending by itself, judged by the control (the same prepare
+// on an empty directory, which mariabackup refuses: exit 1, "Can't open
+// backup-my.cnf"). Given --fifo-backup-prepare-flags it does not take, it
+// fails the same way there, and not without them: the flags are named,
+// exit 2 (it was a failed test restore and a quarantine of the backup and
+// its chain, exit 1). A wrapper that exits 3 without a word wherever it
+// runs (a tool that cannot work here) fails the same way on the empty
+// directory: exit 3. Both record and quarantine nothing. What fails on the
+// backup's files only stays a verdict, exit 1: mariabackup refusing a redo
+// log whose header a wrapper zeroed (its own words), and the wrapper's
+// silent exit 3 where the backup's backup-my.cnf is.
+func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, record string, storage []string) {
+	before, err := os.ReadFile(record)
+	require.NoError(t, err, "the pass recorded before")
+	testRestore := func(code int, flags ...string) (string, string) {
+		return runArgs(t, code, append(append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--quiet"}, flags...),
+			storage...)...)
+	}
+	wrapper := func(name, prepare string) string { return "--fifo-backup-tool-path=" + mariabackupWrapper(t, dir, name, prepare) }
+
+	out, errOut := testRestore(2, "--fifo-backup-prepare-flags=--no-such-option=1", "--quarantine-on-failure")
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "could not run, nothing is recorded: ")
+	assert.Contains(t, errOut, "mariabackup --prepare failed: exit status 7; its last output:\n/usr/bin/mariabackup: unknown variable "+
+		"'no-such-option=1'; the same tool, run the same way on an empty directory, fails the same way (exit status 7), and without "+
+		`--fifo-backup-prepare-flags="--no-such-option=1" it does not: those flags do not fit this tool or this host, and nothing says the `+
+		"backup is damaged; correct them or leave them out (no verdict on the backup)\n")
+	assertNothingRecorded(t, record, before, storage)
+
+	out, errOut = testRestore(3, wrapper("mariabackup-that-fails-everywhere", "exit 3"), "--quarantine-on-failure")
+	assertTheHostsTool(t, out, errOut, "mariabackup --prepare failed: exit status 3; its last output:\n(none); the same tool, run the same way "+
+		"on an empty directory, fails the same way (exit status 3, the same output): it never got as far as the backup's files",
+		"its backup tool fails here the same way on an empty directory, so its failure says nothing about the backup")
+	assertNothingRecorded(t, record, before, storage)
+
+	out, _ = testRestore(1, wrapper("mariabackup-that-fails-on-the-backup", `[ -e "$d/backup-my.cnf" ] && exit 3`), "--record=false")
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.True(t, strings.HasSuffix(out, "mariabackup --prepare failed: exit status 3; its last output:\n(none)\n"), out)
+
+	out, _ = testRestore(1, wrapper("mariabackup-on-a-zeroed-redo-log",
+		`[ -f "$d/ib_logfile0" ] && dd if=/dev/zero of="$d/ib_logfile0" bs=4096 count=4 conv=notrunc 2>/dev/null`), "--record=false")
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, "mariabackup --prepare failed: exit status 1; its last output:")
+	assert.Contains(t, out, "we did not find a valid checkpoint")
+	assert.NotContains(t, out, "nothing says the backup is damaged")
 	assertNothingRecorded(t, record, before, storage)
 }
 

@@ -69,8 +69,9 @@ func (l *lineLogger) flush() {
 // tailLogger is a lineLogger that also keeps the last lines for errors.
 type tailLogger struct {
 	lineLogger
-	keep  int
-	lines []string
+	keep    int
+	lines   []string
+	dropped bool // lines went before the kept ones
 }
 
 func newTailLogger(logger logutil.Logger, prefix string, keep int) *tailLogger {
@@ -79,6 +80,7 @@ func newTailLogger(logger logutil.Logger, prefix string, keep int) *tailLogger {
 		t.lines = append(t.lines, s)
 		if len(t.lines) > t.keep {
 			t.lines = t.lines[len(t.lines)-t.keep:]
+			t.dropped = true
 		}
 	}
 	return t
@@ -89,4 +91,11 @@ func (t *tailLogger) tail() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.Join(t.lines, "\n")
+}
+
+// whole reports whether the kept lines are all there were.
+func (t *tailLogger) whole() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.dropped
 }

@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -415,14 +416,20 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 		defer remove()
 		step.DefaultsFile, fileSecrets = optionFile, secrets
 	}
-	args, err := tool.prepareArgs(&cfg, step)
+	argsFor := func(s prepareStep, flags string) ([]string, error) {
+		c := cfg
+		c.PrepareFlags = flags
+		return tool.prepareArgs(&c, s)
+	}
+	args, err := argsFor(step, cfg.PrepareFlags)
 	if err != nil {
 		return err
 	}
 	r.logger.Infof("fifo restore: running %s %s", tool.Path, strings.Join(redactArgs(args), " "))
-	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", 20)
+	out := newTailLogger(r.logger, tool.Flavor+" prepare: ", prepareTailLines)
 	_, secrets := redactSecrets(args)
-	out.hide(append(secrets, fileSecrets...)...)
+	secrets = append(secrets, fileSecrets...)
+	out.hide(secrets...)
 	cmd := newToolCommand(ctx, tool.Path, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -430,12 +437,13 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	err = cmd.Run()
 	out.flush()
 	r.stats.since("Prepare", start)
-	if err != nil {
-		err = r.olderTool(tool, unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s",
-			tool.Flavor, err, out.tail()), cmd.ProcessState, out.tail()))
-		return crashedHere(ctx, tool, step, func(s prepareStep) ([]string, error) { return tool.prepareArgs(&cfg, s) }, cmd.ProcessState, err)
+	if err == nil {
+		return nil
 	}
-	return nil
+	err = r.olderTool(tool, unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s",
+		tool.Flavor, err, cmp.Or(out.tail(), "(none)")), cmd.ProcessState, out.tail()))
+	control := prepareControl{tool: tool, step: step, flags: cfg.PrepareFlags, argsFor: argsFor, secrets: secrets, logger: r.logger}
+	return control.judge(ctx, toolExit{state: cmd.ProcessState, out: out, dirs: []string{step.TargetDir, step.DeltaDir}}, err)
 }
 
 // olderTool marks a prepare that failed as no proof about the backup where

@@ -20,15 +20,16 @@ import (
 // backup: its --version is that tool's, and its --prepare refuses an empty
 // directory as Percona's does (no xtrabackup_checkpoints, exit 1; the
 // control a failed prepare is judged by) and runs prepare (a /bin/sh
-// script's body) anywhere else.
+// script's body) on a backup.
 func standInTool(t *testing.T, prepare string) string {
 	return standInToolOf(t, "8.0.35-30", refusesAnEmptyDirectory+prepare)
 }
 
 // refusesAnEmptyDirectory is the start of a stand-in's --prepare that
-// refuses an empty target directory as Percona's does.
+// refuses a target directory without a backup's checkpoints as Percona's
+// does (the control's: empty, but for the backup's backup-my.cnf).
 const refusesAnEmptyDirectory = `for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
-	[ -n "$(ls -A "$d")" ] || { echo "xtrabackup: Error: failed to read metadata from '$d/xtrabackup_checkpoints'" >&2; exit 1; }
+	[ -e "$d/xtrabackup_checkpoints" ] || { echo "xtrabackup: Error: failed to read metadata from '$d/xtrabackup_checkpoints'" >&2; exit 1; }
 	`
 
 // standInToolOf is a stand-in of another Percona release whose --prepare
@@ -109,13 +110,19 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 	assert.NoFileExists(t, record)
 
 	// Flags the tool takes nowhere (it refuses them before it looks at
-	// its directory) are named, and are no verdict.
+	// its directory, having read the server's settings from the
+	// backup-my.cnf there, as Percona's prints them) are named, and are no
+	// verdict.
 	out, errOut = runSplit(t, 2, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
 		"--progress=never", "--quiet", "--scratch-dir="+scratch, "--fifo-backup-prepare-flags=--no-such --use-memory=1G", "--fifo-backup-tool-path="+
-			standInToolOf(t, "8.0.35-30", `case "$*" in *--no-such*) echo "xtrabackup: unknown option '--no-such'" >&2; exit 7;; esac
+			standInToolOf(t, "8.0.35-30", `for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
+	echo "xtrabackup: recognized server arguments: $(grep '^innodb' "$d/backup-my.cnf" | tr '\n' ' ')" >&2
+	case "$*" in *--no-such*) echo "xtrabackup: unknown option '--no-such'" >&2; exit 7;; esac
 	`+refusesAnEmptyDirectory))
 	assert.Empty(t, out)
-	assert.True(t, strings.HasSuffix(errOut, "xtrabackup --prepare failed: exit status 7; its last output:\nxtrabackup: unknown option '--no-such'; "+
+	assert.Contains(t, errOut, "xtrabackup --prepare failed: exit status 7; its last output:\nxtrabackup: recognized server arguments: "+
+		"innodb_checksum_algorithm=")
+	assert.True(t, strings.HasSuffix(errOut, "\nxtrabackup: unknown option '--no-such'; "+
 		"the same tool, run the same way on an empty directory, fails the same way (exit status 7), and without "+
 		`--fifo-backup-prepare-flags="--no-such --use-memory=1G" it does not: those flags do not fit this tool or this host, and nothing says `+
 		"the backup is damaged; correct them or leave them out (no verdict on the backup)\n"), errOut)

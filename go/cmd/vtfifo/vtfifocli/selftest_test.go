@@ -164,7 +164,7 @@ func testRestoreOfAToolThatCrashes(t *testing.T, dir, backup, record string, sto
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
 	wrapper := func(name, when string) string { return mariabackupWrapper(t, dir, name, when+" && kill -ABRT $$") }
-	onTheBackup := wrapper("mariabackup-that-crashes-on-the-backup", `[ -e "$d/backup-my.cnf" ]`)
+	onTheBackup := wrapper("mariabackup-that-crashes-on-the-backup", `[ -e "$d/xtrabackup_checkpoints" ]`)
 	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--fifo-backup-tool-path=" + onTheBackup,
 		"--record=false", "--quiet"}, storage...)...)
 	assert.Contains(t, out, "FAIL: test restore of ")
@@ -206,8 +206,9 @@ exec /usr/bin/mariabackup "$@"
 
 // testRestoreOfAPrepareThatNeverReadsTheBackup: real mariabackup whose
 // prepare fails, ending by itself, judged by the control (the same prepare
-// on an empty directory, which mariabackup refuses: exit 1, "Can't open
-// backup-my.cnf"). Given --fifo-backup-prepare-flags it does not take, it
+// on an empty directory but for the backup's backup-my.cnf, which
+// mariabackup refuses: exit 1, "cannot open ./xtrabackup_checkpoints").
+// Given --fifo-backup-prepare-flags it does not take, it
 // fails the same way there, and not without them: the flags are named,
 // exit 2 (it was a failed test restore and a quarantine of the backup and
 // its chain, exit 1). A wrapper that exits 3 without a word wherever it
@@ -215,7 +216,7 @@ exec /usr/bin/mariabackup "$@"
 // directory: exit 3. Both record and quarantine nothing. What fails on the
 // backup's files only stays a verdict, exit 1: mariabackup refusing a redo
 // log whose header a wrapper zeroed (its own words), and the wrapper's
-// silent exit 3 where the backup's backup-my.cnf is.
+// silent exit 3 where the backup's xtrabackup_checkpoints is.
 func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, record string, storage []string) {
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
@@ -223,7 +224,9 @@ func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, rec
 		return runArgs(t, code, append(append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--quiet"}, flags...),
 			storage...)...)
 	}
-	wrapper := func(name, prepare string) string { return "--fifo-backup-tool-path=" + mariabackupWrapper(t, dir, name, prepare) }
+	wrapper := func(name, prepare string) string {
+		return "--fifo-backup-tool-path=" + mariabackupWrapper(t, dir, name, prepare)
+	}
 
 	out, errOut := testRestore(2, "--fifo-backup-prepare-flags=--no-such-option=1", "--quarantine-on-failure")
 	assert.Empty(t, out)
@@ -240,7 +243,7 @@ func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, rec
 		"its backup tool fails here the same way on an empty directory, so its failure says nothing about the backup")
 	assertNothingRecorded(t, record, before, storage)
 
-	out, _ = testRestore(1, wrapper("mariabackup-that-fails-on-the-backup", `[ -e "$d/backup-my.cnf" ] && exit 3`), "--record=false")
+	out, _ = testRestore(1, wrapper("mariabackup-that-fails-on-the-backup", `[ -e "$d/xtrabackup_checkpoints" ] && exit 3`), "--record=false")
 	assert.Contains(t, out, "FAIL: test restore of ")
 	assert.True(t, strings.HasSuffix(out, "mariabackup --prepare failed: exit status 3; its last output:\n(none)\n"), out)
 

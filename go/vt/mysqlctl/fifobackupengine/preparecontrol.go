@@ -20,8 +20,9 @@ import (
 
 // A prepare that failed is proof against the backup only where the tool got
 // as far as the backup's files. The control tells: the same tool run the
-// same way on an empty directory, which mariabackup and xtrabackup refuse
-// by themselves at once (exit 1: no backup-my.cnf, no checkpoints).
+// same way on an empty directory (but for a copy of the backup's
+// backup-my.cnf, the settings it starts with), which mariabackup and
+// xtrabackup refuse by themselves at once (exit 1: no checkpoints).
 //   - A prepare that died of a signal of its own (a crash: SIGSEGV, SIGABRT,
 //     SIGILL, SIGBUS; SIGKILL and SIGTERM are the host's already,
 //     unreadable.Killed) may be the tool's on any input here (a build for
@@ -144,12 +145,18 @@ func (c prepareControl) run(ctx context.Context, flags string) (ctl toolExit, ok
 		return toolExit{}, false
 	}
 	defer os.RemoveAll(empty)
+	// The backup's settings, which a prepare reads from its directory: the
+	// tool starts as it did on the backup, then refuses the directory (no
+	// checkpoints).
+	if cnf, err := os.ReadFile(filepath.Join(c.step.TargetDir, "backup-my.cnf")); err == nil {
+		if err := os.WriteFile(filepath.Join(empty, "backup-my.cnf"), cnf, 0o600); err != nil {
+			return toolExit{}, false
+		}
+	}
 	step := c.step
 	step.TargetDir = empty
 	if step.DefaultsFile == "" && c.tool.Flavor == FlavorMariabackup {
-		// The backup's settings, read as its prepare read them: the tool
-		// gets as far into its start as it can before it refuses.
-		step.DefaultsFile = filepath.Join(c.step.TargetDir, "backup-my.cnf")
+		step.DefaultsFile = filepath.Join(c.step.TargetDir, "backup-my.cnf") // the option file its prepare was given
 	}
 	if step.DeltaDir != "" {
 		step.DeltaDir = empty

@@ -216,7 +216,11 @@ exec /usr/bin/mariabackup "$@"
 // directory: exit 3. Both record and quarantine nothing. What fails on the
 // backup's files only stays a verdict, exit 1: mariabackup refusing a redo
 // log whose header a wrapper zeroed (its own words), and the wrapper's
-// silent exit 3 where the backup's xtrabackup_checkpoints is.
+// silent exit 3 where the backup's xtrabackup_checkpoints is. Given
+// --fifo-backup-prepare-flags it takes that do not fit the backup (another
+// page size: "Data structure corruption"), the backup is restored again
+// without them and passes: exit 2, nothing recorded (it was exit 1 and
+// quarantined); where it fails without them too, exit 1.
 func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, record string, storage []string) {
 	before, err := os.ReadFile(record)
 	require.NoError(t, err, "the pass recorded before")
@@ -247,10 +251,39 @@ func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, rec
 	assert.Contains(t, out, "FAIL: test restore of ")
 	assert.True(t, strings.HasSuffix(out, "mariabackup --prepare failed: exit status 3; its last output:\n(none)\n"), out)
 
-	out, _ = testRestore(1, wrapper("mariabackup-on-a-zeroed-redo-log",
-		`[ -f "$d/ib_logfile0" ] && dd if=/dev/zero of="$d/ib_logfile0" bs=4096 count=4 conv=notrunc 2>/dev/null`), "--record=false")
+	zeroedRedo := wrapper("mariabackup-on-a-zeroed-redo-log",
+		`[ -f "$d/ib_logfile0" ] && dd if=/dev/zero of="$d/ib_logfile0" bs=4096 count=4 conv=notrunc 2>/dev/null`)
+	out, _ = testRestore(1, zeroedRedo, "--record=false")
 	assert.Contains(t, out, "FAIL: test restore of ")
 	assert.Contains(t, out, "mariabackup --prepare failed: exit status 1; its last output:")
+	assert.Contains(t, out, "we did not find a valid checkpoint")
+	assert.NotContains(t, out, "nothing says the backup is damaged")
+	assertNothingRecorded(t, record, before, storage)
+
+	// Flags the tool takes that do not fit the backup's files: its prepare
+	// fails on them in the words of damage ("Data structure corruption");
+	// restored again without them, the backup passes.
+	out, errOut = testRestore(2, "--fifo-backup-prepare-flags=--innodb-page-size=4k", "--quarantine-on-failure")
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "uses page size 16384, but the innodb_page_size start-up parameter is 4096")
+	assert.True(t, strings.HasSuffix(errOut, `; without --fifo-backup-prepare-flags="--innodb-page-size=4k" the backup restores, starts and passes `+
+		"every check: those flags do not fit this backup or this host, and nothing says the backup is damaged; correct them or leave them "+
+		"out (no verdict on the backup)\n"), errOut)
+	assertNothingRecorded(t, record, before, storage)
+	// A restore does not try without them: no verdict, saying how to tell.
+	target := filepath.Join(dir, "restored-under-flags")
+	out, errOut = runArgs(t, 3, append([]string{"restore", "--backup=" + backup, "--prepare", "--target-dir=" + target,
+		"--fifo-backup-prepare-flags=--innodb-page-size=4k"}, storage...)...)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "vtfifo restore: FAIL: fifo restore of backup "+backup+" into "+target+" failed: mariabackup --prepare failed: exit status 1")
+	assert.True(t, strings.HasSuffix(errOut, `; this host could not finish it (its prepare ran with --fifo-backup-prepare-flags="--innodb-page-size=4k", `+
+		"which may be what it failed on; restore it without them, or run vtfifo test-restore, which tries both, to tell): nothing says the "+
+		"backup is damaged\n"), errOut)
+	assert.NoDirExists(t, target)
+	// A backup that fails without them as well is still a failure.
+	out, _ = testRestore(1, zeroedRedo, "--fifo-backup-prepare-flags=--innodb-page-size=4k", "--record=false")
+	assert.Contains(t, out, "FAIL: test restore of ")
+	assert.Contains(t, out, `(and without --fifo-backup-prepare-flags="--innodb-page-size=4k": `)
 	assert.Contains(t, out, "we did not find a valid checkpoint")
 	assert.NotContains(t, out, "nothing says the backup is damaged")
 	assertNothingRecorded(t, record, before, storage)

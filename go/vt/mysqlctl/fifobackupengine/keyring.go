@@ -4,7 +4,10 @@ import (
 	"context"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/google/shlex"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 
@@ -50,14 +53,51 @@ func checkKeyring(ctx context.Context, query queryRows, files streamFiles, prepa
 		len(rows), strings.Join(names, ", "))
 }
 
+// keyringOptions are the tool's options that give a prepare its keyring.
+var keyringOptions = []string{"--keyring-file-data", "--component-keyring-config", "--component-keyring-file-config", "--transition-key"}
+
 // prepareFlagsNameKeyring reports whether the operator's prepare flags give
 // the tool a keyring.
 func prepareFlagsNameKeyring(prepareFlags string) bool {
 	flags := strings.ToLower(strings.ReplaceAll(prepareFlags, "_", "-"))
-	for _, opt := range []string{"--keyring-file-data", "--component-keyring-config", "--component-keyring-file-config", "--transition-key"} {
+	for _, opt := range keyringOptions {
 		if strings.Contains(flags, opt) {
 			return true
 		}
 	}
 	return false
+}
+
+// KeyringPrepareFlags splits prepareFlags into the options that give the
+// tool a keyring, each with its value, and the others: a prepare of an
+// encrypted backup needs the first whatever else the operator gave (a test
+// restore run again without the operator's flags keeps them). Each is as
+// shlex.Split reads it back, "" where there are none.
+func KeyringPrepareFlags(prepareFlags string) (keyring, others string) {
+	args, err := shlex.Split(prepareFlags)
+	if err != nil {
+		return "", prepareFlags // refused at startup (Config.Validate)
+	}
+	var kept, rest []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.ToLower(strings.ReplaceAll(args[i], "_", "-")), "=")
+		if !slices.Contains(keyringOptions, name) {
+			rest = append(rest, shellQuoted(args[i]))
+			continue
+		}
+		kept = append(kept, shellQuoted(args[i]))
+		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			i++
+			kept = append(kept, shellQuoted(args[i]))
+		}
+	}
+	return strings.Join(kept, " "), strings.Join(rest, " ")
+}
+
+// shellQuoted is arg as shlex.Split reads it back whole.
+func shellQuoted(arg string) string {
+	if arg != "" && strings.Trim(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return arg
+	}
+	return "'" + strings.ReplaceAll(arg, "'", `'\''`) + "'"
 }

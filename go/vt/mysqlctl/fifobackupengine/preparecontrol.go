@@ -3,6 +3,7 @@ package fifobackupengine
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -177,4 +178,38 @@ func (c prepareControl) run(ctx context.Context, flags string) (ctl toolExit, ok
 		return toolExit{}, false
 	}
 	return toolExit{state: cmd.ProcessState, out: out, dirs: []string{empty}}, true
+}
+
+// A prepare that failed on the backup's files under the operator's
+// --fifo-backup-prepare-flags (but for those that give it a keyring) is no
+// proof about the backup either: a flag the tool takes that does not fit
+// the files (another page size) fails it in the words of damage ("Data
+// structure corruption"). Only a prepare without them tells, which needs
+// the backup restored again: vtfifo test-restore does so
+// (UnderPrepareFlags); a restore says what to do.
+
+// underPrepareFlags marks err, a prepare's failure on the backup's files
+// under the operator's flags others, as no verdict.
+func underPrepareFlags(err error, prepareFlags string) error {
+	_, others := KeyringPrepareFlags(prepareFlags)
+	if err == nil || others == "" || unreadable.Is(err) || flagvalue.IsContradiction(err) {
+		return err
+	}
+	return underFlags{unreadable.Host(err, fmt.Sprintf("its prepare ran with --fifo-backup-prepare-flags=%q, which may be what it failed on; "+
+		"restore it without them, or run vtfifo test-restore, which tries both, to tell", others)), others}
+}
+
+type underFlags struct {
+	error
+	flags string
+}
+
+func (u underFlags) Unwrap() error { return u.error }
+
+// UnderPrepareFlags reports whether err is a prepare's failure on the
+// backup's files under the operator's --fifo-backup-prepare-flags, which
+// the same prepare without them would tell from the backup's.
+func UnderPrepareFlags(err error) bool {
+	var u underFlags
+	return errors.As(err, &u)
 }

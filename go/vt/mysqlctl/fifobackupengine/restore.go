@@ -443,7 +443,8 @@ func (r *restoreRun) prepare(ctx context.Context, tool *backupTool, step prepare
 	err = r.olderTool(tool, unreadable.ProgramFailed(errtext.Errorf(vtrpcpb.Code_INTERNAL, "%s --prepare failed: %v; its last output:\n%s",
 		tool.Flavor, err, cmp.Or(out.tail(), "(none)")), cmd.ProcessState, out.tail()))
 	control := prepareControl{tool: tool, step: step, flags: cfg.PrepareFlags, argsFor: argsFor, secrets: secrets, logger: r.logger}
-	return control.judge(ctx, toolExit{state: cmd.ProcessState, out: out, dirs: []string{step.TargetDir, step.DeltaDir}}, err)
+	return underPrepareFlags(control.judge(ctx, toolExit{state: cmd.ProcessState, out: out, dirs: []string{step.TargetDir, step.DeltaDir}}, err),
+		cfg.PrepareFlags)
 }
 
 // olderTool marks a prepare that failed as no proof about the backup where

@@ -69,7 +69,7 @@ func prepareFlagsNameKeyring(prepareFlags string) bool {
 }
 
 // KeyringPrepareFlags splits prepareFlags into the options that give the
-// tool a keyring, each with its value, and the others: a prepare of an
+// tool its keys (keyOptionFamilies), each with its value, and the others: a prepare of an
 // encrypted backup needs the first whatever else the operator gave (a test
 // restore run again without the operator's flags keeps them). Each is as
 // shlex.Split reads it back, "" where there are none.
@@ -81,7 +81,7 @@ func KeyringPrepareFlags(prepareFlags string) (keyring, others string) {
 	var kept, rest []string
 	for i := 0; i < len(args); i++ {
 		name, _, hasValue := strings.Cut(strings.ToLower(strings.ReplaceAll(args[i], "_", "-")), "=")
-		if !slices.Contains(keyringOptions, name) {
+		if !givesKeys(name) {
 			rest = append(rest, shellQuoted(args[i]))
 			continue
 		}
@@ -92,6 +92,22 @@ func KeyringPrepareFlags(prepareFlags string) (keyring, others string) {
 		}
 	}
 	return strings.Join(kept, " "), strings.Join(rest, " ")
+}
+
+// keyOptionFamilies are the tool's options, each with its family (name-...),
+// that give a prepare its keys: Percona's keyring (keyringOptions; a
+// keyring plugin loaded early), MariaDB's key management plugins and where
+// they load from.
+var keyOptionFamilies = append(slices.Clone(keyringOptions), "--keyring", "--early-plugin-load", "--plugin-load", "--plugin-dir",
+	"--file-key-management", "--hashicorp-key-management", "--aws-key-management")
+
+func givesKeys(name string) bool {
+	for _, f := range keyOptionFamilies {
+		if name == f || strings.HasPrefix(name, f+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // shellQuoted is arg as shlex.Split reads it back whole.

@@ -21,6 +21,10 @@ func TestKeyringPrepareFlagsKeepsTheKeysAndTheirValues(t *testing.T) {
 		{`--component-keyring-config "/etc/my keys/c.cnf" --transition-key='it''s' -x`, `--component-keyring-config '/etc/my keys/c.cnf' ` +
 			`--transition-key=its`, "-x"},
 		{`--transition-key="a'b" --x="y z"`, `'--transition-key=a'\''b'`, `'--x=y z'`},
+		{"--plugin-load-add=file_key_management --file-key-management-filename=/k/keys.txt --innodb-log-file-size=1G --plugin-dir /p",
+			"--plugin-load-add=file_key_management --file-key-management-filename=/k/keys.txt --plugin-dir /p", "--innodb-log-file-size=1G"},
+		{"--keyring-vault-config=/v.cnf --early-plugin-load=keyring_vault.so --keyringx=1", "--keyring-vault-config=/v.cnf " +
+			"--early-plugin-load=keyring_vault.so", "--keyringx=1"},
 	} {
 		keyring, others := KeyringPrepareFlags(c.flags)
 		assert.Equal(t, c.keyring, keyring, c.flags)

@@ -114,7 +114,7 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 	// backup-my.cnf there, as Percona's prints them) are named, and are no
 	// verdict.
 	out, errOut = runSplit(t, 2, root, "test-restore", "--keyspace=ks", "--shard=0", "--backup=copied", "--quarantine-on-failure",
-		"--progress=never", "--quiet", "--scratch-dir="+scratch, "--fifo-backup-prepare-flags=--no-such --use-memory=1G", "--fifo-backup-tool-path="+
+		"--progress=never", "--quiet", "--scratch-dir="+scratch, "--fifo-backup-prepare-flags=--no-such --password=PlantedSecret9", "--fifo-backup-tool-path="+
 			standInToolOf(t, "8.0.35-30", `for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
 	echo "xtrabackup: recognized server arguments: $(grep '^innodb' "$d/backup-my.cnf" | tr '\n' ' ')" >&2
 	case "$*" in *--no-such*) echo "xtrabackup: unknown option '--no-such'" >&2; exit 7;; esac
@@ -124,8 +124,9 @@ func TestATestRestoreThatThisHostFailsIsNoVerdict(t *testing.T) {
 		"innodb_checksum_algorithm=")
 	assert.True(t, strings.HasSuffix(errOut, "\nxtrabackup: unknown option '--no-such'; "+
 		"the same tool, run the same way on an empty directory, fails the same way (exit status 7), and without "+
-		`--fifo-backup-prepare-flags="--no-such --use-memory=1G" it does not: those flags do not fit this tool or this host, and nothing says `+
+		`--fifo-backup-prepare-flags="--no-such --password=****" it does not: those flags do not fit this tool or this host, and nothing says `+
 		"the backup is damaged; correct them or leave them out (no verdict on the backup)\n"), errOut)
+	assert.NotContains(t, errOut, "PlantedSecret9")
 	assert.NoFileExists(t, record)
 
 	// A crash on the backup's files is a verdict: run on an empty

@@ -263,22 +263,25 @@ func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, rec
 	// Flags the tool takes that do not fit the backup's files: its prepare
 	// fails on them in the words of damage ("Data structure corruption");
 	// restored again without them, the backup passes.
-	out, errOut = testRestore(2, "--fifo-backup-prepare-flags=--innodb-page-size=4k", "--quarantine-on-failure")
+	out, errOut = testRestore(2, "--fifo-backup-prepare-flags=--innodb-page-size=4k --password=PlantedSecret9", "--quarantine-on-failure")
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "uses page size 16384, but the innodb_page_size start-up parameter is 4096")
-	assert.True(t, strings.HasSuffix(errOut, `; without --fifo-backup-prepare-flags="--innodb-page-size=4k" the backup restores, starts and passes `+
-		"every check: those flags do not fit this backup or this host, and nothing says the backup is damaged; correct them or leave them "+
-		"out (no verdict on the backup)\n"), errOut)
+	assert.True(t, strings.HasSuffix(errOut, `; without --fifo-backup-prepare-flags="--innodb-page-size=4k --password=****" the backup restores, `+
+		"starts and passes every check: those flags do not fit this backup or this host, and nothing says the backup is damaged; correct "+
+		"them or leave them out (no verdict on the backup)\n"), errOut)
+	assert.NotContains(t, errOut, "PlantedSecret9")
 	assertNothingRecorded(t, record, before, storage)
-	// A restore does not try without them: no verdict, saying how to tell.
+	// A restore does not try without them: no verdict, saying how to tell
+	// (a secret among the flags hidden).
 	target := filepath.Join(dir, "restored-under-flags")
 	out, errOut = runArgs(t, 3, append([]string{"restore", "--backup=" + backup, "--prepare", "--target-dir=" + target,
-		"--fifo-backup-prepare-flags=--innodb-page-size=4k"}, storage...)...)
+		"--fifo-backup-prepare-flags=--innodb-page-size=4k --password=PlantedSecret9"}, storage...)...)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, "vtfifo restore: FAIL: fifo restore of backup "+backup+" into "+target+" failed: mariabackup --prepare failed: exit status 1")
-	assert.True(t, strings.HasSuffix(errOut, `; this host could not finish it (its prepare ran with --fifo-backup-prepare-flags="--innodb-page-size=4k", `+
-		"which may be what it failed on; restore it without them, or run vtfifo test-restore, which tries both, to tell): nothing says the "+
-		"backup is damaged\n"), errOut)
+	assert.True(t, strings.HasSuffix(errOut, `; this host could not finish it (its prepare ran with --fifo-backup-prepare-flags="--innodb-page-size=4k `+
+		`--password=****", which may be what it failed on; restore it without them, or run vtfifo test-restore, which tries both, to tell): `+
+		"nothing says the backup is damaged\n"), errOut)
+	assert.NotContains(t, errOut, "PlantedSecret9")
 	assert.NoDirExists(t, target)
 	// A backup that fails without them as well is still a failure.
 	out, _ = testRestore(1, zeroedRedo, "--fifo-backup-prepare-flags=--innodb-page-size=4k", "--record=false")

@@ -116,7 +116,7 @@ func (c prepareControl) judge(ctx context.Context, failed toolExit, err error) e
 		if ok && !failed.sameAs(bare) {
 			return flagvalue.Contradiction(fmt.Errorf("%w; the same tool, run the same way on an empty directory, fails the same way (%v), "+
 				"and without --fifo-backup-prepare-flags=%q it does not: those flags do not fit this tool or this host, and nothing says the "+
-				"backup is damaged; correct them or leave them out", err, ctl.state, c.flags))
+				"backup is damaged; correct them or leave them out", err, ctl.state, redactFlags(c.flags)))
 		}
 	}
 	return unreadable.Host(fmt.Errorf("%w; the same tool, run the same way on an empty directory, fails the same way (%v, the same output): "+
@@ -196,13 +196,10 @@ func underPrepareFlags(err error, prepareFlags string) error {
 		return err
 	}
 	return underFlags{unreadable.Host(err, fmt.Sprintf("its prepare ran with --fifo-backup-prepare-flags=%q, which may be what it failed on; "+
-		"restore it without them, or run vtfifo test-restore, which tries both, to tell", others)), others}
+		"restore it without them, or run vtfifo test-restore, which tries both, to tell", redactFlags(others)))}
 }
 
-type underFlags struct {
-	error
-	flags string
-}
+type underFlags struct{ error }
 
 func (u underFlags) Unwrap() error { return u.error }
 

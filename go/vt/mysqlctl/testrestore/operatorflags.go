@@ -79,7 +79,7 @@ func withoutOperatorFlags(opts Options, prepared, served bool) (names, flags str
 	// The options that give the prepare its keyring stay: an encrypted
 	// backup fails without them whatever its state.
 	if keyring, others := fifobackupengine.KeyringPrepareFlags(opts.Restore.Config.PrepareFlags); prepared && others != "" {
-		n, f = append(n, "--fifo-backup-prepare-flags"), append(f, fmt.Sprintf("--fifo-backup-prepare-flags=%q", others))
+		n, f = append(n, "--fifo-backup-prepare-flags"), append(f, fmt.Sprintf("--fifo-backup-prepare-flags=%q", fifobackupengine.RedactedFlags(others)))
 		bare.Restore.Config.PrepareFlags = keyring
 	}
 	if served && len(opts.MysqldFlags) > 0 {

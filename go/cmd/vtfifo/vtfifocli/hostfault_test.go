@@ -27,7 +27,9 @@ func standInTool(t *testing.T, prepare string) string {
 
 // refusesAnEmptyDirectory is the start of a stand-in's --prepare that
 // refuses a target directory without a backup's checkpoints as Percona's
-// does (the control's: empty, but for the backup's backup-my.cnf).
+// does (the control's: empty, but for the backup's backup-my.cnf), in its
+// words (xtrabackup.cc, xtrabackup_prepare_func: "failed to read metadata
+// from"; mariabackup, built from the same source, prints them here).
 const refusesAnEmptyDirectory = `for a; do case "$a" in --target-dir=*) d="${a#*=}";; esac; done
 	[ -e "$d/xtrabackup_checkpoints" ] || { echo "xtrabackup: Error: failed to read metadata from '$d/xtrabackup_checkpoints'" >&2; exit 1; }
 	`

@@ -240,6 +240,16 @@ func testRestoreOfAPrepareThatNeverReadsTheBackup(t *testing.T, dir, backup, rec
 		`--fifo-backup-prepare-flags="--no-such-option=1" it does not: those flags do not fit this tool or this host, and nothing says the `+
 		"backup is damaged; correct them or leave them out (no verdict on the backup)\n")
 	assertNothingRecorded(t, record, before, storage)
+	// So does a table restore, leaving nothing.
+	tableTarget := filepath.Join(dir, "table-under-flags")
+	out, errOut = runArgs(t, 2, append([]string{"restore-table", "--backup=" + backup, "--table=selftest.t0001", "--target-dir=" + tableTarget,
+		"--fifo-backup-prepare-flags=--no-such-option=1"}, storage...)...)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "mariabackup --prepare failed: exit status 7; its last output:\n/usr/bin/mariabackup: unknown variable "+
+		"'no-such-option=1'; the same tool, run the same way on an empty directory, fails the same way (exit status 7), and without "+
+		`--fifo-backup-prepare-flags="--no-such-option=1" it does not: those flags do not fit this tool or this host, and nothing says the `+
+		"backup is damaged; correct them or leave them out\n")
+	assert.NoDirExists(t, tableTarget)
 
 	out, errOut = testRestore(3, wrapper("mariabackup-that-fails-everywhere", "exit 3"), "--quarantine-on-failure")
 	assertTheHostsTool(t, out, errOut, "mariabackup --prepare failed: exit status 3; its last output:\n(none); the same tool, run the same way "+

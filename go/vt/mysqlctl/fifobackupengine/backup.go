@@ -246,7 +246,7 @@ func (b *backupRun) manifest(workDir string, facts serverFacts, consistent time.
 		CompressionExtension: b.cfg.Compression.Extension(),
 		ToolFlavor:           b.tool.Flavor,
 		ToolVersion:          b.tool.Version,
-		ToolParams:           redactFlags(b.cfg.BackupFlags),
+		ToolParams:           RedactedFlags(b.cfg.BackupFlags),
 		LSN:                  lsnsFromCheckpoints(workDir),
 		StartTime:            mysqlctl.FormatRFC3339(b.params.BackupTime.UTC()),
 		ToolDiskReadBytes:    b.toolDiskRead,

@@ -313,7 +313,7 @@ func (c *Config) validateOwn() error {
 	}
 	backupFlags, err := shlex.Split(c.BackupFlags)
 	if err != nil {
-		return bad("fifo-backup-backup-flags", redactFlags(c.BackupFlags), fmt.Sprintf("%s; %v", allowedToolFlags, err))
+		return bad("fifo-backup-backup-flags", RedactedFlags(c.BackupFlags), fmt.Sprintf("%s; %v", allowedToolFlags, err))
 	}
 	if err := checkToolFlags("fifo-backup-backup-flags", backupFlags, backupOptionRules); err != nil {
 		return err

@@ -97,6 +97,9 @@ func (c prepareControl) judge(ctx context.Context, failed toolExit, err error) e
 	if failed.state == nil || unreadable.Is(err) || flagvalue.IsContradiction(err) || ctx.Err() != nil {
 		return err // it did not start, or is judged already
 	}
+	if !failed.signaled() && !failed.out.whole() {
+		return err // more output than a refusal of the directory: it read the backup's files
+	}
 	ctl, ok := c.run(ctx, c.flags)
 	switch {
 	case ctx.Err() != nil:
@@ -116,7 +119,7 @@ func (c prepareControl) judge(ctx context.Context, failed toolExit, err error) e
 		if ok && !failed.sameAs(bare) {
 			return flagvalue.Contradiction(fmt.Errorf("%w; the same tool, run the same way on an empty directory, fails the same way (%v), "+
 				"and without --fifo-backup-prepare-flags=%q it does not: those flags do not fit this tool or this host, and nothing says the "+
-				"backup is damaged; correct them or leave them out", err, ctl.state, redactFlags(c.flags)))
+				"backup is damaged; correct them or leave them out", err, ctl.state, RedactedFlags(c.flags)))
 		}
 	}
 	return unreadable.Host(fmt.Errorf("%w; the same tool, run the same way on an empty directory, fails the same way (%v, the same output): "+
@@ -196,7 +199,7 @@ func underPrepareFlags(err error, prepareFlags string) error {
 		return err
 	}
 	return underFlags{unreadable.Host(err, fmt.Sprintf("its prepare ran with --fifo-backup-prepare-flags=%q, which may be what it failed on; "+
-		"restore it without them, or run vtfifo test-restore, which tries both, to tell", redactFlags(others)))}
+		"restore it without them, or run vtfifo test-restore, which tries both, to tell", RedactedFlags(others)))}
 }
 
 type underFlags struct{ error }

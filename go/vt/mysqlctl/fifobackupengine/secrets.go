@@ -71,12 +71,9 @@ func redactArgs(args []string) []string {
 	return out
 }
 
-// RedactedFlags is flags, split like a shell would, with every secret
-// value hidden: how an error or a log line names an operator's tool flags.
-func RedactedFlags(flags string) string { return redactFlags(flags) }
-
-// redactFlags is redactArgs for a flag string split like a shell would.
-func redactFlags(flags string) string {
+// RedactedFlags is redactArgs for a flag string split like a shell would:
+// how a MANIFEST, an error or a log line names an operator's tool flags.
+func RedactedFlags(flags string) string {
 	args, err := shlex.Split(flags)
 	if err != nil {
 		return "(unparsable flags, not recorded)"

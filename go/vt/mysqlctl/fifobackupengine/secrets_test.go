@@ -15,7 +15,7 @@ func TestSecretFlagForms(t *testing.T) {
 	flags := `--password=PLANTED-1 --no-lock -pPLANTED-2 --encrypt-key-password='PLANTED 3' --parallel=4 ` +
 		`--password PLANTED-4 -p PLANTED-5 --pass=PLANTED-6 --passwd=PLANTED-7 --pasword=PLANTED-8 ` +
 		`--transition-key=PLANTED-9 --encrypt-key PLANTED-10 --port=3306 -P 3306 --encrypt-key-file=/keys/k --password`
-	got := redactFlags(flags)
+	got := RedactedFlags(flags)
 	assert.NotContains(t, got, "PLANTED")
 	for _, keep := range []string{"--no-lock", "--parallel=4", "--port=3306", "-P 3306", "--encrypt-key-file=/keys/k", "--password=****", "-p****",
 		"--password ****", "-p ****"} {

@@ -644,12 +644,28 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("vtbackup's test restore of %s: %+v", after[len(after)-1], rec)
 		}
 
-		vo.Extra = append(vo.Extra, "--fifo-backup-test-restore-mysqld-flags=--innodb-page-size=4k", "--fifo-backup-test-restore-start-timeout=2m")
-		// Retention that would prune every older backup: a new backup whose
-		// test reached no verdict (flags that do not fit it) must not cost
-		// them (vtbackup's pruning waits for it), nor be quarantined.
+		// Retention that would prune every older backup, and flags that do
+		// not fit: vtbackup must not cost the older backups, nor quarantine
+		// one, nor call one damaged. The prepare's flags fail vtbackup's own
+		// restore of the newest backup, before it takes one, saying that
+		// they may be the cause.
 		vo.MinRetentionCount, vo.MinRetentionTime = 1, time.Second
-		res, err := c.RunVtbackup(ctx, vo)
+		run := vo
+		run.Extra = append(slices.Clone(vo.Extra), "--fifo-backup-prepare-flags=--innodb-page-size=4k")
+		res, err := c.RunVtbackup(ctx, run)
+		if err == nil || !strings.Contains(res.Output, `its prepare ran with --fifo-backup-prepare-flags="--innodb-page-size=4k", which may be `+
+			`what it failed on`) || !strings.Contains(res.Output, "nothing says the backup is damaged") || strings.Contains(res.Output, "the backup is quarantined") {
+			t.Fatalf("vtbackup with prepare flags that do not fit the backup it restores: err %v, want it failed naming the flags, "+
+				"nothing called damaged or quarantined:\n%s", err, res.Output)
+		}
+		if now, err := c.GetBackups(ctx); err != nil || !slices.Equal(now, after) {
+			t.Fatalf("GetBackups lists %v (%v) after vtbackup's failed restore, want %v: nothing taken, pruned or quarantined", now, err, after)
+		}
+		// The server's flags: the backup is taken, its test restore reaches
+		// no verdict, and vtbackup's pruning waits for one.
+		run.Extra = append(slices.Clone(vo.Extra), "--fifo-backup-test-restore-mysqld-flags=--innodb-page-size=4k",
+			"--fifo-backup-test-restore-start-timeout=2m")
+		res, err = c.RunVtbackup(ctx, run)
 		if err == nil || !strings.Contains(res.Output, "could not run, nothing is recorded") ||
 			strings.Contains(res.Output, "the backup is quarantined") {
 			t.Fatalf("vtbackup with flags that do not fit its test restore: err %v, want it failed, nothing quarantined:\n%s", err, res.Output)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
@@ -136,3 +138,24 @@ type marked struct{ err error }
 func (m marked) Error() string    { return m.err.Error() }
 func (m marked) Unwrap() error    { return m.err }
 func (m marked) Unreadable() bool { return true }
+
+// NoVerdict says, after err's own text, why err is no proof about a backup:
+// this host could not finish (HostFault, with its cause) or something could
+// not be read or reached (Is); "" for an error that may be a verdict, and
+// for a request the data or the host contradicts (flagvalue.Contradiction),
+// whose own text says what to correct. Every place that reports a failure
+// to an operator (the CLI's FAIL line, a tablet's or vtbackup's restore,
+// vtbackup's test restore) says it so, and no reader takes this host's
+// failure for damage.
+func NoVerdict(err error) string {
+	if flagvalue.IsContradiction(err) {
+		return ""
+	}
+	if why := HostFault(err); why != "" {
+		return "this host could not finish it (" + why + "): nothing says the backup is damaged"
+	}
+	if Is(err) {
+		return "it could not be read or reached: nothing says the backup is damaged"
+	}
+	return ""
+}

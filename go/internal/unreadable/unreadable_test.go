@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
+
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -73,4 +75,24 @@ func TestMissing(t *testing.T) {
 	assert.True(t, Missing(fmt.Errorf("x: %w", fs.ErrNotExist)))
 	assert.False(t, Missing(&fs.PathError{Op: "open", Path: "/r/x", Err: syscall.EACCES}))
 	assert.False(t, Missing(nil))
+}
+
+// TestNoVerdictSaysWhyOrNothing: the words every report adds after an
+// error that is no proof about a backup, and none after one that may be.
+func TestNoVerdictSaysWhyOrNothing(t *testing.T) {
+	damaged := errors.New("lane 1 part 3: checksum mismatch")
+	full := Host(fmt.Errorf("writing ibdata1: %w", damaged), "its disk is full")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{damaged, ""},
+		{fmt.Errorf("restore: %w", full), "this host could not finish it (its disk is full): nothing says the backup is damaged"},
+		{fmt.Errorf("reading: %w", context.DeadlineExceeded), "it could not be read or reached: nothing says the backup is damaged"},
+		// Its own text says what to correct, though it holds this host's failure.
+		{flagvalue.Contradiction(full), ""},
+	} {
+		assert.Equal(t, c.want, NoVerdict(c.err), "%v", c.err)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/vtfifo/vtfifo/go/cmd/plugin"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/retention"
+	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -197,6 +198,9 @@ func testNewBackup(ctx context.Context, dir string, before []string) (string, er
 		return "", nil
 	}
 	rec, err := testrestore.Run(ctx, bh, testRestoreFlags.Options(logger))
+	if why := unreadable.NoVerdict(err); why != "" {
+		return "", fmt.Errorf("%w; %s", err, why)
+	}
 	if err != nil {
 		return "", err
 	}

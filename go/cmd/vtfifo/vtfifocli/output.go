@@ -83,11 +83,8 @@ func failLine(err error) string {
 	if flagvalue.IsContradiction(err) {
 		return errText(err)
 	}
-	if why := unreadable.HostFault(err); why != "" {
-		return "FAIL: " + errText(err) + "; this host could not finish it (" + why + "): nothing says the backup is damaged"
-	}
-	if unreadable.Is(err) {
-		return "FAIL: " + errText(err) + "; it could not be read or reached: nothing says the backup is damaged"
+	if why := unreadable.NoVerdict(err); why != "" {
+		return "FAIL: " + errText(err) + "; " + why
 	}
 	return "FAIL: " + errText(err)
 }

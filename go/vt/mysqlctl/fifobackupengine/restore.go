@@ -50,6 +50,11 @@ func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestorePara
 	// follows it (mysqld's start for mysql_upgrade, the upgrade, the restart).
 	run.stats.since("Engine:Restore", start)
 	params.Logger.Infof("%s", run.stats.Table(fmt.Sprintf("fifo restore %s: per-phase stats", bh.Name()), time.Since(start)))
+	if why := unreadable.NoVerdict(err); why != "" {
+		// Said first: Vitess logs the error as it is, and the tool's
+		// output that ends it reads like damage.
+		return nil, errtext.Wrapf(err, "fifo restore of backup %s failed: %s. What failed", bh.Name(), why)
+	}
 	if err != nil {
 		return nil, errtext.Wrapf(err, "fifo restore of backup %s failed", bh.Name())
 	}

@@ -16,14 +16,15 @@ import (
 
 // rmDoc is `vtfifo rm`'s help.
 var rmDoc = commandDoc{"rm", "Remove one backup, named with --backup (complete, quarantined, or incomplete and old enough)",
-	"Removes the backup --backup names: a complete one, a quarantined one, or an incomplete one started more than\n" +
-		"--incomplete-min-age ago (a younger one may still be running: refused). rm never picks a backup itself.",
+	"Removes the backup --backup names: a complete one, a quarantined one, or an incomplete one last written more than\n" +
+		"--incomplete-min-age ago (the store's own time; one written since may still be running: refused). rm never picks a backup itself.",
 	"  vtfifo rm --backup-storage-implementation=split --split-storage-root=/backups --keyspace=commerce --shard=0 \\\n" +
 		"      --backup=2026-11-23.162035.zone1-0000000100"}
 
 // Remove is `vtfifo rm`: one backup, named with --backup (rm never picks
 // one on its own), complete, quarantined or incomplete. An incomplete one
-// started less than --incomplete-min-age ago may still be running: refused.
+// last written less than --incomplete-min-age ago may still be running:
+// refused.
 func Remove(ctx context.Context, prog string, args []string, stdout, stderr io.Writer) int {
 	var minAge *time.Duration
 	var dryRun, asJSON, breakLeases *bool

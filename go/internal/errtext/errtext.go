@@ -119,6 +119,10 @@ func Text(err error) string {
 	return s
 }
 
+// Line is Text without the line breaks a Vitess error ends with ("Code:
+// NOT_FOUND\nmsg\n"): for a message that goes on after it.
+func Line(err error) string { return strings.TrimRight(Text(err), "\n") }
+
 // causes is what err wraps directly: through Unwrap, or a Vitess error's
 // Cause.
 func causes(err error) []error {

@@ -122,9 +122,15 @@ func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) err
 		return fmt.Errorf("pruning %s: %w", dir, err)
 	}
 	logger := logutil.NewConsoleLogger()
-	// --min-retention-count counts the backups that did not fail a test
-	// restore, as vtfifo prune's --keep does (retention.KeepCount).
-	keepN := retention.KeepCount(bhs, keep, testrestore.FailedFunc(ctx))
+	// --min-retention-count counts only the backups proven not broken, as
+	// vtfifo prune's --keep does (retention.KeepCount).
+	uncounted := testrestore.UncountedFunc(ctx)
+	keepN := retention.KeepCount(bhs, keep, func(bh backupstorage.BackupHandle) bool { return uncounted(bh) != "" })
+	for _, bh := range bhs[len(bhs)-keepN:] {
+		if why := uncounted(bh); why != "" {
+			logger.Infof("not counting %s/%s toward --min-retention-count=%d: %s", dir, bh.Name(), keep, why)
+		}
+	}
 	cands, proven := retention.KeepProven(bhs, retention.Candidates(bhs, keepN, keepFor, time.Now()), testrestore.PassedFunc(ctx))
 	if proven != nil {
 		logger.Infof("keeping %s/%s: the newest backup that passed a test restore", dir, proven.Name())

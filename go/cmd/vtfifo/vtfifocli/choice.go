@@ -10,6 +10,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -110,7 +111,7 @@ func (o *options) latestNotFailed(ctx context.Context, bhs []backupstorage.Backu
 		if flagvalue.IsContradiction(err) {
 			tryAnyway = "" // another backup's, copied there: read under this name, it never restores
 		}
-		o.notef("skipping %s/%s: %s%s", dir, bhs[i].Name(), errText(err), tryAnyway)
+		o.notef("skipping %s/%s: %s%s", dir, bhs[i].Name(), errtext.Line(err), tryAnyway)
 	}
 	o.notef("every backup in %s was passed over (above): taking the newest, %s", dir, bhs[len(bhs)-1].Name())
 	return bhs[len(bhs)-1]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
 
@@ -51,7 +52,7 @@ func (s *session) nowBy(read func(storeClock, context.Context) (time.Time, error
 	case errors.Is(err, splitstorage.ErrNoClockSeen):
 		return host
 	case err != nil:
-		s.noteClock(fmt.Sprintf("%s are this host's clock's: %s", what, errText(err)))
+		s.noteClock(fmt.Sprintf("%s are this host's clock's: %s", what, errtext.Line(err)))
 		return host
 	}
 	switch off := host.Sub(now).Round(time.Minute); { // the store's times are whole seconds

@@ -12,6 +12,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -76,7 +77,7 @@ func Copy(ctx context.Context, prog string, args []string, stdout, stderr io.Wri
 	}
 	to, err := openPeer(dst)
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: the destination: %s\n", errText(err))
+		fmt.Fprintf(stderr, "FAIL: the destination: %s\n", errtext.Line(err))
 		return failureStatus(err)
 	}
 	defer to.Close()

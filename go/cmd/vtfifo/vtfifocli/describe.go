@@ -6,6 +6,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
@@ -71,7 +72,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	describeLock(ctx, bh, &info)
 	base, doc, err := fifobackupengine.ReadAnyManifest(ctx, bh)
 	if err != nil {
-		info.Problem, info.damaged, info.noManifest = errText(err), isDamage(err), unreadable.Missing(err)
+		info.Problem, info.damaged, info.noManifest = errtext.Line(err), isDamage(err), unreadable.Missing(err)
 		info.elsewhere = flagvalue.IsContradiction(err)
 		return info
 	}
@@ -81,7 +82,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	}
 	m, err := fifobackupengine.ParseManifest(doc)
 	if err != nil {
-		info.Problem, info.damaged = "MANIFEST: "+errText(err), isDamage(err)
+		info.Problem, info.damaged = "MANIFEST: "+errtext.Line(err), isDamage(err)
 		return info
 	}
 	info.Lanes, info.RawBytes, info.StoredBytes = len(m.Lanes), m.RawBytes, m.StoredBytes
@@ -93,7 +94,7 @@ func describe(ctx context.Context, bh backupstorage.BackupHandle) BackupInfo {
 	info.Base, info.ChainLength, info.manifest = m.BaseBackup, m.ChainLength, m
 	rec, err := testrestore.Load(ctx, bh)
 	if err != nil {
-		info.Problem = "cannot read its verification record: " + errText(err)
+		info.Problem = "cannot read its verification record: " + errtext.Line(err)
 	}
 	info.Verification = rec
 	return info
@@ -124,7 +125,7 @@ func describeLock(ctx context.Context, bh backupstorage.BackupHandle, info *Back
 	}
 	bl, err := lr.LockState(ctx)
 	if err != nil {
-		info.Lock = "lock unknown: " + errText(err)
+		info.Lock = "lock unknown: " + errtext.Line(err)
 		return
 	}
 	if info.Lock = lockText(bl); info.Lock != "" && !bl.Lock.Until.IsZero() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
@@ -56,7 +57,7 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	if *output != "-" {
 		var err error
 		if file, err = newPartialFile(*output); err != nil {
-			return s.o.failf(failureStatus(err), "%s", errText(err))
+			return s.o.failf(failureStatus(err), "%s", errtext.Line(err))
 		}
 		w = file
 	}

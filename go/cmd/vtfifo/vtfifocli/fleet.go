@@ -15,6 +15,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 	"vitess.io/vitess/go/vt/topo"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -312,7 +313,7 @@ func (s *session) shardStatus(ctx context.Context, st fleetLister, dir string) (
 	sh.Keyspace, sh.Shard, _ = strings.Cut(dir, "/")
 	bhs, inc, err := st.ListShard(ctx, dir)
 	if err != nil {
-		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its backups: "+errText(err)), true
+		sh.Problems, sh.Unread = append(sh.Problems, "cannot list its backups: "+errtext.Line(err)), true
 		return sh, nil, nil
 	}
 	sh.Backups = ownBackups(bhs)

@@ -12,6 +12,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -103,7 +104,7 @@ func fromSummary(dir string, fs splitstorage.FleetShard) (shardSummary, string) 
 	case fs.Dir == "":
 		return shardSummary{Status: blank}, ""
 	case fs.Err != nil:
-		blank.Problems, blank.Unread = []string{errText(fs.Err)}, true
+		blank.Problems, blank.Unread = []string{errtext.Line(fs.Err)}, true
 		return shardSummary{Status: blank}, ""
 	}
 	var sum shardSummary

@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
+
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 )
 
 // keyCheckDoc is `vtfifo key-check`'s help.
@@ -48,7 +50,7 @@ func KeyCheck(ctx context.Context, prog string, args []string, stdout, stderr io
 		b := KeyCheckBackup{Backup: s.o.dir() + "/" + bh.Name()}
 		if h, ok := has[keyChecker](bh); ok {
 			if b.Key, err = h.CheckKey(s.ctx); err != nil {
-				b.Problem, code = errText(err), exitFailed
+				b.Problem, code = errtext.Line(err), exitFailed
 			}
 		}
 		res.Backups = append(res.Backups, b)

@@ -64,7 +64,7 @@ func (s *session) status(err error) int {
 // interrupt) says so, 3.
 func (s *session) fail(err error) int {
 	if s.ctx.Err() != nil {
-		return s.o.failf(exitUnreachable, "interrupted (%v): %s; nothing says the backup is damaged", context.Cause(s.ctx), errText(err))
+		return s.o.failf(exitUnreachable, "interrupted (%v): %s; nothing says the backup is damaged", context.Cause(s.ctx), errtext.Line(err))
 	}
 	return s.o.failf(failureStatus(err), "%s", failLine(err))
 }
@@ -81,12 +81,12 @@ func reportFailure(w io.Writer, err error) int {
 // or this host's failure that the backup was not judged.
 func failLine(err error) string {
 	if flagvalue.IsContradiction(err) {
-		return errText(err)
+		return errtext.Line(err)
 	}
 	if why := unreadable.NoVerdict(err); why != "" {
-		return "FAIL: " + errText(err) + "; " + why
+		return "FAIL: " + errtext.Line(err) + "; " + why
 	}
-	return "FAIL: " + errText(err)
+	return "FAIL: " + errtext.Line(err)
 }
 
 // exitStatusHelp is the line every command's help ends with.
@@ -155,18 +155,12 @@ func (o *options) rootMissing() int {
 func (o *options) failf(code int, format string, args ...any) int {
 	for i, a := range args {
 		if err, ok := a.(error); ok {
-			args[i] = errText(err)
+			args[i] = errtext.Line(err)
 		}
 	}
 	fmt.Fprintf(o.notes, "%s: %s\n", o.prog, fmt.Sprintf(format, args...))
 	return code
 }
-
-// errText is err's message for an operator: every error of its chain as
-// its message, where fmt had printed a Vitess error backwards with its RPC
-// code (errtext.Text), without the line break a tool's empty output leaves
-// at its end.
-func errText(err error) string { return strings.TrimRight(errtext.Text(err), "\n") }
 
 // oneLine is text for a table's cell or a list's line: text that runs over
 // lines (a quarantine for a failed start holds the server's error log,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -69,7 +70,7 @@ func Promote(ctx context.Context, prog string, args []string, stdout, stderr io.
 	}
 	to, err := openPeer(dst)
 	if err != nil {
-		fmt.Fprintf(stderr, "FAIL: the destination: %s\n", errText(err))
+		fmt.Fprintf(stderr, "FAIL: the destination: %s\n", errtext.Line(err))
 		return failureStatus(err)
 	}
 	defer to.Close()

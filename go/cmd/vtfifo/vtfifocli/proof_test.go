@@ -77,23 +77,40 @@ func TestKeepCountsBackupsThatDidNotFail(t *testing.T) {
 		"would remove ks/0/"+names[0]+"\n", out)
 }
 
-// TestKeepDoesNotCountABrokenBackup: --keep=1 over a newer backup whose
-// MANIFEST is not a MANIFEST (written whole, checksums and all, but no
-// JSON) keeps the older one too: a backup no restore can use never takes
-// the place of one that may restore.
-func TestKeepDoesNotCountABrokenBackup(t *testing.T) {
-	root := t.TempDir()
-	bs := openSplit(t, root)
-	now := time.Now().UTC()
-	older := now.Add(-48*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
-	newer := now.Add(-24*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
-	plantBackup(t, bs, "ks/0", older)
-	splitstoragetest.Plant(t, bs, "ks/0", newer, `{"BackupMethod": "fifo", "Lanes": [`)
-	out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1", "--dry-run")
-	assert.Equal(t, "keeping ks/0/"+older+": one of the newest 1 that did not fail a test restore (--keep)\n"+
-		"keeping ks/0/"+newer+": newer than the oldest of the newest 1 that did not fail a test restore (--keep); it is broken: backup "+newer+
-		": MANIFEST: cannot decode MANIFEST: unexpected EOF\n"+
-		"nothing to remove in ks/0: 2 kept\n", out)
+// TestKeepCountsOnlyBackupsProvenNotBroken: --keep=1 over a newer backup
+// that is broken (its MANIFEST written whole, checksums and all, but no
+// JSON) or unproven (its test restore record not JSON, or another
+// backup's) keeps the older one too: an older backup goes only on the
+// strength of the newer ones proven not broken.
+func TestKeepCountsOnlyBackupsProvenNotBroken(t *testing.T) {
+	for _, c := range []struct{ name, manifest, record, why string }{
+		{"MANIFEST not JSON", `{"BackupMethod": "fifo", "Lanes": [`, "", "it is broken: backup %s: MANIFEST: cannot decode MANIFEST: unexpected EOF"},
+		{"record not JSON", "{}", `{"version": 1, "outcome": "fai`, "its test restore record could not be used (verification record: " +
+			"unexpected end of JSON input): nothing says whether it passed"},
+		{"another backup's record", "{}", `{"version": 1, "backup": "ks/0/other", "outcome": "passed"}`, "its test restore record could " +
+			"not be used (the test restore record of backup ks/0/%s is backup ks/0/other's (moved from another backup): it proves nothing of " +
+			"this one): nothing says whether it passed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			bs := openSplit(t, root)
+			now := time.Now().UTC()
+			older := now.Add(-48*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+			newer := now.Add(-24*time.Hour).Format("2006-01-02.150405") + ".zone1-0000000100"
+			plantBackup(t, bs, "ks/0", older)
+			bh := splitstoragetest.Plant(t, bs, "ks/0", newer, c.manifest)
+			if c.record != "" {
+				require.NoError(t, bh.(interface {
+					PutSidecar(context.Context, string, []byte) error
+				}).PutSidecar(context.Background(), testrestore.RecordName, []byte(c.record)))
+			}
+			out, _ := runSplit(t, 0, root, "prune", "--keyspace=ks", "--shard=0", "--keep=1")
+			assert.Equal(t, "keeping ks/0/"+older+": one of the newest 1 that did not fail a test restore (--keep)\n"+
+				"keeping ks/0/"+newer+": newer than the oldest of the newest 1 that did not fail a test restore (--keep); "+
+				strings.ReplaceAll(c.why, "%s", newer)+"\n"+
+				"nothing to remove in ks/0: 2 kept\n", out)
+		})
+	}
 }
 
 // TestListingMarksWhatADamagedBaseTakesOut: every delta whose chain needs

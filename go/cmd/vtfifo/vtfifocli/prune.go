@@ -12,10 +12,9 @@ import (
 	"github.com/spf13/pflag"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/retention"
-	"github.com/vtfifo/vtfifo/go/internal/unreadable"
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -85,7 +84,7 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		return code
 	}
 	out := &pruneOutput{w: stdout, text: !*asJSON}
-	uncounted, now := s.uncountedWhy(), s.judgingNow()
+	uncounted, now := testrestore.UncountedFunc(s.ctx), s.judgingNow()
 	keepN := retention.KeepCount(bhs, *keep, func(bh backupstorage.BackupHandle) bool { return uncounted(bh) != "" })
 	cands, tiered := retention.KeepTiers(bhs, retention.Candidates(bhs, keepN, within, now), tiers)
 	undated := "" // the oldest backup whose name carries no time: retention stops there
@@ -124,37 +123,6 @@ func Prune(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		writeJSON(stdout, out.PruneResult)
 	}
 	return code
-}
-
-// uncountedWhy says why a backup does not count toward --keep, "" when it
-// does: its test restore failed, or the checks before a restore's first
-// byte prove it broken (fifobackupengine.CheckRestorable: its MANIFEST, or
-// a base of its chain, damaged or missing) or could not read it (then
-// nothing proves it restorable either: prune keeps more, never fewer).
-// Each backup is checked once.
-func (s *session) uncountedWhy() func(backupstorage.BackupHandle) string {
-	failed := testrestore.FailedFunc(s.ctx)
-	seen := map[string]string{}
-	return func(bh backupstorage.BackupHandle) string {
-		if why, ok := seen[bh.Name()]; ok {
-			return why
-		}
-		why := "its own test restore failed"
-		if !failed(bh) {
-			switch err := fifobackupengine.CheckRestorable(s.ctx, bh); {
-			case err == nil:
-				why = ""
-			case unreadable.Is(err):
-				why = "it could not be checked (" + errText(err) + "), which says nothing about it, nor that it restores"
-			case flagvalue.IsContradiction(err):
-				why = "restores pass over it: " + errText(err)
-			default:
-				why = "it is broken: " + errText(err)
-			}
-		}
-		seen[bh.Name()] = why
-		return why
-	}
 }
 
 // PruneResult is what prune kept and why, removed (or with --dry-run would
@@ -215,18 +183,18 @@ func (s *session) prune(dir string, cands []backupstorage.BackupHandle, dryRun b
 		deps, err := remove(s, dir, bh.Name())
 		switch {
 		case errors.Is(err, splitstorage.ErrInUse):
-			out.keep(where, strings.TrimPrefix(errText(err), "split storage: backup "+where+" is not removed: "))
+			out.keep(where, strings.TrimPrefix(errtext.Line(err), "split storage: backup "+where+" is not removed: "))
 			continue
 		case errors.Is(err, splitstorage.ErrLocked):
 			// Retention would remove it; its lock says no one may: kept,
 			// and the request fails as one that cannot succeed before the date.
-			out.keep(where, "locked: "+errText(err))
+			out.keep(where, "locked: "+errtext.Line(err))
 			code = s.o.failf(exitUsage, "refused: %v", err)
 			continue
 		case flagvalue.IsContradiction(err):
 			// What is there says no removal can be proven (objects or files
 			// the backup does not name): kept, and said.
-			out.keep(where, errText(err))
+			out.keep(where, errtext.Line(err))
 			code = s.o.failf(exitUsage, "refused: %v", err)
 			continue
 		case err != nil:

@@ -20,6 +20,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl"
 	"vitess.io/vitess/go/vt/topo/topoproto"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
 	"github.com/vtfifo/vtfifo/go/internal/mysqlinstall"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
@@ -139,7 +140,7 @@ func RestoreTable(ctx context.Context, prog string, args []string, stdout, stder
 				lead, code = "FAIL", max(code, failureStatus(err))
 			}
 			fmt.Fprintf(s.o.notes, "%s: the restored files stay in %s, not in %s: %v; they are whole (prepared, exported): move them "+
-				"where you want them, then remove %s\n", lead, rep.Target.Files(), dir, errText(err), strings.Join(rep.Target.Leftovers(), " and "))
+				"where you want them, then remove %s\n", lead, rep.Target.Files(), dir, errtext.Line(err), strings.Join(rep.Target.Leftovers(), " and "))
 		}
 	}
 	if f.json {
@@ -398,8 +399,8 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 		st := out.table(t.Name())
 		if err != nil {
 			err = importFailure(err)
-			st.ImportError = errText(err)
-			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errText(err), undoImports(live.db, done, f.replicated, out))
+			st.ImportError = errtext.Line(err)
+			fmt.Fprintf(s.o.notes, "FAIL: importing %s as %s: %s%s\n", t.Name(), to, errtext.Line(err), undoImports(live.db, done, f.replicated, out))
 			return failureStatus(err)
 		}
 		done = append(done, importedTable{t.Name(), to})
@@ -413,7 +414,7 @@ func importTables(s *session, live *liveServer, dir string, tables []fifobackupe
 		st := out.table(d.name)
 		orphans, err := tableimport.Orphans(s.ctx, live.db, d.to)
 		if err != nil {
-			orphans = []string{"orphan rows not counted: " + errText(err)}
+			orphans = []string{"orphan rows not counted: " + errtext.Line(err)}
 		}
 		st.Notes = append(st.Notes, orphans...)
 		for _, n := range st.Notes {

@@ -21,6 +21,7 @@ import (
 
 	topodatapb "vitess.io/vitess/go/vt/proto/topodata"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/tableimport"
@@ -189,8 +190,8 @@ func TestAnImportsFailureIsClassedByWhatSaysIt(t *testing.T) {
 	}
 	misfit := importFailure(imp(1808, "Schema mismatch (Tablespace to be imported has a different page size than this server.)"))
 	assert.Equal(t, exitUsage, failureStatus(misfit))
-	assert.True(t, strings.HasSuffix(errText(misfit), "; the live server cannot take these files as they are (its innodb_page_size, row format "+
-		"or version differs from the backup's server): nothing says the backup is damaged"), errText(misfit))
+	assert.True(t, strings.HasSuffix(errtext.Line(misfit), "; the live server cannot take these files as they are (its innodb_page_size, row format "+
+		"or version differs from the backup's server): nothing says the backup is damaged"), errtext.Line(misfit))
 	assert.Equal(t, exitUsage, failureStatus(importFailure(fmt.Errorf("d.t: %w", tableimport.ErrExists))))
 	assert.Equal(t, exitUnreachable, failureStatus(importFailure(imp(1205, "Lock wait timeout exceeded; try restarting transaction"))))
 	assert.Equal(t, exitUnreachable, failureStatus(importFailure(fmt.Errorf("d.t: %w", tableimport.ErrNoRoom))), "the live server's disk: this host's")

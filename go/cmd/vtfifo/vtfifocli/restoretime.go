@@ -9,6 +9,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -131,7 +132,7 @@ func (s *session) predictRestore(rep *ShowReport, name string) {
 	infos, rates, ok, err := s.describeShard()
 	switch {
 	case err != nil:
-		rep.restoreTimes = "not predicted: cannot list the shard's backups: " + errText(err)
+		rep.restoreTimes = "not predicted: cannot list the shard's backups: " + errtext.Line(err)
 		return
 	case !ok:
 		rep.restoreTimes = ratesLine(rates, ok)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/selftest"
 )
 
@@ -53,7 +54,7 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
+		fmt.Fprintf(stderr, "%s: %s\n", prog, errtext.Line(err))
 		return 2
 	}
 	if err := logs.validate(); err != nil {
@@ -74,7 +75,7 @@ func SelfTest(ctx context.Context, prog string, args []string, stdout, stderr io
 	if len(*storageFiles) > 0 || len(*storageFlags) > 0 {
 		cfg, err := storageConfig("storage", *storageFiles, *storageFlags)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: the storage (--storage-flags-file, --storage): %s\n", prog, errText(err))
+			fmt.Fprintf(stderr, "%s: the storage (--storage-flags-file, --storage): %s\n", prog, errtext.Line(err))
 			return 2
 		}
 		opts.Storage = &cfg

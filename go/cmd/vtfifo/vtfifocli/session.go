@@ -15,6 +15,7 @@ import (
 	"vitess.io/vitess/go/vt/mysqlctl/backupstats"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -58,7 +59,7 @@ func openSession(ctx context.Context, prog string, args []string, stdout, stderr
 		err = check()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", prog, errText(err))
+		fmt.Fprintf(stderr, "%s: %s\n", prog, errtext.Line(err))
 		return nil, 2
 	}
 	ctx, cancel := o.withTimeout(ctx)
@@ -205,7 +206,7 @@ func (s *session) holdForReading(bh backupstorage.BackupHandle) {
 	}
 	lease, err := st.Hold(s.ctx, bh.Directory(), bh.Name(), s.o.prog, readLeaseTTL)
 	if err != nil {
-		s.o.notef("cannot hold backup %s/%s for reading (%s): rm and prune elsewhere are not kept off it", bh.Directory(), bh.Name(), errText(err))
+		s.o.notef("cannot hold backup %s/%s for reading (%s): rm and prune elsewhere are not kept off it", bh.Directory(), bh.Name(), errtext.Line(err))
 		return
 	}
 	s.lease = lease

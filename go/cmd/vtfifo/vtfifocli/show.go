@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -174,7 +175,7 @@ func testRestoreOf(ctx context.Context, bh backupstorage.BackupHandle) (*testres
 	rec, err := testrestore.Load(ctx, bh)
 	switch {
 	case err != nil:
-		return nil, "cannot read its record: " + errText(err)
+		return nil, "cannot read its record: " + errtext.Line(err)
 	case rec == nil:
 		return nil, "none recorded (vtfifo test-restore proves a backup restorable)"
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/unreadable"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
@@ -143,7 +144,7 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 	pv, isSplit := has[partVerifier](bh)
 	if isSplit {
 		if err := pv.CheckPlace(ctx); err != nil && ctx.Err() == nil {
-			return VerifyResult{Backup: where, NotChecked: errText(err), Seconds: time.Since(start).Seconds()}, failureStatus(err)
+			return VerifyResult{Backup: where, NotChecked: errtext.Line(err), Seconds: time.Since(start).Seconds()}, failureStatus(err)
 		}
 		problems, unread, unlisted, summary = s.verifyParts(bh, pv, prog, stderr)
 	}
@@ -167,16 +168,16 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 			switch {
 			case len(problems)+len(unread) > 0:
 			case unreadable.Is(err):
-				unread = []string{errText(err)}
+				unread = []string{errtext.Line(err)}
 			default:
-				problems = []string{errText(err)}
+				problems = []string{errtext.Line(err)}
 			}
 		case unreadable.Is(err):
 			if len(unread) == 0 {
-				unread = []string{errText(err)}
+				unread = []string{errtext.Line(err)}
 			}
 		case err != nil:
-			problems = append(problems, errText(err))
+			problems = append(problems, errtext.Line(err))
 		case vr.Manifest.BackupMethod != "fifo":
 			summary = fmt.Sprintf("Vitess's %s engine's stream in %d stored files, %d files, %s of data, every chunk checked",
 				vr.Manifest.BackupMethod, len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)))
@@ -191,9 +192,9 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 		switch err := fifobackupengine.CheckRestorable(ctx, bh); {
 		case err == nil:
 		case unreadable.Is(err):
-			unread = []string{errText(err)}
+			unread = []string{errtext.Line(err)}
 		default:
-			problems = []string{errText(err)}
+			problems = []string{errtext.Line(err)}
 		}
 	}
 	prog.stop()
@@ -263,9 +264,9 @@ func (s *verifyRun) verifyParts(bh backupstorage.BackupHandle, pv partVerifier, 
 	// The MANIFEST must still parse as restore would parse it.
 	if len(problems)+len(unread) == 0 {
 		if err := checkManifestOnly(ctx, bh); unreadable.Is(err) {
-			unread = append(unread, errText(err))
+			unread = append(unread, errtext.Line(err))
 		} else if err != nil {
-			problems = append(problems, errText(err))
+			problems = append(problems, errtext.Line(err))
 		}
 	}
 	return problems, unread, rep.Unlisted, summary
@@ -279,10 +280,10 @@ func splitProblems(err error) (damage, unread []string) {
 	}
 	d, u := splitstorage.SplitProblems(err)
 	for _, e := range d {
-		damage = append(damage, errText(e))
+		damage = append(damage, errtext.Line(e))
 	}
 	for _, e := range u {
-		unread = append(unread, errText(e))
+		unread = append(unread, errtext.Line(e))
 	}
 	return damage, unread
 }
@@ -311,7 +312,7 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 	}
 	inc, err := bs.ListIncomplete(ctx, dir)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: cannot list the incomplete backups of %s: %s\n", o.prog, o.where(), errText(err))
+		fmt.Fprintf(stderr, "%s: cannot list the incomplete backups of %s: %s\n", o.prog, o.where(), errtext.Line(err))
 		return exitUnreachable
 	}
 	failed, locked := false, false
@@ -340,11 +341,11 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "kept %s: written to less than --incomplete-min-age=%v ago (may still be running)\n", line, s.f.minAge)
 		default:
 			if err := bs.RemoveBackup(ctx, dir, b.Name); errors.Is(err, splitstorage.ErrLocked) {
-				fmt.Fprintf(stderr, "refused removing %s: %s\n", line, errText(err))
+				fmt.Fprintf(stderr, "refused removing %s: %s\n", line, errtext.Line(err))
 				locked = true
 				continue
 			} else if err != nil {
-				fmt.Fprintf(stderr, "FAIL removing %s: %s\n", line, errText(err))
+				fmt.Fprintf(stderr, "FAIL removing %s: %s\n", line, errtext.Line(err))
 				failed = true
 				continue
 			}

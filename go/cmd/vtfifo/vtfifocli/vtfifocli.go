@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/vt/vtversion"
 )
 
@@ -82,7 +83,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.AddCommand(keygen(stdout))
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "vtfifo: %s\n", errText(err))
+		fmt.Fprintf(stderr, "vtfifo: %s\n", errtext.Line(err))
 		return 2
 	}
 	return code

@@ -84,16 +84,6 @@ func PassedFunc(ctx context.Context) func(backupstorage.BackupHandle) bool {
 	}
 }
 
-// FailedFunc reports, for retention.KeepCount, whether a backup's latest
-// test restore failed (no record, or one that cannot be read, is not a
-// failure).
-func FailedFunc(ctx context.Context) func(backupstorage.BackupHandle) bool {
-	return func(bh backupstorage.BackupHandle) bool {
-		rec, err := Load(ctx, bh)
-		return err == nil && rec != nil && rec.Outcome == Failed
-	}
-}
-
 // RecordName is the name of the verification record beside the MANIFEST.
 const RecordName = "verification"
 

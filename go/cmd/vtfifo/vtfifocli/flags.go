@@ -24,6 +24,7 @@ import (
 	_ "vitess.io/vitess/go/vt/mysqlctl/gcsbackupstorage"
 	_ "vitess.io/vitess/go/vt/mysqlctl/s3backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/internal/pathin"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -285,29 +286,11 @@ func outsideRoot(o *options, flag, dir string) error {
 		if root == "" {
 			continue
 		}
-		rel, err := filepath.Rel(resolvedPath(root), resolvedPath(dir))
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		if !pathin.Dir(dir, root) {
 			continue
 		}
 		return fmt.Errorf("%s %s is inside the storage's root %s: what is written there sits among the backups (Vitess's file storage "+
 			"takes a directory there for a backup, and its RemoveBackup deletes it): give one outside %s", flag, dir, root, root)
 	}
 	return nil
-}
-
-// resolvedPath is p made absolute, with the symbolic links of its longest
-// existing ancestor resolved: a path named through a link to the root is
-// in it.
-func resolvedPath(p string) string {
-	p, _ = filepath.Abs(p)
-	var rest []string
-	for dir := p; ; dir = filepath.Dir(dir) {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(append([]string{real}, rest...)...)
-		}
-		if filepath.Dir(dir) == dir {
-			return p
-		}
-		rest = append([]string{filepath.Base(dir)}, rest...)
-	}
 }

@@ -45,3 +45,11 @@ type StoredSizer interface {
 type ConcurrentFiles interface {
 	WritableFilesAtOnce() int
 }
+
+// LocalDirs says which directories of this host the handle's storage keeps
+// its backups in (a local root; none for a store elsewhere), so that the
+// engine never takes a backup into, nor restores by clearing, a tablet
+// directory that holds them.
+type LocalDirs interface {
+	LocalDirs() []string
+}

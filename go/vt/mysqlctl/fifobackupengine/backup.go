@@ -79,6 +79,11 @@ type serverFacts struct {
 }
 
 func (b *backupRun) execute(ctx context.Context) error {
+	// A backup a restore of this tablet would delete is refused now, not
+	// found at the restore.
+	if err := checkStorageOutside(b.params.Cnf, b.bh); err != nil {
+		return err
+	}
 	if err := b.chooseTool(ctx); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package fifobackupengine
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"path/filepath"
@@ -34,25 +35,36 @@ const oldFilesPrefix = ".fifo-old-files-"
 // InnoDB and log directories of the tablet's Mycnf, the relay log index
 // and info files, and the binary and relay logs by their prefix.
 func oldFiles(cnf *mysqlctl.Mycnf) ([]string, error) {
-	var out []string
+	paths, unknown, err := clearedPaths(cnf)
+	if unknown != "" {
+		return nil, errtext.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", unknown)
+	}
+	return paths, err
+}
+
+// clearedPaths is oldFiles as far as cnf says: the paths it names, the
+// first one it leaves unknown ("" for none), and a glob's error.
+func clearedPaths(cnf *mysqlctl.Mycnf) (paths []string, unknown string, err error) {
 	for _, d := range []struct{ name, path string }{{"DataDir", cnf.DataDir}, {"InnodbDataHomeDir", cnf.InnodbDataHomeDir},
 		{"InnodbLogGroupHomeDir", cnf.InnodbLogGroupHomeDir}, {"RelayLogIndexPath", cnf.RelayLogIndexPath}, {"RelayLogInfoPath", cnf.RelayLogInfoPath}} {
 		if d.path == "" {
-			return nil, errtext.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", d.name)
+			unknown = cmp.Or(unknown, d.name)
+			continue
 		}
-		out = append(out, d.path)
+		paths = append(paths, d.path)
 	}
 	for _, p := range []struct{ name, path string }{{"BinLogPath", cnf.BinLogPath}, {"RelayLogPath", cnf.RelayLogPath}} {
 		if p.path == "" {
-			return nil, errtext.Errorf(vtrpcpb.Code_UNKNOWN, "can't remove existing files: %v is unknown", p.name)
+			unknown = cmp.Or(unknown, p.name)
+			continue
 		}
 		matches, err := filepath.Glob(p.path + ".*")
 		if err != nil {
-			return nil, errtext.Wrapf(err, "can't expand path glob %q", p.path+".*")
+			return nil, unknown, errtext.Wrapf(err, "can't expand path glob %q", p.path+".*")
 		}
-		out = append(out, matches...)
+		paths = append(paths, matches...)
 	}
-	return out, nil
+	return paths, unknown, nil
 }
 
 // removeExistingFiles deletes the tablet's old files now.

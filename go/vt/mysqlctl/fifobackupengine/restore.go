@@ -126,6 +126,9 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	if err := checkRoom(cnf, r.chain); err != nil {
 		return err
 	}
+	if err := checkStorageOutside(cnf, r.bh); err != nil {
+		return err
+	}
 
 	// Mark the restore as in progress before touching data (Vitess's
 	// mysqlctl.Restore removes the file when the restore succeeded).

@@ -35,6 +35,7 @@ var (
 	_ backuphandle.RangeReader     = (*Handle)(nil)
 	_ backuphandle.StoredSizer     = (*Handle)(nil)
 	_ backuphandle.ConcurrentFiles = (*Handle)(nil)
+	_ backuphandle.LocalDirs       = (*Handle)(nil)
 )
 
 // SetBase records that this backup, being written, depends on the backup

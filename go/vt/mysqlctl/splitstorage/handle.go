@@ -101,6 +101,15 @@ func (h *Handle) WritableFilesAtOnce() int {
 	return h.e.spool.headroom(h.e.cfg.PartSize)
 }
 
+// LocalDirs is the file backend's root, where the storage keeps every
+// backup of this host; none for a store elsewhere.
+func (h *Handle) LocalDirs() []string {
+	if root := h.e.cfg.LocalRoot(); root != "" {
+		return []string{root}
+	}
+	return nil
+}
+
 // releaseSpool gives back the spool room reserved for the backup's uploads.
 func (h *Handle) releaseSpool() {
 	h.mu.Lock()

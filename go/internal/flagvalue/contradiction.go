@@ -12,6 +12,10 @@ type contradiction struct{ err error }
 func (c contradiction) Error() string { return c.err.Error() }
 func (c contradiction) Unwrap() error { return c.err }
 
+// Contradicted: unreadable.NoVerdict says nothing after its text
+// (unreadable.Contradicted, asserted in this package's tests).
+func (c contradiction) Contradicted() bool { return true }
+
 // Contradiction marks err as a request the data or the host contradicts.
 func Contradiction(err error) error {
 	if err == nil {

@@ -31,6 +31,7 @@ var rules = map[string][]string{
 	"go/internal/diskspace":       {},
 	"go/internal/procident":       {},
 	"go/internal/relver":          {},
+	"go/internal/pathin":          {},
 	"go/vt/vtversion":             {},
 	"go/vt/mysqlctl/backuphandle": {},
 
@@ -50,10 +51,10 @@ var rules = map[string][]string{
 	// The engine: the stream format and small helpers; nothing of the storage.
 	"go/vt/mysqlctl/fifobackupengine": {"go/xbstream", "go/vt/mysqlctl/backuphandle", "go/internal/flagvalue", "go/internal/hostmem",
 		"go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/procident", "go/internal/errtext", "go/internal/relver",
-		"go/internal/diskspace"},
+		"go/internal/diskspace", "go/internal/pathin"},
 	"go/vt/mysqlctl/tableimport": {"go/internal/mysqlfilename", "go/internal/diskspace"},
 	"go/vt/mysqlctl/testrestore": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/internal/mysqlinstall",
-		"go/internal/flagvalue", "go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/relver"},
+		"go/internal/flagvalue", "go/internal/mysqlfilename", "go/internal/unreadable", "go/internal/relver", "go/internal/errtext"},
 	"go/vt/mysqlctl/selftest": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/tableimport",
 		"go/vt/mysqlctl/testrestore", "go/internal/mysqlinstall", "go/internal/vtusers", "go/vt/vtversion", "go/internal/unreadable"},
 
@@ -62,10 +63,10 @@ var rules = map[string][]string{
 	"go/cmd/plugin/engines":  {"go/cmd/plugin", "go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage"},
 	"go/cmd/plugin/storages": {"go/cmd/plugin", "go/vt/mysqlctl/splitstorage"},
 	"go/cmd/plugin/testrestoreplugin": {"go/cmd/plugin", "go/vt/mysqlctl/testrestore", "go/vt/mysqlctl/splitstorage",
-		"go/internal/flagvalue", "go/internal/retention"},
+		"go/internal/flagvalue", "go/internal/retention", "go/internal/unreadable"},
 	"go/cmd/vtfifo/vtfifocli": {"go/vt/mysqlctl/fifobackupengine", "go/vt/mysqlctl/splitstorage", "go/vt/mysqlctl/splitstorage/crypt",
 		"go/vt/mysqlctl/tableimport", "go/vt/mysqlctl/testrestore", "go/vt/mysqlctl/selftest", "go/vt/vtversion", "go/internal/flagvalue",
-		"go/internal/mysqlinstall", "go/internal/retention", "go/internal/unreadable", "go/internal/errtext"},
+		"go/internal/mysqlinstall", "go/internal/retention", "go/internal/unreadable", "go/internal/errtext", "go/internal/pathin"},
 	"go/cmd/vtfifo":                 {"go/cmd/vtfifo/vtfifocli"},
 	"go/cmd/fifoverify":             {"go/cmd/vtfifo/vtfifocli"},
 	"go/cmd/vttablet":               {"go/cmd/plugin", "go/cmd/plugin/engines", "go/cmd/plugin/storages"},

@@ -17,8 +17,6 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
-
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
 )
 
@@ -139,17 +137,23 @@ func (m marked) Error() string    { return m.err.Error() }
 func (m marked) Unwrap() error    { return m.err }
 func (m marked) Unreadable() bool { return true }
 
+// Contradicted is implemented by an error that marks a request the data
+// or the host contradicts (flagvalue.Contradiction): its own text says what
+// to correct, and NoVerdict adds nothing to it.
+type Contradicted interface{ Contradicted() bool }
+
 // NoVerdict says, after err's own text, why err is no proof about a backup:
 // this host could not finish (HostFault, with its cause) or something could
 // not be read or reached (Is); "" for an error that may be a verdict, and
-// for a request the data or the host contradicts (flagvalue.Contradiction),
-// whose own text says what to correct. Every place that reports a failure
-// to an operator (the CLI's FAIL line, a tablet's or vtbackup's restore,
-// vtbackup's test restore) says it so, and no reader takes this host's
-// failure for damage.
+// for a contradicted request (Contradicted). Every place that reports a
+// failure to an operator (the CLI's FAIL line, a tablet's or vtbackup's
+// restore, vtbackup's test restore) says it so, and no reader takes this
+// host's failure for damage.
 func NoVerdict(err error) string {
-	if flagvalue.IsContradiction(err) {
-		return ""
+	for _, e := range chain(err) {
+		if c, ok := e.(Contradicted); ok && c.Contradicted() {
+			return ""
+		}
 	}
 	if why := HostFault(err); why != "" {
 		return "this host could not finish it (" + why + "): nothing says the backup is damaged"

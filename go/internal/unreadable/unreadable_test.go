@@ -13,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
-
 	"vitess.io/vitess/go/vt/vterrors"
 
 	vtrpcpb "vitess.io/vitess/go/vt/proto/vtrpc"
@@ -91,8 +89,13 @@ func TestNoVerdictSaysWhyOrNothing(t *testing.T) {
 		{fmt.Errorf("restore: %w", full), "this host could not finish it (its disk is full): nothing says the backup is damaged"},
 		{fmt.Errorf("reading: %w", context.DeadlineExceeded), "it could not be read or reached: nothing says the backup is damaged"},
 		// Its own text says what to correct, though it holds this host's failure.
-		{flagvalue.Contradiction(full), ""},
+		{fmt.Errorf("prepare: %w", contradicted{full}), ""},
 	} {
 		assert.Equal(t, c.want, NoVerdict(c.err), "%v", c.err)
 	}
 }
+
+type contradicted struct{ error }
+
+func (c contradicted) Unwrap() error      { return c.error }
+func (c contradicted) Contradicted() bool { return true }

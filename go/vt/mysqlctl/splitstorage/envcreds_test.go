@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -60,9 +60,10 @@ func TestTakeEnvCredentials(t *testing.T) {
 
 // TestLegacyS3FindsTheTakenCredentials: with Vitess's s3 storage as the
 // legacy one, the credentials taken out of the environment reach it the
-// SDK's default way (a shared credentials file only this user can read,
-// named by AWS_SHARED_CREDENTIALS_FILE), and no environment variable holds
-// the secret; without a legacy s3 storage no file is written.
+// SDK's default way (a shared credentials file in this process's memory,
+// only this user can read, named by AWS_SHARED_CREDENTIALS_FILE), and no
+// environment variable holds the secret; without a legacy s3 storage no
+// file is made.
 func TestLegacyS3FindsTheTakenCredentials(t *testing.T) {
 	const id, secret = "AKIDLEGACYTEST", "LEGACY-SECRET-5678"
 	for _, legacy := range []string{"s3", ""} {
@@ -74,7 +75,8 @@ func TestLegacyS3FindsTheTakenCredentials(t *testing.T) {
 			t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "")
 			os.Unsetenv("AWS_SHARED_CREDENTIALS_FILE")
 			t.Cleanup(s3.ForgetTakenCredentials)
-			remove, err := splitstorage.TakeEnvCredentials(splitstorage.Config{Backend: splitstorage.BackendS3, Legacy: legacy}, t.TempDir())
+			tmp := t.TempDir()
+			remove, err := splitstorage.TakeEnvCredentials(splitstorage.Config{Backend: splitstorage.BackendS3, Legacy: legacy}, tmp)
 			require.NoError(t, err)
 			for _, kv := range os.Environ() {
 				assert.NotContains(t, kv, secret)
@@ -86,12 +88,17 @@ func TestLegacyS3FindsTheTakenCredentials(t *testing.T) {
 				return
 			}
 			require.True(t, shared)
+			// In this process's memory only: gone with it however it ends
+			// (kill -9 too), nothing on a disk, nothing under tmp.
+			target, err := os.Readlink(path)
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(target, "/memfd:vtfifo-aws-credentials"), "%s -> %s", path, target)
+			entries, err := os.ReadDir(tmp)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "nothing written under tmp")
 			fi, err := os.Stat(path)
 			require.NoError(t, err)
 			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-			di, err := os.Stat(filepath.Dir(path))
-			require.NoError(t, err)
-			assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
 			cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"))
 			require.NoError(t, err)
 			creds, err := cfg.Credentials.Retrieve(context.Background())
@@ -99,7 +106,8 @@ func TestLegacyS3FindsTheTakenCredentials(t *testing.T) {
 			assert.Equal(t, id, creds.AccessKeyID)
 			assert.Equal(t, secret, creds.SecretAccessKey)
 			remove()
-			assert.NoFileExists(t, path)
+			b, _ := os.ReadFile(path) // closed: gone, or another file under the number
+			assert.NotContains(t, string(b), secret)
 			_, shared = os.LookupEnv("AWS_SHARED_CREDENTIALS_FILE")
 			assert.False(t, shared)
 		})

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
@@ -22,16 +21,18 @@ import (
 // the newer ones proven not broken, as vtfifo prune's --keep.
 func TestPruneCountsOnlyBackupsProvenNotBroken(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	fs := pflag.NewFlagSet("vtbackup", pflag.ContinueOnError)
-	splitstorage.RegisterFlags(fs)
-	require.NoError(t, fs.Parse([]string{"--split-storage-root=" + root}))
-	was := backupstorage.BackupStorageImplementation
-	backupstorage.BackupStorageImplementation = splitstorage.Name
-	t.Cleanup(func() { backupstorage.BackupStorageImplementation = was })
-	bs, err := backupstorage.GetBackupStorage()
+	cfg := splitstorage.DefaultConfig()
+	cfg.File.Root = t.TempDir()
+	bs, err := splitstorage.New(cfg) // vtbackup's, under a name of this test's
 	require.NoError(t, err)
 	defer bs.Close()
+	backupstorage.BackupStorageMap["split-prune-test"] = bs
+	was := backupstorage.BackupStorageImplementation
+	backupstorage.BackupStorageImplementation = "split-prune-test"
+	t.Cleanup(func() {
+		backupstorage.BackupStorageImplementation = was
+		delete(backupstorage.BackupStorageMap, "split-prune-test")
+	})
 
 	now := time.Now().UTC()
 	name := func(daysAgo int) string {

@@ -22,3 +22,26 @@ func TestAPassWithTablesOfAnOlderFormatSaysSo(t *testing.T) {
 		"reads only after a rebuild or upgrade: not damage, neither checked nor counted: `k`.`old`: Table rebuild required. Please do \"ALTER TABLE "+
 		"`old` FORCE\" or dump/reload to fix it!), 3 rows; record stored beside the backup")
 }
+
+// TestAFailSaysWhichRestoresStillChooseTheBackup: a failed test restore's
+// line says, where the record was stored and the backup not quarantined,
+// that a tablet's restore may still choose it, and how to stop that.
+func TestAFailSaysWhichRestoresStillChooseTheBackup(t *testing.T) {
+	rec := testrestore.Record{Backup: "ks/0/b", Outcome: testrestore.Failed, Duration: "9s", Error: "CHECK TABLE failed on 1 of 5 tables"}
+	for _, c := range []struct {
+		res  TestRestoreResult
+		want string
+	}{
+		{TestRestoreResult{Record: rec, Stored: "stored beside the backup"}, "FAIL: test restore of ks/0/b (9s, record stored beside the " +
+			"backup; not quarantined: vtfifo restore passes over it and retention does not count it, but a tablet's restore may still choose " +
+			"it (--quarantine-on-failure takes it out of every restore's choice)): CHECK TABLE failed on 1 of 5 tables\n"},
+		{TestRestoreResult{Record: rec, Stored: "stored beside the backup", Quarantined: true}, "FAIL: test restore of ks/0/b (9s, record " +
+			"stored beside the backup; the backup is quarantined: restores no longer choose it): CHECK TABLE failed on 1 of 5 tables\n"},
+		{TestRestoreResult{Record: rec, Stored: "not stored (--record=false)"}, "FAIL: test restore of ks/0/b (9s, record not stored " +
+			"(--record=false)): CHECK TABLE failed on 1 of 5 tables\n"},
+	} {
+		var out bytes.Buffer
+		c.res.print(&out)
+		assert.Equal(t, c.want, out.String())
+	}
+}

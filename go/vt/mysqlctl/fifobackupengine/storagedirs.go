@@ -31,8 +31,8 @@ func storageDirs(bh backupstorage.BackupHandle) []string {
 // backups in a path a tablet's restore clears (clearedPaths, as Vitess's own
 // restore does: the data, InnoDB and log directories): the next restore
 // would delete every backup there, the one it restores included. Checked
-// before anything is written or deleted; paths are compared as they
-// resolve, through symbolic links.
+// before anything is written or deleted; paths are compared as named and
+// as they resolve through symbolic links (pathin.Dir).
 func checkStorageOutside(cnf *mysqlctl.Mycnf, bh backupstorage.BackupHandle) error {
 	dirs := storageDirs(bh)
 	if len(dirs) == 0 {

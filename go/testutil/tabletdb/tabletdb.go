@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -83,7 +84,7 @@ func StartWith(t testing.TB, parent, mysqldLines string) *Tablet {
 	root, err := os.MkdirTemp(parent, "tabletdb-")
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(root, 0o755))
-	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	t.Cleanup(func() { removeRoot(root) })
 	owner, err := json.Marshal(procident.Self())
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(root, ownerFile), owner, 0o644))
@@ -176,6 +177,22 @@ func (tb *Tablet) ErrorLog() string {
 
 // ownerFile, in a tablet's VTDATAROOT, names the test process that made it.
 const ownerFile = "tabletdb-owner.json"
+
+// removeRoot removes a tablet's VTDATAROOT once its server is down
+// (cleanups run last-registered first). mysqld_safe outlives mysqld by a
+// moment and writes its last line ("mysqld ... ended") to the error log,
+// which could recreate a file under a tree RemoveAll had emptied: the tree
+// is removed again until it stays gone, for up to 10 s.
+func removeRoot(root string) {
+	for range 100 {
+		if err := os.RemoveAll(root); err == nil {
+			if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
 
 // sweepLeftovers stops the servers and removes the VTDATAROOTs under parent
 // that test processes left when they died without their cleanups (go

@@ -11,10 +11,7 @@ import (
 // Resolved is p made absolute and clean, with the symbolic links of its
 // longest existing ancestor resolved (the rest, not there yet, as named).
 func Resolved(p string) string {
-	p, err := filepath.Abs(p)
-	if err != nil {
-		return filepath.Clean(p)
-	}
+	p = abs(p)
 	var rest []string
 	for dir := p; ; dir = filepath.Dir(dir) {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {

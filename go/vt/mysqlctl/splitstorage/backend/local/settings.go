@@ -26,7 +26,7 @@ func (c *Config) Kind() string { return Name }
 func (c *Config) Defaults() { *c = Config{} }
 
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	backend.StringFlag(fs, &c.Root, flagRoot, "must be set when "+backend.Selected(Name), "root directory of the file backend.")
+	backend.StringFlag(fs, &c.Root, flagRoot, "must be set when "+backend.Selected(Name), "root directory of the file backend; never inside a tablet's data, InnoDB or log directories, which its restore clears (a backup into such a root, or a restore from it, is refused).")
 }
 
 func (c *Config) Check(selected bool, p *flagvalue.Problems) {

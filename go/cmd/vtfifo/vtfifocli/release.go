@@ -14,8 +14,8 @@ import (
 
 // releaseDoc is `vtfifo release`'s help.
 var releaseDoc = commandDoc{"release", "Put a quarantined backup back among those restores choose from",
-	"A backup that failed its test restore (vtbackup --fifo-backup-test-restore, or test-restore\n" +
-		"--quarantine-on-failure) is quarantined: restores no longer choose it and `verify --list-incomplete` shows\n" +
+	"A backup that failed its test restore (vtbackup --fifo-backup-test-restore, or vtfifo test-restore\n" +
+		"but with --quarantine-on-failure=false) is quarantined: restores no longer choose it and `verify --list-incomplete` shows\n" +
 		"why. release verifies every part, then makes it complete again, for a failure that was the test's environment,\n" +
 		"not the backup; it keeps the failed test record and says so (vtfifo's own picks skip such a backup until a test\n" +
 		"restore passes).",

@@ -349,11 +349,11 @@ func testRestoreRefusedByTheServer(t *testing.T, dir, backup, record string, sto
 	show := append([]string{"show", "--backup=" + backup}, storage[:len(storage)-1]...)
 	assert.Regexp(t, `\nTest restore: +passed \S+ \(\d+ tables, \d+ rows\) on \S+, took \S+\n`, run(t, 0, show...), "the pass before")
 	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
-		"--quiet"}, storage...)...)
+		"--quarantine-on-failure=false", "--quiet"}, storage...)...)
 	assert.Contains(t, out, "FAIL: test restore of ")
-	assert.Contains(t, out, "record stored beside the backup; not quarantined: vtfifo restore passes over it and retention does not count it, but a "+
-		"tablet's restore may still choose it (--quarantine-on-failure takes it out of every restore's choice)): mysqld exited while starting (exit status 1); its "+
-		"error log ends:")
+	assert.Contains(t, out, "record stored beside the backup; not quarantined (--quarantine-on-failure=false): vtfifo restore passes over it and "+
+		"retention does not count it, but a tablet's restore may still choose it (a test restore without that flag takes it out of every "+
+		"restore's choice)): mysqld exited while starting (exit status 1); its error log ends:")
 	assert.Contains(t, out, "[ERROR] Aborting")
 	refused := "; the same server, started the same way, starts on an empty data directory here: the restored files are what it refused\n"
 	assert.True(t, strings.HasSuffix(out, refused), out)
@@ -364,6 +364,20 @@ func testRestoreRefusedByTheServer(t *testing.T, dir, backup, record string, sto
 	assert.Regexp(t, `\n\nThe test restore of \S+ failed:\nmysqld exited while starting \(exit status 1\); its error log ends:\n`, out)
 	assert.Contains(t, out, "[ERROR] Aborting\n")
 	assert.True(t, strings.HasSuffix(out, refused), out)
+
+	// By default the failure quarantines it, and the backups based on it:
+	// no restore chooses them, a tablet's included; release puts them back.
+	out, _ = runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
+		"--quiet"}, storage...)...)
+	assert.Contains(t, out, "; the backup is quarantined: restores no longer choose it): mysqld exited while starting (exit status 1)")
+	assert.True(t, strings.HasSuffix(out, refused), out)
+	list := append([]string{"ls", "--quiet"}, storage[:len(storage)-1]...)
+	listed := run(t, 0, list...)
+	assert.Regexp(t, `\n`+backup+`\s+-\s+quarantined: test restore failed \S+: mysqld exited while starting`, listed)
+	assert.Regexp(t, `\n\S+\s+-\s+quarantined: its base `+backup+` is quarantined: test restore failed`, listed)
+	out = run(t, 0, append([]string{"release", "--backup=" + backup, "--quiet"}, storage[:len(storage)-1]...)...)
+	assert.Regexp(t, `\nreleased \S+ too \(the quarantine of its chain had taken it out\)`, out)
+	assert.NotContains(t, run(t, 0, list...), "quarantined")
 }
 
 // testRestoreOfAServerShortOfFiles: real mariadbd under a limit of open

@@ -38,8 +38,9 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 		func(fs *pflag.FlagSet, o *options) func() error {
 			tr.Register(fs, "")
 			record = fs.Bool("record", true, "store the verification record beside the backup (split storage)")
-			quarantine = fs.Bool("quarantine-on-failure", false, "when the test fails, quarantine the backup: restores no longer choose it (vtfifo "+
-				"release puts it back)")
+			quarantine = fs.Bool("quarantine-on-failure", true, "when the test fails, quarantine the backup: no restore chooses it, a tablet's "+
+				"included (vtfifo release puts it back); =false keeps only the record, which vtfifo's restores and retention heed but a tablet's "+
+				"restore does not; off with --record=false")
 			asJSON = fs.Bool("json", false, "print one JSON object (the record, where it was stored, whether the backup was quarantined) instead of a line")
 			o.registerProgressFlags(fs)
 			return func() error {
@@ -51,8 +52,11 @@ func TestRestore(ctx context.Context, prog string, args []string, stdout, stderr
 						return err
 					}
 				}
-				if *quarantine && !*record {
-					return errors.New("--quarantine-on-failure needs --record")
+				if !*record {
+					if *quarantine && fs.Changed("quarantine-on-failure") {
+						return errors.New("--quarantine-on-failure needs --record")
+					}
+					*quarantine = false // nothing may be written: a read-only run
 				}
 				return o.validateProgress()
 			}
@@ -111,6 +115,8 @@ type TestRestoreResult struct {
 	Record      testrestore.Record `json:"record"`
 	Stored      string             `json:"stored"`
 	Quarantined bool               `json:"quarantined"`
+	// NotQuarantined says why a failed backup could not be quarantined.
+	NotQuarantined string `json:"not_quarantined,omitempty"`
 }
 
 // keepTestRestore stores a test restore's record beside the backup when
@@ -128,10 +134,14 @@ func keepTestRestore(ctx context.Context, bh backupstorage.BackupHandle, rec tes
 		}
 	}
 	if rec.Outcome != testrestore.Passed && quarantine {
-		if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
+		switch err := testrestore.Quarantine(ctx, bh, rec); {
+		case errors.Is(err, testrestore.ErrNoRecords):
+			res.NotQuarantined = "not quarantined either (the same reason): restores may still choose it"
+		case err != nil:
 			return res, fmt.Errorf("test restore of %s failed and it could not be quarantined: %w", rec.Backup, err)
+		default:
+			res.Quarantined = true
 		}
-		res.Quarantined = true
 	}
 	return res, nil
 }
@@ -143,11 +153,13 @@ func (res TestRestoreResult) print(w io.Writer) {
 		switch {
 		case res.Quarantined:
 			stored += "; the backup is quarantined: restores no longer choose it"
+		case res.NotQuarantined != "":
+			stored += "; " + res.NotQuarantined
 		case strings.HasPrefix(stored, "stored"):
 			// The record steers vtfifo's choices only; Vitess picks the
 			// newest backup whose MANIFEST reads.
-			stored += "; not quarantined: vtfifo restore passes over it and retention does not count it, but a tablet's restore may still choose it " +
-				"(--quarantine-on-failure takes it out of every restore's choice)"
+			stored += "; not quarantined (--quarantine-on-failure=false): vtfifo restore passes over it and retention does not count it, but a " +
+				"tablet's restore may still choose it (a test restore without that flag takes it out of every restore's choice)"
 		}
 		fmt.Fprintf(w, "FAIL: test restore of %s (%s, record %s): %s\n", rec.Backup, rec.Duration, stored, rec.Error)
 		return

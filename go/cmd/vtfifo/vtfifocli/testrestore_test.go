@@ -24,8 +24,10 @@ func TestAPassWithTablesOfAnOlderFormatSaysSo(t *testing.T) {
 }
 
 // TestAFailSaysWhichRestoresStillChooseTheBackup: a failed test restore's
-// line says, where the record was stored and the backup not quarantined,
-// that a tablet's restore may still choose it, and how to stop that.
+// line says, where the record was stored and the backup not quarantined
+// (--quarantine-on-failure=false), that a tablet's restore may still choose
+// it, and how to stop that; where the storage keeps no records, that it
+// was not quarantined and why.
 func TestAFailSaysWhichRestoresStillChooseTheBackup(t *testing.T) {
 	rec := testrestore.Record{Backup: "ks/0/b", Outcome: testrestore.Failed, Duration: "9s", Error: "CHECK TABLE failed on 1 of 5 tables"}
 	for _, c := range []struct {
@@ -33,8 +35,13 @@ func TestAFailSaysWhichRestoresStillChooseTheBackup(t *testing.T) {
 		want string
 	}{
 		{TestRestoreResult{Record: rec, Stored: "stored beside the backup"}, "FAIL: test restore of ks/0/b (9s, record stored beside the " +
-			"backup; not quarantined: vtfifo restore passes over it and retention does not count it, but a tablet's restore may still choose " +
-			"it (--quarantine-on-failure takes it out of every restore's choice)): CHECK TABLE failed on 1 of 5 tables\n"},
+			"backup; not quarantined (--quarantine-on-failure=false): vtfifo restore passes over it and retention does not count it, but a " +
+			"tablet's restore may still choose it (a test restore without that flag takes it out of every restore's choice)): CHECK TABLE " +
+			"failed on 1 of 5 tables\n"},
+		{TestRestoreResult{Record: rec, Stored: "not stored: only the split storage keeps verification records", NotQuarantined: "not " +
+			"quarantined either (the same reason): restores may still choose it"}, "FAIL: test restore of ks/0/b (9s, record not " +
+			"stored: only the split storage keeps verification records; not quarantined either (the same reason): restores may still choose " +
+			"it): CHECK TABLE failed on 1 of 5 tables\n"},
 		{TestRestoreResult{Record: rec, Stored: "stored beside the backup", Quarantined: true}, "FAIL: test restore of ks/0/b (9s, record " +
 			"stored beside the backup; the backup is quarantined: restores no longer choose it): CHECK TABLE failed on 1 of 5 tables\n"},
 		{TestRestoreResult{Record: rec, Stored: "not stored (--record=false)"}, "FAIL: test restore of ks/0/b (9s, record not stored " +
@@ -44,4 +51,20 @@ func TestAFailSaysWhichRestoresStillChooseTheBackup(t *testing.T) {
 		c.res.print(&out)
 		assert.Equal(t, c.want, out.String())
 	}
+}
+
+// TestQuarantineOnFailureNeedsTheRecord: a failed test restore quarantines
+// by default, which writes to the storage; --record=false (a read-only run)
+// turns it off with the record, and asking for both is a usage error at
+// startup (exit 2, naming the flags), before the storage is read.
+func TestQuarantineOnFailureNeedsTheRecord(t *testing.T) {
+	root := t.TempDir()
+	args := []string{"test-restore", "--keyspace=ks", "--shard=0", "--backup=b", "--progress=never", "--record=false"}
+	out, errOut := runSplit(t, 2, root, append(args, "--quarantine-on-failure")...)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "--quarantine-on-failure needs --record")
+	// Alone, --record=false is no usage error: the run goes on to the
+	// storage, where no such backup is.
+	out, errOut = runSplit(t, 3, root, args...)
+	assert.NotContains(t, out+errOut, "--quarantine-on-failure")
 }

@@ -115,7 +115,7 @@ func (r *restoreRun) execute(ctx context.Context) error {
 		if !unreadable.Is(err) {
 			r.logger.Errorf("fifo restore: %s, the backup Vitess picked, cannot be restored: %s. Vitess picks the newest backup whose own "+
 				"MANIFEST reads; for tablets to restore an older one until its chain is whole again (vtfifo repair, from a copy), take it "+
-				"out of the list: vtfifo test-restore --backup=%[1]s --quarantine-on-failure fails on the same and quarantines it, with "+
+				"out of the list: vtfifo test-restore --backup=%[1]s fails on the same and quarantines it, with "+
 				"the backups that need it", r.m.BackupName, errtext.Text(err))
 		}
 		return err

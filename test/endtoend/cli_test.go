@@ -158,9 +158,11 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 			t.Fatalf("a test restore that reached no verdict recorded %s", v)
 		}
 		// A part damaged in the store: the run fails naming it, and says so
-		// in the record ls shows. The byte flipped back, it passes (below).
+		// in the record ls shows (kept, not quarantined: the quarantine is
+		// vtbackup-test-restore-quarantine-release-rm's). The byte flipped
+		// back, it passes (below).
 		key := damageOnePart(ctx, t, c, splitFlags(c), name)
-		out, code, err := c.Vtfifo(ctx, append([]string{"test-restore", "--backup=" + name}, tool...)...)
+		out, code, err := c.Vtfifo(ctx, append([]string{"test-restore", "--backup=" + name, "--quarantine-on-failure=false"}, tool...)...)
 		if again := damageOnePart(ctx, t, c, splitFlags(c), name); again != key {
 			t.Fatalf("damageOnePart flipped %s back, not %s", again, key)
 		}
@@ -677,12 +679,12 @@ func runOperatorCLI(t *testing.T, sb storageBackend) {
 		if len(untested) != len(after)+1 || !slices.Equal(untested[:len(after)], after) {
 			t.Fatalf("GetBackups lists %v after a test restore with no verdict, want %v and the new one: nothing pruned or quarantined", untested, after)
 		}
-		// A part of it damaged in the store: its test restore fails, and
-		// --quarantine-on-failure takes it out of every restore's choice.
+		// A part of it damaged in the store: its test restore fails and, by
+		// default, takes it out of every restore's choice, Vitess's too.
 		newest := untested[len(untested)-1]
 		key := damageOnePart(ctx, t, c, splitFlags(c), newest)
-		if out := vtfifo(t, 1, append([]string{"test-restore", "--backup=" + newest, "--quarantine-on-failure"}, tool...)...); !strings.Contains(out, key) ||
-			!strings.Contains(out, "quarantined") {
+		if out := vtfifo(t, 1, append([]string{"test-restore", "--backup=" + newest}, tool...)...); !strings.Contains(out, key) ||
+			!strings.Contains(out, "the backup is quarantined: restores no longer choose it") {
 			t.Fatalf("test-restore of a damaged part %s:\n%s", key, out)
 		}
 		listedNow, err := c.GetBackups(ctx)
@@ -1019,6 +1021,21 @@ func splitFlags(c *cluster.Cluster) []string {
 // backend), and returns its key; a second call flips it back.
 func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storageFlags []string, name string) string {
 	t.Helper()
+	return damageObject(ctx, t, c, storageFlags, name, func(key string) bool {
+		return strings.Contains(key, ".part-") && !strings.Contains(key, "/MANIFEST.")
+	})
+}
+
+// damageManifest is damageOnePart of backup name's MANIFEST.
+func damageManifest(ctx context.Context, t *testing.T, c *cluster.Cluster, storageFlags []string, name string) string {
+	t.Helper()
+	return damageObject(ctx, t, c, storageFlags, name, func(key string) bool { return strings.Contains(key, "/MANIFEST.") })
+}
+
+// damageObject flips a byte in the middle of the first object of backup
+// name that which takes, as damageOnePart says.
+func damageObject(ctx context.Context, t *testing.T, c *cluster.Cluster, storageFlags []string, name string, which func(key string) bool) string {
+	t.Helper()
 	for _, kv := range c.Storage.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
@@ -1031,7 +1048,7 @@ func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storag
 	objs, err := be.List(ctx, c.Keyspace+"/"+c.Shard+"/"+name+"/", false)
 	must(t, err)
 	for _, o := range objs {
-		if !strings.Contains(o.Key, ".part-") || strings.Contains(o.Key, "/MANIFEST.") {
+		if !which(o.Key) {
 			continue
 		}
 		r, err := be.Get(ctx, o.Key, 0, -1)
@@ -1045,7 +1062,7 @@ func damageOnePart(ctx context.Context, t *testing.T, c *cluster.Cluster, storag
 		must(t, be.Put(ctx, o.Key, bytes.NewReader(b), int64(len(b)), backend.PutOptions{CRC32C: sum}))
 		return o.Key
 	}
-	t.Fatalf("backup %s has no part object", name)
+	t.Fatalf("backup %s has no such object", name)
 	return ""
 }
 

@@ -167,6 +167,10 @@ func runFlows(t *testing.T, sb storageBackend) {
 		}
 		checkNewestBackup(ctx, t, c, sb, len(first), engine)
 		copied := copyNewestByHand(ctx, t, c, sb, first)
+		// The new backup's MANIFEST damaged in the store: the next run
+		// restores the one before it, and its pruning does not count it.
+		damaged := first[len(first)-1]
+		damageManifest(ctx, t, c, splitFlags(c), damaged)
 
 		must(t, r.AddRows(ctx, 500))
 		want, err := r.Checksums(ctx)
@@ -177,11 +181,18 @@ func runFlows(t *testing.T, sb storageBackend) {
 		checkVarsStats(t, "vtbackup", res.Vars, "Backup", engineStats(engine), sb)
 		second, err := c.GetBackups(ctx)
 		must(t, err)
-		// --min-retention-count=2: the newest two remain, everything older than 1s is pruned;
-		// the copy made by hand is not counted (counted, it made the run remove the good
-		// backup it is a copy of, leaving one restorable backup), nor removed.
-		if len(second) != 2 || second[0] != first[len(first)-1] {
-			t.Fatalf("after the second vtbackup run: %v, want [%s <new>]", second, first[len(first)-1])
+		// --min-retention-count=2: the newest two that are not broken remain, with the
+		// damaged one between them; everything older than 1s is pruned. Neither the
+		// damaged backup nor the copy made by hand is counted (counted, each made the
+		// run remove the good backup before it, leaving one restorable backup), nor
+		// removed.
+		want2 := []string{first[len(first)-2], damaged}
+		if len(second) != 3 || !slices.Equal(second[:2], want2) {
+			t.Fatalf("after the second vtbackup run: %v, want %v and the new one", second, want2)
+		}
+		// The operator removes the damaged one, through Vitess.
+		if out, err := c.Vtctldclient(ctx, "RemoveBackup", c.Keyspace+"/"+c.Shard, damaged); err != nil {
+			t.Fatalf("RemoveBackup of the backup whose MANIFEST is damaged: %v\n%s", err, out)
 		}
 		checkNewestBackup(ctx, t, c, sb, 2, engine)
 		checkCopyKept(ctx, t, c, sb, copied)

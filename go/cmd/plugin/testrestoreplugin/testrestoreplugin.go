@@ -3,7 +3,9 @@
 // backup restorable (testrestore.Run, as `vtfifo test-restore` does), stores
 // the verification record beside it, and on a failed test quarantines it,
 // so that no restore ever chooses it, and fails vtbackup, as a failed backup
-// does. vtbackup's pruning (--min-retention-*) runs only after a passed test.
+// does. vtbackup's pruning (--min-retention-*) of a split storage is done
+// here, counting only the backups proven not broken, and with a test
+// restore only after it passed.
 package testrestoreplugin
 
 import (
@@ -60,12 +62,13 @@ var Plugin = plugin.Plugin{
 	},
 }
 
-// Wrap makes cmd (vtbackup's) test-restore the backup its RunE took.
+// Wrap makes cmd (vtbackup's) test-restore the backup its RunE took, and
+// prune a split storage by the rule vtfifo prune keeps.
 func Wrap(cmd *cobra.Command) {
 	run := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if !testRestore {
-			return run(c, args)
+		if !testRestore && backupstorage.BackupStorageImplementation != splitstorage.Name {
+			return run(c, args) // stock vtbackup, its own pruning included
 		}
 		ctx := c.Context()
 		if ctx == nil {
@@ -75,13 +78,16 @@ func Wrap(cmd *cobra.Command) {
 		if err != nil {
 			return err
 		}
-		before, err := backupNames(ctx, dir)
+		check, err := newBackupCheck(ctx, dir)
 		if err != nil {
 			return err
 		}
-		// vtbackup prunes right after its backup: a backup that then fails
-		// its test would have cost the good ones. Its pruning is held back
-		// and done here, with its own rule, once the new backup passed.
+		// vtbackup prunes right after its backup, counting every backup it
+		// lists, a broken one included, toward --min-retention-count; and a
+		// backup that then fails its test would have cost the good ones.
+		// Its pruning is held back and done here, once the new backup
+		// passed its test where there is one, counting only what is proven
+		// not broken.
 		keepFor, err := c.Flags().GetDuration("min-retention-time")
 		if err != nil {
 			return err
@@ -96,18 +102,35 @@ func Wrap(cmd *cobra.Command) {
 		if err := run(c, args); err != nil {
 			return err
 		}
-		tested, err := testNewBackup(ctx, dir, before)
-		if err != nil {
-			return err
-		}
-		if err := promoteNewBackup(ctx, dir, tested); err != nil {
+		if err := check(); err != nil {
 			return err
 		}
 		return prune(ctx, dir, keep, keepFor)
 	}
 }
 
-// prune is vtbackup's pruning (retention.Candidates), after the test.
+// newBackupCheck is what runs between vtbackup's backup and its pruning:
+// with --fifo-backup-test-restore, the new backup's test restore and
+// promotion; else nothing.
+func newBackupCheck(ctx context.Context, dir string) (func() error, error) {
+	if !testRestore {
+		return func() error { return nil }, nil
+	}
+	before, err := backupNames(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		tested, err := testNewBackup(ctx, dir, before)
+		if err != nil {
+			return err
+		}
+		return promoteNewBackup(ctx, dir, tested)
+	}, nil
+}
+
+// prune is vtbackup's pruning (retention.Candidates) over a split storage,
+// after the test where there is one.
 func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) error {
 	if keepFor == 0 {
 		return nil // vtbackup's "pruning disabled"
@@ -137,7 +160,8 @@ func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) err
 	}
 	remove := splitstorage.Remover(bs)
 	for _, bh := range cands {
-		logger.Infof("test restore passed: removing old backup %s/%s (--min-retention-count=%d, --min-retention-time=%v)", dir, bh.Name(), keep, keepFor)
+		logger.Infof("removing old backup %s/%s (--min-retention-count=%d counting only backups proven not broken, --min-retention-time=%v)", dir,
+			bh.Name(), keep, keepFor)
 		err := remove(ctx, dir, bh.Name())
 		switch {
 		case errors.Is(err, splitstorage.ErrInUse):

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,11 +75,35 @@ func NewWorkDir(parent, prefix string, logger logutil.Logger) (dir string, relea
 	return newWorkDir(parent, prefix, logger)
 }
 
-// ClaimDir records this process as the owner of dir, a directory the
-// caller made under a name of its own (claimWorkDir), so that SweepStale
-// removes it once this process is gone; the returned func removes the
-// record (a directory kept on purpose is then left alone for good).
-func ClaimDir(dir string) (unclaim func(), err error) { return claimWorkDir(dir) }
+// MkdirClaimed makes a new directory under parent named prefix and a short
+// random suffix, as os.MkdirTemp does (short: a server's socket goes in
+// it), owned by this process (claimWorkDir), so that SweepStale removes it
+// once this process is gone; the returned func removes the record (a
+// directory kept on purpose is then left alone for good). The record is
+// written first: a process killed between the two leaves a record without
+// its directory, which the sweep removes, never a directory nothing claims.
+func MkdirClaimed(parent, prefix string) (dir string, unclaim func(), err error) {
+	for range 16 {
+		dir = filepath.Join(parent, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10))
+		unclaim, err = claimWorkDir(dir)
+		if errors.Is(err, os.ErrExist) {
+			continue // another run's name
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		switch err = os.Mkdir(dir, 0o700); {
+		case err == nil:
+			return dir, unclaim, nil
+		case errors.Is(err, os.ErrExist):
+			unclaim() // a directory of that name without its record: not ours
+		default:
+			unclaim()
+			return "", nil, err
+		}
+	}
+	return "", nil, fmt.Errorf("cannot create a directory %s* under %s: every name tried exists", prefix, parent)
+}
 
 // SweepStale is removeStaleWorkDirs for the packages above the engine that
 // own directories by ClaimDir: those named prefix* under parent whose owner
@@ -98,7 +123,18 @@ func claimWorkDir(dir string) (func(), error) {
 	if err != nil {
 		return func() {}, err
 	}
-	if err := os.WriteFile(f, doc, 0o600); err != nil {
+	// Never over another's: a record of that name is not this run's.
+	rec, err := os.OpenFile(f, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return func() {}, err
+	}
+	if _, err := rec.Write(doc); err != nil {
+		rec.Close()
+		_ = os.Remove(f)
+		return func() {}, err
+	}
+	if err := rec.Close(); err != nil {
+		_ = os.Remove(f)
 		return func() {}, err
 	}
 	return func() { _ = os.Remove(f) }, nil
@@ -155,8 +191,10 @@ func removeStaleWorkDirs(parent, prefix string, remove func(dir string) error, l
 
 // removeOrphanRecord removes the owner record name whose directory is gone
 // (its process was killed in release, between removing the directory and
-// the record), when it is provably ours: a record this code writes, or one
-// beside a name mkWorkDir made. A file of that name is not proof.
+// the record, or in MkdirClaimed, between the record and the directory),
+// when it is provably ours (a record this code writes, or one beside a
+// name mkWorkDir made; a file of that name is not proof) and its owner is
+// provably gone: a live one's directory may be about to be made.
 func removeOrphanRecord(parent, prefix, name string, self procident.Owner) {
 	base, ok := strings.CutSuffix(name, ownerSuffix)
 	if !ok {
@@ -165,8 +203,14 @@ func removeOrphanRecord(parent, prefix, name string, self procident.Owner) {
 	if _, err := os.Lstat(filepath.Join(parent, base)); !errors.Is(err, os.ErrNotExist) {
 		return
 	}
-	_, _, ours := ownerRecord(filepath.Join(parent, name))
-	if _, named := nameOwner(prefix, base, self); ours || named {
+	owner, _, ours := ownerRecord(filepath.Join(parent, name))
+	if !ours {
+		var named bool
+		if owner, named = nameOwner(prefix, base, self); !named {
+			return
+		}
+	}
+	if self.Outlived(owner) {
 		_ = os.Remove(filepath.Join(parent, name))
 	}
 }

@@ -218,19 +218,22 @@ func TestRemoveStaleWorkDirs(t *testing.T) {
 		}
 	}
 	// Owner records without their directory (a process killed in release,
-	// between removing the directory and the record): removed, whoever they
-	// name; another prefix's is not this call's. A file of that name that
-	// is no record this code writes (an operator's, an earlier version's
-	// pid) is not ours: kept.
-	orphans := map[string]string{"fifo-restore-orphan": owners["fifo-restore-mine"], "fifo-backup-orphan": owners["fifo-restore-mine"],
-		"fifo-restore-notes": "the restore of 29 Nov, keep", "fifo-restore-oldorphan": owners["fifo-restore-oldformat"], "fifo-restore-empty": "{}"}
+	// between removing the directory and the record, or in MkdirClaimed,
+	// between the record and the directory): removed once their owner is
+	// gone; a live one's directory may be about to be made. Another
+	// prefix's is not this call's. A file of that name that is no record
+	// this code writes (an operator's, an earlier version's pid) is not
+	// ours: kept.
+	orphans := map[string]string{"fifo-restore-orphan": owners["fifo-restore-dead"], "fifo-restore-liveorphan": owners["fifo-restore-mine"],
+		"fifo-backup-orphan": owners["fifo-restore-dead"], "fifo-restore-notes": "the restore of 29 Nov, keep",
+		"fifo-restore-oldorphan": owners["fifo-restore-oldformat"], "fifo-restore-empty": "{}"}
 	for orphan, record := range orphans {
 		require.NoError(t, os.WriteFile(filepath.Join(parent, orphan+ownerSuffix), []byte(record), 0o600))
 	}
 	logger := logutil.NewMemoryLogger()
 	removeStaleWorkDirs(parent, stagingDirPrefix, os.RemoveAll, logger)
 	assert.NoFileExists(t, filepath.Join(parent, "fifo-restore-orphan"+ownerSuffix))
-	for _, kept := range []string{"fifo-backup-orphan", "fifo-restore-notes", "fifo-restore-oldorphan", "fifo-restore-empty"} {
+	for _, kept := range []string{"fifo-restore-liveorphan", "fifo-backup-orphan", "fifo-restore-notes", "fifo-restore-oldorphan", "fifo-restore-empty"} {
 		b, err := os.ReadFile(filepath.Join(parent, kept+ownerSuffix))
 		require.NoError(t, err, kept)
 		assert.Equal(t, orphans[kept], string(b))

@@ -214,15 +214,13 @@ func (r *runner) findServer() (string, error) {
 }
 
 func (r *runner) startServer() (string, error) {
-	fifobackupengine.SweepStale(cmp.Or(r.opts.WorkDir, os.TempDir()), scratchPrefix, removeDeadScratch, r.opts.Logger)
-	dir, err := os.MkdirTemp(r.opts.WorkDir, scratchPrefix)
+	parent := cmp.Or(r.opts.WorkDir, os.TempDir())
+	fifobackupengine.SweepStale(parent, scratchPrefix, removeDeadScratch, r.opts.Logger)
+	dir, unclaim, err := fifobackupengine.MkdirClaimed(parent, scratchPrefix)
 	if err != nil {
 		return "", err
 	}
-	r.scratch = dir
-	if r.unclaim, err = fifobackupengine.ClaimDir(dir); err != nil {
-		return "", err
-	}
+	r.scratch, r.unclaim = dir, unclaim
 	lines, taken, err := hostSettings(r.opts.HostCnf)
 	if err != nil {
 		return "", err

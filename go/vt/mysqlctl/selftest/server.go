@@ -174,7 +174,7 @@ func writeInitSQL(ctx context.Context, root string) (string, error) {
 }
 
 // scratchPrefix names the self-test's scratch directories, each owned by a
-// record (fifobackupengine.ClaimDir) while its run lives.
+// record (fifobackupengine.MkdirClaimed) while its run lives.
 const scratchPrefix = "vtfifo-selftest-"
 
 // removeDeadScratch removes a scratch directory that a run killed with

@@ -41,13 +41,7 @@ func TestAClaimedDirectoryIsSweptWhateverItsRunWasKilledIn(t *testing.T) {
 		select {}
 	}
 	parent := t.TempDir()
-	child := exec.Command(os.Args[0], "-test.run=^TestAClaimedDirectoryIsSweptWhateverItsRunWasKilledIn$")
-	child.Env = append(os.Environ(), claimedEnv+"="+parent)
-	out, err := child.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, child.Start())
-	t.Cleanup(func() { _ = child.Process.Kill() })
-	lines := bufio.NewScanner(out)
+	child, lines := startChild(t, claimedEnv+"="+parent)
 	require.True(t, lines.Scan(), "the child never made its directory")
 	claimed, cut := lines.Text(), filepath.Join(parent, prefix+"42")
 	assert.LessOrEqual(t, len(filepath.Base(claimed)), len(prefix)+10)
@@ -78,4 +72,17 @@ func TestAClaimedDirectoryIsSweptWhateverItsRunWasKilledIn(t *testing.T) {
 	unclaim()
 	assert.DirExists(t, dir)
 	assert.NoFileExists(t, dir+ownerSuffix)
+}
+
+// startChild runs this test again as a child process with env added (the
+// test's own branch for it), and returns it and its stdout's lines; it is
+// killed at the test's end.
+func startChild(t *testing.T, env string) (*exec.Cmd, *bufio.Scanner) {
+	child := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
+	child.Env = append(os.Environ(), env)
+	out, err := child.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill() })
+	return child, bufio.NewScanner(out)
 }

@@ -1,9 +1,7 @@
 package fifobackupengine
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -41,13 +39,7 @@ func TestAWorkDirCutBeforeItsRecordIsStillOurs(t *testing.T) {
 		select {}
 	}
 	parent := t.TempDir()
-	child := exec.Command(os.Args[0], "-test.run=^TestAWorkDirCutBeforeItsRecordIsStillOurs$")
-	child.Env = append(os.Environ(), cutClaimEnv+"="+parent)
-	out, err := child.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, child.Start())
-	t.Cleanup(func() { _ = child.Process.Kill() })
-	lines := bufio.NewScanner(out)
+	child, lines := startChild(t, cutClaimEnv+"="+parent)
 	var cut []string
 	for len(cut) < 2 && lines.Scan() {
 		cut = append(cut, lines.Text())

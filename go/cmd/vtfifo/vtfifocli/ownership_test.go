@@ -346,9 +346,13 @@ func TestATestRestoreThatCannotRunHereIsNoVerdict(t *testing.T) {
 	if os.Geteuid() == 0 {
 		readOnly = "/proc" // root writes into a 0500 directory
 	}
-	for _, c := range []struct{ flag, want string }{
-		{"--mysqld-path=/nonexistent/mariadbd", "mysqld /nonexistent/mariadbd: "},
-		{"--scratch-dir=" + readOnly, "cannot create the scratch directory: "},
+	// The server binary: none, one that is no server, one of another
+	// flavor. The line says which, as this host's.
+	for _, c := range []struct{ flag, want, why string }{
+		{"--mysqld-path=/nonexistent/mariadbd", "mysqld /nonexistent/mariadbd: ", "it has no server to start the backup with"},
+		{"--mysqld-path=/bin/false", "/bin/false --version: exit status 1", "its server binary does not run here as a server"},
+		{"--mysqld-path=/bin/true", "but /bin/true is true (GNU coreutils)", "its server is not of the backup's flavor"},
+		{"--scratch-dir=" + readOnly, "cannot create the scratch directory: ", ""},
 	} {
 		var out, errOut bytes.Buffer
 		code := Main(context.Background(), append([]string{"test-restore", "--backup=" + name, "--progress=never", c.flag}, args...), &out, &errOut)
@@ -356,6 +360,9 @@ func TestATestRestoreThatCannotRunHereIsNoVerdict(t *testing.T) {
 		assert.Contains(t, out.String(), "FAIL: test restore of ks/0/"+name+" could not run, nothing is recorded: ", c.flag)
 		assert.Contains(t, out.String(), c.want, c.flag)
 		assert.Contains(t, out.String(), "nothing says the backup is damaged", c.flag)
+		if c.why != "" {
+			assert.True(t, strings.HasSuffix(out.String(), "; this host could not finish it ("+c.why+"): nothing says the backup is damaged\n"), out.String())
+		}
 	}
 }
 

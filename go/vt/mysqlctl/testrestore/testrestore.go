@@ -166,11 +166,11 @@ func (e noVerdictFor) Unwrap() []error { return []error{e.err, errCouldNotRun} }
 func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options) (*server, *fifobackupengine.Manifest, error) {
 	mysqld, err := mysqlinstall.FindMysqld(opts.MysqldPath)
 	if err != nil {
-		return nil, nil, couldNotRun(err)
+		return nil, nil, couldNotRun(unreadable.Host(err, "it has no server to start the backup with"))
 	}
 	version, mariadb, err := mysqlinstall.ServerVersion(ctx, mysqld)
 	if err != nil {
-		return nil, nil, couldNotRun(err)
+		return nil, nil, couldNotRun(unreadable.Host(err, "its server binary does not run here as a server"))
 	}
 	if opts.Restore.ManifestDoc == nil {
 		if opts.Restore.ManifestDoc, err = fifobackupengine.ReadManifestBytes(ctx, bh); err != nil {
@@ -184,8 +184,8 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options
 	// The data's flavor: the server it was taken from (a stand-in presents
 	// mariabackup's data as Percona's).
 	if want := strings.Contains(m.MySQLVersion, "MariaDB") || m.ToolFlavor == fifobackupengine.FlavorMariabackup; want != mariadb {
-		return nil, nil, couldNotRun(fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor", m.ToolFlavor,
-			m.MySQLVersion, mysqld, version))
+		return nil, nil, couldNotRun(unreadable.Host(fmt.Errorf("the backup was taken with %s from %s, but %s is %s: give a server of its flavor",
+			m.ToolFlavor, m.MySQLVersion, mysqld, version), "its server is not of the backup's flavor"))
 	}
 	return &server{bin: mysqld, mariadb: mariadb, version: version, backupVersion: m.MySQLVersion}, m, nil
 }

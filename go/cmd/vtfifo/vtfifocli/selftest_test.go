@@ -478,7 +478,8 @@ kill -9 "$pid"; wait "$pid"; rm -f "$real"; kill -9 $$
 // do not fit the backup (another page size) exits at start; the backup,
 // restored again, starts without them and passes: the flags are a usage
 // error, exit 2, and nothing is recorded or quarantined, also where the
-// server under the flags damaged the files it was given. Flags this server
+// server under the flags damaged the files it was given, or started and
+// failed its checks. Flags this server
 // takes nowhere (an option it does not know) are told by the control
 // alone, exit 2. A server that refuses the backup's files without them too
 // (a stand-in) is a failed test restore, exit 1, saying both.
@@ -491,6 +492,17 @@ func testRestoreWithFlagsThatDoNotFit(t *testing.T, dir, backup, record string, 
 	assert.Contains(t, errOut, "could not run, nothing is recorded: mysqld exited while starting")
 	assert.Contains(t, errOut, `without --mysqld-flags="--innodb-page-size=4k" the backup restores, starts and passes every check: those flags do not fit `+
 		"this backup or this host, and nothing says the backup is damaged; correct them or leave them out")
+	assertNothingRecorded(t, record, before, storage)
+
+	// Flags under which the server starts and its checks fail (InnoDB in
+	// its last recovery mode calls indexes corrupted): the run without them
+	// passes, and the tables the first run failed are not carried into it
+	// (they were: the backup failed and was quarantined).
+	_, errOut = runArgs(t, 2, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-flags=--innodb-force-recovery=6",
+		"--quiet"}, storage...)...)
+	assert.Contains(t, errOut, "could not run, nothing is recorded: CHECK TABLE failed on ")
+	assert.Contains(t, errOut, `; without --mysqld-flags="--innodb-force-recovery=6" the backup restores, starts and passes every check: those flags `+
+		"do not fit this backup or this host, and nothing says the backup is damaged; correct them or leave them out")
 	assertNothingRecorded(t, record, before, storage)
 
 	_, errOut = runArgs(t, 2, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-flags=--no-such-option=1",

@@ -26,7 +26,10 @@ import (
 // backup's (a prepare or a server under the operator's flags may have
 // changed them before it failed: applied part of the redo, rebuilt its redo
 // log, upgraded tables, written recovery), and a verdict is only ever on
-// the backup.
+// the backup. So does what it finds: its record starts afresh (the tables
+// the first run found failing are the flags' doing until the run without
+// them fails them too), and where its verdict is the one given, the record
+// is its own.
 
 // runUnlessFlagsMisfit is run; where it failed with a verdict under the
 // operator's flags (those of a prepare it began, those of a server it
@@ -51,7 +54,7 @@ func runUnlessFlagsMisfit(ctx context.Context, bh backupstorage.BackupHandle, op
 	bare.OnPhase = onPhase
 	opts.Logger.Warningf("test restore failed with %s: restoring the backup again and starting it without them, so that a flag is not taken "+
 		"for the backup", flags)
-	again := *rec
+	again := Record{Version: rec.Version, Backup: rec.Backup, Started: rec.Started, Host: rec.Host}
 	servedBare, errBare := run(ctx, bh, bare, srv, &again)
 	switch {
 	case ctx.Err() != nil:
@@ -65,7 +68,8 @@ func runUnlessFlagsMisfit(ctx context.Context, bh backupstorage.BackupHandle, op
 		return unreadable.Host(fmt.Errorf("%w; without %s the run could not be made (%v), so nothing tells the flags from the backup",
 			err, flags, errBare), "it failed only under the operator's "+names+", and could not be run without them")
 	}
-	return fmt.Errorf("%v (and without %s: %w)", err, flags, errBare) // the verdict is the run's without them
+	*rec = again // the verdict, and what it found, are the run's without them
+	return fmt.Errorf("%v (and without %s: %w)", err, flags, errBare)
 }
 
 // withoutOperatorFlags says which of the operator's flags a failed run

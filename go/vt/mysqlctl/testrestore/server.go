@@ -56,6 +56,12 @@ func (o *outputTail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (o *outputTail) reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.b = nil
+}
+
 func (o *outputTail) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -185,6 +191,7 @@ func (s *server) command(args []string) *exec.Cmd {
 		gid, _ := strconv.ParseUint(s.runAs.Gid, 10, 32)
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
+	s.output.reset() // another start's output is not this one's
 	cmd.Stdout, cmd.Stderr = &s.output, &s.output
 	return cmd
 }

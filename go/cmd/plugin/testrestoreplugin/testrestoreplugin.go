@@ -145,6 +145,8 @@ func prune(ctx context.Context, dir string, keep int, keepFor time.Duration) err
 		return fmt.Errorf("pruning %s: %w", dir, err)
 	}
 	logger := logutil.NewConsoleLogger()
+	logger.Infof("pruning %s here, not by vtbackup (whose \"Pruning of old backups is disabled\" above means its own pass was held back for this "+
+		"one): --min-retention-count=%d counting only the backups proven not broken, --min-retention-time=%v", dir, keep, keepFor)
 	// --min-retention-count counts only the backups proven not broken, as
 	// vtfifo prune's --keep does (retention.KeepCount).
 	uncounted := testrestore.UncountedFunc(ctx)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/errtext"
 	"github.com/vtfifo/vtfifo/go/internal/flagvalue"
@@ -56,7 +57,7 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 	var file *partialFile
 	if *output != "-" {
 		var err error
-		if file, err = newPartialFile(*output); err != nil {
+		if file, err = newPartialFile(*output, s.logger); err != nil {
 			return s.o.failf(failureStatus(err), "%s", errtext.Line(err))
 		}
 		w = file
@@ -79,13 +80,15 @@ func Export(ctx context.Context, prog string, args []string, stdout, stderr io.W
 // beside the one asked for (.NAME.partial-*), synced and linked to NAME
 // only once the stream is whole, so that an export killed at any point
 // (SIGKILL, a power loss) never leaves a file of NAME that is a truncated
-// stream; what it leaves is named partial. NAME is never written over.
+// stream; what it leaves is named partial, and named for its process
+// (fifobackupengine.CreateOwnedFile), so that the next export to NAME
+// removes it once that process is provably gone. NAME is never written over.
 type partialFile struct {
 	*os.File
 	name string
 }
 
-func newPartialFile(name string) (*partialFile, error) {
+func newPartialFile(name string, logger logutil.Logger) (*partialFile, error) {
 	if st, err := os.Lstat(name); err == nil {
 		what := "a file"
 		if st.IsDir() {
@@ -93,7 +96,7 @@ func newPartialFile(name string) (*partialFile, error) {
 		}
 		return nil, flagvalue.Contradiction(fmt.Errorf("%s is %s already: export never writes over one; give the name of a new file", name, what))
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".partial-*")
+	f, err := fifobackupengine.CreateOwnedFile(filepath.Dir(name), "."+filepath.Base(name)+".partial-", logger)
 	if err == nil {
 		err = f.Chmod(0o640)
 	}

@@ -20,10 +20,11 @@ import (
 // A read lease is a small object, .reading-<holder>, that a process reading
 // a backup for long (a restore, a copy, an export, a test restore) puts
 // beside it: RemoveUnread refuses the backup while a lease is current, so
-// that retention on another host (vtfifo rm and prune, the test-restore
-// plugin's pruning) does not remove it under the reader. Vitess's own
-// RemoveBackup (vtctld, stock vtbackup pruning) does not look at leases: a
-// scheduled backup must not fail because someone reads an old one. A copy
+// that retention on another host (vtfifo rm and prune, vtbackup's pruning
+// through the plugin) does not remove it under the reader; it keeps the
+// backup for a later run, so a scheduled backup never fails because someone
+// reads an old one. Vitess's own RemoveBackup (vtctld) does not look at
+// leases. A copy
 // holds one on the backup it writes at its destination, so that a cleanup
 // there keeps off it. A lease ends when its holder releases it, at its
 // expiry, or, seen from the holder's own host and PID namespace, when the

@@ -529,9 +529,16 @@ esac`)), 0o755))
 	mysqld = filepath.Join(dir, "mysqld-that-never-starts-on-the-backup")
 	require.NoError(t, os.WriteFile(mysqld, []byte(refusesTheBackup("echo '[ERROR] InnoDB: Unable to open the system tablespace' >&2; exit 1")), 0o755))
 	out, _ := runArgs(t, 1, append([]string{"test-restore", "--backup=" + backup, "--scratch-dir=" + dir, "--mysqld-path=" + mysqld,
-		"--mysqld-flags=--innodb-page-size=4k", "--record=false", "--quiet"}, storage...)...)
-	assert.Contains(t, out, "FAIL: test restore of ")
-	assert.Contains(t, out, `(and without --mysqld-flags="--innodb-page-size=4k": mysqld exited while starting`)
+		"--mysqld-flags=--innodb-page-size=4k", "--record=false", "--quiet", "--json"}, storage...)...)
+	var res TestRestoreResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Contains(t, res.Record.Error, `(and without --mysqld-flags="--innodb-page-size=4k": mysqld exited while starting`)
+	// The record is the run's without the flags: its own phases, once each.
+	var phases []string
+	for _, p := range res.Record.Phases {
+		phases = append(phases, p.Phase)
+	}
+	assert.Equal(t, []string{"download", "prepare", "start"}, phases)
 
 	// One that fails with the flags, and without them cannot be run on
 	// this host (it says "Permission denied"): nothing tells the flags from

@@ -105,17 +105,8 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 		return rec, nil
 	}
 	opts.Plugins = m.ServerPlugins
-	var times fifobackupengine.PhaseTimes
-	onPhase := opts.OnPhase
-	opts.OnPhase = func(phase string) {
-		times.Begin(phase)
-		if onPhase != nil {
-			onPhase(phase)
-		}
-	}
 	err = runUnlessFlagsMisfit(ctx, bh, opts, srv, &rec)
 	rec.Duration = time.Since(rec.Started).Round(time.Second).String()
-	rec.Phases = times.Done()
 	if ctx.Err() != nil {
 		return rec, fmt.Errorf("test restore of %s interrupted: %w", rec.Backup, ctx.Err())
 	}
@@ -195,6 +186,17 @@ func serverFor(ctx context.Context, bh backupstorage.BackupHandle, opts *Options
 // server's or its checks'. The scratch directory is removed before it
 // returns.
 func run(ctx context.Context, bh backupstorage.BackupHandle, opts Options, srv *server, rec *Record) (served bool, err error) {
+	// The record's phases are this run's (a run again without the
+	// operator's flags keeps a record of its own).
+	var times fifobackupengine.PhaseTimes
+	onPhase := opts.OnPhase
+	opts.OnPhase = func(phase string) {
+		times.Begin(phase)
+		if onPhase != nil {
+			onPhase(phase)
+		}
+	}
+	defer func() { rec.Phases = times.Done() }()
 	logger := opts.Logger
 	parent := opts.ScratchParent
 	if parent == "" {

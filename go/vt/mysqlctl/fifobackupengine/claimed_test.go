@@ -16,6 +16,7 @@ import (
 	"vitess.io/vitess/go/vt/logutil"
 
 	"github.com/vtfifo/vtfifo/go/internal/procident"
+	"github.com/vtfifo/vtfifo/go/testutil/testbin"
 )
 
 // claimedEnv makes the test binary a process that makes a claimed
@@ -76,10 +77,11 @@ func TestAClaimedDirectoryIsSweptWhateverItsRunWasKilledIn(t *testing.T) {
 
 // startChild runs this test again as a child process with env added (the
 // test's own branch for it), and returns it and its stdout's lines; it is
-// killed at the test's end.
+// killed at the test's end. As a helper it builds no program (killed, it
+// would leave their directory behind).
 func startChild(t *testing.T, env string) (*exec.Cmd, *bufio.Scanner) {
 	child := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$")
-	child.Env = append(os.Environ(), env)
+	child.Env = append(os.Environ(), env, testbin.HelperEnv)
 	out, err := child.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, child.Start())

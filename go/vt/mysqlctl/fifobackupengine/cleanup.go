@@ -106,7 +106,7 @@ func MkdirClaimed(parent, prefix string) (dir string, unclaim func(), err error)
 }
 
 // SweepStale is removeStaleWorkDirs for the packages above the engine that
-// own directories by ClaimDir: those named prefix* under parent whose owner
+// own directories by MkdirClaimed: those named prefix* under parent whose owner
 // record names a process provably gone go by remove.
 func SweepStale(parent, prefix string, remove func(dir string) error, logger logutil.Logger) {
 	removeStaleWorkDirs(parent, prefix, remove, logger)

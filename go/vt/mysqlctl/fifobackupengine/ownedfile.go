@@ -1,10 +1,7 @@
 package fifobackupengine
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,15 +22,15 @@ import (
 func CreateOwnedFile(dir, prefix string, logger logutil.Logger) (*os.File, error) {
 	self := procident.Self()
 	removeStaleFiles(dir, prefix, self, logger)
-	for range 16 {
-		var nonce [8]byte
-		_, _ = rand.Read(nonce[:])
-		f, err := os.OpenFile(filepath.Join(dir, workDirName(prefix, self, hex.EncodeToString(nonce[:]))), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if !errors.Is(err, os.ErrExist) {
-			return f, err
-		}
+	var f *os.File
+	_, err := createNamed(dir, prefix, self, func(p string) (err error) {
+		f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("cannot create a file %s* in %s: every name tried exists", prefix, dir)
+	return f, nil
 }
 
 // removeStaleFiles removes the regular files named prefix* in dir that

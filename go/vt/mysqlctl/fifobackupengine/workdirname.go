@@ -29,16 +29,22 @@ import (
 
 // mkWorkDir creates a new work directory under parent named for self.
 func mkWorkDir(parent, prefix string, self procident.Owner) (string, error) {
+	return createNamed(parent, prefix, self, func(p string) error { return os.Mkdir(p, 0o700) })
+}
+
+// createNamed makes a new entry under parent named prefix and then for self
+// (workDirName, a fresh nonce each try), by create, which fails with
+// os.ErrExist for a name taken; it returns the entry's path.
+func createNamed(parent, prefix string, self procident.Owner, create func(path string) error) (string, error) {
 	for range 16 {
 		var nonce [8]byte
 		_, _ = rand.Read(nonce[:])
-		dir := filepath.Join(parent, workDirName(prefix, self, hex.EncodeToString(nonce[:])))
-		err := os.Mkdir(dir, 0o700)
-		if !errors.Is(err, os.ErrExist) {
-			return dir, err
+		p := filepath.Join(parent, workDirName(prefix, self, hex.EncodeToString(nonce[:])))
+		if err := create(p); !errors.Is(err, os.ErrExist) {
+			return p, err
 		}
 	}
-	return "", fmt.Errorf("cannot create a work directory %s* under %s: every name tried exists", prefix, parent)
+	return "", fmt.Errorf("cannot create %s* under %s: every name tried exists", prefix, parent)
 }
 
 func workDirName(prefix string, o procident.Owner, nonce string) string {

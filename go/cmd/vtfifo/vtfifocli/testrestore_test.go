@@ -2,9 +2,13 @@ package vtfifocli
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/testrestore"
 )
@@ -67,4 +71,28 @@ func TestQuarantineOnFailureNeedsTheRecord(t *testing.T) {
 	// storage, where no such backup is.
 	out, errOut = runSplit(t, 3, root, args...)
 	assert.NotContains(t, out+errOut, "--quarantine-on-failure")
+}
+
+// TestAFailedTestRestoreWhereNoRecordIsKeptSaysRestoresStillChooseIt: on
+// Vitess's file storage, which keeps no records, a test restore that fails
+// (the tool reporting a corrupted page) exits 1 and says that it could
+// neither store its record nor quarantine the backup, so restores may still
+// choose it; the default quarantine is no error there.
+func TestAFailedTestRestoreWhereNoRecordIsKeptSaysRestoresStillChooseIt(t *testing.T) {
+	root, args := storageCopy(t)
+	const name = "2026-11-23.050519.zone1-0000004989"
+	tool := standInTool(t, `echo "[ERROR] InnoDB: Database page corruption on disk or a failed read of file './t1.ibd' page [page id: `+
+		`space=5, page number=3]" >&2; exit 1`)
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), append([]string{"test-restore", "--backup=" + name, "--progress=never", "--quiet",
+		"--scratch-dir=" + scratchDir(t), "--fifo-backup-tool-path=" + tool}, args...), &out, &errOut)
+	require.Equal(t, 1, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	assert.Empty(t, errOut.String())
+	assert.Contains(t, out.String(), "FAIL: test restore of ks/0/"+name+" (")
+	assert.Contains(t, out.String(), ", record not stored: only the split storage keeps verification records; not quarantined either (the "+
+		"same reason): restores may still choose it): fifo restore of backup "+name+" into ")
+	assert.Contains(t, out.String(), "xtrabackup --prepare failed: exit status 1")
+	entries, err := os.ReadDir(filepath.Join(root, "ks", "0"))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "the backup is still there, nothing beside it")
 }

@@ -105,6 +105,10 @@ func newPartialFile(name string, logger logutil.Logger) (*partialFile, error) {
 			f.Close()
 			os.Remove(f.Name())
 		}
+		if errors.Is(err, syscall.ENAMETOOLONG) {
+			return nil, flagvalue.Contradiction(fmt.Errorf("--output %s: the name is too long for the partial file it is written as first "+
+				"(.%s.partial-<pid>-<start>-<32 hex>): give a shorter name", name, filepath.Base(name)))
+		}
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, flagvalue.Contradiction(fmt.Errorf("--output %s: %s is not a directory that exists: create it, or give another", name,
 				filepath.Dir(name)))

@@ -423,6 +423,25 @@ func TestExportRefusesATerminal(t *testing.T) {
 	assert.Contains(t, stderr.String(), "refusing to write a binary stream to a terminal: give -o FILE, or redirect or pipe stdout")
 }
 
+// TestExportRefusesANameItsPartialFileCannotHave: a name that fits the
+// file system but not with the partial file's longer name it is written
+// under first is a usage error naming --output (it was exit 3, as a
+// directory this host could not write in), nothing left.
+func TestExportRefusesANameItsPartialFileCannotHave(t *testing.T) {
+	_, args := storageCopy(t)
+	dir := t.TempDir()
+	name := filepath.Join(dir, strings.Repeat("e", 240)+".xb")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), append([]string{"export", "-o", name}, args...), &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout.String())
+	assert.Contains(t, stderr.String(), "--output "+name+": the name is too long for the partial file it is written as first")
+	assert.Contains(t, stderr.String(), "give a shorter name")
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+}
+
 // TestTargetMustBeNewOrEmpty: a restore into a directory that holds files
 // is a usage error (exit 2) before anything is read, as export's existing
 // file is; into a volume's root, it says where to restore instead.

@@ -269,7 +269,7 @@ func TestAChainIsJudgedOnlyFromItsBases(t *testing.T) {
 	assert.True(t, f.mysqldRunning(), "mysqld left running")
 	code, stdout, stderr = runVtfifo(t, f.cfg, "test-restore", "--backup="+latest, "--quarantine-on-failure", "--progress=never", "--quiet")
 	require.Equal(t, 1, code, "%s%s", stdout, stderr)
-	assert.Contains(t, stdout, "the backup is quarantined")
+	assert.Contains(t, stdout, "; its base "+middle+" is damaged: it is quarantined, and with it every backup that needs it, this one among them: ")
 	m, err := f.restore(context.Background(), nil)
 	require.NoError(t, err)
 	assert.Equal(t, full, m.BackupName)

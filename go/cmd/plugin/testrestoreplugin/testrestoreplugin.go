@@ -244,8 +244,14 @@ func testNewBackup(ctx context.Context, dir string, before []string) (string, er
 	if rec.Outcome == testrestore.Passed {
 		return bh.Name(), nil
 	}
-	if err := testrestore.Quarantine(ctx, bh, rec); err != nil {
+	which, err := testrestore.Quarantine(ctx, bh, rec)
+	if err != nil {
 		return "", fmt.Errorf("test restore of %s/%s failed (%s), and the backup could not be quarantined: %w", dir, bh.Name(), rec.Error, err)
+	}
+	if which != bh.Name() {
+		return "", fmt.Errorf("test restore of %s/%s failed: its base %s is damaged, and is quarantined with every backup that needs it, this one "+
+			"among them (no restore chooses them; `vtfifo repair`, then `vtfifo release --backup=%s`, puts them back): %s", dir, bh.Name(), which, which,
+			rec.Error)
 	}
 	return "", fmt.Errorf("test restore of %s/%s failed, the backup is quarantined (no restore chooses it; `vtfifo release` puts it back): %s", dir,
 		bh.Name(), rec.Error)

@@ -134,6 +134,9 @@ func TestRestoresOfAKeptSelftest(t *testing.T) {
 	})
 	t.Run("a server that refuses the backup's files", func(t *testing.T) { testRestoreRefusedByTheServer(t, dir, backups[0].Name, record, storage) })
 	t.Run("a released base brings back its chain", func(t *testing.T) { releaseBringsBackTheChain(t, dir, backups[1].Name, backups[2].Name, storage) })
+	t.Run("a damaged base", func(t *testing.T) {
+		aDamagedBaseIsJudgedForItself(t, dir, runs[0], backups[1].Name, backups[2].Name, storage)
+	})
 }
 
 // releaseBringsBackTheChain: an incremental backup whose test restore

@@ -117,6 +117,10 @@ type TestRestoreResult struct {
 	Quarantined bool               `json:"quarantined"`
 	// NotQuarantined says why a failed backup could not be quarantined.
 	NotQuarantined string `json:"not_quarantined,omitempty"`
+	// QuarantinedBase names the base of the backup's chain the test found
+	// damaged (Record.DamagedBase), quarantined with every backup that
+	// needs it, this one among them.
+	QuarantinedBase string `json:"quarantined_base,omitempty"`
 }
 
 // keepTestRestore stores a test restore's record beside the backup when
@@ -134,13 +138,16 @@ func keepTestRestore(ctx context.Context, bh backupstorage.BackupHandle, rec tes
 		}
 	}
 	if rec.Outcome != testrestore.Passed && quarantine {
-		switch err := testrestore.Quarantine(ctx, bh, rec); {
+		switch which, err := testrestore.Quarantine(ctx, bh, rec); {
 		case errors.Is(err, testrestore.ErrNoRecords):
 			res.NotQuarantined = "not quarantined either (the same reason): restores may still choose it"
 		case err != nil:
 			return res, fmt.Errorf("test restore of %s failed and it could not be quarantined: %w", rec.Backup, err)
 		default:
 			res.Quarantined = true
+			if which != bh.Name() {
+				res.QuarantinedBase = which
+			}
 		}
 	}
 	return res, nil
@@ -151,6 +158,9 @@ func (res TestRestoreResult) print(w io.Writer) {
 	rec, stored := res.Record, res.Stored
 	if rec.Outcome != testrestore.Passed {
 		switch {
+		case res.QuarantinedBase != "":
+			stored += fmt.Sprintf("; its base %s is damaged: it is quarantined, and with it every backup that needs it, this one among them: "+
+				"restores no longer choose them (vtfifo repair, then vtfifo release --backup=%[1]s, puts them back)", res.QuarantinedBase)
 		case res.Quarantined:
 			stored += "; the backup is quarantined: restores no longer choose it"
 		case res.NotQuarantined != "":

@@ -131,73 +131,26 @@ func (r VerifyResult) print(w io.Writer) {
 }
 
 // verifyOne checks one backup and prints OK or FAIL with every problem on
-// stdout. A check the --timeout (or an interrupt) cut short says so on
-// stderr and returns exitUnreachable: nothing says the backup is damaged.
+// stdout: its own objects (verifyOwn), then what a restore of it reads
+// before it (verifyChain). A check the --timeout (or an interrupt) cut
+// short says so on stderr and returns exitUnreachable: nothing says the
+// backup is damaged.
 func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (VerifyResult, int) {
 	o, ctx := s.o, s.ctx
 	where := o.dir() + "/" + bh.Name()
-	o.notef("checking backup %s (%s storage)", where, backupstorage.BackupStorageImplementation)
 	start := time.Now()
-	prog := newProgress(o, stderr, o.prog+" "+where)
-	var problems, unread, unlisted []string
-	summary := ""
-	pv, isSplit := has[partVerifier](bh)
-	if isSplit {
-		if err := pv.CheckPlace(ctx); err != nil && ctx.Err() == nil {
-			return VerifyResult{Backup: where, NotChecked: errtext.Line(err), Seconds: time.Since(start).Seconds()}, failureStatus(err)
-		}
-		problems, unread, unlisted, summary = s.verifyParts(bh, pv, prog, stderr)
+	own := s.verifyOwn(bh, stderr)
+	if own.NotChecked != "" {
+		return own.VerifyResult, own.code
 	}
-	if s.f.samplePct >= 100 {
-		// Also when the listing found problems: decoding may find more
-		// (and names the lane and offset).
-		vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
-			Compression: fifobackupengine.CompressionFromFlags(o.flags),
-			OnRead:      prog.addLane,
-			Logger:      s.logger,
-			OnManifest:  prog.setLanes,
-		})
-		switch {
-		case err != nil && isSplit && len(problems) == 0 && ctx.Err() == nil:
-			// Decoding stops at the first part it cannot use, damaged or
-			// not read: every part's bytes are read against their
-			// checksums to name each damaged one and each not read, so
-			// that damage is never hidden behind what could not be read.
-			_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: s.f.concurrency, MaxProblems: 1 << 20})
-			problems, unread = splitProblems(all)
-			switch {
-			case len(problems)+len(unread) > 0:
-			case unreadable.Is(err):
-				unread = []string{errtext.Line(err)}
-			default:
-				problems = []string{errtext.Line(err)}
-			}
-		case unreadable.Is(err):
-			if len(unread) == 0 {
-				unread = []string{errtext.Line(err)}
-			}
-		case err != nil:
-			problems = append(problems, errtext.Line(err))
-		case vr.Manifest.BackupMethod != "fifo":
-			summary = fmt.Sprintf("Vitess's %s engine's stream in %d stored files, %d files, %s of data, every chunk checked",
-				vr.Manifest.BackupMethod, len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)))
-		default:
-			summary = fmt.Sprintf("%d lanes, %d files, %s of data in %s stored, every part and chunk checked",
-				len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)), humanize.IBytes(uint64(vr.Manifest.StoredBytes)))
-		}
-	}
+	problems, unread, summary := own.Problems, own.Unreadable, own.Summary
 	if len(problems)+len(unread) == 0 && ctx.Err() == nil {
-		// Whole itself, a delta restores only with its chain: each base
-		// there, its MANIFEST whole and following, its lanes stored whole.
-		switch err := fifobackupengine.CheckRestorable(ctx, bh); {
-		case err == nil:
-		case unreadable.Is(err):
-			unread = []string{errtext.Line(err)}
-		default:
-			problems = []string{errtext.Line(err)}
+		var bases int
+		problems, unread, bases = s.verifyChain(bh, stderr)
+		if bases > 0 {
+			summary += fmt.Sprintf("; and the %d backups of its chain before it, each verified whole as well", bases)
 		}
 	}
-	prog.stop()
 	took := time.Since(start).Round(time.Millisecond)
 	if err := ctx.Err(); err != nil {
 		why := "interrupted"
@@ -210,7 +163,7 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 	slices.Sort(problems)
 	slices.Sort(unread)
 	res := VerifyResult{Backup: where, OK: len(problems)+len(unread) == 0, Summary: summary, Problems: problems, Unreadable: unread,
-		Unlisted: unlisted, Seconds: took.Seconds()}
+		Unlisted: own.Unlisted, Seconds: took.Seconds()}
 	switch {
 	case len(problems) > 0:
 		res.Summary = ""
@@ -220,6 +173,118 @@ func (s *verifyRun) verifyOne(bh backupstorage.BackupHandle, stderr io.Writer) (
 		return res, exitUnreachable
 	}
 	return res, exitOK
+}
+
+// ownResult is what verifyOwn found in a backup's own objects.
+type ownResult struct {
+	VerifyResult
+	code int // with NotChecked: the status
+}
+
+// verifyOwn checks one backup's own objects: every part, lane and chunk
+// (or --sample's share of the parts), once a run (verifyChain asks again
+// for every base of a chain).
+func (s *verifyRun) verifyOwn(bh backupstorage.BackupHandle, stderr io.Writer) ownResult {
+	if res, ok := s.checked[bh.Name()]; ok {
+		return res
+	}
+	o, ctx := s.o, s.ctx
+	where := o.dir() + "/" + bh.Name()
+	o.notef("checking backup %s (%s storage)", where, backupstorage.BackupStorageImplementation)
+	start := time.Now()
+	prog := newProgress(o, stderr, o.prog+" "+where)
+	defer prog.stop()
+	var res ownResult
+	pv, isSplit := has[partVerifier](bh)
+	if isSplit {
+		if err := pv.CheckPlace(ctx); err != nil && ctx.Err() == nil {
+			return ownResult{VerifyResult{Backup: where, NotChecked: errtext.Line(err), Seconds: time.Since(start).Seconds()}, failureStatus(err)}
+		}
+		res.Problems, res.Unreadable, res.Unlisted, res.Summary = s.verifyParts(bh, pv, prog, stderr)
+	}
+	if s.f.samplePct >= 100 {
+		s.decodeLanes(bh, pv, isSplit, prog, &res.VerifyResult)
+	}
+	if ctx.Err() == nil {
+		if s.checked == nil {
+			s.checked = map[string]ownResult{}
+		}
+		s.checked[bh.Name()] = res
+	}
+	return res
+}
+
+// decodeLanes reads every lane of bh as a restore would, decompressed,
+// every xbstream chunk and its CRC32 checked, into res.
+func (s *verifyRun) decodeLanes(bh backupstorage.BackupHandle, pv partVerifier, isSplit bool, prog *progress, res *VerifyResult) {
+	ctx := s.ctx
+	// Also when the listing found problems: decoding may find more (and
+	// names the lane and offset).
+	vr, err := fifobackupengine.Verify(ctx, bh, fifobackupengine.VerifyOptions{
+		Compression: fifobackupengine.CompressionFromFlags(s.o.flags),
+		OnRead:      prog.addLane,
+		Logger:      s.logger,
+		OnManifest:  prog.setLanes,
+	})
+	switch {
+	case err != nil && isSplit && len(res.Problems) == 0 && ctx.Err() == nil:
+		// Decoding stops at the first part it cannot use, damaged or not
+		// read: every part's bytes are read against their checksums to
+		// name each damaged one and each not read, so that damage is
+		// never hidden behind what could not be read.
+		_, all := pv.VerifyParts(ctx, splitstorage.VerifyPartsOptions{Concurrency: s.f.concurrency, MaxProblems: 1 << 20})
+		res.Problems, res.Unreadable = splitProblems(all)
+		switch {
+		case len(res.Problems)+len(res.Unreadable) > 0:
+		case unreadable.Is(err):
+			res.Unreadable = []string{errtext.Line(err)}
+		default:
+			res.Problems = []string{errtext.Line(err)}
+		}
+	case unreadable.Is(err):
+		if len(res.Unreadable) == 0 {
+			res.Unreadable = []string{errtext.Line(err)}
+		}
+	case err != nil:
+		res.Problems = append(res.Problems, errtext.Line(err))
+	case vr.Manifest.BackupMethod != "fifo":
+		res.Summary = fmt.Sprintf("Vitess's %s engine's stream in %d stored files, %d files, %s of data, every chunk checked",
+			vr.Manifest.BackupMethod, len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)))
+	default:
+		res.Summary = fmt.Sprintf("%d lanes, %d files, %s of data in %s stored, every part and chunk checked",
+			len(vr.Manifest.Lanes), vr.Files, humanize.IBytes(uint64(vr.Bytes)), humanize.IBytes(uint64(vr.Manifest.StoredBytes)))
+	}
+}
+
+// verifyChain checks what a restore of bh reads before bh itself: every
+// base of its chain there, its MANIFEST whole and following
+// (ChainBases), and its own objects verified as bh's were (verifyOwn),
+// so that OK on a delta means its restore reads nothing damaged. A base's
+// problem is bh's too, named after the base.
+func (s *verifyRun) verifyChain(bh backupstorage.BackupHandle, stderr io.Writer) (problems, unread []string, bases int) {
+	chain, err := fifobackupengine.ChainBases(s.ctx, bh)
+	switch {
+	case unreadable.Is(err):
+		return nil, []string{errtext.Line(err)}, 0
+	case err != nil:
+		return []string{errtext.Line(err)}, nil, 0
+	}
+	for _, base := range chain {
+		own := s.verifyOwn(base, stderr)
+		if s.ctx.Err() != nil {
+			return nil, nil, 0
+		}
+		if own.NotChecked != "" {
+			unread = append(unread, fmt.Sprintf("its base %s was not checked: %s", base.Name(), own.NotChecked))
+		}
+		for _, p := range own.Problems {
+			problems = append(problems, fmt.Sprintf("its base %s is damaged: %s", base.Name(), p))
+		}
+		for _, u := range own.Unreadable {
+			unread = append(unread, fmt.Sprintf("its base %s could not be read: %s", base.Name(), u))
+		}
+	}
+	return problems, unread, len(chain)
 }
 
 // verifyParts checks every part of a split storage backup: present, its
@@ -367,8 +432,9 @@ func (s *verifyRun) incomplete(dir string, stdout, stderr io.Writer) int {
 // verifyDoc is `vtfifo verify`'s help.
 var verifyDoc = commandDoc{"verify", "Check a backup without restoring it (every part, lane and chunk)",
 	"Reads a backup as restore would and writes nothing: every part's size and checksum (split storage),\n" +
-		"every lane decompressed, every xbstream chunk and its CRC32; for an incremental backup also its chain\n" +
-		"(each base there, its MANIFEST whole and following, its lanes stored whole: verify a base for its bytes).\n" +
+		"every lane decompressed, every xbstream chunk and its CRC32; for an incremental backup also its chain, as\n" +
+		"its restore reads it (each base there, following it, and read whole in the same way: a base's damage is the\n" +
+		"delta's, named after the base).\n" +
 		"Prints OK, or what is wrong and where.\n" +
 		"A backup of Vitess's xtrabackup engine (an adopted fleet's, docs/migration.md) is read too: its stream,\n" +
 		"from its stripes, every chunk checked. The same as fifoverify.",
@@ -391,6 +457,8 @@ func Verify(ctx context.Context, prog string, args []string, stdout, stderr io.W
 type verifyRun struct {
 	*session
 	f *verifyFlags
+	// checked is what verifyOwn found in each backup, by name.
+	checked map[string]ownResult
 }
 
 // verifyFlags are verify's own flags.

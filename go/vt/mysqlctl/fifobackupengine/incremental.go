@@ -72,7 +72,7 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 		}
 		m, err := ReadManifest(ctx, bh)
 		if err != nil {
-			return nil, baseUnusable(err, cur.m.BackupName, name, "is damaged")
+			return nil, damageOf(name, baseUnusable(err, cur.m.BackupName, name, "is damaged"))
 		}
 		switch {
 		case m.BackupName != name:
@@ -107,20 +107,35 @@ func resolveChain(ctx context.Context, target member) ([]member, error) {
 // whole (verify reads them); an error that unreadable.Is says nothing
 // about the backup.
 func CheckRestorable(ctx context.Context, bh backupstorage.BackupHandle) error {
+	_, err := ChainBases(ctx, bh)
+	return err
+}
+
+// ChainBases are the bases a restore of bh reads before it, its full first,
+// each checked as CheckRestorable checks them: none for a full backup or
+// another engine's.
+func ChainBases(ctx context.Context, bh backupstorage.BackupHandle) ([]backupstorage.BackupHandle, error) {
 	doc, err := readManifestBytes(ctx, bh)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var method struct{ BackupMethod string }
 	if json.Unmarshal(doc, &method) == nil && method.BackupMethod != engineName {
-		return nil
+		return nil, nil
 	}
 	m, err := ParseManifest(doc)
 	if err != nil {
-		return errtext.Wrapf(err, "backup %s: MANIFEST", bh.Name())
+		return nil, errtext.Wrapf(err, "backup %s: MANIFEST", bh.Name())
 	}
-	_, err = resolveChain(ctx, member{bh: bh, m: m})
-	return err
+	chain, err := resolveChain(ctx, member{bh: bh, m: m})
+	if err != nil {
+		return nil, err
+	}
+	bases := make([]backupstorage.BackupHandle, len(chain)-1)
+	for i, c := range chain[:len(chain)-1] {
+		bases[i] = c.bh
+	}
+	return bases, nil
 }
 
 // baseUnusable is why the base name of backup cannot serve its chain:
@@ -147,11 +162,11 @@ func checkLanesStored(ctx context.Context, c member) error {
 			return errtext.Wrapf(err, "backup %s: the size of lane %s could not be read", c.m.BackupName, l.File)
 		}
 		if err != nil {
-			return errtext.Wrapf(err, "backup %s is damaged: lane %s", c.m.BackupName, l.File)
+			return damageOf(c.m.BackupName, errtext.Wrapf(err, "backup %s is damaged: lane %s", c.m.BackupName, l.File))
 		}
 		if n != l.StoredBytes {
-			return errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d", c.m.BackupName, l.File,
-				n, l.StoredBytes)
+			return damageOf(c.m.BackupName, errtext.Errorf(vtrpcpb.Code_DATA_LOSS, "backup %s is damaged: lane %s has %d bytes stored, its MANIFEST says %d",
+				c.m.BackupName, l.File, n, l.StoredBytes))
 		}
 	}
 	return nil

@@ -211,6 +211,7 @@ func (s *storedLanes) lanes(ctx context.Context) []xbstream.Lane {
 				}}, nil
 			}
 		}
+		lanes[i] = markLaneFaults(lanes[i])
 	}
 	return lanes
 }

@@ -115,8 +115,8 @@ func (r *restoreRun) execute(ctx context.Context) error {
 		if !unreadable.Is(err) {
 			r.logger.Errorf("fifo restore: %s, the backup Vitess picked, cannot be restored: %s. Vitess picks the newest backup whose own "+
 				"MANIFEST reads; for tablets to restore an older one until its chain is whole again (vtfifo repair, from a copy), take it "+
-				"out of the list: vtfifo test-restore --backup=%[1]s fails on the same and quarantines it, with "+
-				"the backups that need it", r.m.BackupName, errtext.Text(err))
+				"out of the list: vtfifo test-restore --backup=%[1]s fails on the same and quarantines it (or the base "+
+				"found damaged), with the backups that need it", r.m.BackupName, errtext.Text(err))
 		}
 		return err
 	}
@@ -351,11 +351,11 @@ func (r *restoreRun) extract(ctx context.Context, c member, staging string) erro
 			err = errtext.Wrapf(err, "reading the frames the lane index names (a damaged lane, or an index that does not match it: vtfifo "+
 				"verify reads the whole lanes and says which; a whole restore does not need the index)")
 		}
-		return from.judge(err)
+		return laneDamage(m.BackupName, from.judge(err))
 	}
 	r.logger.Infof("fifo restore: extracted %d files, %d bytes in %v", st.Files, st.Bytes, time.Since(start).Round(time.Millisecond))
 	if err := checkPosition(m, st.Kept, r.logger); err != nil {
-		return from.judge(err)
+		return damageOf(m.BackupName, from.judge(err))
 	}
 	return r.scope.extracted(c, want, st.FileSizes)
 }

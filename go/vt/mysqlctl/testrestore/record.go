@@ -10,6 +10,7 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
+	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -41,13 +42,50 @@ func Store(ctx context.Context, bh backupstorage.BackupHandle, rec Record) error
 }
 
 // Quarantine takes a backup that failed its test restore out of the list
-// restores choose from (see splitstorage.Handle.Quarantine).
-func Quarantine(ctx context.Context, bh backupstorage.BackupHandle, rec Record) error {
+// restores choose from (see splitstorage.Handle.Quarantine), and returns
+// the backup it quarantined for itself: bh, or the base of bh's chain the
+// test restore found damaged (rec.DamagedBase), whose quarantine takes bh
+// and every other backup that needs the base out with it. A damaged base
+// that is no longer listed (retired, kept for its chain) no restore picks:
+// bh is quarantined for itself.
+func Quarantine(ctx context.Context, bh backupstorage.BackupHandle, rec Record) (string, error) {
 	sc, ok := bh.(sidecars)
 	if !ok {
-		return ErrNoRecords
+		return "", ErrNoRecords
 	}
-	return sc.Quarantine(ctx, fmt.Sprintf("test restore failed %s: %s", rec.Started.Format("2006-01-02T15:04:05Z"), rec.Error))
+	reason := fmt.Sprintf("test restore failed %s: %s", rec.Started.Format("2006-01-02T15:04:05Z"), rec.Error)
+	if rec.DamagedBase == "" {
+		return bh.Name(), sc.Quarantine(ctx, reason)
+	}
+	base, err := listedBase(ctx, bh, rec.DamagedBase)
+	if err != nil {
+		return "", fmt.Errorf("its base %s is damaged, and it could not be opened to be quarantined: %w", rec.DamagedBase, err)
+	}
+	if base == nil {
+		return bh.Name(), sc.Quarantine(ctx, reason)
+	}
+	reason = fmt.Sprintf("found damaged by the test restore of %s (%s): %s", bh.Name(), rec.Started.Format("2006-01-02T15:04:05Z"), rec.Error)
+	return rec.DamagedBase, base.Quarantine(ctx, reason)
+}
+
+// listedBase opens the base named name of bh's chain when it is listed
+// among the complete backups (nil when it is not).
+func listedBase(ctx context.Context, bh backupstorage.BackupHandle, name string) (sidecars, error) {
+	ch, ok := bh.(backuphandle.Chain)
+	if !ok {
+		return nil, nil
+	}
+	listed, err := ch.Siblings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range listed {
+		if s.Name() == name {
+			sc, _ := s.(sidecars)
+			return sc, nil
+		}
+	}
+	return nil, nil
 }
 
 // Load reads bh's record; nil when it has none.
@@ -126,6 +164,11 @@ type Record struct {
 	// the source had it; no damage, neither checked nor counted.
 	NeedsRebuild []string `json:"needs_rebuild,omitempty"`
 	Rows         int64    `json:"rows"`
+	// DamagedBase names the base of the backup's chain that the restore
+	// found damaged in its own stored data (fifobackupengine.DamagedBackup):
+	// Quarantine takes it out of the list, and with it every backup that
+	// needs it.
+	DamagedBase string `json:"damaged_base,omitempty"`
 }
 
 // ParseRecord reads a stored record.

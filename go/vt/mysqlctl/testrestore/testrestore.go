@@ -116,6 +116,9 @@ func Run(ctx context.Context, bh backupstorage.BackupHandle, opts Options) (Reco
 	rec.Outcome = Passed
 	if err != nil {
 		rec.Outcome, rec.Error = Failed, err.Error()
+		if b := fifobackupengine.DamagedBackup(err); b != bh.Name() {
+			rec.DamagedBase = b
+		}
 	}
 	return rec, nil
 }

@@ -192,6 +192,11 @@ func TestCorruptionDetected(t *testing.T) {
 			for _, w := range d.want {
 				assert.Contains(t, said, w, "the restore error or log names the damage")
 			}
+			if !strings.HasPrefix(d.name, "MANIFEST bytes") { // Vitess picks a backup whose MANIFEST reads
+				assert.Contains(t, logger.String(), "fifo restore: "+name+", the backup Vitess picked, cannot be restored: ", "the log says how to "+
+					"have Vitess pick an older backup")
+				assert.Contains(t, logger.String(), "vtfifo test-restore --backup="+name+" fails on the same and quarantines it")
+			}
 			_, statErr := os.Stat(filepath.Join(f.tb.Cnf.TabletDir(), mysqlctl.RestoreState))
 			assert.NoError(t, statErr, "restore_in_progress must stay after a failed restore")
 			assert.False(t, f.mysqldRunning(), "mysqld must not be started on a damaged restore")

@@ -40,6 +40,9 @@ func (e *Engine) ExecuteRestore(ctx context.Context, params mysqlctl.RestorePara
 	cfg := e.config()
 	m, err := ReadManifest(ctx, bh)
 	if err != nil {
+		if !unreadable.Is(err) {
+			sayHowToPassOver(params.Logger, bh.Name(), err)
+		}
 		return nil, err
 	}
 	logAsOf(ctx, params, bh)
@@ -113,10 +116,7 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	// So is every backup of its chain, and the keys they need.
 	if err := r.findChain(ctx); err != nil {
 		if !unreadable.Is(err) {
-			r.logger.Errorf("fifo restore: %s, the backup Vitess picked, cannot be restored: %s. Vitess picks the newest backup whose own "+
-				"MANIFEST reads; for tablets to restore an older one until its chain is whole again (vtfifo repair, from a copy), take it "+
-				"out of the list: vtfifo test-restore --backup=%[1]s fails on the same and quarantines it (or the base "+
-				"found damaged), with the backups that need it", r.m.BackupName, errtext.Text(err))
+			sayHowToPassOver(r.logger, r.m.BackupName, err)
 		}
 		return err
 	}
@@ -161,6 +161,9 @@ func (r *restoreRun) execute(ctx context.Context) error {
 	defer release()
 
 	if err := r.restoreChain(ctx, tool, cnf.Path, staging); err != nil {
+		if DamagedBackup(err) != "" {
+			sayHowToPassOver(r.logger, r.m.BackupName, err)
+		}
 		return err
 	}
 	r.phase(PhaseMoveBack)
@@ -173,6 +176,16 @@ func (r *restoreRun) execute(ctx context.Context) error {
 		r.logger.Warningf("fifo restore: %s; the next backup will be full", errtext.Text(err))
 	}
 	return nil
+}
+
+// sayHowToPassOver logs, for a restore that err proves cannot be done from
+// backup, the one Vitess picked, how to have Vitess pick an older one:
+// Vitess picks the newest backup whose own MANIFEST reads, again and again.
+func sayHowToPassOver(logger logutil.Logger, backup string, err error) {
+	logger.Errorf("fifo restore: %s, the backup Vitess picked, cannot be restored: %s. Vitess picks the newest backup whose own "+
+		"MANIFEST reads; for tablets to restore an older one until it is whole again (vtfifo repair, from a copy), take it "+
+		"out of the list: vtfifo test-restore --backup=%[1]s fails on the same and quarantines it (or the base "+
+		"found damaged), with the backups that need it", backup, errtext.Text(err))
 }
 
 // findChain finds and checks what restores r.m (resolveChain, incremental.go).

@@ -88,7 +88,8 @@ func asLaneFault(err error) error {
 // from them (laneFault), or what xbstream found in what they gave.
 func inLanes(err error) bool {
 	var f *laneFault
-	if errors.As(err, &f) || errors.Is(err, io.ErrUnexpectedEOF) {
+	var parse *xbstream.FormatError
+	if errors.As(err, &f) || errors.As(err, &parse) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	for _, e := range []error{xbstream.ErrBadMagic, xbstream.ErrUnknownType, xbstream.ErrChecksum, xbstream.ErrChunkTooLarge, xbstream.ErrPathTooLong,

@@ -32,7 +32,11 @@ import (
 //     differential), catches up, takes a differential on its full (or a
 //     full) and prunes; the pruned bases leave the list but stay while a
 //     listed delta needs them, and old chains go with their last member;
-//  5. the newest backup restored into a fresh tablet holds the data at the
+//  5. a byte of the full's lane flipped: vtbackup's restore of the delta
+//     fails saying what to run, verify of the delta names the full's part,
+//     the test restore quarantines the full with the delta (vtctld lists
+//     neither); mended and released, both are back;
+//  6. the newest backup restored into a fresh tablet holds the data at the
 //     last vtbackup run.
 func TestIncrementalBackups(t *testing.T) {
 	for _, sb := range storageBackends() {
@@ -159,6 +163,58 @@ func runIncremental(t *testing.T, sb storageBackend) {
 		must(t, err)
 		if code != 0 || !strings.Contains(out, "no incomplete backup") {
 			t.Fatalf("vtfifo verify --list-incomplete (exit %d), want nothing kept off the list:\n%s", code, out)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("a-damaged-base-quarantined-with-its-chain", func(t *testing.T) {
+		// The two listed backups: a full and a differential on it (above).
+		// A byte of the full's lane flipped in the store: vtbackup's
+		// restore of the differential, Vitess's pick, fails reading the
+		// full, its log saying what to run; that test restore quarantines
+		// the full, and the differential with it (before 2026-12-04 only the
+		// differential, and Vitess then picked the damaged full); verify of
+		// the differential names the full's part. The byte flipped back and
+		// the full released, both are listed again for the next step.
+		before := list(t)
+		if len(before) != 2 || before[1].Base != before[0].Name {
+			t.Fatalf("vtfifo ls = %+v, want a full and a delta on it", before)
+		}
+		full, delta := before[0].Name, before[1].Name
+		key := damageOnePart(ctx, t, c, splitFlags(c), full)
+		vo := cluster.VtbackupOptions{Engine: engineFor(c, sb.engine), MinRetentionCount: 2, MinRetentionTime: time.Second,
+			Extra: append(slices.Clone(incremental), "--fifo-backup-max-chain-length=2")}
+		res, err := c.RunVtbackup(ctx, vo)
+		if err == nil || !strings.Contains(res.Output, "fifo restore: "+delta+", the backup Vitess picked, cannot be restored: ") ||
+			!strings.Contains(res.Output, key) || !strings.Contains(res.Output, "vtfifo test-restore --backup="+delta+" fails on the same") {
+			t.Fatalf("vtbackup over a damaged full: err %v, want its restore failed naming %s and what to run:\n%s", err, key, res.Output)
+		}
+		out, code, err := c.Vtfifo(ctx, "verify", "--backup="+delta, "--progress=never", "--quiet")
+		must(t, err)
+		if code != 1 || !strings.Contains(out, "  its base "+full+" is damaged: ") || !strings.Contains(out, key) {
+			t.Fatalf("vtfifo verify of the delta (exit %d), want 1 naming its base %s and %s:\n%s", code, full, key, out)
+		}
+		out, code, err = c.Vtfifo(ctx, append([]string{"test-restore", "--backup=" + delta, "--quiet"}, toolFlags(c)...)...)
+		must(t, err)
+		if code != 1 || !strings.Contains(out, "; its base "+full+" is damaged: it is quarantined, and with it every backup that needs it, "+
+			"this one among them: ") || !strings.Contains(out, key) {
+			t.Fatalf("vtfifo test-restore of the delta (exit %d), want 1, its base %s quarantined:\n%s", code, full, out)
+		}
+		if got, err := c.GetBackups(ctx); err != nil || len(got) != 0 {
+			t.Fatalf("vtctld's GetBackups after the quarantine: %v (%v), want none", got, err)
+		}
+		if again := damageOnePart(ctx, t, c, splitFlags(c), full); again != key {
+			t.Fatalf("damageOnePart flipped %s back, not %s", again, key)
+		}
+		out, code, err = c.Vtfifo(ctx, "release", "--backup="+full, "--quiet")
+		must(t, err)
+		if code != 0 || !strings.Contains(out, delta+" too (the quarantine of its chain had taken it out)") {
+			t.Fatalf("vtfifo release of the full (exit %d), want both back:\n%s", code, out)
+		}
+		if after := list(t); len(after) != 2 || after[0].Name != full || after[1].Name != delta {
+			t.Fatalf("vtfifo ls after the release = %+v, want %s and %s", after, full, delta)
 		}
 	})
 	if t.Failed() {

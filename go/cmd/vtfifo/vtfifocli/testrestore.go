@@ -23,7 +23,8 @@ var testRestoreDoc = commandDoc{"test-restore", "Prove a backup restorable: rest
 		"tables, rows, duration, outcome) is stored beside the backup on the split storage; `vtfifo ls` shows it. A run\n" +
 		"that could not read the backup (a permission, a timeout, this host's keys) or that this host failed (a full disk, a tool killed by\n" +
 		"the OOM killer, a mysqld that does not start even on an empty data directory) records nothing and exits 3; no tool, or\n" +
-		"not the backup's, exits 2.\n" +
+		"not the backup's, exits 2. A backup that fails is quarantined (--quarantine-on-failure): no restore chooses it;\n" +
+		"a failure in a base of its chain quarantines that base, and every backup that needs it with it.\n" +
 		"A backup of Vitess's xtrabackup engine (docs/migration.md) is tested the same way, from its stream.",
 	"  vtfifo test-restore --backup-storage-implementation=split --split-storage-root=/backups \\\n" +
 		"      --keyspace=commerce --shard=0 --scratch-dir=/var/tmp"}

@@ -10,7 +10,6 @@ import (
 
 	"vitess.io/vitess/go/vt/mysqlctl/backupstorage"
 
-	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/backuphandle"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/fifobackupengine"
 	"github.com/vtfifo/vtfifo/go/vt/mysqlctl/splitstorage"
 )
@@ -24,6 +23,8 @@ type sidecars interface {
 	PutSidecar(ctx context.Context, name string, doc []byte) error
 	ReadSidecar(ctx context.Context, name string) ([]byte, error)
 	Quarantine(ctx context.Context, reason string) error
+	// Siblings lists the complete backups of the handle's directory.
+	Siblings(ctx context.Context) ([]backupstorage.BackupHandle, error)
 }
 
 var _ sidecars = (*splitstorage.Handle)(nil)
@@ -57,7 +58,7 @@ func Quarantine(ctx context.Context, bh backupstorage.BackupHandle, rec Record) 
 	if rec.DamagedBase == "" {
 		return bh.Name(), sc.Quarantine(ctx, reason)
 	}
-	base, err := listedBase(ctx, bh, rec.DamagedBase)
+	base, err := listedBase(ctx, sc, rec.DamagedBase)
 	if err != nil {
 		return "", fmt.Errorf("its base %s is damaged, and it could not be opened to be quarantined: %w", rec.DamagedBase, err)
 	}
@@ -70,12 +71,8 @@ func Quarantine(ctx context.Context, bh backupstorage.BackupHandle, rec Record) 
 
 // listedBase opens the base named name of bh's chain when it is listed
 // among the complete backups (nil when it is not).
-func listedBase(ctx context.Context, bh backupstorage.BackupHandle, name string) (sidecars, error) {
-	ch, ok := bh.(backuphandle.Chain)
-	if !ok {
-		return nil, nil
-	}
-	listed, err := ch.Siblings(ctx)
+func listedBase(ctx context.Context, bh sidecars, name string) (sidecars, error) {
+	listed, err := bh.Siblings(ctx)
 	if err != nil {
 		return nil, err
 	}

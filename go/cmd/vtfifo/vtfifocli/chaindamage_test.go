@@ -18,7 +18,8 @@ import (
 // base's lanes were stored); its test restore, which fails reading the
 // base, quarantines the base, and with it the delta (before, only the
 // delta was quarantined, and a tablet's restore then picked the damaged
-// base); with the part mended, releasing the base brings both back.
+// base); with the part mended, releasing the base brings both back, and
+// ls says why the delta's own record failed until it is tested again.
 func aDamagedBaseIsJudgedForItself(t *testing.T, dir, runDir, base, delta string, storage []string) {
 	part := largestPart(t, filepath.Join(runDir, base))
 	good, err := os.ReadFile(part)
@@ -48,6 +49,8 @@ func aDamagedBaseIsJudgedForItself(t *testing.T, dir, runDir, base, delta string
 	require.NoError(t, os.WriteFile(part, good, 0o640))
 	out = run(t, 0, append([]string{"release", "--backup=" + base, "--quiet"}, storage[:len(storage)-1]...)...)
 	assert.Regexp(t, `\nreleased \S+/`+delta+` too \(the quarantine of its chain had taken it out\)`, out)
+	assert.Regexp(t, `\n`+delta+`\s.*\sfailed \S+ \(its base `+base+` was found damaged\)`, run(t, 0, list...),
+		"ls says why the delta's own record failed")
 	out, _ = runArgs(t, 0, append([]string{"verify", "--backup=" + delta, "--quiet"}, storage...)...)
 	assert.Regexp(t, `^OK: backup \S+/`+delta+`: .*; and the 2 backups of its chain before it, each verified whole as well \(\S+\)\n$`, out)
 }

@@ -183,8 +183,13 @@ func ParseRecord(doc []byte) (Record, error) {
 // Summary is the record in a few words, as `vtfifo ls` shows it.
 func (r Record) Summary() string {
 	s := fmt.Sprintf("%s %s", r.Outcome, r.Started.UTC().Format("2006-01-02T15:04Z"))
-	if r.Outcome == Passed {
+	switch {
+	case r.Outcome == Passed:
 		return s + fmt.Sprintf(" (%d tables, %d rows)", r.Tables, r.Rows)
+	case r.DamagedBase != "":
+		// Mended and released, the base is back; this record stays
+		// until the next test restore of this backup.
+		return s + " (its base " + r.DamagedBase + " was found damaged)"
 	}
 	return s
 }

@@ -102,6 +102,8 @@ func TestRecordSummaryAndParsing(t *testing.T) {
 	assert.Equal(t, "passed 2026-11-23T14:31Z (56 tables, 45793 rows)", r.Summary())
 	r.Outcome = Failed
 	assert.Equal(t, "failed 2026-11-23T14:31Z", r.Summary())
+	r.DamagedBase = "2026-11-22.030000.zone1-0000000100"
+	assert.Equal(t, "failed 2026-11-23T14:31Z (its base 2026-11-22.030000.zone1-0000000100 was found damaged)", r.Summary())
 
 	_, err := ParseRecord([]byte(`{"version":1,"outcome":"passed"}`))
 	require.NoError(t, err)

@@ -1,5 +1,7 @@
 package fifobackupengine
 
+import "os"
+
 // The tool's stream reaches the engine through pipes (its stdout, or the
 // FIFOs it creates). At the kernel's default of 64 KiB the tool stops at
 // every 64 KiB until the engine has read it: a backup on many cores spends
@@ -15,4 +17,16 @@ const toolPipesBudget = 16 << 20
 // the budget, at least the kernel's default and at most its usual ceiling.
 func toolPipeSize(n int) int {
 	return min(max(toolPipesBudget/max(n, 1), 64<<10), 1<<20)
+}
+
+// StdoutPipe is the pipe the tool's stdout reaches the engine through, grown
+// to one pipe's share (the benchmark's tool-pipe ceiling reads the same).
+func StdoutPipe() (r, w *os.File, err error) {
+	if r, w, err = os.Pipe(); err != nil {
+		return nil, nil, err
+	}
+	// Through the write end, which the child gets in blocking mode anyway:
+	// Fd on the read end would take it off Go's poller.
+	growPipe(w.Fd(), toolPipeSize(1))
+	return r, w, nil
 }

@@ -118,12 +118,9 @@ func (b *backupRun) startTool(ctx context.Context, user string, args []string) (
 	var stdoutW *os.File
 	if b.source == SourceStdout {
 		var err error
-		if t.stdout, stdoutW, err = os.Pipe(); err != nil {
+		if t.stdout, stdoutW, err = StdoutPipe(); err != nil {
 			return nil, err
 		}
-		// Through the write end, which the child gets in blocking mode
-		// anyway: Fd on the read end would take it off Go's poller.
-		growPipe(stdoutW.Fd(), toolPipeSize(1))
 		cmd.Stdout = stdoutW
 	} else {
 		stdoutLog := &lineLogger{logger: b.logger, prefix: b.tool.Flavor + " stdout: "}

@@ -387,26 +387,20 @@ func (e *env) addCeiling(name, what string, bytes int64, walls, cpus []float64) 
 // ceilings measures the parts of the path alone, on the same data.
 func (e *env) ceilings() {
 	b := e.b
-	// 1. The tool's stream to /dev/null.
-	var walls, cpus []float64
+	// 1. The tool's stream to /dev/null (the file itself: writing costs the
+	// tool nothing), and through the pipe the engine reads, taken in turns
+	// so that neither is always the first after the load.
+	var walls, cpus, pipeWalls, pipeCPUs []float64
 	for range e.p.Repeat {
-		cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
-		devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		require.NoError(b, err)
-		cw := &countingWriter{w: devnull}
-		cmd.Stdout = cw
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		settle()
-		t0, c0 := time.Now(), cpuTime()
-		require.NoError(b, cmd.Run(), "mariabackup: %s", tailOf(stderr.String()))
-		walls = append(walls, time.Since(t0).Seconds())
-		cpus = append(cpus, (cpuTime() - c0).Seconds())
-		devnull.Close()
-		e.raw = cw.n
+		w, c, disk := e.toolToDevNull()
+		walls, cpus = append(walls, w), append(cpus, c)
+		logf("tool to /dev/null: %.2fs, %s", w, disk)
+		w, c = e.toolThroughPipe()
+		pipeWalls, pipeCPUs = append(pipeWalls, w), append(pipeCPUs, c)
 	}
 	e.dataset().RawBytes = e.raw
 	e.addCeiling("tool-devnull", "mariabackup --backup --stream=xbstream --parallel=4 > /dev/null", e.raw, walls, cpus)
+	e.addCeiling("tool-pipe", "the same into the pipe the engine gives the tool's stdout (fifobackupengine.StdoutPipe), read and dropped", e.raw, pipeWalls, pipeCPUs)
 	n := 0
 	for _, st := range e.plan.storages() {
 		n = max(n, e.plan.maxLanes(st))
@@ -517,6 +511,57 @@ func (e *env) ceilings() {
 // through it, which pay a process that parses and writes every chunk again
 // (real xtrabackup writes its FIFOs itself). The stand-in opens FIFO k only
 // once a reader holds it, retrying once a second, as Percona's tool does.
+// toolToDevNull is the tool's stream written to /dev/null: the tool's own
+// time, and what it read from disk.
+func (e *env) toolToDevNull() (wall, cpu float64, disk diskUse) {
+	b := e.b
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(b, err)
+	defer devnull.Close()
+	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
+	cmd.Stdout = devnull // an *os.File: the tool writes to it, no pipe between
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	settle()
+	disks := readDisks()
+	t0, c0 := time.Now(), cpuTime()
+	require.NoError(b, cmd.Run(), "mariabackup: %s", tailOf(stderr.String()))
+	wall = time.Since(t0).Seconds()
+	return wall, (cpuTime() - c0).Seconds(), diskSince(disks, wall)
+}
+
+// toolThroughPipe is the tool's stream through the pipe the engine reads
+// its stdout from, drained by a loop that does nothing else: the floor of
+// any engine that reads stdout. Unlike /dev/null, a pipe costs the tool a
+// copy of every byte, made while it holds the one mutex every thread writes
+// its chunks under (xbstream_write.cc, xb_stream_write_chunk).
+func (e *env) toolThroughPipe() (wall, cpu float64) {
+	b := e.b
+	r, w, err := fifobackupengine.StdoutPipe()
+	require.NoError(b, err)
+	defer r.Close()
+	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	settle()
+	t0, c0 := time.Now(), cpuTime()
+	require.NoError(b, cmd.Start())
+	w.Close()
+	buf := make([]byte, 1<<20)
+	e.raw = 0 // the stream's size, counted here
+	for {
+		n, err := r.Read(buf)
+		e.raw += int64(n)
+		if err != nil {
+			require.ErrorIs(b, err, io.EOF)
+			break
+		}
+	}
+	require.NoError(b, cmd.Wait(), "mariabackup: %s", tailOf(stderr.String()))
+	return time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+}
+
 func (e *env) standinDevNull(n int) (wall, cpu float64) {
 	b := e.b
 	dir := filepath.Join(b.TempDir(), "fifos")
@@ -573,17 +618,6 @@ func mapFile(b *testing.B, path string) (data []byte, unmap func()) {
 	data, err = syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	require.NoError(b, err)
 	return data, func() { _ = syscall.Munmap(data) }
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // codecName is the codec a ceiling runs for the engines' compressor: the
@@ -1050,6 +1084,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	profile := e.allocProfile(bk)
 	stopCPU := e.cpuProfile(bk)
 	smp := startSampler()
+	sched, disks := goSchedLatencies(), readDisks()
 	t0, c0 := time.Now(), cpuTime()
 	err := mysqlctl.Backup(ctx, mysqlctl.BackupParams{
 		Cnf: e.tb.Cnf, Mysqld: e.tb.Mysqld, Logger: logger, Concurrency: 4,
@@ -1058,7 +1093,11 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	})
 	bk.Wall, bk.CPU = time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
 	stopCPU()
+	bk.GoSchedWait, bk.GoSchedP99 = schedWaitSince(sched)
+	disk := diskSince(disks, bk.Wall)
+	bk.Disk = &disk
 	bk.ToolRSS, bk.ToolComm, bk.ServerCPU = smp.finish()
+	bk.ToolRunQueue = smp.childRunQueue()
 	bk.SelfRSS = selfPeakRSS()
 	profile()
 	e.writeLog(logger, bk)
@@ -1114,8 +1153,10 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	}
 	bs.Close()
 
-	logf("%-6s %-5s %-18s N=%d part=%4dMiB  backup %6.1fs wall %6.1fs cpu (%d objects, %d req, rss %d MiB / tool %d MiB)  restore %6.1fs wall %6.1fs cpu",
-		st, comp, eng, n, part>>20, bk.Wall, bk.CPU, bk.Objects, bk.Requests, bk.SelfRSS>>20, bk.ToolRSS>>20, rs.Wall, rs.CPU)
+	logf("%-6s %-5s %-18s N=%d part=%4dMiB  backup %6.1fs wall %6.1fs cpu (%d objects, %d req, rss %d MiB / tool %d MiB; "+
+		"tool's run queue %.2fs, goroutines' %.2fs, p99 %.1fms; %s)  restore %6.1fs wall %6.1fs cpu",
+		st, comp, eng, n, part>>20, bk.Wall, bk.CPU, bk.Objects, bk.Requests, bk.SelfRSS>>20, bk.ToolRSS>>20,
+		bk.ToolRunQueue, bk.GoSchedWait, bk.GoSchedP99*1e3, disk, rs.Wall, rs.CPU)
 	return bk, rs
 }
 

@@ -3,10 +3,12 @@ package sidebyside
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,6 +125,7 @@ type sampler struct {
 	mu       sync.Mutex
 	peak     map[int]int64
 	comm     map[int]string
+	runQueue map[int]time.Duration // the most seen, summed over the child's threads
 	srvStart int64
 }
 
@@ -137,7 +140,7 @@ func serverTicks() int64 {
 }
 
 func startSampler() *sampler {
-	s := &sampler{stop: make(chan struct{}), peak: map[int]int64{}, comm: map[int]string{}, srvStart: serverTicks()}
+	s := &sampler{stop: make(chan struct{}), peak: map[int]int64{}, comm: map[int]string{}, runQueue: map[int]time.Duration{}, srvStart: serverTicks()}
 	s.done.Add(1)
 	go func() {
 		defer s.done.Done()
@@ -163,11 +166,13 @@ func (s *sampler) sample() {
 			continue
 		}
 		kb := procStatusKB(strconv.Itoa(p.pid), "VmHWM:")
+		wait := runQueueWait(p.pid)
 		s.mu.Lock()
 		if kb<<10 > s.peak[p.pid] {
 			s.peak[p.pid] = kb << 10
 			s.comm[p.pid] = p.comm
 		}
+		s.runQueue[p.pid] = max(s.runQueue[p.pid], wait)
 		s.mu.Unlock()
 	}
 }
@@ -185,6 +190,118 @@ func (s *sampler) finish() (int64, string, float64) {
 		}
 	}
 	return best, comm, float64(serverTicks()-s.srvStart) / 100 // USER_HZ
+}
+
+// childRunQueue is how long the children's threads (the tool) waited for a
+// CPU while runnable, as last sampled (call after finish): with more threads
+// busy than cores, the tool waits beside the engine's compressors.
+func (s *sampler) childRunQueue() float64 {
+	var d time.Duration
+	for _, w := range s.runQueue {
+		d += w
+	}
+	return d.Seconds()
+}
+
+// runQueueWait sums the run-queue wait of pid's threads (schedstat's second
+// field, nanoseconds; Linux with schedstats, else 0).
+func runQueueWait(pid int) time.Duration {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var d time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if f := strings.Fields(string(b)); err == nil && len(f) >= 2 {
+			ns, _ := strconv.ParseInt(f[1], 10, 64)
+			d += time.Duration(ns)
+		}
+	}
+	return d
+}
+
+// goSchedLatencies is the runtime's histogram of how long goroutines waited
+// to run once runnable (a reader woken late by the poller shows here).
+func goSchedLatencies() *metrics.Float64Histogram {
+	m := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return &metrics.Float64Histogram{}
+	}
+	return m[0].Value.Float64Histogram()
+}
+
+// schedWaitSince sums the waits recorded since before (each at its bucket's
+// lower bound) and gives their 99th percentile.
+func schedWaitSince(before *metrics.Float64Histogram) (sum, p99 float64) {
+	after := goSchedLatencies()
+	if len(before.Counts) != len(after.Counts) {
+		return 0, 0
+	}
+	var total uint64
+	delta := make([]uint64, len(after.Counts))
+	for i := range after.Counts {
+		delta[i] = after.Counts[i] - before.Counts[i]
+		total += delta[i]
+		if lo := after.Buckets[i]; !math.IsInf(lo, -1) {
+			sum += float64(delta[i]) * lo
+		}
+	}
+	var seen uint64
+	for i, n := range delta {
+		if seen += n; total > 0 && seen*100 >= total*99 {
+			return sum, after.Buckets[i]
+		}
+	}
+	return sum, 0
+}
+
+// diskSnapshot is each whole disk's sectors read and written and its
+// milliseconds with I/O in flight (/proc/diskstats; partitions, loop and ram
+// devices left out).
+type diskSnapshot map[string][3]int64
+
+func readDisks() diskSnapshot {
+	b, _ := os.ReadFile("/proc/diskstats")
+	snap := diskSnapshot{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 13 || strings.HasPrefix(f[2], "loop") || strings.HasPrefix(f[2], "ram") {
+			continue
+		}
+		if _, err := os.Stat("/sys/block/" + f[2]); err != nil {
+			continue // a partition
+		}
+		var v [3]int64
+		for i, col := range []int{5, 9, 12} {
+			v[i], _ = strconv.ParseInt(f[col], 10, 64)
+		}
+		snap[f[2]] = v
+	}
+	return snap
+}
+
+// diskUse is what the disks did since before: MB read and written (all
+// disks), and the busiest disk's share of wall time with I/O in flight.
+type diskUse struct {
+	ReadMB  float64 `json:"read_mb"`
+	WriteMB float64 `json:"write_mb"`
+	Busy    float64 `json:"busiest"`
+}
+
+func diskSince(before diskSnapshot, wall float64) diskUse {
+	var u diskUse
+	for name, now := range readDisks() {
+		was := before[name]
+		u.ReadMB += float64(now[0]-was[0]) * 512 / 1e6
+		u.WriteMB += float64(now[1]-was[1]) * 512 / 1e6
+		if wall > 0 {
+			u.Busy = max(u.Busy, float64(now[2]-was[2])/1e3/wall)
+		}
+	}
+	return u
+}
+
+func (u diskUse) String() string {
+	return fmt.Sprintf("disk read %.0f MB, written %.0f MB, busiest %.0f%%", u.ReadMB, u.WriteMB, 100*u.Busy)
 }
 
 func median(v []float64) float64 {

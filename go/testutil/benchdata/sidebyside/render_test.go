@@ -95,6 +95,19 @@ func TestPipelineCeiling(t *testing.T) {
 	c, what = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-fifo-standin")
 	assert.InDelta(t, 2.5, c, 1e-9)
 	assert.Equal(t, "standin-devnull", what)
+
+	// The tool's stream time: the faster of /dev/null and a drained pipe.
+	res.Ceilings[0].Wall = []float64{2.4}
+	c, what = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-stdout")
+	assert.InDelta(t, 2.4, c, 1e-9)
+	assert.Equal(t, "tool-devnull", what)
+	res.Ceilings = append(res.Ceilings, Ceiling{Shape: "mixed", SizeGiB: 1, Name: "tool-pipe", Wall: []float64{2.35}, CPU: []float64{1.5}})
+	c, what = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-stdout")
+	assert.InDelta(t, 2.35, c, 1e-9)
+	assert.Equal(t, "tool-pipe", what)
+	res.Ceilings[len(res.Ceilings)-1].Wall = []float64{2.6}
+	_, what = res.backupCeiling("mixed", 1, "zstd", "local", "fifo-stdout")
+	assert.Equal(t, "tool-devnull", what)
 }
 
 // TestRestoreCeiling: reading, decompressing and writing the files overlap;

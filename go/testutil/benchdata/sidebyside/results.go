@@ -27,18 +27,25 @@ type Run struct {
 	PartSize   int64   `json:"part_size,omitempty"`
 	Budget     int64   `json:"budget,omitempty"`
 
-	Wall       float64 `json:"wall_s"`
-	CPU        float64 `json:"cpu_s"`        // this process + waited-for children (tool, mbstream)
-	ServerCPU  float64 `json:"server_cpu_s"` // the local S3 server's CPU (not in CPU)
-	RawBytes   int64   `json:"raw_bytes"`    // the tool's uncompressed stream
-	Stored     int64   `json:"stored_bytes"` // bytes of the backup's objects
-	Objects    int     `json:"objects"`
-	Requests   int64   `json:"requests"` // S3 HTTP requests (-1: not counted)
-	SelfRSS    int64   `json:"self_peak_rss"`
-	SelfBase   int64   `json:"self_base_rss"`
-	ToolRSS    int64   `json:"tool_peak_rss"`
-	ToolComm   string  `json:"tool_comm"`
-	PhaseTable string  `json:"phase_table,omitempty"` // the fifo engine's own per-phase table
+	Wall      float64 `json:"wall_s"`
+	CPU       float64 `json:"cpu_s"`        // this process + waited-for children (tool, mbstream)
+	ServerCPU float64 `json:"server_cpu_s"` // the local S3 server's CPU (not in CPU)
+	RawBytes  int64   `json:"raw_bytes"`    // the tool's uncompressed stream
+	Stored    int64   `json:"stored_bytes"` // bytes of the backup's objects
+	Objects   int     `json:"objects"`
+	Requests  int64   `json:"requests"` // S3 HTTP requests (-1: not counted)
+	SelfRSS   int64   `json:"self_peak_rss"`
+	SelfBase  int64   `json:"self_base_rss"`
+	ToolRSS   int64   `json:"tool_peak_rss"`
+	ToolComm  string  `json:"tool_comm"`
+	// Where a backup's tool may be held back (since 2026-12-04): how long its
+	// threads waited for a CPU, and how long this process's goroutines waited
+	// to run once runnable (summed; and the 99th percentile of one wait).
+	ToolRunQueue float64  `json:"tool_runqueue_s,omitempty"`
+	GoSchedWait  float64  `json:"go_sched_wait_s,omitempty"`
+	GoSchedP99   float64  `json:"go_sched_p99_s,omitempty"`
+	Disk         *diskUse `json:"disk,omitempty"`        // what the disks did during the run
+	PhaseTable   string   `json:"phase_table,omitempty"` // the fifo engine's own per-phase table
 }
 
 // Ceiling is one measurement of a part of the path alone.

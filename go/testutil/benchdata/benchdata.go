@@ -15,8 +15,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Shape is the layout of the data.
@@ -132,24 +137,11 @@ func Load(ctx context.Context, db *sql.DB, o Options) (Report, error) {
 		o.Log = func(string, ...any) {}
 	}
 	start := time.Now()
-	conn, err := db.Conn(ctx)
+	l, release, err := session(ctx, db, o)
 	if err != nil {
 		return Report{}, err
 	}
-	defer conn.Close()
-	// The connection goes back to the caller's pool: turn the binary log back on.
-	defer conn.ExecContext(context.Background(), "SET SESSION sql_log_bin = 1") //nolint:errcheck
-	l := &loader{ctx: ctx, conn: conn, o: o, dir: filepath.Join(o.DataDir, o.Database)}
-	for _, q := range []string{
-		"SET SESSION sql_log_bin = 0",
-		fmt.Sprintf("CREATE DATABASE IF NOT EXISTS `%s`", o.Database),
-		fmt.Sprintf("USE `%s`", o.Database),
-		fmt.Sprintf("SET @lorem = '%s'", lorem+lorem),
-	} {
-		if err := l.exec(q); err != nil {
-			return Report{}, err
-		}
-	}
+	defer release()
 	r := Report{Shape: o.Shape, Seed: o.Seed}
 	switch o.Shape {
 	case Many:
@@ -180,10 +172,80 @@ func Load(ctx context.Context, db *sql.DB, o Options) (Report, error) {
 
 type loader struct {
 	ctx  context.Context
+	db   *sql.DB
 	conn *sql.Conn
 	o    Options
 	dir  string
 	tag  int
+}
+
+// session is a loader on a connection of its own, set up to load: no
+// binary log, the database, the text the rows quote. release gives the
+// connection back with its binary log on.
+func session(ctx context.Context, db *sql.DB, o Options) (*loader, func(), error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	release := func() {
+		_, _ = conn.ExecContext(context.Background(), "SET SESSION sql_log_bin = 1")
+		conn.Close()
+	}
+	l := &loader{ctx: ctx, db: db, conn: conn, o: o, dir: filepath.Join(o.DataDir, o.Database)}
+	for _, q := range []string{"SET SESSION sql_log_bin = 0", fmt.Sprintf("CREATE DATABASE IF NOT EXISTS `%s`", o.Database),
+		fmt.Sprintf("USE `%s`", o.Database), fmt.Sprintf("SET @lorem = '%s'", lorem+lorem)} {
+		if err := l.exec(q); err != nil {
+			release()
+			return nil, nil, err
+		}
+	}
+	return l, release, nil
+}
+
+// table is one table's load: it runs on a session of its own and returns
+// the rows it inserted.
+type table func(w *loader) (rows int64, err error)
+
+// loadTables runs the loads on up to one session per CPU (at most 8, at
+// least 2, fewer where db's pool is smaller): the server fills tables in
+// parallel, so a 4 GiB set on 16 cores no longer takes most of a short
+// benchmark's time. Each table's rows are its seed and tag's whatever the
+// order, so the data stay deterministic.
+func (l *loader) loadTables(r *Report, tables []table) error {
+	sessions := min(max(runtime.NumCPU(), 2), 8)
+	if m := l.db.Stats().MaxOpenConnections; m > 0 {
+		sessions = min(sessions, m-1) // l holds one
+	}
+	if sessions < 1 { // a pool of one connection: l's, in turn
+		for _, t := range tables {
+			rows, err := t(l)
+			r.Rows += rows
+			r.Tables++
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(sessions)
+	for _, t := range tables {
+		g.Go(func() error {
+			w, release, err := session(l.ctx, l.db, l.o)
+			if err != nil {
+				return err
+			}
+			defer release()
+			rows, err := t(w)
+			mu.Lock()
+			r.Rows += rows
+			r.Tables++
+			mu.Unlock()
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 func (l *loader) exec(q string) error {
@@ -252,35 +314,41 @@ const rowBytesEstimate = 420
 
 func (l *loader) smallTables(r *Report, prefix string, count int, total int64) error {
 	per := total / int64(count)
+	base := l.tag
+	l.tag += count
+	name := func(i int) string { return fmt.Sprintf("%s%04d", prefix, i) }
 	// Calibrate on the first table, then size the others from it in one insert each.
-	rowBytes := int64(rowBytesEstimate)
-	for i := range count {
-		name := fmt.Sprintf("%s%04d", prefix, i)
-		if err := l.create(name, rowColumns, "ENGINE=InnoDB"); err != nil {
-			return err
-		}
-		l.tag++
-		var rows int64
-		var err error
-		if i == 0 {
-			rows, err = l.fill(name, rowSelect(l.o.Seed, l.tag), per, rowBytes, false)
-			if rows > 0 {
-				rowBytes = max(l.tableSize(name)/rows, 16)
-			}
-		} else {
-			rows = max(per/rowBytes, 1)
-			err = l.exec(fmt.Sprintf("INSERT INTO `%s` SELECT %s FROM seq_1_to_%d", name, rowSelect(l.o.Seed, l.tag), rows))
-		}
-		if err != nil {
-			return err
-		}
-		r.Rows += rows
-		r.Tables++
-		if i%500 == 499 {
-			l.o.Log("benchdata: %d/%d tables", i+1, count)
-		}
+	if err := l.create(name(0), rowColumns, "ENGINE=InnoDB"); err != nil {
+		return err
 	}
-	return nil
+	rows, err := l.fill(name(0), rowSelect(l.o.Seed, base+1), per, rowBytesEstimate, false)
+	if err != nil {
+		return err
+	}
+	r.Rows += rows
+	r.Tables++
+	rowBytes := int64(rowBytesEstimate)
+	if rows > 0 {
+		rowBytes = max(l.tableSize(name(0))/rows, 16)
+	}
+	var done atomic.Int64
+	tables := make([]table, 0, count-1)
+	for i := 1; i < count; i++ {
+		tables = append(tables, func(w *loader) (int64, error) {
+			if err := w.create(name(i), rowColumns, "ENGINE=InnoDB"); err != nil {
+				return 0, err
+			}
+			rows := max(per/rowBytes, 1)
+			if err := w.exec(fmt.Sprintf("INSERT INTO `%s` SELECT %s FROM seq_1_to_%d", name(i), rowSelect(l.o.Seed, base+i+1), rows)); err != nil {
+				return 0, err
+			}
+			if n := done.Add(1) + 1; n%500 == 0 {
+				l.o.Log("benchdata: %d/%d tables", n, count)
+			}
+			return rows, nil
+		})
+	}
+	return l.loadTables(r, tables)
 }
 
 func (l *loader) many(r *Report) error {
@@ -318,23 +386,29 @@ func (l *loader) mixed(r *Report) error {
 		{"part_t", rowColumns, "ENGINE=InnoDB PARTITION BY HASH(id) PARTITIONS 4", rowSelect(l.o.Seed, l.tag+3), b * 20 / 100, false},
 		{"blob_t", blobCols, "ENGINE=InnoDB ROW_FORMAT=DYNAMIC", blobSelect(l.o.Seed, l.tag+4), b * 20 / 100, false},
 	}
+	tables := make([]table, 0, len(parts))
+	for _, p := range parts {
+		tables = append(tables, func(w *loader) (int64, error) {
+			if err := w.create(p.name, p.columns, p.suffix); err != nil {
+				return 0, err
+			}
+			est := int64(rowBytesEstimate)
+			if strings.HasPrefix(p.name, "blob") {
+				est = 16 << 10
+			}
+			rows, err := w.fill(p.name, p.sel, p.bytes, est, p.flush)
+			if err == nil {
+				l.o.Log("benchdata: %s %d MiB", p.name, w.tableSize(p.name)>>20)
+			}
+			return rows, err
+		})
+	}
+	if err := l.loadTables(r, tables); err != nil {
+		return err
+	}
 	var used int64
 	for _, p := range parts {
-		if err := l.create(p.name, p.columns, p.suffix); err != nil {
-			return err
-		}
-		est := int64(rowBytesEstimate)
-		if strings.HasPrefix(p.name, "blob") {
-			est = 16 << 10
-		}
-		rows, err := l.fill(p.name, p.sel, p.bytes, est, p.flush)
-		if err != nil {
-			return err
-		}
-		r.Rows += rows
-		r.Tables++
 		used += l.tableSize(p.name)
-		l.o.Log("benchdata: %s %d MiB", p.name, l.tableSize(p.name)>>20)
 	}
 	// The rest in 40 ordinary InnoDB tables.
 	return l.smallTables(r, "t", 40, b-used)

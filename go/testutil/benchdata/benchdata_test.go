@@ -3,6 +3,7 @@ package benchdata
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
@@ -87,4 +89,47 @@ func zstdRatio(t *testing.T, dir string) float64 {
 		return nil
 	}))
 	return float64(in) / float64(max(out, 1))
+}
+
+// TestParallelLoadIsTheSameData: tables filled on several sessions at once
+// hold what one session filling them in turn writes (every table of the
+// mixed shape, checksummed), so the data stay deterministic from the seed.
+func TestParallelLoadIsTheSameData(t *testing.T) {
+	srv := mariadbtest.Start(t)
+	one, err := sql.Open("mysql", srv.DSN(""))
+	require.NoError(t, err)
+	defer one.Close()
+	one.SetMaxOpenConns(1) // loadTables falls back to its own session, in turn
+	o := Options{Shape: Mixed, Bytes: 24 << 20, Seed: 7, DataDir: srv.DataDir, Log: t.Logf}
+	checksums := func(db string) map[string]int64 {
+		rows, err := srv.DB().Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name", db)
+		require.NoError(t, err)
+		var names []string
+		for rows.Next() {
+			var n string
+			require.NoError(t, rows.Scan(&n))
+			names = append(names, n)
+		}
+		require.NoError(t, rows.Err())
+		sums := map[string]int64{}
+		for _, n := range names {
+			var name string
+			var sum int64
+			require.NoError(t, srv.DB().QueryRow("CHECKSUM TABLE `"+db+"`.`"+n+"`").Scan(&name, &sum))
+			sums[n] = sum
+		}
+		return sums
+	}
+	o.Database = "parallel"
+	rp, err := Load(context.Background(), srv.DB(), o)
+	require.NoError(t, err)
+	o.Database = "in_turn"
+	rs, err := Load(context.Background(), one, o)
+	require.NoError(t, err)
+	assert.Equal(t, rs.Rows, rp.Rows)
+	assert.Equal(t, 44, rp.Tables)
+	assert.Equal(t, rs.Tables, rp.Tables)
+	p, s := checksums("parallel"), checksums("in_turn")
+	assert.Len(t, p, 44)
+	assert.Equal(t, s, p)
 }

@@ -183,3 +183,26 @@ func TestMemoryTable(t *testing.T) {
 	mem.Runs[3].SelfRSS = 400 * mib // a restore at +300 MiB
 	assert.Contains(t, MemoryTable(mem, "x.md"), "Largest fifo+split cell: +300 MiB of 6 (**missed** by 17%)")
 }
+
+// TestToolWaitsTable: backups that measured what they waited for get a row
+// of medians; runs from before (no disk figures) and restores get none.
+func TestToolWaitsTable(t *testing.T) {
+	var runs []Run
+	for rep := range 3 {
+		runs = append(runs,
+			Run{Shape: "mixed", SizeGiB: 4, Storage: "local", Compressor: "pgzip", Engine: "fifo-stdout", Lanes: 16, Op: "backup", Rep: rep,
+				Wall: 4 + float64(rep), ToolRunQueue: 0.5 * float64(rep+1), GoSchedWait: 0.1, GoSchedP99: 0.002,
+				Disk: &diskUse{ReadMB: 2000, WriteMB: 1900 + float64(rep), Busy: 0.8 + 0.05*float64(rep)}},
+			Run{Shape: "mixed", SizeGiB: 4, Storage: "local", Compressor: "pgzip", Engine: "fifo-stdout", Lanes: 16, Op: "restore", Rep: rep, Wall: 2},
+			Run{Shape: "mixed", SizeGiB: 4, Storage: "local", Compressor: "pgzip", Engine: "xtrabackup", Lanes: 16, Op: "backup", Rep: rep, Wall: 5})
+	}
+	p := &page{}
+	p.toolWaits(groups(runs))
+	out := p.b.String()
+	assert.Contains(t, out, "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | 1.00 | 0.10 | 2.0 | 2000 | 1901 | 85% |")
+	assert.Equal(t, 1, strings.Count(out, "| mixed 4 GiB |"), "one row: the restore and the run without figures have none")
+
+	p = &page{}
+	p.toolWaits(groups(runs[1:2]))
+	assert.Empty(t, p.b.String(), "no backup measured it: no section")
+}

@@ -7,7 +7,9 @@ import "os"
 // every 64 KiB until the engine has read it: a backup on many cores spends
 // longer in the tool than the tool alone takes to write to /dev/null
 // (docs/benchmarks/16-cores.md). Linux lets a process grow a pipe up to
-// /proc/sys/fs/pipe-max-size (1 MiB by default).
+// /proc/sys/fs/pipe-max-size (1 MiB by default). More is not faster: the
+// tool streamed through 16 MiB about as slowly as through 64 KiB
+// (docs/benchmarks/backup-cpu.md).
 
 // toolPipesBudget bounds what the tool's pipes hold together, so that 64
 // FIFO streams do not ask the kernel for 64 MiB.

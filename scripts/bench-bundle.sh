@@ -5,6 +5,12 @@
 #   scripts/bench-bundle.sh pack        # here: build/bench-bundle/bundle.tar.gz (~50 MiB)
 #   BENCH_...=... scripts/bench-bundle.sh run OUTDIR   # there, as root, in a copy of this repository
 #
+# BENCH_TIME_LIMIT_S=N stops the benchmark after N seconds (a lent host's
+# call has a limit): what it measured by then stays (results.json is saved
+# after every cell), and OUTDIR gets results.json, bench.log and logs.tgz
+# (each run's log and profiles) either way. A stopped run leaves its
+# temporary directories under $TMPDIR (a lent host is given back anyway).
+#
 # pack: the compiled benchmark (stripped), the files of Debian's mariadb-server-core,
 # mariadb-backup and mariadb-client-core and mysqladmin, the libraries they link
 # besides glibc and libstdc++, and the xtrabackup stand-in the benchmark would
@@ -52,14 +58,24 @@ run() {
   export LD_LIBRARY_PATH=/usr/lib/mysql TESTBIN_PREBUILT_DIR=/opt/vtfifo-bench/bin
   export BENCH_OUT="${BENCH_OUT:-$out/bench}" BENCH_DOC=-
   if [[ -z "${BENCH_COMMAND:-}" ]]; then
-    BENCH_COMMAND="$(env | { grep -E '^BENCH_[A-Z_]+=' | grep -Ev '^BENCH_(OUT|DOC)=' || true; } | sort | tr '\n' ' ')scripts/bench-bundle.sh run OUTDIR"
+    BENCH_COMMAND="$(env | { grep -E '^BENCH_[A-Z_]+=' | grep -Ev '^BENCH_(OUT|DOC|TIME_LIMIT_S)=' || true; } | sort | tr '\n' ' ')scripts/bench-bundle.sh run OUTDIR"
   fi
   export BENCH_COMMAND
+  local limit=() rc=0
+  if [[ -n "${BENCH_TIME_LIMIT_S:-}" ]]; then
+    limit=(timeout -k 10 "$BENCH_TIME_LIMIT_S")
+  fi
   # go test runs a package's tests in its directory.
   (cd go/testutil/benchdata/sidebyside &&
-    /opt/vtfifo-bench/sidebyside.test -test.run '^$' -test.bench BenchmarkSideBySide \
-      -test.benchtime 1x -test.timeout 0 -test.v) >"$out/bench.log" 2>&1
-  cp "$BENCH_OUT/results.json" "$out/results.json"
+    "${limit[@]}" /opt/vtfifo-bench/sidebyside.test -test.run '^$' -test.bench BenchmarkSideBySide \
+      -test.benchtime 1x -test.timeout 0 -test.v) >"$out/bench.log" 2>&1 || rc=$?
+  cp "$BENCH_OUT/results.json" "$out/results.json" 2>/dev/null || echo "bench-bundle: no results.json" >&2
+  if [[ -d "$BENCH_OUT/logs" ]]; then tar -C "$BENCH_OUT" -czf "$out/logs.tgz" logs; fi
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    echo "bench-bundle: stopped at BENCH_TIME_LIMIT_S=$BENCH_TIME_LIMIT_S; the cells measured by then are in $out/results.json" >&2
+  fi
+  grep -E 'bench:|^(---|ok|FAIL|PASS)' "$out/bench.log" || true
+  return "$rc"
 }
 
 case "${1:-}" in

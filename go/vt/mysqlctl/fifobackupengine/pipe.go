@@ -6,7 +6,7 @@ import "os"
 // FIFOs it creates). At the kernel's default of 64 KiB the tool stops at
 // every 64 KiB until the engine has read it: a backup on many cores spends
 // longer in the tool than the tool alone takes to write to /dev/null
-// (docs/benchmarks/16-cores.md). Linux lets a process grow a pipe up to
+// (docs/benchmarks/archive/16-cores-2026-11-24.md). Linux lets a process grow a pipe up to
 // /proc/sys/fs/pipe-max-size (1 MiB by default). More is not faster: the
 // tool streamed through 16 MiB about as slowly as through 64 KiB
 // (docs/benchmarks/backup-cpu.md).

@@ -219,30 +219,33 @@ func (l *loader) loadTables(r *Report, tables []table) error {
 	if sessions < 1 { // a pool of one connection: l's, in turn
 		for _, t := range tables {
 			rows, err := t(l)
-			r.Rows += rows
-			r.Tables++
 			if err != nil {
 				return err
 			}
+			r.Rows += rows
+			r.Tables++
 		}
 		return nil
 	}
 	var mu sync.Mutex
-	var g errgroup.Group
+	g, ctx := errgroup.WithContext(l.ctx) // the first failure stops the other loads
 	g.SetLimit(sessions)
 	for _, t := range tables {
 		g.Go(func() error {
-			w, release, err := session(l.ctx, l.db, l.o)
+			w, release, err := session(ctx, l.db, l.o)
 			if err != nil {
 				return err
 			}
 			defer release()
 			rows, err := t(w)
+			if err != nil {
+				return err
+			}
 			mu.Lock()
 			r.Rows += rows
 			r.Tables++
 			mu.Unlock()
-			return err
+			return nil
 		})
 	}
 	return g.Wait()

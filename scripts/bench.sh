@@ -16,7 +16,9 @@
 # (overriding a list replaces the standard plan by the product of the lists),
 # BENCH_PLANS (data sets of the profile to run, e.g. mixed-1024), BENCH_OUT (results dir),
 # BENCH_DOC (markdown path, "-" for none), BENCH_CPU_PROFILE=1 (each run's CPU and blocking profiles
-# under logs/: where a many-core run's time goes), BENCH_ALLOC_PROFILE=1 (its allocations).
+# under logs/: where a many-core run's time goes), BENCH_ALLOC_PROFILE=1 (its allocations),
+# BENCH_STORAGE_DIR (the local storages and the split spool there, e.g. on tmpfs: what their
+# writes cost the tool's reads; default beside the tablet, on its disk).
 # A re-run data set replaces the first run's figures with
 #   go run ./go/testutil/benchdata/sidebyside/render build/bench/results.json RERUN/results.json
 # Needs MariaDB 10.11 + mariadb-backup (make setup) and versitygw (make tools) for S3.

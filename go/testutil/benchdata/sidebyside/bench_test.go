@@ -2,6 +2,7 @@ package sidebyside
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -477,6 +478,13 @@ func (e *env) ceilings() {
 			dw = append(dw, time.Since(t0).Seconds())
 			dc = append(dc, (cpuTime() - c0).Seconds())
 		}
+		var bw, bc []float64
+		for range e.p.Repeat {
+			w, c := e.toolBesideCodec(comp, stream, max(n, 1))
+			bw, bc = append(bw, w), append(bc, c)
+		}
+		e.addCeiling("tool-beside-"+comp, fmt.Sprintf("the tool to /dev/null while %s compresses each 8 MiB it writes, %d goroutines",
+			codecName(comp), n), e.raw, bw, bc)
 		if comp == "zstd" {
 			e.dataset().ZstdBytes = int64(len(compressed))
 		}
@@ -504,6 +512,47 @@ func (e *env) ceilings() {
 			int64(len(stored)), ww, wc)
 		e.addCeiling("storage-read-"+st, fmt.Sprintf("split storage (%s), %d files read to io.Discard", st, lanes), int64(len(stored)), rw, rc)
 	}
+}
+
+// toolBesideCodec is the tool's stream to /dev/null while the codec
+// compresses the same bytes on lanes goroutines, each 8 MiB chunk once the
+// tool has written that far (its /proc/PID/io wchar): a backup that
+// compresses on the tool's host at best, whatever carries the bytes between
+// them. Against the tool alone, it is what the codec's work costs the tool
+// (cores, hyperthread siblings, caches and memory bandwidth shared), which no
+// engine that compresses there avoids.
+func (e *env) toolBesideCodec(comp string, stream []byte, lanes int) (wall, cpu float64) {
+	b := e.b
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(b, err)
+	defer devnull.Close()
+	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
+	cmd.Stdout = devnull
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	settle()
+	t0, c0 := time.Now(), cpuTime()
+	require.NoError(b, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var toolErr error
+	gone := false
+	ready := func(i int) { // the one goroutine that hands out chunks
+		want := int64(min((i+1)*ceilingChunk, len(stream)))
+		for !gone && bytesWritten(cmd.Process.Pid) < want {
+			select {
+			case toolErr = <-exited:
+				gone = true
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	compressPaced(b, comp, stream, lanes, ready, nil)
+	if !gone {
+		toolErr = <-exited
+	}
+	require.NoError(b, toolErr, "mariabackup: %s", tailOf(stderr.String()))
+	return time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
 }
 
 // standinDevNull runs the stand-in as the engine runs it with source fifo
@@ -639,10 +688,16 @@ const ceilingChunk = 8 << 20
 // goroutine into a buffer of its own, and hands keep (nil: dropped) chunk
 // i's output as it is done, from several goroutines at once.
 func compressChunks(b *testing.B, comp string, data []byte, keep func(i int, c []byte)) {
+	compressPaced(b, comp, data, runtime.GOMAXPROCS(0), func(int) {}, keep)
+}
+
+// compressPaced is compressChunks on the given number of goroutines, chunk
+// i handed out only once ready(i) returns.
+func compressPaced(b *testing.B, comp string, data []byte, workers int, ready func(i int), keep func(i int, c []byte)) {
 	n := (len(data) + ceilingChunk - 1) / ceilingChunk
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -677,6 +732,7 @@ func compressChunks(b *testing.B, comp string, data []byte, keep func(i int, c [
 		}()
 	}
 	for i := range n {
+		ready(i)
 		next <- i
 	}
 	close(next)
@@ -828,6 +884,9 @@ func (e *env) splitStorage(st string, part, budget int64) *splitstorage.Storage 
 	switch st {
 	case "local":
 		cfg.File.Root = e.localRoot("split")
+		if dir := os.Getenv("BENCH_STORAGE_DIR"); dir != "" {
+			cfg.SpoolDir = e.localRoot("spool")
+		}
 	case "s3":
 		c := e.s3.Config
 		cfg.Backend, cfg.S3.Endpoint, cfg.S3.Region, cfg.S3.Bucket, cfg.S3.Prefix, cfg.S3.ForcePathStyle =
@@ -838,9 +897,12 @@ func (e *env) splitStorage(st string, part, budget int64) *splitstorage.Storage 
 	return s
 }
 
-// localRoot is a storage directory on the same disk as the tablet.
+// localRoot is a storage directory on the same disk as the tablet, or
+// under BENCH_STORAGE_DIR (the split storage's spool too): a run with it on
+// another disk, or in memory (tmpfs), shows what the storages' writes cost
+// the tool's reads of the data files, for both engines alike.
 func (e *env) localRoot(kind string) string {
-	d := filepath.Join(e.tb.Root, "storage-"+kind)
+	d := filepath.Join(cmp.Or(os.Getenv("BENCH_STORAGE_DIR"), e.tb.Root), "storage-"+kind)
 	require.NoError(e.b, os.MkdirAll(d, 0o755))
 	return d
 }
@@ -1285,12 +1347,35 @@ func machineInfo() map[string]string {
 			}
 		}
 	}
+	m["topology"] = cpuTopology()
 	m["memory"] = fmt.Sprintf("%.1f GiB", float64(procMemTotalKB())/(1<<20))
 	m["kernel"] = run("uname", "-r")
 	df := strings.Split(run("df", "-hT", os.TempDir()), "\n")
 	m["disk"] = df[len(df)-1]
 	m["load_at_start"] = run("cat", "/proc/loadavg")
 	return m
+}
+
+// cpuTopology is how the CPUs this machine shows are laid out (under a
+// hypervisor, as the guest is told): two CPUs that are threads of one core
+// share its execution units, so a compressor on one slows the tool on the
+// other while both count as busy.
+func cpuTopology() string {
+	cpus, _ := filepath.Glob("/sys/devices/system/cpu/cpu[0-9]*/topology")
+	sockets, cores := map[string]bool{}, map[string]bool{}
+	for _, t := range cpus {
+		pkg, err1 := os.ReadFile(filepath.Join(t, "physical_package_id"))
+		core, err2 := os.ReadFile(filepath.Join(t, "core_id"))
+		if err1 != nil || err2 != nil {
+			return "unknown"
+		}
+		sockets[string(pkg)] = true
+		cores[string(pkg)+"/"+string(core)] = true
+	}
+	if len(cores) == 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%d CPUs: %d sockets, %d cores, %d threads per core", len(cpus), len(sockets), len(cores), len(cpus)/len(cores))
 }
 
 func procMemTotalKB() int64 {

@@ -42,7 +42,16 @@ func resetPeakRSS() int64 {
 func selfPeakRSS() int64 { return procStatusKB("self", "VmHWM:") << 10 }
 
 func procStatusKB(pid, key string) int64 {
-	f, err := os.Open(filepath.Join("/proc", pid, "status"))
+	return procField(filepath.Join("/proc", pid, "status"), key)
+}
+
+// bytesWritten is what process pid has written so far, to any file or pipe
+// (/proc/PID/io's wchar); 0 once it is gone.
+func bytesWritten(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/io", pid), "wchar:") }
+
+// procField is the number after key in a /proc file of "key value" lines.
+func procField(path, key string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}

@@ -196,13 +196,23 @@ func TestToolWaitsTable(t *testing.T) {
 			Run{Shape: "mixed", SizeGiB: 4, Storage: "local", Compressor: "pgzip", Engine: "fifo-stdout", Lanes: 16, Op: "restore", Rep: rep, Wall: 2},
 			Run{Shape: "mixed", SizeGiB: 4, Storage: "local", Compressor: "pgzip", Engine: "xtrabackup", Lanes: 16, Op: "backup", Rep: rep, Wall: 5})
 	}
+	res := &Results{Ceilings: []Ceiling{
+		{Shape: "mixed", SizeGiB: 4, Name: "tool-devnull", Wall: []float64{3.1, 2.9, 3.0}},
+		{Shape: "mixed", SizeGiB: 4, Name: "tool-beside-pgzip", Wall: []float64{4.4, 4.2, 4.3}},
+	}}
+	gs, order := groups(runs)
 	p := &page{}
-	p.toolWaits(groups(runs))
+	p.toolWaits(res, gs, order)
 	out := p.b.String()
-	assert.Contains(t, out, "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | 1.00 | 0.10 | 2.0 | 2000 | 1901 | 85% |")
+	assert.Contains(t, out, "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | 3.0 | 4.3 | 1.00 | 0.10 | 2.0 | 2000 | 1901 | 85% |")
 	assert.Equal(t, 1, strings.Count(out, "| mixed 4 GiB |"), "one row: the restore and the run without figures have none")
 
 	p = &page{}
-	p.toolWaits(groups(runs[1:2]))
+	p.toolWaits(&Results{}, gs, order)
+	assert.Contains(t, p.b.String(), "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | - | - | 1.00 |", "a run without those ceilings")
+
+	p = &page{}
+	gs, order = groups(runs[1:2])
+	p.toolWaits(res, gs, order)
 	assert.Empty(t, p.b.String(), "no backup measured it: no section")
 }

@@ -196,7 +196,7 @@ func RenderWith(res *Results, docPath, svgPath, section string) error {
 	p.sweep(res)
 	p.b.WriteString(section)
 	p.targetTable()
-	p.toolWaits(gs, order)
+	p.toolWaits(res, gs, order)
 	if filepath.Base(docPath) == "side-by-side.md" {
 		// notes.md reads the standard run's figures: not another page's.
 		p.b.WriteString(notes)
@@ -423,8 +423,9 @@ func (p *page) targetTable() {
 }
 
 // toolWaits: for the backups that measured it (since 2026-12-04), what the
-// tool and the engine waited for: the CPU, Go's scheduler, the disk.
-func (p *page) toolWaits(gs map[string]*group, order []string) {
+// tool and the engine waited for: the CPU, Go's scheduler, the disk; and,
+// where the run measured them, the tool alone and beside the codec's work.
+func (p *page) toolWaits(res *Results, gs map[string]*group, order []string) {
 	head := false
 	for _, k := range order {
 		g := gs[k]
@@ -436,9 +437,12 @@ func (p *page) toolWaits(gs map[string]*group, order []string) {
 			p.w("## What the backups waited for (medians)\n\nThe tool's run queue: seconds its threads waited for a CPU while runnable " +
 				"(schedstat, sampled every 50 ms). Goroutines: seconds this process's goroutines waited to run once runnable, summed, and one " +
 				"wait's 99th percentile (runtime/metrics). Disk: MB read and written on the machine's disks during the backup, and the busiest " +
-				"disk's share of the wall time with I/O in flight (/proc/diskstats).\n\n")
-			p.w("| data | storage | codec | engine | N | wall s | tool's run queue s | goroutines' wait s | p99 ms | disk read MB | disk written MB | busiest disk |\n")
-			p.w("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+				"disk's share of the wall time with I/O in flight (/proc/diskstats). The tool alone: its stream to /dev/null (`tool-devnull`); " +
+				"beside the codec: the same while the codec compresses each 8 MiB as the tool writes it, as many goroutines as lanes " +
+				"(`tool-beside-<codec>`, runs since 2026-12-05): what sharing the host with the compression costs the tool, whatever the engine.\n\n")
+			p.w("| data | storage | codec | engine | N | wall s | tool alone s | tool beside the codec s | tool's run queue s | goroutines' wait s | p99 ms | " +
+				"disk read MB | disk written MB | busiest disk |\n")
+			p.w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 			head = true
 		}
 		disk := func(f func(diskUse) float64) float64 {
@@ -449,8 +453,15 @@ func (p *page) toolWaits(gs map[string]*group, order []string) {
 				return f(*r.Disk)
 			})
 		}
-		p.w("| %s %g GiB | %s | %s | %s | %d | %.1f | %.2f | %.2f | %.1f | %.0f | %.0f | %.0f%% |\n", r.Shape, r.SizeGiB, r.Storage, r.Compressor,
-			r.Engine, r.Lanes, g.med(func(r Run) float64 { return r.Wall }), g.med(func(r Run) float64 { return r.ToolRunQueue }),
+		ceilingWall := func(name string) string {
+			if c := res.ceiling(r.Shape, r.SizeGiB, name); c != nil {
+				return fmt.Sprintf("%.1f", median(c.Wall))
+			}
+			return "-"
+		}
+		p.w("| %s %g GiB | %s | %s | %s | %d | %.1f | %s | %s | %.2f | %.2f | %.1f | %.0f | %.0f | %.0f%% |\n", r.Shape, r.SizeGiB, r.Storage, r.Compressor,
+			r.Engine, r.Lanes, g.med(func(r Run) float64 { return r.Wall }), ceilingWall("tool-devnull"), ceilingWall("tool-beside-"+r.Compressor),
+			g.med(func(r Run) float64 { return r.ToolRunQueue }),
 			g.med(func(r Run) float64 { return r.GoSchedWait }), 1e3*g.med(func(r Run) float64 { return r.GoSchedP99 }),
 			disk(func(d diskUse) float64 { return d.ReadMB }), disk(func(d diskUse) float64 { return d.WriteMB }),
 			100*disk(func(d diskUse) float64 { return d.Busy }))

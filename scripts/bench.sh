@@ -18,7 +18,8 @@
 # BENCH_DOC (markdown path, "-" for none), BENCH_CPU_PROFILE=1 (each run's CPU and blocking profiles
 # under logs/: where a many-core run's time goes), BENCH_ALLOC_PROFILE=1 (its allocations),
 # BENCH_STORAGE_DIR (the local storages and the split spool there, e.g. on tmpfs: what their
-# writes cost the tool's reads; default beside the tablet, on its disk).
+# writes cost the tool's reads; default beside the tablet, on its disk), BENCH_TOOL_PARALLEL (the tool's
+# --parallel in every engine and ceiling, default 4).
 # A re-run data set replaces the first run's figures with
 #   go run ./go/testutil/benchdata/sidebyside/render build/bench/results.json RERUN/results.json
 # Needs MariaDB 10.11 + mariadb-backup (make setup) and versitygw (make tools) for S3.

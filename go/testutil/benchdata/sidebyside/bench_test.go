@@ -73,6 +73,9 @@ type profile struct {
 	SweepRepeat int
 	SweepLanes  []int
 	Seed        uint64
+	// ToolParallel is the tool's --parallel (copy threads) in every engine
+	// and ceiling: BENCH_TOOL_PARALLEL, default 4 (the engines' default).
+	ToolParallel int
 	// Plans, when set, replaces the product of the lists above: what runs on
 	// each data set (the standard profile picks a matrix 2 cores finish in
 	// about an hour).
@@ -244,6 +247,14 @@ func profileFromEnv() profile {
 	if v, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
 		p.Seed = v
 	}
+	p.ToolParallel = 4
+	if v := os.Getenv("BENCH_TOOL_PARALLEL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 256 {
+			panic(fmt.Sprintf("BENCH_TOOL_PARALLEL: %q is not 1..256", v))
+		}
+		p.ToolParallel = n
+	}
 	for _, d := range p.plans() {
 		if int64(d.MiB)<<20 > benchdata.MaxBytes {
 			panic("BENCH_SIZES_MIB: at most 32768")
@@ -269,7 +280,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		Versions: versions(),
 		Settings: map[string]string{
 			"profile":      p.String(),
-			"tool":         "mariabackup --backup --stream=xbstream --parallel=4 for every engine",
+			"tool":         fmt.Sprintf("mariabackup --backup --stream=xbstream --parallel=%d for every engine", p.ToolParallel),
 			"split":        "part 256 MiB, parts spooled to $TMPDIR, upload concurrency 4, read budget 64 MiB, read-ahead 8 MiB (flag defaults)",
 			"peer storage": "Vitess file storage (local) / Vitess s3 storage (s3), same disk / same versitygw",
 		},
@@ -376,7 +387,7 @@ func (e *env) dataset() *Dataset {
 }
 
 func (e *env) toolArgs() []string {
-	return []string{"--defaults-file=" + e.tb.Cnf.Path, "--backup", "--stream=xbstream", "--parallel=4",
+	return []string{"--defaults-file=" + e.tb.Cnf.Path, "--backup", "--stream=xbstream", fmt.Sprintf("--parallel=%d", e.p.ToolParallel),
 		"--user=vt_dba", "--socket=" + e.tb.Cnf.SocketFile, "--target-dir=" + e.b.TempDir()}
 }
 
@@ -400,7 +411,7 @@ func (e *env) ceilings() {
 		pipeWalls, pipeCPUs = append(pipeWalls, w), append(pipeCPUs, c)
 	}
 	e.dataset().RawBytes = e.raw
-	e.addCeiling("tool-devnull", "mariabackup --backup --stream=xbstream --parallel=4 > /dev/null", e.raw, walls, cpus)
+	e.addCeiling("tool-devnull", fmt.Sprintf("mariabackup --backup --stream=xbstream --parallel=%d > /dev/null", e.p.ToolParallel), e.raw, walls, cpus)
 	e.addCeiling("tool-pipe", "the same into the pipe the engine gives the tool's stdout (fifobackupengine.StdoutPipe), read and dropped", e.raw, pipeWalls, pipeCPUs)
 	n := 0
 	for _, st := range e.plan.storages() {
@@ -483,6 +494,14 @@ func (e *env) ceilings() {
 			w, c := e.toolBesideCodec(comp, stream, max(n, 1))
 			bw, bc = append(bw, w), append(bc, c)
 		}
+		var sw, sc []float64
+		for range e.p.Repeat {
+			w, c := e.splitFromPipe(comp, streamPath, max(n, 1))
+			sw, sc = append(sw, w), append(sc, c)
+		}
+		e.addCeiling("split-"+comp, fmt.Sprintf("the stream file `cat` into the engine's stdout pipe, dealt to %d lanes as the engine deals it, "+
+			"each compressed by %s as the engine's lanes do, to io.Discard: the engine's path without the tool and the storage", max(n, 1), codecName(comp)),
+			e.raw, sw, sc)
 		e.addCeiling("tool-beside-"+comp, fmt.Sprintf("the tool to /dev/null while %s compresses each 8 MiB it writes, %d goroutines",
 			codecName(comp), n), e.raw, bw, bc)
 		if comp == "zstd" {
@@ -553,6 +572,60 @@ func (e *env) toolBesideCodec(comp string, stream []byte, lanes int) (wall, cpu 
 	}
 	require.NoError(b, toolErr, "mariabackup: %s", tailOf(stderr.String()))
 	return time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+}
+
+// splitFromPipe is the engine's path from the tool's stdout to the codec,
+// without the tool and the storage: `cat` of a stream file (in the page
+// cache) into the pipe the engine gives the tool (StdoutPipe), dealt by
+// xbstream.SplitStreams into lanes as the engine deals it (1 MiB pieces,
+// busy lanes passed over), each lane compressed as the engine's lanes do
+// with as many lanes as cores (one sequential stream each) to io.Discard.
+// How fast the engine could go if the tool were not the bound.
+func (e *env) splitFromPipe(comp, streamPath string, lanes int) (wall, cpu float64) {
+	b := e.b
+	r, w, err := fifobackupengine.StdoutPipe()
+	require.NoError(b, err)
+	defer r.Close()
+	writers := make([]io.Writer, lanes)
+	closers := make([]io.Closer, lanes)
+	for i := range writers {
+		wc := laneCompressor(b, comp)
+		writers[i], closers[i] = wc, wc
+	}
+	cmd := exec.Command("cat", streamPath)
+	cmd.Stdout = w
+	settle()
+	t0, c0 := time.Now(), cpuTime()
+	require.NoError(b, cmd.Start())
+	w.Close()
+	_, err = xbstream.SplitStreams(context.Background(), []io.Reader{r}, writers, xbstream.SplitOptions{PieceSize: 1 << 20, PassBusyLanes: true})
+	require.NoError(b, err)
+	for _, c := range closers {
+		require.NoError(b, c.Close())
+	}
+	require.NoError(b, cmd.Wait())
+	return time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
+}
+
+// laneCompressor is a lane's codec with the engine's settings where the
+// lanes are as many as the cores (codecs.go): zstd with the zstd command's
+// window at level 1, no frame checksum, no goroutines; gzip as one stream;
+// lz4's fast compressor, one block at a time, no checksum.
+func laneCompressor(b *testing.B, comp string) io.WriteCloser {
+	switch comp {
+	case "zstd":
+		zw, err := zstd.NewWriter(io.Discard, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(512<<10),
+			zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+		require.NoError(b, err)
+		return zw
+	case "lz4":
+		lw := lz4.NewWriter(io.Discard)
+		require.NoError(b, lw.Apply(lz4.ConcurrencyOption(1), lz4.CompressionLevelOption(lz4.Fast), lz4.ChecksumOption(false)))
+		return lw
+	}
+	gw, err := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	require.NoError(b, err)
+	return gw
 }
 
 // standinDevNull runs the stand-in as the engine runs it with source fifo
@@ -1081,7 +1154,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	args := []string{
 		"--xtrabackup-root-path=" + e.rootPath, "--xtrabackup-user=vt_dba",
 		"--xtrabackup-stream-mode=xbstream", fmt.Sprintf("--xtrabackup-stripes=%d", n),
-		"--xtrabackup-backup-flags=--parallel=4",
+		fmt.Sprintf("--xtrabackup-backup-flags=--parallel=%d", e.p.ToolParallel),
 		"--backup-storage-compress=true", "--compression-engine-name=" + comp, "--compression-level=1",
 		"--file-backup-storage-root=" + e.localRoot("vitess"),
 	}
@@ -1112,7 +1185,7 @@ func (e *env) roundTrip(st, comp, eng string, n int, part, budget int64) (Run, R
 	if split {
 		engineName = "fifo"
 		cfg := fifobackupengine.Config{
-			Lanes: n, Source: fifobackupengine.SourceStdout, Parallel: 4, FIFOTimeout: 60 * time.Second, UseMemory: 512 << 20,
+			Lanes: n, Source: fifobackupengine.SourceStdout, Parallel: e.p.ToolParallel, FIFOTimeout: 60 * time.Second, UseMemory: 512 << 20,
 			IncrementalBase: fifobackupengine.BaseLatest, MaxChainLength: 6,
 			Compression: fifobackupengine.CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2},
 		}
@@ -1375,7 +1448,7 @@ func cpuTopology() string {
 	if len(cores) == 0 {
 		return "unknown"
 	}
-	return fmt.Sprintf("%d CPUs: %d sockets, %d cores, %d threads per core", len(cpus), len(sockets), len(cores), len(cpus)/len(cores))
+	return fmt.Sprintf("%d CPUs = %d socket(s) x %d core(s) x %d thread(s) per core", len(cpus), len(sockets), len(cores)/len(sockets), len(cpus)/len(cores))
 }
 
 func procMemTotalKB() int64 {

@@ -199,17 +199,19 @@ func TestToolWaitsTable(t *testing.T) {
 	res := &Results{Ceilings: []Ceiling{
 		{Shape: "mixed", SizeGiB: 4, Name: "tool-devnull", Wall: []float64{3.1, 2.9, 3.0}},
 		{Shape: "mixed", SizeGiB: 4, Name: "tool-beside-pgzip", Wall: []float64{4.4, 4.2, 4.3}},
+		{Shape: "mixed", SizeGiB: 4, Name: "split-pgzip", Wall: []float64{1.2, 1.4, 1.3}},
+		{Shape: "mixed", SizeGiB: 4, Name: "split-zstd", Wall: []float64{0.9}},
 	}}
 	gs, order := groups(runs)
 	p := &page{}
 	p.toolWaits(res, gs, order)
 	out := p.b.String()
-	assert.Contains(t, out, "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | 3.0 | 4.3 | 1.00 | 0.10 | 2.0 | 2000 | 1901 | 85% |")
+	assert.Contains(t, out, "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | 3.0 | 4.3 | 1.3 | 1.00 | 0.10 | 2.0 | 2000 | 1901 | 85% |")
 	assert.Equal(t, 1, strings.Count(out, "| mixed 4 GiB |"), "one row: the restore and the run without figures have none")
 
 	p = &page{}
 	p.toolWaits(&Results{}, gs, order)
-	assert.Contains(t, p.b.String(), "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | - | - | 1.00 |", "a run without those ceilings")
+	assert.Contains(t, p.b.String(), "| mixed 4 GiB | local | pgzip | fifo-stdout | 16 | 5.0 | - | - | - | 1.00 |", "a run without those ceilings")
 
 	p = &page{}
 	gs, order = groups(runs[1:2])

@@ -439,10 +439,12 @@ func (p *page) toolWaits(res *Results, gs map[string]*group, order []string) {
 				"wait's 99th percentile (runtime/metrics). Disk: MB read and written on the machine's disks during the backup, and the busiest " +
 				"disk's share of the wall time with I/O in flight (/proc/diskstats). The tool alone: its stream to /dev/null (`tool-devnull`); " +
 				"beside the codec: the same while the codec compresses each 8 MiB as the tool writes it, as many goroutines as lanes " +
-				"(`tool-beside-<codec>`, runs since 2026-12-05): what sharing the host with the compression costs the tool, whatever the engine.\n\n")
-			p.w("| data | storage | codec | engine | N | wall s | tool alone s | tool beside the codec s | tool's run queue s | goroutines' wait s | p99 ms | " +
-				"disk read MB | disk written MB | busiest disk |\n")
-			p.w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+				"(`tool-beside-<codec>`, runs since 2026-12-05): what sharing the host with the compression costs the tool, whatever the engine. " +
+				"Without the tool: the stream file `cat` into the engine's pipe, dealt and compressed as the engine's lanes do (`split-<codec>`): " +
+				"how fast the engine's path goes when the tool is not the bound.\n\n")
+			p.w("| data | storage | codec | engine | N | wall s | tool alone s | tool beside the codec s | without the tool s | tool's run queue s | " +
+				"goroutines' wait s | p99 ms | disk read MB | disk written MB | busiest disk |\n")
+			p.w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 			head = true
 		}
 		disk := func(f func(diskUse) float64) float64 {
@@ -459,8 +461,9 @@ func (p *page) toolWaits(res *Results, gs map[string]*group, order []string) {
 			}
 			return "-"
 		}
-		p.w("| %s %g GiB | %s | %s | %s | %d | %.1f | %s | %s | %.2f | %.2f | %.1f | %.0f | %.0f | %.0f%% |\n", r.Shape, r.SizeGiB, r.Storage, r.Compressor,
-			r.Engine, r.Lanes, g.med(func(r Run) float64 { return r.Wall }), ceilingWall("tool-devnull"), ceilingWall("tool-beside-"+r.Compressor),
+		p.w("| %s %g GiB | %s | %s | %s | %d | %.1f | %s | %s | %s | %.2f | %.2f | %.1f | %.0f | %.0f | %.0f%% |\n", r.Shape, r.SizeGiB, r.Storage,
+			r.Compressor, r.Engine, r.Lanes, g.med(func(r Run) float64 { return r.Wall }), ceilingWall("tool-devnull"),
+			ceilingWall("tool-beside-"+r.Compressor), ceilingWall("split-"+r.Compressor),
 			g.med(func(r Run) float64 { return r.ToolRunQueue }),
 			g.med(func(r Run) float64 { return r.GoSchedWait }), 1e3*g.med(func(r Run) float64 { return r.GoSchedP99 }),
 			disk(func(d diskUse) float64 { return d.ReadMB }), disk(func(d diskUse) float64 { return d.WriteMB }),

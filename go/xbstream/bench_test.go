@@ -252,3 +252,91 @@ func BenchmarkSplitStallingLanes(b *testing.B) {
 		})
 	}
 }
+
+// pacedPipeSource writes stream into a 1 MiB pipe at rate bytes a second, 1
+// MiB a write, as the tool writes its stdout: a write blocks while the
+// pipe is full. It returns the pipe's read end and a func that waits for
+// the writer and says how much longer than len(stream)/rate it took: the
+// time the tool would have stood still because the reader did not drain.
+func pacedPipeSource(b *testing.B, stream []byte, rate float64) (io.ReadCloser, func() time.Duration) {
+	r, w, err := os.Pipe()
+	require.NoError(b, err)
+	_, _ = unixFcntl(w, syscall.F_SETPIPE_SZ, 1<<20)
+	done := make(chan time.Duration, 1)
+	go func() {
+		defer w.Close()
+		start := time.Now()
+		for off := 0; off < len(stream); {
+			due := start.Add(time.Duration(float64(off) / rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+			}
+			n := min(1<<20, len(stream)-off)
+			if _, err := w.Write(stream[off : off+n]); err != nil {
+				break
+			}
+			off += n
+		}
+		done <- time.Since(start) - time.Duration(float64(len(stream))/rate*float64(time.Second))
+	}()
+	return r, func() time.Duration { return <-done }
+}
+
+func unixFcntl(f *os.File, cmd, arg int) (int, error) {
+	n, _, e := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), uintptr(cmd), uintptr(arg))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// BenchmarkSplitPacedSource: whether the splitter holds the tool back where
+// the lanes can keep up on average: a source writing 1 GB/s into a 1 MiB
+// pipe (the engine's), dealt in 1 MiB pieces to 16 lanes of 100 MB/s each
+// (1.6x the source, as 16 pgzip lanes against mariabackup's stream on 16
+// cores), steady or stalling 20 ms every 8 MiB (a part sealed), with
+// GOMAXPROCS at the lane count as on such a host (the lanes sleep, so two
+// cores show what sixteen would). ms-tool-stalled is how much longer the
+// source took than its own pace: the tool standing still on a full pipe
+// because the reader was waiting for a free buffer or for the dealer.
+//
+//	go test -run '^$' -bench SplitPacedSource -count 5 ./go/xbstream/
+func BenchmarkSplitPacedSource(b *testing.B) {
+	for _, stall := range []time.Duration{0, 20 * time.Millisecond} {
+		b.Run(fmt.Sprintf("stall=%v", stall), func(b *testing.B) { pacedSource(b, 16, 100e6, stall) })
+	}
+}
+
+func pacedSource(b *testing.B, lanes int, laneRate float64, stall time.Duration) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(lanes)) // a core a lane, as on the host it models
+	stream := syntheticStream(b)
+	const rate = 1e9
+	var stalled time.Duration
+	var waits [3]time.Duration
+	opts := SplitOptions{PieceSize: 1 << 20, PassBusyLanes: true, Waited: func(w Wait, d time.Duration) { waits[w] += d }}
+	b.SetBytes(int64(len(stream)))
+	for i := 0; i < b.N; i++ {
+		ws := make([]io.Writer, lanes)
+		for j := range ws {
+			ws[j] = pacedStallingLane{pacedLane{laneRate}, &stallingWriter{every: 8 << 20, since: int64(j) << 19, stall: stall}}
+		}
+		src, wait := pacedPipeSource(b, stream, rate)
+		_, err := Split(context.Background(), src, ws, opts)
+		src.Close()
+		stalled += wait()
+		require.NoError(b, err)
+	}
+	b.ReportMetric(float64(stalled.Milliseconds())/float64(b.N), "ms-tool-stalled/op")
+	b.ReportMetric(waits[WaitBuffers].Seconds()*1e3/float64(b.N), "ms-waiting-buffers/op")
+	b.ReportMetric(waits[WaitLanes].Seconds()*1e3/float64(b.N), "ms-waiting-lanes/op")
+}
+
+type pacedStallingLane struct {
+	paced pacedLane
+	stall *stallingWriter
+}
+
+func (l pacedStallingLane) Write(p []byte) (int, error) {
+	_, _ = l.paced.Write(p)
+	return l.stall.Write(p)
+}

@@ -231,13 +231,10 @@ func BenchmarkSplitStallingLanes(b *testing.B) {
 	for _, pass := range []bool{false, true} {
 		b.Run(fmt.Sprintf("pass-busy-lanes=%v", pass), func(b *testing.B) {
 			var waits [3]time.Duration
-			opts := SplitOptions{PieceSize: 1 << 20, PassBusyLanes: pass, Waited: func(w Wait, d time.Duration) { waits[w] += d }}
+			opts := pieceOptions(pass, &waits)
 			b.SetBytes(int64(len(stream)))
 			for i := 0; i < b.N; i++ {
-				ws := make([]io.Writer, lanes)
-				for j := range ws {
-					ws[j] = &stallingWriter{every: 8 << 20, since: int64(j) << 19, stall: 20 * time.Millisecond}
-				}
+				ws := stallingLanes(lanes, 0, 20*time.Millisecond)
 				st, err := Split(context.Background(), bytes.NewReader(stream), ws, opts)
 				if err != nil {
 					b.Fatal(err)
@@ -313,13 +310,10 @@ func pacedSource(b *testing.B, lanes int, laneRate float64, stall time.Duration)
 	const rate = 1e9
 	var stalled time.Duration
 	var waits [3]time.Duration
-	opts := SplitOptions{PieceSize: 1 << 20, PassBusyLanes: true, Waited: func(w Wait, d time.Duration) { waits[w] += d }}
+	opts := pieceOptions(true, &waits)
 	b.SetBytes(int64(len(stream)))
 	for i := 0; i < b.N; i++ {
-		ws := make([]io.Writer, lanes)
-		for j := range ws {
-			ws[j] = pacedStallingLane{pacedLane{laneRate}, &stallingWriter{every: 8 << 20, since: int64(j) << 19, stall: stall}}
-		}
+		ws := stallingLanes(lanes, laneRate, stall)
 		src, wait := pacedPipeSource(b, stream, rate)
 		_, err := Split(context.Background(), src, ws, opts)
 		src.Close()
@@ -329,6 +323,25 @@ func pacedSource(b *testing.B, lanes int, laneRate float64, stall time.Duration)
 	b.ReportMetric(float64(stalled.Milliseconds())/float64(b.N), "ms-tool-stalled/op")
 	b.ReportMetric(waits[WaitBuffers].Seconds()*1e3/float64(b.N), "ms-waiting-buffers/op")
 	b.ReportMetric(waits[WaitLanes].Seconds()*1e3/float64(b.N), "ms-waiting-lanes/op")
+}
+
+// stallingLanes are n lanes that each stall every 8 MiB (their first
+// stalls spread by half a MiB a lane) and, at a rate > 0, write at it.
+func stallingLanes(n int, rate float64, stall time.Duration) []io.Writer {
+	ws := make([]io.Writer, n)
+	for j := range ws {
+		w := &stallingWriter{every: 8 << 20, since: int64(j) << 19, stall: stall}
+		ws[j] = w
+		if rate > 0 {
+			ws[j] = pacedStallingLane{pacedLane{rate}, w}
+		}
+	}
+	return ws
+}
+
+// pieceOptions deals 1 MiB pieces, as the engine does, adding up the waits.
+func pieceOptions(passBusyLanes bool, waits *[3]time.Duration) SplitOptions {
+	return SplitOptions{PieceSize: 1 << 20, PassBusyLanes: passBusyLanes, Waited: func(w Wait, d time.Duration) { waits[w] += d }}
 }
 
 type pacedStallingLane struct {

@@ -436,9 +436,8 @@ func (e *env) ceilings() {
 	streamPath := filepath.Join(e.tb.Root, "ceiling-stream")
 	f, err := os.Create(streamPath)
 	require.NoError(b, err)
-	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
-	cmd.Stdout = f
-	require.NoError(b, cmd.Run())
+	cmd, stderr := e.toolCmd(f)
+	require.NoError(b, cmd.Run(), "mariabackup: %s", tailOf(stderr.String()))
 	require.NoError(b, f.Close())
 	defer os.Remove(streamPath)
 	stream, unmap := mapFile(b, streamPath)
@@ -542,13 +541,7 @@ func (e *env) ceilings() {
 // engine that compresses there avoids.
 func (e *env) toolBesideCodec(comp string, stream []byte, lanes int) (wall, cpu float64) {
 	b := e.b
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	require.NoError(b, err)
-	defer devnull.Close()
-	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
-	cmd.Stdout = devnull
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd, stderr := e.toolCmd(e.devNull())
 	settle()
 	t0, c0 := time.Now(), cpuTime()
 	require.NoError(b, cmd.Start())
@@ -633,17 +626,29 @@ func laneCompressor(b *testing.B, comp string) io.WriteCloser {
 // through it, which pay a process that parses and writes every chunk again
 // (real xtrabackup writes its FIFOs itself). The stand-in opens FIFO k only
 // once a reader holds it, retrying once a second, as Percona's tool does.
+// toolCmd is the tool's backup, its stream written to stdout and its
+// stderr kept for the error.
+func (e *env) toolCmd(stdout *os.File) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
+	cmd.Stdout = stdout
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	return cmd, &stderr
+}
+
+// devNull is /dev/null open for writing until the benchmark ends.
+func (e *env) devNull() *os.File {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	require.NoError(e.b, err)
+	e.b.Cleanup(func() { f.Close() })
+	return f
+}
+
 // toolToDevNull is the tool's stream written to /dev/null: the tool's own
 // time, and what it read from disk.
 func (e *env) toolToDevNull() (wall, cpu float64, disk diskUse) {
 	b := e.b
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	require.NoError(b, err)
-	defer devnull.Close()
-	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
-	cmd.Stdout = devnull // an *os.File: the tool writes to it, no pipe between
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd, stderr := e.toolCmd(e.devNull()) // an *os.File: the tool writes to it, no pipe between
 	settle()
 	disks := readDisks()
 	t0, c0 := time.Now(), cpuTime()
@@ -662,10 +667,7 @@ func (e *env) toolThroughPipe() (wall, cpu float64) {
 	r, w, err := fifobackupengine.StdoutPipe()
 	require.NoError(b, err)
 	defer r.Close()
-	cmd := exec.Command("/usr/bin/mariabackup", e.toolArgs()...)
-	cmd.Stdout = w
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd, stderr := e.toolCmd(w)
 	settle()
 	t0, c0 := time.Now(), cpuTime()
 	require.NoError(b, cmd.Start())

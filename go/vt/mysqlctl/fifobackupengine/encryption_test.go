@@ -27,7 +27,7 @@ func plantedRows(t *testing.T, f *fixture) string {
 	for i := range 200 {
 		f.srv.Exec(t, "INSERT INTO sample.planted VALUES (?, ?)", i, fmt.Sprintf("%s-%04d", value, i))
 	}
-	checkpoint(t, f.srv.DB())
+	mariadbtest.Checkpoint(t, f.srv.DB())
 	return value
 }
 

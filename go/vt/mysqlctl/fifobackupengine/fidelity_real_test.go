@@ -109,7 +109,7 @@ func TestDeltaOf32KiBPagesRealMariaDB(t *testing.T) {
 	// Every page of the ~100 MiB table changes: more than 64 MiB of pages
 	// of one tablespace, so at least one delta cluster is a chunk past it.
 	f.srv.Exec(t, "UPDATE sample.wide SET v = REPEAT(MD5(id + 1), 7)")
-	checkpoint(t, f.srv.DB())
+	mariadbtest.Checkpoint(t, f.srv.DB())
 	want := mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes")
 	require.NoError(t, f.backup(t, nil))
 	m := f.latestManifest(t)

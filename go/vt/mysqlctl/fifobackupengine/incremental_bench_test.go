@@ -79,7 +79,7 @@ func BenchmarkIncrementalChain(b *testing.B) {
 	}
 	var table []row
 	backup := func(what string) *Manifest {
-		checkpoint(b, f.srv.DB())
+		mariadbtest.Checkpoint(b, f.srv.DB())
 		// Every backup reads from disk, not from what the last one cached
 		// (root only; elsewhere the column counts only cache misses).
 		_ = os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0)

@@ -2,12 +2,9 @@ package fifobackupengine
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -141,7 +138,7 @@ func threeBackupsUnderWriter(t *testing.T, f *fixture) (*gtidWriter, [3]map[stri
 		static[i] = f.changeStatic(t, i+1)
 		// The tool's to_lsn is the last checkpoint: flush, so that it is
 		// recent, as on a server that has run a while.
-		checkpoint(t, f.srv.DB())
+		mariadbtest.Checkpoint(t, f.srv.DB())
 		time.Sleep(1100 * time.Millisecond) // backup names have seconds
 		require.NoError(t, f.backup(t, nil))
 		ms[i] = f.latestManifest(t)
@@ -158,31 +155,6 @@ func checkRestored(t *testing.T, f *fixture, w *gtidWriter, m *mysqlctl.BackupMa
 	require.Equal(t, want.BackupName, m.BackupName)
 	assert.Equal(t, static, mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes"), "static tables at %s", want.BackupName)
 	assert.Equal(t, w.expectedAt(t, m.Position.String()), writtenRows(t, f.srv.DB()), "sample.writes at %s's position %v", want.BackupName, m.Position)
-}
-
-// checkpoint has InnoDB flush its dirty pages and waits until its last
-// checkpoint has passed the LSN it had when asked.
-func checkpoint(t testing.TB, db *sql.DB) {
-	t.Helper()
-	_, err := db.Exec("SET GLOBAL innodb_max_dirty_pages_pct = 0")
-	require.NoError(t, err)
-	defer db.Exec("SET GLOBAL innodb_max_dirty_pages_pct = 90")
-	read := func(re *regexp.Regexp) int64 {
-		var typ, name, status string
-		require.NoError(t, db.QueryRow("SHOW ENGINE INNODB STATUS").Scan(&typ, &name, &status))
-		m := re.FindStringSubmatch(status)
-		require.NotNil(t, m, "no %v in SHOW ENGINE INNODB STATUS", re)
-		n, err := strconv.ParseInt(m[1], 10, 64)
-		require.NoError(t, err)
-		return n
-	}
-	lsn := regexp.MustCompile(`Log sequence number\s+(\d+)`)
-	ckpt := regexp.MustCompile(`Last checkpoint at\s+(\d+)`)
-	target := read(lsn)
-	// Past the LSN of the ask; or, on an idle server, as near the current
-	// LSN as it gets (a checkpoint's own record is after it).
-	require.Eventually(t, func() bool { c := read(ckpt); return c >= target || read(lsn)-c < 4096 },
-		time.Minute, 200*time.Millisecond, "InnoDB did not checkpoint past %d", target)
 }
 
 // assertUntouched checks that a failed restore left mysqld running on its

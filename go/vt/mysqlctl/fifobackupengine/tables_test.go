@@ -122,7 +122,7 @@ func TestTableRestoreRealMariaDB(t *testing.T) {
 	f := newFixture(t, mariadbtest.Options{Tables: 300, RowsPerTable: 50, BigTableBytes: 48 << 20})
 	f.srv.Exec(t, "CREATE TABLE sample.indexed (id INT PRIMARY KEY, a INT, b VARCHAR(40), KEY (a), KEY (b, a)) ENGINE=InnoDB")
 	f.srv.Exec(t, "INSERT INTO sample.indexed SELECT seq, seq % 97, MD5(seq) FROM sample.seq_1_to_3000")
-	checkpoint(t, f.srv.DB())
+	mariadbtest.Checkpoint(t, f.srv.DB())
 	want := mariadbtest.Checksums(t, f.srv.DB(), sampleDB, "writes")
 	useEngine(t, testConfig(2, SourceStdout, zstdConfig()))
 	require.NoError(t, f.backup(t, nil))
@@ -244,7 +244,7 @@ func TestTableRestoreChainRealMariaDB(t *testing.T) {
 	var static map[string]string
 	for round := range 3 {
 		static = f.changeStatic(t, round+1)
-		checkpoint(t, f.srv.DB())
+		mariadbtest.Checkpoint(t, f.srv.DB())
 		time.Sleep(1100 * time.Millisecond) // backup names have seconds
 		require.NoError(t, f.backup(t, nil))
 	}

@@ -454,7 +454,7 @@ func (e *env) ceilings() {
 	// extraction, one lane), then the tool's --prepare alone on them, as
 	// the engine runs it (backup-my.cnf, 512 MiB): at once, on files still
 	// in the page cache, as in a restore, whose prepare flushes the ones
-	// InnoDB touches (until 2026-12-05 a sync came first, and the ceiling
+	// InnoDB touches (until 2026-12-04 a sync came first, and the ceiling
 	// took 0.05 s where the restores' own prepare took 0.14-0.18 s).
 	var xw, xc, pw, pc []float64
 	for range e.p.Repeat {

@@ -439,7 +439,7 @@ func (p *page) toolWaits(res *Results, gs map[string]*group, order []string) {
 				"wait's 99th percentile (runtime/metrics). Disk: MB read and written on the machine's disks during the backup, and the busiest " +
 				"disk's share of the wall time with I/O in flight (/proc/diskstats). The tool alone: its stream to /dev/null (`tool-devnull`); " +
 				"beside the codec: the same while the codec compresses each 8 MiB as the tool writes it, as many goroutines as lanes " +
-				"(`tool-beside-<codec>`, runs since 2026-12-05): what sharing the host with the compression costs the tool, whatever the engine. " +
+				"(`tool-beside-<codec>`, runs since 2026-12-04): what sharing the host with the compression costs the tool, whatever the engine. " +
 				"Without the tool: the stream file `cat` into the engine's pipe, dealt and compressed as the engine's lanes do (`split-<codec>`): " +
 				"how fast the engine's path goes when the tool is not the bound.\n\n")
 			p.w("| data | storage | codec | engine | N | wall s | tool alone s | tool beside the codec s | without the tool s | tool's run queue s | " +

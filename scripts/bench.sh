@@ -17,8 +17,9 @@
 # BENCH_PLANS (data sets of the profile to run, e.g. mixed-1024), BENCH_OUT (results dir),
 # BENCH_DOC (markdown path, "-" for none), BENCH_CPU_PROFILE=1 (each run's CPU and blocking profiles
 # under logs/: where a many-core run's time goes), BENCH_ALLOC_PROFILE=1 (its allocations),
-# BENCH_STORAGE_DIR (the local storages and the split spool there, e.g. on tmpfs: what their
-# writes cost the tool's reads; default beside the tablet, on its disk), BENCH_TOOL_PARALLEL (the tool's
+# BENCH_STORAGE_DIR (an existing directory, e.g. on tmpfs: the local storages and the split spool
+# go in a directory of the run's own there, removed after; what their writes cost the tool's
+# reads; default beside the tablet, on its disk), BENCH_TOOL_PARALLEL (the tool's
 # --parallel in every engine and ceiling, default 4).
 # A re-run data set replaces the first run's figures with
 #   go run ./go/testutil/benchdata/sidebyside/render build/bench/results.json RERUN/results.json

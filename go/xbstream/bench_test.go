@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/vtfifo/vtfifo/go/testutil/mariadbtest"
 )
@@ -258,7 +259,7 @@ func BenchmarkSplitStallingLanes(b *testing.B) {
 func pacedPipeSource(b *testing.B, stream []byte, rate float64) (io.ReadCloser, func() time.Duration) {
 	r, w, err := os.Pipe()
 	require.NoError(b, err)
-	_, _ = unixFcntl(w, syscall.F_SETPIPE_SZ, 1<<20)
+	_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20) // as the engine grows the tool's stdout pipe
 	done := make(chan time.Duration, 1)
 	go func() {
 		defer w.Close()
@@ -277,14 +278,6 @@ func pacedPipeSource(b *testing.B, stream []byte, rate float64) (io.ReadCloser, 
 		done <- time.Since(start) - time.Duration(float64(len(stream))/rate*float64(time.Second))
 	}()
 	return r, func() time.Duration { return <-done }
-}
-
-func unixFcntl(f *os.File, cmd, arg int) (int, error) {
-	n, _, e := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), uintptr(cmd), uintptr(arg))
-	if e != 0 {
-		return 0, e
-	}
-	return int(n), nil
 }
 
 // BenchmarkSplitPacedSource: whether the splitter holds the tool back where

@@ -101,25 +101,6 @@ func TestParallelLoadIsTheSameData(t *testing.T) {
 	defer one.Close()
 	one.SetMaxOpenConns(1) // loadTables falls back to its own session, in turn
 	o := Options{Shape: Mixed, Bytes: 24 << 20, Seed: 7, DataDir: srv.DataDir, Log: t.Logf}
-	checksums := func(db string) map[string]int64 {
-		rows, err := srv.DB().Query("SELECT table_name FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name", db)
-		require.NoError(t, err)
-		var names []string
-		for rows.Next() {
-			var n string
-			require.NoError(t, rows.Scan(&n))
-			names = append(names, n)
-		}
-		require.NoError(t, rows.Err())
-		sums := map[string]int64{}
-		for _, n := range names {
-			var name string
-			var sum int64
-			require.NoError(t, srv.DB().QueryRow("CHECKSUM TABLE `"+db+"`.`"+n+"`").Scan(&name, &sum))
-			sums[n] = sum
-		}
-		return sums
-	}
 	o.Database = "parallel"
 	rp, err := Load(context.Background(), srv.DB(), o)
 	require.NoError(t, err)
@@ -129,7 +110,7 @@ func TestParallelLoadIsTheSameData(t *testing.T) {
 	assert.Equal(t, rs.Rows, rp.Rows)
 	assert.Equal(t, 44, rp.Tables)
 	assert.Equal(t, rs.Tables, rp.Tables)
-	p, s := checksums("parallel"), checksums("in_turn")
+	p, s := mariadbtest.Checksums(t, srv.DB(), "parallel"), mariadbtest.Checksums(t, srv.DB(), "in_turn")
 	assert.Len(t, p, 44)
 	assert.Equal(t, s, p)
 }

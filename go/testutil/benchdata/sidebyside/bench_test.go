@@ -2,7 +2,6 @@ package sidebyside
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -76,6 +75,9 @@ type profile struct {
 	// ToolParallel is the tool's --parallel (copy threads) in every engine
 	// and ceiling: BENCH_TOOL_PARALLEL, default 4 (the engines' default).
 	ToolParallel int
+	// StorageDir holds the local storages and the split storage's spool
+	// (BENCH_STORAGE_DIR; "": beside the tablet, on its disk).
+	StorageDir string
 	// Plans, when set, replaces the product of the lists above: what runs on
 	// each data set (the standard profile picks a matrix 2 cores finish in
 	// about an hour).
@@ -247,6 +249,7 @@ func profileFromEnv() profile {
 	if v, err := strconv.ParseUint(os.Getenv("BENCH_SEED"), 10, 64); err == nil {
 		p.Seed = v
 	}
+	p.StorageDir = os.Getenv("BENCH_STORAGE_DIR")
 	p.ToolParallel = 4
 	if v := os.Getenv("BENCH_TOOL_PARALLEL"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -355,12 +358,20 @@ type env struct {
 	shape   string
 	sizeGiB float64
 	tb      *tabletdb.Tablet
-	raw     int64 // the tool's stream bytes
+	storage string // where the local storages live: the tablet's root or a directory of ours under BENCH_STORAGE_DIR
+	raw     int64  // the tool's stream bytes
 }
 
 func (e *env) setUp(bytes int64) {
 	b := e.b
 	e.tb = tabletdb.Start(b)
+	e.storage = e.tb.Root
+	if e.p.StorageDir != "" { // a directory of this run's own there, removed with it
+		d, err := os.MkdirTemp(e.p.StorageDir, "sidebyside-")
+		require.NoError(b, err)
+		b.Cleanup(func() { os.RemoveAll(d) })
+		e.storage = d
+	}
 	srv := mariadbtest.Attach(b, e.tb.Cnf.SocketFile, e.tb.Cnf.DataDir, "vt_dba", "")
 	ctx := context.Background()
 	sh, err := benchdata.ParseShape(e.shape)
@@ -496,21 +507,21 @@ func (e *env) ceilings() {
 			dw = append(dw, time.Since(t0).Seconds())
 			dc = append(dc, (cpuTime() - c0).Seconds())
 		}
-		var bw, bc []float64
+		lanes := max(n, 1)
+		var bw, bc, sw, sc []float64
 		for range e.p.Repeat {
-			w, c := e.toolBesideCodec(comp, stream, max(n, 1))
+			w, c := e.toolBesideCodec(comp, stream, lanes)
 			bw, bc = append(bw, w), append(bc, c)
 		}
-		var sw, sc []float64
 		for range e.p.Repeat {
-			w, c := e.splitFromPipe(comp, streamPath, max(n, 1))
+			w, c := e.splitFromPipe(comp, streamPath, lanes)
 			sw, sc = append(sw, w), append(sc, c)
 		}
 		e.addCeiling("split-"+comp, fmt.Sprintf("the stream file `cat` into the engine's stdout pipe, dealt to %d lanes as the engine deals it, "+
-			"each compressed by %s as the engine's lanes do, to io.Discard: the engine's path without the tool and the storage", max(n, 1), codecName(comp)),
+			"each compressed by the engine's own lane codec, to io.Discard: the engine's path without the tool and the storage", lanes),
 			e.raw, sw, sc)
 		e.addCeiling("tool-beside-"+comp, fmt.Sprintf("the tool to /dev/null while %s compresses each 8 MiB it writes, %d goroutines",
-			codecName(comp), n), e.raw, bw, bc)
+			codecName(comp), lanes), e.raw, bw, bc)
 		if comp == "zstd" {
 			e.dataset().ZstdBytes = int64(len(compressed))
 		}
@@ -579,18 +590,17 @@ func (e *env) toolBesideCodec(comp string, stream []byte, lanes int) (wall, cpu 
 // without the tool and the storage: `cat` of a stream file (in the page
 // cache) into the pipe the engine gives the tool (StdoutPipe), dealt by
 // xbstream.SplitStreams into lanes as the engine deals it (1 MiB pieces,
-// busy lanes passed over), each lane compressed as the engine's lanes do
-// with as many lanes as cores (one sequential stream each) to io.Discard.
-// How fast the engine could go if the tool were not the bound.
+// busy lanes passed over), each lane compressed by the engine's own lane
+// codec to io.Discard. How fast the engine could go if the tool were not
+// the bound.
 func (e *env) splitFromPipe(comp, streamPath string, lanes int) (wall, cpu float64) {
 	b := e.b
 	r, w, err := fifobackupengine.StdoutPipe()
 	require.NoError(b, err)
-	defer r.Close()
 	writers := make([]io.Writer, lanes)
 	closers := make([]io.Closer, lanes)
 	for i := range writers {
-		wc := laneCompressor(b, comp)
+		wc := laneCompressor(b, comp, lanes)
 		writers[i], closers[i] = wc, wc
 	}
 	cmd := exec.Command("cat", streamPath)
@@ -600,40 +610,25 @@ func (e *env) splitFromPipe(comp, streamPath string, lanes int) (wall, cpu float
 	require.NoError(b, cmd.Start())
 	w.Close()
 	_, err = xbstream.SplitStreams(context.Background(), []io.Reader{r}, writers, xbstream.SplitOptions{PieceSize: 1 << 20, PassBusyLanes: true})
+	r.Close() // a cat still writing, after a failed split, ends on EPIPE
+	catErr := cmd.Wait()
 	require.NoError(b, err)
+	require.NoError(b, catErr)
 	for _, c := range closers {
 		require.NoError(b, c.Close())
 	}
-	require.NoError(b, cmd.Wait())
 	return time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
 }
 
-// laneCompressor is a lane's codec with the engine's settings where the
-// lanes are as many as the cores (codecs.go): zstd with the zstd command's
-// window at level 1, no frame checksum, no goroutines; gzip as one stream;
-// lz4's fast compressor, one block at a time, no checksum.
-func laneCompressor(b *testing.B, comp string) io.WriteCloser {
-	switch comp {
-	case "zstd":
-		zw, err := zstd.NewWriter(io.Discard, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithWindowSize(512<<10),
-			zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
-		require.NoError(b, err)
-		return zw
-	case "lz4":
-		lw := lz4.NewWriter(io.Discard)
-		require.NoError(b, lw.Apply(lz4.ConcurrencyOption(1), lz4.CompressionLevelOption(lz4.Fast), lz4.ChecksumOption(false)))
-		return lw
-	}
-	gw, err := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+// laneCompressor is a lane's codec as the engine builds it for a backup
+// of lanes lanes, at level 1 (fifobackupengine.LaneCompressor).
+func laneCompressor(b *testing.B, comp string, lanes int) io.WriteCloser {
+	c := fifobackupengine.CompressionConfig{Enabled: true, Engine: comp, Level: 1, BlockSize: 250000, Blocks: 2}
+	wc, err := c.LaneCompressor(lanes, io.Discard)
 	require.NoError(b, err)
-	return gw
+	return wc
 }
 
-// standinDevNull runs the stand-in as the engine runs it with source fifo
-// and n streams, each FIFO read to /dev/null: the ceiling of the runs
-// through it, which pay a process that parses and writes every chunk again
-// (real xtrabackup writes its FIFOs itself). The stand-in opens FIFO k only
-// once a reader holds it, retrying once a second, as Percona's tool does.
 // toolCmd is the tool's backup, its stream written to stdout and its
 // stderr kept for the error.
 func (e *env) toolCmd(stdout *os.File) (*exec.Cmd, *bytes.Buffer) {
@@ -694,6 +689,11 @@ func (e *env) toolThroughPipe() (wall, cpu float64) {
 	return time.Since(t0).Seconds(), (cpuTime() - c0).Seconds()
 }
 
+// standinDevNull runs the stand-in as the engine runs it with source fifo
+// and n streams, each FIFO read to /dev/null: the ceiling of the runs
+// through it, which pay a process that parses and writes every chunk again
+// (real xtrabackup writes its FIFOs itself). The stand-in opens FIFO k only
+// once a reader holds it, retrying once a second, as Percona's tool does.
 func (e *env) standinDevNull(n int) (wall, cpu float64) {
 	b := e.b
 	dir := filepath.Join(b.TempDir(), "fifos")
@@ -967,7 +967,7 @@ func (e *env) splitStorage(st string, part, budget int64) *splitstorage.Storage 
 	switch st {
 	case "local":
 		cfg.File.Root = e.localRoot("split")
-		if dir := os.Getenv("BENCH_STORAGE_DIR"); dir != "" {
+		if e.p.StorageDir != "" {
 			cfg.SpoolDir = e.localRoot("spool")
 		}
 	case "s3":
@@ -985,7 +985,7 @@ func (e *env) splitStorage(st string, part, budget int64) *splitstorage.Storage 
 // another disk, or in memory (tmpfs), shows what the storages' writes cost
 // the tool's reads of the data files, for both engines alike.
 func (e *env) localRoot(kind string) string {
-	d := filepath.Join(cmp.Or(os.Getenv("BENCH_STORAGE_DIR"), e.tb.Root), "storage-"+kind)
+	d := filepath.Join(e.storage, "storage-"+kind)
 	require.NoError(e.b, os.MkdirAll(d, 0o755))
 	return d
 }

@@ -157,6 +157,15 @@ func (c *CompressionConfig) Extension() string {
 	return codecs[c.Engine].extension
 }
 
+// LaneCompressor wraps w in the compressor a lane of a backup of lanes lanes
+// writes with (forLanes): what the benchmark's ceilings compress with, so
+// that they measure the engine's own codec settings. Closing the result
+// flushes the compressor, not w.
+func (c CompressionConfig) LaneCompressor(lanes int, w io.Writer) (io.WriteCloser, error) {
+	lc := c.forLanes(lanes)
+	return lc.newCompressor(context.Background(), w, logutil.NewMemoryLogger())
+}
+
 // newCompressor wraps w in this configuration's compressor. Closing the
 // result flushes the compressor, not w.
 func (c *CompressionConfig) newCompressor(ctx context.Context, w io.Writer, logger logutil.Logger) (io.WriteCloser, error) {

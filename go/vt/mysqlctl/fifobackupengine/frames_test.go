@@ -332,3 +332,31 @@ func TestLz4ReadsEveryLevel(t *testing.T) {
 	assert.Equal(t, compress(0, false), compress(1, false), "level 1 is the fast compressor")
 	assert.Less(t, len(compress(9, false)), len(compress(1, false)), "level 9 searches deeper")
 }
+
+// TestLaneCompressorIsTheLanesCodec: the benchmark's ceilings compress with
+// what a lane writes with: every codec's output reads back through the
+// restore's decompressor, and with as many lanes as cores gzip is one
+// sequential stream, as forLanes makes it.
+func TestLaneCompressorIsTheLanesCodec(t *testing.T) {
+	data := bytes.Repeat([]byte("what a lane writes "), 100000)
+	cores := runtime.GOMAXPROCS(0)
+	for _, engine := range []string{mysqlctl.PgzipCompressor, mysqlctl.ZstdCompressor, mysqlctl.Lz4Compressor} {
+		c := CompressionConfig{Enabled: true, Engine: engine, Level: 1, BlockSize: 250000, Blocks: 2}
+		var lane bytes.Buffer
+		w, err := c.LaneCompressor(cores, &lane)
+		require.NoError(t, err)
+		if engine == mysqlctl.PgzipCompressor {
+			assert.IsType(t, &gzip.Writer{}, w, "pgzip at %d lanes on %d cores: one sequential gzip stream", cores, cores)
+		}
+		_, err = w.Write(data)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		m := &Manifest{Compressed: true, CompressionEngine: engine, Lanes: make([]LaneInfo, cores)}
+		d, err := newDecompressor(context.Background(), m, c, &lane, logutil.NewMemoryLogger())
+		require.NoError(t, err)
+		got, err := io.ReadAll(d)
+		require.NoError(t, err)
+		require.NoError(t, d.Close())
+		assert.Equal(t, data, got, engine)
+	}
+}

@@ -61,7 +61,7 @@ func mergeConcat(w *Writer, readers []*Reader, heads []*Chunk) error {
 			if c.Type == ChunkSequence {
 				return &LaneError{Lane: i, Err: fmt.Errorf("offset %d: %w: sequence record in a plain lane", r.Offset(), ErrSequence)}
 			}
-			if err := w.writeVerbatim(c); err != nil {
+			if err := w.WriteVerbatim(c); err != nil {
 				return err
 			}
 			var err error
@@ -175,7 +175,7 @@ func mergeSequenced(w *Writer, readers []*Reader, heads []*Chunk) error {
 			break
 		}
 		l := lanes[found]
-		if err := w.writeVerbatim(l.head); err != nil {
+		if err := w.WriteVerbatim(l.head); err != nil {
 			return err
 		}
 		next++

@@ -27,8 +27,11 @@ func (w *Writer) WriteChunk(c *Chunk) error {
 	return w.write(c, false)
 }
 
-// writeVerbatim writes c using the CRC a Reader verified, if any.
-func (w *Writer) writeVerbatim(c *Chunk) error {
+// WriteVerbatim writes c, a chunk a Reader returned (or a copy of it, its
+// Payload and Sparse unchanged), with the CRC32 the Reader verified instead
+// of hashing the payload again; a chunk no Reader verified gets its CRC
+// computed, as WriteChunk does.
+func (w *Writer) WriteVerbatim(c *Chunk) error {
 	return w.write(c, true)
 }
 

@@ -151,7 +151,7 @@ func (f *fixture) backup(ctx context.Context, logger logutil.Logger) error {
 		Keyspace:     keyspace,
 		Shard:        shard,
 		TabletAlias:  fmt.Sprintf("zone1-%010d", f.tb.UID),
-		BackupTime:   time.Now(),
+		BackupTime:   f.tb.BackupTime(),
 		Stats:        backupstats.NoStats(),
 		BackupEngine: "fifo",
 		UpgradeSafe:  true,

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +45,26 @@ type Tablet struct {
 	// Root is VTDATAROOT.
 	Root string
 	UID  uint32
+
+	mu         sync.Mutex
+	lastBackup time.Time // the BackupTime last handed out
+}
+
+// BackupTime is the time to give this tablet's next backup: now, or the
+// start of the next second where a backup of it was given this second.
+// Vitess names a backup by its tablet and the second it starts, and the
+// storage refuses a name it holds: two backups under a second apart (a
+// small data set, a fast host) would collide.
+func (tb *Tablet) BackupTime() time.Time {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	now := time.Now()
+	if last := tb.lastBackup.Truncate(time.Second); !now.Truncate(time.Second).After(last) {
+		time.Sleep(time.Until(last.Add(time.Second)))
+		now = time.Now()
+	}
+	tb.lastBackup = now
+	return now
 }
 
 // SetupHint says how to install what these tests need.

@@ -28,7 +28,10 @@
 //     for a reader: the first byte of the chunk magic).
 //   - Dealing (ds_xbstream.cc, xbstream_open): files go to the streams
 //     round-robin at file open; all chunks of a file go through one stream in
-//     order; each stream is a plain xbstream with no trailer.
+//     order; each stream is a plain xbstream with no trailer. Each stream is
+//     written by a goroutine of its own, as each copy thread writes under
+//     its stream's lock: a slow reader holds up only its own stream (deal.go;
+//     its cost alone: BenchmarkDeal).
 //   - --parallel (xtrabackup_backup_func) is raised to --fifo-streams.
 //   - Chunking (xbstream_write.cc, xb_stream_write_data): writes smaller than
 //     what the buffer has room for are gathered; a larger write is emitted
@@ -79,7 +82,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vtfifo/vtfifo/go/xbstream"
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -136,11 +139,19 @@ func run(args []string) error {
 
 	cmd := exec.Command(mariabackup, o.passed...)
 	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
+	// The pipe from mariabackup as the engine gives a tool's stdout (1 MiB):
+	// at the kernel's 64 KiB the stand-in would slow the tool more than
+	// real FIFOs do.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	defer stdout.Close()
+	_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		return err
 	}
 	stop := func(err error) error {
@@ -369,92 +380,5 @@ func controlByte() []byte {
 		return nil
 	default:
 		return []byte(v) // more than one byte: a stream the engine must refuse
-	}
-}
-
-// deal copies mariabackup's stream to the outputs, each file to the output
-// chosen round-robin when the file is opened (its first chunk), as
-// ds_xbstream.cc's xbstream_open does. With readBuffer > 0, consecutive
-// payload chunks of one file are merged into chunks of readBuffer bytes.
-func deal(src io.Reader, outs []io.WriteCloser, readBuffer, failAfter int64, drop string) error {
-	r := xbstream.NewReader(src)
-	writers := make([]*xbstream.Writer, len(outs))
-	for i, o := range outs {
-		writers[i] = xbstream.NewWriter(o)
-	}
-	assigned := map[string]int{}
-	next := 0
-	var payload int64
-	// Merged payload not yet written, per file: copy threads read each file
-	// read-buffer-size at a time, whatever the other threads interleave.
-	pending := map[string]*xbstream.Chunk{}
-	flush := func(path string) error {
-		c := pending[path]
-		if c == nil || len(c.Payload) == 0 {
-			return nil
-		}
-		delete(pending, path)
-		return writers[assigned[path]].WriteChunk(c)
-	}
-	for {
-		c, err := r.Next()
-		if err == io.EOF {
-			for p := range pending {
-				if err := flush(p); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if drop != "" && strings.HasPrefix(strings.TrimPrefix(c.Path, "./"), drop) {
-			continue
-		}
-		lane, ok := assigned[c.Path]
-		if !ok {
-			lane = next % len(outs)
-			next++
-			assigned[c.Path] = lane
-		}
-		if readBuffer > 0 && c.Type == xbstream.ChunkPayload && int64(len(c.Payload)) < readBuffer {
-			p := pending[c.Path]
-			if p != nil && p.Offset+uint64(len(p.Payload)) != c.Offset {
-				if err := flush(c.Path); err != nil {
-					return err
-				}
-				p = nil
-			}
-			for rest, off := c.Payload, c.Offset; len(rest) > 0; {
-				if p == nil {
-					p = &xbstream.Chunk{Type: xbstream.ChunkPayload, Path: c.Path, Offset: off}
-					pending[c.Path] = p
-				}
-				k := min(int64(len(rest)), readBuffer-int64(len(p.Payload)))
-				p.Payload = append(p.Payload, rest[:k]...)
-				rest, off = rest[k:], off+uint64(k)
-				if int64(len(p.Payload)) == readBuffer {
-					if err := flush(c.Path); err != nil {
-						return err
-					}
-					p = nil
-				}
-			}
-		} else {
-			if err := flush(c.Path); err != nil {
-				return err
-			}
-			if err := writers[lane].WriteChunk(c); err != nil {
-				return err
-			}
-		}
-		if c.Type == xbstream.ChunkEOF {
-			delete(assigned, c.Path)
-		}
-		payload += int64(len(c.Payload))
-		if failAfter >= 0 && payload >= failAfter {
-			return fmt.Errorf("failing on purpose after %d bytes (XTRABACKUP_STANDIN_FAIL_AFTER)", payload)
-		}
 	}
 }

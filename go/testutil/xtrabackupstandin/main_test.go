@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/vtfifo/vtfifo/go/xbstream"
 )
@@ -220,4 +224,153 @@ func TestFIFOOpenRetriesAnyError(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("openForWrite did not retry")
 	}
+}
+
+// Each stream has a writer of its own (a PXB copy thread writes under its
+// stream's lock): while stream 0's reader takes nothing, stream 1 still gets
+// its file's chunks; once stream 0 is read, everything arrives.
+func TestDealSlowStreamHoldsUpOnlyItself(t *testing.T) {
+	var src bytes.Buffer
+	w := xbstream.NewWriter(&src)
+	for off := range 4 {
+		for _, f := range []string{"a", "b"} {
+			require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: f, Offset: uint64(off * 100),
+				Payload: bytes.Repeat([]byte{byte(off)}, 100)}))
+		}
+	}
+	slow := &gatedWriter{open: make(chan struct{}), wrote: make(chan struct{}, 1)}
+	fast := &syncBuffer{got: make(chan struct{}, 100)}
+	done := make(chan error, 1)
+	go func() { done <- deal(&src, []io.WriteCloser{slow, fast}, 0, -1, "") }()
+	<-slow.wrote // stream 0's writer is stuck in its first write
+	select {
+	case <-fast.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stream 1 got nothing while stream 0 was not read")
+	}
+	close(slow.open)
+	require.NoError(t, <-done)
+	assert.Len(t, payloads(t, &slow.buf), 4)
+	assert.Len(t, payloads(t, &fast.buf), 4)
+}
+
+// A stream that cannot be written fails the deal with its error, and deal
+// returns (its writers stopped) while mariabackup's stream has more.
+func TestDealStreamWriteErrorStops(t *testing.T) {
+	var src bytes.Buffer
+	w := xbstream.NewWriter(&src)
+	for off := range 50 {
+		require.NoError(t, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: "a", Offset: uint64(off * 100),
+			Payload: bytes.Repeat([]byte{1}, 100)}))
+	}
+	err := deal(&src, []io.WriteCloser{failingWriter{}}, 0, -1, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "broken pipe")
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+func (failingWriter) Close() error              { return nil }
+
+// gatedWriter says when it is first written to, and writes only once open
+// is closed.
+type gatedWriter struct {
+	open  chan struct{}
+	wrote chan struct{}
+	buf   bytes.Buffer
+}
+
+func (g *gatedWriter) Write(p []byte) (int, error) {
+	select {
+	case g.wrote <- struct{}{}:
+	default:
+	}
+	<-g.open
+	return g.buf.Write(p)
+}
+
+func (g *gatedWriter) Close() error { return nil }
+
+// syncBuffer says each time it is written to; read buf only after deal returns.
+type syncBuffer struct {
+	buf bytes.Buffer
+	got chan struct{}
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	n, err := s.buf.Write(p)
+	s.got <- struct{}{}
+	return n, err
+}
+
+func (s *syncBuffer) Close() error { return nil }
+
+// BenchmarkDeal: the stand-in's own cost, from a pipe (as mariabackup's
+// stdout reaches it) to n pipes each drained by a reader of 1 MiB reads (as
+// the engine reads its FIFOs). 64 files of 4 MiB in chunks of chunkKiB.
+func BenchmarkDeal(b *testing.B) {
+	for _, n := range []int{2, 16} {
+		for _, chunkKiB := range []int{1024, 10240} {
+			b.Run(fmt.Sprintf("streams=%d/chunk=%dKiB", n, chunkKiB), func(b *testing.B) {
+				stream := benchStream(b, 64, 4<<20, chunkKiB<<10)
+				b.SetBytes(int64(len(stream)))
+				for b.Loop() {
+					benchDealOnce(b, stream, n)
+				}
+			})
+		}
+	}
+}
+
+func benchStream(b *testing.B, files, size, chunk int) []byte {
+	b.Helper()
+	data := make([]byte, chunk)
+	for i := range data {
+		data[i] = byte(i*7 + i>>9)
+	}
+	var src bytes.Buffer
+	w := xbstream.NewWriter(&src)
+	for f := range files {
+		path := fmt.Sprintf("db/t%d.ibd", f)
+		for off := 0; off < size; off += chunk {
+			require.NoError(b, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkPayload, Path: path, Offset: uint64(off), Payload: data[:min(chunk, size-off)]}))
+		}
+		require.NoError(b, w.WriteChunk(&xbstream.Chunk{Type: xbstream.ChunkEOF, Path: path}))
+	}
+	return src.Bytes()
+}
+
+func benchDealOnce(b *testing.B, stream []byte, n int) {
+	inR, inW, err := os.Pipe()
+	require.NoError(b, err)
+	_, _ = unix.FcntlInt(inW.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, _ = inW.Write(stream)
+		inW.Close()
+	})
+	outs := make([]io.WriteCloser, n)
+	for i := range outs {
+		r, w, err := os.Pipe()
+		require.NoError(b, err)
+		_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+		outs[i] = w
+		wg.Go(func() {
+			buf := make([]byte, 1<<20)
+			for {
+				if _, err := r.Read(buf); err != nil {
+					break
+				}
+			}
+			r.Close()
+		})
+	}
+	err = deal(bufio.NewReaderSize(inR, 1<<20), outs, 0, -1, "")
+	for _, o := range outs {
+		o.Close()
+	}
+	inR.Close()
+	wg.Wait()
+	require.NoError(b, err)
 }

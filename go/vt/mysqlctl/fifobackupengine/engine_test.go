@@ -144,7 +144,7 @@ func (f *fixture) backup(t testing.TB, stats backupstats.Stats) error {
 		Keyspace:     testKeyspace,
 		Shard:        testShard,
 		TabletAlias:  fmt.Sprintf("zone1-%010d", f.tb.UID),
-		BackupTime:   time.Now(),
+		BackupTime:   f.tb.BackupTime(),
 		Stats:        stats,
 		BackupEngine: cmp.Or(f.engine, engineName),
 		UpgradeSafe:  true,

@@ -45,7 +45,7 @@ func (b *backupRun) readFIFOs(ctx context.Context, fifoDir string, toolDone <-ch
 	streams := make([]*fifoStream, n)
 	srcs := make([]io.Reader, n)
 	for i, path := range paths {
-		streams[i] = &fifoStream{path: path, pipeSize: toolPipeSize(n), ctx: ctx, toolDone: toolDone, stop: make(chan struct{})}
+		streams[i] = &fifoStream{path: path, pipeSize: ToolPipeSize(n), ctx: ctx, toolDone: toolDone, stop: make(chan struct{})}
 		srcs[i] = b.meteredSource(streams[i], streams[i], &b.streamBytes[i])
 	}
 	defer func() {
@@ -147,7 +147,7 @@ func openFIFO(ctx context.Context, path string, pipeSize int, toolDone, stop <-c
 // (skipControlByte). SetReadDeadline interrupts the wait or the reads.
 type fifoStream struct {
 	path     string
-	pipeSize int // the capacity asked of the FIFO (toolPipeSize)
+	pipeSize int // the capacity asked of the FIFO (ToolPipeSize)
 	ctx      context.Context
 	toolDone <-chan struct{}
 	stop     chan struct{} // closed by SetReadDeadline while the FIFO is not open

@@ -15,9 +15,10 @@ import "os"
 // FIFO streams do not ask the kernel for 64 MiB.
 const toolPipesBudget = 16 << 20
 
-// toolPipeSize is the capacity asked of each of n pipes: an even share of
+// ToolPipeSize is the capacity asked of each of n pipes (the benchmark asks
+// the same of the FIFOs its stand-in ceiling reads): an even share of
 // the budget, at least the kernel's default and at most its usual ceiling.
-func toolPipeSize(n int) int {
+func ToolPipeSize(n int) int {
 	return min(max(toolPipesBudget/max(n, 1), 64<<10), 1<<20)
 }
 
@@ -29,6 +30,6 @@ func StdoutPipe() (r, w *os.File, err error) {
 	}
 	// Through the write end, which the child gets in blocking mode anyway:
 	// Fd on the read end would take it off Go's poller.
-	growPipe(w.Fd(), toolPipeSize(1))
+	growPipe(w.Fd(), ToolPipeSize(1))
 	return r, w, nil
 }

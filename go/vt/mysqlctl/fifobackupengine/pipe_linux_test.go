@@ -14,12 +14,12 @@ import (
 )
 
 func TestToolPipeSize(t *testing.T) {
-	assert.Equal(t, 1<<20, toolPipeSize(1), "stdout")
-	assert.Equal(t, 1<<20, toolPipeSize(16))
-	assert.Equal(t, 512<<10, toolPipeSize(32))
-	assert.Equal(t, 256<<10, toolPipeSize(64))
-	assert.Equal(t, 64<<10, toolPipeSize(1000), "never under the kernel's default")
-	assert.Equal(t, 1<<20, toolPipeSize(0))
+	assert.Equal(t, 1<<20, ToolPipeSize(1), "stdout")
+	assert.Equal(t, 1<<20, ToolPipeSize(16))
+	assert.Equal(t, 512<<10, ToolPipeSize(32))
+	assert.Equal(t, 256<<10, ToolPipeSize(64))
+	assert.Equal(t, 64<<10, ToolPipeSize(1000), "never under the kernel's default")
+	assert.Equal(t, 1<<20, ToolPipeSize(0))
 }
 
 // assertGrown checks that a pipe asked for size holds it where this host
@@ -56,8 +56,8 @@ func TestToolStdoutPipeIsGrownAndInterruptible(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close()
 	defer w.Close()
-	growPipe(w.Fd(), toolPipeSize(1))
-	assertGrown(t, r, toolPipeSize(1))
+	growPipe(w.Fd(), ToolPipeSize(1))
+	assertGrown(t, r, ToolPipeSize(1))
 
 	require.NoError(t, r.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
 	_, err = r.Read(make([]byte, 1))
@@ -76,7 +76,7 @@ func TestToolFIFOIsGrown(t *testing.T) {
 		}
 		w <- f
 	}()
-	want := toolPipeSize(64)
+	want := ToolPipeSize(64)
 	f, err := openFIFO(context.Background(), path, want, make(chan struct{}), make(chan struct{}))
 	require.NoError(t, err)
 	defer f.Close()

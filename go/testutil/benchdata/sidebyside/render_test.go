@@ -118,11 +118,29 @@ func TestRestoreCeiling(t *testing.T) {
 		{Shape: "mixed", SizeGiB: 1, Name: "storage-read-local", Wall: []float64{0.4}, CPU: []float64{0.5}},
 		{Shape: "mixed", SizeGiB: 1, Name: "write-files-local", Wall: []float64{1.1}, CPU: []float64{0.9}},
 	}}
-	c, what := res.restoreCeiling("mixed", 1, "zstd", "local")
+	c, what := res.restoreCeiling("mixed", 1, "zstd", "local", nil)
 	assert.Zero(t, c, "an older run without prepare has no restore ceiling")
 	assert.Empty(t, what)
 	res.Ceilings = append(res.Ceilings, Ceiling{Shape: "mixed", SizeGiB: 1, Name: "prepare", Wall: []float64{2}, CPU: []float64{1.8}})
-	c, what = res.restoreCeiling("mixed", 1, "zstd", "local")
+	c, what = res.restoreCeiling("mixed", 1, "zstd", "local", nil)
+	assert.InDelta(t, 3.1, c, 1e-9)
+	assert.Equal(t, "write-files-local + prepare", what)
+
+	// The restores' own prepare, where faster than the ceiling's (less
+	// redo in their backups), is the harsher ceiling; where slower, the
+	// ceiling's stays.
+	restores := func(prepares ...string) []Run {
+		var runs []Run
+		for _, s := range prepares {
+			runs = append(runs, Run{PhaseTable: "fifo restore x: per-phase stats (wall 3.0s)\nPHASE        OPERATION                   GiB    SECONDS      MiB/s\n" +
+				"Source       Source:Read               0.354       0.09     4092.2\nPrepare      Prepare                   0.000       " + s + "          -\n"})
+		}
+		return runs
+	}
+	c, what = res.restoreCeiling("mixed", 1, "zstd", "local", restores("0.50", "0.40", "0.90"))
+	assert.InDelta(t, 1.6, c, 1e-9)
+	assert.Equal(t, "write-files-local + the restores' own prepare", what)
+	c, what = res.restoreCeiling("mixed", 1, "zstd", "local", restores("2.50", "2.40", "2.90"))
 	assert.InDelta(t, 3.1, c, 1e-9)
 	assert.Equal(t, "write-files-local + prepare", what)
 }

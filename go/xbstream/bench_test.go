@@ -346,3 +346,47 @@ func (l pacedStallingLane) Write(p []byte) (int, error) {
 	_, _ = l.paced.Write(p)
 	return l.stall.Write(p)
 }
+
+// BenchmarkSplitFromPipe: the splitter reading a pipe (1 MiB, written 10 MiB
+// at a time, as the tools write their chunks), 2 lanes to io.Discard, at
+// three source buffer sizes; cpu-ms/op is the process's CPU (the writer's
+// copies into the pipe included). A buffer as large as a piece copies nearly
+// every payload byte out of it once more.
+func BenchmarkSplitFromPipe(b *testing.B) {
+	stream := syntheticStream(b)
+	for _, bs := range []int{64 << 10, 256 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("buf=%dKiB", bs>>10), func(b *testing.B) {
+			ws := []io.Writer{io.Discard, io.Discard}
+			b.SetBytes(int64(len(stream)))
+			var ru0, ru1 syscall.Rusage
+			require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru0))
+			for b.Loop() {
+				splitFromPipe(b, stream, ws, SplitOptions{ReadBufferSize: bs, PieceSize: 1 << 20})
+			}
+			require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru1))
+			cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+			b.ReportMetric(float64(cpu)/1e6/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+func splitFromPipe(b *testing.B, stream []byte, lanes []io.Writer, opts SplitOptions) {
+	r, w, err := os.Pipe()
+	require.NoError(b, err)
+	_, _ = unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for p := stream; len(p) > 0; {
+			n, err := w.Write(p[:min(len(p), 10<<20)])
+			if err != nil {
+				break
+			}
+			p = p[n:]
+		}
+		w.Close()
+	})
+	_, err = Split(context.Background(), r, lanes, opts)
+	r.Close()
+	wg.Wait()
+	require.NoError(b, err)
+}

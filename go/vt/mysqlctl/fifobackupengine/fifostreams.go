@@ -142,6 +142,10 @@ func openFIFO(ctx context.Context, path string, pipeSize int, toolDone, stop <-c
 	}
 }
 
+// controlByteBuffer holds the control byte and the chunk magic after it
+// (bufio's least size).
+const controlByteBuffer = 16
+
 // fifoStream is one of the tool's FIFO streams: its first Read opens it
 // (openFIFO, waiting for the tool) and takes the control byte off
 // (skipControlByte). SetReadDeadline interrupts the wait or the reads.
@@ -209,8 +213,12 @@ func (s *fifoStream) close() {
 // what it can: one byte, then the chunk magic or the end of the stream. A
 // stream that starts with the magic itself has no control byte; it is
 // accepted, since nothing of it is lost.
+//
+// The reader it returns buffers only those first bytes: the splitter reads
+// through a buffer of its own, and reads as large as it asks go straight
+// through this one (a second buffer of 1 MiB copied every byte once more).
 func skipControlByte(f *os.File, path string) (*bufio.Reader, error) {
-	br := bufio.NewReaderSize(f, 1<<20)
+	br := bufio.NewReaderSize(f, controlByteBuffer)
 	head, err := br.Peek(1 + len(xbstream.Magic))
 	switch {
 	case len(head) >= len(xbstream.Magic) && string(head[:len(xbstream.Magic)]) == xbstream.Magic:

@@ -160,7 +160,10 @@ func (d *dealer) send(ctx context.Context, path string, c *xbstream.Chunk) error
 // own copies c out of the reader's buffers, keeping its verified CRC.
 func (d *dealer) own(c *xbstream.Chunk) *xbstream.Chunk {
 	cc := *c
-	cc.Payload = append(d.buffer(len(c.Payload)), c.Payload...)
+	cc.Payload = nil // never the reader's buffer, even empty: writers recycle what they are given
+	if len(c.Payload) > 0 {
+		cc.Payload = append(d.buffer(len(c.Payload)), c.Payload...)
+	}
 	cc.Sparse = slices.Clone(c.Sparse)
 	return &cc
 }

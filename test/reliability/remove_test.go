@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,7 +36,6 @@ func TestRemoveDuringBackup(t *testing.T) {
 			require.Len(t, older, 1)
 
 			for _, remover := range []string{"RemoveBackup", "fifoverify --remove-incomplete"} {
-				time.Sleep(time.Second) // backup names have 1 s resolution
 				var removed atomic.Bool
 				backupstorage.BackupStorageMap[storageName] = &addFileHook{BackupStorage: st, fn: func(dir, name string) {
 					// Called as the backup opens its last lane: it has

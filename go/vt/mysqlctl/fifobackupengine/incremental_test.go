@@ -139,7 +139,6 @@ func threeBackupsUnderWriter(t *testing.T, f *fixture) (*gtidWriter, [3]map[stri
 		// The tool's to_lsn is the last checkpoint: flush, so that it is
 		// recent, as on a server that has run a while.
 		mariadbtest.Checkpoint(t, f.srv.DB())
-		time.Sleep(1100 * time.Millisecond) // backup names have seconds
 		require.NoError(t, f.backup(t, nil))
 		ms[i] = f.latestManifest(t)
 	}
@@ -176,20 +175,17 @@ func TestIncrementalNeedsLineage(t *testing.T) {
 	useEngine(t, incrementalConfig())
 	require.NoError(t, f.backup(t, nil))
 	require.NoError(t, os.Remove(filepath.Join(f.tb.Cnf.TabletDir(), lineageFileName)))
-	time.Sleep(1100 * time.Millisecond)
 	require.NoError(t, f.backup(t, nil))
 	m := f.latestManifest(t)
 	assert.Empty(t, m.BaseBackup, "not a descendant: a full backup")
 
 	// Its own next backup is a delta on it.
-	time.Sleep(1100 * time.Millisecond)
 	require.NoError(t, f.backup(t, nil))
 	d := f.latestManifest(t)
 	assert.Equal(t, m.BackupName, d.BaseBackup)
 
 	// Incrementals off: every backup is full.
 	useEngine(t, testConfig(3, SourceStdout, zstdConfig()))
-	time.Sleep(1100 * time.Millisecond)
 	require.NoError(t, f.backup(t, nil))
 	assert.Empty(t, f.latestManifest(t).BaseBackup)
 }
@@ -295,12 +291,10 @@ func TestDifferentialRealMariaDB(t *testing.T) {
 
 	// Restored from the full + its first differential: the next is a
 	// differential on the full (the third), then a full.
-	time.Sleep(1100 * time.Millisecond)
 	require.NoError(t, f.backup(t, nil))
 	x3 := f.latestManifest(t)
 	assert.Equal(t, full.BackupName, x3.BaseBackup)
 	assert.Equal(t, 1, x3.ChainLength)
-	time.Sleep(1100 * time.Millisecond)
 	require.NoError(t, f.backup(t, nil))
 	assert.Empty(t, f.latestManifest(t).BaseBackup, "a fourth differential is past --fifo-backup-max-chain-length=3")
 }

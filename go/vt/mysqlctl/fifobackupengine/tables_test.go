@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -245,7 +244,6 @@ func TestTableRestoreChainRealMariaDB(t *testing.T) {
 	for round := range 3 {
 		static = f.changeStatic(t, round+1)
 		mariadbtest.Checkpoint(t, f.srv.DB())
-		time.Sleep(1100 * time.Millisecond) // backup names have seconds
 		require.NoError(t, f.backup(t, nil))
 	}
 	last := f.latestManifest(t)

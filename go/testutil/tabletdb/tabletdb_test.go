@@ -84,3 +84,14 @@ func TestSweepStopsWhatADeadTestLeft(t *testing.T) {
 	assert.DirExists(t, live)
 	assert.DirExists(t, bare)
 }
+
+// Two backups of one tablet asked for within a second get times in
+// different seconds (Vitess names a backup by its second); the wait is no
+// longer than to the next second.
+func TestBackupTimeGivesEachBackupItsOwnSecond(t *testing.T) {
+	tb := &Tablet{}
+	first := tb.BackupTime()
+	second := tb.BackupTime()
+	assert.True(t, second.Truncate(time.Second).After(first.Truncate(time.Second)), "%v then %v", first, second)
+	assert.Less(t, second.Sub(first), 2*time.Second)
+}
